@@ -1,0 +1,3 @@
+from ecpfs_viewer.cli import main
+
+raise SystemExit(main())

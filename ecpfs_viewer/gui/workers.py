@@ -1,0 +1,139 @@
+"""Run model calls off the GUI thread and hand results back by signal, dropping stale ones.
+
+Every panel owns a :class:`BackgroundRunner`. ``runner.run(fn, on_result)`` executes ``fn`` on a
+thread pool; ``on_result`` is called in the GUI thread, unless a newer request was started with
+``supersede=True`` (the default) or :meth:`BackgroundRunner.invalidate` was called since: results
+for a node the user already left are thrown away (a generation counter, as napari does).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+
+from ecpfs_viewer.model.hierarchy import describe_exception
+
+_POOL: QThreadPool | None = None
+
+
+def thread_pool() -> QThreadPool:
+    """The application's one pool for store I/O (a few threads: I/O bound, GIL shared)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = QThreadPool()
+        _POOL.setMaxThreadCount(4)
+    return _POOL
+
+
+def wait_for_workers(timeout_ms: int = 5000) -> bool:
+    """Block until every background task is done; called before the application quits."""
+    return thread_pool().waitForDone(timeout_ms)
+
+
+class _TaskSignals(QObject):
+    result = Signal(int, object, float)
+    error = Signal(int, str, str)
+    progress = Signal(int, object)
+
+
+class _Task(QRunnable):
+    def __init__(self, request: int, fn: Callable[..., Any], args: tuple[Any, ...],
+                 signals: _TaskSignals, wants_progress: bool, cancel: threading.Event) -> None:
+        super().__init__()
+        self.setAutoDelete(True)
+        self.request, self.fn, self.args, self.signals = request, fn, args, signals
+        self.wants_progress, self.cancel = wants_progress, cancel
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        try:
+            if self.wants_progress:
+                value = self.fn(*self.args, progress=lambda p: self.signals.progress.emit(self.request, p),
+                                cancel=self.cancel)
+            else:
+                value = self.fn(*self.args)
+        except BaseException as exc:  # every failure becomes a message the UI can show
+            self.signals.error.emit(self.request, describe_exception(exc), traceback.format_exc())
+            return
+        self.signals.result.emit(self.request, value, time.perf_counter() - started)
+
+
+class BackgroundRunner(QObject):
+    """Submits model calls to the pool; delivers results in the GUI thread, newest request only."""
+
+    busy_changed = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._next = 0
+        self._generation_floor = 0  # results of requests below this are dropped
+        self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None] | None,
+                                         Callable[[Any], None] | None, threading.Event]] = {}
+        self._signals = _TaskSignals()
+        self._signals.result.connect(self._on_result)
+        self._signals.error.connect(self._on_error)
+        self._signals.progress.connect(self._on_progress)
+        self.last_seconds = 0.0
+
+    def run(self, fn: Callable[..., Any], *args: Any, on_result: Callable[[Any], None],
+            on_error: Callable[[str], None] | None = None, on_progress: Callable[[Any], None] | None = None,
+            supersede: bool = True) -> int:
+        """Start fn(*args) in the pool. With on_progress, fn is called with progress= and cancel=."""
+        self._next += 1
+        request = self._next
+        if supersede:
+            self.invalidate(keep_from=request)
+        cancel = threading.Event()
+        self._callbacks[request] = (on_result, on_error, on_progress, cancel)
+        self.busy_changed.emit(True)
+        thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel))
+        return request
+
+    def invalidate(self, keep_from: int | None = None) -> None:
+        """Drop results of every request started before keep_from (all, by default); ask them to stop."""
+        floor = self._next + 1 if keep_from is None else keep_from
+        self._generation_floor = max(self._generation_floor, floor)
+        for request in [r for r in self._callbacks if r < self._generation_floor]:
+            self._callbacks.pop(request)[3].set()
+        if not self._callbacks:
+            self.busy_changed.emit(False)
+
+    def cancel(self, request: int) -> None:
+        """Ask one running request to stop (fn sees cancel.is_set()); its result is still delivered."""
+        entry = self._callbacks.get(request)
+        if entry is not None:
+            entry[3].set()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._callbacks)
+
+    def _finish(self, request: int):
+        entry = self._callbacks.pop(request, None)
+        if not self._callbacks:
+            self.busy_changed.emit(False)
+        return entry
+
+    @Slot(int, object, float)
+    def _on_result(self, request: int, value: Any, seconds: float) -> None:
+        entry = self._finish(request)
+        if entry is not None:
+            self.last_seconds = seconds
+            entry[0](value)
+
+    @Slot(int, str, str)
+    def _on_error(self, request: int, message: str, details: str) -> None:
+        entry = self._finish(request)
+        if entry is not None and entry[1] is not None:
+            entry[1](message)
+
+    @Slot(int, object)
+    def _on_progress(self, request: int, value: Any) -> None:
+        entry = self._callbacks.get(request)
+        if entry is not None and entry[2] is not None:
+            entry[2](value)

@@ -1,0 +1,425 @@
+"""The group/array hierarchy of a store, listed lazily one level at a time.
+
+Children are found with the store's directory listing (never ``Group.members()``), each child's
+metadata document is read once, kept as raw bytes, and parsed only when someone asks for details.
+A child whose metadata cannot be read or parsed becomes an error node; its siblings are unaffected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import zarr
+from zarr.core.metadata.v2 import ArrayV2Metadata
+from zarr.core.metadata.v3 import ArrayV3Metadata
+from zarr.storage._common import StorePath
+
+from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
+
+
+class NodeKind(str, Enum):
+    GROUP = "group"
+    ARRAY = "array"
+    IMPLICIT_GROUP = "implicit group"
+    ERROR = "error"
+
+    @property
+    def is_container(self) -> bool:
+        return self in (NodeKind.GROUP, NodeKind.IMPLICIT_GROUP)
+
+
+_NODE_TYPE_RE = re.compile(rb'"node_type"\s*:\s*"(group|array)"')
+_NATURAL_RE = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[Any, ...]:
+    """Sort key that puts node_2 before node_10 and lvl_2 before lvl_10."""
+    return tuple(int(part) if part.isdigit() else part.lower() for part in _NATURAL_RE.split(name))
+
+
+def parent_path(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def base_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Node:
+    """One entry of the hierarchy as the listing found it (kind known, details parsed later)."""
+
+    path: str  # relative to the Zarr root; '' is the root
+    kind: NodeKind
+    zarr_format: int | None  # 3, 2, or None for an implicit group / unreadable node
+    raw: bytes | None = None  # the metadata document exactly as stored (zarr.json or .zarray/.zgroup)
+    raw_attrs: bytes | None = None  # v2 .zattrs, if any
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return base_name(self.path) if self.path else "/"
+
+    @property
+    def metadata_key(self) -> str | None:
+        if self.zarr_format == 3:
+            return "zarr.json"
+        if self.zarr_format == 2:
+            return ".zarray" if self.kind is NodeKind.ARRAY else ".zgroup"
+        return None
+
+
+@dataclass(frozen=True)
+class ArrayDetails:
+    """What the metadata says about an array, decoded without reading any chunk."""
+
+    shape: tuple[int, ...]
+    dtype: str  # numpy-style name, or the Zarr data type name when numpy has none
+    chunk_shape: tuple[int, ...]  # the read chunk (inner chunk of a shard)
+    shard_shape: tuple[int, ...] | None
+    fill_value: Any
+    codecs: list[dict[str, Any]]  # as stored: name + configuration
+    dimension_names: tuple[str | None, ...] | None
+    chunk_key_encoding: dict[str, Any]
+    zarr_format: int
+    itemsize: int | None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def logical_bytes(self) -> int | None:
+        return None if self.itemsize is None else self.size * self.itemsize
+
+    def describe_shape(self) -> str:
+        return "scalar" if not self.shape else " x ".join(str(s) for s in self.shape)
+
+
+@dataclass(frozen=True)
+class NodeDetails:
+    """A node with its parsed metadata; for arrays, ArrayDetails; error set when parsing failed."""
+
+    node: Node
+    document: dict[str, Any] | None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    array: ArrayDetails | None = None
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def writer(self) -> str | None:
+        """The library that wrote the node, from the `_zarrs` attribute, e.g. 'zarrs 0.23.14'."""
+        info = self.attributes.get("_zarrs") if isinstance(self.attributes, dict) else None
+        if isinstance(info, dict):
+            return f"zarrs {info.get('version', '?')}"
+        return None
+
+
+class Hierarchy:
+    """Lazy, cached view of the nodes of one opened store."""
+
+    def __init__(self, store: OpenedStore) -> None:
+        self.store = store
+        self._lock = threading.RLock()
+        self._children: dict[str, list[Node]] = {}
+        self._nodes: dict[str, Node] = {}
+        self._details: dict[str, NodeDetails] = {}
+        self._arrays: dict[str, zarr.Array] = {}
+
+    # -- listing --------------------------------------------------------------------------------
+    def root(self) -> Node:
+        with self._lock:
+            if "" not in self._nodes:
+                self._nodes[""] = self._probe("", is_dir=True) or Node("", NodeKind.IMPLICIT_GROUP, None)
+            return self._nodes[""]
+
+    def node(self, path: str) -> Node:
+        """The node at path, probing the store if its parent was never listed."""
+        path = path.strip("/")
+        with self._lock:
+            if path in self._nodes:
+                return self._nodes[path]
+        if not path:
+            return self.root()
+        found = self._probe(path, is_dir=None)
+        if found is None:
+            found = Node(path, NodeKind.ERROR, None, error=f"{path}: no such node")
+        with self._lock:
+            self._nodes.setdefault(path, found)
+            return self._nodes[path]
+
+    def is_listed(self, path: str) -> bool:
+        with self._lock:
+            return path.strip("/") in self._children
+
+    def children(self, path: str = "") -> list[Node]:
+        """The child nodes of a group, in natural order; listed once, then cached."""
+        path = path.strip("/")
+        with self._lock:
+            cached = self._children.get(path)
+        if cached is not None:
+            return cached
+        try:
+            entries = self.store.list_dir(path)
+        except FileNotFoundError:
+            entries = []
+        except OSError as exc:
+            raise OSError(f"{path or '/'}: cannot list ({exc.strerror or exc})") from exc
+        candidates = sorted(((n, d) for n, d in entries if n not in METADATA_KEYS and d is not False),
+                            key=lambda e: natural_key(e[0]))
+        nodes = self._probe_many([join_key(path, n) for n, _ in candidates], [d for _, d in candidates])
+        with self._lock:
+            self._children[path] = nodes
+            for node in nodes:
+                self._nodes[node.path] = node
+        return nodes
+
+    def loaded_paths(self) -> list[str]:
+        """Every path already known (listed), for a filter that must not list the whole store."""
+        with self._lock:
+            return sorted(self._nodes, key=natural_key)
+
+    def refresh(self, path: str = "") -> None:
+        """Forget everything cached at and below path so the next call re-reads the store."""
+        path = path.strip("/")
+        prefix = path + "/" if path else ""
+        with self._lock:
+            for cache in (self._children, self._nodes, self._details, self._arrays):
+                for key in [k for k in cache if k == path or k.startswith(prefix)]:
+                    del cache[key]
+
+    def _probe(self, path: str, is_dir: bool | None) -> Node | None:
+        found = self._probe_many([path], [is_dir])
+        return found[0] if found else None
+
+    def _probe_many(self, paths: list[str], is_dirs: list[bool | None]) -> list[Node]:
+        """Read the metadata of several paths at once and classify each; None entries are files."""
+        v3 = self.store.read_many([self.store.key(p, "zarr.json") for p in paths])
+        nodes: list[Node | None] = [None] * len(paths)
+        missing: list[int] = []
+        for i, raw in enumerate(v3):
+            if raw is None:
+                missing.append(i)
+            else:
+                nodes[i] = _classify_v3(paths[i], raw)
+        if missing:
+            keys: list[str] = []
+            for i in missing:
+                keys += [self.store.key(paths[i], ".zarray"), self.store.key(paths[i], ".zgroup"),
+                         self.store.key(paths[i], ".zattrs")]
+            found = self.store.read_many(keys)
+            unknown: list[int] = []
+            for n, i in enumerate(missing):
+                zarray, zgroup, zattrs = found[3 * n: 3 * n + 3]
+                if zarray is not None:
+                    nodes[i] = _classify_v2(paths[i], zarray, zattrs, NodeKind.ARRAY)
+                elif zgroup is not None:
+                    nodes[i] = _classify_v2(paths[i], zgroup, zattrs, NodeKind.GROUP)
+                elif is_dirs[i] is None and paths[i]:
+                    unknown.append(i)
+                else:
+                    nodes[i] = Node(paths[i], NodeKind.IMPLICIT_GROUP, None)
+            if unknown:
+                # A name without metadata is a directory unless it is itself a stored key (a file).
+                values = self.store.read_many([self.store.key(paths[i]) for i in unknown])
+                for i, value in zip(unknown, values):
+                    if value is None:
+                        nodes[i] = Node(paths[i], NodeKind.IMPLICIT_GROUP, None)
+        return [n for n in nodes if n is not None]
+
+    # -- details --------------------------------------------------------------------------------
+    def details(self, path: str) -> NodeDetails:
+        """Parse a node's metadata (cached); never raises, errors are carried in the result."""
+        path = path.strip("/")
+        with self._lock:
+            cached = self._details.get(path)
+        if cached is not None:
+            return cached
+        node = self.node(path)
+        result = parse_details(node)
+        with self._lock:
+            self._details[path] = result
+        return result
+
+    def open_array(self, path: str) -> zarr.Array:
+        """A zarr Array built from the metadata already read (no second metadata read)."""
+        path = path.strip("/")
+        with self._lock:
+            if path in self._arrays:
+                return self._arrays[path]
+        info = self.details(path)
+        if info.error:
+            raise ValueError(info.error)
+        if info.array is None or info.document is None:
+            raise ValueError(f"{path or '/'} is not an array")
+        document = dict(info.document)
+        if info.node.zarr_format == 2 and info.attributes:
+            document["attributes"] = info.attributes
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            array = zarr.Array(zarr.AsyncArray.from_dict(StorePath(self.store.zarr_store, self.store.key(path)),
+                                                         document))
+        with self._lock:
+            self._arrays[path] = array
+        return array
+
+    def read_array(self, path: str, selection: Any = ...) -> np.ndarray:
+        """Read a selection of an array; raises with the path in the message on failure."""
+        try:
+            return np.asarray(self.open_array(path)[selection])
+        except Exception as exc:
+            raise ArrayReadError(f"{path}: {describe_exception(exc)}") from exc
+
+    def read_scalar(self, path: str) -> Any:
+        """The value of a rank-0 (or 1-element) array as a Python object."""
+        value = self.read_array(path, ...)
+        return value.item() if isinstance(value, np.ndarray) and value.size == 1 else value
+
+
+class ArrayReadError(Exception):
+    """Reading array data failed (corrupt chunk, unknown codec...); the message names the path."""
+
+
+def describe_exception(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
+
+
+def _classify_v3(path: str, raw: bytes) -> Node:
+    matches = _NODE_TYPE_RE.findall(raw)
+    if len(matches) == 1:  # the common case: decide without parsing the whole document
+        kind = NodeKind.GROUP if matches[0] == b"group" else NodeKind.ARRAY
+        return Node(path, kind, 3, raw=raw)
+    if matches:  # nested documents (consolidated metadata): only the top-level field counts
+        try:
+            top = json.loads(raw).get("node_type")
+        except (ValueError, AttributeError, UnicodeDecodeError):
+            top = None
+        if top in ("group", "array"):
+            return Node(path, NodeKind.GROUP if top == "group" else NodeKind.ARRAY, 3, raw=raw)
+    error = _document_error(path, raw, "zarr.json")
+    return Node(path, NodeKind.ERROR, 3, raw=raw, error=error)
+
+
+def _classify_v2(path: str, raw: bytes, attrs: bytes | None, kind: NodeKind) -> Node:
+    return Node(path, kind, 2, raw=raw, raw_attrs=attrs)
+
+
+def _document_error(path: str, raw: bytes, key: str) -> str:
+    where = join_key(path, key) or key
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"{where}: not valid JSON ({exc})"
+    if not isinstance(document, dict):
+        return f"{where}: metadata must be a JSON object"
+    node_type = document.get("node_type")
+    if node_type is None:
+        return f"{where}: no node_type field"
+    return f"{where}: unknown node_type {node_type!r} (expected 'group' or 'array')"
+
+
+def parse_details(node: Node) -> NodeDetails:
+    """Decode a node's stored metadata; failures become an error value, never an exception."""
+    if node.kind is NodeKind.IMPLICIT_GROUP:
+        return NodeDetails(node, None)
+    if node.raw is None:
+        return NodeDetails(node, None, error=node.error or f"{node.path or '/'}: no metadata")
+    key = node.metadata_key or "zarr.json"
+    where = join_key(node.path, key) or key
+    try:
+        document = json.loads(node.raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return NodeDetails(node, None, error=f"{where}: not valid JSON ({exc})")
+    if not isinstance(document, dict):
+        return NodeDetails(node, None, error=f"{where}: metadata must be a JSON object")
+    if node.kind is NodeKind.ERROR:
+        return NodeDetails(node, document, error=node.error)
+    attributes: dict[str, Any] = {}
+    if node.zarr_format == 3:
+        attributes = document.get("attributes") or {}
+        if document.get("zarr_format") != 3:
+            return NodeDetails(node, document, attributes,
+                               error=f"{where}: zarr_format is {document.get('zarr_format')!r}, expected 3")
+    elif node.raw_attrs:
+        try:
+            attributes = json.loads(node.raw_attrs)
+        except ValueError as exc:
+            return NodeDetails(node, document, error=f"{join_key(node.path, '.zattrs')}: not valid JSON ({exc})")
+    if not isinstance(attributes, dict):
+        return NodeDetails(node, document, error=f"{where}: attributes must be a JSON object")
+    if node.kind is not NodeKind.ARRAY:
+        return NodeDetails(node, document, attributes)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            array = _array_details(document, node.zarr_format or 3)
+        except Exception as exc:  # zarr raises many types for bad metadata; all become an error node
+            return NodeDetails(node, document, attributes, error=f"{where}: {describe_exception(exc)}")
+    return NodeDetails(node, document, attributes, array, warnings=tuple(str(w.message) for w in caught))
+
+
+def _array_details(document: dict[str, Any], zarr_format: int) -> ArrayDetails:
+    if zarr_format == 3:
+        meta = ArrayV3Metadata.from_dict(dict(document))
+        codecs = [c if isinstance(c, dict) else {"name": str(c)} for c in document.get("codecs", [])]
+        chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)  # type: ignore[attr-defined]
+        shard_shape = None
+        for codec in codecs:
+            if codec.get("name") == "sharding_indexed":
+                shard_shape = chunk_shape
+                chunk_shape = tuple(int(c) for c in codec.get("configuration", {}).get("chunk_shape", chunk_shape))
+        dtype = _dtype_name(meta.data_type, document.get("data_type"))
+        itemsize = _itemsize(meta.data_type)
+        encoding = document.get("chunk_key_encoding", {"name": "default"})
+        names = meta.dimension_names
+        fill = document.get("fill_value")
+    else:
+        meta2 = ArrayV2Metadata.from_dict(dict(document))
+        codecs = []
+        for f in document.get("filters") or []:
+            codecs.append({"name": f.get("id", "?"), "configuration": {k: v for k, v in f.items() if k != "id"}})
+        if document.get("compressor"):
+            comp = document["compressor"]
+            codecs.append({"name": comp.get("id", "?"), "configuration": {k: v for k, v in comp.items() if k != "id"}})
+        chunk_shape = tuple(int(c) for c in meta2.chunks)
+        shard_shape = None
+        dtype = _dtype_name(meta2.dtype, document.get("dtype"))
+        itemsize = _itemsize(meta2.dtype)
+        encoding = {"name": "v2", "configuration": {"separator": document.get("dimension_separator", ".")}}
+        names = None
+        fill = document.get("fill_value")
+        meta = meta2  # type: ignore[assignment]
+    shape = tuple(int(s) for s in meta.shape)
+    return ArrayDetails(shape, dtype, chunk_shape, shard_shape, fill, codecs, names, encoding, zarr_format, itemsize)
+
+
+def _dtype_name(data_type: Any, stored: Any) -> str:
+    try:
+        native = data_type.to_native_dtype()
+        if native.kind == "T":
+            return "string"
+        return str(native.name if native.kind != "U" and native.kind != "S" else native.str)
+    except Exception:
+        return stored if isinstance(stored, str) else json.dumps(stored)
+
+
+def _itemsize(data_type: Any) -> int | None:
+    try:
+        native = data_type.to_native_dtype()
+        return None if native.kind in "TO" else int(native.itemsize)
+    except Exception:
+        return None

@@ -1,0 +1,1 @@
+"""Data files shipped with ecpfs-viewer (icons, demo dataset); loaded with importlib.resources."""
