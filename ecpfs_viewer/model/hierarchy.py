@@ -38,10 +38,14 @@ class NodeKind(str, Enum):
 
 _NODE_TYPE_RE = re.compile(rb'"node_type"\s*:\s*"(group|array)"')
 _NATURAL_RE = re.compile(r"(\d+)")
+_NAME_NUMBER_RE = re.compile(r"(\D*)(\d+)$")
 
 
 def natural_key(name: str) -> tuple[Any, ...]:
     """Sort key that puts node_2 before node_10 and lvl_2 before lvl_10."""
+    simple = _NAME_NUMBER_RE.match(name)
+    if simple:  # fast path for the common 'node_123': same key the general split gives
+        return (simple.group(1).lower(), int(simple.group(2)), "")
     return tuple(int(part) if part.isdigit() else part.lower() for part in _NATURAL_RE.split(name))
 
 
