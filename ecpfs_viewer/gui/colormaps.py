@@ -1,0 +1,51 @@
+"""Colours shared by the plot pane and the chunk map: one perceptual map, palette-aware plot styling.
+
+Both views colour values with the same map (viridis: perceptually uniform, readable by most
+colour-blind users, and legible on light and dark palettes alike), and style pyqtgraph plots from
+the Qt palette instead of pyqtgraph's fixed black background, so dark mode follows the system.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QColor, QPalette
+
+COLORMAP_NAME = "viridis"
+MISSING_RGB = (128, 128, 128)  # a missing chunk (reads as fill): neutral grey, hatched darker
+MISSING_HATCH_RGB = (88, 88, 88)
+
+
+@lru_cache(maxsize=4)
+def lookup_table(name: str = COLORMAP_NAME, n: int = 256) -> np.ndarray:
+    """An (n, 3) uint8 lookup table of a pyqtgraph colour map (cached; at most 256 entries)."""
+    table = pg.colormap.get(name).getLookupTable(nPts=n, alpha=False)
+    return np.ascontiguousarray(table[:, :3], dtype=np.uint8)
+
+
+def colormap(name: str = COLORMAP_NAME) -> pg.ColorMap:
+    return pg.colormap.get(name)
+
+
+def plot_colors(palette: QPalette) -> tuple[QColor, QColor, QColor]:
+    """(background, foreground text, accent) colours for plots, taken from the palette."""
+    return (palette.color(QPalette.ColorRole.Base), palette.color(QPalette.ColorRole.Text),
+            palette.color(QPalette.ColorRole.Highlight))
+
+
+def style_plot(plot: pg.PlotItem, palette: QPalette) -> None:
+    """Axis lines, tick labels and title in the palette's text colour."""
+    _, text, _ = plot_colors(palette)
+    for name in ("left", "bottom", "right", "top"):
+        axis = plot.getAxis(name)
+        axis.setPen(pg.mkPen(text))
+        axis.setTextPen(pg.mkPen(text))
+    plot.titleLabel.setAttr("color", text.name())
+    if plot.titleLabel.text:
+        plot.titleLabel.setText(plot.titleLabel.text)
+
+
+def is_dark(palette: QPalette) -> bool:
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
