@@ -366,6 +366,7 @@ def _open_zip(path: Path) -> OpenedStore:
     if root is None:
         raise StoreOpenError(f"{path}: the zip holds no Zarr metadata (zarr.json, .zgroup, .zarray)")
     store = ZipStore(path, mode="r")
+    store._sync_open()  # our reads bypass zarr.open, which would otherwise open the archive on first use
     return OpenedStore(store, label=str(path) + (f"#{root}" if root else ""), kind="zip", root=root)
 
 

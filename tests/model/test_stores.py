@@ -1,0 +1,232 @@
+"""Opening what a user types or drops: folders, zips, URLs, memory; always read-only, always counted."""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import hashlib
+import http.server
+import os
+import shutil
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.stores import REMOTE_EXTRA_HINT, StoreOpenError, format_bytes, open_memory, open_store
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+ZARRITA_V3 = DATA / "peer-data" / "zarrita.js" / "fixtures" / "v3"
+
+
+def walk(h: Hierarchy, path: str = "") -> list[str]:
+    """Every node path below path, listing each group once (what a user expanding everything sees)."""
+    found = []
+    for node in h.children(path):
+        found.append(node.path)
+        if node.kind.is_container:
+            found += walk(h, node.path)
+    return found
+
+
+def read_everything(h: Hierarchy) -> int:
+    """Walk the whole hierarchy and read every array that has valid metadata; returns arrays read."""
+    count = 0
+    for path in walk(h):
+        if h.details(path).array is not None:
+            h.read_array(path)
+            count += 1
+    return count
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file below root, with its mode and mtime, keyed by relative path."""
+    digest = {}
+    for path in sorted(root.rglob("*")):
+        info = path.stat()
+        content = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+        digest[str(path.relative_to(root))] = f"{content} {info.st_mode:o} {info.st_mtime_ns}"
+    return digest
+
+
+# -- local directories --------------------------------------------------------------------------------
+def test_local_directory_opens_and_reads_root_metadata(two_clusters_path: Path) -> None:
+    store = open_store(two_clusters_path)
+    assert store.kind == "local"
+    assert store.read("zarr.json") is not None
+    assert store.read("no/such/key") is None
+    names = {name for name, _ in store.list_dir("")}
+    assert {"info", "index_root", "lvl_1", "lvl_2", "rep_item_ids", "zarr.json"} <= names
+
+
+def test_file_url_of_a_directory_opens_it(two_clusters_path: Path) -> None:
+    assert open_store(f"file://{two_clusters_path}").kind == "local"
+
+
+def test_full_walk_and_reads_write_nothing(two_clusters_copy: Path) -> None:
+    before = tree_digest(two_clusters_copy)
+    h = Hierarchy(open_store(two_clusters_copy))
+    arrays = read_everything(h)
+    h.refresh()
+    walk(h)
+    assert arrays >= 20
+    assert tree_digest(two_clusters_copy) == before
+
+
+def test_zarr_store_handed_over_is_made_read_only(two_clusters_path: Path) -> None:
+    from zarr.storage import LocalStore
+
+    opened = open_store(LocalStore(two_clusters_path))
+    assert opened.zarr_store.read_only
+
+
+# -- zip ---------------------------------------------------------------------------------------------
+def test_zip_zipped_from_within_lists_like_the_folder() -> None:
+    h_zip = Hierarchy(open_store(ZARRITA_V3 / "data.zipped_from_within.zarr.zip"))
+    h_dir = Hierarchy(open_store(ZARRITA_V3 / "data.zarr"))
+    assert h_zip.store.kind == "zip" and h_zip.store.root == ""
+    assert [n.name for n in h_zip.children()] == [n.name for n in h_dir.children()]
+    assert np.array_equal(h_zip.read_array("1d.contiguous.i4"), h_dir.read_array("1d.contiguous.i4"))
+
+
+def test_zip_with_content_under_one_top_level_folder() -> None:
+    opened = open_store(ZARRITA_V3 / "data.zipped_from_parent.zarr.zip")
+    assert opened.root  # the folder inside the zip that holds the root zarr.json
+    h = Hierarchy(opened)
+    h_dir = Hierarchy(open_store(ZARRITA_V3 / "data.zarr"))
+    assert h.root().kind is NodeKind.GROUP
+    assert [n.name for n in h.children()] == [n.name for n in h_dir.children()]
+    assert np.array_equal(h.read_array("2d.chunked.i2"), h_dir.read_array("2d.chunked.i2"))
+
+
+def test_zip_written_by_us_under_a_folder(tmp_path: Path, two_clusters_path: Path) -> None:
+    archive = tmp_path / "index.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in two_clusters_path.rglob("*"):
+            if path.is_file():
+                zf.write(path, "wrapped/two_clusters.zarr/" + str(path.relative_to(two_clusters_path)))
+    opened = open_store(archive)
+    assert opened.root == "wrapped/two_clusters.zarr"
+    h = Hierarchy(opened)
+    assert h.read_scalar("info/metric") == "L2"
+    assert h.read_array("lvl_1/node_1/embeddings").shape == (3, 2)
+
+
+# -- http ---------------------------------------------------------------------------------------------
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class name
+        pass
+
+
+@pytest.fixture
+def http_root() -> Iterator[str]:
+    """A loopback HTTP server on a free port serving tests/data (no Range support, like many servers)."""
+    handler = functools.partial(_QuietHandler, directory=str(DATA))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_http_url_opens_lists_and_reads(http_root: str) -> None:
+    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
+    opened = open_store(f"{http_root}/two_clusters.zarr")
+    assert opened.kind == "remote"
+    h = Hierarchy(opened)
+    assert h.read_scalar("info/metric") == "L2"
+    assert h.read_scalar("info/levels") == 2
+    assert np.allclose(h.read_array("lvl_2/node_2/embeddings"), [[10, 10], [10.4, 10.4]])
+    names = [n.name for n in h.children("lvl_1")]
+    assert names == ["node_0", "node_1"]
+    assert opened.stats().requests > 0 and opened.stats().bytes_read > 0
+
+
+def test_http_url_without_zarr_metadata_is_refused(http_root: str) -> None:
+    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
+    with pytest.raises(StoreOpenError, match="no Zarr metadata"):
+        open_store(f"{http_root}/peer-data")
+
+
+@pytest.mark.parametrize("missing", ["fsspec", "aiohttp"])
+def test_url_without_remote_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: object, **kwargs: object) -> object:
+        if name == missing or name.startswith(missing + "."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(StoreOpenError) as info:
+        open_store("https://example.org/index.zarr")
+    assert REMOTE_EXTRA_HINT in str(info.value)
+    assert "ecpfs-viewer[remote]" in str(info.value)
+    assert missing in str(info.value)
+
+
+def test_unknown_url_scheme_is_refused() -> None:
+    with pytest.raises(StoreOpenError, match="unsupported URL scheme 'ftp'"):
+        open_store("ftp://example.org/x.zarr")
+
+
+# -- memory -------------------------------------------------------------------------------------------
+def test_memory_store_from_bytes(two_clusters_path: Path) -> None:
+    entries = {str(p.relative_to(two_clusters_path)): p.read_bytes()
+               for p in two_clusters_path.rglob("*") if p.is_file()}
+    opened = open_memory(entries)
+    assert opened.kind == "memory" and opened.zarr_store.read_only
+    h = Hierarchy(opened)
+    assert [n.name for n in h.children("lvl_2")] == ["node_0", "node_1", "node_2", "node_3"]
+    assert h.read_scalar("info/total_items") == 8
+    assert h.read_array("rep_item_ids").tolist() == [0, 2, 4, 6]
+
+
+# -- the I/O counter ---------------------------------------------------------------------------------
+def test_counter_counts_requests_and_bytes(two_clusters_path: Path) -> None:
+    opened = open_store(two_clusters_path)
+    before = opened.stats()
+    data = opened.read("lvl_1/node_1/embeddings/c/0/0")
+    after_one = opened.stats() - before
+    assert after_one.requests == 1 and after_one.bytes_read == len(data) == 44
+    opened.read_many(["zarr.json", "info/zarr.json", "missing/zarr.json"])
+    after_many = opened.stats() - before
+    assert after_many.requests == 4
+    expected = 44 + (two_clusters_path / "zarr.json").stat().st_size + (two_clusters_path / "info/zarr.json").stat().st_size
+    assert after_many.bytes_read == expected
+    opened.list_dir("lvl_1")
+    assert (opened.stats() - before).listings == 1
+    assert after_many.describe().startswith("4 requests")
+
+
+def test_counter_sees_reads_made_by_zarr_python(two_clusters_path: Path) -> None:
+    h = Hierarchy(open_store(two_clusters_path))
+    h.details("lvl_1/node_1/embeddings")
+    before = h.store.stats()
+    h.read_array("lvl_1/node_1/embeddings")
+    cost = h.store.stats() - before
+    assert cost.requests == 1 and cost.bytes_read == 44
+
+
+def test_format_bytes() -> None:
+    assert format_bytes(0) == "0 B"
+    assert format_bytes(1023) == "1023 B"
+    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(512 * 1024 * 1024) == "512.0 MiB"
+
+
+# -- copies that change ---------------------------------------------------------------------------------
+def test_store_copy_opened_twice_is_independent(tmp_path: Path, two_clusters_path: Path) -> None:
+    shutil.copytree(two_clusters_path, tmp_path / "a.zarr")
+    first, second = open_store(tmp_path / "a.zarr"), open_store(tmp_path / "a.zarr")
+    first.read("zarr.json")
+    assert second.stats().requests == 0
+    assert os.path.samefile(first.local_path, second.local_path)
