@@ -138,7 +138,7 @@ def writer_of(attributes: dict[str, Any]) -> str | None:
     return None
 
 
-class _Reader:
+class MetadataReader:
     """Looks paths up through directory listings (cached by Hierarchy) and collects findings."""
 
     def __init__(self, h: Hierarchy) -> None:
@@ -265,10 +265,10 @@ class IndexLayout:
 
 def detect_index(h: Hierarchy) -> IndexLayout:
     """Recognise the index generation of a store (§7 detection order); never raises."""
-    return _detect(_Reader(h))
+    return _detect(MetadataReader(h))
 
 
-def _detect(reader: _Reader) -> IndexLayout:
+def _detect(reader: MetadataReader) -> IndexLayout:
     missing = tuple(p for p in REQUIRED_ARRAYS if not reader.exists(p))
     findings = lambda: tuple(reader.findings)  # noqa: E731 - read after each step
     if reader.exists("info/format_version"):
@@ -404,7 +404,7 @@ class IndexSummary:
 
 def summarize(h: Hierarchy, *, now: float | None = None) -> IndexSummary:
     """The index header: detection plus the info scalars and shapes; never raises."""
-    reader = _Reader(h)
+    reader = MetadataReader(h)
     try:
         return _summarize(reader, time.time() if now is None else now)
     except Exception as exc:  # a bug or an unforeseen store must still give the user a message
@@ -412,7 +412,7 @@ def summarize(h: Hierarchy, *, now: float | None = None) -> IndexSummary:
         return IndexSummary(layout, findings=tuple(reader.findings) + (_error("", layout.reason),))
 
 
-def _summarize(reader: _Reader, now: float) -> IndexSummary:
+def _summarize(reader: MetadataReader, now: float) -> IndexSummary:
     layout = _detect(reader)
     values: dict[str, Any] = {}
     if not layout.is_index and not any(reader.exists(p) for p in REQUIRED_ARRAYS):
@@ -454,7 +454,7 @@ def _summarize(reader: _Reader, now: float) -> IndexSummary:
     return IndexSummary(layout, findings=tuple(reader.findings), **values)
 
 
-def _metric(reader: _Reader) -> str | None:
+def _metric(reader: MetadataReader) -> str | None:
     meta = reader.array("info/metric")
     if meta is None:
         return None
@@ -473,7 +473,7 @@ def _metric(reader: _Reader) -> str | None:
     return value
 
 
-def _saved_queries(reader: _Reader, now: float) -> tuple[tuple[SavedQuery, ...], int]:
+def _saved_queries(reader: MetadataReader, now: float) -> tuple[tuple[SavedQuery, ...], int]:
     names = reader.children("queries")
     if not names:
         return (), 0
