@@ -159,11 +159,19 @@ class Hierarchy:
         if not path:
             return self.root()
         found = self._probe(path, is_dir=None)
+        if found is not None and found.kind is NodeKind.IMPLICIT_GROUP and not self._has_entries(path):
+            found = None  # nothing is stored there: a path that does not exist is not an implicit group
         if found is None:
             found = Node(path, NodeKind.ERROR, None, error=f"{path}: no such node")
         with self._lock:
             self._nodes.setdefault(path, found)
             return self._nodes[path]
+
+    def _has_entries(self, path: str) -> bool:
+        try:
+            return bool(self.store.list_dir(path))
+        except OSError:
+            return False
 
     def is_listed(self, path: str) -> bool:
         with self._lock:

@@ -168,10 +168,16 @@ def test_broken_node_carries_its_message_while_siblings_load(broken_store: Path,
 
 def test_node_that_does_not_exist_is_an_error_value(two_clusters_path: Path) -> None:
     h = hierarchy(two_clusters_path)
-    node = h.node("lvl_9/node_1")
-    assert node.kind in (NodeKind.ERROR, NodeKind.IMPLICIT_GROUP)
+    node = h.node("lvl_2/node_9")  # e.g. a referenced-but-missing child the user jumps to
+    assert node.kind is NodeKind.ERROR and node.error == "lvl_2/node_9: no such node"
     details = h.details("lvl_1/node_0/no_such_array")
-    assert details.array is None
+    assert details.array is None and details.error == "lvl_1/node_0/no_such_array: no such node"
+    assert h.node("lvl_1/node_1").kind is NodeKind.GROUP  # probing an unlisted, existing path still works
+
+
+def test_node_probed_without_listing_finds_an_implicit_group(two_clusters_copy: Path) -> None:
+    (two_clusters_copy / "lvl_1" / "zarr.json").unlink()
+    assert hierarchy(two_clusters_copy).node("lvl_1").kind is NodeKind.IMPLICIT_GROUP
 
 
 def test_refresh_sees_a_node_added_while_open(two_clusters_copy: Path) -> None:
