@@ -1,33 +1,206 @@
-"""`ecpfs-viewer info` and `ecpfs-viewer check`: the index summary and validation on a terminal."""
+"""`ecpfs-viewer info` and `ecpfs-viewer check`: the index summary and validation on a terminal.
+
+`info` prints the lines `ecp info` prints (spec §5) first, so scripts reading those keep working,
+then what the viewer adds: format version, dimension, dtype, fan-out and a per-level table.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_stats, summarize
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.stores import StoreOpenError, open_store
+from ecpfs_viewer.model.validation import ValidationReport, validate
+
+EXIT_OK, EXIT_ERRORS, EXIT_CANNOT_OPEN = 0, 1, 2
 
 
 def add_info_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `info PATH [--json]`."""
-    parser = subparsers.add_parser("info", help="print the index summary (like `ecp info`, and more)")
-    parser.add_argument("path", metavar="PATH", help="index folder, .zip or URL")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser = subparsers.add_parser("info", help="print the index summary (like `ecp info`, and more)",
+                                   description="Print the summary of an ecpfs index: what `ecp info` prints, "
+                                               "then format version, dimension, dtype, fan-out and "
+                                               "node statistics per level (from metadata only).")
+    parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs URL")
+    parser.add_argument("--json", action="store_true", help="print the same information as JSON")
     parser.set_defaults(func=run_info)
     return parser
 
 
 def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `check PATH`."""
-    parser = subparsers.add_parser("check", help="validate an index (exit 0 ok, 1 errors, 2 cannot open)")
-    parser.add_argument("path", metavar="PATH", help="index folder, .zip or URL")
+    parser = subparsers.add_parser("check", help="validate an index (exit 0 ok, 1 errors, 2 cannot open)",
+                                   description="Validate an ecpfs index against the format checklist. "
+                                               "Exit status: 0 no errors, 1 errors found, 2 cannot open.")
+    parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs URL")
+    parser.add_argument("--max-node-reads", type=int, default=256, metavar="N",
+                        help="decode at most N nodes for the sampled checks (default 256)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=run_check)
     return parser
 
 
+def _open(path: str) -> Hierarchy | None:
+    try:
+        return Hierarchy(open_store(path))
+    except StoreOpenError as exc:
+        print(f"ecpfs-viewer: {exc}", file=sys.stderr)
+        return None
+
+
 def run_info(args: argparse.Namespace) -> int:
-    print("info: not implemented yet", file=sys.stderr)
-    return 2
+    h = _open(args.path)
+    if h is None:
+        return EXIT_CANNOT_OPEN
+    summary = summarize(h)
+    levels = collect_level_stats(h, summary)
+    if args.json:
+        print(json.dumps(info_dict(summary, levels), indent=2, default=_json_default))
+    else:
+        print(format_info(summary, levels))
+    return EXIT_OK if summary.layout.is_index else EXIT_ERRORS
 
 
 def run_check(args: argparse.Namespace) -> int:
-    print("check: not implemented yet", file=sys.stderr)
-    return 2
+    h = _open(args.path)
+    if h is None:
+        return EXIT_CANNOT_OPEN
+    report = validate(h, max_node_reads=args.max_node_reads)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(format_report(report, location=args.path))
+    return EXIT_OK if report.ok else EXIT_ERRORS
+
+
+def collect_level_stats(h: Hierarchy, summary: IndexSummary) -> list[LevelStats]:
+    """Statistics of every level the index declares (none for a store that is not an index)."""
+    if not summary.layout.is_index or not summary.levels or summary.levels < 1:
+        return []
+    return [level_stats(h, level, summary) for level in range(1, summary.levels + 1)]
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "value"):
+        return value.value
+    return str(value)
+
+
+def info_dict(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> dict[str, Any]:
+    """What `info --json` prints: the summary plus one entry per level."""
+    result = summary.to_dict()
+    result["level_stats"] = [s.to_dict() for s in levels]
+    return result
+
+
+def _text(value: Any, absent: str = "-") -> str:
+    if value is None:
+        return absent
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def format_info(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> str:
+    """The `info` text: `ecp info`'s lines, then the viewer's additions and a per-level table.
+
+    Shared with the builder's post-build summary, so both read the same.
+    """
+    lines: list[str] = []
+    layout = summary.layout
+    if not layout.supported:
+        lines.append(f"!! {layout.generation.value.upper()}: {layout.reason}")
+        lines.append("")
+    if layout.is_index or summary.levels is not None:
+        normalized = _text(summary.is_normalized) + ("" if summary.normalized_stored else " (absent, read as false)")
+        lines += [
+            f"Levels: {_text(summary.levels)}",
+            f"Metric: {_text(summary.metric)}",
+            f"Normalized: {normalized}",
+            f"Total Items: {_text(summary.total_items)}",
+            f"Next Item Id: {_text(summary.next_item_id)}",
+        ]
+        if summary.gap is not None and summary.gap > 0:
+            lines.append(f"  ({summary.gap} item ids reserved but never written; likely a crash during insert)")
+        lines.append(f"Total Representatives: {_text(summary.representatives)}")
+        lines.append("")
+        version = summary.format_version
+        lines += [
+            f"Format Version: {version if version is not None else 'missing'}"
+            + (" (treated as 1)" if layout.generation.name == "UNSTAMPED" else ""),
+            f"Dimension: {_text(summary.dim)}",
+            f"Stored Dtype: {_text(summary.dtype)}",
+            f"Fan-out: {_text(summary.fan_out)} (expected ceil(R^(1/L)) = {_text(summary.expected_fan_out)})",
+            f"Node Chunk Rows: {_text(summary.node_chunk_rows)}",
+            f"Representative Chunk Rows: {_text(summary.rep_chunk_rows)}",
+            f"Rep Embeddings: {'present' if summary.has_rep_embeddings else 'absent'}",
+            f"Writer: {_text(summary.writer, 'unknown')}",
+            f"Saved Queries: {summary.saved_query_count}",
+        ]
+        for query in summary.saved_queries:
+            age = "unknown age" if query.age_seconds is None else _age(query.age_seconds)
+            lines.append(f"  query {query.query_id}: saved {age} ago, {_text(query.buffered_items, '0')} buffered "
+                         f"items, {_text(query.heap_entries, '0')} heap entries, exclude {query.exclude_size}")
+    if levels:
+        lines.append("")
+        lines.append(format_level_table(levels))
+        leaf = levels[-1]
+        if leaf.is_leaf and leaf.leaf_sum is not None:
+            match = "matches" if leaf.leaf_sum == summary.total_items else "DIFFERS from"
+            lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} ({match} Total Items {_text(summary.total_items)})")
+    problems = [f for f in summary.findings if f.severity is not Severity.INFO]
+    problems += [f for s in levels for f in s.findings]
+    if problems:
+        lines.append("")
+        lines.append("Problems:")
+        lines += [f"  {f.describe()}" for f in problems]
+    return "\n".join(lines)
+
+
+def format_level_table(levels: Sequence[LevelStats]) -> str:
+    header = ("Level", "Nodes", "Max", "Gaps", "Min", "Median", "Mean", "Max rows", "Rows", "Chunk rows")
+    rows = [header]
+    for s in levels:
+        rows.append((s.path + (" (leaves)" if s.is_leaf else ""), str(s.node_count), _text(s.max_nodes),
+                     str(s.gap_count), _text(s.min_size), _text(s.median_size), _text(s.mean_size),
+                     _text(s.max_size), str(s.total_rows), _text(s.chunk_rows)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
+                               for i, cell in enumerate(row)).rstrip() for row in rows)
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def format_report(report: ValidationReport, location: str = "") -> str:
+    """The `check` text: a verdict line, every finding with its path, then what was sampled."""
+    lines = []
+    verdict = "OK" if report.ok else "ERRORS"
+    head = f"{location}: " if location else ""
+    lines.append(f"{head}{verdict} - {len(report.errors)} error(s), {len(report.warnings)} warning(s)")
+    if report.summary is not None and not report.summary.layout.supported:
+        lines.append(f"  {report.summary.layout.generation.value}: {report.summary.layout.reason}")
+    for finding in report.findings:
+        lines.append(f"  {finding.describe()}")
+    if report.checked:
+        lines.append("Checked:")
+        lines += [f"  {item}" for item in report.checked]
+    if report.cancelled:
+        lines.append("(cancelled: the report is incomplete)")
+    return "\n".join(lines)
