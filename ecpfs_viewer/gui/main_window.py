@@ -1,0 +1,651 @@
+"""The browser window: start page, lazy tree, and the overview / metadata / data panels.
+
+The window only wires things together: opening a store, the tree and every panel do their
+I/O through :class:`BackgroundRunner`, and the status bar shows what the last action read.
+Panels owned by other modules (overview, plot pane, build dialog, about box) are imported
+lazily so the window keeps working while one of them is missing from a build.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, QUrl
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMenu, QProgressBar,
+                               QSplitter, QStackedWidget, QTabWidget, QToolButton, QTreeView, QVBoxLayout, QWidget)
+
+from ecpfs_viewer.gui import settings as app_settings
+from ecpfs_viewer.gui.action_cost import Measured
+from ecpfs_viewer.gui.icons import standard_icon
+from ecpfs_viewer.gui.metadata_panel import MessageBanner, MetadataPanel
+from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
+from ecpfs_viewer.gui.start_page import StartPage
+from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy, TreeItem
+from ecpfs_viewer.gui.workers import BackgroundRunner
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.stores import is_url, open_store
+
+_LEVEL_RE = re.compile(r"^lvl_(\d+)$")
+WINDOW_TITLE = "ecpfs-viewer"
+
+
+@dataclass(frozen=True)
+class OpenedIndex:
+    """What the opening worker hands back: the hierarchy, and what kind of index it holds."""
+
+    location: str
+    hierarchy: Hierarchy
+    layout: Any  # model.ecpfs.IndexLayout, or None when that module is unavailable
+
+
+def open_hierarchy(location: str, storage_options: dict[str, Any] | None = None) -> OpenedIndex:
+    """Open a store and probe its root and index layout (runs in a worker)."""
+    hierarchy = Hierarchy(open_store(location, storage_options=storage_options))
+    hierarchy.root()
+    try:
+        from ecpfs_viewer.model.ecpfs import detect_index
+    except ImportError:
+        layout = None
+    else:
+        layout = detect_index(hierarchy)
+    return OpenedIndex(location, hierarchy, layout)
+
+
+def display_label(location: str) -> str:
+    """A short name for the tree's root row: the folder or file name, or the URL."""
+    if is_url(location):
+        return location.rstrip("/")
+    return Path(location).expanduser().name or location
+
+
+def location_from_drop(text: str) -> str:
+    """A dropped URL or path as something open_store accepts."""
+    text = text.strip().splitlines()[0].strip() if text.strip() else ""
+    url = QUrl(text)
+    if url.isLocalFile():
+        return url.toLocalFile()
+    return text
+
+
+class MainWindow(QMainWindow):
+    """Start page when nothing is open; otherwise the tree on the left and panels on the right."""
+
+    TAB_OVERVIEW, TAB_METADATA, TAB_DATA = range(3)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(WINDOW_TITLE)
+        self.setAcceptDrops(True)
+        self.setMinimumSize(800, 500)
+        self._hierarchy: Hierarchy | None = None
+        self._location: str | None = None
+        self._layout_info: Any = None
+        self._pending_expand: set[str] = set()
+        self._pending_select: str | None = None
+        self._open_runner = BackgroundRunner(self)
+        self._demo_runner = BackgroundRunner(self)
+        self._build_dialog: QWidget | None = None
+        self.last_action = ""
+
+        self.banner = MessageBanner()
+        self.start_page = StartPage()
+        self._build_browser()
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.start_page)
+        self.stack.addWidget(self.browser)
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(4, 4, 4, 0)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+
+        self.cost_label = QLabel()
+        self.cost_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.hide()
+        self.statusBar().addWidget(self.cost_label, 1)
+        self.statusBar().addPermanentWidget(self.progress)
+        self._build_actions()
+        self._connect_start_page()
+        self.refresh_recent()
+        self._restore_layout()
+        self.show_start_page()
+
+    # -- construction -------------------------------------------------------------------------
+    def _build_browser(self) -> None:
+        self.tree_model = HierarchyTreeModel(self)
+        self.proxy = TreeFilterProxy(self)
+        self.proxy.setSourceModel(self.tree_model)
+        self.tree = QTreeView()
+        self.tree.setModel(self.proxy)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._tree_menu)
+        self.tree.header().setStretchLastSection(False)
+        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
+        self.tree_model.listing_finished.connect(self._on_listing_finished)
+        self.tree_model.listing_failed.connect(self._on_listing_failed)
+        self.tree_model.path_revealed.connect(self._select_source_index)
+
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("Filter loaded nodes (Ctrl+F)")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.textChanged.connect(self._on_filter_changed)
+        expand = QToolButton()
+        expand.setIcon(standard_icon("SP_ArrowDown"))
+        expand.setToolTip("Expand everything loaded")
+        expand.clicked.connect(self.expand_loaded)
+        collapse = QToolButton()
+        collapse.setIcon(standard_icon("SP_ArrowUp"))
+        collapse.setToolTip("Collapse all")
+        collapse.clicked.connect(self.tree.collapseAll)
+        filter_row = QHBoxLayout()
+        filter_row.setContentsMargins(0, 0, 0, 0)
+        filter_row.addWidget(self.filter_edit, 1)
+        filter_row.addWidget(expand)
+        filter_row.addWidget(collapse)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addLayout(filter_row)
+        left_layout.addWidget(self.tree, 1)
+        left.setMinimumWidth(240)
+
+        self.metadata = MetadataPanel()
+        self.metadata.action_measured.connect(self.report_action)
+        self.metadata.chunk_preview_requested.connect(self._preview_chunk)
+        self.overview = _make_overview()
+        self.plot = _make_plot_pane()
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.overview or _missing("The index overview is not available in this build."), "Overview")
+        self.tabs.addTab(self.metadata, "Metadata")
+        self.tabs.addTab(self.plot or _missing("The plot pane is not available in this build."), "Data")
+        self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
+        self.tabs.setCurrentIndex(self.TAB_METADATA)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        if self.overview is not None and hasattr(self.overview, "node_requested"):
+            self.overview.node_requested.connect(self.reveal_path)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(self.tabs)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setSizes([340, 940])
+        self.browser = self.splitter
+
+    def _action(self, text: str, slot: Any, shortcut: Any = None, icon: str | None = None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        if icon:
+            action.setIcon(standard_icon(icon))
+        action.triggered.connect(lambda _checked=False: slot())
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        self.open_folder_action = self._action("Open Index &Folder…", self.open_folder_dialog,
+                                               QKeySequence.StandardKey.Open, "SP_DirOpenIcon")
+        self.open_zip_action = self._action("Open &Zip…", self.open_zip_dialog)
+        self.open_url_action = self._action("Open &URL…", self.open_url_dialog, "Ctrl+U")
+        self.build_action = self._action("&Build Index from .npy…", self.open_build_dialog, "Ctrl+B")
+        self.demo_action = self._action("Open &Demo Index", self.open_demo)
+        self.close_action = self._action("&Close", self.close_store, QKeySequence.StandardKey.Close)
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.refresh_action = self._action("&Refresh", self.refresh_all, QKeySequence.StandardKey.Refresh,
+                                           "SP_BrowserReload")
+        self.filter_action = self._action("&Filter Tree", self.focus_filter, QKeySequence.StandardKey.Find)
+        self.copy_path_action = self._action("Copy &Path", self.copy_current_path, "Ctrl+Shift+C")
+        self.expand_action = self._action("&Expand Loaded", self.expand_loaded)
+        self.collapse_action = self._action("C&ollapse All", self.tree.collapseAll)
+        self.about_action = self._action("&About ecpfs-viewer", self.show_about)
+
+        menu = self.menuBar().addMenu("&File")
+        for action in (self.open_folder_action, self.open_zip_action, self.open_url_action):
+            menu.addAction(action)
+        self.recent_menu = menu.addMenu("Open &Recent")
+        menu.addSeparator()
+        menu.addAction(self.build_action)
+        menu.addAction(self.demo_action)
+        menu.addSeparator()
+        menu.addAction(self.close_action)
+        menu.addAction(self.quit_action)
+        view = self.menuBar().addMenu("&View")
+        for action in (self.refresh_action, self.filter_action, self.copy_path_action, self.expand_action,
+                       self.collapse_action):
+            view.addAction(action)
+        self.menuBar().addMenu("&Help").addAction(self.about_action)
+
+    def _connect_start_page(self) -> None:
+        page = self.start_page
+        page.open_folder_requested.connect(self.open_folder_dialog)
+        page.open_zip_requested.connect(self.open_zip_dialog)
+        page.open_url_requested.connect(self.open_url_dialog)
+        page.build_requested.connect(self.open_build_dialog)
+        page.demo_requested.connect(self.open_demo)
+        page.recent_requested.connect(self.open_location)
+        page.clear_recent_requested.connect(self.clear_recent)
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def hierarchy(self) -> Hierarchy | None:
+        return self._hierarchy
+
+    @property
+    def location(self) -> str | None:
+        return self._location
+
+    @property
+    def index_layout(self) -> Any:
+        return self._layout_info
+
+    def is_busy(self) -> bool:
+        """True while anything the window started is still running (for tests and benchmarks)."""
+        busy = self._open_runner.busy or self.tree_model.is_busy() or self.metadata.is_busy()
+        if self.plot is not None:
+            busy = busy or bool(getattr(self.plot, "busy", False))
+        return busy
+
+    def show_start_page(self) -> None:
+        self.stack.setCurrentWidget(self.start_page)
+        self.setWindowTitle(WINDOW_TITLE)
+
+    # -- opening ------------------------------------------------------------------------------
+    def open_folder_dialog(self) -> None:
+        path = ask_index_folder(self, self._dialog_start())
+        if path:
+            self.open_location(path)
+
+    def open_zip_dialog(self) -> None:
+        path = ask_zip(self, self._dialog_start())
+        if path:
+            self.open_location(path)
+
+    def open_url_dialog(self) -> None:
+        dialog = OpenUrlDialog(self)
+        if dialog.exec():
+            self.open_location(dialog.location(), dialog.storage_options())
+
+    def _dialog_start(self) -> str:
+        recent = [r for r in app_settings.recent_locations() if not is_url(r)]
+        return str(Path(recent[0]).parent) if recent else str(Path.home())
+
+    def open_location(self, location: str, storage_options: dict[str, Any] | None = None) -> None:
+        """Open a folder, zip or URL in the background; failures show in the window's banner."""
+        location = location.strip()
+        if not location:
+            return
+        self._drop_store()
+        self.banner.clear()
+        self._location = location
+        self.stack.setCurrentWidget(self.browser)
+        self.setWindowTitle(f"{display_label(location)} — {WINDOW_TITLE}")
+        self.tree_model.show_placeholder(f"Opening {display_label(location)} …")
+        self.statusBar().showMessage(f"Opening {location} …")
+        self._open_runner.run(open_hierarchy, location, storage_options,
+                              on_result=self._on_opened, on_error=lambda message: self._on_open_failed(location,
+                                                                                                    message))
+
+    def _on_opened(self, opened: OpenedIndex) -> None:
+        self._hierarchy = opened.hierarchy
+        self._layout_info = opened.layout
+        is_index = bool(opened.layout is not None and opened.layout.is_index)
+        self.tabs.setTabEnabled(self.TAB_OVERVIEW, is_index and self.overview is not None)
+        self.tree_model.set_hierarchy(opened.hierarchy, display_label(opened.location))
+        cost = opened.hierarchy.store.stats()
+        self.report_action(f"Opened {opened.location}", Measured(None, cost, self._open_runner.last_seconds))
+        app_settings.add_recent_location(opened.location)
+        self.refresh_recent()
+        root = self.tree_model.index_for_path("")
+        self._select_source_index(root)
+        self.tree.expand(self.proxy.mapFromSource(root))
+        if is_index and opened.layout.is_legacy:
+            self.banner.show_message(f"{display_label(opened.location)}: {opened.layout.generation.value} "
+                                     f"({opened.layout.reason}); browsing it as a plain Zarr store.", error=False)
+
+    def _on_open_failed(self, location: str, message: str) -> None:
+        self._hierarchy = None
+        self.tree_model.show_failure(display_label(location), message)
+        self.metadata.clear()
+        self.banner.show_message(f"Could not open {location}\n{message}")
+        self.statusBar().showMessage(f"Could not open {location}", 10000)
+
+    def _drop_store(self) -> None:
+        self._open_runner.invalidate()
+        self._pending_expand.clear()
+        self._pending_select = None
+        self.tree_model.clear()
+        self.metadata.clear()
+        if self.plot is not None:
+            self.plot.clear()
+        if self.overview is not None:
+            self.overview.clear()
+        self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
+        if self._hierarchy is not None:
+            self._hierarchy.store.close()
+        self._hierarchy = None
+        self._layout_info = None
+        self._location = None
+
+    def close_store(self) -> None:
+        self._drop_store()
+        self.banner.clear()
+        self.filter_edit.clear()
+        self.cost_label.clear()
+        self.show_start_page()
+
+    def open_demo(self) -> None:
+        """Build the demo index on first use (in the background, with progress), then open it."""
+        try:
+            from ecpfs_viewer.model.demo import ensure_demo_index
+        except ImportError:
+            self.banner.show_message("The demo index is not available in this build.")
+            return
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self.statusBar().showMessage("Preparing the demo index …")
+        self._demo_runner.run(ensure_demo_index, on_result=self._on_demo_ready, on_error=self._on_demo_failed,
+                              on_progress=self._on_demo_progress)
+
+    def _on_demo_progress(self, progress: Any) -> None:
+        total = int(getattr(progress, "total", 0) or 0)
+        self.progress.setRange(0, max(total, 0))
+        self.progress.setValue(int(getattr(progress, "done", 0) or 0))
+        self.progress.setFormat(f"{getattr(progress, 'phase', '')} %p%")
+        message = getattr(progress, "message", "")
+        if message:
+            self.statusBar().showMessage(f"Demo index: {message}")
+
+    def _on_demo_ready(self, path: Any) -> None:
+        self.progress.hide()
+        self.open_location(str(path))
+
+    def _on_demo_failed(self, message: str) -> None:
+        self.progress.hide()
+        self.banner.show_message(f"Could not build the demo index\n{message}")
+
+    def open_build_dialog(self, input_path: str | None = None) -> None:
+        try:
+            from ecpfs_viewer.gui.build_dialog import BuildDialog
+        except ImportError:
+            self.banner.show_message("Building indexes is not available in this build.")
+            return
+        dialog = BuildDialog(self, input_path=input_path)
+        dialog.index_built.connect(self.open_location)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._build_dialog = dialog
+        dialog.show()
+
+    def show_about(self) -> None:
+        try:
+            from ecpfs_viewer.gui.about_dialog import show_about
+        except ImportError:
+            from PySide6.QtWidgets import QMessageBox
+
+            from ecpfs_viewer import __version__
+
+            QMessageBox.about(self, "About ecpfs-viewer", f"ecpfs-viewer {__version__}")
+            return
+        show_about(self)
+
+    # -- recent -------------------------------------------------------------------------------
+    def refresh_recent(self) -> None:
+        locations = app_settings.recent_locations()
+        self.start_page.set_recent(locations)
+        self.recent_menu.clear()
+        for location in locations:
+            action = self.recent_menu.addAction(location)
+            action.triggered.connect(lambda _checked=False, where=location: self.open_location(where))
+        if locations:
+            self.recent_menu.addSeparator()
+        clear = self.recent_menu.addAction("Clear Recent")
+        clear.setEnabled(bool(locations))
+        clear.triggered.connect(self.clear_recent)
+
+    def clear_recent(self) -> None:
+        app_settings.clear_recent_locations()
+        self.refresh_recent()
+
+    # -- drag and drop ------------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
+        mime = event.mimeData()
+        if mime.hasUrls() or mime.hasText():
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event: Any) -> None:  # noqa: N802
+        event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
+        mime = event.mimeData()
+        if mime.hasUrls() and mime.urls():
+            url = mime.urls()[0]
+            location = url.toLocalFile() if url.isLocalFile() else url.toString()
+        elif mime.hasText():
+            location = location_from_drop(mime.text())
+        else:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        if location.lower().endswith(".npy") and not is_url(location):
+            self.open_build_dialog(location)
+        else:
+            self.open_location(location)
+
+    # -- tree ---------------------------------------------------------------------------------
+    def current_item(self) -> TreeItem | None:
+        index = self.tree.currentIndex()
+        if not index.isValid():
+            return None
+        item = self.tree_model.item(self.proxy.mapToSource(index))
+        return None if item.placeholder else item
+
+    def _select_source_index(self, source: QModelIndex) -> None:
+        index = self.proxy.mapFromSource(source)
+        if not index.isValid():
+            return
+        self.tree.selectionModel().setCurrentIndex(
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+        self.tree.scrollTo(index)
+
+    def reveal_path(self, path: str) -> None:
+        """Select a node, listing its ancestors first when needed (e.g. a link in the overview)."""
+        self.tree_model.reveal(path)
+
+    def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        item = self.current_item()
+        if item is None or self._hierarchy is None:
+            return
+        self._show_item(item)
+
+    def _show_item(self, item: TreeItem) -> None:
+        hierarchy = self._hierarchy
+        assert hierarchy is not None
+        path = item.path
+        self.metadata.show_node(hierarchy, path)
+        overview_shown = self._show_overview(hierarchy, path)
+        if item.kind is NodeKind.ARRAY and not item.error:
+            if self.plot is not None:
+                self.plot.show_array(hierarchy, path)
+        elif self.plot is not None:
+            self.plot.clear()
+        if overview_shown:
+            self.tabs.setCurrentIndex(self.TAB_OVERVIEW)
+        elif self.tabs.currentIndex() == self.TAB_OVERVIEW or (
+                self.tabs.currentIndex() == self.TAB_DATA and item.kind is not NodeKind.ARRAY):
+            self.tabs.setCurrentIndex(self.TAB_METADATA)
+
+    def _show_overview(self, hierarchy: Hierarchy, path: str) -> bool:
+        """Show the index overview for the root or an lvl_N group; False for other nodes."""
+        if self.overview is None or self._layout_info is None or not self._layout_info.is_index:
+            return False
+        if path == "":
+            self.overview.show_index(hierarchy)
+            return True
+        match = _LEVEL_RE.match(path)
+        if match:
+            self.overview.show_level(hierarchy, int(match.group(1)))
+            return True
+        return False
+
+    def _on_tab_changed(self, _index: int) -> None:
+        pass  # panels load on selection; nothing is deferred to tab changes
+
+    def _preview_chunk(self, path: str, text: str) -> None:
+        if self.plot is None or self._hierarchy is None:
+            return
+        self.plot.show_selection(self._hierarchy, path, text)
+        self.tabs.setCurrentIndex(self.TAB_DATA)
+
+    def _on_listing_finished(self, path: str, result: Measured) -> None:
+        self.report_action(f"Listed /{path} ({result.value:,} children)", result)
+        for wanted in sorted(self._pending_expand):
+            if self.tree_model.is_loaded(wanted):
+                self._pending_expand.discard(wanted)
+                self.tree.expand(self.proxy.mapFromSource(self.tree_model.index_for_path(wanted)))
+        if self._pending_select is not None and self.tree_model.is_loaded(self._pending_select):
+            target, self._pending_select = self._pending_select, None
+            self._select_source_index(self.tree_model.index_for_path(target))
+            item = self.current_item()
+            if item is not None and item.path == target:
+                self._show_item(item)  # same row index as before: show it again with fresh data
+        if self.filter_edit.text():
+            self.expand_loaded()
+
+    def _on_listing_failed(self, path: str, message: str) -> None:
+        self.statusBar().showMessage(message, 10000)
+
+    def _on_filter_changed(self, text: str) -> None:
+        self.proxy.set_filter_text(text)
+        if text:
+            self.expand_loaded()
+
+    def expand_loaded(self) -> None:
+        """Expand every group already listed (never lists anything new)."""
+        for item in self.tree_model.loaded_items():
+            if item.state is LoadState.LISTED and item.children:
+                index = self.proxy.mapFromSource(self.tree_model.index_for_path(item.path))
+                if index.isValid():
+                    self.tree.expand(index)
+
+    def focus_filter(self) -> None:
+        self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.filter_edit.selectAll()
+
+    def copy_current_path(self) -> None:
+        item = self.current_item()
+        if item is not None and self._hierarchy is not None:
+            QGuiApplication.clipboard().setText("/" + item.path)
+            self.statusBar().showMessage(f"Copied /{item.path}", 3000)
+
+    def refresh_item(self, item: TreeItem) -> None:
+        """Re-list one subtree (it may have grown) and show the selection again."""
+        current = self.current_item()
+        selected = current.path if current is not None else item.path
+        prefix = item.path + "/" if item.path else ""
+        expanded = [i.path for i in self.tree_model.loaded_items()
+                    if (i.path == item.path or i.path.startswith(prefix)) and i.state is LoadState.LISTED
+                    and self.tree.isExpanded(self.proxy.mapFromSource(self.tree_model.index_for_path(i.path)))]
+        self._pending_expand = set(expanded) | {item.path}
+        self._pending_select = selected if (selected == item.path or selected.startswith(prefix)) else None
+        self.tree_model.refresh(self.tree_model.index_for_path(item.path))
+        if self._pending_select == item.path:
+            self._pending_select = None
+            self._select_source_index(self.tree_model.index_for_path(item.path))
+            self._show_item(item)
+
+    def refresh_all(self) -> None:
+        """F5: re-read the whole store, keeping what was expanded and selected."""
+        if self._hierarchy is None:
+            if self._location:
+                self.open_location(self._location)
+            return
+        root = self.tree_model.item(self.tree_model.index_for_path(""))
+        if self.tree_model.is_loaded(""):
+            self.refresh_item(root)
+
+    def _tree_menu(self, point: QPoint) -> None:
+        index = self.tree.indexAt(point)
+        item = self.tree_model.item(self.proxy.mapToSource(index)) if index.isValid() else None
+        menu = QMenu(self)
+        if item is not None and not item.placeholder and self._hierarchy is not None:
+            self.tree.setCurrentIndex(index)
+            menu.addAction(self.copy_path_action)
+            refresh = menu.addAction(standard_icon("SP_BrowserReload"), "Refresh")
+            refresh.triggered.connect(lambda _checked=False, it=item: self.refresh_item(it))
+            menu.addSeparator()
+        menu.addAction(self.expand_action)
+        menu.addAction(self.collapse_action)
+        menu.popup(self.tree.viewport().mapToGlobal(point))
+        self._context_menu = menu
+
+    # -- status -------------------------------------------------------------------------------
+    def report_action(self, action: str, result: Measured) -> None:
+        """Show what an action read (requests, bytes, time) in the status bar."""
+        self.last_action = result.describe(action)
+        self.cost_label.setText(self.last_action)
+        self.statusBar().clearMessage()
+
+    # -- layout memory ------------------------------------------------------------------------
+    def _restore_layout(self) -> None:
+        if not app_settings.restore_widget_state("main_window", self):
+            self.resize(1280, 800)
+        app_settings.restore_widget_state("main_splitter", self.splitter)
+        app_settings.restore_widget_state("metadata_splitter", self.metadata.splitter)
+
+    def save_layout(self) -> None:
+        app_settings.save_widget_state("main_window", self)
+        app_settings.save_widget_state("main_splitter", self.splitter)
+        app_settings.save_widget_state("metadata_splitter", self.metadata.splitter)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        """Remember the layout, drop pending work and wait for the workers: no thread outlives us."""
+        from ecpfs_viewer.gui.workers import wait_for_workers
+
+        self.save_layout()
+        self._demo_runner.invalidate()
+        if self._build_dialog is not None:
+            try:
+                self._build_dialog.close()
+            except RuntimeError:  # already deleted by Qt (WA_DeleteOnClose)
+                pass
+            self._build_dialog = None
+        self._drop_store()
+        wait_for_workers()
+        super().closeEvent(event)
+
+
+def _missing(text: str) -> QWidget:
+    label = QLabel(text)
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    label.setWordWrap(True)
+    return label
+
+
+def _make_overview() -> Any:
+    try:
+        from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
+    except ImportError:
+        return None
+    return IndexOverviewPanel()
+
+
+def _make_plot_pane() -> Any:
+    try:
+        from ecpfs_viewer.gui.plot_pane import PlotPane
+    except ImportError:
+        return None
+    return PlotPane()

@@ -1,0 +1,444 @@
+"""The store's hierarchy as a lazy Qt item model: a group is listed when it is first expanded.
+
+Listing and metadata parsing run in the background (:class:`BackgroundRunner`); while a group is
+listed it shows a "Loading…" row, and all its children arrive in one ``beginInsertRows`` so a
+level of thousands of nodes opens at once. The second column (array shape and dtype, rows of an
+ecpfs node) is filled in batches afterwards. Every result carries the item's version: a result
+for an item that was refreshed or closed since is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from enum import Enum
+from functools import partial
+from typing import Any
+
+from PySide6.QtCore import (QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex,
+                            QSortFilterProxyModel, Qt, Signal)
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication
+
+from ecpfs_viewer.gui.action_cost import Measured, measured
+from ecpfs_viewer.gui.icons import kind_icon
+from ecpfs_viewer.gui.workers import BackgroundRunner
+from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, base_name, describe_exception
+from ecpfs_viewer.model.stores import join_key
+
+PATH_ROLE = Qt.ItemDataRole.UserRole + 1
+KIND_ROLE = Qt.ItemDataRole.UserRole + 2
+DETAIL_BATCH = 250
+_ECPFS_NODE_RE = re.compile(r"(^|/)lvl_\d+/node_\d+$")
+_Index = QModelIndex | QPersistentModelIndex
+
+
+class LoadState(Enum):
+    UNLISTED = "unlisted"
+    LISTING = "listing"
+    LISTED = "listed"
+
+
+class TreeItem:
+    """One row: a node of the hierarchy, or a placeholder ("Loading…", "Opening …")."""
+
+    __slots__ = ("path", "name", "kind", "parent", "children", "row", "state", "detail", "error",
+                 "placeholder", "version")
+
+    def __init__(self, path: str, name: str, kind: NodeKind | None, parent: TreeItem | None,
+                 row: int = 0, *, placeholder: bool = False, error: str | None = None) -> None:
+        self.path = path
+        self.name = name
+        self.kind = kind
+        self.parent = parent
+        self.children: list[TreeItem] = []
+        self.row = row
+        self.state = LoadState.UNLISTED
+        self.detail = ""
+        self.error = error
+        self.placeholder = placeholder
+        self.version = 0
+
+    @property
+    def is_container(self) -> bool:
+        return self.kind is not None and self.kind.is_container and not self.placeholder
+
+
+def list_children(hierarchy: Hierarchy, path: str) -> tuple[Node, list[Node]]:
+    """The node itself (re-read after a refresh) and its children, for the listing worker."""
+    return hierarchy.node(path), hierarchy.children(path)
+
+
+def describe_nodes(hierarchy: Hierarchy, paths: list[str], *,
+                   progress: Callable[[list[tuple[str, str, str | None]]], None],
+                   cancel: threading.Event) -> list[tuple[str, str, str | None]]:
+    """Second-column text (and an error, if any) for each path, sent back in batches."""
+    batch: list[tuple[str, str, str | None]] = []
+    for path in paths:
+        if cancel.is_set():
+            return []
+        batch.append(describe_node(hierarchy, path))
+        if len(batch) >= DETAIL_BATCH:
+            progress(batch)
+            batch = []
+    return batch
+
+
+def describe_node(hierarchy: Hierarchy, path: str) -> tuple[str, str, str | None]:
+    """(path, text, error): "8 x 2 float32" for arrays, "4 rows" for ecpfs nodes."""
+    try:
+        node = hierarchy.node(path)
+        if node.kind is NodeKind.ARRAY:
+            details = hierarchy.details(path)
+            if details.error or details.array is None:
+                return path, "unreadable metadata", details.error or f"{path}: no array metadata"
+            return path, f"{details.array.describe_shape()}  {details.array.dtype}", None
+        if node.kind.is_container and _ECPFS_NODE_RE.search(path):
+            embeddings = hierarchy.details(join_key(path, "embeddings"))
+            if embeddings.array is not None and embeddings.array.shape:
+                rows = embeddings.array.shape[0]
+                return path, f"{rows:,} row" + ("" if rows == 1 else "s"), None
+        return path, "", None
+    except Exception as exc:  # one bad node must not stop its siblings' details
+        return path, "unreadable metadata", f"{path}: {describe_exception(exc)}"
+
+
+def needs_description(node: Node) -> bool:
+    return node.kind is NodeKind.ARRAY or (node.kind.is_container and bool(_ECPFS_NODE_RE.search(node.path)))
+
+
+class HierarchyTreeModel(QAbstractItemModel):
+    """A lazy two-column model (name, details) over a :class:`Hierarchy`."""
+
+    listing_finished = Signal(str, object)  # path, Measured (value: number of children)
+    listing_failed = Signal(str, str)  # path, message
+    path_revealed = Signal(QModelIndex)  # answer to reveal(path)
+
+    HEADERS = ("Name", "Shape / rows")
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._hierarchy: Hierarchy | None = None
+        self._root = TreeItem("", "", None, None)  # invisible root; its children are top-level rows
+        self._by_path: dict[str, TreeItem] = {}
+        self._runner = BackgroundRunner(self)
+        self._generation = 0
+        self._reveal: str | None = None
+
+    # -- what the model shows -------------------------------------------------------------------
+    @property
+    def hierarchy(self) -> Hierarchy | None:
+        return self._hierarchy
+
+    def set_hierarchy(self, hierarchy: Hierarchy | None, label: str = "") -> None:
+        """Show a store: one top-level row for its root (whose node the opener already probed)."""
+        self._reset()
+        if hierarchy is None:
+            self.endResetModel()
+            return
+        self._hierarchy = hierarchy
+        root_node = hierarchy.root()
+        item = TreeItem("", label or "/", root_node.kind, self._root, error=root_node.error)
+        self._root.children = [item]
+        self._by_path[""] = item
+        self.endResetModel()
+
+    def show_placeholder(self, text: str) -> None:
+        """A single greyed row, e.g. "Opening …", while a store opens in the background."""
+        self._reset()
+        self._root.children = [TreeItem("", text, None, self._root, placeholder=True)]
+        self.endResetModel()
+
+    def show_failure(self, label: str, message: str) -> None:
+        """A single error row for a store that could not be opened."""
+        self._reset()
+        self._root.children = [TreeItem("", label, NodeKind.ERROR, self._root, error=message)]
+        self.endResetModel()
+
+    def clear(self) -> None:
+        self.set_hierarchy(None)
+
+    def _reset(self) -> None:
+        self.beginResetModel()
+        self._generation += 1
+        self._runner.invalidate()
+        self._hierarchy = None
+        self._root.children = []
+        self._by_path = {}
+        self._reveal = None
+
+    # -- lookups ------------------------------------------------------------------------------
+    def item(self, index: _Index) -> TreeItem:
+        return index.internalPointer() if index.isValid() else self._root
+
+    def index_for_path(self, path: str, column: int = 0) -> QModelIndex:
+        """The index of a loaded node (invalid when it has not been listed yet)."""
+        item = self._by_path.get(path.strip("/"))
+        return QModelIndex() if item is None else self.createIndex(item.row, column, item)
+
+    def is_loaded(self, path: str) -> bool:
+        return path.strip("/") in self._by_path
+
+    def loaded_items(self) -> Iterator[TreeItem]:
+        """Every item already in the model, depth first (never triggers a listing)."""
+        stack = list(reversed(self._root.children))
+        while stack:
+            item = stack.pop()
+            yield item
+            stack.extend(reversed(item.children))
+
+    def is_busy(self) -> bool:
+        return self._runner.busy
+
+    # -- Qt model interface -------------------------------------------------------------------
+    def index(self, row: int, column: int, parent: _Index = QModelIndex()) -> QModelIndex:
+        owner = self.item(parent)
+        if 0 <= row < len(owner.children) and 0 <= column < len(self.HEADERS):
+            return self.createIndex(row, column, owner.children[row])
+        return QModelIndex()
+
+    def parent(self, index: _Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]
+        if not index.isValid():
+            return QModelIndex()
+        owner = index.internalPointer().parent
+        if owner is None or owner is self._root:
+            return QModelIndex()
+        return self.createIndex(owner.row, 0, owner)
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+        if parent.isValid() and parent.column() != 0:
+            return 0
+        return len(self.item(parent).children)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+        return len(self.HEADERS)
+
+    def hasChildren(self, parent: _Index = QModelIndex()) -> bool:  # noqa: N802
+        item = self.item(parent)
+        if item is self._root:
+            return bool(item.children)
+        if item.state is LoadState.UNLISTED:
+            return item.is_container
+        return bool(item.children)
+
+    def canFetchMore(self, parent: _Index) -> bool:  # noqa: N802
+        item = self.item(parent)
+        return (item is not self._root and item.is_container and item.state is LoadState.UNLISTED
+                and self._hierarchy is not None)
+
+    def fetchMore(self, parent: _Index) -> None:  # noqa: N802
+        if not self.canFetchMore(parent):
+            return
+        item = self.item(parent)
+        index = self.createIndex(item.row, 0, item)
+        item.state = LoadState.LISTING
+        self.beginInsertRows(index, 0, 0)
+        item.children = [TreeItem(item.path, "Loading…", None, item, placeholder=True)]
+        self.endInsertRows()
+        hierarchy = self._hierarchy
+        assert hierarchy is not None
+        token = (self._generation, item.version)
+        self._runner.run(measured, hierarchy.store, list_children, hierarchy, item.path,
+                         on_result=partial(self._on_listed, item, token),
+                         on_error=partial(self._on_list_failed, item, token), supersede=False)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.HEADERS[section]
+        return None
+
+    def flags(self, index: _Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        if self.item(index).placeholder:
+            return Qt.ItemFlag.ItemIsEnabled
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        item: TreeItem = index.internalPointer()
+        column = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return item.name if column == 0 else item.detail
+        if role == Qt.ItemDataRole.DecorationRole and column == 0 and not item.placeholder:
+            return kind_icon(NodeKind.ERROR if item.error else item.kind)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if item.error:
+                return item.error
+            return None if item.placeholder else f"/{item.path}" if item.parent is not self._root else item.name
+        if role == Qt.ItemDataRole.ForegroundRole and item.placeholder:
+            return QApplication.palette().color(QPalette.ColorRole.PlaceholderText)
+        if role == PATH_ROLE:
+            return None if item.placeholder else item.path
+        if role == KIND_ROLE:
+            return None if item.placeholder else item.kind
+        return None
+
+    # -- listing results ----------------------------------------------------------------------
+    def _stale(self, item: TreeItem, token: tuple[int, int]) -> bool:
+        return token != (self._generation, item.version) or item.state is not LoadState.LISTING
+
+    def _on_listed(self, item: TreeItem, token: tuple[int, int], result: Measured) -> None:
+        if self._stale(item, token):
+            return
+        node, children = result.value
+        index = self.createIndex(item.row, 0, item)
+        if item.kind is not node.kind or item.error != node.error:
+            item.kind, item.error = node.kind, node.error
+            self.dataChanged.emit(index, index.siblingAtColumn(1))
+        self._remove_children(item, index)
+        if children:
+            self.beginInsertRows(index, 0, len(children) - 1)
+            item.children = [TreeItem(child.path, base_name(child.path), child.kind, item, row,
+                                      error=child.error) for row, child in enumerate(children)]
+            for child in item.children:
+                self._by_path[child.path] = child
+            self.endInsertRows()
+        item.state = LoadState.LISTED
+        self.listing_finished.emit(item.path, Measured(len(children), result.cost, result.seconds))
+        wanted = [child.path for child in children if needs_description(child)]
+        if wanted and self._hierarchy is not None:
+            self._runner.run(describe_nodes, self._hierarchy, wanted,
+                             on_result=partial(self._on_described, token),
+                             on_progress=partial(self._on_described, token), supersede=False)
+        self._advance_reveal()
+
+    def _on_list_failed(self, item: TreeItem, token: tuple[int, int], message: str) -> None:
+        if self._stale(item, token):
+            return
+        index = self.createIndex(item.row, 0, item)
+        self._remove_children(item, index)
+        self.beginInsertRows(index, 0, 0)
+        item.children = [TreeItem(item.path, "cannot list this group", NodeKind.ERROR, item, placeholder=True,
+                                  error=message)]
+        self.endInsertRows()
+        item.state = LoadState.LISTED
+        self.listing_failed.emit(item.path, message)
+        self._reveal = None
+
+    def _on_described(self, token: tuple[int, int], batch: list[tuple[str, str, str | None]]) -> None:
+        if token[0] != self._generation or not batch:
+            return
+        rows: dict[int, list[int]] = {}
+        parents: dict[int, TreeItem] = {}
+        for path, text, error in batch:
+            item = self._by_path.get(path)
+            if item is None or item.parent is None:
+                continue
+            item.detail, item.error = text, error or item.error
+            rows.setdefault(id(item.parent), []).append(item.row)
+            parents[id(item.parent)] = item.parent
+        for key, changed in rows.items():  # one dataChanged per contiguous parent range
+            owner = parents[key]
+            first, last = owner.children[min(changed)], owner.children[max(changed)]
+            self.dataChanged.emit(self.createIndex(first.row, 0, first), self.createIndex(last.row, 1, last))
+
+    def _remove_children(self, item: TreeItem, index: QModelIndex) -> None:
+        if not item.children:
+            return
+        self.beginRemoveRows(index, 0, len(item.children) - 1)
+        for child in item.children:
+            self._forget(child)
+        item.children = []
+        self.endRemoveRows()
+
+    def _forget(self, item: TreeItem) -> None:
+        stack = [item]
+        while stack:
+            current = stack.pop()
+            current.version += 1  # results still in flight for it become stale
+            if not current.placeholder and self._by_path.get(current.path) is current:
+                del self._by_path[current.path]
+            stack.extend(current.children)
+
+    # -- refresh and reveal ------------------------------------------------------------------
+    def refresh(self, index: _Index) -> QModelIndex:
+        """Re-read a subtree: forget the model's cache below it and list it again.
+
+        Returns the (new) index of the refreshed item, listed again in the background."""
+        item = self.item(index)
+        if self._hierarchy is None or item is self._root or item.placeholder:
+            return QModelIndex()
+        self._hierarchy.refresh(item.path)
+        source = self.createIndex(item.row, 0, item)
+        self._remove_children(item, source)
+        item.version += 1
+        item.state = LoadState.UNLISTED
+        item.detail = ""
+        if item.kind is not None and item.kind.is_container or item.kind is NodeKind.ERROR:
+            item.kind = item.kind if item.kind is not NodeKind.ERROR else NodeKind.IMPLICIT_GROUP
+            self.fetchMore(source)
+        else:  # an array: re-read its metadata for the details column
+            token = (self._generation, item.version)
+            self._runner.run(describe_nodes, self._hierarchy, [item.path],
+                             on_result=partial(self._on_described, token),
+                             on_progress=partial(self._on_described, token), supersede=False)
+        self.dataChanged.emit(source, source.siblingAtColumn(1))
+        return source
+
+    def reveal(self, path: str) -> None:
+        """List the ancestors of path as needed, then emit path_revealed with its index."""
+        self._reveal = path.strip("/")
+        self._advance_reveal()
+
+    def _advance_reveal(self) -> None:
+        target = self._reveal
+        if target is None or not self._root.children:
+            return
+        current = self._root.children[0]
+        parts = target.split("/") if target else []
+        for depth in range(len(parts) + 1):
+            if current.path == target:
+                self._reveal = None
+                self.path_revealed.emit(self.createIndex(current.row, 0, current))
+                return
+            if current.state is LoadState.UNLISTED:
+                self.fetchMore(self.createIndex(current.row, 0, current))
+                return
+            if current.state is LoadState.LISTING:
+                return
+            wanted = join_key(current.path, parts[depth])
+            found = self._by_path.get(wanted)
+            if found is None:
+                self._reveal = None
+                self.listing_failed.emit(target, f"{target}: no such node")
+                return
+            current = found
+
+
+class TreeFilterProxy(QSortFilterProxyModel):
+    """Shows loaded rows whose name or path contains the filter text (with their ancestors).
+
+    Only rows already in the source model are matched: filtering never lists the store.
+    """
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.setRecursiveFilteringEnabled(True)
+        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self._needle = ""
+
+    def set_filter_text(self, text: str) -> None:
+        self.beginFilterChange()
+        self._needle = text.strip().lower().lstrip("/")
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    @property
+    def filter_text(self) -> str:
+        return self._needle
+
+    def filterAcceptsRow(self, source_row: int, source_parent: _Index) -> bool:  # noqa: N802
+        if not self._needle:
+            return True
+        model = self.sourceModel()
+        assert isinstance(model, HierarchyTreeModel)
+        owner = model.item(source_parent)
+        if not 0 <= source_row < len(owner.children):
+            return False
+        item = owner.children[source_row]
+        if item.placeholder:
+            return False
+        return self._needle in item.name.lower() or self._needle in item.path.lower()
