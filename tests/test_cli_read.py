@@ -1,0 +1,128 @@
+"""`ecpfs-viewer info` and `ecpfs-viewer check` as a user runs them (no Qt involved)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ecpfs_viewer.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_info_prints_ecp_info_lines_first(capsys, two_clusters_path: Path) -> None:
+    code, out, _ = run(capsys, "info", str(two_clusters_path))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[:6] == ["Levels: 2", "Metric: L2", "Normalized: false", "Total Items: 8", "Next Item Id: 8",
+                         "Total Representatives: 4"]
+    for expected in ("Format Version: 1", "Dimension: 2", "Stored Dtype: float32",
+                     "Fan-out: 2 (expected ceil(R^(1/L)) = 2)", "Node Chunk Rows: 65536",
+                     "Representative Chunk Rows: 1048576", "Writer: zarrs 0.23.14",
+                     "Sum of leaf sizes: 8 (matches Total Items 8)"):
+        assert expected in lines
+    table = [line.split() for line in lines if line.startswith("lvl_")]
+    assert table[0][:4] == ["lvl_1", "2", "2", "0"]
+    assert table[1][:5] == ["lvl_2", "(leaves)", "4", "4", "0"]
+
+
+def test_info_gap_note_is_indented(capsys, two_clusters_copy: Path) -> None:
+    import zarr
+
+    zarr.open_array(two_clusters_copy / "info" / "next_item_id", mode="r+")[...] = 11
+    _, out, _ = run(capsys, "info", str(two_clusters_copy))
+    lines = out.splitlines()
+    at = lines.index("Next Item Id: 11")
+    assert lines[at + 1].startswith("  (3 item ids reserved but never written")
+    assert lines[at + 2] == "Total Representatives: 4"
+
+
+def test_info_json(capsys, two_clusters_path: Path) -> None:
+    code, out, _ = run(capsys, "info", "--json", str(two_clusters_path))
+    data = json.loads(out)
+    assert code == 0
+    assert (data["levels"], data["metric"], data["total_items"], data["representatives"]) == (2, "L2", 8, 4)
+    assert (data["fan_out"], data["expected_fan_out"], data["dim"], data["dtype"]) == (2, 2, 2, "float32")
+    assert data["layout"]["supported"] is True and data["writer"] == "zarrs 0.23.14"
+    assert [s["node_count"] for s in data["level_stats"]] == [2, 4]
+    assert data["level_stats"][1]["leaf_sum"] == 8
+
+
+def test_info_works_on_a_zip_with_a_top_folder(capsys, two_clusters_path: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "index.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in two_clusters_path.rglob("*"):
+            if file.is_file():
+                zf.write(file, "two_clusters.zarr/" + file.relative_to(two_clusters_path).as_posix())
+    code, out, _ = run(capsys, "info", str(archive))
+    assert code == 0 and "Total Representatives: 4" in out and "lvl_2 (leaves)" in out
+
+
+def test_info_on_a_legacy_index_names_it(capsys, two_clusters_copy: Path) -> None:
+    for name in ("info/format_version", "info/total_items", "info/next_item_id"):
+        shutil.rmtree(two_clusters_copy / name)
+    code, out, _ = run(capsys, "info", str(two_clusters_copy))
+    assert code == 0
+    assert out.splitlines()[0].startswith("!! RUST PRE-V1 INDEX: pre-v1 Rust index: missing info/total_items")
+    assert "Total Items: -" in out
+
+
+def test_check_exit_codes(capsys, two_clusters_path: Path, two_clusters_copy: Path, tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "check", str(two_clusters_path))
+    assert code == 0 and "OK - 0 error(s), 0 warning(s)" in out
+    shutil.rmtree(two_clusters_copy / "rep_item_ids")
+    code, out, _ = run(capsys, "check", str(two_clusters_copy))
+    assert code == 1
+    assert "ERROR: rep_item_ids: missing (required by format version 1)" in out
+    code, _, err = run(capsys, "check", str(tmp_path / "nowhere.zarr"))
+    assert code == 2 and "no such file or directory" in err
+    (tmp_path / "empty").mkdir()
+    code, _, err = run(capsys, "check", str(tmp_path / "empty"))
+    assert code == 2 and "empty" in err
+
+
+def test_check_json(capsys, two_clusters_copy: Path) -> None:
+    import zarr
+
+    zarr.open_array(two_clusters_copy / "info" / "metric", mode="r+")[...] = "cosine"
+    code, out, _ = run(capsys, "check", "--json", str(two_clusters_copy))
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False
+    assert {"severity": "error", "path": "info/metric",
+            "message": "'cosine' is not a metric ecpfs knows (expected 'L2' or 'IP', case-sensitive)",
+            "sampled": None} in data["findings"]
+
+
+def test_console_entry_point_runs_info(two_clusters_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "ecpfs_viewer", "info", str(two_clusters_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("Levels: 2\n")
+
+
+def test_info_over_http(capsys, two_clusters_path: Path) -> None:
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(two_clusters_path))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        code, out, err = run(capsys, "info", f"http://127.0.0.1:{server.server_port}/")
+    finally:
+        server.shutdown()
+        thread.join()
+    assert code == 0, err
+    assert "Total Representatives: 4" in out and "lvl_2 (leaves)" in out
