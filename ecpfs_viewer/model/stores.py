@@ -130,6 +130,33 @@ class CountingStore(WrapperStore[Store]):
         return self._store.list_dir(prefix)
 
 
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
+
+def read_file(path: str) -> bytes | None:
+    """A whole local file, or None when it does not exist (or is a directory).
+
+    Uses raw descriptors: listing 4,000 nodes reads 4,000 small files, and a buffered open() per
+    file costs about three times as much.
+    """
+    try:
+        fd = os.open(path, _O_READ)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    try:
+        data = os.read(fd, 1 << 16)
+        if len(data) < 1 << 16:
+            return data
+        parts = [data]
+        while block := os.read(fd, 1 << 20):
+            parts.append(block)
+        return b"".join(parts)
+    except IsADirectoryError:  # Linux opens a directory read-only and fails on read
+        return None
+    finally:
+        os.close(fd)
+
+
 def join_key(*parts: str) -> str:
     """Join store key parts with '/', ignoring empty parts (the root is ''); parts carry no outer '/'."""
     return "/".join([p for p in parts if p])
@@ -174,14 +201,9 @@ class OpenedStore:
             found: list[bytes | None] = []
             total = 0
             for key in keys:
-                try:
-                    with open(base + key, "rb") as handle:
-                        data = handle.read()
-                except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                    found.append(None)
-                    continue
-                total += len(data)
+                data = read_file(base + key)
                 found.append(data)
+                total += len(data) if data is not None else 0
             self.counter.add_read(total, requests=len(keys))
             return found
         if not keys:
@@ -202,13 +224,8 @@ class OpenedStore:
 
     def _read_local(self, key: str) -> bytes | None:
         assert self.local_path is not None
-        try:
-            with open(os.path.join(self.local_path, key), "rb") as handle:
-                data = handle.read()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            self.counter.add_read(0)
-            return None
-        self.counter.add_read(len(data))
+        data = read_file(os.path.join(self.local_path, key))
+        self.counter.add_read(len(data) if data is not None else 0)
         return data
 
     def list_dir(self, path: str) -> list[tuple[str, bool | None]]:

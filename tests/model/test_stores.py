@@ -230,3 +230,17 @@ def test_store_copy_opened_twice_is_independent(tmp_path: Path, two_clusters_pat
     first.read("zarr.json")
     assert second.stats().requests == 0
     assert os.path.samefile(first.local_path, second.local_path)
+
+
+def test_read_file_reads_whole_files_and_none_for_directories(tmp_path: Path) -> None:
+    from ecpfs_viewer.model.stores import read_file
+
+    big = bytes(range(256)) * 1000  # 256,000 bytes: more than one read of 64 KiB
+    (tmp_path / "big").write_bytes(big)
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "folder").mkdir()
+    assert read_file(str(tmp_path / "big")) == big
+    assert read_file(str(tmp_path / "empty")) == b""
+    assert read_file(str(tmp_path / "folder")) is None
+    assert read_file(str(tmp_path / "missing")) is None
+    assert read_file(str(tmp_path / "big" / "below")) is None
