@@ -1,0 +1,239 @@
+"""The Build dialog as a user meets it: preview numbers, errors beside fields, build, cancel, failure."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+from ecpfs_viewer.gui import build_dialog
+from ecpfs_viewer.gui.build_dialog import BuildDialog
+from ecpfs_viewer.gui.settings import use_settings_dir
+from ecpfs_viewer.model.build import build_index as real_build_index
+from ecpfs_viewer.model.build import preview_build
+from ecpfs_viewer.model.stores import format_bytes
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path: Path) -> None:
+    """Keep remembered parameters in a tmp folder, fresh for each test."""
+    use_settings_dir(tmp_path / "settings")
+
+
+@pytest.fixture
+def vectors(tmp_path: Path) -> Path:
+    """1000 x 16 float32 vectors with a fixed seed."""
+    path = tmp_path / "vectors.npy"
+    np.save(path, np.random.default_rng(7).standard_normal((1000, 16)).astype(np.float32))
+    return path
+
+
+def open_dialog(qtbot, input_path: Path | None = None) -> BuildDialog:
+    dialog = BuildDialog(None, input_path=str(input_path) if input_path else None)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    return dialog
+
+
+def wait_checked(qtbot, dialog: BuildDialog) -> None:
+    """Wait until the debounced background check of the current form has arrived."""
+    qtbot.waitUntil(lambda: dialog._check is not None and not dialog._debounce.isActive(), timeout=5000)
+
+
+def visible_errors(dialog: BuildDialog) -> dict[str, str]:
+    return {name: label.text() for name, label in dialog.field_errors.items() if label.isVisibleTo(dialog)}
+
+
+def set_params(dialog: BuildDialog, levels: int, target: int) -> None:
+    dialog.levels_spin.setValue(levels)
+    dialog.target_spin.setValue(target)
+
+
+def test_preview_shows_the_numbers_of_a_known_file(qtbot, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    wait_checked(qtbot, dialog)
+    v = {key: label.text() for key, label in dialog.preview_values.items()}
+    assert v["rows"] == "1,000"
+    assert v["dim"] == "16"
+    assert v["dtype"] == "float32 → float32"
+    assert v["representatives"] == "100"  # ceil(1000 / 10)
+    assert v["fan_out"] == "10"  # ceil(100 ** (1/2))
+    assert v["nodes"] == "10 · 100"  # min(10^1, 100), min(10^2, 100)
+    # 512 KiB / (16 * 4 bytes) and 8 MiB / (16 * 4 bytes)
+    assert v["chunk_rows"] == "8,192 (nodes) · 131,072 (reps)"
+    estimate = preview_build(vectors, dialog.params()).estimated_bytes
+    assert v["size"] == f"about {format_bytes(estimate)}"
+    assert visible_errors(dialog) == {}
+    assert dialog.output_edit.text() == str(vectors.parent / "vectors.zarr")  # derived from the input
+    assert dialog.build_button.isEnabled()
+
+    dialog.dtype_combo.setCurrentIndex(dialog.dtype_combo.findData("uint8"))
+    wait_checked(qtbot, dialog)
+    assert dialog.preview_values["dtype"].text() == "float32 → uint8"
+    assert dialog.preview_values["chunk_rows"].text() == "32,768 (nodes) · 524,288 (reps)"
+    assert "loses precision" in dialog.warnings_label.text()
+
+
+def test_shape_and_normalized_warnings(qtbot, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=7, target=10)  # R 100, fan-out ceil(100 ** (1/7)) = 2
+    dialog.normalized_check.setChecked(True)  # standard normal rows have norms near 4
+    wait_checked(qtbot, dialog)
+    warnings = dialog.warnings_label.text()
+    assert dialog.warnings_label.isVisibleTo(dialog)
+    assert "fan-out is 2" in warnings
+    assert "all depth and no breadth" in warnings
+    assert "not unit length" in warnings
+    assert dialog.build_button.isEnabled()  # warnings do not block a build
+
+
+def test_errors_are_shown_beside_their_fields_and_block_the_build(qtbot, tmp_path, vectors):
+    dialog = open_dialog(qtbot, tmp_path / "missing.npy")
+    set_params(dialog, levels=0, target=0)
+    wait_checked(qtbot, dialog)
+    errors = visible_errors(dialog)
+    assert errors["input"] == "file not found"
+    assert "levels must be at least 1" in errors["levels"]
+    assert "target_cluster_items must be at least 1" in errors["target"]
+    assert not dialog.build_button.isEnabled()
+
+    (tmp_path / "taken.zarr").mkdir()
+    dialog.input_edit.setText(str(vectors))
+    dialog.output_edit.setText(str(tmp_path / "taken.zarr"))
+    set_params(dialog, levels=2, target=5000)
+    wait_checked(qtbot, dialog)
+    errors = visible_errors(dialog)
+    assert set(errors) == {"output", "target"}
+    assert errors["output"].startswith("already exists")
+    assert "larger than the number of rows (1000)" in errors["target"]
+    assert not dialog.build_button.isEnabled()
+
+    dialog.advanced_button.setChecked(False)
+    dialog.node_chunk_spin.setValue(0)
+    dialog.output_edit.setText(str(tmp_path / "fresh.zarr"))
+    dialog.target_spin.setValue(10)
+    wait_checked(qtbot, dialog)
+    assert set(visible_errors(dialog)) == {"node_chunk"}
+    assert dialog.advanced.isVisibleTo(dialog)  # the Advanced section opens to show its error
+
+    dialog.node_chunk_spin.setValue(512)
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog) == {}
+    assert dialog.build_button.isEnabled()
+    assert dialog.status_label.text() == "Ready to build."
+
+
+def test_build_through_the_dialog_emits_a_readable_index(qtbot, tmp_path, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "built.zarr"
+    dialog.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    with qtbot.waitSignal(dialog.index_built, timeout=20000) as signal:
+        qtbot.mouseClick(dialog.build_button, build_dialog.Qt.MouseButton.LeftButton)
+    assert signal.args == [str(output)]
+    assert dialog.result() == BuildDialog.DialogCode.Accepted
+    group = zarr.open_group(str(output), mode="r")
+    assert int(group["info/total_items"][()]) == 1000
+    assert int(group["info/levels"][()]) == 2
+    assert group["rep_embeddings"].shape == (100, 16)
+    leaf_rows = sum(group[f"lvl_2/{name}/item_ids"].shape[0] for name in group["lvl_2"].group_keys())
+    assert leaf_rows == 1000
+    assert any(dialog._phases[p].bar.value() == 1000 for p in dialog._phases)  # phases were shown
+    on_disk = sum(p.stat().st_blocks * 512 for p in output.rglob("*") if p.is_file())
+    estimate = preview_build(vectors, dialog.params()).estimated_bytes
+    assert estimate / 2 <= on_disk <= estimate * 2  # the preview's size is the right order
+
+    # the next dialog remembers the parameters and the output folder
+    again = open_dialog(qtbot, vectors)
+    assert (again.levels_spin.value(), again.target_spin.value()) == (2, 10)
+    assert again.output_edit.text() == str(tmp_path / "vectors.zarr")
+    wait_checked(qtbot, again)
+    assert again.preview_values["representatives"].text() == "100"
+
+
+def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, monkeypatch):
+    reached_writing = threading.Event()
+
+    def build_that_pauses(*args, progress, cancel, **kwargs):
+        def hook(p):
+            progress(p)
+            if p.phase == "writing":
+                reached_writing.set()
+                cancel.wait(10)  # hold the build here until the user cancels
+
+        return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", build_that_pauses)
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "out" / "cancelled.zarr"
+    output.parent.mkdir()
+    dialog.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: "writing" in dialog._phases, timeout=10000)
+    assert reached_writing.is_set()
+    assert dialog.building and not dialog.build_button.isEnabled()
+    assert not dialog._form_box.isEnabled()
+    assert dialog.speed_label.text().startswith("Elapsed")
+
+    qtbot.mouseClick(dialog.cancel_button, build_dialog.Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dialog.building, timeout=10000)
+    assert dialog.message.text() == "Build cancelled; nothing was written."
+    assert dialog.isVisible()  # cancelling the build does not close the dialog
+    assert list(output.parent.iterdir()) == []  # no index, no hidden temporary folder
+    assert dialog._form_box.isEnabled()
+
+
+def test_failed_build_says_which_input_and_row(qtbot, tmp_path):
+    data = np.ones((200, 8), dtype=np.float32)
+    data[37, 3] = np.nan
+    source = tmp_path / "bad.npy"
+    np.save(source, data)
+    dialog = open_dialog(qtbot, source)
+    set_params(dialog, levels=2, target=10)
+    wait_checked(qtbot, dialog)
+    assert dialog.build_button.isEnabled()  # the header is fine; the bad row shows only when read
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: dialog.message.isVisibleTo(dialog) and not dialog.building, timeout=10000)
+    assert dialog.message.text() == f"Build failed: {source}: row 37 contains NaN"
+    assert dialog.isVisible()
+    assert not (tmp_path / "bad.zarr").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "settings") == ["bad.npy"]
+
+
+def test_closing_during_a_build_cancels_it(qtbot, tmp_path, vectors, monkeypatch):
+    started = threading.Event()
+
+    def slow_build(*args, progress, cancel, **kwargs):
+        def hook(p):
+            progress(p)
+            started.set()
+            cancel.wait(10)
+
+        return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", slow_build)
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "closed.zarr"
+    dialog.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    dialog.build_button.click()
+    qtbot.waitUntil(started.is_set, timeout=10000)
+    dialog.reject()  # Escape or the window's close button
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=10000)
+    assert not dialog.building
+    assert not output.exists()
+    assert not any(p.name.startswith(".closed.zarr") for p in tmp_path.iterdir())
+
+
+def test_field_of_error_routes_builder_messages():
+    assert build_dialog.field_of_error("levels must be at least 1 (got 0)") == "levels"
+    assert build_dialog.field_of_error("rep chunk budget too small: x") == "rep_chunk"
+    assert build_dialog.field_of_error("/x.npy: not a .npy file (bad magic)") == "input"
