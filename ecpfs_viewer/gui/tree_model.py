@@ -95,13 +95,23 @@ def describe_node(hierarchy: Hierarchy, path: str) -> tuple[str, str, str | None
                 return path, "unreadable metadata", details.error or f"{path}: no array metadata"
             return path, f"{details.array.describe_shape()}  {details.array.dtype}", None
         if node.kind.is_container and _ECPFS_NODE_RE.search(path):
-            embeddings = hierarchy.details(join_key(path, "embeddings"))
-            if embeddings.array is not None and embeddings.array.shape:
-                rows = embeddings.array.shape[0]
+            rows = _node_rows(hierarchy, join_key(path, "embeddings"))
+            if rows is not None:
                 return path, f"{rows:,} row" + ("" if rows == 1 else "s"), None
         return path, "", None
     except Exception as exc:  # one bad node must not stop its siblings' details
         return path, "unreadable metadata", f"{path}: {describe_exception(exc)}"
+
+
+def _node_rows(hierarchy: Hierarchy, path: str) -> int | None:
+    """Rows of an ecpfs node's embeddings from the stored shape (a plain JSON parse: thousands per level)."""
+    from ecpfs_viewer.model.ecpfs import parse_array_meta
+
+    node = hierarchy.node(path)
+    if node.kind is not NodeKind.ARRAY or node.raw is None:
+        return None
+    meta = parse_array_meta(node.path, node.raw, node.zarr_format)
+    return None if isinstance(meta, str) or not meta.shape else meta.rows
 
 
 def needs_description(node: Node) -> bool:

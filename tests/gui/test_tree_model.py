@@ -1,0 +1,191 @@
+"""The lazy tree model: listing on expand in the background, one insert per level, details, filter, refresh."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtWidgets import QTreeView
+
+from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy
+from ecpfs_viewer.gui.workers import thread_pool
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.stores import open_store
+
+GROUP = json.dumps({"zarr_format": 3, "node_type": "group"})
+
+
+def array_doc(shape: list[int], dtype: str = "float32") -> str:
+    return json.dumps({
+        "zarr_format": 3, "node_type": "array", "shape": shape, "data_type": dtype,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [max(shape[0], 1), *shape[1:]]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
+
+
+def write_level(root: Path, nodes: int) -> None:
+    """A store with one level of `nodes` ecpfs-like nodes (node_i has i % 7 + 1 rows of embeddings)."""
+    (root / "lvl_1").mkdir(parents=True)
+    (root / "zarr.json").write_text(GROUP)
+    (root / "lvl_1" / "zarr.json").write_text(GROUP)
+    for i in range(nodes):
+        node = root / "lvl_1" / f"node_{i}"
+        (node / "embeddings").mkdir(parents=True)
+        (node / "zarr.json").write_text(GROUP)
+        (node / "embeddings" / "zarr.json").write_text(array_doc([i % 7 + 1, 4]))
+
+
+@pytest.fixture
+def model(qtbot) -> HierarchyTreeModel:
+    model = HierarchyTreeModel()
+    yield model
+    model.clear()
+    thread_pool().waitForDone(5000)
+
+
+def open_model(model: HierarchyTreeModel, path: Path) -> QModelIndex:
+    hierarchy = Hierarchy(open_store(path))
+    hierarchy.root()
+    model.set_hierarchy(hierarchy, path.name)
+    return model.index(0, 0)
+
+
+def fetch(qtbot, model: HierarchyTreeModel, index: QModelIndex) -> None:
+    model.fetchMore(index)
+    qtbot.waitUntil(lambda: model.item(index).state is LoadState.LISTED, timeout=5000)
+
+
+def names(model: HierarchyTreeModel, parent: QModelIndex) -> list[str]:
+    return [model.index(r, 0, parent).data() for r in range(model.rowCount(parent))]
+
+
+def test_root_lists_on_fetch_in_natural_order_with_placeholder_first(qtbot, model, two_clusters_path):
+    root = open_model(model, two_clusters_path)
+    assert root.data() == "two_clusters.zarr"
+    assert model.hasChildren(root) and model.rowCount(root) == 0 and model.canFetchMore(root)
+    model.fetchMore(root)
+    assert names(model, root) == ["Loading…"]  # placeholder while the worker lists
+    qtbot.waitUntil(lambda: model.item(root).state is LoadState.LISTED, timeout=5000)
+    assert names(model, root) == ["index_root", "info", "lvl_1", "lvl_2", "rep_embeddings", "rep_item_ids"]
+    assert not model.canFetchMore(root)
+    rep = model.index(4, 1, root)
+    qtbot.waitUntil(lambda: rep.data() == "4 x 2  float32", timeout=5000)
+    assert model.index(5, 1, root).data() == "4  uint32"
+    assert model.index(2, 0, root).data(Qt.ItemDataRole.ToolTipRole) == "/lvl_1"
+
+
+def test_ecpfs_nodes_show_their_rows(qtbot, model, two_clusters_path):
+    root = open_model(model, two_clusters_path)
+    fetch(qtbot, model, root)
+    lvl_2 = model.index(3, 0, root)
+    fetch(qtbot, model, lvl_2)
+    assert names(model, lvl_2) == ["node_0", "node_1", "node_2", "node_3"]
+    qtbot.waitUntil(lambda: model.index(3, 1, lvl_2).data() == "2 rows", timeout=5000)
+
+
+def test_level_of_1500_nodes_arrives_in_one_insert_then_details_in_batches(qtbot, model, tmp_path):
+    write_level(tmp_path / "big.zarr", 1500)
+    root = open_model(model, tmp_path / "big.zarr")
+    fetch(qtbot, model, root)
+    level = model.index(0, 0, root)
+    inserts: list[tuple[int, int]] = []
+    changes: list[int] = []
+    model.rowsInserted.connect(lambda parent, first, last: inserts.append((first, last))
+                               if parent == level else None)
+    model.dataChanged.connect(lambda top, bottom, roles: changes.append(bottom.row() - top.row() + 1))
+    fetch(qtbot, model, level)
+    assert inserts == [(0, 0), (0, 1499)]  # the placeholder, then every node at once
+    assert model.rowCount(level) == 1500
+    first = names(model, level)[:12]
+    assert first == [f"node_{i}" for i in range(12)]  # natural order: node_2 before node_10
+    qtbot.waitUntil(lambda: model.index(1499, 1, level).data() == f"{1499 % 7 + 1} rows", timeout=10000)
+    assert model.index(0, 1, level).data() == "1 row"
+    assert 1 < len(changes) <= 1500 // 100  # filled in batches, not row by row
+
+
+def test_error_node_beside_readable_siblings(qtbot, model, two_clusters_copy):
+    (two_clusters_copy / "lvl_2" / "node_1" / "zarr.json").write_text("{not json")
+    root = open_model(model, two_clusters_copy)
+    fetch(qtbot, model, root)
+    lvl_2 = model.index(3, 0, root)
+    fetch(qtbot, model, lvl_2)
+    bad = model.index(1, 0, lvl_2)
+    assert model.item(bad).kind is NodeKind.ERROR
+    assert "not valid JSON" in bad.data(Qt.ItemDataRole.ToolTipRole)
+    assert "lvl_2/node_1/zarr.json" in bad.data(Qt.ItemDataRole.ToolTipRole)
+    assert model.item(model.index(2, 0, lvl_2)).kind is NodeKind.GROUP
+    qtbot.waitUntil(lambda: model.index(2, 1, lvl_2).data() == "2 rows", timeout=5000)
+
+
+def test_unreadable_array_metadata_becomes_an_error_row(qtbot, model, two_clusters_copy):
+    doc = json.loads((two_clusters_copy / "rep_item_ids" / "zarr.json").read_text())
+    doc["codecs"] = [{"name": "bytes"}, {"name": "no_such_codec"}]
+    (two_clusters_copy / "rep_item_ids" / "zarr.json").write_text(json.dumps(doc))
+    root = open_model(model, two_clusters_copy)
+    fetch(qtbot, model, root)
+    bad = model.index(5, 0, root)
+    qtbot.waitUntil(lambda: model.index(5, 1, root).data() == "unreadable metadata", timeout=5000)
+    assert "no_such_codec" in bad.data(Qt.ItemDataRole.ToolTipRole)
+    assert model.index(4, 1, root).data() == "4 x 2  float32"
+
+
+def test_stale_listing_after_close_is_dropped(qtbot, model, tmp_path):
+    write_level(tmp_path / "big.zarr", 300)
+    root = open_model(model, tmp_path / "big.zarr")
+    fetch(qtbot, model, root)
+    model.fetchMore(model.index(0, 0, root))
+    model.clear()  # the store is closed while lvl_1 is being listed
+    assert thread_pool().waitForDone(5000)
+    qtbot.wait(50)  # let queued results arrive: they must be ignored
+    assert model.rowCount() == 0
+
+
+def test_refresh_relists_a_grown_group(qtbot, model, two_clusters_copy):
+    root = open_model(model, two_clusters_copy)
+    fetch(qtbot, model, root)
+    lvl_2 = model.index(3, 0, root)
+    fetch(qtbot, model, lvl_2)
+    import shutil
+
+    shutil.copytree(two_clusters_copy / "lvl_2" / "node_3", two_clusters_copy / "lvl_2" / "node_10")
+    assert names(model, lvl_2)[-1] == "node_3"  # cached until refreshed
+    model.refresh(lvl_2)
+    qtbot.waitUntil(lambda: model.item(lvl_2).state is LoadState.LISTED, timeout=5000)
+    assert names(model, lvl_2) == ["node_0", "node_1", "node_2", "node_3", "node_10"]
+
+
+def test_filter_matches_loaded_rows_without_listing_more(qtbot, model, two_clusters_path):
+    root = open_model(model, two_clusters_path)
+    fetch(qtbot, model, root)
+    lvl_2 = model.index(3, 0, root)
+    fetch(qtbot, model, lvl_2)
+    proxy = TreeFilterProxy()
+    proxy.setSourceModel(model)
+    view = QTreeView()
+    qtbot.addWidget(view)
+    view.setModel(proxy)
+    view.show()
+    proxy.set_filter_text("node_3")
+    proot = proxy.index(0, 0)
+    visible = [proxy.index(r, 0, proot).data() for r in range(proxy.rowCount(proot))]
+    assert visible == ["lvl_2"]
+    plvl = proxy.index(0, 0, proot)
+    assert [proxy.index(r, 0, plvl).data() for r in range(proxy.rowCount(plvl))] == ["node_3"]
+    proxy.set_filter_text("LVL_2/NODE_0")  # paths match too, case-insensitively
+    assert [proxy.index(r, 0, plvl).data() for r in range(proxy.rowCount(plvl))] == ["node_0"]
+    qtbot.wait(50)
+    hierarchy = model.hierarchy
+    assert not hierarchy.is_listed("lvl_1") and not hierarchy.is_listed("lvl_2/node_0")
+    proxy.set_filter_text("")
+    assert proxy.rowCount(proot) == 6
+
+
+def test_reveal_lists_ancestors_and_reports_the_index(qtbot, model, two_clusters_path):
+    open_model(model, two_clusters_path)
+    with qtbot.waitSignal(model.path_revealed, timeout=5000) as signal:
+        model.reveal("lvl_2/node_3/item_ids")
+    index = signal.args[0]
+    assert index.data() == "item_ids"
+    assert index.parent().data() == "node_3"
