@@ -1,0 +1,156 @@
+"""Bad input a user may open: each gives a clear message naming the path; nothing crashes.
+
+(ecpfs-specific bad input — format_version 2, a wrong metric, ids/embeddings disagreeing — is
+tested with the index semantics in test_ecpfs.py / test_validation.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ecpfs_viewer.model import stores
+from ecpfs_viewer.model.chunks import ChunkStatsError, chunk_stats
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.stores import StoreOpenError, open_store
+from ecpfs_viewer.model.subset import SelectionError, read_subset
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(StoreOpenError, match="no_such.zarr: no such file or directory"):
+        open_store(tmp_path / "no_such.zarr")
+
+
+def test_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "empty.zarr").mkdir()
+    with pytest.raises(StoreOpenError, match="empty.zarr: the folder is empty, not a Zarr store"):
+        open_store(tmp_path / "empty.zarr")
+
+
+def test_folder_without_zarr_metadata(tmp_path: Path) -> None:
+    folder = tmp_path / "photos"
+    (folder / "2024").mkdir(parents=True)
+    (folder / "2024" / "a.jpg").write_bytes(b"\xff\xd8")
+    with pytest.raises(StoreOpenError, match="photos: not a Zarr store"):
+        open_store(folder)
+
+
+def test_plain_file_and_bad_zips(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(StoreOpenError, match="notes.txt: not a Zarr store"):
+        open_store(tmp_path / "notes.txt")
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as zf:
+        zf.writestr("readme.txt", "no zarr here")
+    with pytest.raises(StoreOpenError, match="other.zip: the zip holds no Zarr metadata"):
+        open_store(tmp_path / "other.zip")
+
+
+def test_permission_denied_message_from_the_access_check(two_clusters_copy: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """open_store asks os.access before listing; a refusal becomes 'permission denied'."""
+    real_access = os.access
+    monkeypatch.setattr(stores.os, "access",
+                        lambda path, mode, **kw: False if Path(path) == two_clusters_copy else real_access(path, mode, **kw))
+    with pytest.raises(StoreOpenError, match="two_clusters.zarr: permission denied"):
+        open_store(two_clusters_copy)
+
+
+_OPEN_AS_USER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from ecpfs_viewer.model.stores import StoreOpenError, open_store
+try:
+    open_store(sys.argv[2])
+except StoreOpenError as exc:
+    print(exc)
+"""
+
+
+def test_permission_denied_on_a_real_chmod_000_folder(two_clusters_path: Path) -> None:
+    """The real thing: chmod 000. Root ignores permissions, so as root the check runs as 'nobody'."""
+    base = Path(tempfile.mkdtemp(prefix="ecpfs-perm-"))  # under /tmp, reachable by 'nobody'
+    target = base / "locked.zarr"
+    try:
+        shutil.copytree(two_clusters_path, target)
+        target.chmod(0)
+        if os.geteuid() == 0:
+            base.chmod(0o755)
+            result = subprocess.run([sys.executable, "-c", _OPEN_AS_USER, str(REPO), str(target)],
+                                    user=65534, capture_output=True, text=True, timeout=60)
+            assert result.returncode == 0, result.stderr
+            message = result.stdout.strip()
+        else:
+            with pytest.raises(StoreOpenError) as info:
+                open_store(target)
+            message = str(info.value)
+        assert message == f"{target}: permission denied"
+    finally:
+        if target.exists():
+            target.chmod(0o755)
+        shutil.rmtree(base)
+
+
+def test_root_zarr_json_not_json(two_clusters_copy: Path) -> None:
+    (two_clusters_copy / "zarr.json").write_text("not json at all")
+    h = Hierarchy(open_store(two_clusters_copy))
+    assert h.root().kind is NodeKind.ERROR
+    assert "zarr.json: not valid JSON" in h.details("").error
+    assert h.read_scalar("info/metric") == "L2"  # the rest stays browsable
+    assert {n.name for n in h.children()} >= {"info", "lvl_1", "lvl_2"}
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"shape": "three"}, "lvl_1/node_1/embeddings/zarr.json"),
+    ({"zarr_format": 2}, "zarr_format is 2, expected 3"),
+    ({"codecs": [{"name": "bytes"}, {"name": "squash"}]}, "squash"),
+    ({"data_type": "float128x"}, "float128x"),
+])
+def test_array_metadata_that_is_not_valid(two_clusters_copy: Path, change: dict, message: str) -> None:
+    meta = two_clusters_copy / "lvl_1/node_1/embeddings/zarr.json"
+    document = json.loads(meta.read_text())
+    document.update(change)
+    meta.write_text(json.dumps(document))
+    h = Hierarchy(open_store(two_clusters_copy))
+    details = h.details("lvl_1/node_1/embeddings")
+    assert details.error and message in details.error
+    assert details.error.startswith("lvl_1/node_1/embeddings")
+    assert h.details("lvl_1/node_1/node_ids").error is None
+    with pytest.raises(SelectionError) as info:
+        read_subset(h, "lvl_1/node_1/embeddings", "")
+    assert "lvl_1/node_1/embeddings" in str(info.value)
+    with pytest.raises(ChunkStatsError, match="lvl_1/node_1/embeddings"):
+        chunk_stats(h, "lvl_1/node_1/embeddings")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_truncated_or_corrupt_chunk(two_clusters_copy: Path, damage: str) -> None:
+    chunk = two_clusters_copy / "rep_embeddings/c/0/0"
+    raw = chunk.read_bytes()
+    chunk.write_bytes({"truncate": raw[: len(raw) // 2], "garbage": b"\x00\x01garbage" * 4, "empty": b""}[damage])
+    h = Hierarchy(open_store(two_clusters_copy))
+    with pytest.raises(SelectionError) as info:
+        read_subset(h, "rep_embeddings", "")
+    assert str(info.value).startswith("rep_embeddings: ")
+    assert chunk_stats(h, "rep_embeddings").n_present == 1  # statistics need no decoding
+    assert read_subset(h, "rep_item_ids", "").data.tolist() == [0, 2, 4, 6]
+
+
+def test_unknown_codec_in_a_chunk_read_names_the_path(two_clusters_copy: Path) -> None:
+    meta = two_clusters_copy / "rep_item_ids/zarr.json"
+    document = json.loads(meta.read_text())
+    document["codecs"][1] = {"name": "zarrs.mystery", "configuration": {}}
+    meta.write_text(json.dumps(document))
+    h = Hierarchy(open_store(two_clusters_copy))
+    assert "zarrs.mystery" in h.details("rep_item_ids").error
+    with pytest.raises(SelectionError, match="rep_item_ids/zarr.json: .*zarrs.mystery"):
+        read_subset(h, "rep_item_ids", "")
