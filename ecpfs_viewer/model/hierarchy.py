@@ -293,7 +293,7 @@ class Hierarchy:
         try:
             return np.asarray(self.open_array(path)[selection])
         except Exception as exc:
-            raise ArrayReadError(f"{path}: {describe_exception(exc)}") from exc
+            raise ArrayReadError(f"{path or '/'}: {describe_exception(exc)}") from exc
 
     def read_scalar(self, path: str) -> Any:
         """The value of a rank-0 (or 1-element) array as a Python object."""
