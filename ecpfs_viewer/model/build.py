@@ -234,7 +234,7 @@ def _prepare_output(output: Path, overwrite: bool) -> Path:
     output = output.expanduser().absolute()
     if output.exists() or output.is_symlink():
         if not overwrite:
-            raise BuildError(f"{output}: already exists (pass overwrite to replace it)")
+            raise BuildError(f"{output}: already exists (use --overwrite, or overwrite=True, to replace it)")
         if not output.is_dir():
             raise BuildError(f"{output}: exists and is not a directory; refusing to replace it")
         if any(output.iterdir()) and not (output / "zarr.json").exists():

@@ -1,0 +1,252 @@
+"""`ecpfs-viewer build` and `ecpfs-viewer search`: the builder and eCP search on a terminal.
+
+Bad input ends with one clear line on stderr and exit status 1, and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ecpfs_viewer.model.build import (
+    BuildCancelled,
+    BuildError,
+    BuildParams,
+    BuildProgress,
+    BuildResult,
+    build_index,
+)
+from ecpfs_viewer.model.sizing import DTYPE_CHOICES
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def _err(message: str) -> int:
+    print(f"ecpfs-viewer: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+# ------------------------------------------------------------------------------------ build
+
+
+def add_build_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `build INPUT OUTPUT [options]`."""
+    p = subparsers.add_parser(
+        "build", help="build an index from a .npy file or a Zarr array",
+        description="Build an ecpfs index (format version 1) the way the upstream builder does. "
+                    "INPUT is a .npy file (float16/32/64, uint8, int8) or store.zarr#path/to/array.",
+    )
+    p.add_argument("input", metavar="INPUT", help=".npy file or store.zarr#array/path")
+    p.add_argument("output", metavar="OUTPUT", help="index directory to create (e.g. index.zarr)")
+    p.add_argument("--levels", type=int, default=3, help="node levels below the root (default 3)")
+    p.add_argument("--target-cluster-items", type=int, default=100,
+                   help="average leaf size to aim for (default 100)")
+    p.add_argument("--metric", choices=("L2", "IP"), type=str.upper, default="L2")
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="native",
+                   help="stored embedding type (default: the input's, float64 -> float32)")
+    p.add_argument("--rep-selection", choices=("offset", "random"), default="offset")
+    p.add_argument("--seed", type=int, default=None, help="seed for --rep-selection random")
+    p.add_argument("--normalized", action="store_true", help="promise that vectors are unit length")
+    p.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it is an existing store")
+    p.add_argument("--node-chunk-kb", type=int, default=512, help="node chunk budget in KiB (default 512)")
+    p.add_argument("--rep-chunk-mb", type=int, default=8, help="representative chunk budget in MiB (default 8)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.set_defaults(func=run_build)
+    return p
+
+
+class _ProgressBar:
+    """A one-line progress bar on a terminal; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._last = 0.0
+        self._phase = ""
+
+    def __call__(self, p: BuildProgress) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if p.phase == self._phase and now - self._last < 0.1 and p.done < p.total:
+            return
+        if p.phase != self._phase and self._phase:
+            sys.stderr.write("\n")
+        self._phase, self._last = p.phase, now
+        frac = p.done / p.total if p.total else 1.0
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(f"\r{p.phase:<10} [{bar:<30}] {p.done:>10,}/{p.total:,}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled and self._phase:
+            sys.stderr.write("\n")
+
+
+def run_build(args: argparse.Namespace) -> int:
+    if args.node_chunk_kb < 1 or args.rep_chunk_mb < 1:
+        return _err("--node-chunk-kb and --rep-chunk-mb must be at least 1")
+    params = BuildParams(
+        levels=args.levels, target_cluster_items=args.target_cluster_items, metric=args.metric,
+        is_normalized=args.normalized, dtype=args.dtype, rep_selection=args.rep_selection,
+        seed=args.seed, node_chunk_bytes=args.node_chunk_kb * 1024,
+        rep_chunk_bytes=args.rep_chunk_mb * 1024 * 1024,
+    )
+    bar = _ProgressBar(enabled=not args.quiet and sys.stderr.isatty())
+    logs: list[str] = []
+    try:
+        result = build_index(args.input, args.output, params, overwrite=args.overwrite,
+                             progress=bar, log=logs.append)
+    except BuildError as exc:
+        bar.close()
+        return _err(str(exc))
+    except (BuildCancelled, KeyboardInterrupt):
+        bar.close()
+        return _err("build interrupted; nothing was written")
+    except OSError as exc:
+        bar.close()
+        return _err(f"{args.output}: {exc.strerror or exc}")
+    bar.close()
+    if not args.quiet:
+        print(format_build_summary(result))
+    return EXIT_OK
+
+
+def format_build_summary(result: BuildResult) -> str:
+    """What was built: the `info` view of the new index, then the build's own figures."""
+    lines = [f"Built {result.output} in {result.seconds:.2f} s"]
+    for w in result.warnings:
+        lines.append(f"  warning: {w}")
+    info_text = _info_text(result.output)
+    if info_text:
+        lines.append(info_text)
+    else:
+        lines += [
+            f"Levels: {result.levels}", f"Metric: {result.metric}",
+            f"Normalized: {str(result.is_normalized).lower()}", f"Total Items: {result.rows}",
+            f"Total Representatives: {result.representatives}",
+            f"Dimension: {result.dim}  stored dtype: {result.stored_dtype}  fan-out: {result.fan_out}",
+            "Nodes per level: " + ", ".join(f"lvl_{i}={n}" for i, n in enumerate(result.nodes_per_level, 1)),
+        ]
+    return "\n".join(lines)
+
+
+def _info_text(path: Path) -> str | None:
+    """The `ecpfs-viewer info` text, when that module is available."""
+    try:
+        from ecpfs_viewer.cli_read import collect_level_stats, format_info
+        from ecpfs_viewer.model.ecpfs import summarize
+        from ecpfs_viewer.model.hierarchy import Hierarchy
+        from ecpfs_viewer.model.stores import open_store
+
+        h = Hierarchy(open_store(str(path)))
+        summary = summarize(h)
+        return format_info(summary, collect_level_stats(h, summary))
+    except Exception:  # noqa: BLE001 - the summary is a courtesy; the build succeeded
+        return None
+
+
+# ------------------------------------------------------------------------------------ search
+
+
+def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `search INDEX (--query-row N [--query-file Q.npy] | --item ID) ...`."""
+    p = subparsers.add_parser(
+        "search", help="eCP search (and recall@k against exact search)",
+        description="eCP search over an index; prints item_id<TAB>score lines (lower is better). "
+                    "--query-row N takes row N of --query-file, or the stored vector of item N "
+                    "when no file is given; --item ID searches with the stored vector of item ID.",
+    )
+    p.add_argument("index", metavar="INDEX")
+    q = p.add_mutually_exclusive_group()
+    q.add_argument("--query-row", type=int, metavar="N")
+    q.add_argument("--item", type=int, metavar="ID")
+    p.add_argument("--query-file", metavar="Q.npy", help="2-D .npy of queries")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--search-exp", type=int, default=4)
+    p.add_argument("--max-increments", type=int, default=-1)
+    p.add_argument("--exclude", default="", metavar="ID,ID", help="item ids never to return")
+    p.add_argument("--recall", type=int, metavar="N",
+                   help="sample N queries (from --query-file, else stored items) and print recall@k")
+    p.add_argument("--seed", type=int, default=0, help="seed for --recall sampling")
+    p.add_argument("--trace", action="store_true", help="also print the visited nodes to stderr")
+    p.set_defaults(func=run_search)
+    return p
+
+
+def _load_queries(path: str) -> np.ndarray:
+    try:
+        q = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: file not found") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a readable .npy file ({exc})") from None
+    if q.ndim == 1:
+        q = q[None, :]
+    if q.ndim != 2 or q.dtype.kind not in "fiu":
+        raise ValueError(f"{path}: expected a 2-D numeric array, got shape {q.shape} {q.dtype}")
+    return q
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from ecpfs_viewer.model.search import IndexReader, SearchParams, recall_at_k
+
+    try:
+        exclude = frozenset(int(x) for x in args.exclude.split(",") if x.strip())
+    except ValueError:
+        return _err(f"--exclude must be comma-separated item ids, got {args.exclude!r}")
+    if args.k < 1:
+        return _err("--k must be at least 1")
+    if args.search_exp < 0 or args.max_increments < -1:
+        return _err("--search-exp must be >= 0 and --max-increments >= -1")
+    try:
+        reader = IndexReader(args.index)
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        return _err(f"{args.index}: cannot open index ({exc})")
+    except Exception as exc:  # noqa: BLE001 - a corrupt store raises zarr's own errors
+        return _err(f"{args.index}: cannot open index ({type(exc).__name__}: {exc})")
+    try:
+        queries = _load_queries(args.query_file) if args.query_file else None
+        if args.recall is not None:
+            if args.recall < 1:
+                return _err("--recall needs at least 1 query")
+            rng = np.random.default_rng(args.seed)
+            if queries is not None:
+                rows = rng.choice(len(queries), size=min(args.recall, len(queries)), replace=False)
+                sample = np.asarray(queries[np.sort(rows)], dtype=np.float32)
+            else:
+                vecs, _, _ = reader._load_all()  # noqa: SLF001 - stored vectors as queries
+                rows = rng.choice(len(vecs), size=min(args.recall, len(vecs)), replace=False)
+                sample = vecs[rows]
+            t = time.perf_counter()
+            r = recall_at_k(reader, sample, args.k, args.search_exp, args.max_increments, exclude)
+            print(f"recall@{args.k}\t{r:.4f}\t({len(sample)} queries, search_exp {args.search_exp}, "
+                  f"{time.perf_counter() - t:.2f} s)")
+            return EXIT_OK
+        if args.item is not None:
+            query = reader.vector_for_item(args.item)
+        elif args.query_row is not None:
+            if queries is not None:
+                if not 0 <= args.query_row < len(queries):
+                    return _err(f"--query-row {args.query_row} is outside {args.query_file} "
+                                f"({len(queries)} rows)")
+                query = np.asarray(queries[args.query_row], dtype=np.float32)
+            else:
+                query = reader.vector_for_item(args.query_row)
+        else:
+            return _err("give --query-row N, --item ID or --recall N")
+        result = reader.search(query, SearchParams(args.k, args.search_exp, args.max_increments, exclude))
+    except KeyError as exc:
+        return _err(str(exc.args[0]) if exc.args else str(exc))
+    except ValueError as exc:
+        return _err(str(exc))
+    for item, score in result.items:
+        print(f"{item}\t{score:.6g}")
+    if args.trace:
+        for v in result.trace:
+            print(f"# lvl_{v.level}/node_{v.node_id}\t{v.score:.6g}\t{'leaf' if v.is_leaf else ''}",
+                  file=sys.stderr)
+    return EXIT_OK
