@@ -164,7 +164,7 @@ def _check_layout(check: _Check, summary: IndexSummary) -> bool:
         check.error("info/format_version", layout.reason)
         return False
     if layout.is_legacy:
-        check.error("", f"{generation.value}: {layout.reason}")
+        check.error("", layout.reason)
         return False
     if generation is Generation.UNSTAMPED:
         check.warning("info/format_version", "missing; every other version 1 array is present, so it is read "

@@ -145,4 +145,4 @@ def test_legacy_index_is_one_error_with_the_reason(two_clusters_copy: Path) -> N
         shutil.rmtree(two_clusters_copy / name)
     report = check(two_clusters_copy)
     [error] = report.errors
-    assert error.message.startswith("Rust pre-v1 index: pre-v1 Rust index: missing info/next_item_id")
+    assert error.path == "" and error.message.startswith("pre-v1 Rust index: missing info/next_item_id")
