@@ -1,0 +1,201 @@
+"""`ecpfs-viewer build` / `search` on a terminal: every bad input is one clear line, exit 1,
+nothing written; good input builds, prints the summary, and searches."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ecpfs_viewer import cli_build
+from ecpfs_viewer.cli import main
+
+POINTS = np.array([(0, 0), (0.4, 0.4), (1, 1), (1.4, 1.4), (10, 10), (10.4, 10.4), (11, 11), (11.4, 11.4)],
+                  dtype=np.float32)
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    np.save(tmp_path / "good.npy", POINTS)
+    return tmp_path
+
+
+def _build(work: Path, src: str, *extra: str, out: str = "out.zarr") -> int:
+    return main(["build", str(work / src) if not src.startswith("/") else src, str(work / out),
+                 "--levels", "2", "--target-cluster-items", "2", *extra])
+
+
+def _listing(work: Path) -> set[str]:
+    return {p.name for p in work.iterdir()}
+
+
+def test_build_then_search(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _build(work, "good.npy") == 0
+    out = capsys.readouterr().out
+    assert "Built" in out and "Total Items: 8" in out and "Levels: 2" in out
+    assert main(["search", str(work / "out.zarr"), "--item", "0", "--k", "8"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split("\t")[0] for line in lines] == [str(i) for i in range(8)]
+    assert main(["search", str(work / "out.zarr"), "--query-row", "5", "--query-file",
+                 str(work / "good.npy"), "--k", "2", "--exclude", "5"]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.strip().splitlines()] == ["4", "6"]
+    assert main(["search", str(work / "out.zarr"), "--recall", "8", "--k", "2", "--search-exp", "4"]) == 0
+    assert capsys.readouterr().out.startswith("recall@2\t1.0000")
+
+
+def _bad(work: Path, name: str, array: np.ndarray | bytes) -> str:
+    p = work / name
+    if isinstance(array, bytes):
+        p.write_bytes(array)
+    else:
+        np.save(p, array, allow_pickle=True)
+    return name
+
+
+BAD_ARRAYS = {
+    "1d": (np.zeros(8, np.float32), "2-D array"),
+    "3d": (np.zeros((2, 4, 2), np.float32), "2-D array"),
+    "empty": (np.zeros((0, 2), np.float32), "empty"),
+    "object": (np.array([[1, "a"], [2, "b"]], dtype=object), "object"),
+    "string": (np.array([["a", "b"], ["c", "d"]]), "string"),
+    "complex": (np.ones((8, 2), np.complex64), "complex"),
+    "int64": (np.ones((8, 2), np.int64), "unsupported element type"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ARRAYS))
+def test_bad_arrays(work: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
+    array, message = BAD_ARRAYS[case]
+    name = _bad(work, f"{case}.npy", array)
+    before = _listing(work)
+    assert _build(work, name) == 1
+    err = capsys.readouterr().err
+    assert message in err and name in err and err.count("\n") == 1
+    assert _listing(work) == before
+
+
+@pytest.mark.parametrize(("value", "word"), [(np.nan, "NaN"), (np.inf, "infinity"), (-np.inf, "infinity")])
+def test_non_finite_values_name_the_first_bad_row(work: Path, capsys: pytest.CaptureFixture[str],
+                                                  value: float, word: str) -> None:
+    data = POINTS.copy()
+    data[5, 1] = value
+    data[7, 0] = value
+    name = _bad(work, "nf.npy", data)
+    assert _build(work, name) == 1
+    assert f"row 5 contains {word}" in capsys.readouterr().err
+    assert _listing(work) == {"good.npy", "nf.npy"}
+
+
+def test_truncated_and_non_numpy_and_missing_files(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = (work / "good.npy").read_bytes()
+    _bad(work, "trunc.npy", raw[:-10])
+    _bad(work, "text.npy", b"hello, this is not numpy\n")
+    for name, message in (("trunc.npy", "truncated"), ("text.npy", "not a .npy file"),
+                          ("missing.npy", "file not found")):
+        assert _build(work, name) == 1, name
+        assert message in capsys.readouterr().err
+    assert not (work / "out.zarr").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--levels", "0"], "levels must be at least 1"),
+     (["--target-cluster-items", "0"], "target_cluster_items must be at least 1"),
+     (["--target-cluster-items", "9"], "larger than the number of rows (8)"),
+     (["--node-chunk-kb", "0"], "at least 1"),
+     (["--node-chunk-kb", "1", "--rep-chunk-mb", "1"], None)],
+)
+def test_bad_parameters(work: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str | None) -> None:
+    rc = main(["build", str(work / "good.npy"), str(work / "out.zarr"), "--levels", "2",
+               "--target-cluster-items", "2", *args])
+    if message is None:
+        assert rc == 0  # 1 KiB holds 128 rows of 2 float32: fine
+        return
+    assert rc == 1
+    assert message in capsys.readouterr().err
+    assert not (work / "out.zarr").exists()
+
+
+def test_chunk_budget_too_small_for_one_row(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    np.save(work / "wide.npy", np.ones((4, 300), np.float32))  # 1200 bytes per row > 1 KiB
+    rc = main(["build", str(work / "wide.npy"), str(work / "out.zarr"), "--levels", "1",
+               "--target-cluster-items", "2", "--node-chunk-kb", "1"])
+    assert rc == 1
+    assert "node chunk budget too small" in capsys.readouterr().err
+    assert not (work / "out.zarr").exists()
+
+
+def test_existing_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _build(work, "good.npy") == 0
+    capsys.readouterr()
+    mtime = (work / "out.zarr" / "zarr.json").stat().st_mtime_ns
+    assert _build(work, "good.npy") == 1
+    assert "already exists" in capsys.readouterr().err
+    assert (work / "out.zarr" / "zarr.json").stat().st_mtime_ns == mtime
+    assert _build(work, "good.npy", "--overwrite", "--quiet") == 0
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write into read-only folders")
+def test_unwritable_output_folder(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ro = work / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        assert _build(work, "good.npy", out="ro/out.zarr") == 1
+        assert "cannot be written" in capsys.readouterr().err
+    finally:
+        ro.chmod(stat.S_IRWXU)
+
+
+def test_output_folder_missing_or_a_file(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _build(work, "good.npy", out="nowhere/out.zarr") == 1
+    assert "output folder does not exist" in capsys.readouterr().err
+    (work / "afile").write_text("x")
+    assert _build(work, "good.npy", out="afile/out.zarr") == 1
+    assert "output folder" in capsys.readouterr().err
+
+
+def test_unwritable_output_folder_reported(work: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # works as root too: make the temporary directory creation fail like EACCES would
+    import ecpfs_viewer.model.build as build_mod
+
+    def deny(path, *a, **k):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(build_mod.os, "mkdir", deny)
+    assert _build(work, "good.npy") == 1
+    assert "output folder cannot be written (Permission denied)" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert _listing(work) == {"good.npy"}
+
+
+def test_search_bad_input(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", str(work / "nope.zarr"), "--item", "1"]) == 1
+    assert "cannot open index" in capsys.readouterr().err
+    assert _build(work, "good.npy", "--quiet") == 0
+    idx = str(work / "out.zarr")
+    assert main(["search", idx, "--item", "99"]) == 1
+    assert "item 99 is not in any leaf" in capsys.readouterr().err
+    assert main(["search", idx, "--query-row", "20", "--query-file", str(work / "good.npy")]) == 1
+    assert "outside" in capsys.readouterr().err
+    assert main(["search", idx, "--item", "1", "--exclude", "a,b"]) == 1
+    assert "--exclude" in capsys.readouterr().err
+    assert main(["search", idx]) == 1
+    np.save(work / "q3.npy", np.zeros((2, 3), np.float32))
+    assert main(["search", idx, "--query-row", "0", "--query-file", str(work / "q3.npy")]) == 1
+    assert "3 dimensions" in capsys.readouterr().err
+
+
+def test_progress_bar_draws_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    bar = cli_build._ProgressBar(enabled=True)
+    from ecpfs_viewer.model.build import BuildProgress
+
+    bar(BuildProgress("reading", 5, 10))
+    bar(BuildProgress("writing", 10, 10))
+    bar.close()
+    err = capsys.readouterr().err
+    assert "reading" in err and "writing" in err and "10/10" in err
