@@ -81,9 +81,10 @@ def plot_data(subset: Subset) -> PlotData:
     else:
         values = None
     shape_text = " x ".join(str(s) for s in data.shape) or "scalar"
+    dtype_text = "string" if data.dtype.kind in "UTO" else str(data.dtype)
     if values is None or data.ndim == 0:
         view = "value" if data.ndim == 0 else "table"
-        return PlotData(subset, view, values, None, None, None, None, f"{shape_text} {data.dtype}", note)
+        return PlotData(subset, view, values, None, None, None, None, f"{shape_text} {dtype_text}", note)
     image = None
     levels = None
     if values.ndim >= 2:
@@ -206,6 +207,22 @@ class _ArrayTableModel(QAbstractTableModel):
         return str(offset + section)
 
 
+class _IndexAxis(pg.AxisItem):
+    """An axis of array indexes: ticks only on whole numbers, no SI prefix."""
+
+    def __init__(self, orientation: str) -> None:
+        super().__init__(orientation)
+        self.enableAutoSIPrefix(False)
+
+    def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:  # noqa: N802, N803
+        levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size) if spacing >= 1]
+        return levels or [(1.0, 0.0)]
+
+
+def _index_axes(*names: str) -> dict[str, pg.AxisItem]:
+    return {name: _IndexAxis(name) for name in names}
+
+
 class PlotPane(QWidget):
     """Shows a subset of one array; the user edits the subset, picks a view, and exports."""
 
@@ -286,7 +303,7 @@ class PlotPane(QWidget):
 
         # heatmap with colour bar, and the profile of the chosen row below it
         self.heat_view = pg.GraphicsLayoutWidget()
-        self.heat_plot: pg.PlotItem = self.heat_view.addPlot(row=0, col=0)
+        self.heat_plot: pg.PlotItem = self.heat_view.addPlot(row=0, col=0, axisItems=_index_axes("left", "bottom"))
         self.heat_plot.invertY(True)
         self.heat_plot.setLabel("left", "row")
         self.heat_plot.setLabel("bottom", "column")
@@ -299,7 +316,7 @@ class PlotPane(QWidget):
         self.row_marker = pg.InfiniteLine(angle=0, movable=False)
         self.row_marker.setZValue(10)
         self.heat_plot.addItem(self.row_marker)
-        self.row_plot: pg.PlotItem = self.heat_view.addPlot(row=1, col=0)
+        self.row_plot: pg.PlotItem = self.heat_view.addPlot(row=1, col=0, axisItems=_index_axes("bottom"))
         self.row_plot.setLabel("bottom", "column")
         self.row_plot.setLabel("left", "value")
         self.row_plot.setXLink(self.heat_plot)
@@ -308,6 +325,7 @@ class PlotPane(QWidget):
         self.row_curve = self.row_plot.plot()
         for plot in (self.heat_plot, self.row_plot):
             plot.getAxis("left").setWidth(_AXIS_WIDTH)
+        self.row_plot.getAxis("left").enableAutoSIPrefix(False)
         self.heat_view.ci.layout.setRowStretchFactor(0, 3)
         self.heat_view.ci.layout.setRowStretchFactor(1, 1)
         self.heat_view.scene().sigMouseClicked.connect(self._heatmap_clicked)
@@ -316,7 +334,7 @@ class PlotPane(QWidget):
         line_page = QWidget()
         line_layout = QVBoxLayout(line_page)
         line_layout.setContentsMargins(0, 0, 0, 0)
-        self.line_view = pg.PlotWidget()
+        self.line_view = pg.PlotWidget(axisItems=_index_axes("bottom"))
         self.line_plot: pg.PlotItem = self.line_view.getPlotItem()
         self.line_plot.setLabel("bottom", "index")
         self.line_plot.setLabel("left", "value")
@@ -450,7 +468,7 @@ class PlotPane(QWidget):
         values = data.values[row]
         x0 = self._offset(1)
         self.row_curve.setData(x=np.arange(x0, x0 + values.shape[0]), y=values, connect="finite")
-        self.row_marker.setValue(self._offset(0) + row + 0.5)
+        self.row_marker.setValue(self._offset(0) + row)
         self.row_marker.show()
         self.row_plot.setTitle(f"row {self._offset(0) + row}")
         style_plot(self.row_plot, self.palette())
@@ -593,7 +611,11 @@ class PlotPane(QWidget):
         assert data is not None and data.image is not None and data.levels is not None
         rows, cols = data.image.shape
         self.image_item.setImage(data.image, levels=data.levels, autoLevels=False)
-        self.image_item.setRect(pg.QtCore.QRectF(self._offset(1), self._offset(0), cols, rows))
+        # cell (i, j) is centred on (j, i): ticks name cells, and the row profile lines up with the columns
+        self.image_item.setRect(pg.QtCore.QRectF(self._offset(1) - 0.5, self._offset(0) - 0.5, cols, rows))
+        # dragging the bar's handles moves the levels in steps of `rounding` (1 by default: far too
+        # coarse for embeddings in [-0.1, 0.1]); a thousandth of the span keeps adjustment smooth
+        self.colorbar.rounding = max(data.levels[1] - data.levels[0], 1e-12) / 1000
         self.colorbar.setLevels(data.levels)
         self.heat_plot.enableAutoRange()
         self.heat_plot.autoRange(padding=0)
@@ -640,8 +662,8 @@ class PlotPane(QWidget):
         if not self.heat_plot.vb.sceneBoundingRect().contains(event.scenePos()):
             return
         point = self.heat_plot.vb.mapSceneToView(event.scenePos())
-        row = math.floor(point.y()) - self._offset(0)
-        col = math.floor(point.x()) - self._offset(1)
+        row = math.floor(point.y() + 0.5) - self._offset(0)
+        col = math.floor(point.x() + 0.5) - self._offset(1)
         rows, cols = self._data.image.shape  # type: ignore[union-attr]
         if 0 <= row < rows and 0 <= col < cols:
             self.select_row(row)

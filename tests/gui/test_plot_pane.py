@@ -90,7 +90,7 @@ def click_heatmap(qtbot, pane: PlotPane, row: float, col: float) -> None:
 def test_clicking_a_heatmap_row_plots_that_row(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix")
     with qtbot.waitSignal(pane.row_selected) as signal:
-        click_heatmap(qtbot, pane, row=37.5, col=10.5)
+        click_heatmap(qtbot, pane, row=37.2, col=10.0)
     assert signal.args == [37]
     x, y = pane.curve_item.getData()
     np.testing.assert_allclose(y, MATRIX[37])
@@ -105,10 +105,10 @@ def test_subset_field_reads_the_typed_selection(qtbot, pane, hierarchy) -> None:
     settle(qtbot, pane)
     np.testing.assert_array_equal(pane.image_item.image, MATRIX[150:160, 8:16])
     assert pane.current_subset().offsets == (150, 8)
-    # axes show array indices: the image starts at column 8, row 150
+    # axes show array indexes: the image starts at column 8, row 150
     rect = pane.image_item.mapRectToParent(pane.image_item.boundingRect())
-    assert (rect.left(), rect.top(), rect.width(), rect.height()) == (8, 150, 8, 10)
-    click_heatmap(qtbot, pane, row=153.5, col=9.5)
+    assert (rect.left(), rect.top(), rect.width(), rect.height()) == (7.5, 149.5, 8, 10)  # cells centred on indexes
+    click_heatmap(qtbot, pane, row=152.6, col=9.0)
     assert pane.selected_row() == 153
     x, y = pane.curve_item.getData()
     np.testing.assert_allclose(y, MATRIX[153, 8:16])
