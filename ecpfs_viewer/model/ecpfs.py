@@ -519,6 +519,7 @@ class LevelStats:
     other_entries: tuple[str, ...] = ()  # names that are not node_<id>
     findings: tuple[Finding, ...] = ()
     seconds: float = 0.0
+    broken_ids: frozenset[int] = frozenset()  # nodes with a missing or unreadable array
 
     @property
     def node_count(self) -> int:
@@ -669,6 +670,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     sizes: list[int] = []
     chunk_rows: dict[int, int] = {}
     empty: list[str] = []
+    broken: set[int] = set()
     for node in nodes:
         for message in node.errors:
             findings.append(_error(node.path, message))
@@ -677,6 +679,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
                 empty.append(node.path)
             continue
         _check_node(node, leaf, summary, findings)
+        if node.errors or node.emb is None or node.ids is None:
+            broken.add(node.node_id)
         if node.emb is not None:
             ids.append(node.node_id)
             sizes.append(node.emb.rows)
@@ -704,7 +708,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
                                      f"e.g. {path}/node_{out_of_range[0]}"))
     common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
     return LevelStats(level, path, leaf, node_ids, size_arr, limit, gap_count, gap_ids, out_of_range,
-                      common_rows, summary.total_items, tuple(empty), tuple(others), cap_findings(findings))
+                      common_rows, summary.total_items, tuple(empty), tuple(others), cap_findings(findings),
+                      broken_ids=frozenset(broken))
 
 
 def cap_findings(findings: list[Finding], per_kind: int = 10) -> tuple[Finding, ...]:

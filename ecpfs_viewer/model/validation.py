@@ -297,9 +297,10 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
     internal_budget = max_node_reads // 2 if leaves is not None else max_node_reads
     internal_total = sum(s.node_count for s in internal)
     per_level = max(1, internal_budget // max(1, len(internal)))
-    plan = {s.level: _spread([int(i) for i in s.node_ids], per_level) for s in internal}
-    leaf_plan = _spread([int(i) for i in leaves.node_ids], max_node_reads - sum(map(len, plan.values()))) \
-        if leaves is not None else []
+    # Nodes whose metadata is already reported broken are not decoded again.
+    plan = {s.level: _spread([int(i) for i in s.node_ids if int(i) not in s.broken_ids], per_level) for s in internal}
+    leaf_plan = _spread([int(i) for i in leaves.node_ids if int(i) not in leaves.broken_ids],
+                        max_node_reads - sum(map(len, plan.values()))) if leaves is not None else []
     check.total = check.done + 2 + sum(map(len, plan.values())) + len(leaf_plan)
     rep_rows = _RepRows(check, summary, max_vectors)
     vectors = _VectorSample(max_vectors)
@@ -340,7 +341,8 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
                 reps = rep_rows.rows(valid)
                 if reps is not None and len(reps) == len(valid) and not _same_rows(embeddings[:len(valid)], reps):
                     mismatched.append(path)
-        sampled = "" if len(ids) == stats.node_count else f"decoded {len(ids):,} of {stats.node_count:,} nodes"
+        usable = stats.node_count - len(stats.broken_ids)
+        sampled = "" if len(ids) == usable else f"decoded {len(ids):,} of {usable:,} nodes"
         for path, value in invalid[:10]:
             check.error(f"{path}/node_ids", f"value {value} is not a representative (R = {summary.representatives})",
                         sampled)
@@ -353,7 +355,7 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
                 examples = ", ".join(f"node_{m}" for m in missing[:5])
                 check.warning(child.path, f"{len(missing):,} of {len(refs):,} referenced child node(s) do not exist "
                                           f"(e.g. {examples}); search skips them", sampled)
-        check.checked.append(f"lvl_{level} node_ids and embeddings: {len(ids):,} of {stats.node_count:,} nodes "
+        check.checked.append(f"lvl_{level} node_ids and embeddings: {len(ids):,} of {usable:,} usable nodes "
                              f"decoded{' (sampled)' if sampled else ''}")
     if summary.fan_out is not None and 1 in by_level:
         missing_first = sorted(set(range(summary.fan_out)) - set(by_level[1].node_ids.tolist()))
@@ -384,15 +386,15 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
                 embeddings = check.read(f"{path}/embeddings")
                 if embeddings is not None:
                     vectors.add(path, embeddings)
-        sampled = "" if len(leaf_plan) == leaves.node_count else \
-            f"decoded {len(leaf_plan):,} of {leaves.node_count:,} leaves"
+        usable = leaves.node_count - len(leaves.broken_ids)
+        sampled = "" if len(leaf_plan) == usable else f"decoded {len(leaf_plan):,} of {usable:,} leaves"
         for path, value in too_big[:10]:
             check.error(f"{path}/item_ids", f"item id {value} is not below next_item_id ({summary.next_item_id})",
                         sampled)
         for value, first, second in duplicates[:10]:
             where = f"twice in {first}" if first == second else f"in {first} and {second}"
             check.error(f"{second}/item_ids", f"item id {value} appears {where}", sampled)
-        check.checked.append(f"{leaves.path} item_ids: {len(leaf_plan):,} of {leaves.node_count:,} leaves decoded "
+        check.checked.append(f"{leaves.path} item_ids: {len(leaf_plan):,} of {usable:,} usable leaves decoded "
                              f"({len(seen):,} distinct item ids){' (sampled)' if sampled else ''}")
 
     check.step("checking vector norms")

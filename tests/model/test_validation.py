@@ -32,7 +32,7 @@ def messages(report, severity: Severity) -> list[tuple[str, str]]:
 def test_two_clusters_is_clean(two_clusters_path: Path) -> None:
     report = check(two_clusters_path)
     assert report.ok and report.findings == ()
-    assert "lvl_2 item_ids: 4 of 4 leaves decoded (8 distinct item ids)" in report.checked
+    assert "lvl_2 item_ids: 4 of 4 usable leaves decoded (8 distinct item ids)" in report.checked
     assert report.summary is not None and report.summary.levels == 2
 
 
@@ -126,7 +126,7 @@ def test_corrupt_chunk_is_an_error_naming_the_path(two_clusters_copy: Path) -> N
 
 def test_sampling_is_reported_and_bounded(two_clusters_path: Path) -> None:
     report = check(two_clusters_path, max_node_reads=2)
-    assert any("(sampled)" in item and "of 4 leaves" in item for item in report.checked)
+    assert any("(sampled)" in item and "of 4 usable leaves" in item for item in report.checked)
 
 
 def test_progress_and_cancel(two_clusters_path: Path) -> None:

@@ -1,0 +1,122 @@
+"""The index overview panel: what a user reads at the root and at each level, and where clicks lead."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
+from ecpfs_viewer.gui.workers import wait_for_workers
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.stores import open_store
+
+
+@pytest.fixture
+def panel(qtbot):
+    widget = IndexOverviewPanel()
+    qtbot.addWidget(widget)
+    widget.resize(1280, 800)
+    widget.show()
+    yield widget
+    widget.clear()
+    wait_for_workers()
+
+
+def wait_idle(qtbot, panel: IndexOverviewPanel) -> None:
+    qtbot.waitUntil(lambda: not panel.busy, timeout=20000)
+
+
+def click_row(qtbot, table, row: int) -> None:
+    rect = table.visualItemRect(table.item(row, 1))
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+
+
+def test_root_summary_and_clean_report(qtbot, panel: IndexOverviewPanel, two_clusters_path: Path) -> None:
+    panel.show_index(Hierarchy(open_store(two_clusters_path)))
+    wait_idle(qtbot, panel)
+    text = panel.summary_text().splitlines()
+    for line in ("Format version: 1", "Levels: 2", "Metric: L2", "Normalized: false", "Total items: 8",
+                 "Next item id: 8", "Representatives (R): 4",
+                 "Fan-out (root rows): 2  (expected ceil(R^(1/L)) = 2)", "Dimension: 2",
+                 "Stored dtype: float32", "Node chunk rows: 65,536", "Representative chunk rows: 1,048,576",
+                 "Written by: zarrs 0.23.14"):
+        assert line in text
+    assert not panel.banner.isVisible()
+    assert panel.verdict.text().startswith("<b>No errors</b>")
+    assert panel.findings.row_texts() == [("", "No errors or warnings.")]
+    assert "4 of 4 usable leaves decoded" in panel.checked.text()
+
+
+def test_clicking_a_finding_requests_its_node(qtbot, panel: IndexOverviewPanel, two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1" / "item_ids")
+    panel.show_index(Hierarchy(open_store(two_clusters_copy)))
+    wait_idle(qtbot, panel)
+    rows = panel.findings.row_texts()
+    row = rows.index(("lvl_2/node_1", "has embeddings but no ids array (node_ids or item_ids); upstream reports "
+                                      "it as corrupt"))
+    assert "1 error(s)" in panel.verdict.text()
+    with qtbot.waitSignal(panel.node_requested, timeout=2000) as signal:
+        click_row(qtbot, panel.findings, row)
+    assert signal.args == ["lvl_2/node_1"]
+
+
+def test_legacy_index_banner(qtbot, panel: IndexOverviewPanel, two_clusters_copy: Path) -> None:
+    for name in ("info/format_version", "info/total_items", "info/next_item_id"):
+        shutil.rmtree(two_clusters_copy / name)
+    panel.show_index(Hierarchy(open_store(two_clusters_copy)))
+    wait_idle(qtbot, panel)
+    assert panel.banner.isVisible()
+    assert panel.banner.text.text().startswith("Legacy index: pre-v1 Rust index: missing info/total_items")
+    assert "Index: Rust pre-v1 index" in panel.summary_text()
+
+
+def test_unsupported_version_banner(qtbot, panel: IndexOverviewPanel, two_clusters_copy: Path) -> None:
+    import zarr
+
+    zarr.open_array(two_clusters_copy / "info" / "format_version", mode="r+")[...] = 2
+    panel.show_index(Hierarchy(open_store(two_clusters_copy)))
+    wait_idle(qtbot, panel)
+    assert panel.banner.text.text().startswith("Unsupported index: format version 2 is not supported")
+    assert "Format version: 2 (unsupported)" in panel.summary_text()
+
+
+def test_level_statistics_and_plots(qtbot, panel: IndexOverviewPanel, two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_2")
+    panel.show_level(Hierarchy(open_store(two_clusters_copy)), 2)
+    wait_idle(qtbot, panel)
+    text = panel.summary_text().splitlines()
+    assert "Nodes: 3 of at most 4  (min(ns^2, R))" in text
+    assert "Gaps (ids with no node): 1  (ids 2)" in text
+    assert "Sum of leaf sizes: 6  (differs from total items 8)" in text
+    heights = panel.histogram_bars.opts["height"]
+    assert list(heights) == [3]  # three nodes of 2 rows
+    xs, ys = panel.profile_bars.getData()
+    assert ys.tolist() == [2, 2, 2] and len(xs) == 4
+    assert [panel.bar_path(i) for i in range(3)] == ["lvl_2/node_0", "lvl_2/node_1", "lvl_2/node_3"]
+    with qtbot.waitSignal(panel.node_requested, timeout=2000) as signal:
+        item = panel.largest.topLevelItem(2)
+        qtbot.mouseClick(panel.largest.viewport(), Qt.MouseButton.LeftButton,
+                         pos=panel.largest.visualItemRect(item).center())
+    assert signal.args == ["lvl_2/node_3"]
+
+
+def test_internal_level_sizes(qtbot, panel: IndexOverviewPanel, two_clusters_path: Path) -> None:
+    panel.show_level(Hierarchy(open_store(two_clusters_path)), 1)
+    wait_idle(qtbot, panel)
+    assert "Node size (rows): min 1 · median 2 · mean 2 · max 3" in panel.summary_text()
+    assert [panel.largest.topLevelItem(i).text(0) for i in range(2)] == ["node_1", "node_0"]
+    assert np.sum(panel.histogram_bars.opts["height"]) == 2
+
+
+def test_moving_on_drops_the_old_result(qtbot, panel: IndexOverviewPanel, two_clusters_path: Path) -> None:
+    h = Hierarchy(open_store(two_clusters_path))
+    panel.show_index(h)
+    panel.show_level(h, 2)  # the user moved on before the index summary arrived
+    wait_idle(qtbot, panel)
+    assert panel.stack.currentWidget() is panel.level_page
+    assert panel.summary is None and panel.report is None
+    assert panel.level_view is not None and panel.level_view.stats.node_count == 4
