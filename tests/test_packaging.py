@@ -1,0 +1,111 @@
+"""What ships: the wheel carries the resources and the entry point; the desktop files are valid."""
+
+from __future__ import annotations
+
+import configparser
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGING = ROOT / "packaging"
+RESOURCES_IN_WHEEL = ("digits.csv.gz", "DEMO_DATA.md", "ecpfs-viewer.svg", "ecpfs-viewer.png",
+                      "ecpfs-viewer.desktop", "__init__.py")
+
+
+def _can_build_without_isolation() -> bool:
+    """True when this environment has the build backend pyproject asks for (setuptools>=68, wheel)."""
+    if importlib.util.find_spec("wheel") is None:
+        return False
+    import setuptools
+
+    return int(setuptools.__version__.split(".")[0]) >= 68
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """Build the wheel from a copy of the sources (so the checkout gets no build/ folder)."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "src"
+    source.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    for name in ("ecpfs_viewer", "resources"):
+        shutil.copytree(ROOT / name, source / name, ignore=ignore)
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(work / "dist"), str(source)]
+    if _can_build_without_isolation():
+        command.insert(4, "--no-build-isolation")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (built,) = (work / "dist").glob("ecpfs_viewer-*.whl")
+    return built
+
+
+def test_wheel_contains_resources_and_entry_point(wheel):
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        for resource in RESOURCES_IN_WHEEL:
+            assert f"ecpfs_viewer/resources/{resource}" in names
+        assert zf.getinfo("ecpfs_viewer/resources/digits.csv.gz").file_size == (ROOT / "resources/digits.csv.gz").stat().st_size
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        parser = configparser.ConfigParser()
+        parser.read_string(zf.read(entry_points).decode())
+    assert parser["console_scripts"]["ecpfs-viewer"].strip() == "ecpfs_viewer.cli:main"
+    assert "ecpfs_viewer/gui/build_dialog.py" in names and "ecpfs_viewer/model/demo.py" in names
+    assert not any(n.startswith(("tests/", "packaging/", "resources/")) for n in names)
+
+
+def test_installed_wheel_loads_the_demo_data_from_its_own_files(wheel, tmp_path):
+    target = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(target)
+    code = ("import ecpfs_viewer.resources as r; from ecpfs_viewer.model.demo import load_demo_vectors; "
+            "v = load_demo_vectors(); print(r.__file__); print(v.shape, v.dtype)")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    where, shape = done.stdout.splitlines()
+    assert Path(where).is_relative_to(target)
+    assert shape == "(1797, 64) uint8"
+
+
+def test_desktop_entry_is_complete_and_shipped_unchanged():
+    text = (PACKAGING / "ecpfs-viewer.desktop").read_text()
+    assert (ROOT / "resources" / "ecpfs-viewer.desktop").read_text() == text  # the copy in the wheel
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str
+    parser.read_string(text)
+    entry = parser["Desktop Entry"]
+    assert entry["Type"] == "Application"
+    assert entry["Exec"].split()[0] == "ecpfs-viewer"
+    assert entry["Icon"] == "ecpfs-viewer" and (ROOT / "resources" / "ecpfs-viewer.svg").is_file()
+    assert entry["Categories"].endswith(";")
+
+
+def test_metainfo_is_well_formed_and_points_at_the_desktop_entry():
+    root = ET.parse(PACKAGING / "io.github.ecpfs_viewer.metainfo.xml").getroot()
+    assert root.tag == "component" and root.get("type") == "desktop-application"
+    assert root.findtext("id") == "io.github.ecpfs_viewer"
+    assert root.find("launchable").text == "ecpfs-viewer.desktop"
+    assert root.findtext("provides/binary") == "ecpfs-viewer"
+    assert root.findtext("project_license") == "MIT"
+    from ecpfs_viewer import __version__
+
+    assert root.find("releases/release").get("version") == __version__
+
+
+def test_icon_is_a_valid_svg(qtbot):
+    from PySide6.QtSvg import QSvgRenderer
+
+    renderer = QSvgRenderer(str(ROOT / "resources" / "ecpfs-viewer.svg"))
+    assert renderer.isValid()
+    assert renderer.defaultSize().width() == renderer.defaultSize().height() == 256
