@@ -382,9 +382,9 @@ class ChunkMapWidget(QWidget):
         grid = stats.grid_shape
         if len(grid) > 2 and self._grid is not None and not self._grid.wrapped:
             parts.append(f"grid {' x '.join(map(str, grid))}: axes after the first are flattened into columns")
-        elif len(grid) >= 2:
+        elif len(grid) >= 2 and stats.n_chunks > 1:
             parts.append(f"grid {' x '.join(map(str, grid))}" + self._wrap_note())
-        elif len(grid) == 1:
+        elif len(grid) == 1 and stats.n_chunks > 1:
             parts.append(f"grid {grid[0]:,}" + self._wrap_note())
         if stats.underfill is not None:
             parts.append(stats.underfill.describe())

@@ -34,6 +34,7 @@ DEFAULT_MAX_ELEMENTS = 4_000_000
 HISTOGRAM_BINS = 100
 _INTEGER_BIN_LIMIT = 256  # integer data spanning at most this many values gets one bin per value
 _PERCENTILE_LEVELS = (0.5, 99.5)
+_MARKER_LIMIT = 200  # 1-D subsets up to this length draw a marker on every value
 _AXIS_WIDTH = 64  # fixed left-axis width so the heatmap and its row profile share x positions
 _WRAPPER_ERRORS = {"SelectionError", "ArrayReadError"}
 
@@ -370,6 +371,7 @@ class PlotPane(QWidget):
         self.table_view.setModel(self.table_model)
         self.table_view.setEditTriggers(QTableView.EditTrigger.NoEditTriggers)
         self.table_view.setWordWrap(False)
+        self.table_view.horizontalHeader().setStretchLastSection(True)
         self.tabs.addTab(self.table_view, "Table")
 
     def _apply_palette(self) -> None:
@@ -545,6 +547,8 @@ class PlotPane(QWidget):
             self._clear_items()
             self._set_export_enabled(False)
         self._hierarchy, self._path = hierarchy, path
+        if text is None:
+            self.subset_edit.clear()  # the default selection arrives with the result
         self.path_label.setText(f"<b>{path or '/'}</b>")
         self.subset_edit.setEnabled(True)
         self._pending_text = text
@@ -564,8 +568,11 @@ class PlotPane(QWidget):
         self._set_export_enabled(False)
         head, _, rest = message.partition(":")
         if head in _WRAPPER_ERRORS and rest:
-            message = rest.strip()  # the message already names the path and the cause
-        self.show_message(f"Cannot show {self._path}:\n{message}")
+            message = rest.strip()  # the wrapper adds nothing the user needs
+        if self._path and message.startswith(f"{self._path}: "):
+            message = message[len(self._path) + 2:]  # the header already names the array
+        selection = f" [{self._pending_text}]" if self._pending_text else ""
+        self.show_message(f"Cannot show {self._path}{selection}:\n{message}")
 
     def _on_result(self, data: PlotData) -> None:
         self._busy_timer.stop()
@@ -628,6 +635,14 @@ class PlotPane(QWidget):
             return
         values = data.values
         x0 = self._offset(0)
+        if values.shape[0] <= _MARKER_LIMIT and not self.step_check.isChecked():  # few points: show each one
+            accent = plot_colors(self.palette())[2]
+            self.line_curve.setSymbol("o")
+            self.line_curve.setSymbolSize(5)
+            self.line_curve.setSymbolBrush(pg.mkBrush(accent))
+            self.line_curve.setSymbolPen(pg.mkPen(accent))
+        else:
+            self.line_curve.setSymbol(None)
         if self.step_check.isChecked():
             x = np.arange(values.shape[0] + 1, dtype=np.float64) + x0 - 0.5
             self.line_curve.setData(x=x, y=values, stepMode="center")
