@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -87,13 +88,25 @@ def ensure_demo_index(progress: Callable[[BuildProgress], None] | None = None,
     try:
         with os.fdopen(fd, "wb") as handle:
             np.save(handle, vectors, allow_pickle=False)
-        build_index(name, target, DEMO_PARAMS, progress=progress, cancel=cancel)
+        build_index(name, target, DEMO_PARAMS, progress=_relabel(progress, name), cancel=cancel)
     except BuildError:
         if not demo_index_is_complete(target):  # another process may have finished it first
             raise
     finally:
         os.unlink(name)
     return target
+
+
+def _relabel(progress: Callable[[BuildProgress], None] | None,
+             temporary: str) -> Callable[[BuildProgress], None] | None:
+    """Progress that names the demo data instead of the temporary file it is read from."""
+    if progress is None:
+        return None
+
+    def report(p: BuildProgress) -> None:
+        progress(replace(p, message="demo digits") if p.message == temporary else p)
+
+    return report
 
 
 def _remove(path: Path) -> None:

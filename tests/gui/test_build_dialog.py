@@ -237,3 +237,23 @@ def test_field_of_error_routes_builder_messages():
     assert build_dialog.field_of_error("levels must be at least 1 (got 0)") == "levels"
     assert build_dialog.field_of_error("rep chunk budget too small: x") == "rep_chunk"
     assert build_dialog.field_of_error("/x.npy: not a .npy file (bad magic)") == "input"
+
+
+def test_built_index_opens_in_the_main_window(qtbot, tmp_path, vectors):
+    from ecpfs_viewer.gui.app import create_main_window
+
+    window = create_main_window()
+    qtbot.addWidget(window)
+    window.show()
+    window.open_build_dialog(str(vectors))  # what a drop of a .npy or File > Build does
+    dialog = window.findChild(BuildDialog)
+    assert dialog is not None and dialog.input_edit.text() == str(vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "opened.zarr"
+    dialog.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: window.location is not None and window.hierarchy is not None, timeout=20000)
+    assert Path(window.location) == output
+    qtbot.waitUntil(lambda: window.findChild(BuildDialog) is None, timeout=5000)  # closed and deleted
+    window.close()

@@ -32,6 +32,7 @@ def test_demo_index_builds_into_the_cache_and_summarises(cache):
     path = demo.ensure_demo_index(progress=progress.append)
     assert path == demo.demo_index_path() == cache / demo.DEMO_INDEX_NAME
     assert progress and progress[-1].phase == "writing"
+    assert progress[0].phase == "reading" and progress[0].message == "demo digits"
     assert sorted(p.name for p in cache.iterdir()) == [demo.DEMO_INDEX_NAME]  # the temporary .npy is gone
     summary = summarize(Hierarchy(open_store(str(path))))
     assert summary.layout.is_index
