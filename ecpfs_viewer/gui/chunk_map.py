@@ -291,6 +291,8 @@ class ChunkMapWidget(QWidget):
         if px >= 5:  # a one-pixel gap between cells
             pixels[px - 1::px, :, :] = background
             pixels[:, px - 1::px, :] = background
+        if px >= 3:
+            self._draw_shard_edges(pixels, grid, px)
         pixels = np.ascontiguousarray(pixels)
         h, w = pixels.shape[:2]
         image = QImage(pixels.data, w, h, 3 * w, QImage.Format.Format_RGB888).copy()
@@ -302,6 +304,18 @@ class ChunkMapWidget(QWidget):
             canvas.cell_px = fit
             canvas.target = QRect(0, 0, max(1, int(grid.cols * fit)), max(1, int(grid.rows * fit)))
         canvas.update()
+
+    def _draw_shard_edges(self, pixels: np.ndarray, grid: _Grid, px: int) -> None:
+        """Lines in the text colour between shards (2-D grids; a wrapped grid has no straight edges)."""
+        stats = self._stats
+        if stats is None or stats.shard_shape is None or grid.wrapped or len(stats.grid_shape) != 2:
+            return
+        text = _rgb(self.canvas.palette().color(QPalette.ColorRole.Text))
+        rows_per, cols_per = (max(1, s // c) for s, c in zip(stats.shard_shape, stats.chunk_shape))
+        if rows_per < grid.rows:
+            pixels[rows_per * px - 1::rows_per * px, :, :] = text
+        if cols_per < grid.cols:
+            pixels[:, cols_per * px - 1::cols_per * px, :] = text
 
     @staticmethod
     def _hatch_missing(pixels: np.ndarray, missing: np.ndarray, px: int) -> None:
@@ -386,6 +400,10 @@ class ChunkMapWidget(QWidget):
             parts.append(f"grid {' x '.join(map(str, grid))}" + self._wrap_note())
         elif len(grid) == 1 and stats.n_chunks > 1:
             parts.append(f"grid {grid[0]:,}" + self._wrap_note())
+        if stats.shard_shape is not None:
+            per_shard = math.prod(max(1, s // c) for s, c in zip(stats.shard_shape, stats.chunk_shape))
+            parts.append(f"sharded: {per_shard:,} inner chunks per shard"
+                         + (" (lines mark shard edges)" if len(grid) == 2 else ""))
         if stats.underfill is not None:
             parts.append(stats.underfill.describe())
         parts.extend(stats.notes)

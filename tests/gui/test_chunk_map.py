@@ -37,6 +37,10 @@ def hierarchy(tmp_path: Path) -> Hierarchy:
     node.create_array("embeddings", shape=(37, 16), chunks=(256, 16), dtype="float32")[:] = (
         rng.normal(size=(37, 16)).astype(np.float32))
     root.create_array("cube", shape=(4, 6, 8), chunks=(2, 2, 2), dtype="int16")[:] = 1
+    sharded = np.arange(40 * 40, dtype=np.float32).reshape(40, 40)
+    sharded[20:40, 20:30] = 0  # two inner chunks of the last shard hold only fill
+    root.create_array("sharded", shape=(40, 40), shards=(20, 20), chunks=(10, 10), dtype="float32",
+                      fill_value=0)[:] = sharded
     root.create_array("empty", shape=(0, 4), chunks=(10, 4), dtype="float32")
     return Hierarchy(open_store(path))
 
@@ -184,3 +188,19 @@ def test_large_grid_is_one_image_and_maps_clicks(chunk_map, qtbot) -> None:
     with qtbot.waitSignal(chunk_map.chunk_clicked) as signal:
         qtbot.mouseClick(chunk_map.canvas, Qt.MouseButton.LeftButton, pos=center(chunk_map, (123, 456)))
     assert signal.args == [(123, 456)]
+
+
+def test_sharded_array_shows_inner_chunks_and_shard_edges(chunk_map, hierarchy) -> None:
+    stats = chunk_stats(hierarchy, "sharded")
+    chunk_map.set_stats(stats)
+    assert chunk_map.cell_count() == 16  # inner chunks, not the 4 shards
+    assert chunk_map.caption_text().startswith("16 inner chunks, 14 stored, 2 missing (fill)")
+    assert "4 inner chunks per shard" in chunk_map.caption_text()
+    for index in [(2, 2), (3, 2)]:
+        color = chunk_map.cell_color(index)
+        assert (color.red(), color.green(), color.blue()) == MISSING_RGB
+    assert "in shard c/1/1" in chunk_map.tooltip_at(center(chunk_map, (3, 2)))
+    # the shard edge after the second cell column is drawn in the text colour
+    text = chunk_map.canvas.palette().color(QPalette.ColorRole.Text)
+    edge_x = chunk_map.cell_rect((0, 1)).left() + chunk_map.cell_rect((0, 1)).width() - 1
+    assert pixel(chunk_map, edge_x, center(chunk_map, (0, 0)).y()) == (text.red(), text.green(), text.blue())
