@@ -17,14 +17,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QProgressBar, QScrollArea, QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem,
+                               QProgressBar, QPushButton, QScrollArea, QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem,
                                QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
 from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.ecpfs import Finding, Generation, IndexSummary, LevelStats, Severity, level_stats, summarize
+from ecpfs_viewer.model.ecpfs import (Finding, Generation, IndexSummary, LevelStats, ReferencedChildren, Severity,
+                                      level_stats, referenced_children, summarize)
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
 
@@ -288,6 +289,12 @@ def compute_level_view(h: Hierarchy, level: int) -> LevelView:
     return LevelView(summary, level_stats(h, level, summary))
 
 
+def _missing_children(h: Hierarchy, view: LevelView, *, progress: Any, cancel: Any) -> ReferencedChildren:
+    """Referenced-but-missing children of a level (decodes the parents' node_ids), for the worker."""
+    return referenced_children(h, view.stats.level, view.summary, view.stats,
+                               progress=lambda done, total: progress((done, total)), cancel=cancel)
+
+
 class IndexOverviewPanel(QWidget):
     """Summary and validation of an index (root), or statistics of one level (lvl_N)."""
 
@@ -298,6 +305,8 @@ class IndexOverviewPanel(QWidget):
         self._summary_runner = BackgroundRunner(self)
         self._check_runner = BackgroundRunner(self)
         self._level_runner = BackgroundRunner(self)
+        self._refs_runner = BackgroundRunner(self)
+        self._hierarchy: Hierarchy | None = None
         self._profile_paths: list[str] = []
         self.summary: IndexSummary | None = None
         self.report: ValidationReport | None = None
@@ -354,7 +363,22 @@ class IndexOverviewPanel(QWidget):
         level_scroll.setWidgetResizable(True)
         level_scroll.setFrameShape(QFrame.Shape.NoFrame)
         level_scroll.setWidget(self.level_facts)
-        top_layout.addWidget(_group("Level", level_scroll), 3)
+        level_box = QWidget()
+        level_layout = QVBoxLayout(level_box)
+        level_layout.setContentsMargins(0, 0, 0, 0)
+        level_layout.addWidget(level_scroll, 1)
+        refs_row = QHBoxLayout()
+        self.refs_button = QPushButton("Find missing children")
+        self.refs_button.setToolTip("Decode the node_ids of the level above (the only step here that reads "
+                                    "chunks) and list referenced nodes that do not exist")
+        self.refs_button.clicked.connect(self._find_missing_children)
+        self.refs_label = QLabel()
+        self.refs_label.setWordWrap(True)
+        self.refs_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        refs_row.addWidget(self.refs_button)
+        refs_row.addWidget(self.refs_label, 1)
+        level_layout.addLayout(refs_row)
+        top_layout.addWidget(_group("Level", level_box), 3)
         self.largest = NodeList()
         self.smallest = NodeList()
         self.largest.path_clicked.connect(self.node_requested)
@@ -406,7 +430,7 @@ class IndexOverviewPanel(QWidget):
     # -- public API ------------------------------------------------------------------------------
     def clear(self) -> None:
         """Forget what is shown and drop every pending result."""
-        for runner in (self._summary_runner, self._check_runner, self._level_runner):
+        for runner in (self._summary_runner, self._check_runner, self._level_runner, self._refs_runner):
             runner.invalidate()
         self.summary = self.report = self.level_view = None
         self.banner.clear()
@@ -417,6 +441,8 @@ class IndexOverviewPanel(QWidget):
         self.checked.clear()
         self.progress.hide()
         self.level_facts.set_rows([])
+        self.refs_label.clear()
+        self.refs_button.setEnabled(False)
         self.level_findings.clear()
         self.largest.clear()
         self.smallest.clear()
@@ -437,6 +463,7 @@ class IndexOverviewPanel(QWidget):
     def show_level(self, hierarchy: Hierarchy, level: int) -> None:
         """Node statistics of lvl_{level}, from metadata, in the background."""
         self.clear()
+        self._hierarchy = hierarchy
         self.stack.setCurrentWidget(self.level_page)
         self.status.setText(f"Reading the metadata of lvl_{level} …")
         self._level_runner.run(compute_level_view, hierarchy, level, on_result=self._on_level,
@@ -449,7 +476,7 @@ class IndexOverviewPanel(QWidget):
 
     @property
     def busy(self) -> bool:
-        return any(r.busy for r in (self._summary_runner, self._check_runner, self._level_runner))
+        return any(r.busy for r in (self._summary_runner, self._check_runner, self._level_runner, self._refs_runner))
 
     # -- results ---------------------------------------------------------------------------------
     def _show_layout_banner(self, summary: IndexSummary) -> None:
@@ -498,8 +525,37 @@ class IndexOverviewPanel(QWidget):
         self.status.setText("")
         self.banner.show_message(message, error=True)
 
+    def _find_missing_children(self) -> None:
+        view = self.level_view
+        if view is None or self._hierarchy is None:
+            return
+        self.refs_button.setEnabled(False)
+        above = "the root" if view.stats.level == 1 else f"lvl_{view.stats.level - 1}"
+        self.refs_label.setText(f"Decoding the node_ids of {above} …")
+        self._refs_runner.run(_missing_children, self._hierarchy, view, on_result=self._on_refs,
+                              on_error=lambda message: self.refs_label.setText(f"Failed: {message}"),
+                              on_progress=lambda p: self.refs_label.setText(
+                                  f"Decoding the node_ids of {above}: {p[0]:,} of {p[1]:,} nodes …"))
+
+    def _on_refs(self, refs: ReferencedChildren) -> None:
+        self.refs_button.setEnabled(True)
+        read = "" if refs.complete else f" (read {refs.parents_read:,} of {refs.parents_total:,} parents)"
+        if refs.missing_count:
+            shown = ", ".join(f"node_{i}" for i in refs.missing_ids[:10])
+            text = (f"{refs.missing_count:,} of {refs.referenced:,} referenced children do not exist: {shown}"
+                    f"{', …' if refs.missing_count > 10 else ''}{read}. Search skips them.")
+        else:
+            text = f"All {refs.referenced:,} referenced children exist{read}."
+        if refs.invalid_refs:
+            text += f" {len(refs.invalid_refs)} reference(s) point past R."
+        self.refs_label.setText(text)
+        self.level_findings.set_findings(list(self.level_view.stats.findings) + list(refs.findings)
+                                         if self.level_view else list(refs.findings),
+                                         "No problems in this level's metadata.")
+
     def _on_level(self, view: LevelView) -> None:
         self.level_view = view
+        self.refs_button.setEnabled(True)
         stats = view.stats
         self._show_layout_banner(view.summary)
         self.status.setText("")

@@ -120,3 +120,14 @@ def test_moving_on_drops_the_old_result(qtbot, panel: IndexOverviewPanel, two_cl
     assert panel.stack.currentWidget() is panel.level_page
     assert panel.summary is None and panel.report is None
     assert panel.level_view is not None and panel.level_view.stats.node_count == 4
+
+
+def test_find_missing_children_decodes_the_level_above(qtbot, panel: IndexOverviewPanel,
+                                                       two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1")
+    panel.show_level(Hierarchy(open_store(two_clusters_copy)), 2)
+    wait_idle(qtbot, panel)
+    assert panel.refs_label.text() == ""  # metadata only until the user asks
+    qtbot.mouseClick(panel.refs_button, Qt.MouseButton.LeftButton)
+    wait_idle(qtbot, panel)
+    assert panel.refs_label.text() == "1 of 4 referenced children do not exist: node_1. Search skips them."
