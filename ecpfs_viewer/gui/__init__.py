@@ -24,3 +24,7 @@ def _guard_none_refcount() -> None:
 
 
 _guard_none_refcount()
+
+from ecpfs_viewer.gui import pyside_fixes as _pyside_fixes
+
+_pyside_fixes.install()  # PySide6 6.12.0 drops a reference on every emit(); see the module

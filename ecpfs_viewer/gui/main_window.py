@@ -187,7 +187,7 @@ class MainWindow(QMainWindow):
     def _action(self, text: str, slot: Any, shortcut: Any = None, icon: str | None = None) -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcut(QKeySequence(shortcut))  # explicit keys: standard bindings differ per platform
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         if icon:
             action.setIcon(standard_icon(icon))
@@ -197,16 +197,16 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         self.open_folder_action = self._action("Open Index &Folder…", self.open_folder_dialog,
-                                               QKeySequence.StandardKey.Open, "SP_DirOpenIcon")
+                                               "Ctrl+O", "SP_DirOpenIcon")
         self.open_zip_action = self._action("Open &Zip…", self.open_zip_dialog)
         self.open_url_action = self._action("Open &URL…", self.open_url_dialog, "Ctrl+U")
         self.build_action = self._action("&Build Index from .npy…", self.open_build_dialog, "Ctrl+B")
         self.demo_action = self._action("Open &Demo Index", self.open_demo)
-        self.close_action = self._action("&Close", self.close_store, QKeySequence.StandardKey.Close)
-        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
-        self.refresh_action = self._action("&Refresh", self.refresh_all, QKeySequence.StandardKey.Refresh,
+        self.close_action = self._action("&Close", self.close_store, "Ctrl+W")
+        self.quit_action = self._action("&Quit", self.close, "Ctrl+Q")
+        self.refresh_action = self._action("&Refresh", self.refresh_all, "F5",
                                            "SP_BrowserReload")
-        self.filter_action = self._action("&Filter Tree", self.focus_filter, QKeySequence.StandardKey.Find)
+        self.filter_action = self._action("&Filter Tree", self.focus_filter, "Ctrl+F")
         self.copy_path_action = self._action("Copy &Path", self.copy_current_path, "Ctrl+Shift+C")
         self.expand_action = self._action("&Expand Loaded", self.expand_loaded)
         self.collapse_action = self._action("C&ollapse All", self.tree.collapseAll)
@@ -311,9 +311,9 @@ class MainWindow(QMainWindow):
         root = self.tree_model.index_for_path("")
         self._select_source_index(root)
         self.tree.expand(self.proxy.mapFromSource(root))
-        if is_index and opened.layout.is_legacy:
-            self.banner.show_message(f"{display_label(opened.location)}: {opened.layout.generation.value} "
-                                     f"({opened.layout.reason}); browsing it as a plain Zarr store.", error=False)
+        if is_index and not opened.layout.supported:
+            self.banner.show_message(f"{display_label(opened.location)}: {opened.layout.generation.value}: "
+                                     f"{opened.layout.reason}. Browsing it as a plain Zarr store.", error=False)
 
     def _on_open_failed(self, location: str, message: str) -> None:
         self._hierarchy = None
