@@ -218,35 +218,44 @@ class Hierarchy:
         return found[0] if found else None
 
     def _probe_many(self, paths: list[str], is_dirs: list[bool | None]) -> list[Node]:
-        """Read the metadata of several paths at once and classify each; None entries are files."""
-        v3 = self.store.read_many([self.store.key(p, "zarr.json") for p in paths])
+        """Read the metadata of several paths at once and classify each; files are left out.
+
+        A path whose metadata cannot be read (permission denied, I/O error) becomes an error node;
+        the others are unaffected.
+        """
+        root = self.store.root
+        bases = [f"{root}/{p}/" if root and p else (f"{p}/" if p else (f"{root}/" if root else ""))
+                 for p in paths]
+        v3 = self.store.read_many_or_errors([base + "zarr.json" for base in bases])
         nodes: list[Node | None] = [None] * len(paths)
         missing: list[int] = []
         for i, raw in enumerate(v3):
             if raw is None:
                 missing.append(i)
+            elif isinstance(raw, Exception):
+                nodes[i] = _unreadable(paths[i], "zarr.json", raw)
             else:
                 nodes[i] = _classify_v3(paths[i], raw)
         if missing:
-            keys: list[str] = []
-            for i in missing:
-                keys += [self.store.key(paths[i], ".zarray"), self.store.key(paths[i], ".zgroup"),
-                         self.store.key(paths[i], ".zattrs")]
-            found = self.store.read_many(keys)
+            keys = [bases[i] + name for i in missing for name in (".zarray", ".zgroup", ".zattrs")]
+            found = self.store.read_many_or_errors(keys)
             unknown: list[int] = []
             for n, i in enumerate(missing):
                 zarray, zgroup, zattrs = found[3 * n: 3 * n + 3]
-                if zarray is not None:
-                    nodes[i] = _classify_v2(paths[i], zarray, zattrs, NodeKind.ARRAY)
+                failed = next((v for v in (zarray, zgroup, zattrs) if isinstance(v, Exception)), None)
+                if failed is not None:
+                    nodes[i] = _unreadable(paths[i], "metadata", failed)  # type: ignore[arg-type]
+                elif zarray is not None:
+                    nodes[i] = _classify_v2(paths[i], zarray, zattrs, NodeKind.ARRAY)  # type: ignore[arg-type]
                 elif zgroup is not None:
-                    nodes[i] = _classify_v2(paths[i], zgroup, zattrs, NodeKind.GROUP)
+                    nodes[i] = _classify_v2(paths[i], zgroup, zattrs, NodeKind.GROUP)  # type: ignore[arg-type]
                 elif is_dirs[i] is None and paths[i]:
                     unknown.append(i)
                 else:
                     nodes[i] = Node(paths[i], NodeKind.IMPLICIT_GROUP, None)
             if unknown:
                 # A name without metadata is a directory unless it is itself a stored key (a file).
-                values = self.store.read_many([self.store.key(paths[i]) for i in unknown])
+                values = self.store.read_many_or_errors([bases[i].rstrip("/") for i in unknown])
                 for i, value in zip(unknown, values):
                     if value is None:
                         nodes[i] = Node(paths[i], NodeKind.IMPLICIT_GROUP, None)
@@ -310,11 +319,23 @@ def describe_exception(exc: BaseException) -> str:
     return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
 
 
+def _unreadable(path: str, what: str, exc: Exception) -> Node:
+    reason = getattr(exc, "strerror", None) or describe_exception(exc)
+    return Node(path, NodeKind.ERROR, None, error=f"{join_key(path, what) or what}: cannot read ({reason})")
+
+
 def _classify_v3(path: str, raw: bytes) -> Node:
+    first = raw.find(b'"node_type"')
+    if first >= 0 and raw.find(b'"node_type"', first + 11) < 0:
+        # The common case, one node_type field: decide without parsing the whole document.
+        value = raw[first + 11: first + 48].lstrip(b" \t\r\n")
+        if value.startswith(b":"):
+            value = value[1:].lstrip(b" \t\r\n")
+            if value.startswith(b'"group"'):
+                return Node(path, NodeKind.GROUP, 3, raw=raw)
+            if value.startswith(b'"array"'):
+                return Node(path, NodeKind.ARRAY, 3, raw=raw)
     matches = _NODE_TYPE_RE.findall(raw)
-    if len(matches) == 1:  # the common case: decide without parsing the whole document
-        kind = NodeKind.GROUP if matches[0] == b"group" else NodeKind.ARRAY
-        return Node(path, kind, 3, raw=raw)
     if matches:  # nested documents (consolidated metadata): only the top-level field counts
         try:
             top = json.loads(raw).get("node_type")

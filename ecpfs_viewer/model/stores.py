@@ -196,20 +196,34 @@ class OpenedStore:
 
     def read_many(self, keys: list[str]) -> list[bytes | None]:
         """Read several keys; local stores read sequentially (fastest), others concurrently."""
+        found = self.read_many_or_errors(keys)
+        for value in found:
+            if isinstance(value, Exception):
+                raise value
+        return found  # type: ignore[return-value]
+
+    def read_many_or_errors(self, keys: list[str]) -> list[bytes | None | Exception]:
+        """Like read_many, but a key that fails (permission denied, I/O error) gives its exception
+        in place, so one unreadable entry does not hide its siblings."""
         if self.local_path is not None:
             base = str(self.local_path) + os.sep
-            found: list[bytes | None] = []
+            found: list[bytes | None | Exception] = []
             total = 0
             for key in keys:
-                data = read_file(base + key)
+                try:
+                    data = read_file(base + key)
+                except OSError as exc:
+                    found.append(exc)
+                    continue
                 found.append(data)
-                total += len(data) if data is not None else 0
+                if data is not None:
+                    total += len(data)
             self.counter.add_read(total, requests=len(keys))
             return found
         if not keys:
             return []
 
-        async def fetch_all() -> list[bytes | None]:
+        async def fetch_all() -> list[bytes | None | Exception]:
             semaphore = asyncio.Semaphore(32)
             prototype = default_buffer_prototype()
 
@@ -218,7 +232,11 @@ class OpenedStore:
                     buffer = await self.zarr_store.get(key, prototype)
                     return None if buffer is None else buffer.to_bytes()
 
-            return list(await asyncio.gather(*(one(k) for k in keys)))
+            results = await asyncio.gather(*(one(k) for k in keys), return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException) and not isinstance(result, Exception):
+                    raise result  # cancellation and interrupts are not per-key failures
+            return list(results)  # type: ignore[arg-type]
 
         return sync(fetch_all())
 

@@ -207,3 +207,21 @@ def test_stray_files_are_not_nodes(two_clusters_copy: Path) -> None:
     (two_clusters_copy / "README.txt").write_text("notes")
     names = [n.name for n in hierarchy(two_clusters_copy).children()]
     assert "README.txt" not in names
+
+
+def test_unreadable_metadata_is_an_error_row_and_siblings_load(two_clusters_copy: Path, monkeypatch) -> None:
+    """Permission denied on one child's zarr.json (faked: tests run as root) spoils only that child."""
+    from ecpfs_viewer.model import stores
+
+    real_read_file = stores.read_file
+
+    def refusing(path: str) -> bytes | None:
+        if path.endswith("lvl_2/node_1/zarr.json"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_read_file(path)
+
+    monkeypatch.setattr(stores, "read_file", refusing)
+    children = {n.name: n for n in Hierarchy(open_store(two_clusters_copy)).children("lvl_2")}
+    assert children["node_1"].kind is NodeKind.ERROR
+    assert "lvl_2/node_1/zarr.json: cannot read (Permission denied)" in children["node_1"].error
+    assert [children[f"node_{i}"].kind for i in (0, 2, 3)] == [NodeKind.GROUP] * 3
