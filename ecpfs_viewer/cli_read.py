@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_stats, summarize
+from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, format_age, level_stats, summarize
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.stores import StoreOpenError, open_store
 from ecpfs_viewer.model.validation import ValidationReport, validate
@@ -149,7 +149,7 @@ def format_info(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> str
             f"Saved Queries: {summary.saved_query_count}",
         ]
         for query in summary.saved_queries:
-            age = "unknown age" if query.age_seconds is None else _age(query.age_seconds)
+            age = "unknown age" if query.age_seconds is None else format_age(query.age_seconds)
             lines.append(f"  query {query.query_id}: saved {age} ago, {_text(query.buffered_items, '0')} buffered "
                          f"items, {_text(query.heap_entries, '0')} heap entries, exclude {query.exclude_size}")
     if levels:
@@ -178,14 +178,6 @@ def format_level_table(levels: Sequence[LevelStats]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
                                for i, cell in enumerate(row)).rstrip() for row in rows)
-
-
-def _age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
 
 
 def format_report(report: ValidationReport, location: str = "") -> str:

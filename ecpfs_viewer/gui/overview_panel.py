@@ -25,7 +25,7 @@ from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import (Finding, Generation, IndexSummary, LevelStats, ReferencedChildren, Severity,
-                                      level_stats, referenced_children, summarize)
+                                      format_age, level_stats, referenced_children, summarize)
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
 
@@ -84,7 +84,7 @@ def summary_rows(summary: IndexSummary) -> list[tuple[str, str]]:
         ("Saved queries", _num(summary.saved_query_count)),
     ]
     for query in summary.saved_queries[:20]:
-        age = "?" if query.age_seconds is None else _age(query.age_seconds)
+        age = "?" if query.age_seconds is None else format_age(query.age_seconds)
         rows.append((f"  query {query.query_id}", f"saved {age} ago; {_num(query.buffered_items, '0')} buffered items, "
                                                   f"{_num(query.heap_entries, '0')} heap entries, "
                                                   f"exclude {query.exclude_size:,}"))
@@ -98,13 +98,6 @@ def _set_label(line: pg.InfiniteLine, text: str) -> None:
 
 def _percent(fraction: float) -> str:
     return "< 0.01%" if 0 < fraction < 1e-4 else f"{fraction:.2%}" if fraction < 0.1 else f"{fraction:.0%}"
-
-
-def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{max(seconds, 0):.0f} s"
 
 
 def level_rows(stats: LevelStats, summary: IndexSummary) -> list[tuple[str, str]]:

@@ -318,6 +318,15 @@ def _is_integer_type(data_type: str) -> bool:
 
 # -- summary -----------------------------------------------------------------------------------
 
+def format_age(seconds: float) -> str:
+    """A short age such as '3.5 h' for saved queries (persisted_at → now)."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
 @dataclass(frozen=True)
 class SavedQuery:
     """A query upstream persisted under ``queries/Q`` (§1.8), from metadata and one scalar."""
