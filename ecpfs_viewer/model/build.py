@@ -23,7 +23,7 @@ import numpy as np
 
 from ecpfs_viewer.model import sizing
 from ecpfs_viewer.model._build_errors import BuildCancelled, BuildError
-from ecpfs_viewer.model._build_tree import NodeTable, Router, group_rows
+from ecpfs_viewer.model._build_tree import NodeTable, Router, group_rows, single_threaded_blas
 from ecpfs_viewer.model._build_writer import IndexWriter
 from ecpfs_viewer.model.sources import (
     EmbeddingSource,
@@ -341,8 +341,9 @@ def build_index(
                 f"R={R}, fan-out={ns}, levels={params.levels}, Rn={rn}, Rr={rr}")
         writer = IndexWriter(tmp, info.dim, stored, rn, rr, workers=workers)
         phases: dict[str, float] = {}
-        result_nodes = _run_build(src, params, stored, R, ns, writer, rep, memory_budget_bytes,
-                                  warnings, phases)
+        with single_threaded_blas():
+            result_nodes = _run_build(src, params, stored, R, ns, writer, rep, memory_budget_bytes,
+                                      warnings, phases)
         t = time.perf_counter()
         writer.close()
         writer = None

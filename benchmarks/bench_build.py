@@ -1,0 +1,164 @@
+"""Build benchmarks: prints measured figures next to a zarr-python baseline (never pass/fail).
+
+    .venv/bin/python benchmarks/bench_build.py                  # 200k x 64 and 100k x 128
+    .venv/bin/python benchmarks/bench_build.py --big            # + 1.5 GB streaming build, peak RSS
+    .venv/bin/python benchmarks/bench_build.py --dir /some/disk # where inputs and outputs go
+
+Targets from issue 3: 200,000 x 64 float32, levels 3, target 50 (4,272 nodes) <= 4 s;
+100,000 x 128, levels 3, target 100 <= 3 s; a 1.5 GB input under 1 GB peak resident memory.
+The machine is shared: the load average is printed with each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ecpfs_viewer.model.build import BuildParams, build_index  # noqa: E402
+
+
+def clustered(rows: int, dim: int, seed: int, centers: int = 2000) -> np.ndarray:
+    """Gaussian blobs: closer to real embeddings than white noise, same cost to build."""
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal((centers, dim)).astype(np.float32) * 4
+    out = np.empty((rows, dim), np.float32)
+    step = 100_000
+    for lo in range(0, rows, step):
+        n = min(step, rows - lo)
+        out[lo:lo + n] = c[rng.integers(0, centers, n)] + rng.standard_normal((n, dim), dtype=np.float32)
+    return out
+
+
+def load() -> str:
+    return "load %.2f" % os.getloadavg()[0]
+
+
+def zarr_python_baseline(out: Path, dim: int, rows_per_node: int, chunk_rows: int, nodes: int,
+                         sample: int = 60) -> float:
+    """Seconds per node writing group + embeddings + item_ids + border through zarr-python."""
+    import zarr
+    from zarr.codecs import BytesCodec, ZstdCodec
+
+    root = zarr.open_group(str(out), mode="w")
+    lvl = root.create_group("lvl_3")
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((rows_per_node, dim)).astype(np.float32)
+    ids = np.arange(rows_per_node, dtype=np.uint32)
+    t = time.perf_counter()
+    for i in range(sample):
+        g = lvl.create_group(f"node_{i}")
+        a = g.create_array("embeddings", shape=emb.shape, chunks=(chunk_rows, dim), dtype="float32",
+                           serializer=BytesCodec(), compressors=[ZstdCodec(level=3, checksum=False)],
+                           fill_value=0.0)
+        a[:] = emb
+        b = g.create_array("item_ids", shape=ids.shape, chunks=(chunk_rows,), dtype="uint32",
+                           serializer=BytesCodec(), compressors=[ZstdCodec(level=3, checksum=False)],
+                           fill_value=0)
+        b[:] = ids
+        g.create_array("border", shape=(2,), chunks=(2,), dtype="float32", compressors=None, fill_value=0.0)
+    per = (time.perf_counter() - t) / sample
+    print(f"  baseline zarr-python: {per * 1e3:.1f} ms per node ({sample} nodes), "
+          f"extrapolated to {nodes} nodes: {per * nodes:.1f} s")
+    shutil.rmtree(out, ignore_errors=True)
+    return per
+
+
+def bench(workdir: Path, rows: int, dim: int, levels: int, target: int, goal: float, repeat: int) -> None:
+    src = workdir / f"in_{rows}x{dim}.npy"
+    if not src.exists():
+        np.save(src, clustered(rows, dim, seed=rows + dim))
+    params = BuildParams(levels=levels, target_cluster_items=target)
+    print(f"{rows:,} x {dim} float32, levels {levels}, target {target} (goal <= {goal:g} s)")
+    best = None
+    for i in range(repeat):
+        out = workdir / f"out_{rows}x{dim}_{i}.zarr"
+        shutil.rmtree(out, ignore_errors=True)
+        t = time.perf_counter()
+        res = build_index(src, out, params)
+        wall = time.perf_counter() - t
+        best = wall if best is None else min(best, wall)
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in res.phase_seconds.items())
+        print(f"  run {i + 1}: {wall:.2f} s wall  [{phases}]  nodes {sum(res.nodes_per_level)} "
+              f"{res.nodes_per_level}  ({load()})")
+    print(f"  best of {repeat}: {best:.2f} s")
+    n_nodes = sum(res.nodes_per_level)
+    from ecpfs_viewer.model import sizing
+
+    zarr_python_baseline(workdir / "baseline.zarr", dim, max(1, rows // n_nodes),
+                         sizing.chunk_rows(dim, "float32", params.node_chunk_bytes), n_nodes)
+    for i in range(repeat):
+        shutil.rmtree(workdir / f"out_{rows}x{dim}_{i}.zarr", ignore_errors=True)
+
+
+BIG_CHILD = """
+import sys, time, resource, threading
+sys.path.insert(0, {root!r})
+from ecpfs_viewer.model.build import BuildParams, build_index
+t = time.perf_counter()
+res = build_index({src!r}, {out!r}, BuildParams(levels=3, target_cluster_items=100))
+wall = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"{{wall:.1f}} {{rss:.0f}} {{sum(res.nodes_per_level)}}")
+"""
+
+
+def bench_big(workdir: Path, gb: float = 1.5, dim: int = 128) -> None:
+    rows = int(gb * 1e9) // (dim * 4)
+    src = workdir / f"big_{rows}x{dim}.npy"
+    if not src.exists():
+        print(f"writing {rows:,} x {dim} float32 ({rows * dim * 4 / 1e9:.2f} GB) ...")
+        mm = np.lib.format.open_memmap(src, mode="w+", dtype=np.float32, shape=(rows, dim))
+        step = 200_000
+        for lo in range(0, rows, step):
+            n = min(step, rows - lo)
+            mm[lo:lo + n] = clustered(n, dim, seed=lo)
+            mm.flush()
+        del mm
+    out = workdir / "big.zarr"
+    shutil.rmtree(out, ignore_errors=True)
+    code = BIG_CHILD.format(root=str(Path(__file__).resolve().parents[1]), src=str(src), out=str(out))
+    print(f"{rows:,} x {dim} float32 ({src.stat().st_size / 1e9:.2f} GB), levels 3, target 100, "
+          "in a child process (goal: peak RSS < 1 GB)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr)
+        return
+    wall, rss, nodes = proc.stdout.split()
+    print(f"  {float(wall):.1f} s wall, peak resident memory {float(rss):.0f} MiB "
+          f"(getrusage ru_maxrss), {nodes} nodes  ({load()})")
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default=None, help="work directory (default: a temp dir, removed after)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--big", action="store_true", help="also run the 1.5 GB streaming build")
+    ap.add_argument("--only-big", action="store_true")
+    args = ap.parse_args()
+    work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ecpfs-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"work dir {work}, {os.cpu_count()} CPUs, {load()}")
+    try:
+        if not args.only_big:
+            bench(work, 200_000, 64, 3, 50, 4.0, args.repeat)
+            bench(work, 100_000, 128, 3, 100, 3.0, args.repeat)
+        if args.big or args.only_big:
+            bench_big(work)
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
