@@ -120,16 +120,17 @@ class MainWindow(QMainWindow):
     # -- construction -------------------------------------------------------------------------
     def _build_browser(self) -> None:
         self.tree_model = HierarchyTreeModel(self)
-        self.proxy = TreeFilterProxy(self)
-        self.proxy.setSourceModel(self.tree_model)
+        self.proxy = TreeFilterProxy(self)  # only between model and view while a filter is typed
         self.tree = QTreeView()
-        self.tree.setModel(self.proxy)
+        self.tree.setModel(self.tree_model)
         self.tree.setUniformRowHeights(True)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
         self.tree.header().setStretchLastSection(False)
         self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        # not ResizeToContents: that measures every row on each update (seconds for 4,000 nodes)
+        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        self.tree.header().resizeSection(1, self.tree.fontMetrics().horizontalAdvance("65,536 x 64  float32") + 16)
         self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
         self.tree_model.listing_finished.connect(self._on_listing_finished)
         self.tree_model.listing_failed.connect(self._on_listing_failed)
@@ -310,7 +311,7 @@ class MainWindow(QMainWindow):
         self.refresh_recent()
         root = self.tree_model.index_for_path("")
         self._select_source_index(root)
-        self.tree.expand(self.proxy.mapFromSource(root))
+        self.tree.expand(self.view_index(root))
         if is_index and not opened.layout.supported:
             self.banner.show_message(f"{display_label(opened.location)}: {opened.layout.generation.value}: "
                                      f"{opened.layout.reason}. Browsing it as a plain Zarr store.", error=False)
@@ -446,15 +447,47 @@ class MainWindow(QMainWindow):
             self.open_location(location)
 
     # -- tree ---------------------------------------------------------------------------------
+    def view_index(self, source: QModelIndex) -> QModelIndex:
+        """A tree-model index as an index of what the view shows (the filter proxy while filtering)."""
+        return self.proxy.mapFromSource(source) if self.tree.model() is self.proxy else source
+
+    def _to_source(self, index: QModelIndex) -> QModelIndex:
+        return self.proxy.mapToSource(index) if self.tree.model() is self.proxy else index
+
+    def _use_proxy(self, filtering: bool) -> None:
+        """Put the filter proxy between model and view only while filtering: without a filter it would
+        only add per-row work on every layout of a 4,000-node level."""
+        if (self.tree.model() is self.proxy) == filtering:
+            return
+        expanded = self._expanded_paths()
+        current = self.current_item()
+        if filtering:
+            self.proxy.setSourceModel(self.tree_model)
+            self.tree.setModel(self.proxy)
+        else:
+            self.tree.setModel(self.tree_model)
+            self.proxy.setSourceModel(None)
+        self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
+        for path in expanded:
+            self.tree.expand(self.view_index(self.tree_model.index_for_path(path)))
+        if current is not None:
+            index = self.view_index(self.tree_model.index_for_path(current.path))
+            if index.isValid():
+                self.tree.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.NoUpdate)
+
+    def _expanded_paths(self) -> list[str]:
+        return [i.path for i in self.tree_model.loaded_items()
+                if i.state is LoadState.LISTED and self.tree.isExpanded(self.view_index(self.tree_model.index_for_path(i.path)))]
+
     def current_item(self) -> TreeItem | None:
         index = self.tree.currentIndex()
         if not index.isValid():
             return None
-        item = self.tree_model.item(self.proxy.mapToSource(index))
+        item = self.tree_model.item(self._to_source(index))
         return None if item.placeholder else item
 
     def _select_source_index(self, source: QModelIndex) -> None:
-        index = self.proxy.mapFromSource(source)
+        index = self.view_index(source)
         if not index.isValid():
             return
         self.tree.selectionModel().setCurrentIndex(
@@ -515,7 +548,7 @@ class MainWindow(QMainWindow):
         for wanted in sorted(self._pending_expand):
             if self.tree_model.is_loaded(wanted):
                 self._pending_expand.discard(wanted)
-                self.tree.expand(self.proxy.mapFromSource(self.tree_model.index_for_path(wanted)))
+                self.tree.expand(self.view_index(self.tree_model.index_for_path(wanted)))
         if self._pending_select is not None and self.tree_model.is_loaded(self._pending_select):
             target, self._pending_select = self._pending_select, None
             self._select_source_index(self.tree_model.index_for_path(target))
@@ -530,6 +563,7 @@ class MainWindow(QMainWindow):
 
     def _on_filter_changed(self, text: str) -> None:
         self.proxy.set_filter_text(text)
+        self._use_proxy(bool(text.strip()))
         if text:
             self.expand_loaded()
 
@@ -537,7 +571,7 @@ class MainWindow(QMainWindow):
         """Expand every group already listed (never lists anything new)."""
         for item in self.tree_model.loaded_items():
             if item.state is LoadState.LISTED and item.children:
-                index = self.proxy.mapFromSource(self.tree_model.index_for_path(item.path))
+                index = self.view_index(self.tree_model.index_for_path(item.path))
                 if index.isValid():
                     self.tree.expand(index)
 
@@ -556,9 +590,7 @@ class MainWindow(QMainWindow):
         current = self.current_item()
         selected = current.path if current is not None else item.path
         prefix = item.path + "/" if item.path else ""
-        expanded = [i.path for i in self.tree_model.loaded_items()
-                    if (i.path == item.path or i.path.startswith(prefix)) and i.state is LoadState.LISTED
-                    and self.tree.isExpanded(self.proxy.mapFromSource(self.tree_model.index_for_path(i.path)))]
+        expanded = [path for path in self._expanded_paths() if path == item.path or path.startswith(prefix)]
         self._pending_expand = set(expanded) | {item.path}
         self._pending_select = selected if (selected == item.path or selected.startswith(prefix)) else None
         self.tree_model.refresh(self.tree_model.index_for_path(item.path))
@@ -579,7 +611,7 @@ class MainWindow(QMainWindow):
 
     def _tree_menu(self, point: QPoint) -> None:
         index = self.tree.indexAt(point)
-        item = self.tree_model.item(self.proxy.mapToSource(index)) if index.isValid() else None
+        item = self.tree_model.item(self._to_source(index)) if index.isValid() else None
         menu = QMenu(self)
         if item is not None and not item.placeholder and self._hierarchy is not None:
             self.tree.setCurrentIndex(index)

@@ -32,6 +32,12 @@ KIND_ROLE = Qt.ItemDataRole.UserRole + 2
 DETAIL_BATCH = 250
 _ECPFS_NODE_RE = re.compile(r"(^|/)lvl_\d+/node_\d+$")
 _Index = QModelIndex | QPersistentModelIndex
+# The view calls flags / index / hasChildren for every visible row on each relayout (thousands of
+# rows in an ecpfs level): these are computed once here, not with enum arithmetic per call.
+_FLAGS_NODE = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+_FLAGS_PLACEHOLDER = Qt.ItemFlag.ItemIsEnabled
+_FLAGS_NONE = Qt.ItemFlag.NoItemFlags
+_DISPLAY = Qt.ItemDataRole.DisplayRole
 
 
 class LoadState(Enum):
@@ -44,7 +50,7 @@ class TreeItem:
     """One row: a node of the hierarchy, or a placeholder ("Loading…", "Opening …")."""
 
     __slots__ = ("path", "name", "kind", "parent", "children", "row", "state", "detail", "error",
-                 "placeholder", "version")
+                 "placeholder", "version", "is_container")
 
     def __init__(self, path: str, name: str, kind: NodeKind | None, parent: TreeItem | None,
                  row: int = 0, *, placeholder: bool = False, error: str | None = None) -> None:
@@ -59,10 +65,11 @@ class TreeItem:
         self.error = error
         self.placeholder = placeholder
         self.version = 0
+        self.is_container = kind is not None and kind.is_container and not placeholder
 
-    @property
-    def is_container(self) -> bool:
-        return self.kind is not None and self.kind.is_container and not self.placeholder
+    def set_kind(self, kind: NodeKind | None) -> None:
+        self.kind = kind
+        self.is_container = kind is not None and kind.is_container and not self.placeholder
 
 
 def list_children(hierarchy: Hierarchy, path: str) -> tuple[Node, list[Node]]:
@@ -203,9 +210,9 @@ class HierarchyTreeModel(QAbstractItemModel):
 
     # -- Qt model interface -------------------------------------------------------------------
     def index(self, row: int, column: int, parent: _Index = QModelIndex()) -> QModelIndex:
-        owner = self.item(parent)
-        if 0 <= row < len(owner.children) and 0 <= column < len(self.HEADERS):
-            return self.createIndex(row, column, owner.children[row])
+        children = (parent.internalPointer() if parent.isValid() else self._root).children
+        if 0 <= row < len(children) and 0 <= column < 2:
+            return self.createIndex(row, column, children[row])
         return QModelIndex()
 
     def parent(self, index: _Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]
@@ -225,12 +232,12 @@ class HierarchyTreeModel(QAbstractItemModel):
         return len(self.HEADERS)
 
     def hasChildren(self, parent: _Index = QModelIndex()) -> bool:  # noqa: N802
-        item = self.item(parent)
-        if item is self._root:
-            return bool(item.children)
-        if item.state is LoadState.UNLISTED:
-            return item.is_container
-        return bool(item.children)
+        if not parent.isValid():
+            return bool(self._root.children)
+        item = parent.internalPointer()
+        if item.children:
+            return True
+        return item.is_container and item.state is LoadState.UNLISTED
 
     def canFetchMore(self, parent: _Index) -> bool:  # noqa: N802
         item = self.item(parent)
@@ -261,17 +268,15 @@ class HierarchyTreeModel(QAbstractItemModel):
 
     def flags(self, index: _Index) -> Qt.ItemFlag:
         if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        if self.item(index).placeholder:
-            return Qt.ItemFlag.ItemIsEnabled
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+            return _FLAGS_NONE
+        return _FLAGS_PLACEHOLDER if index.internalPointer().placeholder else _FLAGS_NODE
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         item: TreeItem = index.internalPointer()
         column = index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             return item.name if column == 0 else item.detail
         if role == Qt.ItemDataRole.DecorationRole and column == 0 and not item.placeholder:
             return kind_icon(NodeKind.ERROR if item.error else item.kind)
@@ -297,7 +302,8 @@ class HierarchyTreeModel(QAbstractItemModel):
         node, children = result.value
         index = self.createIndex(item.row, 0, item)
         if item.kind is not node.kind or item.error != node.error:
-            item.kind, item.error = node.kind, node.error
+            item.set_kind(node.kind)
+            item.error = node.error
             self.dataChanged.emit(index, index.siblingAtColumn(1))
         self._remove_children(item, index)
         if children:
@@ -379,7 +385,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         item.state = LoadState.UNLISTED
         item.detail = ""
         if item.kind is not None and item.kind.is_container or item.kind is NodeKind.ERROR:
-            item.kind = item.kind if item.kind is not NodeKind.ERROR else NodeKind.IMPLICIT_GROUP
+            item.set_kind(item.kind if item.kind is not NodeKind.ERROR else NodeKind.IMPLICIT_GROUP)
             self.fetchMore(source)
         else:  # an array: re-read its metadata for the details column
             token = (self._generation, item.version)

@@ -66,7 +66,7 @@ def select(qtbot, win: MainWindow, path: str) -> None:
 
 
 def expand(qtbot, win: MainWindow, path: str) -> None:
-    index = win.proxy.mapFromSource(win.tree_model.index_for_path(path))
+    index = win.view_index(win.tree_model.index_for_path(path))
     win.tree.expand(index)
     qtbot.waitUntil(lambda: win.tree_model.item(win.tree_model.index_for_path(path)).state is LoadState.LISTED,
                     timeout=5000)
@@ -180,6 +180,9 @@ def test_filter_with_ctrl_f_matches_loaded_nodes_only(qtbot, window, two_cluster
     model = win.tree_model
     for unexpanded in ("lvl_1", "lvl_2/node_2", "info"):  # filtering fetched nothing new
         assert model.item(model.index_for_path(unexpanded)).state is LoadState.UNLISTED
+    win.filter_edit.clear()  # everything is back, lvl_2 still expanded
+    assert tree_names(win, "")[:4] == ["index_root", "info", "lvl_1", "lvl_2"]
+    assert win.tree.isExpanded(win.view_index(model.index_for_path("lvl_2")))
 
 
 def test_copy_path_shortcut(qtbot, window, two_clusters_path):
@@ -259,7 +262,7 @@ def test_f5_shows_a_node_added_while_open(qtbot, window, two_clusters_copy):
     assert tree_names(win, "lvl_2") == ["node_0", "node_1", "node_2", "node_3", "node_12"]
     wait_idle(qtbot, win)
     assert win.current_item().path == "lvl_2"
-    assert win.tree.isExpanded(win.proxy.mapFromSource(win.tree_model.index_for_path("lvl_2")))
+    assert win.tree.isExpanded(win.view_index(win.tree_model.index_for_path("lvl_2")))
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "not_zarr", "not_zip"])

@@ -1,0 +1,187 @@
+"""How long the GUI's event loop stalls while a user browses the 200,000-vector benchmark index.
+
+A 10 ms QTimer records the gap between its ticks; the longest gap is the longest time the window
+could not repaint or react. Phases: opening the index, expanding its 4,000-node lvl_3 (rows and
+their row counts), selecting nodes (metadata, chunk map, overview), previewing node data.
+Target: no stall above 100 ms. The baseline is the same model work done on the GUI thread,
+which is how long the window would freeze without background workers.
+
+    .venv/bin/python benchmarks/bench_gui_stalls.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+
+from _bench_index import bench_index_path  # noqa: E402
+from ecpfs_viewer.gui import settings as app_settings  # noqa: E402
+from ecpfs_viewer.gui.app import create_main_window, ensure_application  # noqa: E402
+from ecpfs_viewer.gui.main_window import MainWindow  # noqa: E402
+from ecpfs_viewer.gui.tree_model import LoadState, describe_node  # noqa: E402
+from ecpfs_viewer.model.hierarchy import Hierarchy  # noqa: E402
+from ecpfs_viewer.model.stores import open_store  # noqa: E402
+
+TICK_MS = 10
+STALL_LIMIT_MS = 100
+
+
+class StallMeter:
+    """Records the gaps between the ticks of a 10 ms timer running in the GUI thread."""
+
+    def __init__(self) -> None:
+        self.timer = QTimer()
+        self.timer.setInterval(TICK_MS)
+        self.timer.timeout.connect(self._tick)
+        self.gaps: list[float] = []
+        self._last = time.perf_counter()
+
+    def start(self) -> None:
+        self.gaps = []
+        self._last = time.perf_counter()
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+        self._tick()
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.gaps.append((now - self._last) * 1000)
+        self._last = now
+
+    @property
+    def longest(self) -> float:
+        return max(self.gaps, default=0.0)
+
+    def over(self, limit: float) -> int:
+        return sum(1 for gap in self.gaps if gap > limit)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 120.0) -> None:
+    """Run the event loop (never sleep: that would be a stall we cause) until condition holds."""
+    loop = QEventLoop()
+    poll = QTimer()
+    poll.setInterval(5)
+    deadline = time.perf_counter() + timeout
+
+    def check() -> None:
+        if condition() or time.perf_counter() > deadline:
+            loop.quit()
+
+    poll.timeout.connect(check)
+    poll.start()
+    loop.exec()
+    poll.stop()
+    if not condition():
+        raise TimeoutError("the window did not finish in time")
+
+
+def idle(window: MainWindow) -> bool:
+    return not window.is_busy()
+
+
+def phase(meter: StallMeter, name: str, action: Callable[[], None], done: Callable[[], bool]) -> tuple:
+    meter.start()
+    started = time.perf_counter()
+    action()
+    wait_until(done)
+    seconds = time.perf_counter() - started
+    meter.stop()
+    return name, seconds, meter.longest, meter.over(STALL_LIMIT_MS)
+
+
+def gui_thread_baseline(path: Path) -> list[tuple[str, float]]:
+    """The same model work done synchronously: how long the GUI would freeze without workers."""
+    figures = []
+    started = time.perf_counter()
+    hierarchy = Hierarchy(open_store(path))
+    hierarchy.root()
+    from ecpfs_viewer.model.ecpfs import detect_index
+
+    detect_index(hierarchy)
+    hierarchy.children("")
+    figures.append(("open (store, root, index detection, root listing)", time.perf_counter() - started))
+    started = time.perf_counter()
+    nodes = hierarchy.children("lvl_3")
+    for node in nodes:
+        describe_node(hierarchy, node.path)
+    figures.append((f"list lvl_3 ({len(nodes):,} nodes) with row counts", time.perf_counter() - started))
+    return figures
+
+
+def main() -> int:
+    path = bench_index_path()
+    app_settings.use_settings_dir(tempfile.mkdtemp(prefix="ecpfs-bench-settings-"))
+    ensure_application()
+    meter = StallMeter()
+    results = []
+
+    window = create_main_window()  # building the widgets is start-up, not browsing: outside the meter
+    window.resize(1280, 800)
+    window.show()
+    wait_until(lambda: True)
+
+    def open_index() -> None:
+        window.open_location(str(path))
+
+    results.append(phase(meter, "open the index (root listed, overview shown)", open_index,
+                         lambda: idle(window) and window.tree_model.is_loaded("lvl_3")))
+    model = window.tree_model
+
+    def expand_level() -> None:
+        window.tree.expand(window.view_index(model.index_for_path("lvl_3")))
+
+    def level_described() -> bool:
+        item = model.item(model.index_for_path("lvl_3"))
+        return item.state is LoadState.LISTED and idle(window) and bool(item.children[-1].detail)
+
+    results.append(phase(meter, "expand lvl_3 (4,000 nodes, then their row counts)", expand_level, level_described))
+    level = model.item(model.index_for_path("lvl_3"))
+    picks = [level.children[i].path for i in range(0, len(level.children), max(1, len(level.children) // 20))]
+
+    def select_nodes() -> None:
+        for node in picks:
+            window.reveal_path(node)
+            wait_until(lambda n=node: window.current_item() is not None and window.current_item().path == n
+                       and idle(window))
+        window.reveal_path("lvl_3")  # the level overview (4,000 node sizes)
+        wait_until(lambda: window.current_item().path == "lvl_3" and idle(window))
+
+    results.append(phase(meter, f"select {len(picks)} nodes, then lvl_3 (metadata, overview)", select_nodes,
+                         lambda: idle(window)))
+
+    def preview() -> None:
+        window.tabs.setCurrentIndex(window.TAB_DATA)
+        for node in picks[:10] + ["rep_embeddings", "index_root/embeddings"]:
+            target = f"{node}/embeddings" if node.startswith("lvl_") else node
+            window.reveal_path(target)
+            wait_until(lambda t=target: window.current_item() is not None and window.current_item().path == t
+                       and idle(window) and window.plot.current_data() is not None)
+
+    results.append(phase(meter, "preview 12 embeddings arrays (metadata, chunk map, heatmap)", preview,
+                         lambda: idle(window)))
+    window.close()
+
+    print(f"GUI event-loop stalls on {path.name} (timer every {TICK_MS} ms; target: none above "
+          f"{STALL_LIMIT_MS} ms)")
+    print(f"{'phase':58s} {'wall':>8s} {'longest stall':>14s} {'stalls >100ms':>14s}")
+    for name, seconds, longest, over in results:
+        print(f"{name:58s} {seconds * 1000:6.0f} ms {longest:11.0f} ms {over:14d}")
+    print("\nbaseline: the same model work on the GUI thread (the freeze without background workers)")
+    for name, seconds in gui_thread_baseline(path):
+        print(f"{name:58s} {seconds * 1000:6.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
