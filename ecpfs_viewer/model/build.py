@@ -397,6 +397,8 @@ def _run_build(src: EmbeddingSource, params: BuildParams, stored: str, R: int, n
         stop = start + batch.shape[0]
         lo, hi = np.searchsorted(rep_ids, [start, stop])
         narrowed = narrow(batch, stored)
+        if stored == "float16" and batch.dtype != np.float16:
+            check_finite(narrowed, start, f"{info.label} (narrowed to float16, max 65504)")
         if hi > lo:
             rep_stored[lo:hi] = narrowed[rep_ids[lo:hi] - start]
         if cache is not None:

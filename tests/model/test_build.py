@@ -446,3 +446,13 @@ def test_preview_errors(tmp_path: Path) -> None:
     assert any("node chunk budget too small" in e for e in pv.errors)
     pv = preview_build(tmp_path / "missing.npy", BuildParams())
     assert any("file not found" in e for e in pv.errors)
+
+
+def test_float16_overflow_is_reported(tmp_path: Path) -> None:
+    data = np.ones((6, 2), np.float32)
+    data[4, 1] = 70000.0
+    src = tmp_path / "big.npy"
+    np.save(src, data)
+    with pytest.raises(BuildError, match=r"narrowed to float16.*row 4 contains infinity"):
+        build_index(src, tmp_path / "o.zarr", BuildParams(levels=1, target_cluster_items=2, dtype="float16"))
+    assert not (tmp_path / "o.zarr").exists()
