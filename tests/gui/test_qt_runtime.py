@@ -14,3 +14,18 @@ def test_void_qt_calls_keep_references_to_none(qtbot) -> None:
         widget.update()  # a method returning void
     # Other threads may take or drop a few references meanwhile; the bug loses 20,000.
     assert abs(before - sys.getrefcount(None)) < 1_000
+
+
+def test_emitting_signals_keeps_references_to_true() -> None:
+    """PySide6 6.12.0's emit() returned True without a reference: 'bool_dealloc' at exit."""
+    from PySide6.QtCore import QObject, Signal
+
+    class Emitter(QObject):
+        fired = Signal(int)
+
+    emitter = Emitter()
+    emitter.fired.connect(lambda value: None)
+    before = sys.getrefcount(True)
+    for i in range(20_000):
+        emitter.fired.emit(i)
+    assert abs(before - sys.getrefcount(True)) < 1_000
