@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
-from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -35,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.colormaps import is_dark
 from ecpfs_viewer.gui.settings import settings
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model import sizing
@@ -96,13 +96,11 @@ def field_of_error(message: str) -> str:
 
 
 def _error_color(widget: QWidget) -> str:
-    dark = widget.palette().color(QPalette.ColorRole.Window).lightness() < 128
-    return "#ff7b72" if dark else "#c62828"
+    return "#ff7b72" if is_dark(widget.palette()) else "#c62828"
 
 
 def _warning_color(widget: QWidget) -> str:
-    dark = widget.palette().color(QPalette.ColorRole.Window).lightness() < 128
-    return "#e3b341" if dark else "#8a5a00"
+    return "#e3b341" if is_dark(widget.palette()) else "#8a5a00"
 
 
 class _PhaseRow:
