@@ -9,12 +9,13 @@ largest and smallest nodes, and bars of the size profile are links: clicking one
 from __future__ import annotations
 
 import html
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
                                QProgressBar, QPushButton, QScrollArea, QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem,
@@ -29,6 +30,7 @@ from ecpfs_viewer.model.ecpfs import (Finding, Generation, IndexSummary, LevelSt
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
 
+PROGRESS_INTERVAL_S = 0.1  # shortest time between two shown validation progress updates
 _SEVERITY_ICONS = {Severity.ERROR: "SP_MessageBoxCritical", Severity.WARNING: "SP_MessageBoxWarning",
                    Severity.INFO: "SP_MessageBoxInformation"}
 PATH_ROLE = Qt.ItemDataRole.UserRole
@@ -44,6 +46,11 @@ def _num(value: Any, absent: str = "—") -> str:
     if isinstance(value, float):
         return f"{value:,.4g}"
     return str(value)
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 warning', '3 warnings'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def summary_rows(summary: IndexSummary) -> list[tuple[str, str]]:
@@ -246,9 +253,15 @@ class NodeList(QTreeWidget):
         super().__init__(parent)
         self.setHeaderLabels(["Node", "Rows"])
         self.setRootIsDecorated(False)
-        self.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        self.setAlternatingRowColors(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        header = self.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.headerItem().setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.itemClicked.connect(lambda item, _c: self.path_clicked.emit(item.data(0, PATH_ROLE)))
+        self._fit_columns()
 
     def set_nodes(self, nodes: list[Any]) -> None:
         self.clear()
@@ -257,7 +270,18 @@ class NodeList(QTreeWidget):
             item.setData(0, PATH_ROLE, node.path)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             item.setToolTip(0, f"{node.path}: {node.rows:,} rows. Click to select it.")
+            item.setToolTip(1, item.toolTip(0))
             self.addTopLevelItem(item)
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Size both columns to their text once (about ten rows, so cheap) and ask for that width."""
+        spacing = self.fontMetrics().horizontalAdvance("  ")
+        for column in (0, 1):
+            self.resizeColumnToContents(column)
+            self.setColumnWidth(column, self.columnWidth(column) + spacing)
+        scrollbar = self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
+        self.setFixedWidth(self.header().length() + 2 * self.frameWidth() + scrollbar)
 
 
 def _group(title: str, widget: QWidget) -> QGroupBox:
@@ -304,6 +328,7 @@ class IndexOverviewPanel(QWidget):
         self.summary: IndexSummary | None = None
         self.report: ValidationReport | None = None
         self.level_view: LevelView | None = None
+        self._last_progress = float("-inf")
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(6, 6, 6, 6)
@@ -376,8 +401,8 @@ class IndexOverviewPanel(QWidget):
         self.smallest = NodeList()
         self.largest.path_clicked.connect(self.node_requested)
         self.smallest.path_clicked.connect(self.node_requested)
-        top_layout.addWidget(_group("Largest nodes", self.largest), 1)
-        top_layout.addWidget(_group("Smallest nodes", self.smallest), 1)
+        top_layout.addWidget(_group("Largest nodes", self.largest), 0)
+        top_layout.addWidget(_group("Smallest nodes", self.smallest), 0)
         self.level_findings = FindingsList()
         self.level_findings.path_clicked.connect(self.node_requested)
         self.level_page.addWidget(top)
@@ -414,7 +439,7 @@ class IndexOverviewPanel(QWidget):
         self.level_page.setStretchFactor(0, 3)
         self.level_page.setStretchFactor(1, 1)
         self.level_page.setStretchFactor(2, 4)
-        self.level_page.setSizes([250, 100, 400])
+        self.level_page.setSizes([280, 90, 380])
         top.setMinimumHeight(200)
         self.stack.addWidget(self.level_page)
         self._apply_palette()
@@ -449,6 +474,7 @@ class IndexOverviewPanel(QWidget):
         self.verdict.setText("Validating …")
         self.progress.setRange(0, 0)
         self.progress.show()
+        self._last_progress = float("-inf")
         self._summary_runner.run(summarize, hierarchy, on_result=self._on_summary, on_error=self._on_failed)
         self._check_runner.run(validate, hierarchy, on_result=self._on_report, on_error=self._on_check_failed,
                                on_progress=self._on_check_progress)
@@ -493,6 +519,10 @@ class IndexOverviewPanel(QWidget):
         self.status.setText("")
 
     def _on_check_progress(self, progress: CheckProgress) -> None:
+        now = time.monotonic()
+        if now - self._last_progress < PROGRESS_INTERVAL_S and progress.done < progress.total:
+            return  # at most ~10 repaints a second: a flood of progress updates stalls the event loop
+        self._last_progress = now
         self.progress.setRange(0, max(progress.total, 1))
         self.progress.setValue(progress.done)
         self.progress.setFormat(f"{progress.message} (%v / %m)")
@@ -501,11 +531,11 @@ class IndexOverviewPanel(QWidget):
         self.report = report
         self.progress.hide()
         errors, warnings = len(report.errors), len(report.warnings)
+        found = f"{_count(warnings, 'warning')}." + (" Click a finding to open its node." if report.findings else "")
         if report.ok:
-            self.verdict.setText(f"<b>No errors</b> · {warnings} warning(s). Click a finding to open its node.")
+            self.verdict.setText(f"<b>No errors</b> · {found}")
         else:
-            self.verdict.setText(f"<b>{errors} error(s)</b> · {warnings} warning(s). "
-                                 "Click a finding to open its node.")
+            self.verdict.setText(f"<b>{_count(errors, 'error')}</b> · {found}")
         self.findings.set_findings(list(report.findings), "No errors or warnings.")
         if report.checked:
             self.checked.setText("Checked: " + "; ".join(report.checked) + ".")
@@ -540,7 +570,8 @@ class IndexOverviewPanel(QWidget):
         else:
             text = f"All {refs.referenced:,} referenced children exist{read}."
         if refs.invalid_refs:
-            text += f" {len(refs.invalid_refs)} reference(s) point past R."
+            n = len(refs.invalid_refs)
+            text += f" {_count(n, 'reference')} {'points' if n == 1 else 'point'} past R."
         self.refs_label.setText(text)
         self.level_findings.set_findings(list(self.level_view.stats.findings) + list(refs.findings)
                                          if self.level_view else list(refs.findings),
@@ -553,8 +584,8 @@ class IndexOverviewPanel(QWidget):
         self._show_layout_banner(view.summary)
         self.status.setText("")
         self.level_facts.set_rows(level_rows(stats, view.summary))
-        self.largest.set_nodes(stats.largest(8))
-        self.smallest.set_nodes(stats.smallest(8))
+        self.largest.set_nodes(stats.largest(10))
+        self.smallest.set_nodes(stats.smallest(10))
         self.level_findings.set_findings(list(stats.findings), "No problems in this level's metadata.")
         self._set_plots(stats)
 
@@ -597,6 +628,11 @@ class IndexOverviewPanel(QWidget):
         path = self.bar_path(int(round(x)))
         if path is not None:
             self.node_requested.emit(path)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_palette()
+        super().changeEvent(event)
 
     def _apply_palette(self) -> None:
         palette = self.palette()

@@ -58,7 +58,7 @@ def test_clicking_a_finding_requests_its_node(qtbot, panel: IndexOverviewPanel, 
     rows = panel.findings.row_texts()
     row = rows.index(("lvl_2/node_1", "has embeddings but no ids array (node_ids or item_ids); upstream reports "
                                       "it as corrupt"))
-    assert "1 error(s)" in panel.verdict.text()
+    assert "<b>1 error</b>" in panel.verdict.text()
     with qtbot.waitSignal(panel.node_requested, timeout=2000) as signal:
         click_row(qtbot, panel.findings, row)
     assert signal.args == ["lvl_2/node_1"]
@@ -131,3 +131,39 @@ def test_find_missing_children_decodes_the_level_above(qtbot, panel: IndexOvervi
     qtbot.mouseClick(panel.refs_button, Qt.MouseButton.LeftButton)
     wait_idle(qtbot, panel)
     assert panel.refs_label.text() == "1 of 4 referenced children do not exist: node_1. Search skips them."
+
+
+def test_largest_and_smallest_tables_show_whole_numbers(qtbot, panel: IndexOverviewPanel) -> None:
+    from ecpfs_viewer.model.ecpfs import NodeSize
+
+    panel.resize(920, 760)  # the overview's share of a 1280 x 800 window
+    panel.stack.setCurrentWidget(panel.level_page)
+    nodes = [NodeSize(i, f"lvl_3/node_{123_450 + i}", 1_234_567 - i) for i in range(10)]
+    panel.largest.set_nodes(nodes)
+    qtbot.wait(50)
+    table = panel.largest
+    metrics = table.fontMetrics()
+    for row in range(table.topLevelItemCount()):
+        item = table.topLevelItem(row)
+        assert item.text(1) == f"{1_234_567 - row:,}"
+        for column in (0, 1):
+            assert table.columnWidth(column) >= metrics.horizontalAdvance(item.text(column))
+    assert table.header().length() <= table.viewport().width()  # nothing hidden behind a scroll bar
+    assert table.horizontalScrollBar().maximum() == 0
+
+
+def test_validation_progress_is_throttled(qtbot, panel: IndexOverviewPanel, monkeypatch) -> None:
+    from ecpfs_viewer.gui import overview_panel
+    from ecpfs_viewer.model.validation import CheckProgress
+
+    clock = [100.0]
+    monkeypatch.setattr(overview_panel.time, "monotonic", lambda: clock[0])
+    for done in range(1, 50):  # 49 updates within 49 ms: only the first is shown
+        clock[0] += 0.001
+        panel._on_check_progress(CheckProgress(done, 100, "Decoding leaves"))
+    assert panel.progress.value() == 1
+    clock[0] += overview_panel.PROGRESS_INTERVAL_S
+    panel._on_check_progress(CheckProgress(60, 100, "Decoding leaves"))
+    assert panel.progress.value() == 60
+    panel._on_check_progress(CheckProgress(100, 100, "Decoding leaves"))  # the last one is always shown
+    assert panel.progress.value() == 100
