@@ -60,12 +60,7 @@ def prepare_plot(hierarchy: Hierarchy, path: str, text: str | None,
                  max_elements: int = DEFAULT_MAX_ELEMENTS) -> PlotData:
     """Read a subset (the default one, reading at most one chunk, when text is None) and prepare it."""
     if text is None:
-        details = hierarchy.details(path)
-        if details.error:
-            raise ValueError(details.error)
-        if details.array is None:
-            raise ValueError(f"{path or '/'} is not an array")
-        text = default_selection(details.array)
+        text = default_selection(hierarchy.array_details(path))
     return plot_data(read_subset(hierarchy, path, text, max_elements=max_elements))
 
 

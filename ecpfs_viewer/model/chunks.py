@@ -157,12 +157,7 @@ def is_node_array(path: str) -> bool:
 def chunk_stats(h: Hierarchy, path: str) -> ChunkStats:
     """Chunk statistics of the array at path, from one listing (plus one ranged read per shard)."""
     path = path.strip("/")
-    info = h.details(path)
-    if info.error:
-        raise ChunkStatsError(info.error)
-    details = info.array
-    if details is None:
-        raise ChunkStatsError(f"{path or '/'} is not an array")
+    details = h.array_details(path, ChunkStatsError)
     encoding = key_encoding_of(details)
     try:
         sizes = h.store.sizes_below(path)
@@ -170,7 +165,7 @@ def chunk_stats(h: Hierarchy, path: str) -> ChunkStats:
         raise ChunkStatsError(f"{path}: cannot list chunks ({exc.strerror or exc})") from exc
     if details.shard_shape is None:
         return _plain_stats(path, details, encoding, sizes)
-    return _sharded_stats(h.store, path, details, encoding, sizes, info.document or {})
+    return _sharded_stats(h.store, path, details, encoding, sizes, h.details(path).document or {})
 
 
 # -- unsharded --------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, describe_exception, natural_key
+from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, describe_exception, natural_key, writer_of
 from ecpfs_viewer.model.sizing import STORED_DTYPES, fan_out
 
 SUPPORTED_FORMAT_VERSION = 1
@@ -127,15 +127,6 @@ def parse_array_meta(path: str, raw: bytes, zarr_format: int | None = 3) -> Arra
         return f"{where}: invalid array metadata ({describe_exception(exc)})"
     attributes = doc.get("attributes") if isinstance(doc.get("attributes"), dict) else {}
     return ArrayMeta(path, shape, data_type, chunks, attributes)
-
-
-def writer_of(attributes: dict[str, Any]) -> str | None:
-    """The library that wrote an array, from its attributes ('zarrs 0.23.14', 'ecpfs-viewer 0.1')."""
-    for key, name in (("_zarrs", "zarrs"), ("_ecpfs_viewer", "ecpfs-viewer")):
-        info = attributes.get(key)
-        if isinstance(info, dict):
-            return f"{name} {info.get('version', '?')}"
-    return None
 
 
 class MetadataReader:

@@ -125,11 +125,17 @@ class NodeDetails:
 
     @property
     def writer(self) -> str | None:
-        """The library that wrote the node, from the `_zarrs` attribute, e.g. 'zarrs 0.23.14'."""
-        info = self.attributes.get("_zarrs") if isinstance(self.attributes, dict) else None
+        """The library that wrote the node, from its attributes, e.g. 'zarrs 0.23.14'."""
+        return writer_of(self.attributes) if isinstance(self.attributes, dict) else None
+
+
+def writer_of(attributes: dict[str, Any]) -> str | None:
+    """The library that wrote an array, from its attributes ('zarrs 0.23.14', 'ecpfs-viewer 0.1')."""
+    for key, name in (("_zarrs", "zarrs"), ("_ecpfs_viewer", "ecpfs-viewer")):
+        info = attributes.get(key)
         if isinstance(info, dict):
-            return f"zarrs {info.get('version', '?')}"
-        return None
+            return f"{name} {info.get('version', '?')}"
+    return None
 
 
 class Hierarchy:
@@ -275,18 +281,25 @@ class Hierarchy:
             self._details[path] = result
         return result
 
+    def array_details(self, path: str, error: type[Exception] = ValueError) -> ArrayDetails:
+        """The ArrayDetails of path, or `error` raised with a message saying why there are none."""
+        path = path.strip("/")
+        info = self.details(path)
+        if info.error:
+            raise error(info.error)
+        if info.array is None or info.document is None:
+            raise error(f"{path or '/'} is not an array")
+        return info.array
+
     def open_array(self, path: str) -> zarr.Array:
         """A zarr Array built from the metadata already read (no second metadata read)."""
         path = path.strip("/")
         with self._lock:
             if path in self._arrays:
                 return self._arrays[path]
+        self.array_details(path)  # raises with the reason when path is no readable array
         info = self.details(path)
-        if info.error:
-            raise ValueError(info.error)
-        if info.array is None or info.document is None:
-            raise ValueError(f"{path or '/'} is not an array")
-        document = dict(info.document)
+        document = dict(info.document or {})
         if info.node.zarr_format == 2 and info.attributes:
             document["attributes"] = info.attributes
         with warnings.catch_warnings():

@@ -158,12 +158,7 @@ def chunk_selection_text(details: ArrayDetails, chunk_index: tuple[int, ...]) ->
 def read_subset(h: Hierarchy, path: str, text: str, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Subset:
     """Read the selection `text` of the array at path, refusing more than max_elements."""
     path = path.strip("/")
-    info = h.details(path)
-    if info.error:
-        raise SelectionError(info.error)
-    details = info.array
-    if details is None:
-        raise SelectionError(f"{path or '/'} is not an array")
+    details = h.array_details(path, SelectionError)
     selection = parse_selection(text, details.shape)
     elements = selection_elements(selection)
     if elements > max_elements:
