@@ -3,7 +3,9 @@
 The whole grid is drawn as one image built with numpy (never one widget per chunk), so a grid of
 100,000 chunks costs one image the size of the widget. Missing chunks (they read as the fill
 value) are hatched grey; the last chunk row of an array that does not fill its chunk (the padded
-chunk of a small ecpfs node) is drawn partly filled, in proportion to the rows it really holds.
+chunk of a small ecpfs node) is drawn partly filled from the top, in proportion to the rows it
+really holds, the unused rest in a pale tint of the chunk's colour (labelled "95 / 2,048 rows" when
+the cell is big enough). A grid of a few chunks is drawn with big cells, up to MAX_CELL_PX.
 Hovering a cell tells its key, rows and bytes; clicking one emits ``chunk_clicked(index)``.
 """
 
@@ -20,13 +22,33 @@ from ecpfs_viewer.gui.colormaps import MISSING_HATCH_RGB, MISSING_RGB, lookup_ta
 from ecpfs_viewer.model.chunks import ChunkStats
 from ecpfs_viewer.model.stores import format_bytes
 
-MAX_CELL_PX = 48  # cells never grow larger than this, however few there are
+MAX_CELL_PX = 160  # cells never grow larger than this, however few there are
+MIN_SLIVER_PX = 3  # the used part of a partial cell is never thinner than this (when the cell allows)
+UNUSED_TINT = 0.35  # share of the chunk's colour in the tint of a partial chunk's unused rows
+_LABEL_MIN_PX = 56  # cells at least this big carry a text label
 _PADDING = -2.0  # value of a display position that holds no chunk (the tail of a wrapped row)
 _MISSING = -1.0
 
 
 def _rgb(color: QColor) -> tuple[int, int, int]:
     return color.red(), color.green(), color.blue()
+
+
+def unused_tint(chunk_rgb: np.ndarray | tuple[int, int, int], palette: QPalette) -> tuple[int, int, int]:
+    """The colour of a partial chunk's unused rows: its own colour faded toward the palette's base.
+
+    Clearly different from both the used part and the background (not white on white), calm
+    enough not to read as a warning, and on dark palettes a dark tint rather than a bright one.
+    """
+    base = np.asarray(_rgb(palette.color(QPalette.ColorRole.Base)), dtype=np.float64)
+    text = np.asarray(_rgb(palette.color(QPalette.ColorRole.Text)), dtype=np.float64)
+    ground = base * 0.85 + text * 0.15  # a step away from the background, toward the text
+    mixed = np.asarray(chunk_rgb, dtype=np.float64) * UNUSED_TINT + ground * (1 - UNUSED_TINT)
+    return tuple(int(round(v)) for v in mixed)  # type: ignore[return-value]
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 class _Grid:
@@ -109,6 +131,7 @@ class _ChunkCanvas(QWidget):
             return
         painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
         painter.drawImage(self.target, self.image)
+        self._draw_labels(painter)
         selected = self._owner._selected
         if selected is not None:
             rect = self.cell_rect(selected)
@@ -117,6 +140,23 @@ class _ChunkCanvas(QWidget):
                 painter.setPen(pen)
                 painter.setBrush(Qt.BrushStyle.NoBrush)
                 painter.drawRect(rect.adjusted(-1, -1, 1, 1))
+
+    def _draw_labels(self, painter: QPainter) -> None:
+        """'95 / 2,048 rows' on big partial cells, over their unused part, in a contrasting colour."""
+        owner = self._owner
+        if self.cell_px < _LABEL_MIN_PX or not owner._partial_cells:
+            return
+        for index, text, rgb in owner._labels:
+            rect = self.cell_rect(index)
+            if rect is None:
+                continue
+            used = owner._used_px
+            area = QRect(rect.x() + 2, rect.y() + used, rect.width() - 4, rect.height() - used)
+            if painter.fontMetrics().horizontalAdvance(text) > area.width() or area.height() < 16:
+                continue
+            light = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 140
+            painter.setPen(QColor(20, 20, 20) if light else QColor(235, 235, 235))
+            painter.drawText(area, Qt.AlignmentFlag.AlignCenter, text)
 
     def cell_rect(self, index: tuple[int, ...]) -> QRect | None:
         grid = self._owner._grid
@@ -168,6 +208,8 @@ class ChunkMapWidget(QWidget):
         self._selected: tuple[int, ...] | None = None
         self._empty_text = "No chunk statistics"
         self._partial_cells = 0
+        self._labels: list[tuple[tuple[int, ...], str, tuple[int, int, int]]] = []
+        self._used_px = 0
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
@@ -175,15 +217,16 @@ class ChunkMapWidget(QWidget):
         layout.addWidget(self.canvas, 1)
         legend = QHBoxLayout()
         legend.setSpacing(6)
-        self._low_label = QLabel("0 B")
+        self._low_label = QLabel("stored 0 B")
         self._ramp = QLabel()
         self._high_label = QLabel()
         self._missing_swatch = QLabel()
-        self._missing_label = QLabel("missing (fill)")
+        self._missing_label = QLabel("missing (read as fill)")
         self._partial_swatch = QLabel()
-        self._partial_label = QLabel("unused rows")
+        self._partial_label = QLabel("unused chunk rows")
         self._partial_label.setToolTip("The last chunk reaches past the end of the array: its unused rows "
-                                       "are padding that is still decoded on every read")
+                                       "(the pale part, below the rows in use) are padding that is still "
+                                       "decoded on every read")
         for widget in (self._low_label, self._ramp, self._high_label):
             legend.addWidget(widget)
         legend.addSpacing(12)
@@ -326,7 +369,12 @@ class ChunkMapWidget(QWidget):
         pixels[mask & ((xs + ys) % 4 == 0)] = MISSING_HATCH_RGB
 
     def _draw_partial(self, pixels: np.ndarray, grid: _Grid, px: int) -> int:
-        """Empty the unused part of chunks that reach past the end of axis 0; returns how many."""
+        """Tint the unused rows of chunks that reach past the end of axis 0; returns how many.
+
+        The used rows fill the cell from the top (rows run downwards, like the grid's first axis),
+        at least MIN_SLIVER_PX tall so a nearly empty chunk still shows it holds data.
+        """
+        self._labels, self._used_px = [], 0
         stats = self._stats
         if stats is None or not stats.shape or not stats.grid_shape or stats.stored_rows < stats.grid_shape[0]:
             return 0
@@ -337,8 +385,14 @@ class ChunkMapWidget(QWidget):
         if fraction >= 1.0:
             return 0
         inner = px - 1 if px >= 5 else px
-        used = max(1, int(round(fraction * inner))) if inner > 1 else inner
-        base = _rgb(self.canvas.palette().color(QPalette.ColorRole.Base))
+        used = int(round(fraction * inner))
+        if inner > 1:
+            used = min(inner - 1, max(used, min(MIN_SLIVER_PX, inner // 4), 1))
+        else:
+            used = inner
+        self._used_px = used
+        palette = self.canvas.palette()
+        label = f"{stop - start:,} / {chunk_rows:,} rows used"
         count = 0
         per_row = 1 if grid.wrapped else grid.cols
         for k in range(per_row):
@@ -352,12 +406,9 @@ class ChunkMapWidget(QWidget):
                 continue
             y0, x0 = row * px, col * px
             cell = pixels[y0:y0 + inner, x0:x0 + inner]
-            edge = cell[0, 0].copy()
-            cell[:, used:] = base
-            if inner >= 6:  # keep an outline in the chunk's colour so the cell reads as one box
-                cell[0, :] = edge
-                cell[-1, :] = edge
-                cell[:, -1] = edge
+            tint = unused_tint(cell[0, 0], palette)
+            cell[used:, :] = tint
+            self._labels.append((index, label, tint))
         return count
 
     # -- legend and caption --------------------------------------------------------------------
@@ -374,9 +425,9 @@ class ChunkMapWidget(QWidget):
         self._missing_swatch.setPixmap(QPixmap.fromImage(
             QImage(swatch.data, 12, 12, 36, QImage.Format.Format_RGB888).copy()))
         partial = np.zeros((12, 12, 3), dtype=np.uint8)
-        partial[:] = _rgb(self.palette().color(QPalette.ColorRole.Base))
-        partial[:, :5] = lookup_table()[-1]
-        partial[0, :] = partial[-1, :] = partial[:, -1] = lookup_table()[-1]
+        top = lookup_table()[-1]
+        partial[:] = unused_tint(top, self.palette())
+        partial[:4, :] = top
         self._partial_swatch.setPixmap(QPixmap.fromImage(
             QImage(np.ascontiguousarray(partial).data, 12, 12, 36, QImage.Format.Format_RGB888).copy()))
         has_stats = self._grid is not None
@@ -389,10 +440,10 @@ class ChunkMapWidget(QWidget):
         stats = self._stats
         if stats is None:
             return ""
-        noun = "inner chunks" if stats.shard_shape is not None else "chunks"
         ratio = f"{stats.compression_ratio:.2f}" if stats.compression_ratio is not None else "n/a"
-        parts = [f"{stats.n_chunks:,} {noun}, {stats.n_present:,} stored, {stats.n_missing:,} missing (fill), "
-                 f"total {format_bytes(stats.stored_bytes_total)}, ratio {ratio}"]
+        noun = "inner chunk" if stats.shard_shape is not None else "chunk"
+        parts = [f"{_count(stats.n_chunks, noun)}: {stats.n_present:,} stored, {stats.n_missing:,} missing (read as "
+                 f"fill); {format_bytes(stats.stored_bytes_total)} stored, compression ratio {ratio}"]
         grid = stats.grid_shape
         if len(grid) > 2 and self._grid is not None and not self._grid.wrapped:
             parts.append(f"grid {' x '.join(map(str, grid))}: axes after the first are flattened into columns")

@@ -71,8 +71,8 @@ def test_one_cell_per_chunk_with_caption(chunk_map, hierarchy) -> None:
     chunk_map.set_stats(stats)
     assert chunk_map.cell_count() == 16
     caption = chunk_map.caption_text()
-    assert caption.startswith("16 chunks, 13 stored, 3 missing (fill), total ")
-    assert f"ratio {stats.compression_ratio:.2f}" in caption
+    assert caption.startswith("16 chunks: 13 stored, 3 missing (read as fill); ")
+    assert f"compression ratio {stats.compression_ratio:.2f}" in caption
 
 
 def test_missing_chunks_are_grey_and_stored_ones_follow_the_colour_map(chunk_map, hierarchy) -> None:
@@ -141,18 +141,61 @@ def test_underfilled_node_chunk_is_drawn_partly_filled(chunk_map, hierarchy) -> 
     assert chunk_map.cell_count() == 1
     assert "37 of 256 chunk rows used" in chunk_map.caption_text()
     rect = chunk_map.cell_rect((0, 0))
-    assert rect.width() >= 20
-    y = rect.center().y()
-    used = pixel(chunk_map, rect.left() + 2, y)
-    unused = pixel(chunk_map, rect.left() + rect.width() * 3 // 4, y)
+    x = rect.center().x()
+    used = pixel(chunk_map, x, rect.top() + 1)
+    unused = pixel(chunk_map, x, rect.top() + rect.height() * 3 // 4)
     cell = chunk_map.cell_color((0, 0))
     assert used == (cell.red(), cell.green(), cell.blue())
     base = chunk_map.canvas.palette().color(QPalette.ColorRole.Base)
-    assert unused == (base.red(), base.green(), base.blue())
-    # the filled part is about 37/256 of the cell
-    row = [pixel(chunk_map, x, y) for x in range(rect.left(), rect.right())]
-    filled = sum(1 for p in row if p == used)
-    assert abs(filled / (rect.width() - 1) - 37 / 256) < 0.1
+    assert unused != used and unused != (base.red(), base.green(), base.blue())
+    # the used rows fill the top of the cell, about 37/256 of it
+    column = [pixel(chunk_map, x, y) for y in range(rect.top(), rect.bottom())]
+    filled = sum(1 for p in column if p == used)
+    assert abs(filled / (rect.height() - 1) - 37 / 256) < 0.05
+    assert chunk_map._partial_label.isVisibleTo(chunk_map)
+
+
+def test_partial_cell_reads_as_used_and_unused_in_a_light_palette(chunk_map, hierarchy) -> None:
+    palette = QPalette(chunk_map.palette())
+    for role, color in ((QPalette.ColorRole.Window, "#efefef"), (QPalette.ColorRole.Base, "#ffffff"),
+                        (QPalette.ColorRole.Text, "#000000")):
+        palette.setColor(role, QColor(color))
+    chunk_map.setPalette(palette)
+    chunk_map.set_stats(chunk_stats(hierarchy, "lvl_1/node_3/embeddings"))
+    rect = chunk_map.cell_rect((0, 0))
+    x = rect.center().x()
+    used = pixel(chunk_map, x, rect.top() + 1)
+    unused = pixel(chunk_map, x, rect.bottom() - 3)
+    white = (255, 255, 255)
+    assert used != unused
+    assert used != white and unused != white
+    assert sum(abs(a - b) for a, b in zip(unused, white)) > 40  # not white on white
+    assert sum(abs(a - b) for a, b in zip(unused, used)) > 40
+    # the big cell is labelled with its rows, in dark text over the pale unused part
+    shown = chunk_map.canvas.grab().toImage()
+    dark = sum(1 for y in range(rect.top(), rect.bottom(), 2) for x in range(rect.left(), rect.right(), 2)
+               if QColor(shown.pixel(x, y)).lightness() < 100)
+    assert dark > 10
+    assert chunk_map._labels[0][1] == "37 / 256 rows used"
+
+
+def test_a_nearly_empty_chunk_keeps_a_visible_sliver(chunk_map) -> None:
+    stats = ChunkStats(path="a", shape=(1, 4), chunk_shape=(100_000, 4), shard_shape=None, grid_shape=(1, 1),
+                       n_chunks=1, n_present=1, n_missing=0, stored_bytes_total=10, logical_bytes=16,
+                       compression_ratio=1.6, stored=np.array([[10]]), stored_rows=1)
+    chunk_map.set_stats(stats)
+    rect = chunk_map.cell_rect((0, 0))
+    cell = chunk_map.cell_color((0, 0))
+    x = rect.center().x()
+    column = [pixel(chunk_map, x, y) for y in range(rect.top(), rect.bottom())]
+    assert sum(1 for p in column if p == (cell.red(), cell.green(), cell.blue())) >= 3
+
+
+def test_one_chunk_is_drawn_as_a_big_cell(chunk_map, hierarchy) -> None:
+    chunk_map.set_stats(chunk_stats(hierarchy, "lvl_1/node_3/embeddings"))
+    rect = chunk_map.cell_rect((0, 0))
+    assert rect.width() == rect.height() >= 120
+    assert rect.height() <= chunk_map.canvas.height()
 
 
 def test_3d_grid_is_flattened_with_a_note(chunk_map, hierarchy, qtbot) -> None:
@@ -194,7 +237,7 @@ def test_sharded_array_shows_inner_chunks_and_shard_edges(chunk_map, hierarchy) 
     stats = chunk_stats(hierarchy, "sharded")
     chunk_map.set_stats(stats)
     assert chunk_map.cell_count() == 16  # inner chunks, not the 4 shards
-    assert chunk_map.caption_text().startswith("16 inner chunks, 14 stored, 2 missing (fill)")
+    assert chunk_map.caption_text().startswith("16 inner chunks: 14 stored, 2 missing (read as fill)")
     assert "4 inner chunks per shard" in chunk_map.caption_text()
     for index in [(2, 2), (3, 2)]:
         color = chunk_map.cell_color(index)
