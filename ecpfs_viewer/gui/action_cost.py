@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ecpfs_viewer.model.stores import IOStats, OpenedStore, format_bytes
+from ecpfs_viewer.model.stores import IOStats, OpenedStore, count_noun, format_bytes
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Measured:
     seconds: float
 
     def describe(self, action: str) -> str:
-        return (f"{action}: {self.cost.requests:,} requests, {format_bytes(self.cost.bytes_read)} read "
+        return (f"{action}: {count_noun(self.cost.requests, 'request')}, {format_bytes(self.cost.bytes_read)} read "
                 f"in {self.seconds * 1000:.0f} ms")
 
 

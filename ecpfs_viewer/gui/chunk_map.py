@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolTip, QVBoxL
 
 from ecpfs_viewer.gui.colormaps import MISSING_HATCH_RGB, MISSING_RGB, lookup_table
 from ecpfs_viewer.model.chunks import ChunkStats
-from ecpfs_viewer.model.stores import format_bytes
+from ecpfs_viewer.model.stores import count_noun, format_bytes
 
 MAX_CELL_PX = 160  # cells never grow larger than this, however few there are
 MIN_SLIVER_PX = 3  # the used part of a partial cell is never thinner than this (when the cell allows)
@@ -46,9 +46,6 @@ def unused_tint(chunk_rgb: np.ndarray | tuple[int, int, int], palette: QPalette)
     mixed = np.asarray(chunk_rgb, dtype=np.float64) * UNUSED_TINT + ground * (1 - UNUSED_TINT)
     return tuple(int(round(v)) for v in mixed)  # type: ignore[return-value]
 
-
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 class _Grid:
@@ -442,8 +439,8 @@ class ChunkMapWidget(QWidget):
             return ""
         ratio = f"{stats.compression_ratio:.2f}" if stats.compression_ratio is not None else "n/a"
         noun = "inner chunk" if stats.shard_shape is not None else "chunk"
-        parts = [f"{_count(stats.n_chunks, noun)}: {stats.n_present:,} stored, {stats.n_missing:,} missing (read as "
-                 f"fill); {format_bytes(stats.stored_bytes_total)} stored, compression ratio {ratio}"]
+        parts = [f"{count_noun(stats.n_chunks, noun)}: {stats.n_present:,} stored, {stats.n_missing:,} missing "
+                 f"(read as fill); {format_bytes(stats.stored_bytes_total)} stored, compression ratio {ratio}"]
         grid = stats.grid_shape
         if len(grid) > 2 and self._grid is not None and not self._grid.wrapped:
             parts.append(f"grid {' x '.join(map(str, grid))}: axes after the first are flattened into columns")

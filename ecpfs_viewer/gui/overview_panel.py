@@ -28,6 +28,7 @@ from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import (Finding, Generation, IndexSummary, LevelStats, ReferencedChildren, Severity,
                                       format_age, level_stats, referenced_children, summarize)
 from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.stores import count_noun
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
 
 PROGRESS_INTERVAL_S = 0.1  # shortest time between two shown validation progress updates
@@ -47,10 +48,6 @@ def _num(value: Any, absent: str = "—") -> str:
         return f"{value:,.4g}"
     return str(value)
 
-
-def _count(n: int, noun: str) -> str:
-    """'1 warning', '3 warnings'."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def summary_rows(summary: IndexSummary) -> list[tuple[str, str]]:
@@ -531,11 +528,13 @@ class IndexOverviewPanel(QWidget):
         self.report = report
         self.progress.hide()
         errors, warnings = len(report.errors), len(report.warnings)
-        found = f"{_count(warnings, 'warning')}." + (" Click a finding to open its node." if report.findings else "")
+        found = f"{count_noun(warnings, 'warning')}."
+        if report.findings:
+            found += " Click a finding to open its node."
         if report.ok:
             self.verdict.setText(f"<b>No errors</b> · {found}")
         else:
-            self.verdict.setText(f"<b>{_count(errors, 'error')}</b> · {found}")
+            self.verdict.setText(f"<b>{count_noun(errors, 'error')}</b> · {found}")
         self.findings.set_findings(list(report.findings), "No errors or warnings.")
         if report.checked:
             self.checked.setText("Checked: " + "; ".join(report.checked) + ".")
@@ -571,7 +570,7 @@ class IndexOverviewPanel(QWidget):
             text = f"All {refs.referenced:,} referenced children exist{read}."
         if refs.invalid_refs:
             n = len(refs.invalid_refs)
-            text += f" {_count(n, 'reference')} {'points' if n == 1 else 'point'} past R."
+            text += f" {count_noun(n, 'reference')} {'points' if n == 1 else 'point'} past R."
         self.refs_label.setText(text)
         self.level_findings.set_findings(list(self.level_view.stats.findings) + list(refs.findings)
                                          if self.level_view else list(refs.findings),

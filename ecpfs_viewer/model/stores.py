@@ -50,7 +50,8 @@ class IOStats:
         )
 
     def describe(self) -> str:
-        return f"{self.requests} requests, {format_bytes(self.bytes_read)} read, {self.listings} listings"
+        return (f"{count_noun(self.requests, 'request')}, {format_bytes(self.bytes_read)} read, "
+                f"{count_noun(self.listings, 'listing')}")
 
 
 class IOCounter:
@@ -325,6 +326,11 @@ class OpenedStore:
 
     def __repr__(self) -> str:
         return f"OpenedStore({self.label!r}, kind={self.kind!r}, root={self.root!r})"
+
+
+def count_noun(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 request', '0 requests', '1,024 requests': a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def format_bytes(n: float) -> str:

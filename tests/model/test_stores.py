@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
-from ecpfs_viewer.model.stores import REMOTE_EXTRA_HINT, StoreOpenError, format_bytes, open_memory, open_store
+from ecpfs_viewer.model.stores import (REMOTE_EXTRA_HINT, StoreOpenError, count_noun, format_bytes, open_memory,
+                                       open_store)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ZARRITA_V3 = DATA / "peer-data" / "zarrita.js" / "fixtures" / "v3"
@@ -205,6 +206,13 @@ def test_counter_counts_requests_and_bytes(two_clusters_path: Path) -> None:
     opened.list_dir("lvl_1")
     assert (opened.stats() - before).listings == 1
     assert after_many.describe().startswith("4 requests")
+    assert after_one.describe() == "1 request, 44 B read, 0 listings"
+
+
+def test_count_noun_agrees_in_number() -> None:
+    assert [count_noun(n, "request") for n in (0, 1, 2, 1234)] == ["0 requests", "1 request", "2 requests",
+                                                                   "1,234 requests"]
+    assert count_noun(1, "index", "indexes") == "1 index" and count_noun(3, "index", "indexes") == "3 indexes"
 
 
 def test_counter_sees_reads_made_by_zarr_python(two_clusters_path: Path) -> None:
