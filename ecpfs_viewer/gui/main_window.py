@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, QUrl
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMenu, QProgressBar,
                                QSplitter, QStackedWidget, QTabWidget, QToolButton, QTreeView, QVBoxLayout, QWidget)
@@ -75,6 +75,8 @@ class MainWindow(QMainWindow):
     """Start page when nothing is open; otherwise the tree on the left and panels on the right."""
 
     TAB_OVERVIEW, TAB_METADATA, TAB_DATA = range(3)
+    store_opened = Signal(str)  # the location, once its tree is shown
+    open_failed = Signal(str, str)  # the location and why it could not be opened
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -315,6 +317,7 @@ class MainWindow(QMainWindow):
         if is_index and not opened.layout.supported:
             self.banner.show_message(f"{display_label(opened.location)}: {opened.layout.generation.value}: "
                                      f"{opened.layout.reason}. Browsing it as a plain Zarr store.", error=False)
+        self.store_opened.emit(opened.location)
 
     def _on_open_failed(self, location: str, message: str) -> None:
         self._hierarchy = None
@@ -322,6 +325,7 @@ class MainWindow(QMainWindow):
         self.metadata.clear()
         self.banner.show_message(f"Could not open {location}\n{message}")
         self.statusBar().showMessage(f"Could not open {location}", 10000)
+        self.open_failed.emit(location, message)
 
     def _drop_store(self) -> None:
         self._open_runner.invalidate()
