@@ -15,9 +15,14 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"(?P<key>\s*:)?|-?\d+(?:\.\d+)?(?:[eE][+-]
                     r"\bNaN\b|-?\bInfinity\b")
 
 
-def _shift(color: QColor, hue: int) -> QColor:
-    h, s, v, a = color.getHsv()
-    return QColor.fromHsv((max(h, 0) + hue) % 360, max(s, 120), v, a)
+def _shift(color: QColor, hue: int, dark: bool) -> QColor:
+    """The colour's hue turned by `hue` degrees, at a lightness that reads on the background.
+
+    Fixed lightness per theme (dark text on light bases, light text on dark ones) keeps every
+    token legible: a pure hue such as (0, 255, 0) is unreadable on white.
+    """
+    h, _s, _l, a = color.getHsl()
+    return QColor.fromHsl((max(h, 0) + hue) % 360, 170 if dark else 200, 175 if dark else 85, a)
 
 
 class JsonHighlighter(QSyntaxHighlighter):
@@ -32,17 +37,15 @@ class JsonHighlighter(QSyntaxHighlighter):
         """Recompute colours (call again when the palette changes)."""
         link = palette.color(QPalette.ColorRole.Link)
         dark = palette.color(QPalette.ColorRole.Base).lightness() < 128
-        if dark:
-            link = link.lighter(150)
         key = QTextCharFormat()
-        key.setForeground(link)
+        key.setForeground(_shift(link, 0, dark))
         key.setFontWeight(QFont.Weight.Bold)
         string = QTextCharFormat()
-        string.setForeground(_shift(link, 150))
+        string.setForeground(_shift(link, 150, dark))
         number = QTextCharFormat()
-        number.setForeground(_shift(link, 240))
+        number.setForeground(_shift(link, 240, dark))
         literal = QTextCharFormat()
-        literal.setForeground(_shift(link, 300))
+        literal.setForeground(_shift(link, 300, dark))
         literal.setFontItalic(True)
         self._formats = {"key": key, "string": string, "number": number, "literal": literal}
         self.rehighlight()

@@ -11,7 +11,7 @@ import html
 import json
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QFontDatabase, QPalette
 from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSplitter, QStackedWidget,
                                QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
@@ -230,6 +230,11 @@ class MetadataPanel(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.splitter, 1)
         self.setMinimumSize(320, 300)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.PaletteChange:
+            self.highlighter.update_palette(self.palette())
+        super().changeEvent(event)
 
     # -- public -------------------------------------------------------------------------------
     @property

@@ -223,7 +223,7 @@ class FindingsList(QTableWidget):
         for item in (where, what):
             item.setData(PATH_ROLE, path)
             item.setToolTip(tip)
-            item.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+            item.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.setItem(row, 0, where)
         self.setItem(row, 1, what)
 
