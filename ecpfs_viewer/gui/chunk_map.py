@@ -298,11 +298,24 @@ class ChunkMapWidget(QWidget):
             return 0.0
         return float(max(0.0, self._grid.values.max(initial=0.0)))
 
+    def _color_range(self) -> tuple[float, float]:
+        """(low, high) stored bytes spanned by the colour map: the smallest to the largest stored chunk.
+
+        Chunks of one array are often within a few percent of each other; a scale starting at 0 B
+        would paint them all the same colour. With a single size (or one chunk) the scale is 0..max.
+        """
+        top = self._max_stored()
+        if self._grid is None:
+            return 0.0, top
+        stored = self._grid.values[self._grid.values >= 0]
+        low = float(stored.min()) if stored.size else 0.0
+        return (low, top) if low < top else (0.0, top)
+
     def _cell_colors(self, values: np.ndarray) -> np.ndarray:
         """(rows, cols, 3) uint8 colours: the colour map for stored bytes, grey for missing."""
         lut = lookup_table()
-        top = self._max_stored()
-        scaled = np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
+        low, top = self._color_range()
+        scaled = np.clip((values - low) / (top - low), 0.0, 1.0) if top > low else np.zeros_like(values)
         colors = lut[np.round(scaled * (len(lut) - 1)).astype(np.intp)]
         colors[values == _MISSING] = MISSING_RGB
         colors[values == _PADDING] = _rgb(self.canvas.palette().color(QPalette.ColorRole.Window))
@@ -415,7 +428,9 @@ class ChunkMapWidget(QWidget):
         image = QImage(ramp.data, ramp.shape[1], ramp.shape[0], 3 * ramp.shape[1],
                        QImage.Format.Format_RGB888).copy().scaled(80, 12)
         self._ramp.setPixmap(QPixmap.fromImage(image))
-        self._high_label.setText(format_bytes(self._max_stored()))
+        low, top = self._color_range()
+        self._low_label.setText(f"stored {format_bytes(low)}")
+        self._high_label.setText(format_bytes(top))
         swatch = np.zeros((12, 12, 3), dtype=np.uint8)
         swatch[:] = MISSING_RGB
         self._hatch_missing(swatch, np.ones((1, 1), dtype=bool), 12)
