@@ -55,6 +55,9 @@ def build_gui_parser() -> argparse.ArgumentParser:
     parser.add_argument("location", nargs="?", metavar="PATH_OR_URL",
                         help="an index folder, a Zarr store, a .zip, or an http(s)/s3/gs URL")
     parser.add_argument("--demo", action="store_true", help="open the bundled demo index")
+    parser.add_argument("--screenshot", metavar="PNG",
+                        help="save the window to PNG once the store has opened, then quit "
+                             "(exit 0 opened, 1 could not open)")
     parser.add_argument("--version", action="version", version=version_text())
     return parser
 
@@ -71,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_gui_parser().parse_args(args_list)
     from ecpfs_viewer.gui.app import run_gui
 
-    return run_gui(location=args.location, demo=args.demo)
+    return run_gui(location=args.location, demo=args.demo, screenshot=args.screenshot)
 
 
 if __name__ == "__main__":

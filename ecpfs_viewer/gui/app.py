@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -56,12 +57,34 @@ def create_main_window(location: str | None = None, demo: bool = False,
     return window
 
 
-def run_gui(location: str | None = None, demo: bool = False) -> int:
-    """Run the application until the window closes; returns the exit code."""
+def run_gui(location: str | None = None, demo: bool = False, screenshot: str | None = None) -> int:
+    """Run the application until the window closes; returns the exit code.
+
+    With screenshot, the window is saved to that PNG once the store has opened (or failed to),
+    and the application quits: exit 0 when it opened, 1 when it could not. Packaging smoke tests
+    and the README's pictures use it.
+    """
     app = ensure_application()
     window = create_main_window(location, demo)
+    window.resize(1280, 800)
     window.show()
+    if screenshot:
+        _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))
     try:
         return int(app.exec())
     finally:
         wait_for_workers()
+
+
+def _capture_when_settled(app: QApplication, window: MainWindow, path: str, waiting: bool) -> None:
+    """Save the window to path after opening settles, then quit with 0 (opened) or 1 (failed)."""
+    settle_ms, give_up_ms = 2000, 120_000
+
+    def capture(code: int) -> None:
+        QTimer.singleShot(settle_ms, lambda: (window.grab().save(path), app.exit(code)))
+
+    window.store_opened.connect(lambda *_: capture(0))
+    window.open_failed.connect(lambda *_: capture(1))
+    if not waiting:
+        capture(0)
+    QTimer.singleShot(give_up_ms, lambda: app.exit(3))

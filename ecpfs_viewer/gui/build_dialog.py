@@ -572,7 +572,6 @@ class BuildDialog(QDialog):
         if cancelled:
             self._show_message("Build cancelled; nothing was written.", error=False)
         else:
-            message = message.removeprefix("BuildError: ")  # its message is written for the user
             self._show_message(f"Build failed: {message}", error=True)
         self._cancelling = False
         if self._close_when_done:

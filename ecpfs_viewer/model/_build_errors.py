@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ecpfs_viewer.model.errors import UserError
 
-class BuildError(ValueError):
+
+class BuildError(UserError, ValueError):
     """A build cannot start or cannot finish; the message is meant for the user and names the input."""
 
 

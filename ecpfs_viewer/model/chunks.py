@@ -20,6 +20,7 @@ from zarr.abc.store import ByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
+from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.hierarchy import ArrayDetails, Hierarchy
 from ecpfs_viewer.model.stores import OpenedStore, format_bytes, join_key
 
@@ -32,7 +33,7 @@ _EMPTY = np.uint64(2**64 - 1)
 _NODE_ARRAY_RE = re.compile(r"(^|/)(lvl_\d+/node_\d+/(embeddings|node_ids|item_ids)|index_root/embeddings)$")
 
 
-class ChunkStatsError(Exception):
+class ChunkStatsError(UserError):
     """Chunk statistics cannot be computed (not an array, unreadable metadata); names the path."""
 
 

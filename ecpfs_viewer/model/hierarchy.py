@@ -22,6 +22,7 @@ from zarr.core.metadata.v2 import ArrayV2Metadata
 from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage._common import StorePath
 
+from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
 
 
@@ -323,13 +324,8 @@ class Hierarchy:
         return value.item() if isinstance(value, np.ndarray) and value.size == 1 else value
 
 
-class ArrayReadError(Exception):
+class ArrayReadError(UserError):
     """Reading array data failed (corrupt chunk, unknown codec...); the message names the path."""
-
-
-def describe_exception(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
 
 
 def _unreadable(path: str, what: str, exc: Exception) -> Node:

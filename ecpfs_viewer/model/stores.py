@@ -22,13 +22,15 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore, WrapperStore, ZipStore
 
+from ecpfs_viewer.model.errors import UserError
+
 METADATA_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 _URL_RE = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://")
 REMOTE_SCHEMES = {"http", "https", "s3", "gs", "gcs"}
 REMOTE_EXTRA_HINT = "install the remote extra: pip install 'ecpfs-viewer[remote]'"
 
 
-class StoreOpenError(Exception):
+class StoreOpenError(UserError):
     """A location could not be opened as a Zarr store; the message is meant for the user."""
 
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 import numpy as np
 
+from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.hierarchy import ArrayDetails, ArrayReadError, Hierarchy, base_name
 
 DEFAULT_MAX_ELEMENTS = 4_000_000
@@ -24,7 +25,7 @@ _INT_RE = re.compile(r"^[+-]?\d+$")
 Index = int | slice
 
 
-class SelectionError(ValueError):
+class SelectionError(UserError, ValueError):
     """A selection cannot be parsed or read; the message is meant for the user."""
 
 

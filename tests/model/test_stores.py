@@ -252,3 +252,13 @@ def test_read_file_reads_whole_files_and_none_for_directories(tmp_path: Path) ->
     assert read_file(str(tmp_path / "folder")) is None
     assert read_file(str(tmp_path / "missing")) is None
     assert read_file(str(tmp_path / "big" / "below")) is None
+
+
+def test_user_errors_are_described_without_a_class_name(tmp_path: Path) -> None:
+    from ecpfs_viewer.model.errors import describe_exception
+    from ecpfs_viewer.model.stores import StoreOpenError, open_store
+
+    with pytest.raises(StoreOpenError) as caught:
+        open_store(tmp_path / "missing")
+    assert describe_exception(caught.value) == f"{tmp_path / 'missing'}: no such file or directory"
+    assert describe_exception(KeyError("x")) == "KeyError: 'x'"

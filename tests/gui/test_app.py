@@ -1,0 +1,32 @@
+"""The application started as a user starts it: `ecpfs-viewer PATH --screenshot PNG` opens, draws, quits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from PySide6.QtGui import QImage
+
+
+def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"),
+               ECPFS_VIEWER_CACHE=str(tmp_path / "cache"))
+    return subprocess.run([sys.executable, "-m", "ecpfs_viewer", *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_opens_an_index_from_the_command_line_and_saves_the_window(two_clusters_path: Path, tmp_path: Path) -> None:
+    shot = tmp_path / "window.png"
+    done = _run(str(two_clusters_path), "--screenshot", str(shot), tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    image = QImage(str(shot))
+    assert (image.width(), image.height()) == (1280, 800)
+
+
+def test_a_path_that_cannot_be_opened_exits_1_after_showing_why(tmp_path: Path) -> None:
+    shot = tmp_path / "window.png"
+    done = _run(str(tmp_path / "missing.zarr"), "--screenshot", str(shot), tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert shot.is_file()
