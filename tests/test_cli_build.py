@@ -4,7 +4,11 @@ nothing written; good input builds, prints the summary, and searches."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -138,16 +142,27 @@ def test_existing_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert _build(work, "good.npy", "--overwrite", "--quiet") == 0
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write into read-only folders")
-def test_unwritable_output_folder(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ro = work / "ro"
-    ro.mkdir()
-    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+def test_unwritable_output_folder() -> None:
+    """A real read-only folder. Root ignores permissions, so as root the build runs as 'nobody'."""
+    base = Path(tempfile.mkdtemp(prefix="ecpfs-ro-"))  # under /tmp, reachable by 'nobody'
+    ro = base / "ro"
     try:
-        assert _build(work, "good.npy", out="ro/out.zarr") == 1
-        assert "cannot be written" in capsys.readouterr().err
+        ro.mkdir()
+        np.save(base / "good.npy", np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32))
+        base.chmod(0o755)
+        (base / "good.npy").chmod(0o644)
+        ro.chmod(stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+        command = [sys.executable, "-m", "ecpfs_viewer", "build", str(base / "good.npy"), str(ro / "out.zarr"),
+                   "--levels", "1", "--target-cluster-items", "5", "--quiet"]
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=base,
+                              user=65534 if os.geteuid() == 0 else None)
+        assert done.returncode == 1, done.stderr
+        assert "cannot be written" in done.stderr
+        assert os.listdir(ro) == []
     finally:
         ro.chmod(stat.S_IRWXU)
+        shutil.rmtree(base)
 
 
 def test_output_folder_missing_or_a_file(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
