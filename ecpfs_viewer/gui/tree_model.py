@@ -32,12 +32,17 @@ KIND_ROLE = Qt.ItemDataRole.UserRole + 2
 DETAIL_BATCH = 250
 _ECPFS_NODE_RE = re.compile(r"(^|/)lvl_\d+/node_\d+$")
 _Index = QModelIndex | QPersistentModelIndex
-# The view calls flags / index / hasChildren for every visible row on each relayout (thousands of
-# rows in an ecpfs level): these are computed once here, not with enum arithmetic per call.
-_FLAGS_NODE = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-_FLAGS_PLACEHOLDER = Qt.ItemFlag.ItemIsEnabled
-_FLAGS_NONE = Qt.ItemFlag.NoItemFlags
+# QTreeView calls index / hasChildren / flags (twice) for every row of an expanded group on each
+# full relayout: each is a C++ -> Python call that must take the GIL, so a 4,000-node level costs
+# ~16,000 of them. flags() is therefore not overridden (Qt's own default, enabled | selectable, is
+# what a row needs; a placeholder row is greyed and selects nothing), which halves a relayout, and
+# the model avoids relayouts: rows are never removed when a listing arrives (see _on_listed).
 _DISPLAY = Qt.ItemDataRole.DisplayRole
+_DECORATION = Qt.ItemDataRole.DecorationRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+_FOREGROUND = Qt.ItemDataRole.ForegroundRole
+_DETAIL_ROLES = [Qt.ItemDataRole.DisplayRole]
+_ANSWERED_ROLES = frozenset({_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, PATH_ROLE, KIND_ROLE})
 
 
 class LoadState(Enum):
@@ -266,26 +271,22 @@ class HierarchyTreeModel(QAbstractItemModel):
             return self.HEADERS[section]
         return None
 
-    def flags(self, index: _Index) -> Qt.ItemFlag:
-        if not index.isValid():
-            return _FLAGS_NONE
-        return _FLAGS_PLACEHOLDER if index.internalPointer().placeholder else _FLAGS_NODE
-
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
+        if role not in _ANSWERED_ROLES or not index.isValid():  # font, alignment, size hint, ... per row
             return None
         item: TreeItem = index.internalPointer()
         column = index.column()
         if role == _DISPLAY:
             return item.name if column == 0 else item.detail
-        if role == Qt.ItemDataRole.DecorationRole and column == 0 and not item.placeholder:
-            return kind_icon(NodeKind.ERROR if item.error else item.kind)
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _DECORATION:
+            return kind_icon(NodeKind.ERROR if item.error else item.kind) if column == 0 and not item.placeholder \
+                else None
+        if role == _TOOLTIP:
             if item.error:
                 return item.error
             return None if item.placeholder else f"/{item.path}" if item.parent is not self._root else item.name
-        if role == Qt.ItemDataRole.ForegroundRole and item.placeholder:
-            return QApplication.palette().color(QPalette.ColorRole.PlaceholderText)
+        if role == _FOREGROUND:
+            return QApplication.palette().color(QPalette.ColorRole.PlaceholderText) if item.placeholder else None
         if role == PATH_ROLE:
             return None if item.placeholder else item.path
         if role == KIND_ROLE:
@@ -305,14 +306,10 @@ class HierarchyTreeModel(QAbstractItemModel):
             item.set_kind(node.kind)
             item.error = node.error
             self.dataChanged.emit(index, index.siblingAtColumn(1))
-        self._remove_children(item, index)
-        if children:
-            self.beginInsertRows(index, 0, len(children) - 1)
-            item.children = [TreeItem(child.path, base_name(child.path), child.kind, item, row,
-                                      error=child.error) for row, child in enumerate(children)]
-            for child in item.children:
-                self._by_path[child.path] = child
-            self.endInsertRows()
+        self._show_children(item, index, [TreeItem(child.path, base_name(child.path), child.kind, item, row,
+                                                   error=child.error) for row, child in enumerate(children)])
+        for child in item.children:
+            self._by_path[child.path] = child
         item.state = LoadState.LISTED
         self.listing_finished.emit(item.path, Measured(len(children), result.cost, result.seconds))
         wanted = [child.path for child in children if needs_description(child)]
@@ -326,11 +323,8 @@ class HierarchyTreeModel(QAbstractItemModel):
         if self._stale(item, token):
             return
         index = self.createIndex(item.row, 0, item)
-        self._remove_children(item, index)
-        self.beginInsertRows(index, 0, 0)
-        item.children = [TreeItem(item.path, "cannot list this group", NodeKind.ERROR, item, placeholder=True,
-                                  error=message)]
-        self.endInsertRows()
+        self._show_children(item, index, [TreeItem(item.path, "cannot list this group", NodeKind.ERROR, item,
+                                                   placeholder=True, error=message)])
         item.state = LoadState.LISTED
         self.listing_failed.emit(item.path, message)
         self._reveal = None
@@ -340,17 +334,55 @@ class HierarchyTreeModel(QAbstractItemModel):
             return
         rows: dict[int, list[int]] = {}
         parents: dict[int, TreeItem] = {}
+        errors: list[TreeItem] = []
         for path, text, error in batch:
             item = self._by_path.get(path)
             if item is None or item.parent is None:
                 continue
+            if error and error != item.error:
+                errors.append(item)
             item.detail, item.error = text, error or item.error
             rows.setdefault(id(item.parent), []).append(item.row)
             parents[id(item.parent)] = item.parent
-        for key, changed in rows.items():  # one dataChanged per contiguous parent range
+        # One dataChanged per parent, over the details column only: for a range that touches column 0
+        # QTreeView asks hasChildren of every row in it (a Python call each).
+        for key, changed in rows.items():
             owner = parents[key]
             first, last = owner.children[min(changed)], owner.children[max(changed)]
-            self.dataChanged.emit(self.createIndex(first.row, 0, first), self.createIndex(last.row, 1, last))
+            self.dataChanged.emit(self.createIndex(first.row, 1, first), self.createIndex(last.row, 1, last),
+                                  _DETAIL_ROLES)
+        for item in errors:  # the name column shows the error icon and tooltip
+            self.dataChanged.emit(self.createIndex(item.row, 0, item), self.createIndex(item.row, 0, item))
+
+    def _show_children(self, item: TreeItem, index: QModelIndex, rows: list[TreeItem]) -> None:
+        """Replace the "Loading…" row by the listed rows without removing any row.
+
+        QTreeView answers any row removal with a relayout of the whole tree (every row of an
+        expanded 4,000-node level, in Python calls), but an insert below a collapsed group is nearly
+        free. So the placeholder becomes the first row (same object, so indexes Qt holds stay
+        valid; one dataChanged) and the other rows are inserted after it."""
+        old = item.children
+        if len(old) != 1 or not old[0].placeholder or not rows:
+            self._remove_children(item, index)
+            if rows:
+                self.beginInsertRows(index, 0, len(rows) - 1)
+                item.children = rows
+                self.endInsertRows()
+            return
+        keep, first = old[0], rows[0]
+        keep.version += 1  # results still in flight for the placeholder become stale
+        for name in TreeItem.__slots__:
+            if name != "version":
+                setattr(keep, name, getattr(first, name))
+        keep.parent, keep.row = item, 0
+        rows[0] = keep
+        self.dataChanged.emit(self.createIndex(0, 0, keep), self.createIndex(0, 1, keep))
+        if len(rows) > 1:
+            self.beginInsertRows(index, 1, len(rows) - 1)
+            item.children = rows
+            self.endInsertRows()
+        else:
+            item.children = rows
 
     def _remove_children(self, item: TreeItem, index: QModelIndex) -> None:
         if not item.children:

@@ -91,18 +91,58 @@ def test_level_of_1500_nodes_arrives_in_one_insert_then_details_in_batches(qtbot
     fetch(qtbot, model, root)
     level = model.index(0, 0, root)
     inserts: list[tuple[int, int]] = []
-    changes: list[int] = []
+    removals: list[tuple[int, int]] = []
+    changes: list[tuple[int, int, int, int]] = []
     model.rowsInserted.connect(lambda parent, first, last: inserts.append((first, last))
                                if parent == level else None)
-    model.dataChanged.connect(lambda top, bottom, roles: changes.append(bottom.row() - top.row() + 1))
+    model.rowsRemoved.connect(lambda parent, first, last: removals.append((first, last)))
+    model.dataChanged.connect(lambda top, bottom, roles: changes.append(
+        (top.row(), bottom.row(), top.column(), bottom.column())))
     fetch(qtbot, model, level)
-    assert inserts == [(0, 0), (0, 1499)]  # the placeholder, then every node at once
+    # the placeholder, then the placeholder row becomes node_0 and the others are inserted after it:
+    # no row is removed (a removal makes QTreeView lay out every expanded row again)
+    assert inserts == [(0, 0), (1, 1499)] and removals == []
+    assert changes[0] == (0, 0, 0, 1)
     assert model.rowCount(level) == 1500
     first = names(model, level)[:12]
     assert first == [f"node_{i}" for i in range(12)]  # natural order: node_2 before node_10
+    assert model.index(0, 0, level).data(Qt.ItemDataRole.ToolTipRole) == "/lvl_1/node_0"
+    assert model.item(model.index(0, 0, level)).kind is NodeKind.GROUP
     qtbot.waitUntil(lambda: model.index(1499, 1, level).data() == f"{1499 % 7 + 1} rows", timeout=10000)
     assert model.index(0, 1, level).data() == "1 row"
-    assert 1 < len(changes) <= 1500 // 100  # filled in batches, not row by row
+    details = changes[1:]
+    assert 1 < len(details) <= 1500 // 100  # filled in batches, not row by row
+    assert all(c[2:] == (1, 1) for c in details)  # the details column only: no per-row hasChildren
+    assert sorted(r for c in details for r in range(c[0], c[1] + 1)) == list(range(1500))
+
+
+def test_listed_group_keeps_expanded_view_consistent(qtbot, model, two_clusters_path):
+    """A group listed while expanded shows its rows (placeholder reused) and a group with no
+    children drops its placeholder."""
+    root = open_model(model, two_clusters_path)
+    view = QTreeView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    view.show()
+    view.expand(root)
+    qtbot.waitUntil(lambda: model.item(root).state is LoadState.LISTED, timeout=5000)
+    assert names(model, root)[0] == "index_root"
+    node = model.index(2, 0, root)
+    view.expand(node)
+    qtbot.waitUntil(lambda: model.item(node).state is LoadState.LISTED, timeout=5000)
+    assert names(model, node) == ["node_0", "node_1"]
+    assert view.isExpanded(node) and view.visualRect(model.index(1, 0, node)).isValid()
+    view.setCurrentIndex(model.index(0, 0, node))
+    assert model.item(view.currentIndex()).path == "lvl_1/node_0"
+
+
+def test_empty_group_drops_its_placeholder(qtbot, model, tmp_path):
+    write_level(tmp_path / "empty.zarr", 0)
+    root = open_model(model, tmp_path / "empty.zarr")
+    fetch(qtbot, model, root)
+    level = model.index(0, 0, root)
+    fetch(qtbot, model, level)
+    assert model.rowCount(level) == 0 and not model.hasChildren(level)
 
 
 def test_error_node_beside_readable_siblings(qtbot, model, two_clusters_copy):
