@@ -51,6 +51,7 @@ class StartPage(QWidget):
 
         self.recent = QListWidget()
         self.recent.setMinimumHeight(140)
+        self.recent.setMaximumHeight(300)  # a long empty list under a few entries reads as wasted space
         self.recent.itemActivated.connect(self._open_item)
         self.recent.itemClicked.connect(self._open_item)
         self.clear_button = QPushButton("Clear")
@@ -64,12 +65,14 @@ class StartPage(QWidget):
         recent_layout.addLayout(row)
 
         column = QVBoxLayout()
+        column.addStretch(1)
         column.addWidget(title)
         column.addWidget(subtitle)
         column.addSpacing(12)
         column.addLayout(grid)
         column.addSpacing(12)
-        column.addWidget(recent_box, 1)
+        column.addWidget(recent_box)
+        column.addStretch(2)
         holder = QWidget()
         holder.setLayout(column)
         holder.setMaximumWidth(720)
