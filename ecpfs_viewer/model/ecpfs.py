@@ -24,6 +24,7 @@ import numpy as np
 
 from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, describe_exception, natural_key, writer_of
 from ecpfs_viewer.model.sizing import STORED_DTYPES, fan_out
+from ecpfs_viewer.model.stores import count_noun
 
 SUPPORTED_FORMAT_VERSION = 1
 #: Arrays the upstream loader needs besides ``info/format_version`` (§1.5), in upstream's order.
@@ -687,7 +688,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
             if node.emb.chunk_rows is not None:
                 chunk_rows[node.emb.chunk_rows] = chunk_rows.get(node.emb.chunk_rows, 0) + 1
     if empty:
-        findings.append(_warning(path, f"{len(empty)} node group(s) without arrays (search skips them), "
+        findings.append(_warning(path, f"{count_noun(len(empty), 'node group')} without arrays (search skips them), "
                                  f"e.g. {empty[0]}"))
     order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
     node_ids = np.asarray(ids, dtype=np.int64)[order]
@@ -704,7 +705,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         if node_ids.size > limit:
             findings.append(_warning(path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))
         if out_of_range:
-            findings.append(_warning(path, f"{len(out_of_range)} node id(s) at or above min(ns^N, R) = {limit}, "
+            findings.append(_warning(path, f"{count_noun(len(out_of_range), 'node id')} at or above min(ns^N, R) = {limit}, "
                                      f"e.g. {path}/node_{out_of_range[0]}"))
     common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
     return LevelStats(level, path, leaf, node_ids, size_arr, limit, gap_count, gap_ids, out_of_range,

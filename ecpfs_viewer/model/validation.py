@@ -31,6 +31,7 @@ from ecpfs_viewer.model.ecpfs import (
 )
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind, describe_exception
 from ecpfs_viewer.model.sizing import STORED_DTYPES
+from ecpfs_viewer.model.stores import count_noun
 
 #: A leaf this many times the median size (and at least 100 rows above it) suggests insert drift.
 DRIFT_FACTOR = 10
@@ -230,7 +231,7 @@ def _is_implicit(reader: MetadataReader, path: str) -> bool:
 def _check_counters(check: _Check, summary: IndexSummary) -> None:
     gap = summary.gap
     if gap is not None and gap > 0:
-        check.warning("info/next_item_id", f"{gap} item id(s) reserved but never written "
+        check.warning("info/next_item_id", f"{count_noun(gap, 'item id')} reserved but never written "
                                            f"(next_item_id {summary.next_item_id} > total_items "
                                            f"{summary.total_items}); likely a crash during insert")
     elif gap is not None and gap < 0:
@@ -252,7 +253,7 @@ def _check_levels(check: _Check, reader: MetadataReader, summary: IndexSummary) 
         check.error("lvl_1", "missing; an index needs at least level 1")
     extra = sorted(p for p in present if not 1 <= int(p[4:]) <= count)
     if extra:
-        check.warning(extra[0], f"{', '.join(extra)} not part of an index with {count} level(s); ignored")
+        check.warning(extra[0], f"{', '.join(extra)} not part of an index with {count_noun(count, 'level')}; ignored")
     stats: list[LevelStats] = []
     for level in range(1, count + 1):
         check.step(f"reading metadata of lvl_{level}")
@@ -264,7 +265,7 @@ def _check_levels(check: _Check, reader: MetadataReader, summary: IndexSummary) 
         level_result = level_stats(check.h, level, summary)
         stats.append(level_result)
         check.findings += level_result.findings
-    check.checked.append(f"metadata of all {sum(s.node_count for s in stats):,} nodes on {len(stats)} level(s)")
+    check.checked.append(f"metadata of all {sum(s.node_count for s in stats):,} nodes on {count_noun(len(stats), 'level')}")
     if stats and stats[-1].is_leaf:
         leaves = stats[-1]
         if summary.total_items is not None and leaves.leaf_sum != summary.total_items:
@@ -353,7 +354,7 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
             missing = sorted(refs - set(child.node_ids.tolist()))
             if missing:
                 examples = ", ".join(f"node_{m}" for m in missing[:5])
-                check.warning(child.path, f"{len(missing):,} of {len(refs):,} referenced child node(s) do not exist "
+                check.warning(child.path, f"{len(missing):,} of {count_noun(len(refs), 'referenced child node')} do not exist "
                                           f"(e.g. {examples}); search skips them", sampled)
         check.checked.append(f"lvl_{level} node_ids and embeddings: {len(ids):,} of {usable:,} usable nodes "
                              f"decoded{' (sampled)' if sampled else ''}")

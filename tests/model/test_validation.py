@@ -96,7 +96,7 @@ def test_crash_gap_and_wrong_dtype(two_clusters_copy: Path) -> None:
     report = check(two_clusters_copy)
     assert ("info/levels", "must be uint32, found int64") in messages(report, Severity.ERROR)
     warnings = messages(report, Severity.WARNING)
-    assert any(p == "info/next_item_id" and m.startswith("3 item id(s) reserved but never written")
+    assert any(p == "info/next_item_id" and m.startswith("3 item ids reserved but never written")
                for p, m in warnings)
 
 
@@ -105,7 +105,7 @@ def test_missing_child_and_root_mismatch(two_clusters_copy: Path) -> None:
     overwrite(two_clusters_copy, "index_root/embeddings", [[0, 0], [5, 5]], "float32")
     report = check(two_clusters_copy)
     warnings = messages(report, Severity.WARNING)
-    assert any(p == "lvl_2" and m.startswith("1 of 4 referenced child node(s) do not exist (e.g. node_1)")
+    assert any(p == "lvl_2" and m.startswith("1 of 4 referenced child nodes do not exist (e.g. node_1)")
                for p, m in warnings)
     assert any(p == "index_root/embeddings" and "row 1 differs from rep_embeddings[1]" in m for p, m in warnings)
 
