@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from PySide6.QtCore import (QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex,
-                            QSortFilterProxyModel, Qt, Signal)
+                            QSortFilterProxyModel, Qt, QTimer, Signal)
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -80,6 +80,20 @@ class TreeItem:
 def list_children(hierarchy: Hierarchy, path: str) -> tuple[Node, list[Node]]:
     """The node itself (re-read after a refresh) and its children, for the listing worker."""
     return hierarchy.node(path), hierarchy.children(path)
+
+
+class Listing:
+    """What the listing worker hands back: the rows are built off the GUI thread (4,000 TreeItems
+    take tens of milliseconds), so the GUI thread only links them in."""
+
+    __slots__ = ("node", "rows", "by_path", "wanted")
+
+    def __init__(self, hierarchy: Hierarchy, owner: TreeItem, path: str) -> None:
+        self.node, children = list_children(hierarchy, path)
+        self.rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
+                     for row, child in enumerate(children)]
+        self.by_path = {row.path: row for row in self.rows}
+        self.wanted = [child.path for child in children if needs_description(child)]
 
 
 def describe_nodes(hierarchy: Hierarchy, paths: list[str], *,
@@ -214,32 +228,34 @@ class HierarchyTreeModel(QAbstractItemModel):
         return self._runner.busy
 
     # -- Qt model interface -------------------------------------------------------------------
+    # index / parent / hasChildren run once per row on every layout and paint: one binding call each
+    # (an invalid index's internalPointer() is None), no isValid() round trip.
     def index(self, row: int, column: int, parent: _Index = QModelIndex()) -> QModelIndex:
-        children = (parent.internalPointer() if parent.isValid() else self._root).children
+        children = (parent.internalPointer() or self._root).children
         if 0 <= row < len(children) and 0 <= column < 2:
             return self.createIndex(row, column, children[row])
         return QModelIndex()
 
     def parent(self, index: _Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]
-        if not index.isValid():
-            return QModelIndex()
-        owner = index.internalPointer().parent
+        item = index.internalPointer()
+        owner = None if item is None else item.parent
         if owner is None or owner is self._root:
             return QModelIndex()
         return self.createIndex(owner.row, 0, owner)
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
-        if parent.isValid() and parent.column() != 0:
-            return 0
-        return len(self.item(parent).children)
+        item = parent.internalPointer()
+        if item is None:
+            return len(self._root.children)
+        return len(item.children) if parent.column() == 0 else 0
 
     def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
         return len(self.HEADERS)
 
     def hasChildren(self, parent: _Index = QModelIndex()) -> bool:  # noqa: N802
-        if not parent.isValid():
-            return bool(self._root.children)
         item = parent.internalPointer()
+        if item is None:
+            return bool(self._root.children)
         if item.children:
             return True
         return item.is_container and item.state is LoadState.UNLISTED
@@ -261,7 +277,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         hierarchy = self._hierarchy
         assert hierarchy is not None
         token = (self._generation, item.version)
-        self._runner.run(measured, hierarchy.store, list_children, hierarchy, item.path,
+        self._runner.run(measured, hierarchy.store, Listing, hierarchy, item, item.path,
                          on_result=partial(self._on_listed, item, token),
                          on_error=partial(self._on_list_failed, item, token), supersede=False)
 
@@ -300,24 +316,31 @@ class HierarchyTreeModel(QAbstractItemModel):
     def _on_listed(self, item: TreeItem, token: tuple[int, int], result: Measured) -> None:
         if self._stale(item, token):
             return
-        node, children = result.value
+        listing: Listing = result.value
+        node = listing.node
         index = self.createIndex(item.row, 0, item)
         if item.kind is not node.kind or item.error != node.error:
             item.set_kind(node.kind)
             item.error = node.error
             self.dataChanged.emit(index, index.siblingAtColumn(1))
-        self._show_children(item, index, [TreeItem(child.path, base_name(child.path), child.kind, item, row,
-                                                   error=child.error) for row, child in enumerate(children)])
-        for child in item.children:
-            self._by_path[child.path] = child
+        self._show_children(item, index, listing.rows)
+        self._by_path.update(listing.by_path)
+        if item.children:  # the first row may be the reused placeholder object
+            self._by_path[item.children[0].path] = item.children[0]
         item.state = LoadState.LISTED
-        self.listing_finished.emit(item.path, Measured(len(children), result.cost, result.seconds))
-        wanted = [child.path for child in children if needs_description(child)]
-        if wanted and self._hierarchy is not None:
-            self._runner.run(describe_nodes, self._hierarchy, wanted,
-                             on_result=partial(self._on_described, token),
-                             on_progress=partial(self._on_described, token), supersede=False)
+        self.listing_finished.emit(item.path, Measured(len(listing.rows), result.cost, result.seconds))
+        if listing.wanted and self._hierarchy is not None:
+            # Started on the next event-loop turn, after the view has laid out the new rows: a worker
+            # parsing metadata meanwhile would make each of the layout's per-row Python calls wait
+            # for the GIL.
+            QTimer.singleShot(0, self, partial(self._describe, item, token, listing.wanted))
         self._advance_reveal()
+
+    def _describe(self, item: TreeItem, token: tuple[int, int], paths: list[str]) -> None:
+        if token != (self._generation, item.version) or self._hierarchy is None:
+            return
+        self._runner.run(describe_nodes, self._hierarchy, paths, on_result=partial(self._on_described, token),
+                         on_progress=partial(self._on_described, token), supersede=False)
 
     def _on_list_failed(self, item: TreeItem, token: tuple[int, int], message: str) -> None:
         if self._stale(item, token):
