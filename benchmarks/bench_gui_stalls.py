@@ -177,6 +177,8 @@ def main() -> int:
     print(f"{'phase':58s} {'wall':>8s} {'longest stall':>14s} {'stalls >100ms':>14s}")
     for name, seconds, longest, over in results:
         print(f"{name:58s} {seconds * 1000:6.0f} ms {longest:11.0f} ms {over:14d}")
+    if hasattr(os, "getloadavg"):  # stalls grow with the machine's load: say what it was
+        print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     print("\nbaseline: the same model work on the GUI thread (the freeze without background workers)")
     for name, seconds in gui_thread_baseline(path):
         print(f"{name:58s} {seconds * 1000:6.0f} ms")
