@@ -333,7 +333,20 @@ def _unreadable(path: str, what: str, exc: Exception) -> Node:
     return Node(path, NodeKind.ERROR, None, error=f"{join_key(path, what) or what}: cannot read ({reason})")
 
 
+_KIND_OF_DOCUMENT: dict[bytes, NodeKind] = {}  # small documents seen before (sibling groups repeat)
+
+
 def _classify_v3(path: str, raw: bytes) -> Node:
+    known = _KIND_OF_DOCUMENT.get(raw)
+    if known is not None:
+        return Node(path, known, 3, raw=raw)
+    node = _classify_v3_document(path, raw)
+    if node.kind is not NodeKind.ERROR and len(raw) <= 256 and len(_KIND_OF_DOCUMENT) < 4096:
+        _KIND_OF_DOCUMENT[raw] = node.kind
+    return node
+
+
+def _classify_v3_document(path: str, raw: bytes) -> Node:
     first = raw.find(b'"node_type"')
     if first >= 0 and raw.find(b'"node_type"', first + 11) < 0:
         # The common case, one node_type field: decide without parsing the whole document.
