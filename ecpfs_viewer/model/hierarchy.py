@@ -373,14 +373,22 @@ def _classify_v2(path: str, raw: bytes, attrs: bytes | None, kind: NodeKind) -> 
     return Node(path, kind, 2, raw=raw, raw_attrs=attrs)
 
 
-def _document_error(path: str, raw: bytes, key: str) -> str:
-    where = join_key(path, key) or key
+def load_json_object(raw: bytes, where: str) -> dict[str, Any] | str:
+    """A stored metadata document as a dict, or the message saying why it is not one."""
     try:
         document = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         return f"{where}: not valid JSON ({exc})"
     if not isinstance(document, dict):
         return f"{where}: metadata must be a JSON object"
+    return document
+
+
+def _document_error(path: str, raw: bytes, key: str) -> str:
+    document = load_json_object(raw, join_key(path, key) or key)
+    if isinstance(document, str):
+        return document
+    where = join_key(path, key) or key
     node_type = document.get("node_type")
     if node_type is None:
         return f"{where}: no node_type field"
@@ -395,12 +403,9 @@ def parse_details(node: Node) -> NodeDetails:
         return NodeDetails(node, None, error=node.error or f"{node.path or '/'}: no metadata")
     key = node.metadata_key or "zarr.json"
     where = join_key(node.path, key) or key
-    try:
-        document = json.loads(node.raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return NodeDetails(node, None, error=f"{where}: not valid JSON ({exc})")
-    if not isinstance(document, dict):
-        return NodeDetails(node, None, error=f"{where}: metadata must be a JSON object")
+    document = load_json_object(node.raw, where)
+    if isinstance(document, str):
+        return NodeDetails(node, None, error=document)
     if node.kind is NodeKind.ERROR:
         return NodeDetails(node, document, error=node.error)
     attributes: dict[str, Any] = {}
