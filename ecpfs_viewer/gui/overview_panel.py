@@ -26,7 +26,7 @@ from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import (Finding, Generation, IndexSummary, LevelStats, ReferencedChildren, Severity,
-                                      format_age, level_stats, referenced_children, summarize)
+                                      format_age, referenced_children, shared_level_stats, summarize)
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.stores import count_noun
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
@@ -298,9 +298,9 @@ class LevelView:
 
 
 def compute_level_view(h: Hierarchy, level: int) -> LevelView:
-    """Summary and level statistics (metadata only), for the worker thread."""
+    """Summary and level statistics (metadata only, shared with validation), for the worker thread."""
     summary = summarize(h)
-    return LevelView(summary, level_stats(h, level, summary))
+    return LevelView(summary, shared_level_stats(h, level, summary))
 
 
 def _missing_children(h: Hierarchy, view: LevelView, *, progress: Any, cancel: Any) -> ReferencedChildren:
@@ -474,7 +474,7 @@ class IndexOverviewPanel(QWidget):
         self._last_progress = float("-inf")
         self._summary_runner.run(summarize, hierarchy, on_result=self._on_summary, on_error=self._on_failed)
         self._check_runner.run(validate, hierarchy, on_result=self._on_report, on_error=self._on_check_failed,
-                               on_progress=self._on_check_progress)
+                               on_progress=self._on_check_progress, heavy=True)
 
     def show_level(self, hierarchy: Hierarchy, level: int) -> None:
         """Node statistics of lvl_{level}, from metadata, in the background."""
@@ -483,7 +483,7 @@ class IndexOverviewPanel(QWidget):
         self.stack.setCurrentWidget(self.level_page)
         self.status.setText(f"Reading the metadata of lvl_{level} …")
         self._level_runner.run(compute_level_view, hierarchy, level, on_result=self._on_level,
-                               on_error=self._on_failed)
+                               on_error=self._on_failed, heavy=True)
 
     def summary_text(self) -> str:
         """The facts shown on the current page, as plain text (for tests and copying)."""
@@ -557,7 +557,7 @@ class IndexOverviewPanel(QWidget):
         self._refs_runner.run(_missing_children, self._hierarchy, view, on_result=self._on_refs,
                               on_error=lambda message: self.refs_label.setText(f"Failed: {message}"),
                               on_progress=lambda p: self.refs_label.setText(
-                                  f"Decoding the node_ids of {above}: {p[0]:,} of {p[1]:,} nodes …"))
+                                  f"Decoding the node_ids of {above}: {p[0]:,} of {p[1]:,} nodes …"), heavy=True)
 
     def _on_refs(self, refs: ReferencedChildren) -> None:
         self.refs_button.setEnabled(True)

@@ -24,13 +24,17 @@ from PySide6.QtWidgets import QApplication
 from ecpfs_viewer.gui.action_cost import Measured, measured
 from ecpfs_viewer.gui.icons import kind_icon
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, base_name, describe_exception
+from ecpfs_viewer.model.ecpfs import cached_level_stats, forget_level_stats
+from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, base_name, describe_exception, parent_path
 from ecpfs_viewer.model.stores import join_key
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 KIND_ROLE = Qt.ItemDataRole.UserRole + 2
 DETAIL_BATCH = 250
 _ECPFS_NODE_RE = re.compile(r"(^|/)lvl_\d+/node_\d+$")
+_LEVEL_PATH_RE = re.compile(r"^lvl_(\d+)$")  # a level of the index at the store's root
+_SHAPE_RE = re.compile(rb'"shape"\s*:\s*\[\s*(\d+)\s*[,\]]')
+_ARRAY_TYPE_RE = re.compile(rb'"node_type"\s*:\s*"array"')
 _Index = QModelIndex | QPersistentModelIndex
 # QTreeView calls index / hasChildren / flags (twice) for every row of an expanded group on each
 # full relayout: each is a C++ -> Python call that must take the GIL, so a 4,000-node level costs
@@ -101,17 +105,38 @@ def describe_nodes(hierarchy: Hierarchy, paths: list[str], *,
                    cancel: threading.Event) -> list[tuple[str, str, str | None]]:
     """Second-column text (and an error, if any) for each path, sent back in batches."""
     batch: list[tuple[str, str, str | None]] = []
+    known = _LevelRows(hierarchy)
     for path in paths:
         if cancel.is_set():
             return []
-        batch.append(describe_node(hierarchy, path))
+        batch.append(describe_node(hierarchy, path, known))
         if len(batch) >= DETAIL_BATCH:
             progress(batch)
             batch = []
     return batch
 
 
-def describe_node(hierarchy: Hierarchy, path: str) -> tuple[str, str, str | None]:
+class _LevelRows:
+    """Node rows from level statistics already computed for validation or the overview (shared)."""
+
+    def __init__(self, hierarchy: Hierarchy) -> None:
+        self.hierarchy = hierarchy
+        self._levels: dict[str, dict[int, int] | None] = {}
+
+    def rows(self, path: str) -> int | None:
+        level_path, _, name = path.rpartition("/")
+        if level_path not in self._levels:
+            match = _LEVEL_PATH_RE.match(level_path)
+            stats = cached_level_stats(self.hierarchy, int(match.group(1))) if match else None
+            self._levels[level_path] = None if stats is None else dict(zip(stats.node_ids.tolist(),
+                                                                           stats.sizes.tolist()))
+        sizes = self._levels[level_path]
+        if sizes is None or not name.startswith("node_") or not name[5:].isdigit():
+            return None
+        return sizes.get(int(name[5:]))
+
+
+def describe_node(hierarchy: Hierarchy, path: str, known: _LevelRows | None = None) -> tuple[str, str, str | None]:
     """(path, text, error): "8 x 2 float32" for arrays, "4 rows" for ecpfs nodes."""
     try:
         node = hierarchy.node(path)
@@ -121,7 +146,9 @@ def describe_node(hierarchy: Hierarchy, path: str) -> tuple[str, str, str | None
                 return path, "unreadable metadata", details.error or f"{path}: no array metadata"
             return path, f"{details.array.describe_shape()}  {details.array.dtype}", None
         if node.kind.is_container and _ECPFS_NODE_RE.search(path):
-            rows = _node_rows(hierarchy, join_key(path, "embeddings"))
+            rows = known.rows(path) if known is not None else None
+            if rows is None:
+                rows = _node_rows(hierarchy, join_key(path, "embeddings"))
             if rows is not None:
                 return path, f"{rows:,} row" + ("" if rows == 1 else "s"), None
         return path, "", None
@@ -130,14 +157,28 @@ def describe_node(hierarchy: Hierarchy, path: str) -> tuple[str, str, str | None
 
 
 def _node_rows(hierarchy: Hierarchy, path: str) -> int | None:
-    """Rows of an ecpfs node's embeddings from the stored shape (a plain JSON parse: thousands per level)."""
+    """Rows of an ecpfs node's embeddings from the stored shape (thousands per level: a plain JSON
+    parse, or a scan of the bytes when the document names one shape)."""
     from ecpfs_viewer.model.ecpfs import parse_array_meta
 
+    if not hierarchy.is_listed(parent_path(path)):  # the usual case: read the one document directly
+        raw = hierarchy.store.read(hierarchy.store.key(path, "zarr.json"))
+        rows = None if raw is None else _scan_rows(raw)
+        if rows is not None:
+            return rows
     node = hierarchy.node(path)
     if node.kind is not NodeKind.ARRAY or node.raw is None:
         return None
     meta = parse_array_meta(node.path, node.raw, node.zarr_format)
     return None if isinstance(meta, str) or not meta.shape else meta.rows
+
+
+def _scan_rows(raw: bytes) -> int | None:
+    """The first dimension of a Zarr v3 array document, when it unambiguously has one (else None)."""
+    if raw.count(b'"shape"') != 1 or raw.count(b'"node_type"') != 1 or not _ARRAY_TYPE_RE.search(raw):
+        return None
+    match = _SHAPE_RE.search(raw)
+    return None if match is None else int(match.group(1))
 
 
 def needs_description(node: Node) -> bool:
@@ -434,6 +475,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         if self._hierarchy is None or item is self._root or item.placeholder:
             return QModelIndex()
         self._hierarchy.refresh(item.path)
+        forget_level_stats(self._hierarchy, item.path)
         source = self.createIndex(item.row, 0, item)
         self._remove_children(item, source)
         item.version += 1

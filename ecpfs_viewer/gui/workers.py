@@ -19,14 +19,19 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 from ecpfs_viewer.model.hierarchy import describe_exception
 
 _POOL: QThreadPool | None = None
+# CPU-bound Python work (validation, level statistics, thousands of row counts) runs one job at a
+# time: every Python call Qt makes in the GUI thread (model index/data, paint overrides) must take
+# the GIL, and with several threads busy in Python the GUI thread waits behind all of them (stalls
+# of 200-300 ms). Waiting for this lock releases the GIL, so queued jobs cost nothing meanwhile.
+_HEAVY = threading.Lock()
 
 
 def thread_pool() -> QThreadPool:
-    """The application's one pool for store I/O (a few threads: I/O bound, GIL shared)."""
+    """The application's one pool (store I/O and the one-at-a-time heavy jobs; GIL shared)."""
     global _POOL
     if _POOL is None:
         _POOL = QThreadPool()
-        _POOL.setMaxThreadCount(4)
+        _POOL.setMaxThreadCount(6)  # heavy jobs waiting their turn must not starve I/O requests
     return _POOL
 
 
@@ -43,13 +48,20 @@ class _TaskSignals(QObject):
 
 class _Task(QRunnable):
     def __init__(self, request: int, fn: Callable[..., Any], args: tuple[Any, ...],
-                 signals: _TaskSignals, wants_progress: bool, cancel: threading.Event) -> None:
+                 signals: _TaskSignals, wants_progress: bool, cancel: threading.Event, heavy: bool) -> None:
         super().__init__()
         self.setAutoDelete(True)
         self.request, self.fn, self.args, self.signals = request, fn, args, signals
-        self.wants_progress, self.cancel = wants_progress, cancel
+        self.wants_progress, self.cancel, self.heavy = wants_progress, cancel, heavy
 
     def run(self) -> None:
+        if self.heavy:
+            with _HEAVY:
+                self._run()
+        else:
+            self._run()
+
+    def _run(self) -> None:
         started = time.perf_counter()
         try:
             if self.wants_progress:
@@ -82,8 +94,10 @@ class BackgroundRunner(QObject):
 
     def run(self, fn: Callable[..., Any], *args: Any, on_result: Callable[[Any], None],
             on_error: Callable[[str], None] | None = None, on_progress: Callable[[Any], None] | None = None,
-            supersede: bool = True) -> int:
-        """Start fn(*args) in the pool. With on_progress, fn is called with progress= and cancel=."""
+            supersede: bool = True, heavy: bool = False) -> int:
+        """Start fn(*args) in the pool. With on_progress, fn is called with progress= and cancel=.
+
+        heavy=True: fn is CPU-bound Python; it waits for the other heavy jobs to finish first."""
         self._next += 1
         request = self._next
         if supersede:
@@ -91,7 +105,7 @@ class BackgroundRunner(QObject):
         cancel = threading.Event()
         self._callbacks[request] = (on_result, on_error, on_progress, cancel)
         self.busy_changed.emit(True)
-        thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel))
+        thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy))
         return request
 
     def invalidate(self, keep_from: int | None = None) -> None:

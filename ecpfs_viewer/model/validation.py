@@ -26,7 +26,7 @@ from ecpfs_viewer.model.ecpfs import (
     MetadataReader,
     Severity,
     cap_findings,
-    level_stats,
+    shared_level_stats,
     summarize,
 )
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind, describe_exception
@@ -262,7 +262,7 @@ def _check_levels(check: _Check, reader: MetadataReader, summary: IndexSummary) 
             if level > 1:
                 check.warning(path, "missing level group; every node at this level is absent")
             continue
-        level_result = level_stats(check.h, level, summary)
+        level_result = shared_level_stats(check.h, level, summary)
         stats.append(level_result)
         check.findings += level_result.findings
     check.checked.append(f"metadata of all {sum(s.node_count for s in stats):,} nodes on {count_noun(len(stats), 'level')}")

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QTreeView
 
 from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy
 from ecpfs_viewer.gui.workers import thread_pool
+from ecpfs_viewer.model.ecpfs import cached_level_stats, shared_level_stats
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.stores import open_store
 
@@ -229,3 +230,47 @@ def test_reveal_lists_ancestors_and_reports_the_index(qtbot, model, two_clusters
     index = signal.args[0]
     assert index.data() == "item_ids"
     assert index.parent().data() == "node_3"
+
+
+def test_node_rows_come_from_shared_level_stats_without_reading_nodes(qtbot, model, two_clusters_path):
+    """Once validation or the overview computed a level's statistics, its rows cost no request."""
+    root = open_model(model, two_clusters_path)
+    hierarchy = model.hierarchy
+    stats = shared_level_stats(hierarchy, 2)
+    fetch(qtbot, model, root)
+    before = hierarchy.store.stats().requests
+    lvl_2 = model.index(3, 0, root)
+    fetch(qtbot, model, lvl_2)  # listed already by the statistics: no request either
+    qtbot.waitUntil(lambda: model.index(3, 1, lvl_2).data() == "2 rows", timeout=5000)
+    assert [model.index(r, 1, lvl_2).data() for r in range(4)] == [f"{n} rows" for n in stats.sizes.tolist()]
+    qtbot.waitUntil(lambda: not model.is_busy(), timeout=5000)
+    assert hierarchy.store.stats().requests == before  # no node or embeddings document read
+
+
+def test_node_rows_scan_only_unambiguous_documents(qtbot, model, tmp_path):
+    """Rows read by scanning the stored bytes agree with a full parse, even when attributes also
+    hold a "shape" or the document is not an array."""
+    root = tmp_path / "odd.zarr"
+    write_level(root, 3)
+    emb = root / "lvl_1" / "node_1" / "embeddings" / "zarr.json"
+    doc = json.loads(array_doc([5, 4]))
+    emb.write_text(json.dumps({"attributes": {"shape": [99], "node_type": "array"}, **doc}))
+    (root / "lvl_1" / "node_2" / "embeddings" / "zarr.json").write_text(GROUP)  # not an array: no rows
+    model_root = open_model(model, root)
+    fetch(qtbot, model, model_root)
+    level = model.index(0, 0, model_root)
+    fetch(qtbot, model, level)
+    qtbot.waitUntil(lambda: not model.is_busy(), timeout=5000)
+    assert [model.index(r, 1, level).data() for r in range(3)] == ["1 row", "5 rows", ""]
+
+
+def test_refreshing_a_node_drops_its_level_statistics(qtbot, model, two_clusters_copy):
+    root = open_model(model, two_clusters_copy)
+    hierarchy = model.hierarchy
+    fetch(qtbot, model, root)
+    lvl_2 = model.index(3, 0, root)
+    fetch(qtbot, model, lvl_2)
+    shared_level_stats(hierarchy, 1)
+    shared_level_stats(hierarchy, 2)
+    model.refresh(model.index(1, 0, lvl_2))
+    assert cached_level_stats(hierarchy, 2) is None and cached_level_stats(hierarchy, 1) is not None

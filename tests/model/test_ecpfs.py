@@ -12,11 +12,15 @@ import zarr
 from ecpfs_viewer.model.ecpfs import (
     Generation,
     Severity,
+    cached_level_stats,
     detect_index,
+    forget_level_stats,
     level_stats,
     referenced_children,
+    shared_level_stats,
     summarize,
 )
+from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.stores import open_store
 
@@ -250,3 +254,46 @@ def test_saved_queries(two_clusters_copy: Path) -> None:
     [q] = s.saved_queries
     assert (q.query_id, q.persisted_at, q.age_seconds) == ("3", 1000, 3600)
     assert (q.buffered_items, q.heap_entries, q.exclude_size) == (3, 1, 2)
+
+
+def test_shared_level_stats_computed_once_then_reused(two_clusters: Hierarchy) -> None:
+    """Validation, the level overview and the tree's row counts share one computation per level."""
+    assert cached_level_stats(two_clusters, 2) is None  # nothing computed yet, and asking computes nothing
+    summary = summarize(two_clusters)
+    reads = two_clusters.store.stats().requests
+    first = shared_level_stats(two_clusters, 2, summary)
+    assert first.sizes.tolist() == [2, 2, 2, 2]
+    after_first = two_clusters.store.stats().requests
+    assert after_first > reads
+    again = shared_level_stats(two_clusters, 2, summary)
+    assert again is first and cached_level_stats(two_clusters, 2) is first
+    assert two_clusters.store.stats().requests == after_first  # no node document read again
+    report = validate(two_clusters)
+    assert report.levels[-1] is first  # validation reused it
+
+
+def test_refresh_invalidates_shared_level_stats(two_clusters_copy: Path) -> None:
+    h = hierarchy(two_clusters_copy)
+    before = shared_level_stats(h, 2)
+    assert before.node_count == 4
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_3")
+    assert shared_level_stats(h, 2) is before  # cached: the store is not re-read until a refresh
+    h.refresh("lvl_2")
+    assert cached_level_stats(h, 2) is None
+    after = shared_level_stats(h, 2)
+    assert after.node_count == 3 and after.gap_ids == (3,)
+    h.refresh("")  # refreshing the whole store drops every level
+    assert cached_level_stats(h, 2) is None
+
+
+def test_forget_level_stats_after_refreshing_a_node(two_clusters_copy: Path) -> None:
+    h = hierarchy(two_clusters_copy)
+    one, two = shared_level_stats(h, 1), shared_level_stats(h, 2)
+    put(two_clusters_copy, "lvl_2/node_1/item_ids", [2, 3, 9], "uint32")
+    h.refresh("lvl_2/node_1")
+    forget_level_stats(h, "lvl_2/node_1")
+    assert cached_level_stats(h, 2) is None and cached_level_stats(h, 1) is one  # other levels kept
+    assert shared_level_stats(h, 2) is not two
+    assert any(f.path == "lvl_2/node_1" for f in shared_level_stats(h, 2).findings)
+    forget_level_stats(h)
+    assert cached_level_stats(h, 1) is None
