@@ -57,6 +57,9 @@ class _Task(QRunnable):
     def run(self) -> None:
         if self.heavy:
             with _HEAVY:
+                if self.cancel.is_set():  # superseded while waiting its turn (e.g. the user moved on)
+                    self.signals.error.emit(self.request, "cancelled before it started", "")
+                    return
                 self._run()
         else:
             self._run()

@@ -43,3 +43,25 @@ def test_superseded_heavy_result_is_dropped(qtbot):
     qtbot.waitUntil(lambda: not runner.busy, timeout=5000)
     assert results == ["new"]
     assert wait_for_workers()
+
+
+def test_heavy_job_superseded_while_waiting_never_runs(qtbot):
+    runner = BackgroundRunner()
+    started: list[str] = []
+    release = threading.Event()
+
+    def slow(name: str) -> str:
+        started.append(name)
+        release.wait(5)
+        return name
+
+    results: list[str] = []
+    runner.run(slow, "first", on_result=results.append, supersede=False, heavy=True)
+    qtbot.waitUntil(lambda: started == ["first"], timeout=5000)
+    runner.run(slow, "waiting", on_result=results.append, heavy=True)  # supersedes "first"
+    runner.run(slow, "latest", on_result=results.append, heavy=True)  # supersedes "waiting" before its turn
+    release.set()
+    qtbot.waitUntil(lambda: not runner.busy, timeout=5000)
+    assert started == ["first", "latest"]  # the superseded job was skipped, not computed for nothing
+    assert results == ["latest"]
+    assert wait_for_workers()
