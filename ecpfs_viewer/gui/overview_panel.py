@@ -482,8 +482,10 @@ class IndexOverviewPanel(QWidget):
         self._hierarchy = hierarchy
         self.stack.setCurrentWidget(self.level_page)
         self.status.setText(f"Reading the metadata of lvl_{level} …")
+        # Not a heavy job: validation computes every level's statistics first and shares them, so
+        # this is usually a lookup, and it must not wait for a whole (remote) validation to finish.
         self._level_runner.run(compute_level_view, hierarchy, level, on_result=self._on_level,
-                               on_error=self._on_failed, heavy=True)
+                               on_error=self._on_failed)
 
     def summary_text(self) -> str:
         """The facts shown on the current page, as plain text (for tests and copying)."""

@@ -19,10 +19,10 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 from ecpfs_viewer.model.hierarchy import describe_exception
 
 _POOL: QThreadPool | None = None
-# CPU-bound Python work (validation, level statistics, thousands of row counts) runs one job at a
-# time: every Python call Qt makes in the GUI thread (model index/data, paint overrides) must take
-# the GIL, and with several threads busy in Python the GUI thread waits behind all of them (stalls
-# of 200-300 ms). Waiting for this lock releases the GIL, so queued jobs cost nothing meanwhile.
+# Long CPU-bound Python jobs (validation, decoding a level's node_ids) run one at a time: every
+# Python call Qt makes in the GUI thread (model index/data, paint overrides) must take the GIL, and
+# with several threads busy in Python the GUI thread waits behind all of them (stalls of 200-300
+# ms). Waiting for this lock releases the GIL, so queued jobs cost nothing meanwhile.
 _HEAVY = threading.Lock()
 
 

@@ -167,3 +167,41 @@ def test_validation_progress_is_throttled(qtbot, panel: IndexOverviewPanel, monk
     assert panel.progress.value() == 60
     panel._on_check_progress(CheckProgress(100, 100, "Decoding leaves"))  # the last one is always shown
     assert panel.progress.value() == 100
+
+
+def test_level_page_reuses_the_statistics_validation_computed(qtbot, panel: IndexOverviewPanel,
+                                                              two_clusters_path: Path) -> None:
+    h = Hierarchy(open_store(two_clusters_path))
+    panel.show_index(h)
+    wait_idle(qtbot, panel)
+    leaves = panel.report.levels[-1]
+    panel.show_level(h, 2)
+    wait_idle(qtbot, panel)
+    assert panel.level_view.stats is leaves  # the same object: the 4 nodes' metadata was not parsed again
+    assert "Nodes: 4 of at most 4  (min(ns^2, R))" in panel.summary_text().splitlines()
+
+
+def test_level_page_does_not_wait_for_a_running_validation(qtbot, panel: IndexOverviewPanel,
+                                                           two_clusters_path: Path, monkeypatch) -> None:
+    import threading
+
+    from ecpfs_viewer.gui import overview_panel
+
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow_validate(h, *, progress, cancel):
+        started.set()
+        release.wait(10)  # a long (remote) validation holding its turn as the one heavy job
+        raise RuntimeError("not wanted")
+
+    monkeypatch.setattr(overview_panel, "validate", slow_validate)
+    h = Hierarchy(open_store(two_clusters_path))
+    panel.show_index(h)
+    qtbot.waitUntil(started.is_set, timeout=5000)
+    try:
+        panel.show_level(h, 2)
+        qtbot.waitUntil(lambda: panel.level_view is not None, timeout=5000)
+        assert panel.level_view.stats.node_count == 4
+    finally:
+        release.set()
