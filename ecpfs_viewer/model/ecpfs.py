@@ -675,7 +675,10 @@ def shared_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = 
 
 
 def cached_level_stats(h: Hierarchy, level: int) -> LevelStats | None:
-    """The shared statistics of a level if already computed and still valid (no I/O, no parsing)."""
+    """The shared statistics of a level if already computed and still valid (no I/O, no parsing).
+
+    While another thread computes statistics this waits for it (so a caller that would otherwise
+    parse the same documents itself gets the result instead of competing for the interpreter)."""
     with _SHARED_LOCK:
         cached = _SHARED.get(h, {}).get(level)
         return cached.stats if cached is not None and _still_valid(h, level, cached) else None
