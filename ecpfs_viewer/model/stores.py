@@ -381,21 +381,29 @@ def _open_directory(path: Path) -> OpenedStore:
         raise StoreOpenError(f"{path}: permission denied") from exc
     if not names:
         raise StoreOpenError(f"{path}: the folder is empty, not a Zarr store")
-    if not any(_looks_like_zarr(path / n) for n in names):
+    if not _holds_zarr_metadata(path, names, depth=2):
         raise StoreOpenError(f"{path}: not a Zarr store (no zarr.json, .zgroup or .zarray found)")
     store = LocalStore(path, read_only=True)
     return OpenedStore(store, label=str(path), kind="local", local_path=path.resolve())
 
 
-def _looks_like_zarr(entry: Path, depth: int = 0) -> bool:
-    """True when entry is Zarr metadata, or a directory with some within two levels."""
-    if entry.name in METADATA_KEYS:
+def _holds_zarr_metadata(directory: Path, names: list[str], depth: int) -> bool:
+    """True when directory, or a folder up to `depth` levels below it, holds Zarr metadata.
+
+    Looks at the folder's own names first, so an index root answers without listing lvl_N.
+    """
+    if any(name in METADATA_KEYS for name in names):
         return True
-    if entry.is_dir() and depth < 2:
-        try:
-            return any(_looks_like_zarr(entry / n, depth + 1) for n in os.listdir(entry))
-        except OSError:
-            return False
+    if depth == 0:
+        return False
+    for name in names:
+        child = directory / name
+        if child.is_dir():
+            try:
+                if _holds_zarr_metadata(child, os.listdir(child), depth - 1):
+                    return True
+            except OSError:
+                continue
     return False
 
 
