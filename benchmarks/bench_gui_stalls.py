@@ -121,7 +121,8 @@ def gui_thread_baseline(path: Path) -> list[tuple[str, float]]:
 
 def main() -> int:
     path = bench_index_path()
-    app_settings.use_settings_dir(tempfile.mkdtemp(prefix="ecpfs-bench-settings-"))
+    settings_dir = tempfile.TemporaryDirectory(prefix="ecpfs-bench-settings-")  # removed at exit
+    app_settings.use_settings_dir(settings_dir.name)
     ensure_application()
     meter = StallMeter()
     results = []

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, describe_exception, natural_key, writer_of
+from ecpfs_viewer.model.hierarchy import (Hierarchy, Node, NodeKind, describe_exception, load_json_object, natural_key,
+                                          writer_of)
 from ecpfs_viewer.model.sizing import STORED_DTYPES, fan_out
 from ecpfs_viewer.model.stores import count_noun
 
@@ -109,12 +110,9 @@ class ArrayMeta:
 def parse_array_meta(path: str, raw: bytes, zarr_format: int | None = 3) -> ArrayMeta | str:
     """ArrayMeta from a stored ``zarr.json`` (or v2 ``.zarray``); an error message otherwise."""
     where = f"{path}/{'zarr.json' if zarr_format != 2 else '.zarray'}"
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return f"{where}: not valid JSON ({exc})"
-    if not isinstance(doc, dict):
-        return f"{where}: metadata must be a JSON object"
+    doc = load_json_object(raw, where)
+    if isinstance(doc, str):
+        return doc
     try:
         shape = tuple(int(s) for s in doc["shape"])
         if zarr_format == 2:
