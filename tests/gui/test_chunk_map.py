@@ -46,13 +46,8 @@ def hierarchy(tmp_path: Path) -> Hierarchy:
 
 
 @pytest.fixture
-def chunk_map(qtbot) -> ChunkMapWidget:
-    widget = ChunkMapWidget()
-    qtbot.addWidget(widget)
-    widget.resize(640, 400)
-    widget.show()
-    qtbot.waitExposed(widget)
-    return widget
+def chunk_map(show) -> ChunkMapWidget:
+    return show(ChunkMapWidget(), 640, 400)
 
 
 def center(widget: ChunkMapWidget, index: tuple[int, ...]) -> QPoint:

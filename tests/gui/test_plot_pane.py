@@ -47,13 +47,8 @@ def hierarchy(store_path: Path) -> Hierarchy:
 
 
 @pytest.fixture
-def pane(qtbot) -> PlotPane:
-    widget = PlotPane()
-    qtbot.addWidget(widget)
-    widget.resize(900, 600)
-    widget.show()
-    qtbot.waitExposed(widget)
-    return widget
+def pane(show) -> PlotPane:
+    return show(PlotPane(), 900, 600)
 
 
 def settle(qtbot, pane: PlotPane) -> None:
