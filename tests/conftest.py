@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,3 +31,23 @@ def two_clusters_copy(tmp_path: Path) -> Path:
     target = tmp_path / "two_clusters.zarr"
     shutil.copytree(TWO_CLUSTERS, target)
     return target
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class name
+        pass
+
+
+@pytest.fixture
+def http_data_url() -> Iterator[str]:
+    """A loopback HTTP server on a free port serving tests/data (no Range support, like many servers)."""
+    handler = functools.partial(_QuietHandler, directory=str(DATA))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -109,20 +109,7 @@ def test_console_entry_point_runs_info(two_clusters_path: Path) -> None:
     assert out.returncode == 0 and out.stdout.startswith("Levels: 2\n")
 
 
-def test_info_over_http(capsys, two_clusters_path: Path) -> None:
-    import functools
-    import http.server
-    import threading
-
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(two_clusters_path))
-    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        code, out, err = run(capsys, "info", f"http://127.0.0.1:{server.server_port}/")
-    finally:
-        server.shutdown()
-        thread.join()
+def test_info_over_http(capsys, http_data_url: str) -> None:
+    code, out, err = run(capsys, "info", f"{http_data_url}/two_clusters.zarr/")
     assert code == 0, err
     assert "Total Representatives: 4" in out and "lvl_2 (leaves)" in out

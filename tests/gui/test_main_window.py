@@ -364,3 +364,24 @@ def test_closing_leaves_no_running_threads(qtbot, window, two_clusters_path):
     win.reveal_path("lvl_2/node_3/embeddings")  # work still in flight when the window closes
     win.close()
     assert thread_pool().activeThreadCount() == 0
+
+
+def test_open_url_dialog_opens_a_store_over_http(qtbot, window, http_data_url, monkeypatch):
+    """File > Open URL…: the URL typed in the dialog opens read-only over HTTP and browses like a folder."""
+    from ecpfs_viewer.gui import open_dialogs
+
+    url = f"{http_data_url}/two_clusters.zarr"
+
+    def accept_with_url(dialog) -> int:
+        dialog.url.setText(url)
+        return 1
+
+    monkeypatch.setattr(open_dialogs.OpenUrlDialog, "exec", accept_with_url)
+    win = window()
+    win.open_url_dialog()
+    qtbot.waitUntil(lambda: win.location == url and not win.is_busy(), timeout=10_000)
+    wait_idle(qtbot, win)
+    assert tree_names(win, "") == ["index_root", "info", "lvl_1", "lvl_2", "rep_embeddings", "rep_item_ids"]
+    expand(qtbot, win, "lvl_2")
+    assert tree_names(win, "lvl_2") == ["node_0", "node_1", "node_2", "node_3"]
+    assert app_settings.recent_locations()[0] == url

@@ -216,27 +216,6 @@ def test_sharded_arrays_in_zip_and_over_http(http_data_url: str) -> None:
         assert stats.n_present == expected.n_present == 15
 
 
-@pytest.fixture
-def http_data_url():
-    import functools
-    import http.server
-    import threading
-
-    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(DATA)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
-
-
 def test_one_listing_per_array(two_clusters_path: Path) -> None:
     h = hierarchy(two_clusters_path)
     h.details("lvl_2/node_1/embeddings")

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import builtins
-import functools
 import hashlib
-import http.server
 import os
 import shutil
-import threading
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -118,29 +114,9 @@ def test_zip_written_by_us_under_a_folder(tmp_path: Path, two_clusters_path: Pat
 
 
 # -- http ---------------------------------------------------------------------------------------------
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class name
-        pass
-
-
-@pytest.fixture
-def http_root() -> Iterator[str]:
-    """A loopback HTTP server on a free port serving tests/data (no Range support, like many servers)."""
-    handler = functools.partial(_QuietHandler, directory=str(DATA))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-
-
-def test_http_url_opens_lists_and_reads(http_root: str) -> None:
+def test_http_url_opens_lists_and_reads(http_data_url: str) -> None:
     pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
-    opened = open_store(f"{http_root}/two_clusters.zarr")
+    opened = open_store(f"{http_data_url}/two_clusters.zarr")
     assert opened.kind == "remote"
     h = Hierarchy(opened)
     assert h.read_scalar("info/metric") == "L2"
@@ -151,10 +127,10 @@ def test_http_url_opens_lists_and_reads(http_root: str) -> None:
     assert opened.stats().requests > 0 and opened.stats().bytes_read > 0
 
 
-def test_http_url_without_zarr_metadata_is_refused(http_root: str) -> None:
+def test_http_url_without_zarr_metadata_is_refused(http_data_url: str) -> None:
     pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
     with pytest.raises(StoreOpenError, match="no Zarr metadata"):
-        open_store(f"{http_root}/peer-data")
+        open_store(f"{http_data_url}/peer-data")
 
 
 @pytest.mark.parametrize("missing", ["fsspec", "aiohttp"])
