@@ -7,9 +7,11 @@ read is before it starts and where the kept axes begin (for plot axes).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass
+
 import numpy as np
 
 from ecpfs_viewer.model.errors import UserError
@@ -167,7 +169,9 @@ def read_subset(h: Hierarchy, path: str, text: str, max_elements: int = DEFAULT_
     try:
         data = h.read_array(path, selection)
     except ArrayReadError as exc:
-        raise SelectionError(str(exc)) from exc
+        bad = failing_chunks(h, path, details, selection)
+        where = f" (unreadable: {', '.join(bad)})" if bad else ""
+        raise SelectionError(f"{exc}{where}") from exc
     data = np.asarray(data)
     stored_dtype = details.dtype
     if base_name(path) in _WIDENED_NAMES and stored_dtype in _WIDENED_KINDS:
@@ -176,3 +180,28 @@ def read_subset(h: Hierarchy, path: str, text: str, max_elements: int = DEFAULT_
     return Subset(path=path, text=text, data=data, offsets=tuple(s.start for s in kept), elements=elements,
                   steps=tuple(s.step for s in kept), stored_dtype=stored_dtype)
 
+
+def failing_chunks(h: Hierarchy, path: str, details: ArrayDetails, selection: tuple[Index, ...],
+                   limit: int = 256) -> list[str]:
+    """The chunks of a failed read that cannot be decoded, by key, so a user knows which file is
+    damaged; reads the chunks the selection touches one by one (at most `limit` of them)."""
+    from ecpfs_viewer.model.chunks import chunk_key, key_encoding_of
+
+    ranges = []
+    for index, chunk in zip(selection, details.chunk_shape):
+        first, last = (index, index) if isinstance(index, int) else (index.start, max(index.start, index.stop - 1))
+        ranges.append(range(first // max(chunk, 1), last // max(chunk, 1) + 1))
+    if math.prod(len(r) for r in ranges) > limit:
+        return []
+    encoding, separator = key_encoding_of(details)
+    array = h.open_array(path)
+    bad = []
+    for chunk_index in itertools.product(*ranges):
+        block = tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in
+                      zip(chunk_index, details.chunk_shape, details.shape))
+        try:
+            array[block]
+        except Exception:  # any decoding failure marks the chunk; the caller reports the first error
+            name = chunk_key(chunk_index, encoding, separator)
+            bad.append(f"chunk {name}" if details.shard_shape is None else f"inner chunk {chunk_index}")
+    return bad

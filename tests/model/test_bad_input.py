@@ -15,6 +15,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ecpfs_viewer.model import stores
@@ -141,6 +142,7 @@ def test_truncated_or_corrupt_chunk(two_clusters_copy: Path, damage: str) -> Non
     with pytest.raises(SelectionError) as info:
         read_subset(h, "rep_embeddings", "")
     assert str(info.value).startswith("rep_embeddings: ")
+    assert str(info.value).endswith("(unreadable: chunk c/0/0)")
     assert chunk_stats(h, "rep_embeddings").n_present == 1  # statistics need no decoding
     assert read_subset(h, "rep_item_ids", "").data.tolist() == [0, 2, 4, 6]
 
@@ -154,3 +156,16 @@ def test_unknown_codec_in_a_chunk_read_names_the_path(two_clusters_copy: Path) -
     assert "zarrs.mystery" in h.details("rep_item_ids").error
     with pytest.raises(SelectionError, match="rep_item_ids/zarr.json: .*zarrs.mystery"):
         read_subset(h, "rep_item_ids", "")
+
+
+def test_a_corrupt_chunk_among_good_ones_is_named(tmp_path: Path) -> None:
+    import zarr
+
+    zarr.create_array(tmp_path / "s.zarr", shape=(40, 3), chunks=(10, 3), dtype="float32",
+                      compressors=[zarr.codecs.ZstdCodec(level=3)])[:] = np.arange(120, dtype=np.float32).reshape(40, 3) + 1
+    (tmp_path / "s.zarr/c/2/0").write_bytes(b"not zstd at all")
+    h = Hierarchy(open_store(tmp_path / "s.zarr"))
+    with pytest.raises(SelectionError) as info:
+        read_subset(h, "", "5:35, :")
+    assert str(info.value).endswith("(unreadable: chunk c/2/0)")
+    assert read_subset(h, "", "0:20, :").data[0].tolist() == [1.0, 2.0, 3.0]  # the good chunks still read
