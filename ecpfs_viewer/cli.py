@@ -34,17 +34,12 @@ def build_subcommand_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_text())
     subparsers = parser.add_subparsers(dest="command", required=True)
-    from ecpfs_viewer import cli_read
+    from ecpfs_viewer import cli_build, cli_read
 
     cli_read.add_info_parser(subparsers)
     cli_read.add_check_parser(subparsers)
-    try:
-        from ecpfs_viewer import cli_build
-    except ImportError:
-        cli_build = None  # type: ignore[assignment]
-    if cli_build is not None:
-        cli_build.add_build_parser(subparsers)
-        cli_build.add_search_parser(subparsers)
+    cli_build.add_build_parser(subparsers)
+    cli_build.add_search_parser(subparsers)
     return parser
 
 

@@ -19,6 +19,12 @@ TWO_CLUSTERS = DATA / "two_clusters.zarr"
 PEER_DATA = DATA / "peer-data"
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo index and other cached files go to a test folder, never the user's cache."""
+    monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path_factory.mktemp("cache")))
+
+
 @pytest.fixture
 def two_clusters_path() -> Path:
     """The upstream-built two_clusters index (read-only use: tests must not modify it)."""

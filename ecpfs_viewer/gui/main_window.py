@@ -21,11 +21,17 @@ from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMai
 from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.action_cost import Measured
 from ecpfs_viewer.gui.icons import standard_icon
+from ecpfs_viewer.gui.about_dialog import show_about
+from ecpfs_viewer.gui.build_dialog import BuildDialog
 from ecpfs_viewer.gui.metadata_panel import MessageBanner, MetadataPanel
 from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
+from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
+from ecpfs_viewer.gui.plot_pane import PlotPane
 from ecpfs_viewer.gui.start_page import StartPage
 from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy, TreeItem
 from ecpfs_viewer.gui.workers import BackgroundRunner
+from ecpfs_viewer.model.demo import ensure_demo_index
+from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.stores import is_url, open_store
 
@@ -39,20 +45,14 @@ class OpenedIndex:
 
     location: str
     hierarchy: Hierarchy
-    layout: Any  # model.ecpfs.IndexLayout, or None when that module is unavailable
+    layout: IndexLayout
 
 
 def open_hierarchy(location: str, storage_options: dict[str, Any] | None = None) -> OpenedIndex:
     """Open a store and probe its root and index layout (runs in a worker)."""
     hierarchy = Hierarchy(open_store(location, storage_options=storage_options))
     hierarchy.root()
-    try:
-        from ecpfs_viewer.model.ecpfs import detect_index
-    except ImportError:
-        layout = None
-    else:
-        layout = detect_index(hierarchy)
-    return OpenedIndex(location, hierarchy, layout)
+    return OpenedIndex(location, hierarchy, detect_index(hierarchy))
 
 
 def display_label(location: str) -> str:
@@ -165,18 +165,17 @@ class MainWindow(QMainWindow):
         self.metadata = MetadataPanel()
         self.metadata.action_measured.connect(self.report_action)
         self.metadata.chunk_preview_requested.connect(self._preview_chunk)
-        self.overview = _make_overview()
-        self.plot = _make_plot_pane()
+        self.overview = IndexOverviewPanel()
+        self.plot = PlotPane()
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        self.tabs.addTab(self.overview or _missing("The index overview is not available in this build."), "Overview")
+        self.tabs.addTab(self.overview, "Overview")
         self.tabs.addTab(self.metadata, "Metadata")
-        self.tabs.addTab(self.plot or _missing("The plot pane is not available in this build."), "Data")
+        self.tabs.addTab(self.plot, "Data")
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
         self.tabs.setCurrentIndex(self.TAB_METADATA)
         self.tabs.currentChanged.connect(self._on_tab_changed)
-        if self.overview is not None and hasattr(self.overview, "node_requested"):
-            self.overview.node_requested.connect(self.reveal_path)
+        self.overview.node_requested.connect(self.reveal_path)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left)
@@ -256,10 +255,7 @@ class MainWindow(QMainWindow):
 
     def is_busy(self) -> bool:
         """True while anything the window started is still running (for tests and benchmarks)."""
-        busy = self._open_runner.busy or self.tree_model.is_busy() or self.metadata.is_busy()
-        if self.plot is not None:
-            busy = busy or bool(getattr(self.plot, "busy", False))
-        return busy
+        return self._open_runner.busy or self.tree_model.is_busy() or self.metadata.is_busy() or self.plot.busy
 
     def show_start_page(self) -> None:
         self.stack.setCurrentWidget(self.start_page)
@@ -305,7 +301,7 @@ class MainWindow(QMainWindow):
         self._hierarchy = opened.hierarchy
         self._layout_info = opened.layout
         is_index = bool(opened.layout is not None and opened.layout.is_index)
-        self.tabs.setTabEnabled(self.TAB_OVERVIEW, is_index and self.overview is not None)
+        self.tabs.setTabEnabled(self.TAB_OVERVIEW, is_index)
         self.tree_model.set_hierarchy(opened.hierarchy, display_label(opened.location))
         cost = opened.hierarchy.store.stats()
         self.report_action(f"Opened {opened.location}", Measured(None, cost, self._open_runner.last_seconds))
@@ -333,10 +329,8 @@ class MainWindow(QMainWindow):
         self._pending_select = None
         self.tree_model.clear()
         self.metadata.clear()
-        if self.plot is not None:
-            self.plot.clear()
-        if self.overview is not None:
-            self.overview.clear()
+        self.plot.clear()
+        self.overview.clear()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
         if self._hierarchy is not None:
             self._hierarchy.store.close()
@@ -353,11 +347,6 @@ class MainWindow(QMainWindow):
 
     def open_demo(self) -> None:
         """Build the demo index on first use (in the background, with progress), then open it."""
-        try:
-            from ecpfs_viewer.model.demo import ensure_demo_index
-        except ImportError:
-            self.banner.show_message("The demo index is not available in this build.")
-            return
         self.progress.setRange(0, 0)
         self.progress.show()
         self.statusBar().showMessage("Preparing the demo index …")
@@ -382,11 +371,6 @@ class MainWindow(QMainWindow):
         self.banner.show_message(f"Could not build the demo index\n{message}")
 
     def open_build_dialog(self, input_path: str | None = None) -> None:
-        try:
-            from ecpfs_viewer.gui.build_dialog import BuildDialog
-        except ImportError:
-            self.banner.show_message("Building indexes is not available in this build.")
-            return
         dialog = BuildDialog(self, input_path=input_path)
         dialog.index_built.connect(self.open_location)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -394,15 +378,6 @@ class MainWindow(QMainWindow):
         dialog.show()
 
     def show_about(self) -> None:
-        try:
-            from ecpfs_viewer.gui.about_dialog import show_about
-        except ImportError:
-            from PySide6.QtWidgets import QMessageBox
-
-            from ecpfs_viewer import __version__
-
-            QMessageBox.about(self, "About ecpfs-viewer", f"ecpfs-viewer {__version__}")
-            return
         show_about(self)
 
     # -- recent -------------------------------------------------------------------------------
@@ -515,9 +490,8 @@ class MainWindow(QMainWindow):
         self.metadata.show_node(hierarchy, path)
         overview_shown = self._show_overview(hierarchy, path)
         if item.kind is NodeKind.ARRAY and not item.error:
-            if self.plot is not None:
-                self.plot.show_array(hierarchy, path)
-        elif self.plot is not None:
+            self.plot.show_array(hierarchy, path)
+        else:
             self.plot.clear()
         if overview_shown:
             self.tabs.setCurrentIndex(self.TAB_OVERVIEW)
@@ -527,7 +501,7 @@ class MainWindow(QMainWindow):
 
     def _show_overview(self, hierarchy: Hierarchy, path: str) -> bool:
         """Show the index overview for the root or an lvl_N group; False for other nodes."""
-        if self.overview is None or self._layout_info is None or not self._layout_info.is_index:
+        if self._layout_info is None or not self._layout_info.is_index:
             return False
         if path == "":
             self.overview.show_index(hierarchy)
@@ -542,7 +516,7 @@ class MainWindow(QMainWindow):
         pass  # panels load on selection; nothing is deferred to tab changes
 
     def _preview_chunk(self, path: str, text: str) -> None:
-        if self.plot is None or self._hierarchy is None:
+        if self._hierarchy is None:
             return
         self.plot.show_selection(self._hierarchy, path, text)
         self.tabs.setCurrentIndex(self.TAB_DATA)
@@ -662,26 +636,3 @@ class MainWindow(QMainWindow):
         self._drop_store()
         wait_for_workers()
         super().closeEvent(event)
-
-
-def _missing(text: str) -> QWidget:
-    label = QLabel(text)
-    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-    label.setWordWrap(True)
-    return label
-
-
-def _make_overview() -> Any:
-    try:
-        from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
-    except ImportError:
-        return None
-    return IndexOverviewPanel()
-
-
-def _make_plot_pane() -> Any:
-    try:
-        from ecpfs_viewer.gui.plot_pane import PlotPane
-    except ImportError:
-        return None
-    return PlotPane()

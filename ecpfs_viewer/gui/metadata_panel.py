@@ -17,9 +17,11 @@ from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPlainTex
                                QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
 from ecpfs_viewer.gui.action_cost import Measured, measured
+from ecpfs_viewer.gui.chunk_map import ChunkMapWidget
 from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.json_highlighter import JsonHighlighter
 from ecpfs_viewer.gui.workers import BackgroundRunner
+from ecpfs_viewer.model.chunks import chunk_stats
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeDetails, NodeKind
 from ecpfs_viewer.model.stores import format_bytes
 
@@ -202,12 +204,11 @@ class MetadataPanel(QWidget):
         self.chunk_label = QLabel("Select an array to see its chunks.")
         self.chunk_label.setWordWrap(True)
         self.chunk_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.chunk_map = _make_chunk_map()
+        self.chunk_map = ChunkMapWidget()
         self.chunk_stack = QStackedWidget()
         self.chunk_stack.addWidget(QWidget())
-        if self.chunk_map is not None:
-            self.chunk_stack.addWidget(self.chunk_map)
-            self.chunk_map.chunk_clicked.connect(self._on_chunk_clicked)
+        self.chunk_stack.addWidget(self.chunk_map)
+        self.chunk_map.chunk_clicked.connect(self._on_chunk_clicked)
         chunk_page = QWidget()
         chunk_layout = QVBoxLayout(chunk_page)
         chunk_layout.setContentsMargins(0, 4, 0, 0)
@@ -285,11 +286,6 @@ class MetadataPanel(QWidget):
             self._set_chunk_message("This node is not an array: it has no chunks." if not details.error
                                     else "No chunk map: the metadata could not be read.")
             return
-        try:
-            from ecpfs_viewer.model.chunks import chunk_stats
-        except ImportError:
-            self._set_chunk_message("Chunk statistics are not available in this build.")
-            return
         assert self._hierarchy is not None and self._path is not None
         self._set_chunk_message("Listing chunks…")
         self._stats_runner.run(measured, self._hierarchy.store, chunk_stats, self._hierarchy, self._path,
@@ -306,9 +302,8 @@ class MetadataPanel(QWidget):
         self._render_summary()
         self.chunk_label.setText("Hover a cell for its key, rows and stored bytes; click it to preview that "
                                  "chunk in the Data tab.")
-        if self.chunk_map is not None:
-            self.chunk_map.set_stats(stats)
-            self.chunk_stack.setCurrentWidget(self.chunk_map)
+        self.chunk_map.set_stats(stats)
+        self.chunk_stack.setCurrentWidget(self.chunk_map)
 
     def _on_stats_failed(self, message: str) -> None:
         self._stats_error = message
@@ -333,15 +328,5 @@ class MetadataPanel(QWidget):
 
     def _set_chunk_message(self, text: str) -> None:
         self.chunk_label.setText(text)
-        if self.chunk_map is not None:
-            self.chunk_map.set_stats(None)
+        self.chunk_map.set_stats(None)
         self.chunk_stack.setCurrentIndex(0)
-
-
-def _make_chunk_map() -> QWidget | None:
-    """The plots helper's ChunkMapWidget, or None while it is not part of the build."""
-    try:
-        from ecpfs_viewer.gui.chunk_map import ChunkMapWidget
-    except ImportError:
-        return None
-    return ChunkMapWidget()

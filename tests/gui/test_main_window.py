@@ -342,7 +342,7 @@ def test_layout_is_remembered(qtbot, window, two_clusters_path):
 
 
 def test_demo_action_opens_what_the_demo_builder_returns(qtbot, window, two_clusters_path, monkeypatch):
-    import ecpfs_viewer.model.demo as demo
+    import ecpfs_viewer.gui.main_window as main_window
 
     calls = []
 
@@ -350,7 +350,7 @@ def test_demo_action_opens_what_the_demo_builder_returns(qtbot, window, two_clus
         calls.append(progress is not None and cancel is not None)
         return two_clusters_path
 
-    monkeypatch.setattr(demo, "ensure_demo_index", fake_demo)
+    monkeypatch.setattr(main_window, "ensure_demo_index", fake_demo)
     win = window()
     qtbot.mouseClick(win.start_page.buttons["demo"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: win.location == str(two_clusters_path), timeout=5000)
