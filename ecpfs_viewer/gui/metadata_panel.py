@@ -22,7 +22,7 @@ from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.json_highlighter import JsonHighlighter
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.chunks import chunk_stats
-from ecpfs_viewer.model.hierarchy import Hierarchy, NodeDetails, NodeKind
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeDetails, NodeKind, format_shape
 from ecpfs_viewer.model.stores import format_bytes
 
 
@@ -72,7 +72,7 @@ def _compact(value: Any, limit: int = 300) -> str:
 def _shape(shape: tuple[int, ...] | None) -> str:
     if shape is None:
         return "—"
-    return "scalar ()" if not shape else " x ".join(f"{s:,}" for s in shape)
+    return format_shape(shape)
 
 
 def describe_codecs(codecs: list[dict[str, Any]]) -> list[str]:

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLin
 
 from ecpfs_viewer.gui.colormaps import colormap, plot_colors, style_plot
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.hierarchy import Hierarchy, format_shape
 from ecpfs_viewer.model.subset import SelectionError, Subset, default_selection, read_subset
 
 DEFAULT_MAX_ELEMENTS = 4_000_000
@@ -76,7 +76,7 @@ def plot_data(subset: Subset) -> PlotData:
         values, note = np.abs(data), "complex values: showing the magnitude"
     else:
         values = None
-    shape_text = " x ".join(str(s) for s in data.shape) or "scalar"
+    shape_text = format_shape(data.shape)
     dtype_text = "string" if data.dtype.kind in "UTO" else str(data.dtype)
     if values is None or data.ndim == 0:
         view = "value" if data.ndim == 0 else "table"

@@ -50,6 +50,11 @@ def natural_key(name: str) -> tuple[Any, ...]:
     return tuple(int(part) if part.isdigit() else part.lower() for part in _NATURAL_RE.split(name))
 
 
+def format_shape(shape: tuple[int, ...]) -> str:
+    """'4,000 x 64', or 'scalar' for a rank-0 array: the one way shapes are written for users."""
+    return " x ".join(f"{s:,}" for s in shape) if shape else "scalar"
+
+
 def parent_path(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
@@ -110,7 +115,7 @@ class ArrayDetails:
         return None if self.itemsize is None else self.size * self.itemsize
 
     def describe_shape(self) -> str:
-        return "scalar" if not self.shape else " x ".join(str(s) for s in self.shape)
+        return format_shape(self.shape)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def test_raw_document_pretty_and_exactly_as_stored(qtbot, two_clusters_path):
     panel.pretty.setChecked(False)
     assert panel.raw.toPlainText() == stored
     text = panel.summary.toPlainText()
-    assert "Data type\nstring" in text and "vlen-utf8" in text and "Shape\nscalar ()" in text
+    assert "Data type\nstring" in text and "vlen-utf8" in text and "Shape\nscalar" in text
     assert panel.tabs.currentIndex() == 0  # arrays open on the chunk map
 
 

@@ -225,3 +225,10 @@ def test_unreadable_metadata_is_an_error_row_and_siblings_load(two_clusters_copy
     assert children["node_1"].kind is NodeKind.ERROR
     assert "lvl_2/node_1/zarr.json: cannot read (Permission denied)" in children["node_1"].error
     assert [children[f"node_{i}"].kind for i in (0, 2, 3)] == [NodeKind.GROUP] * 3
+
+
+def test_shapes_are_written_one_way() -> None:
+    from ecpfs_viewer.model.hierarchy import format_shape
+
+    assert format_shape((4000, 64)) == "4,000 x 64"
+    assert format_shape(()) == "scalar"
