@@ -14,7 +14,7 @@ from typing import Any
 
 from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, format_age, level_stats, summarize
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.stores import StoreOpenError, open_store
+from ecpfs_viewer.model.stores import StoreOpenError, format_value, open_store
 from ecpfs_viewer.model.validation import ValidationReport, validate
 
 EXIT_OK, EXIT_ERRORS, EXIT_CANNOT_OPEN = 0, 1, 2
@@ -101,15 +101,7 @@ def info_dict(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> dict[
 
 
 def _text(value: Any, absent: str = "-") -> str:
-    if value is None:
-        return absent
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"{value}"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return format_value(value, absent)
 
 
 def format_info(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> str:

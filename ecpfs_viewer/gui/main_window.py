@@ -174,7 +174,6 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.plot, "Data")
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
         self.tabs.setCurrentIndex(self.TAB_METADATA)
-        self.tabs.currentChanged.connect(self._on_tab_changed)
         self.overview.node_requested.connect(self.reveal_path)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -511,9 +510,6 @@ class MainWindow(QMainWindow):
             self.overview.show_level(hierarchy, int(match.group(1)))
             return True
         return False
-
-    def _on_tab_changed(self, _index: int) -> None:
-        pass  # panels load on selection; nothing is deferred to tab changes
 
     def _preview_chunk(self, path: str, text: str) -> None:
         if self._hierarchy is None:

@@ -28,7 +28,7 @@ from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import (Finding, Generation, IndexSummary, LevelStats, ReferencedChildren, Severity,
                                       format_age, referenced_children, shared_level_stats, summarize)
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.stores import count_noun
+from ecpfs_viewer.model.stores import count_noun, format_value
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
 
 PROGRESS_INTERVAL_S = 0.1  # shortest time between two shown validation progress updates
@@ -38,15 +38,7 @@ PATH_ROLE = Qt.ItemDataRole.UserRole
 
 
 def _num(value: Any, absent: str = "—") -> str:
-    if value is None:
-        return absent
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.4g}"
-    return str(value)
+    return format_value(value, absent, grouped=True)
 
 
 

@@ -335,6 +335,20 @@ def count_noun(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
+def format_value(value: Any, absent: str = "-", grouped: bool = False) -> str:
+    """A summary value as text: true/false for bools, 4 significant digits for floats, `absent`
+    for None; grouped=True writes 200,000 (the GUI), False writes 200000 (the CLI, like `ecp info`)."""
+    if value is None:
+        return absent
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value:,}" if grouped else f"{value}"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if grouped else f"{value:.4g}"
+    return str(value)
+
+
 def format_bytes(n: float) -> str:
     """Human-readable byte count (1 KiB = 1024 B)."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
