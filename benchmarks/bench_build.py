@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecpfs_viewer.model.build import BuildParams, build_index  # noqa: E402
+from ecpfs_viewer.model.build import BuildParams, build_index
 
 
 def clustered(rows: int, dim: int, seed: int, centers: int = 2000) -> np.ndarray:
@@ -40,7 +40,7 @@ def clustered(rows: int, dim: int, seed: int, centers: int = 2000) -> np.ndarray
 
 
 def load() -> str:
-    return "load %.2f" % os.getloadavg()[0]
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def zarr_python_baseline(out: Path, dim: int, rows_per_node: int, chunk_rows: int, nodes: int,
@@ -132,7 +132,7 @@ def bench_big(workdir: Path, gb: float = 1.5, dim: int = 128) -> None:
     # ru_maxrss of a forked child can carry the parent's high-water mark across exec (the
     # parent just wrote 1.5 GB), so /usr/bin/time -v measures the child when available.
     timer = ["/usr/bin/time", "-v"] if os.path.exists("/usr/bin/time") else []
-    proc = subprocess.run(timer + [sys.executable, "-c", code], capture_output=True, text=True)
+    proc = subprocess.run([*timer, sys.executable, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
         print(proc.stderr)
         return

@@ -21,15 +21,15 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+from _bench_index import bench_index_path
+from PySide6.QtCore import QEventLoop, QTimer
 
-from _bench_index import bench_index_path  # noqa: E402
-from ecpfs_viewer.gui import settings as app_settings  # noqa: E402
-from ecpfs_viewer.gui.app import create_main_window, ensure_application  # noqa: E402
-from ecpfs_viewer.gui.main_window import MainWindow  # noqa: E402
-from ecpfs_viewer.gui.tree_model import LoadState, describe_node  # noqa: E402
-from ecpfs_viewer.model.hierarchy import Hierarchy  # noqa: E402
-from ecpfs_viewer.model.stores import open_store  # noqa: E402
+from ecpfs_viewer.gui import settings as app_settings
+from ecpfs_viewer.gui.app import create_main_window, ensure_application
+from ecpfs_viewer.gui.main_window import MainWindow
+from ecpfs_viewer.gui.tree_model import LoadState, describe_node
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.stores import open_store
 
 TICK_MS = 10
 STALL_LIMIT_MS = 100
@@ -163,7 +163,7 @@ def main() -> int:
 
     def preview() -> None:
         window.tabs.setCurrentIndex(window.TAB_DATA)
-        for node in picks[:10] + ["rep_embeddings", "index_root/embeddings"]:
+        for node in [*picks[:10], "rep_embeddings", "index_root/embeddings"]:
             target = f"{node}/embeddings" if node.startswith("lvl_") else node
             window.reveal_path(target)
             wait_until(lambda t=target: window.current_item() is not None and window.current_item().path == t

@@ -20,13 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import zarr  # noqa: E402
+import zarr
+from _bench_index import bench_index_path
 
-from _bench_index import bench_index_path  # noqa: E402
-from ecpfs_viewer.model.chunks import chunk_stats  # noqa: E402
-from ecpfs_viewer.model.hierarchy import Hierarchy  # noqa: E402
-from ecpfs_viewer.model.stores import open_store  # noqa: E402
-from ecpfs_viewer.model.subset import default_selection, read_subset  # noqa: E402
+from ecpfs_viewer.model.chunks import chunk_stats
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.subset import default_selection, read_subset
 
 NODE = "lvl_3/node_1000/embeddings"
 
@@ -120,7 +120,7 @@ def main() -> None:
     if args.skip_slow:
         base = None
     else:
-        base, members = median_ms(lambda: len(list(zarr.open_group(index, mode="r").members(max_depth=None))), 1)
+        base, _members = median_ms(lambda: len(list(zarr.open_group(index, mode="r").members(max_depth=None))), 1)
     row(f"walk the whole index ({count:,} nodes)", ours, "-", "zarr members(max_depth=None)", base)
 
 

@@ -24,10 +24,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_build import clustered  # noqa: E402
+from bench_build import clustered
 
-from ecpfs_viewer.model.build import BuildParams, build_index  # noqa: E402
-from ecpfs_viewer.model.search import IndexReader, SearchParams, recall_at_k  # noqa: E402
+from ecpfs_viewer.model.build import BuildParams, build_index
+from ecpfs_viewer.model.search import IndexReader, SearchParams, recall_at_k
 
 
 def main() -> None:

@@ -145,7 +145,7 @@ def _info_text(path: Path) -> str | None:
         h = Hierarchy(open_store(str(path)))
         summary = summarize(h)
         return format_info(summary, collect_level_stats(h, summary))
-    except Exception:  # noqa: BLE001 - the summary is a courtesy; the build succeeded
+    except Exception:
         return None
 
 
@@ -206,7 +206,7 @@ def run_search(args: argparse.Namespace) -> int:
         reader = IndexReader(args.index)
     except (FileNotFoundError, ValueError, OSError) as exc:
         return _err(f"{args.index}: cannot open index ({exc})")
-    except Exception as exc:  # noqa: BLE001 - a corrupt store raises zarr's own errors
+    except Exception as exc:
         return _err(f"{args.index}: cannot open index ({type(exc).__name__}: {exc})")
     try:
         queries = _load_queries(args.query_file) if args.query_file else None
@@ -218,7 +218,7 @@ def run_search(args: argparse.Namespace) -> int:
                 rows = rng.choice(len(queries), size=min(args.recall, len(queries)), replace=False)
                 sample = np.asarray(queries[np.sort(rows)], dtype=np.float32)
             else:
-                vecs, _, _ = reader._load_all()  # noqa: SLF001 - stored vectors as queries
+                vecs, _, _ = reader._load_all()
                 rows = rng.choice(len(vecs), size=min(args.recall, len(vecs)), replace=False)
                 sample = vecs[rows]
             t = time.perf_counter()

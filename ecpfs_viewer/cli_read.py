@@ -12,9 +12,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, format_age, level_stats, summarize
+from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_stats, summarize
+from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.stores import StoreOpenError, format_value, open_store
+from ecpfs_viewer.model.stores import StoreOpenError, open_store
 from ecpfs_viewer.model.validation import ValidationReport, validate
 
 EXIT_OK, EXIT_ERRORS, EXIT_CANNOT_OPEN = 0, 1, 2

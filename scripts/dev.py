@@ -3,7 +3,9 @@
 
 Needs only python3 (>= 3.11). Usage:
     python3 scripts/dev.py run [ecpfs-viewer arguments]   # GUI on the demo index by default
-    python3 scripts/dev.py test [pytest arguments]        # the whole test suite
+    python3 scripts/dev.py test                           # lint, types, import contract, all tests
+    python3 scripts/dev.py test [pytest arguments]        # only the tests named (no static checks)
+    python3 scripts/dev.py check                          # only the static checks
 The environment lives in .venv/ beside this checkout and is refreshed whenever
 pyproject.toml changes.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import venv
@@ -41,8 +44,37 @@ def ensure_environment() -> Path:
     return venv_python()
 
 
+def static_checks(python: Path) -> int:
+    """ruff, the import contracts and mypy (strict on the model), stopping at the first failure."""
+    bin_dir = python.parent
+    steps = [
+        ("ruff", [str(python), "-m", "ruff", "check", "."]),
+        ("import contracts", [str(bin_dir / "lint-imports")]),
+        ("mypy", [str(python), "-m", "mypy"]),
+    ]
+    for name, command in steps:
+        print(f"== {name}", flush=True)
+        code = subprocess.call(command, cwd=ROOT)
+        if code:
+            print(f"== {name} failed (exit {code})", flush=True)
+            return code
+    return 0
+
+
+def run_forwarding_signals(command: list[str]) -> int:
+    """Run a child and pass SIGTERM/SIGINT on to it, so killing dev.py also ends the GUI."""
+    child = subprocess.Popen(command, cwd=ROOT)
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, forward)
+    return child.wait()
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"run", "test", "setup"}:
+    if not argv or argv[0] not in {"run", "test", "check", "setup"}:
         print(__doc__)
         return 2
     python = ensure_environment()
@@ -51,7 +83,11 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "run":
         args = rest or ["--demo"]
-        return subprocess.call([str(python), "-m", "ecpfs_viewer", *args], cwd=ROOT)
+        return run_forwarding_signals([str(python), "-m", "ecpfs_viewer", *args])
+    if command == "check" or not rest:
+        code = static_checks(python)
+        if code or command == "check":
+            return code
     return subprocess.call([str(python), "-m", "pytest", *rest], cwd=ROOT)
 
 

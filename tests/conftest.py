@@ -40,7 +40,7 @@ def two_clusters_copy(tmp_path: Path) -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

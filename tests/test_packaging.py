@@ -54,7 +54,10 @@ def test_wheel_contains_resources_and_entry_point(wheel):
         names = set(zf.namelist())
         for resource in RESOURCES_IN_WHEEL:
             assert f"ecpfs_viewer/resources/{resource}" in names
-        assert zf.getinfo("ecpfs_viewer/resources/digits.csv.gz").file_size == (ROOT / "resources/digits.csv.gz").stat().st_size
+        assert (
+            zf.getinfo("ecpfs_viewer/resources/digits.csv.gz").file_size
+            == (ROOT / "resources/digits.csv.gz").stat().st_size
+        )
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         parser = configparser.ConfigParser()
         parser.read_string(zf.read(entry_points).decode())
@@ -67,11 +70,14 @@ def test_installed_wheel_loads_the_demo_data_from_its_own_files(wheel, tmp_path)
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(target)
-    code = ("import ecpfs_viewer.resources as r; from ecpfs_viewer.model.demo import load_demo_vectors; "
-            "v = load_demo_vectors(); print(r.__file__); print(v.shape, v.dtype)")
+    code = (
+        "import ecpfs_viewer.resources as r; from ecpfs_viewer.model.demo import load_demo_vectors; "
+        "v = load_demo_vectors(); print(r.__file__); print(v.shape, v.dtype)"
+    )
     env = {**os.environ, "PYTHONPATH": str(target)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     where, shape = done.stdout.splitlines()
     assert Path(where).is_relative_to(target)

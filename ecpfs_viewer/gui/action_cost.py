@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ecpfs_viewer.model.stores import IOStats, OpenedStore, count_noun, format_bytes
+from ecpfs_viewer.model.formatting import count_noun, format_bytes
+from ecpfs_viewer.model.stores import IOStats, OpenedStore
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from ecpfs_viewer.gui.settings import settings
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model import sizing
 from ecpfs_viewer.model.build import BuildParams, BuildPreview, BuildProgress, BuildResult, build_index, preview_build
-from ecpfs_viewer.model.stores import format_bytes
+from ecpfs_viewer.model.formatting import format_bytes
 
 PREVIEW_DELAY_MS = 150
 _SETTINGS_GROUP = "build_dialog"
@@ -116,7 +116,7 @@ class _PhaseRow:
 
     def show(self, done: int, total: int, message: str) -> None:
         fraction = done / total if total > 0 else 1.0
-        self.bar.setValue(int(round(1000 * min(1.0, fraction))))
+        self.bar.setValue(round(1000 * min(1.0, fraction)))
         detail = f"  {message}" if message else ""
         self.bar.setFormat(f"{done:,} / {total:,}{detail}")
 

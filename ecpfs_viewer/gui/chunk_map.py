@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolTip, QVBoxL
 
 from ecpfs_viewer.gui.colormaps import MISSING_HATCH_RGB, MISSING_RGB, lookup_table
 from ecpfs_viewer.model.chunks import ChunkStats
-from ecpfs_viewer.model.stores import count_noun, format_bytes
+from ecpfs_viewer.model.formatting import count_noun, format_bytes
 
 MAX_CELL_PX = 160  # cells never grow larger than this, however few there are
 MIN_SLIVER_PX = 3  # the used part of a partial cell is never thinner than this (when the cell allows)
@@ -44,7 +44,7 @@ def unused_tint(chunk_rgb: np.ndarray | tuple[int, int, int], palette: QPalette)
     text = np.asarray(_rgb(palette.color(QPalette.ColorRole.Text)), dtype=np.float64)
     ground = base * 0.85 + text * 0.15  # a step away from the background, toward the text
     mixed = np.asarray(chunk_rgb, dtype=np.float64) * UNUSED_TINT + ground * (1 - UNUSED_TINT)
-    return tuple(int(round(v)) for v in mixed)  # type: ignore[return-value]
+    return tuple(round(v) for v in mixed)  # type: ignore[return-value]
 
 
 
@@ -87,7 +87,7 @@ class _Grid:
                 return None
             return (linear,) + (0,) * (self.ndim - 1)
         rest = np.unravel_index(col, self.grid_shape[1:])
-        return (row,) + tuple(int(i) for i in rest)
+        return (row, *tuple(int(i) for i in rest))
 
     def position_of(self, index: tuple[int, ...]) -> tuple[int, int]:
         """The display (row, col) of a chunk index."""
@@ -113,14 +113,14 @@ class _ChunkCanvas(QWidget):
         self.cell_px = 1.0  # on-screen size of one cell (may be < 1 when the grid is larger than the canvas)
         self.target = QRect()
 
-    def sizeHint(self) -> QSize:  # noqa: N802  (Qt override)
+    def sizeHint(self) -> QSize:
         return QSize(360, 180)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802, ANN001
+    def resizeEvent(self, event) -> None:
         self._owner._render()
         super().resizeEvent(event)
 
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
+    def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         if self.image is None:
             painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
@@ -185,7 +185,7 @@ class _ChunkCanvas(QWidget):
             return True
         return super().event(event)
 
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         if event.button() == Qt.MouseButton.LeftButton:
             index = self.index_at(event.position().toPoint())
             if index is not None:
@@ -364,7 +364,7 @@ class ChunkMapWidget(QWidget):
         if stats is None or stats.shard_shape is None or grid.wrapped or len(stats.grid_shape) != 2:
             return
         text = _rgb(self.canvas.palette().color(QPalette.ColorRole.Text))
-        rows_per, cols_per = (max(1, s // c) for s, c in zip(stats.shard_shape, stats.chunk_shape))
+        rows_per, cols_per = (max(1, s // c) for s, c in zip(stats.shard_shape, stats.chunk_shape, strict=False))
         if rows_per < grid.rows:
             pixels[rows_per * px - 1::rows_per * px, :, :] = text
         if cols_per < grid.cols:
@@ -395,11 +395,8 @@ class ChunkMapWidget(QWidget):
         if fraction >= 1.0:
             return 0
         inner = px - 1 if px >= 5 else px
-        used = int(round(fraction * inner))
-        if inner > 1:
-            used = min(inner - 1, max(used, min(MIN_SLIVER_PX, inner // 4), 1))
-        else:
-            used = inner
+        used = round(fraction * inner)
+        used = min(inner - 1, max(used, min(MIN_SLIVER_PX, inner // 4), 1)) if inner > 1 else inner
         self._used_px = used
         palette = self.canvas.palette()
         label = f"{stop - start:,} / {chunk_rows:,} rows used"
@@ -464,7 +461,7 @@ class ChunkMapWidget(QWidget):
         elif len(grid) == 1 and stats.n_chunks > 1:
             parts.append(f"grid {grid[0]:,}" + self._wrap_note())
         if stats.shard_shape is not None:
-            per_shard = math.prod(max(1, s // c) for s, c in zip(stats.shard_shape, stats.chunk_shape))
+            per_shard = math.prod(max(1, s // c) for s, c in zip(stats.shard_shape, stats.chunk_shape, strict=False))
             parts.append(f"sharded: {per_shard:,} inner chunks per shard"
                          + (" (lines mark shard edges)" if len(grid) == 2 else ""))
         if stats.underfill is not None:
@@ -476,7 +473,7 @@ class ChunkMapWidget(QWidget):
         grid = self._grid
         return ", wrapped into rows (read left to right)" if grid is not None and grid.wrapped and grid.rows > 1 else ""
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+    def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:
             self._render()
             self._update_legend()

@@ -50,14 +50,14 @@ class JsonHighlighter(QSyntaxHighlighter):
         self._formats = {"key": key, "string": string, "number": number, "literal": literal}
         self.rehighlight()
 
-    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
+    def highlightBlock(self, text: str) -> None:
         for match in _TOKEN.finditer(text):
             token = match.group(0)
             if token.startswith('"'):
                 kind = "key" if match.group("key") else "string"
                 end = match.start() + len(token.rstrip().rstrip(":").rstrip()) if kind == "key" else match.end()
                 self.setFormat(match.start(), end - match.start(), self._formats[kind])
-            elif token[0].isdigit() or token[0] == "-" and token[1:2].isdigit():
+            elif token[0].isdigit() or (token[0] == "-" and token[1:2].isdigit()):
                 self.setFormat(match.start(), len(token), self._formats["number"])
             else:
                 self.setFormat(match.start(), len(token), self._formats["literal"])

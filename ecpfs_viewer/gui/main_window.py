@@ -8,6 +8,7 @@ lazily so the window keeps working while one of them is missing from a build.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +16,28 @@ from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMainWindow, QMenu, QProgressBar,
-                               QSplitter, QStackedWidget, QTabWidget, QToolButton, QTreeView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QProgressBar,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QToolButton,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ecpfs_viewer.gui import settings as app_settings
-from ecpfs_viewer.gui.action_cost import Measured
-from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.about_dialog import show_about
+from ecpfs_viewer.gui.action_cost import Measured
 from ecpfs_viewer.gui.build_dialog import BuildDialog
+from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MessageBanner, MetadataPanel
 from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
 from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
@@ -398,17 +413,17 @@ class MainWindow(QMainWindow):
         self.refresh_recent()
 
     # -- drag and drop ------------------------------------------------------------------------
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         mime = event.mimeData()
         if mime.hasUrls() or mime.hasText():
             event.acceptProposedAction()
         else:
             event.ignore()
 
-    def dragMoveEvent(self, event: Any) -> None:  # noqa: N802
+    def dragMoveEvent(self, event: Any) -> None:
         event.acceptProposedAction()
 
-    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
+    def dropEvent(self, event: QDropEvent) -> None:
         mime = event.mimeData()
         if mime.hasUrls() and mime.urls():
             url = mime.urls()[0]
@@ -454,8 +469,9 @@ class MainWindow(QMainWindow):
                 self.tree.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.NoUpdate)
 
     def _expanded_paths(self) -> list[str]:
-        return [i.path for i in self.tree_model.loaded_items()
-                if i.state is LoadState.LISTED and self.tree.isExpanded(self.view_index(self.tree_model.index_for_path(i.path)))]
+        model = self.tree_model
+        return [i.path for i in model.loaded_items()
+                if i.state is LoadState.LISTED and self.tree.isExpanded(self.view_index(model.index_for_path(i.path)))]
 
     def current_item(self) -> TreeItem | None:
         index = self.tree.currentIndex()
@@ -469,7 +485,8 @@ class MainWindow(QMainWindow):
         if not index.isValid():
             return
         self.tree.selectionModel().setCurrentIndex(
-            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        )
         self.tree.scrollTo(index)
 
     def reveal_path(self, path: str) -> None:
@@ -495,7 +512,8 @@ class MainWindow(QMainWindow):
         if overview_shown:
             self.tabs.setCurrentIndex(self.TAB_OVERVIEW)
         elif self.tabs.currentIndex() == self.TAB_OVERVIEW or (
-                self.tabs.currentIndex() == self.TAB_DATA and item.kind is not NodeKind.ARRAY):
+            self.tabs.currentIndex() == self.TAB_DATA and item.kind is not NodeKind.ARRAY
+        ):
             self.tabs.setCurrentIndex(self.TAB_METADATA)
 
     def _show_overview(self, hierarchy: Hierarchy, path: str) -> bool:
@@ -617,17 +635,15 @@ class MainWindow(QMainWindow):
         app_settings.save_widget_state("main_splitter", self.splitter)
         app_settings.save_widget_state("metadata_splitter", self.metadata.splitter)
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+    def closeEvent(self, event: QCloseEvent) -> None:
         """Remember the layout, drop pending work and wait for the workers: no thread outlives us."""
         from ecpfs_viewer.gui.workers import wait_for_workers
 
         self.save_layout()
         self._demo_runner.invalidate()
         if self._build_dialog is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # already deleted by Qt (WA_DeleteOnClose)
                 self._build_dialog.close()
-            except RuntimeError:  # already deleted by Qt (WA_DeleteOnClose)
-                pass
             self._build_dialog = None
         self._drop_store()
         wait_for_workers()

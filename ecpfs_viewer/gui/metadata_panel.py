@@ -7,14 +7,26 @@ left is dropped by the runner. Error nodes show their message in a banner at the
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QFontDatabase, QPalette
-from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSplitter, QStackedWidget,
-                               QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ecpfs_viewer.gui.action_cost import Measured, measured
 from ecpfs_viewer.gui.chunk_map import ChunkMapWidget
@@ -22,8 +34,8 @@ from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.json_highlighter import JsonHighlighter
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.chunks import chunk_stats
-from ecpfs_viewer.model.hierarchy import Hierarchy, NodeDetails, NodeKind, format_shape
-from ecpfs_viewer.model.stores import format_bytes
+from ecpfs_viewer.model.formatting import format_bytes, format_shape
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeDetails, NodeKind
 
 
 class MessageBanner(QFrame):
@@ -155,10 +167,9 @@ def raw_document_text(details: NodeDetails, pretty: bool) -> str:
     for name, raw in parts:
         text = raw.decode("utf-8", errors="replace")
         if pretty:
-            try:
+            # not JSON: show the stored text; the error banner says why
+            with contextlib.suppress(ValueError, UnicodeDecodeError):
                 text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
-            except (ValueError, UnicodeDecodeError):
-                pass  # not JSON: show the stored text; the error banner says why
         texts.append(text if len(parts) == 1 else f"// {name}\n{text}")
     return "\n\n".join(texts)
 
@@ -232,7 +243,7 @@ class MetadataPanel(QWidget):
         layout.addWidget(self.splitter, 1)
         self.setMinimumSize(320, 300)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+    def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:
             self.highlighter.update_palette(self.palette())
         super().changeEvent(event)

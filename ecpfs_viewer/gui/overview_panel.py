@@ -17,18 +17,43 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QProgressBar, QPushButton, QScrollArea, QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem,
-                               QTreeWidget, QTreeWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.ecpfs import (Finding, Generation, IndexSummary, LevelStats, ReferencedChildren, Severity,
-                                      format_age, referenced_children, shared_level_stats, summarize)
+from ecpfs_viewer.model.ecpfs import (
+    Finding,
+    Generation,
+    IndexSummary,
+    LevelStats,
+    ReferencedChildren,
+    Severity,
+    referenced_children,
+    shared_level_stats,
+    summarize,
+)
+from ecpfs_viewer.model.formatting import count_noun, format_age, format_value
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.stores import count_noun, format_value
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
 
 PROGRESS_INTERVAL_S = 0.1  # shortest time between two shown validation progress updates
@@ -116,9 +141,14 @@ def level_rows(stats: LevelStats, summary: IndexSummary) -> list[tuple[str, str]
         match = "matches" if stats.leaf_sum == summary.total_items else "differs from"
         rows.append(("Sum of leaf sizes", f"{stats.leaf_sum:,}  ({match} total items {_num(summary.total_items)})"))
     if stats.underfill is not None and stats.chunk_rows:
-        rows.append(("Chunk use", f"{_percent(stats.underfill)} of the {stats.chunk_rows:,}-row first chunk on average; "
-                                  f"{stats.nodes_in_one_chunk:,} of {stats.node_count:,} nodes fit in one chunk "
-                                  "(reading a node decodes whole chunks)"))
+        rows.append(
+            (
+                "Chunk use",
+                f"{_percent(stats.underfill)} of the {stats.chunk_rows:,}-row first chunk on average; "
+                f"{stats.nodes_in_one_chunk:,} of {stats.node_count:,} nodes fit in one chunk "
+                "(reading a node decodes whole chunks)",
+            )
+        )
     if stats.out_of_range_ids:
         rows.append(("Ids above the limit", ", ".join(str(i) for i in stats.out_of_range_ids[:12])))
     if stats.empty_nodes:
@@ -201,8 +231,13 @@ class FindingsList(QTableWidget):
         self.setRowCount(0)
         for finding in findings:
             message = finding.message + (f"  [sampled: {finding.sampled}]" if finding.sampled else "")
-            self._add_row(standard_icon(_SEVERITY_ICONS[finding.severity]), finding.path or "/", message,
-                          finding.path, f"{finding.severity.value}: {message}\nClick to select the node.")
+            self._add_row(
+                standard_icon(_SEVERITY_ICONS[finding.severity]),
+                finding.path or "/",
+                message,
+                finding.path,
+                f"{finding.severity.value}: {message}\nClick to select the node.",
+            )
         if not findings:
             self._add_row(standard_icon("SP_DialogApplyButton"), "", empty_text, None, "")
         self.resizeRowsToContents()
@@ -297,8 +332,14 @@ def compute_level_view(h: Hierarchy, level: int) -> LevelView:
 
 def _missing_children(h: Hierarchy, view: LevelView, *, progress: Any, cancel: Any) -> ReferencedChildren:
     """Referenced-but-missing children of a level (decodes the parents' node_ids), for the worker."""
-    return referenced_children(h, view.stats.level, view.summary, view.stats,
-                               progress=lambda done, total: progress((done, total)), cancel=cancel)
+    return referenced_children(
+        h,
+        view.stats.level,
+        view.summary,
+        view.stats,
+        progress=lambda done, total: progress((done, total)),
+        cancel=cancel,
+    )
 
 
 class IndexOverviewPanel(QWidget):
@@ -376,8 +417,10 @@ class IndexOverviewPanel(QWidget):
         level_layout.addWidget(level_scroll, 1)
         refs_row = QHBoxLayout()
         self.refs_button = QPushButton("Find missing children")
-        self.refs_button.setToolTip("Decode the node_ids of the level above (the only step here that reads "
-                                    "chunks) and list referenced nodes that do not exist")
+        self.refs_button.setToolTip(
+            "Decode the node_ids of the level above (the only step here that reads "
+            "chunks) and list referenced nodes that do not exist"
+        )
         self.refs_button.clicked.connect(self._find_missing_children)
         self.refs_label = QLabel()
         self.refs_label.setWordWrap(True)
@@ -406,8 +449,9 @@ class IndexOverviewPanel(QWidget):
         self.histogram_plot.setLabel("left", "nodes")
         self.histogram_bars = pg.BarGraphItem(x0=[], x1=[], height=[], y0=0)
         self.histogram_plot.addItem(self.histogram_bars)
-        self.median_line = pg.InfiniteLine(angle=90, movable=False, label="median",
-                                           labelOpts={"position": 0.92, "anchors": [(0, 0), (0, 0)]})
+        self.median_line = pg.InfiniteLine(
+            angle=90, movable=False, label="median", labelOpts={"position": 0.92, "anchors": [(0, 0), (0, 0)]}
+        )
         self.histogram_plot.addItem(self.median_line)
         self.profile_view = pg.PlotWidget()
         self.profile_plot = self.profile_view.getPlotItem()
@@ -417,8 +461,9 @@ class IndexOverviewPanel(QWidget):
         # A filled step curve, not 4,000 bar rectangles: sub-pixel bars would be dropped when drawn.
         self.profile_bars = pg.PlotDataItem(stepMode="center", fillLevel=0)
         self.profile_plot.addItem(self.profile_bars)
-        self.chunk_line = pg.InfiniteLine(angle=0, movable=False, label="chunk rows",
-                                          labelOpts={"position": 0.85, "anchors": [(0.5, 1), (0.5, 1)]})
+        self.chunk_line = pg.InfiniteLine(
+            angle=0, movable=False, label="chunk rows", labelOpts={"position": 0.85, "anchors": [(0.5, 1), (0.5, 1)]}
+        )
         self.profile_plot.addItem(self.chunk_line)
         self.profile_view.scene().sigMouseClicked.connect(self._on_profile_clicked)
         for view in (self.histogram_view, self.profile_view):
@@ -465,8 +510,14 @@ class IndexOverviewPanel(QWidget):
         self.progress.show()
         self._last_progress = float("-inf")
         self._summary_runner.run(summarize, hierarchy, on_result=self._on_summary, on_error=self._on_failed)
-        self._check_runner.run(validate, hierarchy, on_result=self._on_report, on_error=self._on_check_failed,
-                               on_progress=self._on_check_progress, heavy=True)
+        self._check_runner.run(
+            validate,
+            hierarchy,
+            on_result=self._on_report,
+            on_error=self._on_check_failed,
+            on_progress=self._on_check_progress,
+            heavy=True,
+        )
 
     def show_level(self, hierarchy: Hierarchy, level: int) -> None:
         """Node statistics of lvl_{level}, from metadata, in the background."""
@@ -476,8 +527,7 @@ class IndexOverviewPanel(QWidget):
         self.status.setText(f"Reading the metadata of lvl_{level} …")
         # Not a heavy job: validation computes every level's statistics first and shares them, so
         # this is usually a lookup, and it must not wait for a whole (remote) validation to finish.
-        self._level_runner.run(compute_level_view, hierarchy, level, on_result=self._on_level,
-                               on_error=self._on_failed)
+        self._level_runner.run(compute_level_view, hierarchy, level, on_result=self._on_level, on_error=self._on_failed)
 
     def summary_text(self) -> str:
         """The facts shown on the current page, as plain text (for tests and copying)."""
@@ -497,8 +547,10 @@ class IndexOverviewPanel(QWidget):
         if layout.generation is Generation.NEWER:
             text = f"Unsupported index: {layout.reason}."
         elif layout.is_legacy:
-            text = f"Legacy index: {layout.reason}. Upstream ecpfs cannot load it; " \
-                   "the store stays browsable as plain Zarr."
+            text = (
+                f"Legacy index: {layout.reason}. Upstream ecpfs cannot load it; "
+                "the store stays browsable as plain Zarr."
+            )
         else:
             text = f"{layout.reason}. The store stays browsable as plain Zarr."
         self.banner.show_message(text, error=True)
@@ -548,27 +600,37 @@ class IndexOverviewPanel(QWidget):
         self.refs_button.setEnabled(False)
         above = "the root" if view.stats.level == 1 else f"lvl_{view.stats.level - 1}"
         self.refs_label.setText(f"Decoding the node_ids of {above} …")
-        self._refs_runner.run(_missing_children, self._hierarchy, view, on_result=self._on_refs,
-                              on_error=lambda message: self.refs_label.setText(f"Failed: {message}"),
-                              on_progress=lambda p: self.refs_label.setText(
-                                  f"Decoding the node_ids of {above}: {p[0]:,} of {p[1]:,} nodes …"), heavy=True)
+        self._refs_runner.run(
+            _missing_children,
+            self._hierarchy,
+            view,
+            on_result=self._on_refs,
+            on_error=lambda message: self.refs_label.setText(f"Failed: {message}"),
+            on_progress=lambda p: self.refs_label.setText(
+                f"Decoding the node_ids of {above}: {p[0]:,} of {p[1]:,} nodes …"
+            ),
+            heavy=True,
+        )
 
     def _on_refs(self, refs: ReferencedChildren) -> None:
         self.refs_button.setEnabled(True)
         read = "" if refs.complete else f" (read {refs.parents_read:,} of {refs.parents_total:,} parents)"
         if refs.missing_count:
             shown = ", ".join(f"node_{i}" for i in refs.missing_ids[:10])
-            text = (f"{refs.missing_count:,} of {refs.referenced:,} referenced children do not exist: {shown}"
-                    f"{', …' if refs.missing_count > 10 else ''}{read}. Search skips them.")
+            text = (
+                f"{refs.missing_count:,} of {refs.referenced:,} referenced children do not exist: {shown}"
+                f"{', …' if refs.missing_count > 10 else ''}{read}. Search skips them."
+            )
         else:
             text = f"All {refs.referenced:,} referenced children exist{read}."
         if refs.invalid_refs:
             n = len(refs.invalid_refs)
             text += f" {count_noun(n, 'reference')} {'points' if n == 1 else 'point'} past R."
         self.refs_label.setText(text)
-        self.level_findings.set_findings(list(self.level_view.stats.findings) + list(refs.findings)
-                                         if self.level_view else list(refs.findings),
-                                         "No problems in this level's metadata.")
+        self.level_findings.set_findings(
+            list(self.level_view.stats.findings) + list(refs.findings) if self.level_view else list(refs.findings),
+            "No problems in this level's metadata.",
+        )
 
     def _on_level(self, view: LevelView) -> None:
         self.level_view = view
@@ -618,11 +680,11 @@ class IndexOverviewPanel(QWidget):
         if not self._profile_paths or not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         x = vb.mapSceneToView(event.scenePos()).x()
-        path = self.bar_path(int(round(x)))
+        path = self.bar_path(round(x))
         if path is not None:
             self.node_requested.emit(path)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+    def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:
             self._apply_palette()
         super().changeEvent(event)

@@ -18,17 +18,30 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-import pyqtgraph.exporters  # noqa: F401  (registers ImageExporter)
+import pyqtgraph.exporters
 from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFont
-from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu,
-                               QSizePolicy, QStackedWidget, QTableView, QTabWidget, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QSizePolicy,
+    QStackedWidget,
+    QTableView,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ecpfs_viewer.gui.colormaps import colormap, plot_colors, style_plot
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.hierarchy import Hierarchy, format_shape
-from ecpfs_viewer.model.subset import SelectionError, Subset, default_selection, read_subset
+from ecpfs_viewer.model.formatting import format_shape
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.subset import Subset, default_selection, read_subset
 
 DEFAULT_MAX_ELEMENTS = 4_000_000
 HISTOGRAM_BINS = 100
@@ -182,13 +195,13 @@ class _ArrayTableModel(QAbstractTableModel):
             data = np.empty((0, 0), dtype=object)
         data = np.asarray(data)
         self._data = data.reshape(-1, 1) if data.ndim <= 1 else data.reshape(data.shape[0], math.prod(data.shape[1:]))
-        self._offsets = (tuple(offsets) + (0, 0))[:2]
+        self._offsets = ((*tuple(offsets), 0, 0))[:2]
         self.endResetModel()
 
-    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else self._data.shape[0]
 
-    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else self._data.shape[1]
 
     def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -210,7 +223,7 @@ class _IndexAxis(pg.AxisItem):
         super().__init__(orientation)
         self.enableAutoSIPrefix(False)
 
-    def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:  # noqa: N802, N803
+    def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:
         levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size) if spacing >= 1]
         return levels or [(1.0, 0.0)]
 
@@ -389,7 +402,7 @@ class PlotPane(QWidget):
         self.histogram_item.setPen(pg.mkPen(accent, width=1))
         self.histogram_item.setBrush(pg.mkBrush(fill))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802  (Qt override)
+    def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:
             self._apply_palette()
         super().changeEvent(event)

@@ -16,8 +16,16 @@ from enum import Enum
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import (QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex,
-                            QSortFilterProxyModel, Qt, QTimer, Signal)
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -58,8 +66,20 @@ class LoadState(Enum):
 class TreeItem:
     """One row: a node of the hierarchy, or a placeholder ("Loading…", "Opening …")."""
 
-    __slots__ = ("path", "name", "kind", "parent", "children", "row", "state", "detail", "error",
-                 "placeholder", "version", "is_container")
+    __slots__ = (
+        "children",
+        "detail",
+        "error",
+        "is_container",
+        "kind",
+        "name",
+        "parent",
+        "path",
+        "placeholder",
+        "row",
+        "state",
+        "version",
+    )
 
     def __init__(self, path: str, name: str, kind: NodeKind | None, parent: TreeItem | None,
                  row: int = 0, *, placeholder: bool = False, error: str | None = None) -> None:
@@ -90,7 +110,7 @@ class Listing:
     """What the listing worker hands back: the rows are built off the GUI thread (4,000 TreeItems
     take tens of milliseconds), so the GUI thread only links them in."""
 
-    __slots__ = ("node", "rows", "by_path", "wanted")
+    __slots__ = ("by_path", "node", "rows", "wanted")
 
     def __init__(self, hierarchy: Hierarchy, owner: TreeItem, path: str) -> None:
         self.node, children = list_children(hierarchy, path)
@@ -129,7 +149,7 @@ class _LevelRows:
             match = _LEVEL_PATH_RE.match(level_path)
             stats = cached_level_stats(self.hierarchy, int(match.group(1))) if match else None
             self._levels[level_path] = None if stats is None else dict(zip(stats.node_ids.tolist(),
-                                                                           stats.sizes.tolist()))
+                                                                           stats.sizes.tolist(), strict=False))
         sizes = self._levels[level_path]
         if sizes is None or not name.startswith("node_") or not name[5:].isdigit():
             return None
@@ -284,16 +304,16 @@ class HierarchyTreeModel(QAbstractItemModel):
             return QModelIndex()
         return self.createIndex(owner.row, 0, owner)
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:
         item = parent.internalPointer()
         if item is None:
             return len(self._root.children)
         return len(item.children) if parent.column() == 0 else 0
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:
         return len(self.HEADERS)
 
-    def hasChildren(self, parent: _Index = QModelIndex()) -> bool:  # noqa: N802
+    def hasChildren(self, parent: _Index = QModelIndex()) -> bool:
         item = parent.internalPointer()
         if item is None:
             return bool(self._root.children)
@@ -301,12 +321,12 @@ class HierarchyTreeModel(QAbstractItemModel):
             return True
         return item.is_container and item.state is LoadState.UNLISTED
 
-    def canFetchMore(self, parent: _Index) -> bool:  # noqa: N802
+    def canFetchMore(self, parent: _Index) -> bool:
         item = self.item(parent)
         return (item is not self._root and item.is_container and item.state is LoadState.UNLISTED
                 and self._hierarchy is not None)
 
-    def fetchMore(self, parent: _Index) -> None:  # noqa: N802
+    def fetchMore(self, parent: _Index) -> None:
         if not self.canFetchMore(parent):
             return
         item = self.item(parent)
@@ -322,7 +342,7 @@ class HierarchyTreeModel(QAbstractItemModel):
                          on_result=partial(self._on_listed, item, token),
                          on_error=partial(self._on_list_failed, item, token), supersede=False)
 
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation,
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.HEADERS[section]
@@ -481,7 +501,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         item.version += 1
         item.state = LoadState.UNLISTED
         item.detail = ""
-        if item.kind is not None and item.kind.is_container or item.kind is NodeKind.ERROR:
+        if (item.kind is not None and item.kind.is_container) or item.kind is NodeKind.ERROR:
             item.set_kind(item.kind if item.kind is not NodeKind.ERROR else NodeKind.IMPLICIT_GROUP)
             self.fetchMore(source)
         else:  # an array: re-read its metadata for the details column
@@ -543,7 +563,7 @@ class TreeFilterProxy(QSortFilterProxyModel):
     def filter_text(self) -> str:
         return self._needle
 
-    def filterAcceptsRow(self, source_row: int, source_parent: _Index) -> bool:  # noqa: N802
+    def filterAcceptsRow(self, source_row: int, source_parent: _Index) -> bool:
         if not self._needle:
             return True
         model = self.sourceModel()

@@ -97,10 +97,7 @@ def nearest(node: NodeTable, x: np.ndarray, x_sq: np.ndarray, use_dot: bool) -> 
     if n == 1:
         return np.zeros(x.shape[0], dtype=np.int64)
     dots = x @ a.T
-    if use_dot:
-        s = dots
-    else:
-        s = -(node.sq_norms[None, :] - 2.0 * dots + x_sq[:, None])
+    s = dots if use_dot else -(node.sq_norms[None, :] - 2.0 * dots + x_sq[:, None])
     best = s.max(axis=1)
     scale = float(node.sq_norms.max()) + x_sq + 1e-30
     close = s >= (best - _CLOSE * scale)[:, None]
@@ -138,7 +135,7 @@ class Router:
             starts = np.concatenate(([0], cuts))
             ends = np.concatenate((cuts, [len(order)]))
             nxt = np.empty_like(cur)
-            for s, e in zip(starts.tolist(), ends.tolist()):
+            for s, e in zip(starts.tolist(), ends.tolist(), strict=False):
                 node_id = int(sorted_ids[s])
                 node = nodes.get(node_id)
                 if node is None:
@@ -155,4 +152,4 @@ def group_rows(assign: np.ndarray) -> list[tuple[int, np.ndarray]]:
     sorted_ids = assign[order]
     cuts = np.flatnonzero(np.diff(sorted_ids)) + 1
     return [(int(seg_ids[0]), rows) for seg_ids, rows in
-            zip(np.split(sorted_ids, cuts), np.split(order, cuts)) if len(rows)]
+            zip(np.split(sorted_ids, cuts), np.split(order, cuts), strict=False) if len(rows)]

@@ -188,7 +188,7 @@ def preview_build(source: str | os.PathLike[str], params: BuildParams) -> BuildP
     try:
         info = inspect_source(source)
     except BuildError as exc:
-        return BuildPreview(source=label, errors=[str(exc)] + _param_errors(params, None))
+        return BuildPreview(source=label, errors=[str(exc), *_param_errors(params, None)])
     errors = _param_errors(params, info)
     base = dict(source=info.label, rows=info.rows, dim=info.dim, source_dtype=info.dtype.name)
     if errors:

@@ -21,8 +21,9 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.hierarchy import ArrayDetails, Hierarchy
-from ecpfs_viewer.model.stores import OpenedStore, format_bytes, join_key
+from ecpfs_viewer.model.stores import OpenedStore, join_key
 
 #: Grids larger than this are counted from the listing but only partly mapped into ``stored``.
 MAX_ENUMERATED_CHUNKS = 1_000_000
@@ -86,7 +87,7 @@ class ChunkStats:
         index = tuple(int(i) for i in index)
         if self.shard_shape is not None:
             per_shard = _per_shard(self.shard_shape, self.chunk_shape)
-            index = tuple(i // p for i, p in zip(index, per_shard))
+            index = tuple(i // p for i, p in zip(index, per_shard, strict=False))
         return chunk_key(index, *self.key_encoding)
 
     def rows_of(self, index: tuple[int, ...]) -> tuple[int, int]:
@@ -179,7 +180,7 @@ def _plain_stats(path: str, details: ArrayDetails, encoding: tuple[str, str],
     total = 0
     for key, size in sizes.items():
         index = _parse_key(key, encoding, len(grid))
-        if index is None or any(i >= g for i, g in zip(index, grid)):
+        if index is None or any(i >= g for i, g in zip(index, grid, strict=False)):
             continue
         n_present += 1
         total += size
@@ -218,7 +219,7 @@ def _sharded_stats(store: OpenedStore, path: str, details: ArrayDetails, encodin
     present: list[tuple[tuple[int, ...], str, int]] = []
     for key, size in sizes.items():
         index = _parse_key(key, encoding, len(shard_grid))
-        if index is not None and all(i < g for i, g in zip(index, shard_grid)):
+        if index is not None and all(i < g for i, g in zip(index, shard_grid, strict=False)):
             present.append((index, key, size))
     present.sort()
     total = sum(size for _, _, size in present)
@@ -242,10 +243,10 @@ def _sharded_stats(store: OpenedStore, path: str, details: ArrayDetails, encodin
             table, problem = None, None if not readable else "index not read (cap)"
         if problem:
             problems[shard_index] = f"shard {key}: {problem}"
-        origin = tuple(s * p for s, p in zip(shard_index, per_shard))
+        origin = tuple(s * p for s, p in zip(shard_index, per_shard, strict=False))
         for local in np.ndindex(*per_shard) if per_shard else [()]:
-            inner = tuple(o + i for o, i in zip(origin, local))
-            if any(i >= g for i, g in zip(inner, grid)):
+            inner = tuple(o + i for o, i in zip(origin, local, strict=False))
+            if any(i >= g for i, g in zip(inner, grid, strict=False)):
                 continue
             if table is None:
                 nbytes = max(0, (size - index_bytes) // n_inner)
@@ -300,7 +301,7 @@ def _decode_index(raw: bytes | None, per_shard: tuple[int, ...], config: dict[st
         if google_crc32c.value(body) != checksum:
             return None, "index checksum does not match"
     dtype = "<u8" if config["endian"] == "little" else ">u8"
-    table = np.frombuffer(body, dtype=dtype).astype(np.uint64).reshape(tuple(per_shard) + (2,))
+    table = np.frombuffer(body, dtype=dtype).astype(np.uint64).reshape((*tuple(per_shard), 2))
     return table, None
 
 
@@ -352,11 +353,11 @@ def _read_ranges(store: OpenedStore, keys: list[str], length: int, location: str
 
 # -- shared -----------------------------------------------------------------------------------------
 def _grid(shape: tuple[int, ...], chunk_shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(math.ceil(s / c) if c else 0 for s, c in zip(shape, chunk_shape))
+    return tuple(math.ceil(s / c) if c else 0 for s, c in zip(shape, chunk_shape, strict=False))
 
 
 def _per_shard(shard_shape: tuple[int, ...], chunk_shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(max(1, s // c) for s, c in zip(shard_shape, chunk_shape))
+    return tuple(max(1, s // c) for s, c in zip(shard_shape, chunk_shape, strict=False))
 
 
 def _mapped_rows(grid: tuple[int, ...]) -> tuple[int, list[str]]:
@@ -373,7 +374,7 @@ def _mapped_rows(grid: tuple[int, ...]) -> tuple[int, list[str]]:
 
 
 def _mapped_shape(grid: tuple[int, ...], mapped_rows: int) -> tuple[int, ...]:
-    return (mapped_rows,) + grid[1:] if grid else ()
+    return (mapped_rows, *grid[1:]) if grid else ()
 
 
 def _finish(path: str, details: ArrayDetails, encoding: tuple[str, str], grid: tuple[int, ...],
@@ -403,7 +404,7 @@ def _present_logical_elements(details: ArrayDetails, grid: tuple[int, ...], stor
     if mapped_rows < grid[0] or not stored.size:  # partial map: scale by the share present
         return int(details.size * n_present / max(1, math.prod(grid)))
     extents = []
-    for s, c, g in zip(details.shape, details.chunk_shape, grid):
+    for s, c, g in zip(details.shape, details.chunk_shape, grid, strict=False):
         sizes = np.full(g, c, dtype=np.int64)
         if g:
             sizes[-1] = s - c * (g - 1)

@@ -18,15 +18,22 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.hierarchy import (Hierarchy, Node, NodeKind, describe_exception, load_json_object, natural_key,
-                                          writer_of)
+from ecpfs_viewer.model.formatting import count_noun
+from ecpfs_viewer.model.hierarchy import (
+    Hierarchy,
+    Node,
+    NodeKind,
+    describe_exception,
+    load_json_object,
+    natural_key,
+    writer_of,
+)
 from ecpfs_viewer.model.sizing import STORED_DTYPES, fan_out
-from ecpfs_viewer.model.stores import count_noun
 
 SUPPORTED_FORMAT_VERSION = 1
 #: Arrays the upstream loader needs besides ``info/format_version`` (§1.5), in upstream's order.
@@ -46,7 +53,7 @@ MAX_LISTED_IDS = 1000
 MAX_QUERIES_READ = 200
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
@@ -213,7 +220,7 @@ class MetadataReader:
 
 # -- detection ---------------------------------------------------------------------------------
 
-class Generation(str, Enum):
+class Generation(StrEnum):
     """Which writer produced a store (§7), from the newest to the oldest."""
 
     V1 = "format version 1"
@@ -285,7 +292,7 @@ def _detect(reader: MetadataReader) -> IndexLayout:
             traits.append(f"info/metric is an integer ({metric.data_type})")  # type: ignore[union-attr]
         if reader.exists("lvl_0"):
             return IndexLayout(Generation.PYTHON_EARLY, "legacy Python ecpfs index (pre-Rust, levels from lvl_0): "
-                               + "; ".join(traits + ["lvl_0 exists"]) + "; rebuild required", None,
+                               + "; ".join([*traits, "lvl_0 exists"]) + "; rebuild required", None,
                                missing, findings())
         if reader.exists("index_root/node_ids"):
             traits.append("index_root/node_ids exists")
@@ -298,7 +305,7 @@ def _detect(reader: MetadataReader) -> IndexLayout:
     if not missing:
         return IndexLayout(Generation.UNSTAMPED, "every version 1 array is present but info/format_version "
                            "is missing; read as version 1", None, missing, findings())
-    all_missing = ("info/format_version",) + missing
+    all_missing = ("info/format_version", *missing)
     return IndexLayout(Generation.NOT_INDEX, "not a valid ecpfs index, missing: " + ", ".join(all_missing),
                        None, all_missing, findings())
 
@@ -309,13 +316,6 @@ def _is_integer_type(data_type: str) -> bool:
 
 # -- summary -----------------------------------------------------------------------------------
 
-def format_age(seconds: float) -> str:
-    """A short age such as '3.5 h' for saved queries (persisted_at → now)."""
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
 
 
 @dataclass(frozen=True)
@@ -409,7 +409,7 @@ def summarize(h: Hierarchy, *, now: float | None = None) -> IndexSummary:
         return _summarize(reader, time.time() if now is None else now)
     except Exception as exc:  # a bug or an unforeseen store must still give the user a message
         layout = IndexLayout(Generation.NOT_INDEX, f"cannot summarise: {describe_exception(exc)}")
-        return IndexSummary(layout, findings=tuple(reader.findings) + (_error("", layout.reason),))
+        return IndexSummary(layout, findings=(*tuple(reader.findings), _error("", layout.reason)))
 
 
 def _summarize(reader: MetadataReader, now: float) -> IndexSummary:
@@ -442,7 +442,8 @@ def _summarize(reader: MetadataReader, now: float) -> IndexSummary:
         if len(root.shape) == 2:
             values["dim"] = root.shape[1]
         else:
-            reader.findings.append(_error(ROOT_EMBEDDINGS, f"expected 2 dimensions (rows, dim), found shape {root.shape}"))
+            problem = f"expected 2 dimensions (rows, dim), found shape {root.shape}"
+            reader.findings.append(_error(ROOT_EMBEDDINGS, problem))
     for meta in (root, rep_ids, rep_emb, reader.array("info/levels")):
         if meta is not None and writer_of(meta.attributes):
             values["writer"] = writer_of(meta.attributes)
@@ -461,15 +462,16 @@ def _metric(reader: MetadataReader) -> str | None:
     value = reader.scalar("info/metric")
     if value is None:
         return None
-    if _is_integer_type(meta.data_type) or isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if _is_integer_type(meta.data_type) or (isinstance(value, (int, np.integer)) and not isinstance(value, bool)):
         code = int(value)
         return LEGACY_METRIC_CODES.get(code, f"unknown code {code}")
     if not isinstance(value, str):
         reader.findings.append(_error("info/metric", f"expected a string, found {value!r}"))
         return None
     if value not in LEGAL_METRICS:
-        reader.findings.append(_error("info/metric", f"{value!r} is not a metric ecpfs knows "
-                                      "(expected 'L2' or 'IP', case-sensitive)"))
+        reader.findings.append(
+            _error("info/metric", f"{value!r} is not a metric ecpfs knows (expected 'L2' or 'IP', case-sensitive)")
+        )
     return value
 
 
@@ -485,13 +487,22 @@ def _saved_queries(reader: MetadataReader, now: float) -> tuple[tuple[SavedQuery
         items = reader.array(f"{base}/items_id") if reader.exists(f"{base}/items_id") else None
         heap = reader.array(f"{base}/tree_pq_node_id") if reader.exists(f"{base}/tree_pq_node_id") else None
         exclude = reader.array(f"{base}/exclude") if reader.exists(f"{base}/exclude") else None
-        found.append(SavedQuery(qid, base, persisted, None if persisted is None else now - persisted,
-                                None if items is None else items.rows, None if heap is None else heap.rows,
-                                0 if exclude is None else exclude.rows))
+        found.append(
+            SavedQuery(
+                qid,
+                base,
+                persisted,
+                None if persisted is None else now - persisted,
+                None if items is None else items.rows,
+                None if heap is None else heap.rows,
+                0 if exclude is None else exclude.rows,
+            )
+        )
     return tuple(found), len(ids)
 
 
 # -- per-level statistics ------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class NodeSize:
@@ -567,13 +578,15 @@ class LevelStats:
 
     def largest(self, count: int = 5) -> list[NodeSize]:
         order = np.argsort(-self.sizes, kind="stable")[:count]
-        return [NodeSize(int(self.node_ids[i]), self.node_path(int(self.node_ids[i])), int(self.sizes[i]))
-                for i in order]
+        return [
+            NodeSize(int(self.node_ids[i]), self.node_path(int(self.node_ids[i])), int(self.sizes[i])) for i in order
+        ]
 
     def smallest(self, count: int = 5) -> list[NodeSize]:
         order = np.argsort(self.sizes, kind="stable")[:count]
-        return [NodeSize(int(self.node_ids[i]), self.node_path(int(self.node_ids[i])), int(self.sizes[i]))
-                for i in order]
+        return [
+            NodeSize(int(self.node_ids[i]), self.node_path(int(self.node_ids[i])), int(self.sizes[i])) for i in order
+        ]
 
     @property
     def underfill(self) -> float | None:
@@ -592,16 +605,28 @@ class LevelStats:
     def to_dict(self) -> dict[str, Any]:
         counts, edges = self.histogram()
         return {
-            "level": self.level, "path": self.path, "is_leaf": self.is_leaf,
-            "node_count": self.node_count, "max_nodes": self.max_nodes,
-            "gap_count": self.gap_count, "gap_ids": list(self.gap_ids[:100]),
+            "level": self.level,
+            "path": self.path,
+            "is_leaf": self.is_leaf,
+            "node_count": self.node_count,
+            "max_nodes": self.max_nodes,
+            "gap_count": self.gap_count,
+            "gap_ids": list(self.gap_ids[:100]),
             "out_of_range_ids": list(self.out_of_range_ids[:100]),
-            "size_min": self.min_size, "size_median": self.median_size, "size_mean": self.mean_size,
-            "size_max": self.max_size, "total_rows": self.total_rows, "leaf_sum": self.leaf_sum,
-            "total_items": self.total_items, "chunk_rows": self.chunk_rows, "underfill": self.underfill,
+            "size_min": self.min_size,
+            "size_median": self.median_size,
+            "size_mean": self.mean_size,
+            "size_max": self.max_size,
+            "total_rows": self.total_rows,
+            "leaf_sum": self.leaf_sum,
+            "total_items": self.total_items,
+            "chunk_rows": self.chunk_rows,
+            "underfill": self.underfill,
             "histogram": {"counts": counts.tolist(), "edges": edges.tolist()},
-            "largest": [n.__dict__ for n in self.largest()], "smallest": [n.__dict__ for n in self.smallest()],
-            "empty_nodes": list(self.empty_nodes), "other_entries": list(self.other_entries),
+            "largest": [n.__dict__ for n in self.largest()],
+            "smallest": [n.__dict__ for n in self.smallest()],
+            "empty_nodes": list(self.empty_nodes),
+            "other_entries": list(self.other_entries),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -619,8 +644,9 @@ def level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -
     try:
         stats = _level_stats(h, level, path, summary)
     except Exception as exc:  # never let a bad store escape to the caller
-        stats = _empty_level(level, path, summary, (_error(path, f"cannot compute statistics: "
-                                                                 f"{describe_exception(exc)}"),))
+        stats = _empty_level(
+            level, path, summary, (_error(path, f"cannot compute statistics: {describe_exception(exc)}"),)
+        )
     object.__setattr__(stats, "seconds", time.perf_counter() - started)
     return stats
 
@@ -630,7 +656,7 @@ def level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -
 # Hierarchy and level. An entry is valid while the Hierarchy still holds the same root and level
 # listings (Hierarchy.refresh of the level or above drops them); forget_level_stats drops entries
 # after a refresh inside a level.
-_SHARED: weakref.WeakKeyDictionary[Hierarchy, dict[int, "_SharedLevel"]] = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[Hierarchy, dict[int, _SharedLevel]] = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()  # held while computing, so a second caller waits and reuses the result
 
 
@@ -698,8 +724,20 @@ def forget_level_stats(h: Hierarchy, path: str = "") -> None:
 
 def _empty_level(level: int, path: str, summary: IndexSummary, findings: tuple[Finding, ...]) -> LevelStats:
     empty = np.zeros(0, dtype=np.int64)
-    return LevelStats(level, path, None, empty, empty, summary.max_nodes(level), 0, (), (), None,
-                      summary.total_items, findings=findings)
+    return LevelStats(
+        level,
+        path,
+        None,
+        empty,
+        empty,
+        summary.max_nodes(level),
+        0,
+        (),
+        (),
+        None,
+        summary.total_items,
+        findings=findings,
+    )
 
 
 @dataclass
@@ -758,8 +796,11 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
             if node.emb.chunk_rows is not None:
                 chunk_rows[node.emb.chunk_rows] = chunk_rows.get(node.emb.chunk_rows, 0) + 1
     if empty:
-        findings.append(_warning(path, f"{count_noun(len(empty), 'node group')} without arrays (search skips them), "
-                                 f"e.g. {empty[0]}"))
+        findings.append(
+            _warning(
+                path, f"{count_noun(len(empty), 'node group')} without arrays (search skips them), e.g. {empty[0]}"
+            )
+        )
     order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
     node_ids = np.asarray(ids, dtype=np.int64)[order]
     size_arr = np.asarray(sizes, dtype=np.int64)[order]
@@ -775,12 +816,31 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         if node_ids.size > limit:
             findings.append(_warning(path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))
         if out_of_range:
-            findings.append(_warning(path, f"{count_noun(len(out_of_range), 'node id')} at or above min(ns^N, R) = {limit}, "
-                                     f"e.g. {path}/node_{out_of_range[0]}"))
+            findings.append(
+                _warning(
+                    path,
+                    f"{count_noun(len(out_of_range), 'node id')} at or above min(ns^N, R) = {limit}, "
+                    f"e.g. {path}/node_{out_of_range[0]}",
+                )
+            )
     common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
-    return LevelStats(level, path, leaf, node_ids, size_arr, limit, gap_count, gap_ids, out_of_range,
-                      common_rows, summary.total_items, tuple(empty), tuple(others), cap_findings(findings),
-                      broken_ids=frozenset(broken))
+    return LevelStats(
+        level,
+        path,
+        leaf,
+        node_ids,
+        size_arr,
+        limit,
+        gap_count,
+        gap_ids,
+        out_of_range,
+        common_rows,
+        summary.total_items,
+        tuple(empty),
+        tuple(others),
+        cap_findings(findings),
+        broken_ids=frozenset(broken),
+    )
 
 
 def cap_findings(findings: list[Finding], per_kind: int = 10) -> tuple[Finding, ...]:
@@ -807,8 +867,10 @@ def _read_node_arrays(h: Hierarchy, nodes: list[_NodeArrays], expected_ids: str 
     if fast:
         keys: list[str] = []
         for node in fast:
-            keys += [h.store.key(node.path, "embeddings", "zarr.json"),
-                     h.store.key(node.path, expected_ids, "zarr.json")]  # type: ignore[arg-type]
+            keys += [
+                h.store.key(node.path, "embeddings", "zarr.json"),
+                h.store.key(node.path, expected_ids, "zarr.json"),
+            ]  # type: ignore[arg-type]
         raws = _read_many(h, keys)
         for i, node in enumerate(fast):
             emb_raw, ids_raw = raws[2 * i], raws[2 * i + 1]
@@ -828,7 +890,7 @@ def _read_many(h: Hierarchy, keys: list[str]) -> list[bytes | None]:
         return h.store.read_many(keys)
     # Remote stores: read_many already overlaps requests; split so progress stays smooth.
     size = 512
-    parts = [keys[i:i + size] for i in range(0, len(keys), size)]
+    parts = [keys[i : i + size] for i in range(0, len(keys), size)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(h.store.read_many, parts))
     return [raw for part in results for raw in part]
@@ -875,8 +937,9 @@ def _check_node(node: _NodeArrays, leaf: bool | None, summary: IndexSummary, fin
         findings.append(_error(node.path, f"has {node.ids_name} but no embeddings array"))
         return
     if node.ids is None:
-        findings.append(_error(node.path, "has embeddings but no ids array (node_ids or item_ids); "
-                                          "upstream reports it as corrupt"))
+        findings.append(
+            _error(node.path, "has embeddings but no ids array (node_ids or item_ids); upstream reports it as corrupt")
+        )
         return
     if leaf is not None:
         wanted = "item_ids" if leaf else "node_ids"
@@ -884,24 +947,41 @@ def _check_node(node: _NodeArrays, leaf: bool | None, summary: IndexSummary, fin
             where = "the leaf level" if leaf else "an internal level"
             findings.append(_error(f"{node.path}/{node.ids_name}", f"wrong ids array for {where} (expected {wanted})"))
     if node.ids.rows != node.emb.rows or len(node.ids.shape) != 1:
-        findings.append(_error(node.path, f"embeddings has {node.emb.rows} rows but {node.ids_name} has "
-                                          f"{node.ids.rows} (shape {list(node.ids.shape)}); they must agree"))
+        findings.append(
+            _error(
+                node.path,
+                f"embeddings has {node.emb.rows} rows but {node.ids_name} has "
+                f"{node.ids.rows} (shape {list(node.ids.shape)}); they must agree",
+            )
+        )
     if len(node.emb.shape) != 2:
         findings.append(_error(f"{node.path}/embeddings", f"expected 2 dimensions, found shape {list(node.emb.shape)}"))
     elif summary.dim is not None and node.emb.shape[1] != summary.dim:
-        findings.append(_error(f"{node.path}/embeddings", f"dimension {node.emb.shape[1]} differs from "
-                                                          f"index_root/embeddings ({summary.dim})"))
+        findings.append(
+            _error(
+                f"{node.path}/embeddings",
+                f"dimension {node.emb.shape[1]} differs from index_root/embeddings ({summary.dim})",
+            )
+        )
     if summary.dtype is not None and node.emb.data_type != summary.dtype:
-        findings.append(_error(f"{node.path}/embeddings", f"data type {node.emb.data_type} differs from "
-                                                          f"index_root/embeddings ({summary.dtype})"))
+        findings.append(
+            _error(
+                f"{node.path}/embeddings",
+                f"data type {node.emb.data_type} differs from index_root/embeddings ({summary.dtype})",
+            )
+        )
     elif node.emb.data_type not in STORED_DTYPES and summary.dtype is None:
-        findings.append(_error(f"{node.path}/embeddings", f"data type {node.emb.data_type} is not one of "
-                                                          f"{', '.join(STORED_DTYPES)}"))
+        findings.append(
+            _error(
+                f"{node.path}/embeddings", f"data type {node.emb.data_type} is not one of {', '.join(STORED_DTYPES)}"
+            )
+        )
     if node.ids.data_type != "uint32":
         findings.append(_error(f"{node.path}/{node.ids_name}", f"ids must be uint32, found {node.ids.data_type}"))
 
 
 # -- referenced children (decodes node_ids) -------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ReferencedChildren:
@@ -924,10 +1004,16 @@ class ReferencedChildren:
         return self.parents_read == self.parents_total
 
 
-def referenced_children(h: Hierarchy, level: int, summary: IndexSummary | None = None,
-                        stats: LevelStats | None = None, *, max_parents: int | None = None,
-                        progress: Callable[[int, int], None] | None = None,
-                        cancel: threading.Event | None = None) -> ReferencedChildren:
+def referenced_children(
+    h: Hierarchy,
+    level: int,
+    summary: IndexSummary | None = None,
+    stats: LevelStats | None = None,
+    *,
+    max_parents: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> ReferencedChildren:
     """Decode the parents' node_ids (root rows for level 1) and find referenced-but-missing children."""
     summary = summary if summary is not None else summarize(h)
     stats = stats if stats is not None else level_stats(h, level, summary)
@@ -963,5 +1049,13 @@ def referenced_children(h: Hierarchy, level: int, summary: IndexSummary | None =
             if progress is not None:
                 progress(done + 1, len(parents))
     missing = sorted(refs - present)
-    return ReferencedChildren(level, len(refs), tuple(missing[:MAX_LISTED_IDS]), len(missing),
-                              tuple(invalid[:MAX_LISTED_IDS]), parents_read, parents_total, tuple(findings))
+    return ReferencedChildren(
+        level,
+        len(refs),
+        tuple(missing[:MAX_LISTED_IDS]),
+        len(missing),
+        tuple(invalid[:MAX_LISTED_IDS]),
+        parents_read,
+        parents_total,
+        tuple(findings),
+    )

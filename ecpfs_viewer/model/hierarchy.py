@@ -12,8 +12,7 @@ import re
 import threading
 import warnings
 from dataclasses import dataclass, field
-from enum import Enum
-from functools import cached_property
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -23,10 +22,11 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage._common import StorePath
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
+from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
 
 
-class NodeKind(str, Enum):
+class NodeKind(StrEnum):
     GROUP = "group"
     ARRAY = "array"
     IMPLICIT_GROUP = "implicit group"
@@ -50,9 +50,6 @@ def natural_key(name: str) -> tuple[Any, ...]:
     return tuple(int(part) if part.isdigit() else part.lower() for part in _NATURAL_RE.split(name))
 
 
-def format_shape(shape: tuple[int, ...]) -> str:
-    """'4,000 x 64', or 'scalar' for a rank-0 array: the one way shapes are written for users."""
-    return " x ".join(f"{s:,}" for s in shape) if shape else "scalar"
 
 
 def parent_path(path: str) -> str:
@@ -268,7 +265,7 @@ class Hierarchy:
             if unknown:
                 # A name without metadata is a directory unless it is itself a stored key (a file).
                 values = self.store.read_many_or_errors([bases[i].rstrip("/") for i in unknown])
-                for i, value in zip(unknown, values):
+                for i, value in zip(unknown, values, strict=False):
                     if value is None:
                         nodes[i] = Node(paths[i], NodeKind.IMPLICIT_GROUP, None)
         return [n for n in nodes if n is not None]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import heapq
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,13 +166,13 @@ class IndexReader:
             d = self._distances(node, q, q_sq)
             if is_leaf:
                 scores = (-sign) * d
-                for s, item in zip(scores.tolist(), node.ids.tolist()):
+                for s, item in zip(scores.tolist(), node.ids.tolist(), strict=False):
                     if item not in exclude:
                         items.append((s, item))
                 leaves += 1
             else:
                 child_leaf = lv + 1 == L - 1
-                for di, child in zip(d.tolist(), node.ids.tolist()):
+                for di, child in zip(d.tolist(), node.ids.tolist(), strict=False):
                     heapq.heappush(heap, (-(sign * di), counter, child_leaf, lv + 1, child))
                     counter += 1
             if leaves == exp:
@@ -194,7 +194,7 @@ class IndexReader:
             # zarr-python's sync API is thread-safe; reads overlap on a small pool (~2x faster)
             with ThreadPoolExecutor(max_workers=8, thread_name_prefix="ecpfs-read") as pool:
                 nodes = list(pool.map(lambda leaf: self._read_node(self.levels, leaf), leaves))
-            for leaf, node in zip(leaves, nodes):
+            for leaf, node in zip(leaves, nodes, strict=False):
                 self._cache[(self.levels, leaf)] = node
                 if node is not None:
                     vecs.append(node.vectors)

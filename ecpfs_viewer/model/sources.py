@@ -114,7 +114,7 @@ def _open_zarr_array(store_path: Path, inner: str | None):
     for cand in candidates:
         try:
             return zarr.open_array(store, path=cand or "", mode="r"), label
-        except Exception as exc:  # noqa: BLE001 - report why nothing could be opened
+        except Exception as exc:
             last = exc
     raise BuildError(f"{label}: no readable Zarr array there ({type(last).__name__}: {last})")
 

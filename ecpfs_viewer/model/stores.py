@@ -7,6 +7,7 @@ or zarr-python; both report to one :class:`IOCounter`, so the GUI can show what 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import threading
@@ -23,6 +24,7 @@ from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore, WrapperStore, ZipStore
 
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.formatting import count_noun, format_bytes
 
 METADATA_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 _URL_RE = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://")
@@ -205,12 +207,12 @@ class OpenedStore:
                 raise value
         return found  # type: ignore[return-value]
 
-    def read_many_or_errors(self, keys: list[str]) -> list[bytes | None | Exception]:
+    def read_many_or_errors(self, keys: list[str]) -> list[bytes | Exception | None]:
         """Like read_many, but a key that fails (permission denied, I/O error) gives its exception
         in place, so one unreadable entry does not hide its siblings."""
         if self.local_path is not None:
             base = str(self.local_path) + os.sep
-            found: list[bytes | None | Exception] = []
+            found: list[bytes | Exception | None] = []
             total = 0
             for key in keys:
                 try:
@@ -226,7 +228,7 @@ class OpenedStore:
         if not keys:
             return []
 
-        async def fetch_all() -> list[bytes | None | Exception]:
+        async def fetch_all() -> list[bytes | Exception | None]:
             semaphore = asyncio.Semaphore(32)
             prototype = default_buffer_prototype()
 
@@ -321,41 +323,18 @@ class OpenedStore:
         return self.counter.snapshot()
 
     def close(self) -> None:
-        try:
+        # closing is best effort; a failed close must not hide the real work
+        with contextlib.suppress(Exception):
             self.zarr_store._store.close()
-        except Exception:  # closing is best effort; a failed close must not hide the real work
-            pass
 
     def __repr__(self) -> str:
         return f"OpenedStore({self.label!r}, kind={self.kind!r}, root={self.root!r})"
 
 
-def count_noun(n: int, noun: str, plural: str | None = None) -> str:
-    """'1 request', '0 requests', '1,024 requests': a count with its noun in the right number."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
-def format_value(value: Any, absent: str = "-", grouped: bool = False) -> str:
-    """A summary value as text: true/false for bools, 4 significant digits for floats, `absent`
-    for None; grouped=True writes 200,000 (the GUI), False writes 200000 (the CLI, like `ecp info`)."""
-    if value is None:
-        return absent
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"{value:,}" if grouped else f"{value}"
-    if isinstance(value, float):
-        return f"{value:,.4g}" if grouped else f"{value:.4g}"
-    return str(value)
 
 
-def format_bytes(n: float) -> str:
-    """Human-readable byte count (1 KiB = 1024 B)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def is_url(location: str) -> bool:

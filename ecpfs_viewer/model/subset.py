@@ -70,7 +70,7 @@ def parse_selection(text: str, shape: tuple[int, ...]) -> tuple[Index, ...]:
         parts = parts[:at] + [":"] * (len(shape) - explicit) + parts[at + 1:]
     else:
         parts += [":"] * (len(shape) - len(parts))
-    return tuple(_parse_one(p, axis, size, text) for axis, (p, size) in enumerate(zip(parts, shape)))
+    return tuple(_parse_one(p, axis, size, text) for axis, (p, size) in enumerate(zip(parts, shape, strict=False)))
 
 
 def _parse_one(part: str, axis: int, size: int, text: str) -> Index:
@@ -118,7 +118,7 @@ def _length(index: Index) -> int:
 def format_selection(selection: tuple[Index, ...], shape: tuple[int, ...]) -> str:
     """The text for a normalised selection (':' for a whole axis), e.g. '0:100, :'."""
     parts = []
-    for index, size in zip(selection, shape):
+    for index, size in zip(selection, shape, strict=False):
         if not isinstance(index, slice):
             parts.append(str(index))
         elif index.start == 0 and index.stop >= size and index.step == 1:
@@ -133,7 +133,7 @@ def default_selection(details: ArrayDetails) -> str:
     """A selection inside the first chunk, small enough to view: reads at most one chunk."""
     if not details.shape:
         return ""
-    extent = [min(s, c) if c else s for s, c in zip(details.shape, details.chunk_shape)]
+    extent = [min(s, c) if c else s for s, c in zip(details.shape, details.chunk_shape, strict=False)]
     axis = 0
     while math.prod(extent) > DEFAULT_VIEW_ELEMENTS and axis < len(extent):
         others = math.prod(extent[:axis] + extent[axis + 1:]) or 1
@@ -150,7 +150,7 @@ def chunk_selection_text(details: ArrayDetails, chunk_index: tuple[int, ...]) ->
     if len(chunk_index) != len(details.shape):
         raise SelectionError(f"chunk index {tuple(chunk_index)} does not match {len(details.shape)} dimensions")
     selection = []
-    for i, size, chunk in zip(chunk_index, details.shape, details.chunk_shape):
+    for i, size, chunk in zip(chunk_index, details.shape, details.chunk_shape, strict=False):
         start = int(i) * chunk
         if not 0 <= start < max(size, 1):
             raise SelectionError(f"chunk index {tuple(chunk_index)} is outside the chunk grid")
@@ -188,7 +188,7 @@ def failing_chunks(h: Hierarchy, path: str, details: ArrayDetails, selection: tu
     from ecpfs_viewer.model.chunks import chunk_key, key_encoding_of
 
     ranges = []
-    for index, chunk in zip(selection, details.chunk_shape):
+    for index, chunk in zip(selection, details.chunk_shape, strict=False):
         first, last = (index, index) if isinstance(index, int) else (index.start, max(index.start, index.stop - 1))
         ranges.append(range(first // max(chunk, 1), last // max(chunk, 1) + 1))
     if math.prod(len(r) for r in ranges) > limit:
@@ -198,7 +198,7 @@ def failing_chunks(h: Hierarchy, path: str, details: ArrayDetails, selection: tu
     bad = []
     for chunk_index in itertools.product(*ranges):
         block = tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in
-                      zip(chunk_index, details.chunk_shape, details.shape))
+                      zip(chunk_index, details.chunk_shape, details.shape, strict=False))
         try:
             array[block]
         except Exception:  # any decoding failure marks the chunk; the caller reports the first error

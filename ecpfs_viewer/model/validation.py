@@ -29,9 +29,9 @@ from ecpfs_viewer.model.ecpfs import (
     shared_level_stats,
     summarize,
 )
+from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind, describe_exception
 from ecpfs_viewer.model.sizing import STORED_DTYPES
-from ecpfs_viewer.model.stores import count_noun
 
 #: A leaf this many times the median size (and at least 100 rows above it) suggests insert drift.
 DRIFT_FACTOR = 10
@@ -265,19 +265,24 @@ def _check_levels(check: _Check, reader: MetadataReader, summary: IndexSummary) 
         level_result = shared_level_stats(check.h, level, summary)
         stats.append(level_result)
         check.findings += level_result.findings
-    check.checked.append(f"metadata of all {sum(s.node_count for s in stats):,} nodes on {count_noun(len(stats), 'level')}")
+    node_total = sum(s.node_count for s in stats)
+    check.checked.append(f"metadata of all {node_total:,} nodes on {count_noun(len(stats), 'level')}")
     if stats and stats[-1].is_leaf:
         leaves = stats[-1]
         if summary.total_items is not None and leaves.leaf_sum != summary.total_items:
-            check.warning(leaves.path, f"leaf sizes sum to {leaves.leaf_sum:,} but total_items is "
-                                       f"{summary.total_items:,}")
+            check.warning(
+                leaves.path, f"leaf sizes sum to {leaves.leaf_sum:,} but total_items is {summary.total_items:,}"
+            )
         if leaves.sizes.size >= 3:
             median = float(np.median(leaves.sizes))
             big = leaves.largest(1)[0]
             if big.rows > DRIFT_FACTOR * max(median, 1) and big.rows - median >= 100:
-                check.warning(big.path, f"{big.rows:,} rows, {big.rows / max(median, 1):.0f}x the median leaf "
-                                        f"({median:g}); big leaves slow search (eCP does not balance clusters "
-                                        "and inserts only add to them)")
+                check.warning(
+                    big.path,
+                    f"{big.rows:,} rows, {big.rows / max(median, 1):.0f}x the median leaf "
+                    f"({median:g}); big leaves slow search (eCP does not balance clusters "
+                    "and inserts only add to them)",
+                )
     return stats
 
 
@@ -289,8 +294,9 @@ def _spread(items: list[Any], count: int) -> list[Any]:
     return [items[i] for i in sorted(set(picks.tolist()))]
 
 
-def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], max_node_reads: int,
-                max_vectors: int) -> None:
+def _check_data(
+    check: _Check, summary: IndexSummary, levels: list[LevelStats], max_node_reads: int, max_vectors: int
+) -> None:
     """§10 item 7 and the sampled warnings: decode node_ids, item_ids and some vectors."""
     by_level = {s.level: s for s in levels}
     internal = [s for s in levels if s.is_leaf is False]
@@ -300,8 +306,14 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
     per_level = max(1, internal_budget // max(1, len(internal)))
     # Nodes whose metadata is already reported broken are not decoded again.
     plan = {s.level: _spread([int(i) for i in s.node_ids if int(i) not in s.broken_ids], per_level) for s in internal}
-    leaf_plan = _spread([int(i) for i in leaves.node_ids if int(i) not in leaves.broken_ids],
-                        max_node_reads - sum(map(len, plan.values()))) if leaves is not None else []
+    leaf_plan = (
+        _spread(
+            [int(i) for i in leaves.node_ids if int(i) not in leaves.broken_ids],
+            max_node_reads - sum(map(len, plan.values())),
+        )
+        if leaves is not None
+        else []
+    )
     check.total = check.done + 2 + sum(map(len, plan.values())) + len(leaf_plan)
     rep_rows = _RepRows(check, summary, max_vectors)
     vectors = _VectorSample(max_vectors)
@@ -314,8 +326,10 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
             reps = rep_rows.first(len(root))
             if reps is not None and not _same_rows(root, reps):
                 bad = _first_different(root, reps)
-                check.warning(ROOT_EMBEDDINGS, f"row {bad} differs from rep_embeddings[{bad}] "
-                                               "(the root must be the first ns representatives)")
+                check.warning(
+                    ROOT_EMBEDDINGS,
+                    f"row {bad} differs from rep_embeddings[{bad}] (the root must be the first ns representatives)",
+                )
 
     # Internal levels: node_ids values, referenced-but-missing children, rows == rep_embeddings rows.
     for level, ids in plan.items():
@@ -340,13 +354,14 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
             if summary.has_rep_embeddings and len(node_ids) == len(embeddings) and rep_rows.budget_left():
                 valid = node_ids[node_ids < (summary.representatives or 0)]
                 reps = rep_rows.rows(valid)
-                if reps is not None and len(reps) == len(valid) and not _same_rows(embeddings[:len(valid)], reps):
+                if reps is not None and len(reps) == len(valid) and not _same_rows(embeddings[: len(valid)], reps):
                     mismatched.append(path)
         usable = stats.node_count - len(stats.broken_ids)
         sampled = "" if len(ids) == usable else f"decoded {len(ids):,} of {usable:,} nodes"
         for path, value in invalid[:10]:
-            check.error(f"{path}/node_ids", f"value {value} is not a representative (R = {summary.representatives})",
-                        sampled)
+            check.error(
+                f"{path}/node_ids", f"value {value} is not a representative (R = {summary.representatives})", sampled
+            )
         for path in mismatched[:10]:
             check.warning(f"{path}/embeddings", "rows differ from rep_embeddings[node_ids[j]]", sampled)
         child = by_level.get(level + 1)
@@ -354,10 +369,16 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
             missing = sorted(refs - set(child.node_ids.tolist()))
             if missing:
                 examples = ", ".join(f"node_{m}" for m in missing[:5])
-                check.warning(child.path, f"{len(missing):,} of {count_noun(len(refs), 'referenced child node')} do not exist "
-                                          f"(e.g. {examples}); search skips them", sampled)
-        check.checked.append(f"lvl_{level} node_ids and embeddings: {len(ids):,} of {usable:,} usable nodes "
-                             f"decoded{' (sampled)' if sampled else ''}")
+                check.warning(
+                    child.path,
+                    f"{len(missing):,} of {count_noun(len(refs), 'referenced child node')} do not exist "
+                    f"(e.g. {examples}); search skips them",
+                    sampled,
+                )
+        check.checked.append(
+            f"lvl_{level} node_ids and embeddings: {len(ids):,} of {usable:,} usable nodes "
+            f"decoded{' (sampled)' if sampled else ''}"
+        )
     if summary.fan_out is not None and 1 in by_level:
         missing_first = sorted(set(range(summary.fan_out)) - set(by_level[1].node_ids.tolist()))
         if missing_first:
@@ -390,13 +411,16 @@ def _check_data(check: _Check, summary: IndexSummary, levels: list[LevelStats], 
         usable = leaves.node_count - len(leaves.broken_ids)
         sampled = "" if len(leaf_plan) == usable else f"decoded {len(leaf_plan):,} of {usable:,} leaves"
         for path, value in too_big[:10]:
-            check.error(f"{path}/item_ids", f"item id {value} is not below next_item_id ({summary.next_item_id})",
-                        sampled)
+            check.error(
+                f"{path}/item_ids", f"item id {value} is not below next_item_id ({summary.next_item_id})", sampled
+            )
         for value, first, second in duplicates[:10]:
             where = f"twice in {first}" if first == second else f"in {first} and {second}"
             check.error(f"{second}/item_ids", f"item id {value} appears {where}", sampled)
-        check.checked.append(f"{leaves.path} item_ids: {len(leaf_plan):,} of {usable:,} usable leaves decoded "
-                             f"({len(seen):,} distinct item ids){' (sampled)' if sampled else ''}")
+        check.checked.append(
+            f"{leaves.path} item_ids: {len(leaf_plan):,} of {usable:,} usable leaves decoded "
+            f"({len(seen):,} distinct item ids){' (sampled)' if sampled else ''}"
+        )
 
     check.step("checking vector norms")
     if summary.is_normalized:
@@ -490,4 +514,4 @@ class _VectorSample:
 
 def required_paths() -> tuple[str, ...]:
     """The arrays a v1 index must hold, for messages that list them."""
-    return ("info/format_version",) + REQUIRED_ARRAYS
+    return ("info/format_version", *REQUIRED_ARRAYS)

@@ -14,7 +14,7 @@ from ecpfs_viewer.gui.build_dialog import BuildDialog
 from ecpfs_viewer.gui.settings import use_settings_dir
 from ecpfs_viewer.model.build import build_index as real_build_index
 from ecpfs_viewer.model.build import preview_build
-from ecpfs_viewer.model.stores import format_bytes
+from ecpfs_viewer.model.formatting import format_bytes
 
 
 @pytest.fixture(autouse=True)
@@ -161,9 +161,10 @@ def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, mon
 
     def build_that_pauses(*args, progress, cancel, **kwargs):
         def hook(p):
+            if p.phase == "writing":
+                reached_writing.set()  # before the GUI can hear of it
             progress(p)
             if p.phase == "writing":
-                reached_writing.set()
                 cancel.wait(10)  # hold the build here until the user cancels
 
         return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 import shutil
 import zipfile
 from pathlib import Path

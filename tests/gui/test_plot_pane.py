@@ -129,7 +129,7 @@ def test_histogram_of_integers_has_one_bin_per_value(qtbot, pane, hierarchy) -> 
     show(qtbot, pane, hierarchy, "vector")
     pane.tabs.setCurrentIndex(pane.TAB_HISTOGRAM)
     assert pane.current_view() == "Histogram"
-    counts, edges = pane.histogram_counts()
+    counts, _edges = pane.histogram_counts()
     values, expected = np.unique(VECTOR, return_counts=True)
     assert len(counts) == VECTOR.max() - VECTOR.min() + 1
     np.testing.assert_array_equal(counts[values - VECTOR.min()], expected)

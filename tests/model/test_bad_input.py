@@ -28,13 +28,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_missing_path(tmp_path: Path) -> None:
-    with pytest.raises(StoreOpenError, match="no_such.zarr: no such file or directory"):
+    with pytest.raises(StoreOpenError, match=r"no_such.zarr: no such file or directory"):
         open_store(tmp_path / "no_such.zarr")
 
 
 def test_empty_folder(tmp_path: Path) -> None:
     (tmp_path / "empty.zarr").mkdir()
-    with pytest.raises(StoreOpenError, match="empty.zarr: the folder is empty, not a Zarr store"):
+    with pytest.raises(StoreOpenError, match=r"empty.zarr: the folder is empty, not a Zarr store"):
         open_store(tmp_path / "empty.zarr")
 
 
@@ -42,17 +42,17 @@ def test_folder_without_zarr_metadata(tmp_path: Path) -> None:
     folder = tmp_path / "photos"
     (folder / "2024").mkdir(parents=True)
     (folder / "2024" / "a.jpg").write_bytes(b"\xff\xd8")
-    with pytest.raises(StoreOpenError, match="photos: not a Zarr store"):
+    with pytest.raises(StoreOpenError, match=r"photos: not a Zarr store"):
         open_store(folder)
 
 
 def test_plain_file_and_bad_zips(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
-    with pytest.raises(StoreOpenError, match="notes.txt: not a Zarr store"):
+    with pytest.raises(StoreOpenError, match=r"notes.txt: not a Zarr store"):
         open_store(tmp_path / "notes.txt")
     with zipfile.ZipFile(tmp_path / "other.zip", "w") as zf:
         zf.writestr("readme.txt", "no zarr here")
-    with pytest.raises(StoreOpenError, match="other.zip: the zip holds no Zarr metadata"):
+    with pytest.raises(StoreOpenError, match=r"other.zip: the zip holds no Zarr metadata"):
         open_store(tmp_path / "other.zip")
 
 
@@ -60,9 +60,12 @@ def test_permission_denied_message_from_the_access_check(two_clusters_copy: Path
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """open_store asks os.access before listing; a refusal becomes 'permission denied'."""
     real_access = os.access
-    monkeypatch.setattr(stores.os, "access",
-                        lambda path, mode, **kw: False if Path(path) == two_clusters_copy else real_access(path, mode, **kw))
-    with pytest.raises(StoreOpenError, match="two_clusters.zarr: permission denied"):
+    monkeypatch.setattr(
+        stores.os,
+        "access",
+        lambda path, mode, **kw: False if Path(path) == two_clusters_copy else real_access(path, mode, **kw),
+    )
+    with pytest.raises(StoreOpenError, match=r"two_clusters.zarr: permission denied"):
         open_store(two_clusters_copy)
 
 
@@ -86,8 +89,13 @@ def test_permission_denied_on_a_real_chmod_000_folder(two_clusters_path: Path) -
         target.chmod(0)
         if os.geteuid() == 0:
             base.chmod(0o755)
-            result = subprocess.run([sys.executable, "-c", _OPEN_AS_USER, str(REPO), str(target)],
-                                    user=65534, capture_output=True, text=True, timeout=60)
+            result = subprocess.run(
+                [sys.executable, "-c", _OPEN_AS_USER, str(REPO), str(target)],
+                user=65534,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert result.returncode == 0, result.stderr
             message = result.stdout.strip()
         else:
@@ -110,12 +118,15 @@ def test_root_zarr_json_not_json(two_clusters_copy: Path) -> None:
     assert {n.name for n in h.children()} >= {"info", "lvl_1", "lvl_2"}
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"shape": "three"}, "lvl_1/node_1/embeddings/zarr.json"),
-    ({"zarr_format": 2}, "zarr_format is 2, expected 3"),
-    ({"codecs": [{"name": "bytes"}, {"name": "squash"}]}, "squash"),
-    ({"data_type": "float128x"}, "float128x"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"shape": "three"}, "lvl_1/node_1/embeddings/zarr.json"),
+        ({"zarr_format": 2}, "zarr_format is 2, expected 3"),
+        ({"codecs": [{"name": "bytes"}, {"name": "squash"}]}, "squash"),
+        ({"data_type": "float128x"}, "float128x"),
+    ],
+)
 def test_array_metadata_that_is_not_valid(two_clusters_copy: Path, change: dict, message: str) -> None:
     meta = two_clusters_copy / "lvl_1/node_1/embeddings/zarr.json"
     document = json.loads(meta.read_text())
@@ -129,7 +140,7 @@ def test_array_metadata_that_is_not_valid(two_clusters_copy: Path, change: dict,
     with pytest.raises(SelectionError) as info:
         read_subset(h, "lvl_1/node_1/embeddings", "")
     assert "lvl_1/node_1/embeddings" in str(info.value)
-    with pytest.raises(ChunkStatsError, match="lvl_1/node_1/embeddings"):
+    with pytest.raises(ChunkStatsError, match=r"lvl_1/node_1/embeddings"):
         chunk_stats(h, "lvl_1/node_1/embeddings")
 
 
@@ -154,15 +165,20 @@ def test_unknown_codec_in_a_chunk_read_names_the_path(two_clusters_copy: Path) -
     meta.write_text(json.dumps(document))
     h = Hierarchy(open_store(two_clusters_copy))
     assert "zarrs.mystery" in h.details("rep_item_ids").error
-    with pytest.raises(SelectionError, match="rep_item_ids/zarr.json: .*zarrs.mystery"):
+    with pytest.raises(SelectionError, match=r"rep_item_ids/zarr.json: .*zarrs.mystery"):
         read_subset(h, "rep_item_ids", "")
 
 
 def test_a_corrupt_chunk_among_good_ones_is_named(tmp_path: Path) -> None:
     import zarr
 
-    zarr.create_array(tmp_path / "s.zarr", shape=(40, 3), chunks=(10, 3), dtype="float32",
-                      compressors=[zarr.codecs.ZstdCodec(level=3)])[:] = np.arange(120, dtype=np.float32).reshape(40, 3) + 1
+    zarr.create_array(
+        tmp_path / "s.zarr",
+        shape=(40, 3),
+        chunks=(10, 3),
+        dtype="float32",
+        compressors=[zarr.codecs.ZstdCodec(level=3)],
+    )[:] = np.arange(120, dtype=np.float32).reshape(40, 3) + 1
     (tmp_path / "s.zarr/c/2/0").write_bytes(b"not zstd at all")
     h = Hierarchy(open_store(tmp_path / "s.zarr"))
     with pytest.raises(SelectionError) as info:

@@ -7,7 +7,6 @@ import os
 import threading
 from pathlib import Path
 
-import numcodecs
 import numpy as np
 import pytest
 import zarr
@@ -269,9 +268,9 @@ def test_every_item_in_exactly_one_leaf_and_reps_lead_their_nodes(tmp_path: Path
     assert sorted(i for ids in leaves for i in ids) == list(range(3000))
     assert result.nodes_per_level == [sum(1 for k in tree if k[0] == lv) for lv in (1, 2, 3)]
     for lv, bound in enumerate(sizing.max_nodes_per_level(ns, R, 3), start=1):
-        assert all(node < bound for (l, node) in tree if l == lv)
+        assert all(node < bound for (lvl, node) in tree if lvl == lv)
     # a representative placed at level l leads its own node at level l+1
-    for (lvl, node), ids in tree.items():
+    for (lvl, _node), ids in tree.items():
         if lvl < 3:
             for r in ids:
                 assert (lvl + 1, r) in tree

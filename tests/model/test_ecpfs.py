@@ -20,9 +20,9 @@ from ecpfs_viewer.model.ecpfs import (
     shared_level_stats,
     summarize,
 )
-from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.validation import validate
 
 
 def hierarchy(path: Path) -> Hierarchy:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy, NodeKind, natural_key
 from ecpfs_viewer.model.stores import open_store
 
@@ -228,7 +229,7 @@ def test_unreadable_metadata_is_an_error_row_and_siblings_load(two_clusters_copy
 
 
 def test_shapes_are_written_one_way() -> None:
-    from ecpfs_viewer.model.hierarchy import format_shape
+
 
     assert format_shape((4000, 64)) == "4,000 x 64"
     assert format_shape(()) == "scalar"

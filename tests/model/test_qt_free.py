@@ -9,7 +9,8 @@ import ecpfs_viewer.model as model
 for info in pkgutil.iter_modules(model.__path__):
     importlib.import_module(f"ecpfs_viewer.model.{info.name}")
 import ecpfs_viewer.cli_read  # the read subcommands must not need Qt either
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in {"PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6", "qtpy"})
+qt = {"PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6", "qtpy"}
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in qt)
 print(",".join(loaded))
 """
 

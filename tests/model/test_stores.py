@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
-from ecpfs_viewer.model.stores import (REMOTE_EXTRA_HINT, StoreOpenError, count_noun, format_bytes, open_memory,
-                                       open_store)
+from ecpfs_viewer.model.stores import REMOTE_EXTRA_HINT, StoreOpenError, open_memory, open_store
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ZARRITA_V3 = DATA / "peer-data" / "zarrita.js" / "fixtures" / "v3"
@@ -177,7 +177,8 @@ def test_counter_counts_requests_and_bytes(two_clusters_path: Path) -> None:
     opened.read_many(["zarr.json", "info/zarr.json", "missing/zarr.json"])
     after_many = opened.stats() - before
     assert after_many.requests == 4
-    expected = 44 + (two_clusters_path / "zarr.json").stat().st_size + (two_clusters_path / "info/zarr.json").stat().st_size
+    sizes = [(two_clusters_path / name).stat().st_size for name in ("zarr.json", "info/zarr.json")]
+    expected = 44 + sum(sizes)
     assert after_many.bytes_read == expected
     opened.list_dir("lvl_1")
     assert (opened.stats() - before).listings == 1
@@ -186,8 +187,12 @@ def test_counter_counts_requests_and_bytes(two_clusters_path: Path) -> None:
 
 
 def test_count_noun_agrees_in_number() -> None:
-    assert [count_noun(n, "request") for n in (0, 1, 2, 1234)] == ["0 requests", "1 request", "2 requests",
-                                                                   "1,234 requests"]
+    assert [count_noun(n, "request") for n in (0, 1, 2, 1234)] == [
+        "0 requests",
+        "1 request",
+        "2 requests",
+        "1,234 requests",
+    ]
     assert count_noun(1, "index", "indexes") == "1 index" and count_noun(3, "index", "indexes") == "3 indexes"
 
 

@@ -1,0 +1,48 @@
+"""How numbers, sizes, shapes and ages are written for users: one place, so the CLI, the
+panels and the findings never disagree on digit grouping or plurals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def count_noun(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 request', '0 requests', '1,024 requests': a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def format_value(value: Any, absent: str = "-", grouped: bool = False) -> str:
+    """A summary value as text: true/false for bools, 4 significant digits for floats, `absent`
+    for None; grouped=True writes 200,000 (the GUI), False writes 200000 (the CLI, like `ecp info`)."""
+    if value is None:
+        return absent
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value:,}" if grouped else f"{value}"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if grouped else f"{value:.4g}"
+    return str(value)
+
+
+def format_bytes(n: float) -> str:
+    """Human-readable byte count (1 KiB = 1024 B)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def format_shape(shape: tuple[int, ...]) -> str:
+    """'4,000 x 64', or 'scalar' for a rank-0 array: the one way shapes are written for users."""
+    return " x ".join(f"{s:,}" for s in shape) if shape else "scalar"
+
+
+def format_age(seconds: float) -> str:
+    """A short age such as '3.5 h' for saved queries (persisted_at → now)."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
