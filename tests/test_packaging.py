@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = ROOT / "packaging"
 RESOURCES_IN_WHEEL = ("digits.csv.gz", "DEMO_DATA.md", "ecpfs-viewer.svg", "ecpfs-viewer.png",
-                      "ecpfs-viewer.desktop", "__init__.py")
+                      "ecpfs-viewer.desktop", "io.github.ecpfs_viewer.metainfo.xml", "__init__.py")
+METAINFO = ROOT / "resources" / "io.github.ecpfs_viewer.metainfo.xml"
 
 
 def _can_build_without_isolation() -> bool:
@@ -98,7 +99,7 @@ def test_desktop_entry_is_complete_and_shipped_unchanged():
 
 
 def test_metainfo_is_well_formed_and_points_at_the_desktop_entry():
-    root = ET.parse(PACKAGING / "io.github.ecpfs_viewer.metainfo.xml").getroot()
+    root = ET.parse(METAINFO).getroot()
     assert root.tag == "component" and root.get("type") == "desktop-application"
     assert root.findtext("id") == "io.github.ecpfs_viewer"
     assert root.find("launchable").text == "ecpfs-viewer.desktop"
@@ -107,6 +108,49 @@ def test_metainfo_is_well_formed_and_points_at_the_desktop_entry():
     from ecpfs_viewer import __version__
 
     assert root.find("releases/release").get("version") == __version__
+    assert root.findtext("url[@type='homepage']").startswith("https://")
+    assert root.findtext("developer/name")
+    assert [i.text for i in root.findall("screenshots/screenshot/image")]
+
+
+def test_desktop_entry_passes_desktop_file_validate():
+    tool = shutil.which("desktop-file-validate")
+    if tool is None:
+        pytest.skip("desktop-file-validate is not installed (Debian: desktop-file-utils)")
+    for path in (PACKAGING / "ecpfs-viewer.desktop", ROOT / "resources" / "ecpfs-viewer.desktop"):
+        done = subprocess.run([tool, str(path)], capture_output=True, text=True)
+        # hints are advice; errors and warnings fail
+        problems = [line for line in done.stdout.splitlines() if ": error:" in line or ": warning:" in line]
+        assert done.returncode == 0 and not problems, done.stdout
+
+
+def test_metainfo_passes_appstreamcli_validate():
+    tool = shutil.which("appstreamcli")
+    if tool is None:
+        pytest.skip("appstreamcli is not installed (Debian: appstream)")
+    done = subprocess.run([tool, "validate", "--no-net", str(METAINFO)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_licence_file_and_project_urls():
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["urls"]["Homepage"].startswith("https://")
+
+
+def test_readme_images_are_absolute_links():
+    """A package index shows the README without the repository's files beside it."""
+    import re
+
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text())
+    assert images and all(link.startswith("https://") for link in images)
+
+
+def test_pyinstaller_spec_takes_the_package_from_the_environment():
+    spec = (PACKAGING / "ecpfs-viewer.spec").read_text()
+    assert "pathex=[]" in spec and ".xml" in spec
 
 
 def test_icon_is_a_valid_svg(qtbot):

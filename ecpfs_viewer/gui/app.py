@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QIcon
+from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui import settings as app_settings
@@ -34,11 +34,15 @@ def application_icon() -> QIcon | None:
 
 def ensure_application(argv: list[str] | None = None) -> QApplication:
     """The running QApplication (created when needed), named so QSettings finds our scope."""
+    app_settings.apply_application_names()
     app = QApplication.instance()
     if app is None:
-        app = QApplication(argv if argv is not None else sys.argv[:1])
-    app_settings.apply_application_names()
+        # argv[0] names the window class on X11 (WM_CLASS); under `python -m` it would be
+        # '__main__.py', which matches no desktop entry
+        app = QApplication(["ecpfs-viewer", *(argv if argv is not None else sys.argv)[1:]])
     QApplication.setApplicationDisplayName("ecpfs-viewer")
+    # Wayland compositors match windows to ecpfs-viewer.desktop by this name
+    QGuiApplication.setDesktopFileName("ecpfs-viewer")
     icon = application_icon()
     if icon is not None:
         QApplication.setWindowIcon(icon)
