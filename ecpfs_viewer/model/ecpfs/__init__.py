@@ -6,6 +6,11 @@ The one step that has to decode data, finding children that ``node_ids`` referen
 not exist, is a separate function (:func:`referenced_children`). Problems are returned as
 :class:`Finding` values naming the path they concern; nothing here raises on a bad store.
 Format reference: ``docs/ecpfs-format.md`` (§1 layout, §5 ``ecp info``, §7 older formats).
+
+Submodules: ``findings`` (Finding, Severity), ``metadata`` (reading documents and scalars),
+``layout`` (which generation wrote a store), ``summary`` (the index header), ``levels`` and
+``node_arrays`` (per-level statistics, cached per Hierarchy), ``references`` (decoding node_ids).
+This package re-exports their public names.
 """
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, Severity, cap_findings

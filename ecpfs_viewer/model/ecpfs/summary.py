@@ -26,7 +26,7 @@ from ecpfs_viewer.model.sizing import fan_out
 LEGAL_METRICS = ("L2", "IP")
 #: Integer metric codes of the Python generations G0/G1 (§7).
 LEGACY_METRIC_CODES = {0: "L2", 1: "IP", 2: "COS"}
-LEVEL_RE = re.compile(r"^lvl_(\d+)$")
+_LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 #: Saved queries whose persisted_at scalar is read; the rest are only counted.
 MAX_QUERIES_READ = 200
 
@@ -162,7 +162,7 @@ def _summarize(reader: MetadataReader, now: float) -> IndexSummary:
             values["writer"] = writer_of(meta.attributes)
             break
     root_names = reader.children("") or {}
-    values["level_paths"] = tuple(sorted((n for n in root_names if LEVEL_RE.match(n)), key=natural_key))
+    values["level_paths"] = tuple(sorted((n for n in root_names if _LEVEL_RE.match(n)), key=natural_key))
     queries, count = _saved_queries(reader, now)
     values["saved_queries"], values["saved_query_count"] = queries, count
     return IndexSummary(layout, findings=tuple(reader.findings), **values)

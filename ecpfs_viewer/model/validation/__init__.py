@@ -4,6 +4,9 @@ Metadata checks (arrays, data types, counters, every node's shapes) are complete
 must decode data (node_ids and item_ids values, duplicate item ids, unit length, rows that must
 equal ``rep_embeddings`` rows) read a bounded, evenly spread sample of nodes; each such finding
 and :attr:`ValidationReport.checked` say how much was read.
+
+Submodules: ``report`` (results and run state), ``metadata_checks``, ``data_checks`` (sampled
+decoding) and ``checklist`` (:func:`validate`, which runs them in order).
 """
 
 from ecpfs_viewer.model.ecpfs import Finding, Severity
