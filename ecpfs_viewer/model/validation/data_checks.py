@@ -3,6 +3,7 @@ rows that must equal ``rep_embeddings`` rows, and unit length."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -80,6 +81,16 @@ def _sampled(stats: LevelStats, decoded: int, what: str) -> tuple[int, str]:
     return usable, "" if decoded == usable else f"decoded {decoded:,} of {usable:,} {what}"
 
 
+def _read_each(check: Check, stats: LevelStats, ids: list[int], name: str) -> Iterator[tuple[str, np.ndarray]]:
+    """(node path, stored array) for each planned node whose array can be read; one progress step each."""
+    for node_id in ids:
+        path = stats.node_path(node_id)
+        check.step(f"decoding {path}")
+        stored = check.read(f"{path}/{name}")
+        if stored is not None:
+            yield path, stored
+
+
 def _check_internal_level(
     check: Check,
     summary: IndexSummary,
@@ -92,12 +103,7 @@ def _check_internal_level(
     """node_ids values, referenced-but-missing children, rows == rep_embeddings rows."""
     refs = ChildReferences(summary.representatives, 3)
     mismatched: list[str] = []
-    for node_id in ids:
-        path = stats.node_path(node_id)
-        check.step(f"decoding {path}")
-        stored = check.read(f"{path}/node_ids")
-        if stored is None:
-            continue
+    for path, stored in _read_each(check, stats, ids, "node_ids"):
         node_ids = refs.add(path, stored)
         embeddings = check.read(f"{path}/embeddings")
         if embeddings is None:
@@ -138,12 +144,7 @@ def _check_leaves(
     seen: dict[int, str] = {}
     duplicates: list[tuple[int, str, str]] = []
     too_big: list[tuple[str, int]] = []
-    for node_id in plan:
-        path = leaves.node_path(node_id)
-        check.step(f"decoding {path}")
-        stored = check.read(f"{path}/item_ids")
-        if stored is None:
-            continue
+    for path, stored in _read_each(check, leaves, plan, "item_ids"):
         items = stored.astype(np.int64).ravel()
         if summary.next_item_id is not None:
             too_big += [(path, int(v)) for v in items[items >= summary.next_item_id][:3]]
