@@ -151,7 +151,7 @@ class Hierarchy:
         self._children: dict[str, list[Node]] = {}
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
-        self._arrays: dict[str, zarr.Array] = {}
+        self._arrays: dict[str, zarr.Array[Any]] = {}
         self.level_stats_cache = LevelStatsCache()  # statistics derived from the listings, dropped by refresh
 
     # -- listing --------------------------------------------------------------------------------
@@ -297,7 +297,7 @@ class Hierarchy:
             raise error(f"{path or '/'} is not an array")
         return info.array
 
-    def open_array(self, path: str) -> zarr.Array:
+    def open_array(self, path: str) -> zarr.Array[Any]:
         """A zarr Array built from the metadata already read (no second metadata read)."""
         path = path.strip("/")
         with self._lock:
@@ -440,7 +440,8 @@ def parse_details(node: Node) -> NodeDetails:
 def _array_details(document: dict[str, Any], zarr_format: int) -> ArrayDetails:
     if zarr_format == 3:
         meta = ArrayV3Metadata.from_dict(dict(document))
-        codecs = [c if isinstance(c, dict) else {"name": str(c)} for c in document.get("codecs", [])]
+        codecs: list[dict[str, Any]] = [c if isinstance(c, dict) else {"name": str(c)}
+                                        for c in document.get("codecs", [])]
         chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)  # type: ignore[attr-defined]
         shard_shape = None
         for codec in codecs:
