@@ -23,6 +23,7 @@ from zarr.storage._common import StorePath
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_shape
+from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
 
 
@@ -150,7 +151,8 @@ class Hierarchy:
         self._children: dict[str, list[Node]] = {}
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
-        self._arrays: dict[str, zarr.Array] = {}
+        self._arrays: dict[str, zarr.Array[Any]] = {}
+        self.level_stats_cache = LevelStatsCache()  # statistics derived from the listings, dropped by refresh
 
     # -- listing --------------------------------------------------------------------------------
     def root(self) -> Node:
@@ -221,6 +223,7 @@ class Hierarchy:
             for cache in (self._children, self._nodes, self._details, self._arrays):
                 for key in [k for k in cache if k == path or k.startswith(prefix)]:
                     del cache[key]
+            self.level_stats_cache.forget(path)
 
     def _probe(self, path: str, is_dir: bool | None) -> Node | None:
         found = self._probe_many([path], [is_dir])
@@ -253,7 +256,7 @@ class Hierarchy:
                 zarray, zgroup, zattrs = found[3 * n: 3 * n + 3]
                 failed = next((v for v in (zarray, zgroup, zattrs) if isinstance(v, Exception)), None)
                 if failed is not None:
-                    nodes[i] = _unreadable(paths[i], "metadata", failed)  # type: ignore[arg-type]
+                    nodes[i] = _unreadable(paths[i], "metadata", failed)
                 elif zarray is not None:
                     nodes[i] = _classify_v2(paths[i], zarray, zattrs, NodeKind.ARRAY)  # type: ignore[arg-type]
                 elif zgroup is not None:
@@ -294,7 +297,7 @@ class Hierarchy:
             raise error(f"{path or '/'} is not an array")
         return info.array
 
-    def open_array(self, path: str) -> zarr.Array:
+    def open_array(self, path: str) -> zarr.Array[Any]:
         """A zarr Array built from the metadata already read (no second metadata read)."""
         path = path.strip("/")
         with self._lock:
@@ -437,7 +440,8 @@ def parse_details(node: Node) -> NodeDetails:
 def _array_details(document: dict[str, Any], zarr_format: int) -> ArrayDetails:
     if zarr_format == 3:
         meta = ArrayV3Metadata.from_dict(dict(document))
-        codecs = [c if isinstance(c, dict) else {"name": str(c)} for c in document.get("codecs", [])]
+        codecs: list[dict[str, Any]] = [c if isinstance(c, dict) else {"name": str(c)}
+                                        for c in document.get("codecs", [])]
         chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)  # type: ignore[attr-defined]
         shard_shape = None
         for codec in codecs:

@@ -1,4 +1,4 @@
-"""Recognising, summarising and measuring ecpfs indexes (model/ecpfs.py)."""
+"""Recognising, summarising and measuring ecpfs indexes (model/ecpfs/)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 import zarr
 
 from ecpfs_viewer.model.ecpfs import (
+    ChildReferences,
     Generation,
     Severity,
     cached_level_stats,
@@ -297,3 +298,51 @@ def test_forget_level_stats_after_refreshing_a_node(two_clusters_copy: Path) -> 
     assert any(f.path == "lvl_2/node_1" for f in shared_level_stats(h, 2).findings)
     forget_level_stats(h)
     assert cached_level_stats(h, 1) is None
+
+
+def test_refresh_drops_the_level_stats_the_hierarchy_owns(two_clusters_copy: Path) -> None:
+    """Hierarchy.refresh alone makes the cache forget: a node refresh drops its level, other paths all."""
+    h = hierarchy(two_clusters_copy)
+    one, two = shared_level_stats(h, 1), shared_level_stats(h, 2)
+    assert two.seconds > 0  # the time it took is recorded on the result
+    h.refresh("lvl_2/node_1")
+    assert cached_level_stats(h, 2) is None and cached_level_stats(h, 1) is one
+    assert shared_level_stats(h, 2) is not two
+    h.refresh("info")  # outside every level: the summary the statistics were judged by may change
+    assert cached_level_stats(h, 1) is None and cached_level_stats(h, 2) is None
+
+
+def test_two_hierarchies_do_not_share_level_stats(two_clusters_path: Path) -> None:
+    a, b = hierarchy(two_clusters_path), hierarchy(two_clusters_path)
+    from_a = shared_level_stats(a, 2)
+    assert cached_level_stats(b, 2) is None
+    from_b = shared_level_stats(b, 2)
+    assert from_b is not from_a and from_b.sizes.tolist() == from_a.sizes.tolist()
+    a.refresh()
+    assert cached_level_stats(a, 2) is None and cached_level_stats(b, 2) is from_b
+
+
+def test_level_stats_computed_across_a_refresh_are_not_kept(two_clusters_copy: Path) -> None:
+    h = hierarchy(two_clusters_copy)
+
+    def refreshed_meanwhile():
+        stats = level_stats(h, 2)
+        shutil.rmtree(two_clusters_copy / "lvl_2" / "node_3")
+        h.refresh("lvl_2")  # e.g. the user pressed F5 while a worker was computing
+        return stats
+
+    stale = h.level_stats_cache.get_or_compute(2, (), refreshed_meanwhile)
+    assert stale.node_count == 4  # the caller still gets what it computed...
+    assert cached_level_stats(h, 2) is None  # ...but nobody else is handed the stale result
+    assert shared_level_stats(h, 2).node_count == 3
+
+
+def test_child_references_tally_decoded_node_ids() -> None:
+    """The tally validation and referenced_children share: decoded ids, invalid values per parent."""
+    refs = ChildReferences(representatives=4, invalid_per_parent=1)
+    decoded = refs.add("lvl_1/node_0", np.array([[0], [5], [6]], dtype=np.uint32))
+    assert decoded.dtype == np.int64 and decoded.tolist() == [0, 5, 6]
+    refs.add("lvl_1/node_1", np.array([1, 2], dtype=np.uint32))
+    assert refs.invalid == [("lvl_1/node_0", 5)]  # one per parent kept
+    assert refs.missing(np.array([0, 1])) == [2, 5, 6]
+    assert ChildReferences.of_root(3).missing(np.array([1])) == [0, 2]

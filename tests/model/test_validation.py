@@ -1,4 +1,4 @@
-"""The §10 validation checklist (model/validation.py): findings with paths, sampling, cancel."""
+"""The §10 validation checklist (model/validation/): findings with paths, sampling, cancel."""
 
 from __future__ import annotations
 
@@ -146,3 +146,19 @@ def test_legacy_index_is_one_error_with_the_reason(two_clusters_copy: Path) -> N
     report = check(two_clusters_copy)
     [error] = report.errors
     assert error.path == "" and error.message.startswith("pre-v1 Rust index: missing info/next_item_id")
+
+
+def test_validation_reuses_level_stats_until_the_hierarchy_is_refreshed(two_clusters_copy: Path) -> None:
+    """Statistics cached on the Hierarchy serve a second run; after refresh the change is seen."""
+    h = Hierarchy(open_store(two_clusters_copy))
+    first = validate(h)
+    assert first.ok
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_3")
+    again = validate(h)
+    assert again.levels[-1] is first.levels[-1]  # nothing re-read: the store is not watched
+    h.refresh("lvl_2")
+    after = validate(h)
+    assert after.levels[-1] is not first.levels[-1] and after.levels[-1].gap_ids == (3,)
+    assert any(p == "lvl_2" and "do not exist" in m for p, m in messages(after, Severity.WARNING))
+    other = validate(Hierarchy(open_store(two_clusters_copy)))  # a new Hierarchy computes its own
+    assert other.levels[-1] is not after.levels[-1] and other.levels[-1].gap_ids == (3,)

@@ -1,0 +1,115 @@
+"""Which writer produced a store: format version 1, newer versions, and the legacy generations (§7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from ecpfs_viewer.model.ecpfs.findings import Finding
+from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
+from ecpfs_viewer.model.hierarchy import Hierarchy
+
+SUPPORTED_FORMAT_VERSION = 1
+#: Arrays the upstream loader needs besides ``info/format_version`` (§1.5), in upstream's order.
+REQUIRED_ARRAYS = ("info/levels", "info/metric", "info/total_items", "info/next_item_id",
+                   "rep_item_ids", "index_root/embeddings")
+INFO_INTEGERS = ("info/format_version", "info/levels", "info/total_items", "info/next_item_id")
+ROOT_EMBEDDINGS = "index_root/embeddings"
+
+
+class Generation(StrEnum):
+    """Which writer produced a store (§7), from the newest to the oldest."""
+
+    V1 = "format version 1"
+    UNSTAMPED = "version 1 without version stamp"
+    NEWER = "newer format"
+    RUST_PRE_V1 = "Rust pre-v1 index"
+    PYTHON_JUNE_2025 = "June-2025 Python index"
+    PYTHON_EARLY = "early Python index"
+    NOT_INDEX = "not an ecpfs index"
+
+
+@dataclass(frozen=True)
+class IndexLayout:
+    """The generation of an index and why we think so."""
+
+    generation: Generation
+    reason: str
+    format_version: int | None = None
+    missing: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def supported(self) -> bool:
+        """True when upstream's v1 loaders would open it (a v1 or unstamped index)."""
+        return self.generation in (Generation.V1, Generation.UNSTAMPED)
+
+    @property
+    def is_index(self) -> bool:
+        return self.generation is not Generation.NOT_INDEX
+
+    @property
+    def is_legacy(self) -> bool:
+        return self.generation in (Generation.RUST_PRE_V1, Generation.PYTHON_JUNE_2025,
+                                   Generation.PYTHON_EARLY)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generation": self.generation.value, "supported": self.supported, "reason": self.reason,
+                "format_version": self.format_version, "missing": list(self.missing)}
+
+
+def detect_index(h: Hierarchy) -> IndexLayout:
+    """Recognise the index generation of a store (§7 detection order); never raises."""
+    return detect(MetadataReader(h))
+
+
+def detect(reader: MetadataReader) -> IndexLayout:
+    missing = tuple(p for p in REQUIRED_ARRAYS if not reader.exists(p))
+
+    def findings() -> tuple[Finding, ...]:  # read after each step
+        return tuple(reader.findings)
+
+    if reader.exists("info/format_version"):
+        version = reader.integer("info/format_version")
+        if version is None:
+            return IndexLayout(Generation.NOT_INDEX, "info/format_version cannot be read, so the format is unknown",
+                               None, missing, findings())
+        if version != SUPPORTED_FORMAT_VERSION:
+            return IndexLayout(Generation.NEWER, f"format version {version} is not supported "
+                               f"(this viewer reads version {SUPPORTED_FORMAT_VERSION}); the store is still "
+                               "browsable as plain Zarr", version, missing, findings())
+        reason = "format version 1" + (f"; missing required arrays: {', '.join(missing)}" if missing else "")
+        return IndexLayout(Generation.V1, reason, 1, missing, findings())
+    levels = reader.array("info/levels")
+    metric = reader.array("info/metric")
+    python_levels = levels is not None and levels.shape == (1,)
+    int_metric = metric is not None and is_integer_type(metric.data_type)
+    if python_levels or int_metric:
+        traits = []
+        if python_levels:
+            traits.append(f"info/levels has shape (1,) ({levels.data_type})")  # type: ignore[union-attr]
+        if int_metric:
+            traits.append(f"info/metric is an integer ({metric.data_type})")  # type: ignore[union-attr]
+        if reader.exists("lvl_0"):
+            return IndexLayout(Generation.PYTHON_EARLY, "legacy Python ecpfs index (pre-Rust, levels from lvl_0): "
+                               + "; ".join([*traits, "lvl_0 exists"]) + "; rebuild required", None,
+                               missing, findings())
+        if reader.exists("index_root/node_ids"):
+            traits.append("index_root/node_ids exists")
+        return IndexLayout(Generation.PYTHON_JUNE_2025, "legacy Python ecpfs index (June 2025, pre-Rust): "
+                           + "; ".join(traits) + "; rebuild required", None, missing, findings())
+    counters = [p for p in ("info/total_items", "info/next_item_id") if not reader.exists(p)]
+    if metric is not None and metric.data_type == "string" and counters:
+        return IndexLayout(Generation.RUST_PRE_V1, f"pre-v1 Rust index: missing {', '.join(counters)}; "
+                           "rebuild or add the counters", None, missing, findings())
+    if not missing:
+        return IndexLayout(Generation.UNSTAMPED, "every version 1 array is present but info/format_version "
+                           "is missing; read as version 1", None, missing, findings())
+    all_missing = ("info/format_version", *missing)
+    return IndexLayout(Generation.NOT_INDEX, "not a valid ecpfs index, missing: " + ", ".join(all_missing),
+                       None, all_missing, findings())
+
+
+def is_integer_type(data_type: str) -> bool:
+    return data_type.startswith(("int", "uint"))

@@ -1,0 +1,305 @@
+"""Statistics of one ``lvl_N``: node count, gaps and node sizes, from metadata only (no chunk reads)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warning
+from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE, NodeArrays, check_node, read_node_arrays
+from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
+from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.formatting import count_noun
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+
+#: At most this many gap ids are kept (the count is always exact).
+MAX_LISTED_IDS = 1000
+
+
+@dataclass(frozen=True)
+class NodeSize:
+    node_id: int
+    path: str
+    rows: int
+
+
+@dataclass(frozen=True, eq=False)
+class LevelStats:
+    """Node count, gaps and node sizes of one ``lvl_N``, from metadata only (no chunk decoding)."""
+
+    level: int
+    path: str
+    is_leaf: bool | None
+    node_ids: np.ndarray  # int64, ascending; nodes that have an embeddings array
+    sizes: np.ndarray  # int64 rows of each node's embeddings, same order
+    max_nodes: int | None  # min(ns^N, R)
+    gap_count: int  # ids below max_nodes with no node
+    gap_ids: tuple[int, ...]  # the first MAX_LISTED_IDS of them
+    out_of_range_ids: tuple[int, ...]  # node ids >= max_nodes
+    chunk_rows: int | None  # declared chunk rows of the node arrays (most common value)
+    total_items: int | None
+    empty_nodes: tuple[str, ...] = ()  # node groups without arrays
+    other_entries: tuple[str, ...] = ()  # names that are not node_<id>
+    findings: tuple[Finding, ...] = ()
+    seconds: float = 0.0
+    broken_ids: frozenset[int] = frozenset()  # nodes with a missing or unreadable array
+
+    @property
+    def node_count(self) -> int:
+        return int(self.node_ids.size)
+
+    @property
+    def min_size(self) -> int | None:
+        return int(self.sizes.min()) if self.sizes.size else None
+
+    @property
+    def max_size(self) -> int | None:
+        return int(self.sizes.max()) if self.sizes.size else None
+
+    @property
+    def median_size(self) -> float | None:
+        return float(np.median(self.sizes)) if self.sizes.size else None
+
+    @property
+    def mean_size(self) -> float | None:
+        return float(self.sizes.mean()) if self.sizes.size else None
+
+    @property
+    def total_rows(self) -> int:
+        return int(self.sizes.sum())
+
+    @property
+    def leaf_sum(self) -> int | None:
+        """Sum of leaf sizes, to compare with total_items (None above the leaf level)."""
+        return self.total_rows if self.is_leaf else None
+
+    def node_path(self, node_id: int) -> str:
+        return f"{self.path}/node_{node_id}"
+
+    def histogram(self, max_bins: int = 40) -> tuple[np.ndarray, np.ndarray]:
+        """Counts and bin edges of node sizes; one bin per size when the sizes span few values."""
+        if not self.sizes.size:
+            return np.zeros(0, dtype=np.int64), np.zeros(1)
+        low, high = int(self.sizes.min()), int(self.sizes.max())
+        if high - low + 1 <= max_bins:
+            edges = np.arange(low, high + 2, dtype=np.float64) - 0.5
+        else:
+            edges = np.linspace(low, high + 1, max_bins + 1)
+        counts, edges = np.histogram(self.sizes, bins=edges)
+        return counts.astype(np.int64), edges
+
+    def largest(self, count: int = 5) -> list[NodeSize]:
+        order = np.argsort(-self.sizes, kind="stable")[:count]
+        return [
+            NodeSize(int(self.node_ids[i]), self.node_path(int(self.node_ids[i])), int(self.sizes[i])) for i in order
+        ]
+
+    def smallest(self, count: int = 5) -> list[NodeSize]:
+        order = np.argsort(self.sizes, kind="stable")[:count]
+        return [
+            NodeSize(int(self.node_ids[i]), self.node_path(int(self.node_ids[i])), int(self.sizes[i])) for i in order
+        ]
+
+    @property
+    def underfill(self) -> float | None:
+        """Mean fraction of the first chunk each node uses (rows / chunk rows, capped at 1)."""
+        if not self.sizes.size or not self.chunk_rows:
+            return None
+        return float(np.minimum(self.sizes / self.chunk_rows, 1.0).mean())
+
+    @property
+    def nodes_in_one_chunk(self) -> int:
+        """Nodes whose rows fit in a single chunk (reading them decodes one whole padded chunk)."""
+        if not self.chunk_rows:
+            return 0
+        return int((self.sizes <= self.chunk_rows).sum())
+
+    def to_dict(self) -> dict[str, Any]:
+        counts, edges = self.histogram()
+        return {
+            "level": self.level,
+            "path": self.path,
+            "is_leaf": self.is_leaf,
+            "node_count": self.node_count,
+            "max_nodes": self.max_nodes,
+            "gap_count": self.gap_count,
+            "gap_ids": list(self.gap_ids[:100]),
+            "out_of_range_ids": list(self.out_of_range_ids[:100]),
+            "size_min": self.min_size,
+            "size_median": self.median_size,
+            "size_mean": self.mean_size,
+            "size_max": self.max_size,
+            "total_rows": self.total_rows,
+            "leaf_sum": self.leaf_sum,
+            "total_items": self.total_items,
+            "chunk_rows": self.chunk_rows,
+            "underfill": self.underfill,
+            "histogram": {"counts": counts.tolist(), "edges": edges.tolist()},
+            "largest": [n.__dict__ for n in self.largest()],
+            "smallest": [n.__dict__ for n in self.smallest()],
+            "empty_nodes": list(self.empty_nodes),
+            "other_entries": list(self.other_entries),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -> LevelStats:
+    """Statistics of ``lvl_{level}`` from the metadata of its nodes; never raises.
+
+    Reads the level listing through the Hierarchy (cached, shared with the tree) and each node's
+    ``embeddings`` / ids ``zarr.json`` in one batch; a node whose arrays are not the expected ones
+    is listed to explain what it holds.
+    """
+    started = time.perf_counter()
+    summary = summary if summary is not None else summarize(h)
+    path = f"lvl_{level}"
+    try:
+        stats = _level_stats(h, level, path, summary)
+    except Exception as exc:  # never let a bad store escape to the caller
+        stats = _empty_level(
+            level, path, summary, (error(path, f"cannot compute statistics: {describe_exception(exc)}"),)
+        )
+    return replace(stats, seconds=time.perf_counter() - started)
+
+
+def shared_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -> LevelStats:
+    """:func:`level_stats`, computed once per Hierarchy and level and then reused; never raises.
+
+    Kept in ``h.level_stats_cache`` until ``Hierarchy.refresh`` of the level (or above) drops it.
+    """
+    summary = summary if summary is not None else summarize(h)
+    return h.level_stats_cache.get_or_compute(
+        level, _summary_key(summary, level), lambda: level_stats(h, level, summary)
+    )
+
+
+def cached_level_stats(h: Hierarchy, level: int) -> LevelStats | None:
+    """The shared statistics of a level if already computed and still valid (no I/O, no parsing).
+
+    While another thread computes statistics this waits for it (so a caller that would otherwise
+    parse the same documents itself gets the result instead of competing for the interpreter)."""
+    return h.level_stats_cache.get(level)
+
+
+def forget_level_stats(h: Hierarchy, path: str = "") -> None:
+    """Drop shared statistics that a refresh of path (and below) makes stale."""
+    h.level_stats_cache.forget(path)
+
+
+def _summary_key(summary: IndexSummary, level: int) -> tuple[Any, ...]:
+    """The summary fields level statistics use."""
+    return (summary.levels, summary.max_nodes(level), summary.total_items, summary.dim, summary.dtype)
+
+
+def _empty_level(level: int, path: str, summary: IndexSummary, findings: tuple[Finding, ...]) -> LevelStats:
+    empty = np.zeros(0, dtype=np.int64)
+    return LevelStats(
+        level,
+        path,
+        None,
+        empty,
+        empty,
+        summary.max_nodes(level),
+        0,
+        (),
+        (),
+        None,
+        summary.total_items,
+        findings=findings,
+    )
+
+
+def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> LevelStats:
+    findings: list[Finding] = []
+    try:
+        if path not in {n.name for n in h.children("")}:
+            return _empty_level(level, path, summary, (error(path, "level does not exist"),))
+        listed = h.children(path)
+    except OSError as exc:
+        return _empty_level(level, path, summary, (error(path, f"cannot list: {describe_exception(exc)}"),))
+    leaf: bool | None = None if summary.levels is None else level == summary.levels
+    nodes: list[NodeArrays] = []
+    others: list[str] = []
+    for child in listed:
+        match = NODE_RE.match(child.name)
+        if match is None or not child.kind.is_container:
+            others.append(child.name)
+            if child.kind is NodeKind.ERROR:
+                findings.append(error(child.path, f"unreadable metadata: {child.error}"))
+            continue
+        if child.kind is NodeKind.ERROR:
+            findings.append(error(child.path, f"unreadable group metadata: {child.error}"))
+        nodes.append(NodeArrays(int(match.group(1)), child.path))
+    expected_ids = "item_ids" if leaf else "node_ids" if leaf is not None else None
+    read_node_arrays(h, nodes, expected_ids)
+
+    ids: list[int] = []
+    sizes: list[int] = []
+    chunk_rows: dict[int, int] = {}
+    empty: list[str] = []
+    broken: set[int] = set()
+    for node in nodes:
+        for message in node.errors:
+            findings.append(error(node.path, message))
+        if node.emb is None and node.ids is None:
+            if not node.errors:
+                empty.append(node.path)
+            continue
+        check_node(node, leaf, summary, findings)
+        if node.errors or node.emb is None or node.ids is None:
+            broken.add(node.node_id)
+        if node.emb is not None:
+            ids.append(node.node_id)
+            sizes.append(node.emb.rows)
+            if node.emb.chunk_rows is not None:
+                chunk_rows[node.emb.chunk_rows] = chunk_rows.get(node.emb.chunk_rows, 0) + 1
+    if empty:
+        findings.append(
+            warning(
+                path, f"{count_noun(len(empty), 'node group')} without arrays (search skips them), e.g. {empty[0]}"
+            )
+        )
+    order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
+    node_ids = np.asarray(ids, dtype=np.int64)[order]
+    size_arr = np.asarray(sizes, dtype=np.int64)[order]
+    limit = summary.max_nodes(level)
+    gap_count, gap_ids, out_of_range = 0, tuple[int, ...](), tuple[int, ...]()
+    if limit is not None:
+        present = np.zeros(limit, dtype=bool)
+        inside = node_ids[node_ids < limit]
+        present[inside] = True
+        gaps = np.flatnonzero(~present)
+        gap_count, gap_ids = int(gaps.size), tuple(int(g) for g in gaps[:MAX_LISTED_IDS])
+        out_of_range = tuple(int(i) for i in node_ids[node_ids >= limit][:MAX_LISTED_IDS])
+        if node_ids.size > limit:
+            findings.append(warning(path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))
+        if out_of_range:
+            findings.append(
+                warning(
+                    path,
+                    f"{count_noun(len(out_of_range), 'node id')} at or above min(ns^N, R) = {limit}, "
+                    f"e.g. {path}/node_{out_of_range[0]}",
+                )
+            )
+    common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
+    return LevelStats(
+        level,
+        path,
+        leaf,
+        node_ids,
+        size_arr,
+        limit,
+        gap_count,
+        gap_ids,
+        out_of_range,
+        common_rows,
+        summary.total_items,
+        tuple(empty),
+        tuple(others),
+        cap_findings(findings),
+        broken_ids=frozenset(broken),
+    )
+

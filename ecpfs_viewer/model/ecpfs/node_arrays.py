@@ -1,0 +1,150 @@
+"""The arrays of each node of a level: one batch read of the expected documents, and per-node checks."""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ecpfs_viewer.model.ecpfs.findings import Finding, error
+from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, parse_array_meta
+from ecpfs_viewer.model.ecpfs.summary import IndexSummary
+from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.sizing import STORED_DTYPES
+
+NODE_RE = re.compile(r"^node_(\d+)$")
+
+
+@dataclass
+class NodeArrays:
+    """What one node group holds, filled while its level's documents are read."""
+
+    node_id: int
+    path: str
+    names: set[str] | None = None  # arrays found by listing (slow path only)
+    emb: ArrayMeta | None = None
+    ids: ArrayMeta | None = None
+    ids_name: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | None) -> None:
+    """Fill emb/ids of every node: one batch read of the expected documents, listing only odd nodes."""
+    fast = [n for n in nodes if not h.is_listed(n.path)] if expected_ids else []
+    if fast and expected_ids:
+        keys: list[str] = []
+        for node in fast:
+            keys += [
+                h.store.key(node.path, "embeddings", "zarr.json"),
+                h.store.key(node.path, expected_ids, "zarr.json"),
+            ]
+        raws = _read_many(h, keys)
+        for i, node in enumerate(fast):
+            emb_raw, ids_raw = raws[2 * i], raws[2 * i + 1]
+            if emb_raw is None or ids_raw is None:
+                continue  # explained by the listing below
+            node.names = {"embeddings", expected_ids}
+            node.emb = _meta_or_error(node, "embeddings", emb_raw, 3)
+            node.ids = _meta_or_error(node, expected_ids, ids_raw, 3)
+            node.ids_name = expected_ids
+    for node in nodes:
+        if node.names is None:
+            _list_node(h, node)
+
+
+def _read_many(h: Hierarchy, keys: list[str]) -> list[bytes | None]:
+    if h.store.local_path is not None or len(keys) <= 64:
+        return h.store.read_many(keys)
+    # Remote stores: read_many already overlaps requests; split so progress stays smooth.
+    size = 512
+    parts = [keys[i : i + size] for i in range(0, len(keys), size)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(h.store.read_many, parts))
+    return [raw for part in results for raw in part]
+
+
+def _meta_or_error(node: NodeArrays, name: str, raw: bytes, zarr_format: int | None) -> ArrayMeta | None:
+    parsed = parse_array_meta(f"{node.path}/{name}", raw, zarr_format)
+    if isinstance(parsed, str):
+        node.errors.append(parsed)
+        return None
+    return parsed
+
+
+def _list_node(h: Hierarchy, node: NodeArrays) -> None:
+    try:
+        children = {c.name: c for c in h.children(node.path)}
+    except OSError as exc:
+        node.errors.append(f"cannot list: {describe_exception(exc)}")
+        node.names = set()
+        return
+    node.names = set(children)
+    for name in ("embeddings", "node_ids", "item_ids"):
+        child = children.get(name)
+        if child is None:
+            continue
+        if child.kind is NodeKind.ERROR:
+            node.errors.append(f"{name}: unreadable metadata: {child.error}")
+            continue
+        if child.kind is not NodeKind.ARRAY or child.raw is None:
+            node.errors.append(f"{name}: expected an array, found {child.kind.value}")
+            continue
+        meta = _meta_or_error(node, name, child.raw, child.zarr_format)
+        if name == "embeddings":
+            node.emb = meta
+        elif node.ids is None:
+            node.ids, node.ids_name = meta, name
+        else:
+            node.errors.append("has both node_ids and item_ids")
+
+
+def check_node(node: NodeArrays, leaf: bool | None, summary: IndexSummary, findings: list[Finding]) -> None:
+    """Per-node metadata checks of §10 items 3, 5 and 6."""
+    if node.emb is None:
+        findings.append(error(node.path, f"has {node.ids_name} but no embeddings array"))
+        return
+    if node.ids is None:
+        findings.append(
+            error(node.path, "has embeddings but no ids array (node_ids or item_ids); upstream reports it as corrupt")
+        )
+        return
+    if leaf is not None:
+        wanted = "item_ids" if leaf else "node_ids"
+        if node.ids_name != wanted:
+            where = "the leaf level" if leaf else "an internal level"
+            findings.append(error(f"{node.path}/{node.ids_name}", f"wrong ids array for {where} (expected {wanted})"))
+    if node.ids.rows != node.emb.rows or len(node.ids.shape) != 1:
+        findings.append(
+            error(
+                node.path,
+                f"embeddings has {node.emb.rows} rows but {node.ids_name} has "
+                f"{node.ids.rows} (shape {list(node.ids.shape)}); they must agree",
+            )
+        )
+    if len(node.emb.shape) != 2:
+        findings.append(error(f"{node.path}/embeddings", f"expected 2 dimensions, found shape {list(node.emb.shape)}"))
+    elif summary.dim is not None and node.emb.shape[1] != summary.dim:
+        findings.append(
+            error(
+                f"{node.path}/embeddings",
+                f"dimension {node.emb.shape[1]} differs from index_root/embeddings ({summary.dim})",
+            )
+        )
+    if summary.dtype is not None and node.emb.data_type != summary.dtype:
+        findings.append(
+            error(
+                f"{node.path}/embeddings",
+                f"data type {node.emb.data_type} differs from index_root/embeddings ({summary.dtype})",
+            )
+        )
+    elif node.emb.data_type not in STORED_DTYPES and summary.dtype is None:
+        findings.append(
+            error(
+                f"{node.path}/embeddings", f"data type {node.emb.data_type} is not one of {', '.join(STORED_DTYPES)}"
+            )
+        )
+    if node.ids.data_type != "uint32":
+        findings.append(error(f"{node.path}/{node.ids_name}", f"ids must be uint32, found {node.ids.data_type}"))
+
+

@@ -1,0 +1,245 @@
+"""The sampled checks of §10 that decode data: node_ids and item_ids values, duplicate item ids,
+rows that must equal ``rep_embeddings`` rows, and unit length."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import zarr
+
+from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, ChildReferences, IndexSummary, LevelStats, cap_findings, spread
+from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.formatting import count_noun
+from ecpfs_viewer.model.validation.report import Check
+
+#: Tolerance on vector norms when is_normalized is set.
+NORM_TOLERANCE = 1e-2
+
+
+def check_data(
+    check: Check, summary: IndexSummary, levels: list[LevelStats], max_node_reads: int, max_vectors: int
+) -> None:
+    """§10 item 7 and the sampled warnings: decode node_ids, item_ids and some vectors."""
+    by_level = {s.level: s for s in levels}
+    internal = [s for s in levels if s.is_leaf is False]
+    leaves = next((s for s in levels if s.is_leaf), None)
+    internal_budget = max_node_reads // 2 if leaves is not None else max_node_reads
+    internal_total = sum(s.node_count for s in internal)
+    per_level = max(1, internal_budget // max(1, len(internal)))
+    # Nodes whose metadata is already reported broken are not decoded again.
+    plan = {s.level: spread(_usable_ids(s), per_level) for s in internal}
+    leaf_plan = spread(_usable_ids(leaves), max_node_reads - sum(map(len, plan.values()))) if leaves is not None else []
+    check.total = check.done + 2 + sum(map(len, plan.values())) + len(leaf_plan)
+    rep_rows = _RepRows(check, summary, max_vectors)
+    vectors = _VectorSample(max_vectors)
+
+    check.step("reading index_root/embeddings")
+    root = check.read(ROOT_EMBEDDINGS)
+    if root is not None:
+        vectors.add(ROOT_EMBEDDINGS, root)
+        if summary.has_rep_embeddings:
+            reps = rep_rows.first(len(root))
+            if reps is not None and not _same_rows(root, reps):
+                bad = _first_different(root, reps)
+                check.warning(
+                    ROOT_EMBEDDINGS,
+                    f"row {bad} differs from rep_embeddings[{bad}] (the root must be the first ns representatives)",
+                )
+    for level, ids in plan.items():
+        _check_internal_level(check, summary, by_level[level], ids, by_level.get(level + 1), rep_rows, vectors)
+    if summary.fan_out is not None and 1 in by_level:
+        missing_first = ChildReferences.of_root(summary.fan_out).missing(by_level[1].node_ids)
+        if missing_first:
+            check.warning("lvl_1", f"{len(missing_first)} root entries lead to no node (e.g. node_{missing_first[0]})")
+    if internal_total == 0 and not internal:
+        check.checked.append("no internal levels to decode")
+    if leaves is not None:
+        _check_leaves(check, summary, leaves, leaf_plan, vectors)
+
+    check.step("checking vector norms")
+    if summary.is_normalized:
+        bad_row = vectors.non_unit(NORM_TOLERANCE)
+        what = f"{vectors.count:,} vectors from {len(vectors.sources):,} arrays"
+        if bad_row is not None:
+            path, row, norm = bad_row
+            check.warning(path, f"is_normalized is true but row {row} has length {norm:.4f}", f"checked {what}")
+        check.checked.append(f"unit length (is_normalized): {what}")
+    if rep_rows.read:
+        check.checked.append(f"rep_embeddings rows compared: {rep_rows.read:,}")
+    check.findings[:] = list(cap_findings(check.findings))
+
+
+def _usable_ids(stats: LevelStats) -> list[int]:
+    return [int(i) for i in stats.node_ids if int(i) not in stats.broken_ids]
+
+
+def _sampled(stats: LevelStats, decoded: int, what: str) -> tuple[int, str]:
+    """Usable nodes of a level and the note for findings from a sample ('' when all were decoded)."""
+    usable = stats.node_count - len(stats.broken_ids)
+    return usable, "" if decoded == usable else f"decoded {decoded:,} of {usable:,} {what}"
+
+
+def _read_each(check: Check, stats: LevelStats, ids: list[int], name: str) -> Iterator[tuple[str, np.ndarray]]:
+    """(node path, stored array) for each planned node whose array can be read; one progress step each."""
+    for node_id in ids:
+        path = stats.node_path(node_id)
+        check.step(f"decoding {path}")
+        stored = check.read(f"{path}/{name}")
+        if stored is not None:
+            yield path, stored
+
+
+def _check_internal_level(
+    check: Check,
+    summary: IndexSummary,
+    stats: LevelStats,
+    ids: list[int],
+    child: LevelStats | None,
+    rep_rows: _RepRows,
+    vectors: _VectorSample,
+) -> None:
+    """node_ids values, referenced-but-missing children, rows == rep_embeddings rows."""
+    refs = ChildReferences(summary.representatives, 3)
+    mismatched: list[str] = []
+    for path, stored in _read_each(check, stats, ids, "node_ids"):
+        node_ids = refs.add(path, stored)
+        embeddings = check.read(f"{path}/embeddings")
+        if embeddings is None:
+            continue
+        vectors.add(path, embeddings)
+        if summary.has_rep_embeddings and len(node_ids) == len(embeddings) and rep_rows.budget_left():
+            valid = node_ids[node_ids < (summary.representatives or 0)]
+            reps = rep_rows.rows(valid)
+            if reps is not None and len(reps) == len(valid) and not _same_rows(embeddings[: len(valid)], reps):
+                mismatched.append(path)
+    usable, sampled = _sampled(stats, len(ids), "nodes")
+    for path, value in refs.invalid[:10]:
+        check.error(
+            f"{path}/node_ids", f"value {value} is not a representative (R = {summary.representatives})", sampled
+        )
+    for path in mismatched[:10]:
+        check.warning(f"{path}/embeddings", "rows differ from rep_embeddings[node_ids[j]]", sampled)
+    if child is not None:
+        missing = refs.missing(child.node_ids)
+        if missing:
+            examples = ", ".join(f"node_{m}" for m in missing[:5])
+            check.warning(
+                child.path,
+                f"{len(missing):,} of {count_noun(len(refs.ids), 'referenced child node')} do not exist "
+                f"(e.g. {examples}); search skips them",
+                sampled,
+            )
+    check.checked.append(
+        f"{stats.path} node_ids and embeddings: {len(ids):,} of {usable:,} usable nodes "
+        f"decoded{' (sampled)' if sampled else ''}"
+    )
+
+
+def _check_leaves(
+    check: Check, summary: IndexSummary, leaves: LevelStats, plan: list[int], vectors: _VectorSample
+) -> None:
+    """Item ids below next_item_id, no duplicates."""
+    seen: dict[int, str] = {}
+    duplicates: list[tuple[int, str, str]] = []
+    too_big: list[tuple[str, int]] = []
+    for path, stored in _read_each(check, leaves, plan, "item_ids"):
+        items = stored.astype(np.int64).ravel()
+        if summary.next_item_id is not None:
+            too_big += [(path, int(v)) for v in items[items >= summary.next_item_id][:3]]
+        for value in items.tolist():
+            first = seen.setdefault(value, path)
+            if first is not path and len(duplicates) < 20:
+                duplicates.append((value, first, path))
+        if vectors.wants_more():
+            embeddings = check.read(f"{path}/embeddings")
+            if embeddings is not None:
+                vectors.add(path, embeddings)
+    usable, sampled = _sampled(leaves, len(plan), "leaves")
+    for path, value in too_big[:10]:
+        check.error(f"{path}/item_ids", f"item id {value} is not below next_item_id ({summary.next_item_id})", sampled)
+    for value, first, second in duplicates[:10]:
+        where = f"twice in {first}" if first == second else f"in {first} and {second}"
+        check.error(f"{second}/item_ids", f"item id {value} appears {where}", sampled)
+    check.checked.append(
+        f"{leaves.path} item_ids: {len(plan):,} of {usable:,} usable leaves decoded "
+        f"({len(seen):,} distinct item ids){' (sampled)' if sampled else ''}"
+    )
+
+
+def _same_rows(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+
+def _first_different(a: np.ndarray, b: np.ndarray) -> int:
+    if a.shape != b.shape:
+        return min(len(a), len(b))
+    rows = np.flatnonzero(~np.all(a == b, axis=tuple(range(1, a.ndim))))
+    return int(rows[0]) if rows.size else 0
+
+
+class _RepRows:
+    """Reads rows of rep_embeddings, bounded by a total row budget."""
+
+    def __init__(self, check: Check, summary: IndexSummary, budget: int) -> None:
+        self.check, self.summary, self.budget, self.read = check, summary, budget, 0
+        self._array: zarr.Array[Any] | None = None
+        self._failed = False
+
+    def budget_left(self) -> bool:
+        return self.read < self.budget and not self._failed
+
+    def _open(self) -> zarr.Array[Any] | None:
+        if self._array is None and not self._failed:
+            try:
+                self._array = self.check.h.open_array("rep_embeddings")
+            except Exception as exc:
+                self._failed = True
+                self.check.error("rep_embeddings", f"cannot open: {describe_exception(exc)}")
+        return self._array
+
+    def first(self, count: int) -> np.ndarray | None:
+        return self.rows(np.arange(count, dtype=np.int64))
+
+    def rows(self, ids: np.ndarray) -> np.ndarray | None:
+        array = self._open()
+        if array is None or not len(ids):
+            return None
+        try:
+            result = np.asarray(array.get_orthogonal_selection((ids, slice(None))))
+        except Exception as exc:
+            self._failed = True
+            self.check.error("rep_embeddings", f"cannot read data: {describe_exception(exc)}")
+            return None
+        self.read += len(ids)
+        return result
+
+
+class _VectorSample:
+    """Keeps up to a number of vectors (with where they came from) for the unit-length check."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+        self.sources: list[tuple[str, np.ndarray]] = []
+
+    def wants_more(self) -> bool:
+        return self.count < self.limit
+
+    def add(self, path: str, rows: np.ndarray) -> None:
+        if self.count >= self.limit or rows.ndim != 2 or not len(rows):
+            return
+        take = rows[: self.limit - self.count]
+        self.sources.append((path, take))
+        self.count += len(take)
+
+    def non_unit(self, tolerance: float) -> tuple[str, int, float] | None:
+        for path, rows in self.sources:
+            norms = np.linalg.norm(rows.astype(np.float64), axis=1)
+            bad = np.flatnonzero(np.abs(norms - 1.0) > tolerance)
+            if bad.size:
+                return path, int(bad[0]), float(norms[bad[0]])
+        return None

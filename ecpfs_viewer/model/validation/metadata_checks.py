@@ -1,0 +1,157 @@
+"""The checks of §10 that need only metadata: layout, data types, counters and every level's nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ecpfs_viewer.model.ecpfs import (
+    INFO_INTEGERS,
+    ROOT_EMBEDDINGS,
+    Generation,
+    IndexSummary,
+    LevelStats,
+    MetadataReader,
+    shared_level_stats,
+)
+from ecpfs_viewer.model.formatting import count_noun
+from ecpfs_viewer.model.hierarchy import NodeKind
+from ecpfs_viewer.model.sizing import STORED_DTYPES
+from ecpfs_viewer.model.validation.report import Check
+
+#: A leaf this many times the median size (and at least 100 rows above it) suggests insert drift.
+DRIFT_FACTOR = 10
+
+
+def check_layout(check: Check, summary: IndexSummary) -> bool:
+    """§10 items 1 and 2 plus the §7 generations; False when nothing more can be checked."""
+    layout = summary.layout
+    generation = layout.generation
+    if generation is Generation.NOT_INDEX:
+        check.error("", layout.reason)
+        for path in layout.missing:
+            check.error(path, "missing (required by format version 1)")
+        return False
+    if generation is Generation.NEWER:
+        check.error("info/format_version", layout.reason)
+        return False
+    if layout.is_legacy:
+        check.error("", layout.reason)
+        return False
+    if generation is Generation.UNSTAMPED:
+        check.warning("info/format_version", "missing; every other version 1 array is present, so it is read "
+                                             "as version 1 (upstream's Index::load would stamp it)")
+    for path in layout.missing:
+        check.error(path, "missing (required by format version 1)")
+    return True
+
+
+def check_types(check: Check, reader: MetadataReader, summary: IndexSummary) -> None:
+    """§10 item 3: data types and ranks of the info scalars and the top-level arrays."""
+    for path in INFO_INTEGERS:
+        meta = reader.array(path)
+        if meta is None:
+            continue
+        if meta.data_type != "uint32":
+            check.error(path, f"must be uint32, found {meta.data_type}")
+        if meta.shape != ():
+            check.error(path, f"must be a scalar (shape []), found shape {list(meta.shape)}")
+    metric = reader.array("info/metric")
+    if metric is not None and (metric.data_type != "string" or metric.shape != ()):
+        check.error("info/metric", f"must be a variable-length string scalar, found {metric.data_type} "
+                                   f"with shape {list(metric.shape)}")
+    normalized = reader.array("info/is_normalized")
+    if normalized is not None and (normalized.data_type != "bool" or normalized.shape != ()):
+        check.error("info/is_normalized", f"must be a bool scalar, found {normalized.data_type} "
+                                          f"with shape {list(normalized.shape)}")
+    rep_ids = reader.array("rep_item_ids")
+    if rep_ids is not None:
+        if rep_ids.data_type != "uint32":
+            check.error("rep_item_ids", f"must be uint32, found {rep_ids.data_type}")
+        if len(rep_ids.shape) != 1:
+            check.error("rep_item_ids", f"must be 1-D, found shape {list(rep_ids.shape)}")
+    if summary.dtype is not None and summary.dtype not in STORED_DTYPES:
+        check.error(ROOT_EMBEDDINGS, f"data type {summary.dtype} is not one of {', '.join(STORED_DTYPES)}")
+    rep_emb = reader.array("rep_embeddings")
+    if rep_emb is not None:
+        if summary.dtype is not None and rep_emb.data_type != summary.dtype:
+            check.error("rep_embeddings", f"data type {rep_emb.data_type} differs from {ROOT_EMBEDDINGS} "
+                                          f"({summary.dtype})")
+        if len(rep_emb.shape) != 2 or (summary.dim is not None and rep_emb.shape[1] != summary.dim):
+            check.error("rep_embeddings", f"shape {list(rep_emb.shape)} does not match dimension {summary.dim}")
+        elif summary.representatives is not None and rep_emb.rows != summary.representatives:
+            check.error("rep_embeddings", f"{rep_emb.rows} rows but rep_item_ids has {summary.representatives}")
+    if summary.levels is not None and summary.levels < 1:
+        check.error("info/levels", f"must be at least 1, found {summary.levels}")
+    if summary.fan_out is not None and summary.representatives is not None and \
+            summary.fan_out > summary.representatives:
+        check.error(ROOT_EMBEDDINGS, f"{summary.fan_out} rows but there are only {summary.representatives} "
+                                     "representatives")
+    implicit = [p or "/" for p in ("", "info", "index_root") if _is_implicit(reader, p)]
+    implicit += [p for p in summary.level_paths if _is_implicit(reader, p)]
+    if implicit:
+        check.warning("", "no group metadata (zarr.json) at " + ", ".join(implicit)
+                      + " (written before 0.9.99); zarr-python cannot open these as groups")
+
+
+def _is_implicit(reader: MetadataReader, path: str) -> bool:
+    node = reader.h.root() if not path else reader.node(path)
+    return node is not None and node.kind is NodeKind.IMPLICIT_GROUP
+
+
+def check_counters(check: Check, summary: IndexSummary) -> None:
+    gap = summary.gap
+    if gap is not None and gap > 0:
+        check.warning("info/next_item_id", f"{count_noun(gap, 'item id')} reserved but never written "
+                                           f"(next_item_id {summary.next_item_id} > total_items "
+                                           f"{summary.total_items}); likely a crash during insert")
+    elif gap is not None and gap < 0:
+        check.warning("info/next_item_id", f"next_item_id {summary.next_item_id} is below total_items "
+                                           f"{summary.total_items}; impossible upstream, likely corruption")
+    expected = summary.expected_fan_out
+    if expected is not None and summary.fan_out is not None and summary.fan_out != expected:
+        check.warning(ROOT_EMBEDDINGS, f"fan-out {summary.fan_out} differs from ceil(R^(1/L)) = {expected} "
+                                       f"(R = {summary.representatives}, L = {summary.levels}); "
+                                       "fine for custom or hand-made indexes")
+
+
+def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) -> list[LevelStats]:
+    """§10 items 4-6 (from metadata) and the level warnings, for every lvl_N."""
+    count = summary.levels or 0
+    check.total = count + 1
+    present = set(summary.level_paths)
+    if count >= 1 and "lvl_1" not in present:
+        check.error("lvl_1", "missing; an index needs at least level 1")
+    extra = sorted(p for p in present if not 1 <= int(p[4:]) <= count)
+    if extra:
+        check.warning(extra[0], f"{', '.join(extra)} not part of an index with {count_noun(count, 'level')}; ignored")
+    stats: list[LevelStats] = []
+    for level in range(1, count + 1):
+        check.step(f"reading metadata of lvl_{level}")
+        path = f"lvl_{level}"
+        if path not in present:
+            if level > 1:
+                check.warning(path, "missing level group; every node at this level is absent")
+            continue
+        level_result = shared_level_stats(check.h, level, summary)
+        stats.append(level_result)
+        check.findings += level_result.findings
+    node_total = sum(s.node_count for s in stats)
+    check.checked.append(f"metadata of all {node_total:,} nodes on {count_noun(len(stats), 'level')}")
+    if stats and stats[-1].is_leaf:
+        leaves = stats[-1]
+        if summary.total_items is not None and leaves.leaf_sum != summary.total_items:
+            check.warning(
+                leaves.path, f"leaf sizes sum to {leaves.leaf_sum:,} but total_items is {summary.total_items:,}"
+            )
+        if leaves.sizes.size >= 3:
+            median = float(np.median(leaves.sizes))
+            big = leaves.largest(1)[0]
+            if big.rows > DRIFT_FACTOR * max(median, 1) and big.rows - median >= 100:
+                check.warning(
+                    big.path,
+                    f"{big.rows:,} rows, {big.rows / max(median, 1):.0f}x the median leaf "
+                    f"({median:g}); big leaves slow search (eCP does not balance clusters "
+                    "and inserts only add to them)",
+                )
+    return stats
+
