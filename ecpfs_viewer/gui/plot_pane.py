@@ -35,8 +35,6 @@ from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.plot_data import DEFAULT_MAX_ELEMENTS, PlotData, join_notes, prepare_plot
 from ecpfs_viewer.model.subset import Subset
 
-__all__ = ["DEFAULT_MAX_ELEMENTS", "PlotData", "PlotPane"]
-
 
 class PlotPane(QWidget):
     """Shows a subset of one array; the user edits the subset, picks a view, and exports."""

@@ -16,11 +16,10 @@ from numpy.typing import NDArray
 
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.histogram import DEFAULT_BINS, finite_values, histogram
+from ecpfs_viewer.model.histogram import finite_values, histogram
 from ecpfs_viewer.model.subset import Subset, default_selection, read_subset
 
 DEFAULT_MAX_ELEMENTS = 4_000_000
-HISTOGRAM_BINS = DEFAULT_BINS
 PERCENTILE_LEVELS = (0.5, 99.5)
 _PERCENTILE_MIN_SIZE = 1000  # below this many floats, the exact range is as robust and cheaper
 
