@@ -15,7 +15,18 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QHelpEvent, QImage, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen, QPixmap
+from PySide6.QtGui import (
+    QColor,
+    QHelpEvent,
+    QImage,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QPen,
+    QPixmap,
+    QResizeEvent,
+)
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.colormaps import MISSING_HATCH_RGB, MISSING_RGB, lookup_table
@@ -44,7 +55,8 @@ def unused_tint(chunk_rgb: np.ndarray | tuple[int, int, int], palette: QPalette)
     text = np.asarray(_rgb(palette.color(QPalette.ColorRole.Text)), dtype=np.float64)
     ground = base * 0.85 + text * 0.15  # a step away from the background, toward the text
     mixed = np.asarray(chunk_rgb, dtype=np.float64) * UNUSED_TINT + ground * (1 - UNUSED_TINT)
-    return tuple(round(v) for v in mixed)  # type: ignore[return-value]
+    red, green, blue = (round(float(v)) for v in mixed)
+    return red, green, blue
 
 
 
@@ -57,6 +69,7 @@ class _Grid:
         self.ndim = len(stats.grid_shape)
         trailing = stats.grid_shape[1:]
         self.wrapped = self.ndim <= 1 or math.prod(trailing) == 1
+        values: np.ndarray
         if self.ndim == 0:
             values = stored.reshape(1)
         elif self.wrapped:
@@ -64,6 +77,7 @@ class _Grid:
         else:
             values = stored.reshape(stored.shape[0], -1)
         self.n_cells = int(values.size)
+        self.values: np.ndarray
         if self.wrapped:
             n = max(1, self.n_cells)
             self.cols = max(1, min(n, math.ceil(math.sqrt(n * max(aspect, 0.05)))))
@@ -72,7 +86,7 @@ class _Grid:
             padded[:self.n_cells] = values
             self.values = padded.reshape(self.rows, self.cols)
         else:
-            self.rows, self.cols = values.shape
+            self.rows, self.cols = np.shape(values)  # a 2-D grid in this branch
             self.values = values
 
     def index_of(self, row: int, col: int) -> tuple[int, ...] | None:
@@ -116,7 +130,7 @@ class _ChunkCanvas(QWidget):
     def sizeHint(self) -> QSize:
         return QSize(360, 180)
 
-    def resizeEvent(self, event) -> None:
+    def resizeEvent(self, event: QResizeEvent) -> None:
         self._owner._render()
         super().resizeEvent(event)
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import csv
-import time
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
-from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QImage
+from PySide6.QtCore import QCoreApplication, QPointF, Qt
+from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QFileDialog
 
-from ecpfs_viewer.gui import plot_pane as plot_pane_module
 from ecpfs_viewer.gui.plot_pane import PlotPane
+from ecpfs_viewer.gui.workers import thread_pool
+from ecpfs_viewer.model import plot_data as plot_data_module
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.stores import open_store
 
@@ -38,6 +39,7 @@ def store_path(tmp_path: Path) -> Path:
     root.create_array("cube", shape=cube.shape, dtype="float64")[:] = cube
     with_nan = np.array([1.0, np.nan, 2.0, 2.5, np.inf, 3.0], dtype=np.float32)
     root.create_array("with_nan", shape=with_nan.shape, dtype="float32")[:] = with_nan
+    root.create_array("all_nan", shape=(3,), dtype="float64")[:] = np.nan
     return path
 
 
@@ -51,35 +53,39 @@ def pane(show) -> PlotPane:
     return show(PlotPane(), 900, 600)
 
 
-def settle(qtbot, pane: PlotPane) -> None:
-    qtbot.waitUntil(lambda: not pane.busy, timeout=10_000)
-
-
 def show(qtbot, pane: PlotPane, h: Hierarchy, path: str, text: str | None = None) -> None:
-    if text is None:
-        pane.show_array(h, path)
-    else:
-        pane.show_selection(h, path, text)
-    settle(qtbot, pane)
+    """Ask for an array (or a selection of it) and wait until its pictures or its message are shown."""
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        if text is None:
+            pane.show_array(h, path)
+        else:
+            pane.show_selection(h, path, text)
+
+
+def press_enter(qtbot, pane: PlotPane) -> None:
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        qtbot.keyClick(pane.subset_edit, Qt.Key.Key_Return)
 
 
 def test_2d_array_shows_heatmap_of_default_subset(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix")
     assert pane.current_view() == "Heatmap"
+    assert pane.offered_views() == ["Heatmap", "Histogram"]
     assert pane.subset_edit.text() == "0:100, :"  # the default subset stays inside the first chunk
     image = pane.image_item.image
     assert image.dtype == np.float32 and image.flags.c_contiguous
     np.testing.assert_array_equal(image, MATRIX[:100])
     low, high = pane.image_item.levels
     assert MATRIX[:100].min() <= low < high <= MATRIX[:100].max()
-    assert pane.colorbar.levels() == pytest.approx((low, high))
+    assert pane.heatmap.colorbar.levels() == pytest.approx((low, high))
     assert "100 x 64 float32" in pane.summary_label.text()
 
 
 def click_heatmap(qtbot, pane: PlotPane, row: float, col: float) -> None:
-    scene_pos = pane.heat_plot.vb.mapViewToScene(QPointF(col, row))
-    widget_pos = pane.heat_view.mapFromScene(scene_pos)
-    qtbot.mouseClick(pane.heat_view.viewport(), Qt.MouseButton.LeftButton, pos=widget_pos)
+    heatmap = pane.heatmap
+    scene_pos = heatmap.heat_plot.vb.mapViewToScene(QPointF(col, row))
+    widget_pos = heatmap.view.mapFromScene(scene_pos)
+    qtbot.mouseClick(heatmap.view.viewport(), Qt.MouseButton.LeftButton, pos=widget_pos)
 
 
 def test_clicking_a_heatmap_row_plots_that_row(qtbot, pane, hierarchy) -> None:
@@ -96,15 +102,16 @@ def test_subset_field_reads_the_typed_selection(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix")
     pane.subset_edit.clear()
     qtbot.keyClicks(pane.subset_edit, "150:160, 8:16")
-    qtbot.keyClick(pane.subset_edit, Qt.Key.Key_Return)
-    settle(qtbot, pane)
+    press_enter(qtbot, pane)
     np.testing.assert_array_equal(pane.image_item.image, MATRIX[150:160, 8:16])
     assert pane.current_subset().offsets == (150, 8)
     # axes show array indexes: the image starts at column 8, row 150
     rect = pane.image_item.mapRectToParent(pane.image_item.boundingRect())
     assert (rect.left(), rect.top(), rect.width(), rect.height()) == (7.5, 149.5, 8, 10)  # cells centred on indexes
-    click_heatmap(qtbot, pane, row=152.6, col=9.0)
-    assert pane.selected_row() == 153
+    with qtbot.waitSignal(pane.row_selected) as signal:
+        click_heatmap(qtbot, pane, row=152.6, col=9.0)
+    assert signal.args == [153] and pane.selected_row() == 153
+    assert pane.heatmap.row_plot.titleLabel.text == "row 153"
     x, y = pane.curve_item.getData()
     np.testing.assert_allclose(y, MATRIX[153, 8:16])
     np.testing.assert_array_equal(x, np.arange(8, 16))
@@ -113,28 +120,33 @@ def test_subset_field_reads_the_typed_selection(qtbot, pane, hierarchy) -> None:
 def test_1d_array_shows_a_line(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "vector")
     assert pane.current_view() == "Line"
+    assert pane.offered_views() == ["Line", "Histogram"]
     x, y = pane.curve_item.getData()
     np.testing.assert_array_equal(y, VECTOR)
     np.testing.assert_array_equal(x, np.arange(1000))
+    assert pane.curve_item.opts["symbol"] is None  # 1,000 points: no markers
     show(qtbot, pane, hierarchy, "vector", "100:200")
     x, y = pane.curve_item.getData()
     np.testing.assert_array_equal(y, VECTOR[100:200])
     assert x[0] == 100 and x[-1] == 199
-    pane.step_check.setChecked(True)
+    assert pane.curve_item.opts["symbol"] == "o"  # 100 points: a marker on each
+    pane.line.step_check.setChecked(True)
     x, y = pane.curve_item.getData()
-    np.testing.assert_array_equal(y, VECTOR[100:200])  # same values, drawn as steps
+    np.testing.assert_array_equal(y, VECTOR[100:200])  # same values, drawn as steps:
+    assert len(x) == 101 and (x[0], x[-1]) == (99.5, 199.5)  # one edge more than values, around each index
+    assert pane.curve_item.opts["symbol"] is None
 
 
 def test_histogram_of_integers_has_one_bin_per_value(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "vector")
-    pane.tabs.setCurrentIndex(pane.TAB_HISTOGRAM)
+    assert pane.show_view("Histogram")
     assert pane.current_view() == "Histogram"
     counts, _edges = pane.histogram_counts()
     values, expected = np.unique(VECTOR, return_counts=True)
     assert len(counts) == VECTOR.max() - VECTOR.min() + 1
     np.testing.assert_array_equal(counts[values - VECTOR.min()], expected)
     assert counts.sum() == VECTOR.size
-    _, shown = pane.histogram_item.getData()
+    _, shown = pane.histogram.item.getData()
     np.testing.assert_array_equal(shown, counts)
 
 
@@ -146,9 +158,33 @@ def test_histogram_of_floats_counts_finite_values(qtbot, pane, hierarchy) -> Non
     assert "2 NaN/inf" in pane.summary_label.text()
 
 
+def test_histogram_of_no_finite_value_is_empty_and_says_why(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "all_nan")
+    counts, _edges = pane.histogram_counts()
+    assert counts.size == 0
+    assert "3 NaN/inf" in pane.summary_label.text() and "min" not in pane.summary_label.text()
+    assert pane.show_view("Histogram")
+    _, shown = pane.histogram.item.getData()
+    assert shown.tolist() == [0]  # one flat bin, not a stale picture
+
+
+def test_the_tab_the_user_picked_stays_open_where_it_applies(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    qtbot.mouseClick(pane.tabs.tabBar(), Qt.MouseButton.LeftButton,
+                     pos=pane.tabs.tabBar().tabRect(pane.tabs.indexOf(pane.histogram)).center())
+    assert pane.current_view() == "Histogram"
+    show(qtbot, pane, hierarchy, "matrix", "0:10, :")
+    assert pane.current_view() == "Histogram"
+    show(qtbot, pane, hierarchy, "names")  # no histogram for strings: the best view opens
+    assert pane.current_view() == "Table" and pane.offered_views() == ["Table"]
+    assert not pane.show_view("Histogram")
+    show(qtbot, pane, hierarchy, "vector")
+    assert pane.current_view() == "Histogram"
+
+
 def test_rank0_value_is_shown_as_text(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "scalar")
-    assert pane.current_view() == "Value"
+    assert pane.current_view() == "Value" and pane.offered_views() == ["Value"]
     assert pane.value_text() == "42"
     show(qtbot, pane, hierarchy, "label")
     assert pane.value_text() == "L2"
@@ -157,9 +193,12 @@ def test_rank0_value_is_shown_as_text(qtbot, pane, hierarchy) -> None:
 def test_string_array_is_shown_as_a_table(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "names")
     assert pane.current_view() == "Table"
-    model = pane.table_view.model()
+    model = pane.table.table.model()
     assert model.rowCount() == 4
     assert [model.index(r, 0).data() for r in range(4)] == list(NAMES)
+    show(qtbot, pane, hierarchy, "names", "2:4")
+    assert [model.index(r, 0).data() for r in range(2)] == list(NAMES[2:])
+    assert model.headerData(0, Qt.Orientation.Vertical) == "2"  # rows named by their array index
 
 
 def test_bool_array_is_plotted_as_ints(qtbot, pane, hierarchy) -> None:
@@ -182,16 +221,17 @@ def test_element_cap_refuses_with_a_message_and_the_pane_recovers(qtbot, pane, h
     assert pane.current_subset() is None
     assert pane.subset_edit.isEnabled() and pane.subset_edit.text() == ":, :"
     pane.subset_edit.setText("0:10, 0:10")
-    qtbot.keyClick(pane.subset_edit, Qt.Key.Key_Return)
-    settle(qtbot, pane)
+    press_enter(qtbot, pane)
     assert pane.message_text() == ""
     np.testing.assert_array_equal(pane.image_item.image, MATRIX[:10, :10])
 
 
 def test_unparsable_selection_shows_why(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix", "rows 1 to 5")
-    assert "cannot parse" in pane.message_text()
-    assert "Traceback" not in pane.message_text()
+    message = pane.message_text()
+    assert message.startswith("Cannot show matrix [rows 1 to 5]:\ncannot parse")
+    assert "Traceback" not in message and "SelectionError" not in message
+    assert not pane.export_button.isEnabled()
 
 
 def test_corrupt_chunk_shows_a_message_then_next_array_works(qtbot, pane, store_path) -> None:
@@ -233,23 +273,30 @@ def test_csv_export_of_strings_round_trips(qtbot, pane, hierarchy, tmp_path) -> 
         assert [row[0] for row in csv.reader(handle)] == list(NAMES)
 
 
+def finish_background_work() -> None:
+    """Let every read end and deliver its (possibly stale) result to the GUI thread."""
+    assert thread_pool().waitForDone(10_000)
+    QCoreApplication.processEvents()
+
+
 def test_result_for_an_array_left_behind_is_dropped(qtbot, pane, hierarchy, monkeypatch) -> None:
-    real = plot_pane_module.read_subset
+    real = plot_data_module.read_subset
+    release = threading.Event()
     finished: list[str] = []
 
-    def slow_read(h, path, text, max_elements):
-        if path == "matrix":
-            time.sleep(0.5)
+    def gated_read(h, path, text, max_elements):
+        if path == "matrix":  # the first request ends only after the second one is on screen
+            assert release.wait(10)
         result = real(h, path, text, max_elements=max_elements)
         finished.append(path)
         return result
 
-    monkeypatch.setattr(plot_pane_module, "read_subset", slow_read)
+    monkeypatch.setattr(plot_data_module, "read_subset", gated_read)
     pane.show_array(hierarchy, "matrix")
-    pane.show_array(hierarchy, "vector")
-    qtbot.waitUntil(lambda: len(finished) == 2, timeout=5000)
-    qtbot.wait(100)  # let the slow result reach the GUI thread (and be dropped)
-    assert finished == ["vector", "matrix"]
+    show(qtbot, pane, hierarchy, "vector")
+    release.set()
+    finish_background_work()
+    assert finished == ["vector", "matrix"]  # the matrix result did arrive, and was dropped
     assert pane.current_subset().path == "vector"
     assert pane.current_view() == "Line"
     np.testing.assert_array_equal(pane.curve_item.getData()[1], VECTOR)
@@ -258,7 +305,20 @@ def test_result_for_an_array_left_behind_is_dropped(qtbot, pane, hierarchy, monk
 def test_clear_drops_pending_result_and_shows_a_hint(qtbot, pane, hierarchy) -> None:
     pane.show_array(hierarchy, "matrix")
     pane.clear()
-    qtbot.wait(300)
-    assert pane.current_subset() is None
+    finish_background_work()
+    assert pane.current_subset() is None and not pane.busy
     assert pane.message_text().startswith("Select an array")
     assert not pane.export_button.isEnabled()
+    assert pane.image_item.image is None
+
+
+def test_plots_follow_a_dark_palette(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    dark = QPalette(pane.palette())
+    dark.setColor(QPalette.ColorRole.Base, QColor(30, 30, 30))
+    dark.setColor(QPalette.ColorRole.Text, QColor(230, 230, 230))
+    pane.setPalette(dark)
+    for view in (pane.heatmap.view, pane.line.view, pane.histogram.view):
+        assert view.backgroundBrush().color() == QColor(30, 30, 30)
+    axis = pane.heatmap.heat_plot.getAxis("left")
+    assert axis.textPen().color() == QColor(230, 230, 230)

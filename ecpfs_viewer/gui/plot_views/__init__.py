@@ -1,0 +1,11 @@
+"""The views of the plot pane, one class each; the pane shows those whose priority is above 0."""
+
+from __future__ import annotations
+
+from ecpfs_viewer.gui.plot_views.base import PlotView
+from ecpfs_viewer.gui.plot_views.heatmap import HeatmapView
+from ecpfs_viewer.gui.plot_views.histogram import HistogramView
+from ecpfs_viewer.gui.plot_views.line import LineView
+from ecpfs_viewer.gui.plot_views.text import TableView, ValueView
+
+__all__ = ["HeatmapView", "HistogramView", "LineView", "PlotView", "TableView", "ValueView"]

@@ -1,0 +1,51 @@
+"""One histogram rule for the whole application: the plot pane's value histogram and node sizes.
+
+Integer data spanning few values gets one bin per value (edges at half-integers, so every bar is
+centred on its value); anything else gets ``bins`` equal bins. NaN and infinities are left out:
+they have no place on a value axis, and callers report how many there were.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+DEFAULT_BINS = 100
+PER_VALUE_LIMIT = 256  # integer data spanning at most this many values gets one bin per value
+
+
+def finite_values(values: ArrayLike) -> NDArray[np.generic]:
+    """The values as a flat array without NaN and infinities (no copy when there are none)."""
+    flat = np.asarray(values).reshape(-1)
+    if flat.dtype.kind not in "fc":
+        return flat
+    mask = np.isfinite(flat)
+    return flat if mask.all() else flat[mask]
+
+
+def histogram(values: ArrayLike, bins: int = DEFAULT_BINS, *,
+              per_value_limit: int = PER_VALUE_LIMIT) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """(counts, edges) of the finite values; ``len(edges) == len(counts) + 1``.
+
+    Integers (and booleans) spanning at most ``per_value_limit`` values: one bin per value, edges at
+    ``v - 0.5``. Wider integers: ``bins`` equal bins over ``[min, max + 1]`` so the top value is not
+    squeezed into the last bin's closed edge. Floats: ``bins`` equal bins over ``[min, max]``, or one
+    bin of width 1 around a constant. No finite value: no bins (``counts`` empty, ``edges == [0.0]``).
+    """
+    data = np.asarray(values)
+    finite = finite_values(data.astype(np.uint8) if data.dtype.kind == "b" else data)
+    if finite.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.float64)
+    if data.dtype.kind in "iub":
+        low, high = int(finite.min()), int(finite.max())
+        if high - low + 1 <= per_value_limit:
+            edges = np.arange(low, high + 2, dtype=np.float64) - 0.5
+        else:
+            edges = np.linspace(low, high + 1, bins + 1)
+    else:
+        low_f, high_f = float(finite.min()), float(finite.max())
+        if not high_f > low_f:
+            low_f, high_f = low_f - 0.5, high_f + 0.5
+        edges = np.linspace(low_f, high_f, bins + 1)
+    counts, _ = np.histogram(finite, bins=edges)
+    return counts.astype(np.int64, copy=False), edges

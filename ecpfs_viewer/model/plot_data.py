@@ -1,0 +1,117 @@
+"""A subset made ready to draw, computed off the GUI thread (plain numpy, no Qt).
+
+Reading the subset, converting it for pyqtgraph (row-major, C-contiguous float32 images), colour
+levels, the histogram and the one-line summary all happen here, in the worker; the plot pane only
+hands ready arrays to pyqtgraph. Which views can show the result is the pane's business: they look
+at ``values``, ``image`` and ``ndim``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ecpfs_viewer.model.formatting import format_shape
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.histogram import finite_values, histogram
+from ecpfs_viewer.model.subset import Subset, default_selection, read_subset
+
+DEFAULT_MAX_ELEMENTS = 4_000_000
+PERCENTILE_LEVELS = (0.5, 99.5)
+_PERCENTILE_MIN_SIZE = 1000  # below this many floats, the exact range is as robust and cheaper
+
+
+@dataclass(frozen=True)
+class PlotData:
+    """A subset ready to draw: numbers for pyqtgraph, colour levels, histogram, summary text."""
+
+    subset: Subset
+    values: NDArray[Any] | None  # numeric data (bool as uint8, complex as magnitude); None for text
+    image: NDArray[np.float32] | None  # row-major, C-contiguous float32 (2-D and higher only)
+    levels: tuple[float, float] | None  # colour levels of the image
+    hist_counts: NDArray[np.int64] | None  # histogram of numeric subsets of rank 1 and more
+    hist_edges: NDArray[np.float64] | None
+    summary: str
+    note: str = ""
+
+    @property
+    def ndim(self) -> int:
+        """Rank of the subset as read (before trailing axes are flattened for the image)."""
+        return int(np.ndim(self.subset.data))
+
+
+def prepare_plot(hierarchy: Hierarchy, path: str, text: str | None,
+                 max_elements: int = DEFAULT_MAX_ELEMENTS) -> PlotData:
+    """Read a subset (the default one, reading at most one chunk, when text is None) and prepare it."""
+    if text is None:
+        text = default_selection(hierarchy.array_details(path))
+    return plot_data(read_subset(hierarchy, path, text, max_elements=max_elements))
+
+
+def plot_data(subset: Subset) -> PlotData:
+    """Compute what the views of a subset need (numbers, image, levels, histogram, summary)."""
+    data = np.asarray(subset.data)
+    note = ""
+    values: NDArray[Any] | None
+    if data.dtype.kind == "b":
+        values = data.astype(np.uint8)
+    elif data.dtype.kind in "iuf":
+        values = data
+    elif data.dtype.kind == "c":
+        values, note = np.abs(data), "complex values: showing the magnitude"
+    else:
+        values = None
+    shape_text = format_shape(data.shape)
+    if values is None or data.ndim == 0:
+        dtype_text = "string" if data.dtype.kind in "UTO" else str(data.dtype)
+        return PlotData(subset, values, None, None, None, None, f"{shape_text} {dtype_text}", note)
+    image = None
+    levels = None
+    finite = finite_values(values)
+    if values.ndim >= 2:
+        if values.ndim > 2:
+            note = join_notes(note, f"axes after the first are flattened: {values.shape} shown as "
+                                    f"{values.shape[0]} x {int(np.prod(values.shape[1:]))}")
+            values = values.reshape(values.shape[0], -1)
+        image = np.ascontiguousarray(values, dtype=np.float32)
+        levels = image_levels(values, finite)
+    counts, edges = histogram(finite)
+    return PlotData(subset, values, image, levels, counts, edges,
+                    summarize_values(shape_text, data.dtype, values.size, finite), note)
+
+
+def join_notes(*parts: str) -> str:
+    """Join the non-empty parts of a message with '; '."""
+    return "; ".join(p for p in parts if p)
+
+
+def image_levels(values: NDArray[Any], finite: NDArray[Any]) -> tuple[float, float]:
+    """Colour levels: percentiles for floats (robust to outliers), exact range for integers."""
+    if finite.size == 0:
+        return 0.0, 1.0
+    if values.dtype.kind == "f" and finite.size > _PERCENTILE_MIN_SIZE:
+        lo, hi = (float(v) for v in np.percentile(finite, PERCENTILE_LEVELS))
+    else:
+        lo, hi = float(finite.min()), float(finite.max())
+    if not hi > lo:
+        hi = lo + 1.0
+    return lo, hi
+
+
+def summarize_values(shape_text: str, dtype: np.dtype[Any], size: int, finite: NDArray[Any]) -> str:
+    """'100 x 64 float32 · min … · max … · mean …', plus how many values were NaN or infinite."""
+    parts = [f"{shape_text} {dtype}"]
+    if finite.size:
+        parts += [f"min {_fmt(finite.min())}", f"max {_fmt(finite.max())}", f"mean {_fmt(finite.mean())}"]
+    missing = size - finite.size
+    if missing:
+        parts.append(f"{missing:,} NaN/inf")
+    return " · ".join(parts)
+
+
+def _fmt(value: Any) -> str:
+    number = float(value)
+    return str(int(number)) if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
