@@ -159,3 +159,12 @@ def test_icon_is_a_valid_svg(qtbot):
     renderer = QSvgRenderer(str(ROOT / "resources" / "ecpfs-viewer.svg"))
     assert renderer.isValid()
     assert renderer.defaultSize().width() == renderer.defaultSize().height() == 256
+
+
+def test_every_package_is_listed_for_setuptools():
+    """A sub-package missing from [tool.setuptools] packages is silently left out of the wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "ecpfs_viewer").rglob("__init__.py")}
+    assert found - listed == set()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warning
 from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE, NodeArrays, check_node, read_node_arrays
@@ -14,6 +15,7 @@ from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.histogram import histogram
 
 #: At most this many gap ids are kept (the count is always exact).
 MAX_LISTED_IDS = 1000
@@ -79,17 +81,9 @@ class LevelStats:
     def node_path(self, node_id: int) -> str:
         return f"{self.path}/node_{node_id}"
 
-    def histogram(self, max_bins: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    def histogram(self, max_bins: int = 40) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Counts and bin edges of node sizes; one bin per size when the sizes span few values."""
-        if not self.sizes.size:
-            return np.zeros(0, dtype=np.int64), np.zeros(1)
-        low, high = int(self.sizes.min()), int(self.sizes.max())
-        if high - low + 1 <= max_bins:
-            edges = np.arange(low, high + 2, dtype=np.float64) - 0.5
-        else:
-            edges = np.linspace(low, high + 1, max_bins + 1)
-        counts, edges = np.histogram(self.sizes, bins=edges)
-        return counts.astype(np.int64), edges
+        return histogram(self.sizes, bins=max_bins, per_value_limit=max_bins)
 
     def largest(self, count: int = 5) -> list[NodeSize]:
         order = np.argsort(-self.sizes, kind="stable")[:count]
