@@ -46,7 +46,7 @@ def pca_2d(points: np.ndarray) -> Pca2:
     loading of each axis is positive (the same data always gives the same picture)."""
     data = np.asarray(points)
     n = data.shape[0] if data.ndim else 0
-    data = data.reshape(n, -1)
+    data = data.reshape(n, -1) if n else data.reshape(0, data.shape[1] if data.ndim > 1 else 0)
     dim = data.shape[1]
     mean = data.mean(axis=0, dtype=np.float64) if n else np.zeros(dim)
     cov = np.zeros((dim, dim))
