@@ -51,8 +51,14 @@ def freedman_diaconis_bins(values: np.ndarray, cap: int = SPREAD_BINS_CAP) -> in
     return max(1, min(max(1, cap), bins))
 
 
-def _node_findings(stats: LevelStats, path: str) -> list[Finding]:
-    return [f for f in stats.findings if f.path == path or f.path.startswith(path + "/")]
+def _node_findings(stats: LevelStats, node_id: int) -> list[Finding]:
+    """The level's findings about one node; a generic one for a broken node whose own finding was
+    folded into a '... and N more like' line."""
+    path = stats.node_path(node_id)
+    found = [f for f in stats.findings if f.path == path or f.path.startswith(path + "/")]
+    if not found and node_id in stats.broken_ids:
+        found.append(Finding(Severity.ERROR, path, "an array is missing or unreadable (see the level's findings)"))
+    return found
 
 
 def _exists(stats: LevelStats, node_id: int) -> tuple[bool, int]:
@@ -137,7 +143,7 @@ def node_info(h: Hierarchy, ref: NodeRef, *, progress: Progress | None = None,
                         summary.fan_out, summary.dim, summary.dtype, 1, None, None, chunk_use, tuple(findings))
     stats = shared_level_stats(h, ref.level, summary)
     exists, at = _exists(stats, ref.node_id)
-    findings += _node_findings(stats, ref.path)
+    findings += _node_findings(stats, ref.node_id)
     if not exists and not findings:
         why = "has no arrays" if ref.path in stats.empty_nodes else "does not exist"
         findings.append(Finding(Severity.WARNING, ref.path, f"{why} (search skips it)"))
@@ -229,7 +235,7 @@ def children_of(h: Hierarchy, ref: NodeRef) -> Children:
             finding = Finding(Severity.ERROR, child.path,
                               f"node id {child_id} is not below the {summary.representatives:,} representatives")
         elif not exists or child_id in stats.broken_ids:
-            found = _node_findings(stats, child.path)
+            found = _node_findings(stats, child_id)
             finding = found[0] if found else Finding(
                 Severity.WARNING, child.path,
                 f"referenced by {ref.path} row {row} but does not exist (search skips it)")
@@ -283,7 +289,7 @@ def leaf_items(h: Hierarchy, ref: NodeRef) -> LeafItems:
     problems = tuple(MemberProblem(row, int(ids[row]), Finding(Severity.ERROR, f"{ref.path}/item_ids", text))
                      for row, text in sorted(bad.items())[:MAX_LISTED_PROBLEMS])
     beyond = int((ids >= summary.next_item_id).sum()) if summary.next_item_id is not None else 0
-    findings = tuple(_node_findings(shared_level_stats(h, ref.level, summary), ref.path))
+    findings = tuple(_node_findings(shared_level_stats(h, ref.level, summary), ref.node_id))
     return LeafItems(ref, ids, problems, beyond + int(repeats.size), findings)
 
 

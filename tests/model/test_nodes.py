@@ -297,3 +297,19 @@ def test_freedman_diaconis_bins() -> None:
     spiky = np.r_[np.zeros(99), 1.0]  # IQR 0 but not constant: Sturges, ceil(log2 100) + 1
     assert freedman_diaconis_bins(spiky) == 8
     assert freedman_diaconis_bins(np.array([0.0, np.nan, 1.0, 2.0, 3.0])) >= 1
+
+
+def test_broken_nodes_beyond_the_level_finding_cap_still_say_so(built: Path, tmp_path: Path) -> None:
+    index = Path(shutil.copytree(built, tmp_path / "copy.zarr"))
+    leaves = [int(i) for i in shared_level_stats(Hierarchy(open_store(index)), 3).node_ids[:12]]
+    for leaf in leaves:  # twelve alike problems: the level keeps ten and folds the rest into one line
+        shutil.rmtree(index / f"lvl_3/node_{leaf}/item_ids")
+    h = Hierarchy(open_store(index))
+    last = NodeRef(3, leaves[-1])
+    info = node_info(h, last)
+    assert info.exists and [f.severity for f in info.findings] == [Severity.ERROR]
+    link = parent_of(h, last)
+    assert link.parent is not None and link.row is not None
+    row = children_of(h, link.parent).rows[link.row]
+    assert row.ref == last and row.rows is not None and row.finding is not None
+    assert row.finding.severity is Severity.ERROR
