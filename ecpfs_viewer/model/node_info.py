@@ -243,13 +243,6 @@ def children_of(h: Hierarchy, ref: NodeRef) -> Children:
     return Children(ref, tuple(rows))
 
 
-@dataclass(frozen=True)
-class MemberProblem:
-    row: int
-    item_id: int
-    finding: Finding
-
-
 @dataclass(frozen=True, eq=False)
 class LeafItems:
     """The item ids of a leaf, their range, and the members that are wrong (in row order)."""
@@ -267,6 +260,15 @@ class LeafItems:
     @property
     def id_range(self) -> tuple[int, int] | None:
         return (int(self.ids.min()), int(self.ids.max())) if self.ids.size else None
+
+
+@dataclass(frozen=True)
+class MemberProblem:
+    """A leaf member that is wrong, with the finding shown in its row."""
+
+    row: int
+    item_id: int
+    finding: Finding
 
 
 def leaf_items(h: Hierarchy, ref: NodeRef) -> LeafItems:
