@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import threading
 import time
 import zipfile
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from zarr.abc.store import ByteRequest, Store
+from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore, WrapperStore, ZipStore
@@ -103,6 +104,7 @@ class CountingStore(WrapperStore[Store]):
     def get_sync(self, key: str, *, prototype: BufferPrototype | None = None, byte_range: Any = None) -> Buffer | None:
         prototype = prototype or default_buffer_prototype()
         inner = getattr(self._store, "get_sync", None)
+        result: Buffer | None
         if inner is not None:
             result = inner(key, prototype=prototype, byte_range=byte_range)
         else:
@@ -136,6 +138,13 @@ class CountingStore(WrapperStore[Store]):
 
 
 _O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_ABSENT = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+
+#: At most this many requests of one multi-key read are in flight at once (remote and zip stores).
+DEFAULT_MAX_IN_FLIGHT = 32
+
+T = TypeVar("T")
+Value = bytes | Exception | None  # what one key of a multi-key read gives
 
 
 def read_file(path: str) -> bytes | None:
@@ -146,7 +155,7 @@ def read_file(path: str) -> bytes | None:
     """
     try:
         fd = os.open(path, _O_READ)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+    except _ABSENT:
         return None
     try:
         data = os.read(fd, 1 << 16)
@@ -162,6 +171,44 @@ def read_file(path: str) -> bytes | None:
         os.close(fd)
 
 
+def read_file_range(path: str, byte_range: ByteRequest) -> bytes | None:
+    """A byte range of a local file (clipped to its size), or None when it does not exist."""
+    try:
+        fd = os.open(path, _O_READ)
+    except _ABSENT:
+        return None
+    try:
+        start, stop = _bounds(byte_range, os.fstat(fd).st_size)
+        os.lseek(fd, start, os.SEEK_SET)  # not os.pread: Windows has none
+        parts = []
+        while start < stop and (block := os.read(fd, stop - start)):
+            parts.append(block)
+            start += len(block)
+        return b"".join(parts)
+    except IsADirectoryError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _bounds(byte_range: ByteRequest, size: int) -> tuple[int, int]:
+    """[start, stop) of a byte request within an object of `size` bytes."""
+    if isinstance(byte_range, RangeByteRequest):
+        return min(byte_range.start, size), min(byte_range.end, size)
+    if isinstance(byte_range, OffsetByteRequest):
+        return min(byte_range.offset, size), size
+    return max(0, size - byte_range.suffix), size
+
+
+def _cut(data: bytes, byte_range: ByteRequest | None) -> bytes:
+    """The requested bytes when a server ignored the Range header and sent the whole object."""
+    if isinstance(byte_range, RangeByteRequest) and len(data) > byte_range.end - byte_range.start:
+        return data[byte_range.start:byte_range.end]
+    if isinstance(byte_range, SuffixByteRequest) and len(data) > byte_range.suffix:
+        return data[len(data) - byte_range.suffix:]
+    return data
+
+
 def join_key(*parts: str) -> str:
     """Join store key parts with '/', ignoring empty parts (the root is ''); parts carry no outer '/'."""
     return "/".join([p for p in parts if p])
@@ -174,18 +221,24 @@ async def _collect(iterator: AsyncIterator[str]) -> list[str]:
 class OpenedStore:
     """A store opened read-only, with the prefix of its Zarr root and one I/O counter.
 
-    Paths given to the methods are relative to the Zarr root (''), keys are store keys.
+    Paths given to the methods are relative to the Zarr root (''), keys are store keys. Every
+    multi-key read goes through :meth:`read_ranges`, with at most ``max_in_flight`` requests
+    outstanding at once.
     """
 
     def __init__(self, store: Store, *, label: str, kind: str, root: str = "",
-                 local_path: Path | None = None) -> None:
+                 local_path: Path | None = None, archive_path: Path | None = None,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.counter = IOCounter()
         self.zarr_store = CountingStore(store, self.counter)
         self.label = label
-        self.kind = kind  # "local", "zip", "remote", "memory"
+        self.kind = kind  # "local", "zip", "remote", "memory", "store"
         self.root = root.strip("/")
         self.local_path = local_path  # directory on disk when kind == "local"
+        self.archive_path = archive_path  # the .zip file when kind == "zip"
+        self.max_in_flight = max_in_flight
         self._lock = threading.Lock()
+        self._archive_sizes: dict[str, int] | None = None
 
     # -- keys -----------------------------------------------------------------------------------
     def key(self, path: str, *rest: str) -> str:
@@ -195,62 +248,83 @@ class OpenedStore:
     def read(self, key: str) -> bytes | None:
         """The whole value stored at key, or None when absent."""
         if self.local_path is not None:
-            return self._read_local(key)
+            data = read_file(os.path.join(self.local_path, key))
+            self.counter.add_read(len(data) if data is not None else 0)
+            return data
         buffer = self.zarr_store.get_sync(key, prototype=default_buffer_prototype())
         return None if buffer is None else buffer.to_bytes()
 
-    def read_many(self, keys: list[str]) -> list[bytes | None]:
-        """Read several keys; local stores read sequentially (fastest), others concurrently."""
-        found = self.read_many_or_errors(keys)
-        for value in found:
+    def read_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """Read several keys (None for an absent one); raises the first failure."""
+        found: list[bytes | None] = []
+        for value in self.read_many_or_errors(keys):
             if isinstance(value, Exception):
                 raise value
-        return found  # type: ignore[return-value]
+            found.append(value)
+        return found
 
-    def read_many_or_errors(self, keys: list[str]) -> list[bytes | Exception | None]:
+    def read_many_or_errors(self, keys: Sequence[str]) -> list[Value]:
         """Like read_many, but a key that fails (permission denied, I/O error) gives its exception
         in place, so one unreadable entry does not hide its siblings."""
+        return self.read_ranges([(key, None) for key in keys])
+
+    def read_ranges(self, requests: Sequence[tuple[str, ByteRequest | None]]) -> list[Value]:
+        """The bytes of each (key, byte range) request (None: the whole value), in order.
+
+        An absent key gives None, a failed one its exception in place. Local stores read one file
+        after another (faster than any event loop); others overlap at most ``max_in_flight``
+        requests. A server that ignores Range headers sends whole objects: the wanted bytes are
+        cut from them (the counter still sees what was transferred).
+        """
         if self.local_path is not None:
-            base = str(self.local_path) + os.sep
-            found: list[bytes | Exception | None] = []
-            total = 0
-            for key in keys:
-                try:
-                    data = read_file(base + key)
-                except OSError as exc:
-                    found.append(exc)
-                    continue
-                found.append(data)
-                if data is not None:
-                    total += len(data)
-            self.counter.add_read(total, requests=len(keys))
-            return found
-        if not keys:
+            return self._read_local(requests)
+        prototype = default_buffer_prototype()
+
+        async def one(key: str, byte_range: ByteRequest | None) -> bytes | None:
+            buffer = await self.zarr_store.get(key, prototype, byte_range)
+            return None if buffer is None else _cut(buffer.to_bytes(), byte_range)
+
+        return self._bounded([functools.partial(one, key, byte_range) for key, byte_range in requests])
+
+    def _read_local(self, requests: Sequence[tuple[str, ByteRequest | None]]) -> list[Value]:
+        base = str(self.local_path) + os.sep
+        found: list[Value] = []
+        total = 0
+        for key, byte_range in requests:
+            try:
+                data = read_file(base + key) if byte_range is None else read_file_range(base + key, byte_range)
+            except OSError as exc:
+                found.append(exc)
+                continue
+            found.append(data)
+            total += len(data) if data is not None else 0
+        self.counter.add_read(total, requests=len(requests))
+        return found
+
+    def _bounded(self, calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T | Exception]:
+        """Run the calls on zarr's event loop, at most max_in_flight at once; results in order,
+        a call that failed gives its exception in place (cancellation and interrupts propagate)."""
+        if not calls:
             return []
 
-        async def fetch_all() -> list[bytes | Exception | None]:
-            semaphore = asyncio.Semaphore(32)
-            prototype = default_buffer_prototype()
+        async def run_all() -> list[T | Exception]:
+            semaphore = asyncio.Semaphore(max(1, self.max_in_flight))
 
-            async def one(key: str) -> bytes | None:
+            async def one(call: Callable[[], Awaitable[T]]) -> T:
                 async with semaphore:
-                    buffer = await self.zarr_store.get(key, prototype)
-                    return None if buffer is None else buffer.to_bytes()
+                    return await call()
 
-            results = await asyncio.gather(*(one(k) for k in keys), return_exceptions=True)
+            results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+            found: list[T | Exception] = []
             for result in results:
                 if isinstance(result, BaseException) and not isinstance(result, Exception):
-                    raise result  # cancellation and interrupts are not per-key failures
-            return list(results)  # type: ignore[arg-type]
+                    raise result
+                found.append(result)
+            return found
 
-        return sync(fetch_all())
+        return sync(run_all())
 
-    def _read_local(self, key: str) -> bytes | None:
-        assert self.local_path is not None
-        data = read_file(os.path.join(self.local_path, key))
-        self.counter.add_read(len(data) if data is not None else 0)
-        return data
-
+    # -- listings -------------------------------------------------------------------------------
     def list_dir(self, path: str) -> list[tuple[str, bool | None]]:
         """Names directly below path, with whether each is a directory (None when unknown)."""
         if self.local_path is not None:
@@ -282,42 +356,30 @@ class OpenedStore:
         prefix = self.key(path)
         if self.local_path is not None:
             self.counter.add_listing()
-            top = os.path.join(self.local_path, prefix)
-            sizes: dict[str, int] = {}
-            stack = [("", top)]
-            while stack:
-                rel, directory = stack.pop()
-                try:
-                    entries = list(os.scandir(directory))
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                for entry in entries:
-                    name = f"{rel}/{entry.name}" if rel else entry.name
-                    if entry.is_dir():
-                        stack.append((name, entry.path))
-                    else:
-                        sizes[name] = entry.stat().st_size
-            return sizes
-        inner = self.zarr_store._store
-        if isinstance(inner, ZipStore):
+            return _local_sizes(os.path.join(self.local_path, prefix))
+        full = prefix + "/" if prefix else ""
+        if self.archive_path is not None:
             self.counter.add_listing()
-            full = prefix + "/" if prefix else ""
-            with inner._lock:
-                infos = inner._zf.infolist()
-            return {i.filename[len(full):]: i.compress_size for i in infos
-                    if i.filename.startswith(full) and not i.filename.endswith("/")}
+            return {k[len(full):]: size for k, size in self._zip_sizes().items() if k.startswith(full)}
         keys = self.list_prefix(path)
+        sizes = self._bounded([functools.partial(self.zarr_store.getsize, full + k) for k in keys])
+        found: dict[str, int] = {}
+        for key, size in zip(keys, sizes, strict=True):
+            if isinstance(size, Exception):
+                raise size
+            found[key] = size
+        return found
 
-        async def size_all() -> dict[str, int]:
-            semaphore = asyncio.Semaphore(32)
-
-            async def one(rel: str) -> tuple[str, int]:
-                async with semaphore:
-                    return rel, await self.zarr_store.getsize(join_key(prefix, rel))
-
-            return dict(await asyncio.gather(*(one(k) for k in keys)))
-
-        return sync(size_all())
+    def _zip_sizes(self) -> dict[str, int]:
+        """Stored (compressed) size of every member of the zip, from its central directory, read once:
+        the ZipStore reads the same snapshot of the archive."""
+        with self._lock:
+            if self._archive_sizes is None:
+                assert self.archive_path is not None
+                with zipfile.ZipFile(self.archive_path) as archive:
+                    self._archive_sizes = {i.filename: i.compress_size for i in archive.infolist()
+                                           if not i.is_dir()}
+            return self._archive_sizes
 
     def stats(self) -> IOStats:
         return self.counter.snapshot()
@@ -325,21 +387,34 @@ class OpenedStore:
     def close(self) -> None:
         # closing is best effort; a failed close must not hide the real work
         with contextlib.suppress(Exception):
-            self.zarr_store._store.close()
+            self.zarr_store.close()
 
     def __repr__(self) -> str:
         return f"OpenedStore({self.label!r}, kind={self.kind!r}, root={self.root!r})"
 
 
-
-
-
-
+def _local_sizes(top: str) -> dict[str, int]:
+    """Size of every file below a directory, keyed by '/'-joined relative path."""
+    sizes: dict[str, int] = {}
+    stack = [("", top)]
+    while stack:
+        rel, directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            name = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.is_dir():
+                stack.append((name, entry.path))
+            else:
+                sizes[name] = entry.stat().st_size
+    return sizes
 
 
 def is_url(location: str) -> bool:
     match = _URL_RE.match(location)
-    return bool(match) and match.group("scheme").lower() != "file"
+    return match is not None and match.group("scheme").lower() != "file"
 
 
 def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dict[str, Any] | None = None
@@ -409,9 +484,12 @@ def _open_zip(path: Path) -> OpenedStore:
     root = zip_root(names)
     if root is None:
         raise StoreOpenError(f"{path}: the zip holds no Zarr metadata (zarr.json, .zgroup, .zarray)")
-    store = ZipStore(path, mode="r")
-    store._sync_open()  # our reads bypass zarr.open, which would otherwise open the archive on first use
-    return OpenedStore(store, label=str(path) + (f"#{root}" if root else ""), kind="zip", root=root)
+    try:  # opened now: our listings bypass zarr.open, which would otherwise open the archive
+        store = sync(ZipStore.open(path, mode="r"))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise StoreOpenError(f"{path}: unreadable zip file ({exc})") from exc
+    return OpenedStore(store, label=str(path) + (f"#{root}" if root else ""), kind="zip", root=root,
+                       archive_path=path)
 
 
 def zip_root(names: list[str]) -> str | None:
