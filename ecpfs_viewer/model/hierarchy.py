@@ -19,7 +19,7 @@ import numpy as np
 import zarr
 from zarr.core.metadata.v2 import ArrayV2Metadata
 from zarr.core.metadata.v3 import ArrayV3Metadata
-from zarr.storage._common import StorePath
+from zarr.storage import StorePath
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_shape
@@ -150,7 +150,7 @@ class Hierarchy:
         self._children: dict[str, list[Node]] = {}
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
-        self._arrays: dict[str, zarr.Array] = {}
+        self._arrays: dict[str, zarr.Array[Any]] = {}
 
     # -- listing --------------------------------------------------------------------------------
     def root(self) -> Node:
@@ -294,7 +294,7 @@ class Hierarchy:
             raise error(f"{path or '/'} is not an array")
         return info.array
 
-    def open_array(self, path: str) -> zarr.Array:
+    def open_array(self, path: str) -> zarr.Array[Any]:
         """A zarr Array built from the metadata already read (no second metadata read)."""
         path = path.strip("/")
         with self._lock:
