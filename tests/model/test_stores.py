@@ -367,3 +367,14 @@ def test_remote_sizes_are_fetched_within_the_bound(two_clusters_path: Path) -> N
              for p in two_clusters_path.rglob("*") if p.is_file()}
     opened = OpenedStore(_TrackingStore(files), label="tracking", kind="memory", max_in_flight=2)
     assert opened.sizes_below("lvl_2") == open_store(two_clusters_path).sizes_below("lvl_2")
+
+
+def test_read_ranges_from_a_server_that_ignores_range_headers(http_data_url: str, two_clusters_path: Path) -> None:
+    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
+    opened = open_store(f"{http_data_url}/two_clusters.zarr")
+    whole = (two_clusters_path / "zarr.json").read_bytes()
+    before = opened.stats()
+    found = opened.read_ranges([("zarr.json", RangeByteRequest(2, 10)), ("zarr.json", SuffixByteRequest(7))])
+    assert found == [whole[2:10], whole[-7:]]  # cut from the whole bodies the server sent
+    cost = opened.stats() - before
+    assert cost.requests == 2 and cost.bytes_read == 2 * len(whole)  # what was transferred
