@@ -11,7 +11,6 @@ import contextlib
 import functools
 import os
 import re
-import threading
 import zipfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -76,6 +75,7 @@ class OpenedStore:
 
     def __init__(self, store: Store, *, label: str, kind: str, root: str = "",
                  local_path: Path | None = None, archive_path: Path | None = None,
+                 archive_sizes: dict[str, int] | None = None,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.counter = IOCounter()
         self.zarr_store = CountingStore(store, self.counter)
@@ -84,9 +84,9 @@ class OpenedStore:
         self.root = root.strip("/")
         self.local_path = local_path  # directory on disk when kind == "local"
         self.archive_path = archive_path  # the .zip file when kind == "zip"
+        # stored size of every member of that zip, from its central directory (what the ZipStore reads)
+        self.archive_sizes = archive_sizes
         self.max_in_flight = max_in_flight
-        self._lock = threading.Lock()
-        self._archive_sizes: dict[str, int] | None = None
 
     # -- keys -----------------------------------------------------------------------------------
     def key(self, path: str, *rest: str) -> str:
@@ -206,9 +206,9 @@ class OpenedStore:
             self.counter.add_listing()
             return local_sizes(os.path.join(self.local_path, prefix))
         full = prefix + "/" if prefix else ""
-        if self.archive_path is not None:
+        if self.archive_sizes is not None:
             self.counter.add_listing()
-            return {k[len(full):]: size for k, size in self._zip_sizes().items() if k.startswith(full)}
+            return {k[len(full):]: size for k, size in self.archive_sizes.items() if k.startswith(full)}
         keys = self.list_prefix(path)
         sizes = self._bounded([functools.partial(self.zarr_store.getsize, full + k) for k in keys])
         found: dict[str, int] = {}
@@ -217,17 +217,6 @@ class OpenedStore:
                 raise size
             found[key] = size
         return found
-
-    def _zip_sizes(self) -> dict[str, int]:
-        """Stored (compressed) size of every member of the zip, from its central directory, read once:
-        the ZipStore reads the same snapshot of the archive."""
-        with self._lock:
-            if self._archive_sizes is None:
-                assert self.archive_path is not None
-                with zipfile.ZipFile(self.archive_path) as archive:
-                    self._archive_sizes = {i.filename: i.compress_size for i in archive.infolist()
-                                           if not i.is_dir()}
-            return self._archive_sizes
 
     def stats(self) -> IOStats:
         return self.counter.snapshot()
@@ -307,18 +296,19 @@ def _holds_zarr_metadata(directory: Path, names: list[str], depth: int) -> bool:
 def _open_zip(path: Path) -> OpenedStore:
     try:
         with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
+            members = archive.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
         raise StoreOpenError(f"{path}: unreadable zip file ({exc})") from exc
-    root = zip_root(names)
+    root = zip_root([m.filename for m in members])
     if root is None:
         raise StoreOpenError(f"{path}: the zip holds no Zarr metadata (zarr.json, .zgroup, .zarray)")
     try:  # opened now: our listings bypass zarr.open, which would otherwise open the archive
         store = sync(ZipStore.open(path, mode="r"))
     except (zipfile.BadZipFile, OSError) as exc:
         raise StoreOpenError(f"{path}: unreadable zip file ({exc})") from exc
+    sizes = {m.filename: m.compress_size for m in members if not m.is_dir()}  # chunk stats list from these
     return OpenedStore(store, label=str(path) + (f"#{root}" if root else ""), kind="zip", root=root,
-                       archive_path=path)
+                       archive_path=path, archive_sizes=sizes)
 
 
 def zip_root(names: list[str]) -> str | None:
