@@ -8,22 +8,20 @@ really uses. zarr-python's ``nchunks_initialized`` tests every possible key agai
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from zarr.abc.store import ByteRequest, RangeByteRequest, SuffixByteRequest
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.core.chunk_key_encodings import ChunkKeyEncoding, parse_chunk_key_encoding
 
-from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.hierarchy import ArrayDetails, Hierarchy
-from ecpfs_viewer.model.stores import OpenedStore, join_key
+from ecpfs_viewer.model.stores import OpenedStore
 
 #: Grids larger than this are counted from the listing but only partly mapped into ``stored``.
 MAX_ENUMERATED_CHUNKS = 1_000_000
@@ -135,9 +133,13 @@ class ChunkStats:
 
 def chunk_key(index: tuple[int, ...], encoding: str, separator: str) -> str:
     """The key of a chunk under a chunk key encoding ('default' → c/0/1, 'v2' → 0.1; rank 0: c / 0)."""
-    if encoding == "v2":
-        return separator.join(str(i) for i in index) if index else "0"
-    return "c" + "".join(separator + str(i) for i in index)
+    return key_encoder(encoding, separator).encode_chunk_key(tuple(int(i) for i in index))
+
+
+@functools.lru_cache(maxsize=16)
+def key_encoder(encoding: str, separator: str) -> ChunkKeyEncoding:
+    """zarr's chunk key encoding object (what array metadata holds) for a (name, separator) pair."""
+    return parse_chunk_key_encoding({"name": encoding, "configuration": {"separator": separator}})
 
 
 def key_encoding_of(details: ArrayDetails) -> tuple[str, str]:
@@ -233,7 +235,9 @@ def _sharded_stats(store: OpenedStore, path: str, details: ArrayDetails, encodin
     if readable and len(present) > MAX_SHARD_INDEXES:
         notes.append(f"{len(present):,} shards stored; inner chunks read from the first {MAX_SHARD_INDEXES:,} "
                      "indexes, the rest counted as fully present")
-    raw = _read_ranges(store, [join_key(path, key) for _, key, _ in to_read], index_bytes, config["location"])
+    request: ByteRequest = (SuffixByteRequest(index_bytes) if config["location"] == "end"
+                            else RangeByteRequest(0, index_bytes))
+    raw = store.read_ranges([(store.key(path, key), request) for _, key, _ in to_read])
     problems: dict[tuple[int, ...], str] = {}
     n_present = 0
     for n, (shard_index, key, size) in enumerate(present):
@@ -284,13 +288,15 @@ def _sharding_config(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _decode_index(raw: bytes | None, per_shard: tuple[int, ...], config: dict[str, Any]
+def _decode_index(raw: bytes | Exception | None, per_shard: tuple[int, ...], config: dict[str, Any]
                   ) -> tuple[np.ndarray | None, str | None]:
     """The (offset, nbytes) table of one shard, or None and the reason it cannot be used."""
     n = int(np.prod(per_shard, dtype=np.int64)) if per_shard else 1
     body_len = 16 * n
     if raw is None:
         return None, "disappeared while reading its index"
+    if isinstance(raw, Exception):
+        return None, f"cannot read its index ({getattr(raw, 'strerror', None) or describe_exception(raw)})"
     if len(raw) < body_len + (4 if config["crc32c"] else 0):
         return None, f"too short for its index ({len(raw)} bytes)"
     body = raw[:body_len]
@@ -303,52 +309,6 @@ def _decode_index(raw: bytes | None, per_shard: tuple[int, ...], config: dict[st
     dtype = "<u8" if config["endian"] == "little" else ">u8"
     table = np.frombuffer(body, dtype=dtype).astype(np.uint64).reshape((*tuple(per_shard), 2))
     return table, None
-
-
-def _read_ranges(store: OpenedStore, keys: list[str], length: int, location: str) -> list[bytes | None]:
-    """The last (index at 'end') or first `length` bytes of each key, one ranged request each.
-
-    Servers that ignore Range headers send the whole object; the wanted bytes are cut from it.
-    """
-    if not keys:
-        return []
-    if store.local_path is not None:
-        base = str(store.local_path) + os.sep
-        found: list[bytes | None] = []
-        total = 0
-        for key in keys:
-            try:
-                with open(base + key, "rb") as handle:
-                    if location == "end":
-                        size = os.fstat(handle.fileno()).st_size
-                        handle.seek(max(0, size - length))
-                    data = handle.read(length)
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                found.append(None)
-                continue
-            total += len(data)
-            found.append(data)
-        store.counter.add_read(total, requests=len(keys))
-        return found
-    request: ByteRequest = SuffixByteRequest(length) if location == "end" else RangeByteRequest(0, length)
-
-    async def fetch_all() -> list[bytes | None]:
-        semaphore = asyncio.Semaphore(32)
-        prototype = default_buffer_prototype()
-
-        async def one(key: str) -> bytes | None:
-            async with semaphore:
-                buffer = await store.zarr_store.get(key, prototype, request)
-            if buffer is None:
-                return None
-            data = buffer.to_bytes()
-            if len(data) > length:  # the range was ignored
-                data = data[-length:] if location == "end" else data[:length]
-            return data
-
-        return list(await asyncio.gather(*(one(k) for k in keys)))
-
-    return sync(fetch_all())
 
 
 # -- shared -----------------------------------------------------------------------------------------

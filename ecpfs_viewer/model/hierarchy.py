@@ -19,7 +19,7 @@ import numpy as np
 import zarr
 from zarr.core.metadata.v2 import ArrayV2Metadata
 from zarr.core.metadata.v3 import ArrayV3Metadata
-from zarr.storage._common import StorePath
+from zarr.storage import StorePath
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_shape

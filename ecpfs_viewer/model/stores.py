@@ -8,23 +8,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
-import threading
-import time
 import zipfile
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from zarr.abc.store import ByteRequest, Store
-from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
+from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
-from zarr.storage import LocalStore, MemoryStore, WrapperStore, ZipStore
+from zarr.storage import LocalStore, MemoryStore, ZipStore
 
 from ecpfs_viewer.model.errors import UserError
-from ecpfs_viewer.model.formatting import count_noun, format_bytes
+from ecpfs_viewer.model.store_io import (
+    CountingStore,
+    IOCounter,
+    IOStats,
+    cut_to_range,
+    local_sizes,
+    read_file,
+    read_file_range,
+)
+
+# The counter, its wrapper store and the file reads live in store_io; they are still used as stores.*
+__all__ = [
+    "DEFAULT_MAX_IN_FLIGHT", "METADATA_KEYS", "REMOTE_EXTRA_HINT", "REMOTE_SCHEMES", "CountingStore", "IOCounter",
+    "IOStats", "OpenedStore", "StoreOpenError", "is_url", "join_key", "open_memory", "open_store", "read_file",
+    "read_file_range", "zip_root",
+]
 
 METADATA_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 _URL_RE = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://")
@@ -36,130 +49,11 @@ class StoreOpenError(UserError):
     """A location could not be opened as a Zarr store; the message is meant for the user."""
 
 
-@dataclass(frozen=True)
-class IOStats:
-    """A snapshot of the I/O counter; subtract two to get what an action cost."""
+#: At most this many requests of one multi-key read are in flight at once (remote and zip stores).
+DEFAULT_MAX_IN_FLIGHT = 32
 
-    requests: int = 0
-    bytes_read: int = 0
-    listings: int = 0
-    seconds: float = 0.0
-
-    def __sub__(self, other: IOStats) -> IOStats:
-        return IOStats(
-            self.requests - other.requests,
-            self.bytes_read - other.bytes_read,
-            self.listings - other.listings,
-            self.seconds - other.seconds,
-        )
-
-    def describe(self) -> str:
-        return (f"{count_noun(self.requests, 'request')}, {format_bytes(self.bytes_read)} read, "
-                f"{count_noun(self.listings, 'listing')}")
-
-
-class IOCounter:
-    """Thread-safe tally of requests and bytes, shared by every view of one opened store."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests = 0
-        self._bytes = 0
-        self._listings = 0
-        self._started = time.perf_counter()
-
-    def add_read(self, nbytes: int, requests: int = 1) -> None:
-        with self._lock:
-            self._requests += requests
-            self._bytes += nbytes
-
-    def add_listing(self) -> None:
-        with self._lock:
-            self._requests += 1
-            self._listings += 1
-
-    def snapshot(self) -> IOStats:
-        with self._lock:
-            return IOStats(self._requests, self._bytes, self._listings, time.perf_counter() - self._started)
-
-
-class CountingStore(WrapperStore[Store]):
-    """A read-only wrapper that reports every request zarr-python makes to an IOCounter."""
-
-    def __init__(self, store: Store, counter: IOCounter | None = None) -> None:
-        super().__init__(store)
-        self.counter = counter or IOCounter()
-
-    def _with_store(self, store: Store) -> CountingStore:
-        return CountingStore(store, self.counter)
-
-    async def get(
-        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
-    ) -> Buffer | None:
-        result = await self._store.get(key, prototype, byte_range)
-        self.counter.add_read(len(result) if result is not None else 0)
-        return result
-
-    def get_sync(self, key: str, *, prototype: BufferPrototype | None = None, byte_range: Any = None) -> Buffer | None:
-        prototype = prototype or default_buffer_prototype()
-        inner = getattr(self._store, "get_sync", None)
-        if inner is not None:
-            result = inner(key, prototype=prototype, byte_range=byte_range)
-        else:
-            result = sync(self._store.get(key, prototype, byte_range))
-        self.counter.add_read(len(result) if result is not None else 0)
-        return result
-
-    async def get_partial_values(
-        self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
-    ) -> list[Buffer | None]:
-        results = await self._store.get_partial_values(prototype, key_ranges)
-        for result in results:
-            self.counter.add_read(len(result) if result is not None else 0)
-        return results
-
-    async def exists(self, key: str) -> bool:
-        self.counter.add_read(0)
-        return await self._store.exists(key)
-
-    async def getsize(self, key: str) -> int:
-        self.counter.add_read(0)
-        return await self._store.getsize(key)
-
-    def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        self.counter.add_listing()
-        return self._store.list_prefix(prefix)
-
-    def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        self.counter.add_listing()
-        return self._store.list_dir(prefix)
-
-
-_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
-
-
-def read_file(path: str) -> bytes | None:
-    """A whole local file, or None when it does not exist (or is a directory).
-
-    Uses raw descriptors: listing 4,000 nodes reads 4,000 small files, and a buffered open() per
-    file costs about three times as much.
-    """
-    try:
-        fd = os.open(path, _O_READ)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None
-    try:
-        data = os.read(fd, 1 << 16)
-        if len(data) < 1 << 16:
-            return data
-        parts = [data]
-        while block := os.read(fd, 1 << 20):
-            parts.append(block)
-        return b"".join(parts)
-    except IsADirectoryError:  # Linux opens a directory read-only and fails on read
-        return None
-    finally:
-        os.close(fd)
+T = TypeVar("T")
+Value = bytes | Exception | None  # what one key of a multi-key read gives
 
 
 def join_key(*parts: str) -> str:
@@ -174,18 +68,25 @@ async def _collect(iterator: AsyncIterator[str]) -> list[str]:
 class OpenedStore:
     """A store opened read-only, with the prefix of its Zarr root and one I/O counter.
 
-    Paths given to the methods are relative to the Zarr root (''), keys are store keys.
+    Paths given to the methods are relative to the Zarr root (''), keys are store keys. Every
+    multi-key read goes through :meth:`read_ranges`, with at most ``max_in_flight`` requests
+    outstanding at once.
     """
 
     def __init__(self, store: Store, *, label: str, kind: str, root: str = "",
-                 local_path: Path | None = None) -> None:
+                 local_path: Path | None = None, archive_path: Path | None = None,
+                 archive_sizes: dict[str, int] | None = None,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.counter = IOCounter()
         self.zarr_store = CountingStore(store, self.counter)
         self.label = label
-        self.kind = kind  # "local", "zip", "remote", "memory"
+        self.kind = kind  # "local", "zip", "remote", "memory", "store"
         self.root = root.strip("/")
         self.local_path = local_path  # directory on disk when kind == "local"
-        self._lock = threading.Lock()
+        self.archive_path = archive_path  # the .zip file when kind == "zip"
+        # stored size of every member of that zip, from its central directory (what the ZipStore reads)
+        self.archive_sizes = archive_sizes
+        self.max_in_flight = max_in_flight
 
     # -- keys -----------------------------------------------------------------------------------
     def key(self, path: str, *rest: str) -> str:
@@ -195,62 +96,83 @@ class OpenedStore:
     def read(self, key: str) -> bytes | None:
         """The whole value stored at key, or None when absent."""
         if self.local_path is not None:
-            return self._read_local(key)
+            data = read_file(os.path.join(self.local_path, key))
+            self.counter.add_read(len(data) if data is not None else 0)
+            return data
         buffer = self.zarr_store.get_sync(key, prototype=default_buffer_prototype())
         return None if buffer is None else buffer.to_bytes()
 
-    def read_many(self, keys: list[str]) -> list[bytes | None]:
-        """Read several keys; local stores read sequentially (fastest), others concurrently."""
-        found = self.read_many_or_errors(keys)
-        for value in found:
+    def read_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """Read several keys (None for an absent one); raises the first failure."""
+        found: list[bytes | None] = []
+        for value in self.read_many_or_errors(keys):
             if isinstance(value, Exception):
                 raise value
-        return found  # type: ignore[return-value]
+            found.append(value)
+        return found
 
-    def read_many_or_errors(self, keys: list[str]) -> list[bytes | Exception | None]:
+    def read_many_or_errors(self, keys: Sequence[str]) -> list[Value]:
         """Like read_many, but a key that fails (permission denied, I/O error) gives its exception
         in place, so one unreadable entry does not hide its siblings."""
+        return self.read_ranges([(key, None) for key in keys])
+
+    def read_ranges(self, requests: Sequence[tuple[str, ByteRequest | None]]) -> list[Value]:
+        """The bytes of each (key, byte range) request (None: the whole value), in order.
+
+        An absent key gives None, a failed one its exception in place. Local stores read one file
+        after another (faster than any event loop); others overlap at most ``max_in_flight``
+        requests. A server that ignores Range headers sends whole objects: the wanted bytes are
+        cut from them (the counter still sees what was transferred).
+        """
         if self.local_path is not None:
-            base = str(self.local_path) + os.sep
-            found: list[bytes | Exception | None] = []
-            total = 0
-            for key in keys:
-                try:
-                    data = read_file(base + key)
-                except OSError as exc:
-                    found.append(exc)
-                    continue
-                found.append(data)
-                if data is not None:
-                    total += len(data)
-            self.counter.add_read(total, requests=len(keys))
-            return found
-        if not keys:
+            return self._read_local(requests)
+        prototype = default_buffer_prototype()
+
+        async def one(key: str, byte_range: ByteRequest | None) -> bytes | None:
+            buffer = await self.zarr_store.get(key, prototype, byte_range)
+            return None if buffer is None else cut_to_range(buffer.to_bytes(), byte_range)
+
+        return self._bounded([functools.partial(one, key, byte_range) for key, byte_range in requests])
+
+    def _read_local(self, requests: Sequence[tuple[str, ByteRequest | None]]) -> list[Value]:
+        base = str(self.local_path) + os.sep
+        found: list[Value] = []
+        total = 0
+        for key, byte_range in requests:
+            try:
+                data = read_file(base + key) if byte_range is None else read_file_range(base + key, byte_range)
+            except OSError as exc:
+                found.append(exc)
+                continue
+            found.append(data)
+            total += len(data) if data is not None else 0
+        self.counter.add_read(total, requests=len(requests))
+        return found
+
+    def _bounded(self, calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T | Exception]:
+        """Run the calls on zarr's event loop, at most max_in_flight at once; results in order,
+        a call that failed gives its exception in place (cancellation and interrupts propagate)."""
+        if not calls:
             return []
 
-        async def fetch_all() -> list[bytes | Exception | None]:
-            semaphore = asyncio.Semaphore(32)
-            prototype = default_buffer_prototype()
+        async def run_all() -> list[T | Exception]:
+            semaphore = asyncio.Semaphore(max(1, self.max_in_flight))
 
-            async def one(key: str) -> bytes | None:
+            async def one(call: Callable[[], Awaitable[T]]) -> T:
                 async with semaphore:
-                    buffer = await self.zarr_store.get(key, prototype)
-                    return None if buffer is None else buffer.to_bytes()
+                    return await call()
 
-            results = await asyncio.gather(*(one(k) for k in keys), return_exceptions=True)
+            results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+            found: list[T | Exception] = []
             for result in results:
                 if isinstance(result, BaseException) and not isinstance(result, Exception):
-                    raise result  # cancellation and interrupts are not per-key failures
-            return list(results)  # type: ignore[arg-type]
+                    raise result
+                found.append(result)
+            return found
 
-        return sync(fetch_all())
+        return sync(run_all())
 
-    def _read_local(self, key: str) -> bytes | None:
-        assert self.local_path is not None
-        data = read_file(os.path.join(self.local_path, key))
-        self.counter.add_read(len(data) if data is not None else 0)
-        return data
-
+    # -- listings -------------------------------------------------------------------------------
     def list_dir(self, path: str) -> list[tuple[str, bool | None]]:
         """Names directly below path, with whether each is a directory (None when unknown)."""
         if self.local_path is not None:
@@ -282,42 +204,19 @@ class OpenedStore:
         prefix = self.key(path)
         if self.local_path is not None:
             self.counter.add_listing()
-            top = os.path.join(self.local_path, prefix)
-            sizes: dict[str, int] = {}
-            stack = [("", top)]
-            while stack:
-                rel, directory = stack.pop()
-                try:
-                    entries = list(os.scandir(directory))
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                for entry in entries:
-                    name = f"{rel}/{entry.name}" if rel else entry.name
-                    if entry.is_dir():
-                        stack.append((name, entry.path))
-                    else:
-                        sizes[name] = entry.stat().st_size
-            return sizes
-        inner = self.zarr_store._store
-        if isinstance(inner, ZipStore):
+            return local_sizes(os.path.join(self.local_path, prefix))
+        full = prefix + "/" if prefix else ""
+        if self.archive_sizes is not None:
             self.counter.add_listing()
-            full = prefix + "/" if prefix else ""
-            with inner._lock:
-                infos = inner._zf.infolist()
-            return {i.filename[len(full):]: i.compress_size for i in infos
-                    if i.filename.startswith(full) and not i.filename.endswith("/")}
+            return {k[len(full):]: size for k, size in self.archive_sizes.items() if k.startswith(full)}
         keys = self.list_prefix(path)
-
-        async def size_all() -> dict[str, int]:
-            semaphore = asyncio.Semaphore(32)
-
-            async def one(rel: str) -> tuple[str, int]:
-                async with semaphore:
-                    return rel, await self.zarr_store.getsize(join_key(prefix, rel))
-
-            return dict(await asyncio.gather(*(one(k) for k in keys)))
-
-        return sync(size_all())
+        sizes = self._bounded([functools.partial(self.zarr_store.getsize, full + k) for k in keys])
+        found: dict[str, int] = {}
+        for key, size in zip(keys, sizes, strict=True):
+            if isinstance(size, Exception):
+                raise size
+            found[key] = size
+        return found
 
     def stats(self) -> IOStats:
         return self.counter.snapshot()
@@ -325,21 +224,15 @@ class OpenedStore:
     def close(self) -> None:
         # closing is best effort; a failed close must not hide the real work
         with contextlib.suppress(Exception):
-            self.zarr_store._store.close()
+            self.zarr_store.close()
 
     def __repr__(self) -> str:
         return f"OpenedStore({self.label!r}, kind={self.kind!r}, root={self.root!r})"
 
 
-
-
-
-
-
-
 def is_url(location: str) -> bool:
     match = _URL_RE.match(location)
-    return bool(match) and match.group("scheme").lower() != "file"
+    return match is not None and match.group("scheme").lower() != "file"
 
 
 def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dict[str, Any] | None = None
@@ -403,15 +296,19 @@ def _holds_zarr_metadata(directory: Path, names: list[str], depth: int) -> bool:
 def _open_zip(path: Path) -> OpenedStore:
     try:
         with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
+            members = archive.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
         raise StoreOpenError(f"{path}: unreadable zip file ({exc})") from exc
-    root = zip_root(names)
+    root = zip_root([m.filename for m in members])
     if root is None:
         raise StoreOpenError(f"{path}: the zip holds no Zarr metadata (zarr.json, .zgroup, .zarray)")
-    store = ZipStore(path, mode="r")
-    store._sync_open()  # our reads bypass zarr.open, which would otherwise open the archive on first use
-    return OpenedStore(store, label=str(path) + (f"#{root}" if root else ""), kind="zip", root=root)
+    try:  # opened now: our listings bypass zarr.open, which would otherwise open the archive
+        store = sync(ZipStore.open(path, mode="r"))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise StoreOpenError(f"{path}: unreadable zip file ({exc})") from exc
+    sizes = {m.filename: m.compress_size for m in members if not m.is_dir()}  # chunk stats list from these
+    return OpenedStore(store, label=str(path) + (f"#{root}" if root else ""), kind="zip", root=root,
+                       archive_path=path, archive_sizes=sizes)
 
 
 def zip_root(names: list[str]) -> str | None:

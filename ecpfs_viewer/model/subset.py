@@ -185,15 +185,12 @@ def failing_chunks(h: Hierarchy, path: str, details: ArrayDetails, selection: tu
                    limit: int = 256) -> list[str]:
     """The chunks of a failed read that cannot be decoded, by key, so a user knows which file is
     damaged; reads the chunks the selection touches one by one (at most `limit` of them)."""
-    from ecpfs_viewer.model.chunks import chunk_key, key_encoding_of
-
     ranges = []
     for index, chunk in zip(selection, details.chunk_shape, strict=False):
         first, last = (index, index) if isinstance(index, int) else (index.start, max(index.start, index.stop - 1))
         ranges.append(range(first // max(chunk, 1), last // max(chunk, 1) + 1))
     if math.prod(len(r) for r in ranges) > limit:
         return []
-    encoding, separator = key_encoding_of(details)
     array = h.open_array(path)
     bad = []
     for chunk_index in itertools.product(*ranges):
@@ -202,6 +199,6 @@ def failing_chunks(h: Hierarchy, path: str, details: ArrayDetails, selection: tu
         try:
             array[block]
         except Exception:  # any decoding failure marks the chunk; the caller reports the first error
-            name = chunk_key(chunk_index, encoding, separator)
+            name = array.metadata.encode_chunk_key(chunk_index)
             bad.append(f"chunk {name}" if details.shard_shape is None else f"inner chunk {chunk_index}")
     return bad

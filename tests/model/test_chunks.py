@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -253,3 +255,69 @@ def test_chunk_key_encodings() -> None:
     assert chunk_key((0, 1), "v2", ".") == "0.1"
     assert chunk_key((), "default", "/") == "c"
     assert chunk_key((), "v2", ".") == "0"
+
+
+# -- one read path: zip and folder agree, shard indexes are counted ---------------------------------------
+def _index_with_a_sharded_array(tmp_path: Path, two_clusters_path: Path) -> Path:
+    """A copy of two_clusters with a sharded array (some inner chunks empty, one shard missing) added."""
+    root = tmp_path / "i.zarr"
+    shutil.copytree(two_clusters_path, root)
+    data = np.array([1, 1, 0, 0, 2, 2, 3, 3, 0, 0, 0, 0, 5, 0], dtype="uint16")
+    _write(root, "sharded", data, (2,), shards=(4,))
+    return root
+
+
+def test_chunk_stats_of_a_zip_and_of_its_folder_agree(tmp_path: Path, two_clusters_path: Path) -> None:
+    root = _index_with_a_sharded_array(tmp_path, two_clusters_path)
+    archive = tmp_path / "i.zip"
+    with zipfile.ZipFile(archive, "w") as zf:  # under a folder: keys carry the zip's Zarr root
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                zf.write(path, f"top/i.zarr/{path.relative_to(root)}")
+    h_dir, h_zip = hierarchy(root), hierarchy(archive)
+    arrays: list[str] = []
+    stack = [""]
+    while stack:  # every array of the index, not only the top level
+        for node in h_dir.children(stack.pop()):
+            if node.kind.is_container:
+                stack.append(node.path)
+            elif h_dir.details(node.path).array is not None:
+                arrays.append(node.path)
+    assert "sharded" in arrays and len(arrays) > 10
+    for path in arrays:
+        on_disk, zipped = chunk_stats(h_dir, path), chunk_stats(h_zip, path)
+        assert zipped.stored.tolist() == on_disk.stored.tolist(), path
+        assert (zipped.n_present, zipped.stored_bytes_total) == (on_disk.n_present, on_disk.stored_bytes_total)
+        assert zipped.problems == on_disk.problems == {}, path
+    assert chunk_stats(h_zip, "sharded").n_present == 4
+
+
+def test_shard_indexes_are_read_once_each_and_counted(tmp_path: Path) -> None:
+    data = np.arange(1, 41, dtype="uint16")
+    _write(tmp_path, "s.zarr", data, (2,), shards=(4,))  # 10 shards of 2 inner chunks
+    h = hierarchy(tmp_path / "s.zarr")
+    h.details("")
+    before = h.store.stats()
+    stats = chunk_stats(h, "")
+    cost = h.store.stats() - before
+    index_bytes = 16 * 2 + 4  # two (offset, length) pairs and a crc32c
+    assert stats.n_present == 20 and not stats.problems
+    assert cost.listings == 1 and cost.requests == 1 + 10
+    assert cost.bytes_read == 10 * index_bytes
+
+
+def test_unreadable_shard_index_is_a_problem_of_that_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecpfs_viewer.model import stores
+
+    _write(tmp_path, "s.zarr", np.arange(1, 9, dtype="uint16"), (2,), shards=(4,))
+    real = stores.read_file_range
+
+    def refusing(path: str, byte_range: object) -> bytes | None:
+        if path.endswith("c/1"):
+            raise PermissionError(13, "Permission denied", path)
+        return real(path, byte_range)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stores, "read_file_range", refusing)
+    stats = chunk_stats(hierarchy(tmp_path / "s.zarr"), "")
+    assert stats.problems == {(1,): "shard c/1: cannot read its index (Permission denied)"}
+    assert stats.n_present == 4  # shard 0 from its index, shard 1 estimated

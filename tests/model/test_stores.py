@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import hashlib
 import os
 import shutil
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+from zarr.core.buffer.cpu import Buffer as CpuBuffer
+from zarr.storage import MemoryStore
 
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
-from ecpfs_viewer.model.stores import REMOTE_EXTRA_HINT, StoreOpenError, open_memory, open_store
+from ecpfs_viewer.model.stores import (
+    DEFAULT_MAX_IN_FLIGHT,
+    REMOTE_EXTRA_HINT,
+    OpenedStore,
+    StoreOpenError,
+    open_memory,
+    open_store,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ZARRITA_V3 = DATA / "peer-data" / "zarrita.js" / "fixtures" / "v3"
@@ -243,3 +255,119 @@ def test_user_errors_are_described_without_a_class_name(tmp_path: Path) -> None:
         open_store(tmp_path / "missing")
     assert describe_exception(caught.value) == f"{tmp_path / 'missing'}: no such file or directory"
     assert describe_exception(KeyError("x")) == "KeyError: 'x'"
+
+
+# -- the one multi-key read path -----------------------------------------------------------------------
+class _TrackingStore(MemoryStore):
+    """A memory store whose reads yield to the event loop, recording the most in flight at once;
+    keys listed in `failing` raise, like a server answering 500."""
+
+    def __init__(self, entries: dict[str, bytes], failing: tuple[str, ...] = ()) -> None:
+        super().__init__({k: CpuBuffer.from_bytes(v) for k, v in entries.items()}, read_only=True)
+        self.failing = failing
+        self.in_flight = 0
+        self.peak = 0
+
+    async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            for _ in range(3):  # let every other task that may start, start
+                await asyncio.sleep(0)
+            if key in self.failing:
+                raise OSError(5, "Input/output error", key)
+            return await super().get(key, prototype, byte_range)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.mark.parametrize("limit", [1, 4, DEFAULT_MAX_IN_FLIGHT])
+def test_read_many_keeps_at_most_max_in_flight_requests(limit: int) -> None:
+    entries = {f"k{i}": bytes([i]) * (i + 1) for i in range(100)}
+    store = _TrackingStore(entries)
+    opened = OpenedStore(store, label="tracking", kind="memory", max_in_flight=limit)
+    assert opened.read_many(list(entries)) == list(entries.values())
+    assert store.peak == limit  # bounded, and the bound is reached: reads do overlap
+    assert store.in_flight == 0
+
+
+def test_read_many_or_errors_gives_each_failure_in_place() -> None:
+    store = _TrackingStore({"a": b"1", "b": b"22", "c": b"333"}, failing=("b",))
+    opened = OpenedStore(store, label="tracking", kind="memory")
+    found = opened.read_many_or_errors(["a", "b", "missing", "c"])
+    assert found[0] == b"1" and found[2] is None and found[3] == b"333"
+    assert isinstance(found[1], OSError) and found[1].filename == "b"
+    with pytest.raises(OSError, match="Input/output error"):
+        opened.read_many(["a", "b"])
+
+
+def test_local_read_error_is_given_in_place(two_clusters_copy: Path) -> None:
+    broken = two_clusters_copy / "info" / "zarr.json"
+    broken.unlink()
+    broken.symlink_to(broken)  # a symlink loop: an OSError that is not "absent", even for root
+    opened = open_store(two_clusters_copy)
+    root, info = opened.read_many_or_errors(["zarr.json", "info/zarr.json"])
+    assert root == (two_clusters_copy / "zarr.json").read_bytes()
+    assert isinstance(info, OSError) and not isinstance(info, FileNotFoundError)
+    assert opened.stats().requests == 2
+
+
+def _zipped(source: Path, archive: Path, folder: str) -> Path:
+    with zipfile.ZipFile(archive, "w") as zf:  # stored, not deflated: member sizes equal file sizes
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                zf.write(path, f"{folder}/{path.relative_to(source)}")
+    return archive
+
+
+@pytest.mark.parametrize("kind", ["local", "zip", "memory"])
+def test_read_ranges_counts_requests_and_bytes(kind: str, tmp_path: Path, two_clusters_path: Path) -> None:
+    files = {str(p.relative_to(two_clusters_path)): p.read_bytes()
+             for p in two_clusters_path.rglob("*") if p.is_file()}
+    opened = {"local": lambda: open_store(two_clusters_path),
+              "zip": lambda: open_store(_zipped(two_clusters_path, tmp_path / "i.zip", "top/i.zarr")),
+              "memory": lambda: open_memory(files)}[kind]()
+    whole = files["zarr.json"]
+    requests = [
+        (opened.key("zarr.json"), None),
+        (opened.key("zarr.json"), RangeByteRequest(2, 10)),
+        (opened.key("zarr.json"), SuffixByteRequest(7)),
+        (opened.key("zarr.json"), OffsetByteRequest(len(whole) - 3)),
+        (opened.key("zarr.json"), RangeByteRequest(len(whole) - 2, len(whole) + 50)),  # clipped at the end
+        (opened.key("no/such/key"), RangeByteRequest(0, 4)),
+    ]
+    before = opened.stats()
+    found = opened.read_ranges(requests)
+    assert found == [whole, whole[2:10], whole[-7:], whole[-3:], whole[-2:], None]
+    cost = opened.stats() - before
+    assert cost.requests == len(requests)
+    assert cost.bytes_read == sum(len(v) for v in found if isinstance(v, bytes))
+
+
+def test_zip_sizes_come_from_the_archive_and_match_the_folder(tmp_path: Path, two_clusters_path: Path) -> None:
+    folder = open_store(two_clusters_path)
+    archive = open_store(_zipped(two_clusters_path, tmp_path / "i.zip", "top/i.zarr"))
+    assert archive.archive_path == tmp_path / "i.zip" and archive.root == "top/i.zarr"
+    for path in ("", "lvl_2", "lvl_1/node_1/embeddings"):
+        before = archive.stats()
+        assert archive.sizes_below(path) == folder.sizes_below(path)
+        assert (archive.stats() - before).listings == 1
+    archive.close()
+
+
+def test_remote_sizes_are_fetched_within_the_bound(two_clusters_path: Path) -> None:
+    files = {str(p.relative_to(two_clusters_path)): p.read_bytes()
+             for p in two_clusters_path.rglob("*") if p.is_file()}
+    opened = OpenedStore(_TrackingStore(files), label="tracking", kind="memory", max_in_flight=2)
+    assert opened.sizes_below("lvl_2") == open_store(two_clusters_path).sizes_below("lvl_2")
+
+
+def test_read_ranges_from_a_server_that_ignores_range_headers(http_data_url: str, two_clusters_path: Path) -> None:
+    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
+    opened = open_store(f"{http_data_url}/two_clusters.zarr")
+    whole = (two_clusters_path / "zarr.json").read_bytes()
+    before = opened.stats()
+    found = opened.read_ranges([("zarr.json", RangeByteRequest(2, 10)), ("zarr.json", SuffixByteRequest(7))])
+    assert found == [whole[2:10], whole[-7:]]  # cut from the whole bodies the server sent
+    cost = opened.stats() - before
+    assert cost.requests == 2 and cost.bytes_read == 2 * len(whole)  # what was transferred

@@ -151,3 +151,35 @@ def test_chunk_selection_text(arrays: Hierarchy) -> None:
     with pytest.raises(SelectionError, match="does not match 2 dimensions"):
         chunk_selection_text(emb, (0,))
     assert chunk_selection_text(arrays.details("names").array, (1,)) == "2:3"
+
+
+def test_subset_reads_only_chunks_once_the_metadata_is_held(arrays: Hierarchy) -> None:
+    """The array is built from the zarr.json already read for the tree: no second metadata read."""
+    path = "lvl_1/node_0/embeddings"
+    arrays.details(path)
+    seen: list[str] = []
+    store = arrays.store.zarr_store
+    real_get = store.get
+
+    async def recording_get(key, prototype, byte_range=None):  # type: ignore[no-untyped-def]
+        seen.append(key)
+        return await real_get(key, prototype, byte_range)
+
+    store.get = recording_get  # type: ignore[method-assign]
+    before = arrays.store.stats()
+    read_subset(arrays, path, "100:200, :")  # rows 100-199 cross chunks 0 and 1
+    assert sorted(seen) == [f"{path}/c/0/0", f"{path}/c/1/0"]
+    assert (arrays.store.stats() - before).requests == 2
+
+
+@pytest.mark.parametrize("separator", [".", "/"])
+def test_damaged_chunk_is_named_by_the_arrays_own_key_encoding(tmp_path: Path, separator: str) -> None:
+    array = zarr.create_array(tmp_path / "v2.zarr", shape=(4, 4), chunks=(2, 2), dtype="int32", fill_value=0,
+                              zarr_format=2, chunk_key_encoding={"name": "v2", "separator": separator})
+    array[...] = np.arange(16).reshape(4, 4)
+    key = f"1{separator}0"
+    (tmp_path / "v2.zarr" / key).write_bytes(b"not a chunk")
+    h = Hierarchy(open_store(tmp_path / "v2.zarr"))
+    with pytest.raises(SelectionError, match=rf"\(unreadable: chunk 1{separator}0\)$".replace(".", r"\.")):
+        read_subset(h, "", "")
+    assert read_subset(h, "", "0:2, :").data.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
