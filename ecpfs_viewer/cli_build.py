@@ -33,7 +33,7 @@ def _err(message: str) -> int:
 # ------------------------------------------------------------------------------------ build
 
 
-def add_build_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_build_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `build INPUT OUTPUT [options]`."""
     p = subparsers.add_parser(
         "build", help="build an index from a .npy file or a Zarr array",
@@ -87,6 +87,7 @@ class _ProgressBar:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    """Build the index; each problem with the input, parameters or output is one line on stderr."""
     if args.node_chunk_kb < 1 or args.rep_chunk_mb < 1:
         return _err("--node-chunk-kb and --rep-chunk-mb must be at least 1")
     params = BuildParams(
@@ -102,7 +103,9 @@ def run_build(args: argparse.Namespace) -> int:
                              progress=bar, log=logs.append)
     except BuildError as exc:
         bar.close()
-        return _err(str(exc))
+        for problem in exc.problems:
+            _err(str(problem))
+        return EXIT_ERROR
     except (BuildCancelled, KeyboardInterrupt):
         bar.close()
         return _err("build interrupted; nothing was written")

@@ -132,6 +132,22 @@ def test_chunk_budget_too_small_for_one_row(work: Path, capsys: pytest.CaptureFi
     assert not (work / "out.zarr").exists()
 
 
+def test_every_problem_is_one_line_and_exit_1(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI prints the builder's own problems (the ones the Build dialog shows beside its fields)."""
+    from ecpfs_viewer.model.build import BuildParams, check_build
+
+    (work / "taken.zarr").mkdir()
+    rc = main(["build", str(work / "good.npy"), str(work / "taken.zarr"), "--levels", "0",
+               "--target-cluster-items", "9", "--quiet"])
+    assert rc == 1
+    _, problems = check_build(work / "good.npy", BuildParams(levels=0, target_cluster_items=9), work / "taken.zarr")
+    assert [p.field for p in problems] == ["levels", "target", "output"]
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"ecpfs-viewer: error: {p}" for p in problems]
+    assert f"{work / 'taken.zarr'}: already exists" in err
+    assert _listing(work) == {"good.npy", "taken.zarr"}
+
+
 def test_existing_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _build(work, "good.npy") == 0
     capsys.readouterr()
@@ -167,7 +183,7 @@ def test_unwritable_output_folder() -> None:
 
 def test_output_folder_missing_or_a_file(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _build(work, "good.npy", out="nowhere/out.zarr") == 1
-    assert "output folder does not exist" in capsys.readouterr().err
+    assert f"output folder {work / 'nowhere'} does not exist" in capsys.readouterr().err
     (work / "afile").write_text("x")
     assert _build(work, "good.npy", out="afile/out.zarr") == 1
     assert "output folder" in capsys.readouterr().err
@@ -183,7 +199,7 @@ def test_unwritable_output_folder_reported(work: Path, capsys: pytest.CaptureFix
 
     monkeypatch.setattr(build_mod.os, "mkdir", deny)
     assert _build(work, "good.npy") == 1
-    assert "output folder cannot be written (Permission denied)" in capsys.readouterr().err
+    assert f"output folder {work} cannot be written (Permission denied)" in capsys.readouterr().err
     monkeypatch.undo()
     assert _listing(work) == {"good.npy"}
 

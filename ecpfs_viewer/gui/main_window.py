@@ -38,12 +38,13 @@ from ecpfs_viewer.gui.about_dialog import show_about
 from ecpfs_viewer.gui.action_cost import Measured
 from ecpfs_viewer.gui.build_dialog import BuildDialog
 from ecpfs_viewer.gui.icons import standard_icon
-from ecpfs_viewer.gui.metadata_panel import MessageBanner, MetadataPanel
+from ecpfs_viewer.gui.metadata_panel import MetadataPanel
 from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
 from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
 from ecpfs_viewer.gui.plot_pane import PlotPane
 from ecpfs_viewer.gui.start_page import StartPage
 from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy, TreeItem
+from ecpfs_viewer.gui.widgets import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.demo import ensure_demo_index
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index

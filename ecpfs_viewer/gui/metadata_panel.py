@@ -13,11 +13,9 @@ import json
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFont, QFontDatabase, QPalette
+from PySide6.QtGui import QFont, QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
-    QFrame,
-    QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QSplitter,
@@ -30,46 +28,12 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.action_cost import Measured, measured
 from ecpfs_viewer.gui.chunk_map import ChunkMapWidget
-from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.json_highlighter import JsonHighlighter
+from ecpfs_viewer.gui.widgets import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.chunks import chunk_stats
 from ecpfs_viewer.model.formatting import format_bytes, format_shape
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeDetails, NodeKind
-
-
-class MessageBanner(QFrame):
-    """A framed icon + text line for errors and notices, in the palette's colours."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setAutoFillBackground(True)
-        self.setBackgroundRole(QPalette.ColorRole.AlternateBase)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 6, 8, 6)
-        self._icon = QLabel()
-        self._icon.setAlignment(Qt.AlignmentFlag.AlignTop)
-        self.text = QLabel()
-        self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.text.setTextFormat(Qt.TextFormat.PlainText)
-        layout.addWidget(self._icon)
-        layout.addWidget(self.text, 1)
-        self.hide()
-
-    def show_message(self, message: str, *, error: bool = True) -> None:
-        icon = standard_icon("SP_MessageBoxCritical" if error else "SP_MessageBoxInformation")
-        self._icon.setPixmap(icon.pixmap(24, 24))
-        font = self.text.font()
-        font.setBold(error)
-        self.text.setFont(font)
-        self.text.setText(message)
-        self.show()
-
-    def clear(self) -> None:
-        self.text.clear()
-        self.hide()
 
 
 def monospace_font() -> QFont:

@@ -9,39 +9,15 @@ exactly (and the last one wins) whatever the batch composition.
 
 from __future__ import annotations
 
-import ctypes
-import glob
-import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 #: Candidates whose float64 score lies within this fraction of the score scale are re-scored.
 _CLOSE = 1e-6
-
-
-_BLAS_LOCK = threading.Lock()
-
-
-def _openblas() -> ctypes.CDLL | None:
-    """numpy's bundled OpenBLAS, if that is what this numpy uses (None otherwise)."""
-    libdir = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
-    for path in glob.glob(os.path.join(libdir, "*openblas*.so*")):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix in ("scipy_openblas", "openblas"):
-            for suffix in ("64_", ""):
-                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-                if get is not None and put is not None:
-                    lib._ecpfs_get, lib._ecpfs_set = get, put  # type: ignore[attr-defined]
-                    return lib
-    return None
 
 
 @contextmanager
@@ -50,20 +26,10 @@ def single_threaded_blas() -> Iterator[None]:
 
     Routing makes thousands of small matrix products; OpenBLAS wakes its worker threads for
     each and, on a 2-core machine, that made a 1000x128 by 128x10 product 15 times slower
-    (12 ms instead of 0.7 ms). The setting is process-wide, so it is restored afterwards.
+    (12 ms instead of 0.7 ms). The limit is process-wide; threadpoolctl restores it afterwards.
     """
-    lib = _openblas()
-    if lib is None:
+    with threadpool_limits(limits=1, user_api="blas"):
         yield
-        return
-    with _BLAS_LOCK:
-        before = int(lib._ecpfs_get())
-        lib._ecpfs_set(1)
-    try:
-        yield
-    finally:
-        with _BLAS_LOCK:
-            lib._ecpfs_set(before)
 
 
 @dataclass
@@ -82,12 +48,13 @@ class NodeTable:
 
 def _canonical_scores(x: np.ndarray, a: np.ndarray, use_dot: bool) -> np.ndarray:
     """Scores of rows ``a`` (c, dim) for one vector ``x`` computed so equal rows give equal values."""
-    dots = (a * x).sum(axis=1)
+    dots: np.ndarray = (a * x).sum(axis=1)
     if use_dot:
         return dots.astype(np.float32)
-    a2 = (a * a).sum(axis=1)
+    a2: np.ndarray = (a * a).sum(axis=1)
     x2 = (x * x).sum()
-    return (-(a2 - 2.0 * dots + x2)).astype(np.float32)
+    scores: np.ndarray = -(a2 - 2.0 * dots + x2)
+    return scores.astype(np.float32)
 
 
 def nearest(node: NodeTable, x: np.ndarray, x_sq: np.ndarray, use_dot: bool) -> np.ndarray:
@@ -101,7 +68,7 @@ def nearest(node: NodeTable, x: np.ndarray, x_sq: np.ndarray, use_dot: bool) -> 
     best = s.max(axis=1)
     scale = float(node.sq_norms.max()) + x_sq + 1e-30
     close = s >= (best - _CLOSE * scale)[:, None]
-    pick = n - 1 - np.argmax(s[:, ::-1], axis=1)
+    pick: np.ndarray = n - 1 - np.argmax(s[:, ::-1], axis=1)
     ambiguous = np.flatnonzero(close.sum(axis=1) > 1)
     for r in ambiguous:
         cols = np.flatnonzero(close[r])
@@ -126,7 +93,7 @@ class Router:
         """Node id at level ``target`` (1-based) for each row of ``x32``."""
         x = np.ascontiguousarray(x32, dtype=np.float64)
         x_sq = np.einsum("ij,ij->i", x, x)
-        cur = self.root.ids[nearest(self.root, x, x_sq, self.use_dot)]
+        cur: np.ndarray = self.root.ids[nearest(self.root, x, x_sq, self.use_dot)]
         for level in range(1, target):
             nodes = self.levels[level - 1]
             order = np.argsort(cur, kind="stable")

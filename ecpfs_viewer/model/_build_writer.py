@@ -14,6 +14,7 @@ import os
 import struct
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,8 +24,8 @@ import numpy as np
 from ecpfs_viewer import __version__
 
 _SENTINEL = -987654321
-_ZSTD_CODEC = {"name": "zstd", "configuration": {"level": 3, "checksum": False}}
-_BYTES_CODEC = {"name": "bytes", "configuration": {"endian": "little"}}
+_ZSTD_CODEC: dict[str, object] = {"name": "zstd", "configuration": {"level": 3, "checksum": False}}
+_BYTES_CODEC: dict[str, object] = {"name": "bytes", "configuration": {"endian": "little"}}
 GROUP_JSON = json.dumps({"zarr_format": 3, "node_type": "group"}, indent=2).encode()
 
 #: We are not zarrs, so we do not claim its ``_zarrs`` attribute; arrays name our writer instead.
@@ -40,15 +41,15 @@ _FILL = {"float32": 0.0, "float16": 0.0, "uint8": 0, "int8": 0, "uint32": 0, "bo
 
 def array_json(
     shape: list[int], chunk_shape: list[int], data_type: str, *, compressed: bool,
-    attributes: dict | None = None,
+    attributes: dict[str, object] | None = None,
 ) -> bytes:
     """The ``zarr.json`` of an array, key order and formatting as zarrs writes them."""
     if data_type == "string":
         fill: object = ""
-        codecs: list[dict] = [{"name": "vlen-utf8"}]
+        codecs: list[dict[str, object]] = [{"name": "vlen-utf8"}]
     else:
         fill = _FILL[data_type]
-        codecs = [_BYTES_CODEC] + ([_ZSTD_CODEC] if compressed else [])
+        codecs = [_BYTES_CODEC, _ZSTD_CODEC] if compressed else [_BYTES_CODEC]
     meta = {
         "zarr_format": 3,
         "node_type": "array",
@@ -166,7 +167,7 @@ class IndexWriter:
         self.rep_ids = ChunkedArrayKind(rep_rows, 0, "uint32")
         self._pool = ThreadPoolExecutor(max_workers=workers or min(4, (os.cpu_count() or 2)),
                                         thread_name_prefix="ecpfs-write")
-        self._pending: deque[Future] = deque()
+        self._pending: deque[Future[None]] = deque()
         self._max_pending = max_pending
 
     # -- plain pieces ---------------------------------------------------------------------
@@ -191,7 +192,7 @@ class IndexWriter:
             _write(os.path.join(p, "c"), np.array(value, dtype=np.dtype(data_type).newbyteorder("<")).tobytes())
 
     # -- node and pair arrays (parallel) ----------------------------------------------------
-    def submit(self, fn, *args) -> None:
+    def submit(self, fn: Callable[..., None], *args: object) -> None:
         """Queue a job; waits for the oldest when too many are in flight (bounds memory)."""
         while len(self._pending) >= self._max_pending:
             self._pending.popleft().result()

@@ -22,49 +22,39 @@ from pathlib import Path
 import numpy as np
 
 from ecpfs_viewer.model import sizing
-from ecpfs_viewer.model._build_errors import BuildCancelled, BuildError
+from ecpfs_viewer.model._build_checks import (
+    BuildParams,
+    BuildPreview,
+    check_build,
+    normalized_warning,
+    output_problems,
+    preview_build,
+    shape_warnings,
+)
+from ecpfs_viewer.model._build_errors import PROBLEM_FIELDS, BuildCancelled, BuildError, BuildProblem, ProblemField
 from ecpfs_viewer.model._build_tree import NodeTable, Router, group_rows, single_threaded_blas
 from ecpfs_viewer.model._build_writer import IndexWriter
-from ecpfs_viewer.model.sources import (
-    EmbeddingSource,
-    SourceInfo,
-    check_finite,
-    inspect_source,
-    narrow,
-)
+from ecpfs_viewer.model.sources import EmbeddingSource, check_finite, narrow
 
 __all__ = [
+    "PROBLEM_FIELDS",
     "BuildCancelled",
     "BuildError",
     "BuildParams",
     "BuildPreview",
+    "BuildProblem",
     "BuildProgress",
     "BuildResult",
+    "ProblemField",
     "build_index",
+    "check_build",
+    "output_problems",
     "preview_build",
 ]
 
 #: Narrowed input up to this size is kept in memory between passes; above it the input is
 #: streamed again for each group of leaves (the path that keeps a huge build under 1 GB).
 DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024
-METRICS = ("L2", "IP")
-REP_SELECTIONS = ("offset", "random")
-MAX_ROWS = 2**32 - 1  # item ids are uint32
-
-
-@dataclass(frozen=True)
-class BuildParams:
-    """Everything that shapes the index (not where it goes)."""
-
-    levels: int = 3
-    target_cluster_items: int = 100
-    metric: str = "L2"
-    is_normalized: bool = False
-    dtype: str = "native"
-    rep_selection: str = "offset"
-    seed: int | None = None
-    node_chunk_bytes: int = sizing.DEFAULT_NODE_CHUNK_BYTES
-    rep_chunk_bytes: int = sizing.DEFAULT_REP_CHUNK_BYTES
 
 
 @dataclass
@@ -96,157 +86,19 @@ class BuildResult:
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class BuildPreview:
-    """Cheap forecast of a build from the input header (and a tiny sample)."""
-
-    source: str
-    rows: int = 0
-    dim: int = 0
-    source_dtype: str = ""
-    stored_dtype: str = ""
-    representatives: int = 0
-    fan_out: int = 0
-    max_nodes_per_level: list[int] = field(default_factory=list)
-    node_chunk_rows: int = 0
-    rep_chunk_rows: int = 0
-    estimated_bytes: int = 0
-    warnings: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-# ---------------------------------------------------------------------------------------------
-# parameter checks shared by preview and build
-
-
-def _param_errors(params: BuildParams, info: SourceInfo | None) -> list[str]:
-    errors: list[str] = []
-    if params.levels < 1:
-        errors.append(f"levels must be at least 1 (got {params.levels})")
-    if params.target_cluster_items < 1:
-        errors.append(f"target_cluster_items must be at least 1 (got {params.target_cluster_items})")
-    elif info is not None and params.target_cluster_items > info.rows:
-        errors.append(
-            f"target_cluster_items ({params.target_cluster_items}) is larger than the number of "
-            f"rows ({info.rows}) in {info.label}"
-        )
-    if params.metric not in METRICS:
-        errors.append(f"metric must be L2 or IP (got {params.metric!r})")
-    if params.rep_selection not in REP_SELECTIONS:
-        errors.append(f"rep_selection must be offset or random (got {params.rep_selection!r})")
-    stored: str | None = None
-    if params.dtype not in sizing.DTYPE_CHOICES:
-        errors.append(f"dtype must be one of {', '.join(sizing.DTYPE_CHOICES)} (got {params.dtype!r})")
-    elif info is not None:
-        stored = sizing.resolve_stored_dtype(info.dtype, params.dtype)
-    if info is not None and info.rows > MAX_ROWS:
-        errors.append(f"{info.label}: {info.rows} rows do not fit uint32 item ids")
-    for name, budget in (("node chunk", params.node_chunk_bytes), ("rep chunk", params.rep_chunk_bytes)):
-        if budget < 1:
-            errors.append(f"{name} budget must be positive (got {budget} bytes)")
-        elif info is not None and stored is not None:
-            try:
-                sizing.chunk_rows(info.dim, stored, budget)
-            except ValueError as exc:
-                errors.append(f"{name} budget too small: {exc}")
-    return errors
-
-
-def _shape_warnings(ns: int, levels: int, representatives: int) -> list[str]:
-    warnings: list[str] = []
-    if ns <= 2 and representatives > 1:
-        warnings.append(
-            f"fan-out is {ns}: each node has at most {ns} children, so search walks a deep, "
-            "narrow tree; use fewer levels or a smaller target_cluster_items"
-        )
-    if levels > 1 and ns < levels:
-        warnings.append(
-            f"{levels} levels with fan-out {ns}: the tree is all depth and no breadth; "
-            f"fewer levels give wider nodes for the same {representatives} representatives"
-        )
-    return warnings
-
-
-def _normalized_warning(sample: np.ndarray, label: str) -> str | None:
-    v = sample.astype(np.float64)
-    norms = np.sqrt((v * v).sum(axis=1))
-    if norms.size and np.nanmax(np.abs(norms - 1.0)) > 1e-3:
-        return (
-            f"{label}: is_normalized is set but sampled vectors are not unit length "
-            f"(norms {np.nanmin(norms):.4g} .. {np.nanmax(norms):.4g}); L2 distances will be wrong"
-        )
-    return None
-
-
-def preview_build(source: str | os.PathLike[str], params: BuildParams) -> BuildPreview:
-    """Forecast sizes, warnings and errors of a build from the header only (fast enough per keystroke)."""
-    label = os.fspath(source)
-    try:
-        info = inspect_source(source)
-    except BuildError as exc:
-        return BuildPreview(source=label, errors=[str(exc), *_param_errors(params, None)])
-    errors = _param_errors(params, info)
-    base = dict(source=info.label, rows=info.rows, dim=info.dim, source_dtype=info.dtype.name)
-    if errors:
-        return BuildPreview(**base, errors=errors)
-    stored = sizing.resolve_stored_dtype(info.dtype, params.dtype)
-    R = sizing.total_clusters(info.rows, params.target_cluster_items)
-    ns = sizing.fan_out(R, params.levels)
-    rn = sizing.chunk_rows(info.dim, stored, params.node_chunk_bytes)
-    rr = sizing.chunk_rows(info.dim, stored, params.rep_chunk_bytes)
-    max_nodes = sizing.max_nodes_per_level(ns, R, params.levels)
-    warnings = _shape_warnings(ns, params.levels, R)
-    if info.dtype == np.float64:
-        warnings.append(f"{info.label}: float64 input is narrowed to float32")
-    if sizing.is_narrowing(sizing.resolve_stored_dtype(info.dtype, "native"), stored):
-        warnings.append(f"storing {info.dtype.name} input as {stored} loses precision")
-    if params.is_normalized:
-        try:
-            w = _normalized_warning(EmbeddingSource(source).sample(64), info.label)
-        except BuildError as exc:
-            w = str(exc)
-        if w:
-            warnings.append(w)
-    row_bytes = info.dim * sizing.itemsize(stored)
-    internal_rows = sum(
-        sizing.reps_placed_at_level(t, ns, R) for t in range(1, params.levels)
-    )
-    payload = (info.rows + internal_rows + R + ns) * row_bytes + (info.rows + internal_rows + R) * 4
-    files = 5 + 3 * (params.levels + 1) + 6 * sum(max_nodes)
-    estimate = payload + files * 4096
-    return BuildPreview(
-        **base, stored_dtype=stored, representatives=R, fan_out=ns,
-        max_nodes_per_level=max_nodes, node_chunk_rows=rn, rep_chunk_rows=rr,
-        estimated_bytes=int(estimate), warnings=warnings,
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # output directory safety
 
 
-def _prepare_output(output: Path, overwrite: bool) -> Path:
-    """Check the destination and create the hidden temporary sibling to build into."""
-    output = output.expanduser().absolute()
-    if output.exists() or output.is_symlink():
-        if not overwrite:
-            raise BuildError(f"{output}: already exists (use --overwrite, or overwrite=True, to replace it)")
-        if not output.is_dir():
-            raise BuildError(f"{output}: exists and is not a directory; refusing to replace it")
-        if any(output.iterdir()) and not (output / "zarr.json").exists():
-            raise BuildError(f"{output}: exists and is not a Zarr store; refusing to replace it")
-    parent = output.parent
-    if not parent.is_dir():
-        raise BuildError(f"{parent}: output folder does not exist")
+def _prepare_output(output: Path) -> Path:
+    """Create the hidden temporary sibling of a checked destination, to build into."""
+    parent = output.expanduser().absolute().parent
     tmp = parent / f".{output.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
         os.mkdir(tmp)
     except OSError as exc:
-        raise BuildError(f"{parent}: output folder cannot be written ({exc.strerror})") from None
+        problem = BuildProblem("output", f"output folder {parent} cannot be written ({exc.strerror})")
+        raise BuildError(problem) from None
     return tmp
 
 
@@ -271,7 +123,10 @@ def _commit_output(tmp: Path, output: Path, overwrite: bool) -> None:
 
 
 class _Reporter:
-    def __init__(self, progress, cancel, log) -> None:
+    """Progress, cancel checks and log lines of one build, each optional."""
+
+    def __init__(self, progress: Callable[[BuildProgress], None] | None, cancel: threading.Event | None,
+                 log: Callable[[str], None] | None) -> None:
         self._progress = progress
         self._cancel = cancel
         self._log = log
@@ -313,13 +168,13 @@ def build_index(
     """Build an index at ``output``; raises BuildError (bad input) or BuildCancelled, leaving nothing."""
     t0 = time.perf_counter()
     rep = _Reporter(progress, cancel, log)
+    _, problems = check_build(source, params, output, overwrite=overwrite)
+    if problems:
+        raise BuildError(*problems)
     src = EmbeddingSource(source)
     info = src.info
-    errors = _param_errors(params, info)
-    if errors:
-        raise BuildError("; ".join(errors))
     output = Path(output)
-    tmp = _prepare_output(output, overwrite)
+    tmp = _prepare_output(output)
     writer: IndexWriter | None = None
     try:
         stored = sizing.resolve_stored_dtype(info.dtype, params.dtype)
@@ -327,7 +182,7 @@ def build_index(
         ns = sizing.fan_out(R, params.levels)
         rn = sizing.chunk_rows(info.dim, stored, params.node_chunk_bytes)
         rr = sizing.chunk_rows(info.dim, stored, params.rep_chunk_bytes)
-        warnings = _shape_warnings(ns, params.levels, R)
+        warnings = shape_warnings(ns, params.levels, R)
         if info.dtype == np.float64:
             msg = f"{info.label}: float64 input narrowed to float32"
             warnings.append(msg)
@@ -405,7 +260,7 @@ def _run_build(src: EmbeddingSource, params: BuildParams, stored: str, R: int, n
             cache[start:stop] = narrowed
         rep.report("reading", stop, N, info.label)
     if params.is_normalized:
-        w = _normalized_warning(rep_stored[: min(R, 256)], info.label)
+        w = normalized_warning(rep_stored[: min(R, 256)], info.label)
         if w:
             warnings.append(w)
             rep.log(w)

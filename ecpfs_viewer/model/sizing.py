@@ -54,7 +54,8 @@ def total_clusters(rows: int, target_cluster_items: int) -> int:
 
 def fan_out(representatives: int, levels: int) -> int:
     """ns = ceil(R ** (1.0 / L)) in IEEE double, exactly as upstream (3125, L=5 gives 6)."""
-    return math.ceil(representatives ** (1.0 / levels))
+    root: float = representatives ** (1.0 / levels)
+    return math.ceil(root)
 
 
 def max_nodes_per_level(ns: int, representatives: int, levels: int) -> list[int]:
@@ -64,7 +65,7 @@ def max_nodes_per_level(ns: int, representatives: int, levels: int) -> list[int]
 
 def reps_placed_at_level(target: int, ns: int, representatives: int) -> int:
     """How many representatives the level pass ``target`` (< L) places: min(ns^(target+1), R)."""
-    return min(ns ** (target + 1), representatives)
+    return min(int(ns ** (target + 1)), representatives)
 
 
 def resolve_stored_dtype(source_dtype: np.dtype | str, requested: str) -> str:

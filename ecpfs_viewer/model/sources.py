@@ -11,11 +11,15 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecpfs_viewer.model._build_errors import BuildError
+from ecpfs_viewer.model._build_errors import input_error
 from ecpfs_viewer.model.sizing import SOURCE_DTYPES
+
+if TYPE_CHECKING:
+    import zarr
 
 #: Default size of one read batch, counted in source bytes.
 DEFAULT_BATCH_BYTES = 32 * 1024 * 1024
@@ -47,18 +51,15 @@ def split_source(source: str | os.PathLike[str]) -> tuple[Path, str | None]:
 
 def _check_shape_dtype(shape: tuple[int, ...], dtype: np.dtype, label: str) -> None:
     if len(shape) != 2:
-        raise BuildError(
-            f"{label}: expected a 2-D array (rows, dim), got {len(shape)}-D shape {tuple(shape)}"
-        )
+        raise input_error(label, f"expected a 2-D array (rows, dim), got {len(shape)}-D shape {tuple(shape)}")
     if shape[0] == 0 or shape[1] == 0:
-        raise BuildError(f"{label}: the array is empty (shape {tuple(shape)})")
+        raise input_error(label, f"the array is empty (shape {tuple(shape)})")
     if dtype.name not in SOURCE_DTYPES:
         kind = {"O": "object", "U": "string", "S": "bytes", "c": "complex", "V": "structured"}.get(
             dtype.kind, dtype.name
         )
-        raise BuildError(
-            f"{label}: unsupported element type {kind} ({dtype.str}); "
-            f"supported: {', '.join(SOURCE_DTYPES)}"
+        raise input_error(
+            label, f"unsupported element type {kind} ({dtype.str}); supported: {', '.join(SOURCE_DTYPES)}"
         )
 
 
@@ -70,30 +71,28 @@ def _inspect_npy(path: Path) -> SourceInfo:
             try:
                 version = np.lib.format.read_magic(fh)
             except ValueError as exc:
-                raise BuildError(f"{label}: not a .npy file ({exc})") from None
+                raise input_error(label, f"not a .npy file ({exc})") from None
             try:
                 if version == (1, 0):
                     shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
                 else:
                     shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
             except (ValueError, SyntaxError, TypeError) as exc:
-                raise BuildError(f"{label}: corrupt .npy header ({exc})") from None
+                raise input_error(label, f"corrupt .npy header ({exc})") from None
             offset = fh.tell()
     except FileNotFoundError:
-        raise BuildError(f"{label}: file not found") from None
+        raise input_error(label, "file not found") from None
     except IsADirectoryError:
-        raise BuildError(f"{label}: is a directory, not a .npy file") from None
+        raise input_error(label, "is a directory, not a .npy file") from None
     except PermissionError:
-        raise BuildError(f"{label}: permission denied") from None
+        raise input_error(label, "permission denied") from None
     dtype = np.dtype(dtype)
     if dtype.hasobject:
-        raise BuildError(f"{label}: unsupported element type object (pickled data is never loaded)")
+        raise input_error(label, "unsupported element type object (pickled data is never loaded)")
     _check_shape_dtype(tuple(shape), dtype, label)
     need = offset + int(np.prod(shape)) * dtype.itemsize
     if size < need:
-        raise BuildError(
-            f"{label}: file is truncated ({size} bytes, the header promises {need})"
-        )
+        raise input_error(label, f"file is truncated ({size} bytes, the header promises {need})")
     return SourceInfo(
         path=str(path), kind="npy", rows=int(shape[0]), dim=int(shape[1]),
         dtype=dtype,
@@ -101,13 +100,13 @@ def _inspect_npy(path: Path) -> SourceInfo:
     )
 
 
-def _open_zarr_array(store_path: Path, inner: str | None):
+def _open_zarr_array(store_path: Path, inner: str | None) -> tuple[zarr.Array[Any], str]:
     import zarr
     from zarr.storage import LocalStore
 
     label = f"{store_path}#{inner}" if inner else str(store_path)
     if not store_path.exists():
-        raise BuildError(f"{label}: store not found")
+        raise input_error(label, "store not found")
     store = LocalStore(str(store_path), read_only=True)
     candidates = [inner] if inner else ["embeddings", ""]
     last: Exception | None = None
@@ -116,7 +115,7 @@ def _open_zarr_array(store_path: Path, inner: str | None):
             return zarr.open_array(store, path=cand or "", mode="r"), label
         except Exception as exc:
             last = exc
-    raise BuildError(f"{label}: no readable Zarr array there ({type(last).__name__}: {last})")
+    raise input_error(label, f"no readable Zarr array there ({type(last).__name__}: {last})")
 
 
 def inspect_source(source: str | os.PathLike[str]) -> SourceInfo:
@@ -127,7 +126,7 @@ def inspect_source(source: str | os.PathLike[str]) -> SourceInfo:
         try:
             dtype = np.dtype(arr.dtype)
         except TypeError:
-            raise BuildError(f"{label}: unsupported element type {arr.dtype}") from None
+            raise input_error(label, f"unsupported element type {arr.dtype}") from None
         _check_shape_dtype(tuple(arr.shape), dtype, label)
         return SourceInfo(
             path=str(base), kind="zarr", rows=int(arr.shape[0]), dim=int(arr.shape[1]),
@@ -141,7 +140,7 @@ class EmbeddingSource:
 
     def __init__(self, source: str | os.PathLike[str]) -> None:
         self.info = inspect_source(source)
-        self._zarr = None
+        self._zarr: zarr.Array[Any] | None = None
         if self.info.kind == "zarr":
             self._zarr, _ = _open_zarr_array(Path(self.info.path), self.info.array_path)
 
@@ -165,7 +164,7 @@ class EmbeddingSource:
         if stop <= start:
             return np.empty((0, info.dim), info.dtype)
         try:
-            if info.kind == "zarr":
+            if self._zarr is not None:
                 return np.asarray(self._zarr[start:stop])
             if info.fortran_order:
                 mm = np.memmap(info.path, dtype=info.dtype, mode="r", offset=info.data_offset,
@@ -181,7 +180,7 @@ class EmbeddingSource:
             del mm
             return out
         except OSError as exc:
-            raise BuildError(f"{info.label}: read failed at rows {start}..{stop}: {exc}") from None
+            raise input_error(info.label, f"read failed at rows {start}..{stop}: {exc}") from None
 
     def batches(self, batch_rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start_row, rows)`` over the whole input in order."""
@@ -203,7 +202,7 @@ class EmbeddingSource:
 
 
 def check_finite(batch: np.ndarray, start: int, label: str) -> None:
-    """Raise a BuildError naming the first row that holds NaN or infinity."""
+    """Raise a BuildError (about the input) naming the first row that holds NaN or infinity."""
     if batch.dtype.kind != "f":
         return
     ok = np.isfinite(batch).all(axis=1)
@@ -211,7 +210,7 @@ def check_finite(batch: np.ndarray, start: int, label: str) -> None:
         bad = int(np.argmin(ok))
         vals = batch[bad]
         what = "NaN" if np.isnan(vals).any() else "infinity"
-        raise BuildError(f"{label}: row {start + bad} contains {what}")
+        raise input_error(label, f"row {start + bad} contains {what}")
 
 
 def to_float32_input(batch: np.ndarray) -> np.ndarray:

@@ -39,24 +39,28 @@ def open_dialog(qtbot, input_path: Path | None = None) -> BuildDialog:
 
 
 def wait_checked(qtbot, dialog: BuildDialog) -> None:
-    """Wait until the debounced background check of the current form has arrived."""
-    qtbot.waitUntil(lambda: dialog._check is not None and not dialog._debounce.isActive(), timeout=5000)
+    """Wait until the status line stops saying "Checking…": the check of the form as it is now arrived."""
+    qtbot.waitUntil(lambda: dialog.preview.status_label.text() != build_dialog.CHECKING, timeout=5000)
 
 
 def visible_errors(dialog: BuildDialog) -> dict[str, str]:
-    return {name: label.text() for name, label in dialog.field_errors.items() if label.isVisibleTo(dialog)}
+    return {name: label.text() for name, label in dialog.form.field_errors.items() if label.isVisibleTo(dialog)}
 
 
 def set_params(dialog: BuildDialog, levels: int, target: int) -> None:
-    dialog.levels_spin.setValue(levels)
-    dialog.target_spin.setValue(target)
+    dialog.form.levels_spin.setValue(levels)
+    dialog.form.target_spin.setValue(target)
+
+
+def phase_titles(dialog: BuildDialog) -> list[str]:
+    return [title for title, _text, _done in dialog.progress.phase_rows()]
 
 
 def test_preview_shows_the_numbers_of_a_known_file(qtbot, vectors):
     dialog = open_dialog(qtbot, vectors)
     set_params(dialog, levels=2, target=10)
     wait_checked(qtbot, dialog)
-    v = {key: label.text() for key, label in dialog.preview_values.items()}
+    v = {key: label.text() for key, label in dialog.preview.values.items()}
     assert v["rows"] == "1,000"
     assert v["dim"] == "16"
     assert v["dtype"] == "float32 → float32"
@@ -68,23 +72,23 @@ def test_preview_shows_the_numbers_of_a_known_file(qtbot, vectors):
     estimate = preview_build(vectors, dialog.params()).estimated_bytes
     assert v["size"] == f"about {format_bytes(estimate)}"
     assert visible_errors(dialog) == {}
-    assert dialog.output_edit.text() == str(vectors.parent / "vectors.zarr")  # derived from the input
+    assert dialog.form.output_edit.text() == str(vectors.parent / "vectors.zarr")  # derived from the input
     assert dialog.build_button.isEnabled()
 
-    dialog.dtype_combo.setCurrentIndex(dialog.dtype_combo.findData("uint8"))
+    dialog.form.dtype_combo.setCurrentIndex(dialog.form.dtype_combo.findData("uint8"))
     wait_checked(qtbot, dialog)
-    assert dialog.preview_values["dtype"].text() == "float32 → uint8"
-    assert dialog.preview_values["chunk_rows"].text() == "32,768 (nodes) · 524,288 (reps)"
-    assert "loses precision" in dialog.warnings_label.text()
+    assert dialog.preview.values["dtype"].text() == "float32 → uint8"
+    assert dialog.preview.values["chunk_rows"].text() == "32,768 (nodes) · 524,288 (reps)"
+    assert "loses precision" in dialog.preview.warnings_label.text()
 
 
 def test_shape_and_normalized_warnings(qtbot, vectors):
     dialog = open_dialog(qtbot, vectors)
     set_params(dialog, levels=7, target=10)  # R 100, fan-out ceil(100 ** (1/7)) = 2
-    dialog.normalized_check.setChecked(True)  # standard normal rows have norms near 4
+    dialog.form.normalized_check.setChecked(True)  # standard normal rows have norms near 4
     wait_checked(qtbot, dialog)
-    warnings = dialog.warnings_label.text()
-    assert dialog.warnings_label.isVisibleTo(dialog)
+    warnings = dialog.preview.warnings_label.text()
+    assert dialog.preview.warnings_label.isVisibleTo(dialog)
     assert "fan-out is 2" in warnings
     assert "all depth and no breadth" in warnings
     assert "not unit length" in warnings
@@ -102,8 +106,8 @@ def test_errors_are_shown_beside_their_fields_and_block_the_build(qtbot, tmp_pat
     assert not dialog.build_button.isEnabled()
 
     (tmp_path / "taken.zarr").mkdir()
-    dialog.input_edit.setText(str(vectors))
-    dialog.output_edit.setText(str(tmp_path / "taken.zarr"))
+    dialog.form.input_edit.setText(str(vectors))
+    dialog.form.output_edit.setText(str(tmp_path / "taken.zarr"))
     set_params(dialog, levels=2, target=5000)
     wait_checked(qtbot, dialog)
     errors = visible_errors(dialog)
@@ -112,26 +116,26 @@ def test_errors_are_shown_beside_their_fields_and_block_the_build(qtbot, tmp_pat
     assert "larger than the number of rows (1000)" in errors["target"]
     assert not dialog.build_button.isEnabled()
 
-    dialog.advanced_button.setChecked(False)
-    dialog.node_chunk_spin.setValue(0)
-    dialog.output_edit.setText(str(tmp_path / "fresh.zarr"))
-    dialog.target_spin.setValue(10)
+    dialog.form.advanced_button.setChecked(False)
+    dialog.form.node_chunk_spin.setValue(0)
+    dialog.form.output_edit.setText(str(tmp_path / "fresh.zarr"))
+    dialog.form.target_spin.setValue(10)
     wait_checked(qtbot, dialog)
     assert set(visible_errors(dialog)) == {"node_chunk"}
-    assert dialog.advanced.isVisibleTo(dialog)  # the Advanced section opens to show its error
+    assert dialog.form.advanced.isVisibleTo(dialog)  # the Advanced section opens to show its error
 
-    dialog.node_chunk_spin.setValue(512)
+    dialog.form.node_chunk_spin.setValue(512)
     wait_checked(qtbot, dialog)
     assert visible_errors(dialog) == {}
     assert dialog.build_button.isEnabled()
-    assert dialog.status_label.text() == "Ready to build."
+    assert dialog.preview.status_label.text() == "Ready to build."
 
 
 def test_build_through_the_dialog_emits_a_readable_index(qtbot, tmp_path, vectors):
     dialog = open_dialog(qtbot, vectors)
     set_params(dialog, levels=2, target=10)
     output = tmp_path / "built.zarr"
-    dialog.output_edit.setText(str(output))
+    dialog.form.output_edit.setText(str(output))
     wait_checked(qtbot, dialog)
     with qtbot.waitSignal(dialog.index_built, timeout=20000) as signal:
         qtbot.mouseClick(dialog.build_button, build_dialog.Qt.MouseButton.LeftButton)
@@ -143,17 +147,20 @@ def test_build_through_the_dialog_emits_a_readable_index(qtbot, tmp_path, vector
     assert group["rep_embeddings"].shape == (100, 16)
     leaf_rows = sum(group[f"lvl_2/{name}/item_ids"].shape[0] for name in group["lvl_2"].group_keys())
     assert leaf_rows == 1000
-    assert any(dialog._phases[p].bar.value() == 1000 for p in dialog._phases)  # phases were shown
+    rows = dialog.progress.phase_rows()
+    titles = phase_titles(dialog)
+    assert titles[0] == "Reading and checking rows" and titles[-1] == "Writing leaf nodes"
+    assert all(done == 1000 for _title, _text, done in rows)  # every phase shown complete
     on_disk = sum(p.stat().st_blocks * 512 for p in output.rglob("*") if p.is_file())
     estimate = preview_build(vectors, dialog.params()).estimated_bytes
     assert estimate / 2 <= on_disk <= estimate * 2  # the preview's size is the right order
 
     # the next dialog remembers the parameters and the output folder
     again = open_dialog(qtbot, vectors)
-    assert (again.levels_spin.value(), again.target_spin.value()) == (2, 10)
-    assert again.output_edit.text() == str(tmp_path / "vectors.zarr")
+    assert (again.form.levels_spin.value(), again.form.target_spin.value()) == (2, 10)
+    assert again.form.output_edit.text() == str(tmp_path / "vectors.zarr")
     wait_checked(qtbot, again)
-    assert again.preview_values["representatives"].text() == "100"
+    assert again.preview.values["representatives"].text() == "100"
 
 
 def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, monkeypatch):
@@ -174,21 +181,21 @@ def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, mon
     set_params(dialog, levels=2, target=10)
     output = tmp_path / "out" / "cancelled.zarr"
     output.parent.mkdir()
-    dialog.output_edit.setText(str(output))
+    dialog.form.output_edit.setText(str(output))
     wait_checked(qtbot, dialog)
     dialog.build_button.click()
-    qtbot.waitUntil(lambda: "writing" in dialog._phases, timeout=10000)
+    qtbot.waitUntil(lambda: "Writing leaf nodes" in phase_titles(dialog), timeout=10000)
     assert reached_writing.is_set()
     assert dialog.building and not dialog.build_button.isEnabled()
-    assert not dialog._form_box.isEnabled()
-    assert dialog.speed_label.text().startswith("Elapsed")
+    assert not dialog.form.isEnabled()
+    assert dialog.progress.speed_label.text().startswith("Elapsed")
 
     qtbot.mouseClick(dialog.cancel_button, build_dialog.Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not dialog.building, timeout=10000)
     assert dialog.message.text() == "Build cancelled; nothing was written."
     assert dialog.isVisible()  # cancelling the build does not close the dialog
     assert list(output.parent.iterdir()) == []  # no index, no hidden temporary folder
-    assert dialog._form_box.isEnabled()
+    assert dialog.form.isEnabled()
 
 
 def test_failed_build_says_which_input_and_row(qtbot, tmp_path):
@@ -223,7 +230,7 @@ def test_closing_during_a_build_cancels_it(qtbot, tmp_path, vectors, monkeypatch
     dialog = open_dialog(qtbot, vectors)
     set_params(dialog, levels=2, target=10)
     output = tmp_path / "closed.zarr"
-    dialog.output_edit.setText(str(output))
+    dialog.form.output_edit.setText(str(output))
     wait_checked(qtbot, dialog)
     dialog.build_button.click()
     qtbot.waitUntil(started.is_set, timeout=10000)
@@ -234,10 +241,42 @@ def test_closing_during_a_build_cancels_it(qtbot, tmp_path, vectors, monkeypatch
     assert not any(p.name.startswith(".closed.zarr") for p in tmp_path.iterdir())
 
 
-def test_field_of_error_routes_builder_messages():
-    assert build_dialog.field_of_error("levels must be at least 1 (got 0)") == "levels"
-    assert build_dialog.field_of_error("rep chunk budget too small: x") == "rep_chunk"
-    assert build_dialog.field_of_error("/x.npy: not a .npy file (bad magic)") == "input"
+def test_each_model_problem_is_shown_beside_its_field(qtbot, tmp_path, vectors):
+    """The dialog shows the builder's own problems (field + message) under the fields they name."""
+    (tmp_path / "taken.zarr").mkdir()
+    dialog = open_dialog(qtbot, vectors)
+    dialog.form.output_edit.setText(str(tmp_path / "taken.zarr"))
+    set_params(dialog, levels=0, target=10)
+    dialog.form.rep_chunk_spin.setValue(0)
+    wait_checked(qtbot, dialog)
+    params = dialog.params()
+    problems = preview_build(vectors, params, tmp_path / "taken.zarr").problems
+    assert {p.field for p in problems} == {"output", "levels", "rep_chunk"}
+    assert visible_errors(dialog) == {p.field: p.message for p in problems}  # the same words, in their place
+    assert dialog.preview.status_label.text() == "Fix the 3 fields marked in red to build."
+    assert not dialog.build_button.isEnabled()
+
+    dialog.form.output_edit.setText("relative/out.zarr")  # the dialog's own rule: a GUI has no working folder
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog)["output"] == "give the full path of the index folder to create"
+
+
+def test_build_error_at_build_time_is_shown(qtbot, tmp_path, vectors, monkeypatch):
+    """A problem the builder finds only when it starts (here: the output appeared meanwhile) is reported."""
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "late.zarr"
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    assert dialog.build_button.isEnabled()
+    output.mkdir()
+    (output / "thesis.txt").write_text("not an index")
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: dialog.message.isVisibleTo(dialog) and not dialog.building, timeout=10000)
+    assert dialog.message.text() == f"Build failed: {output}: already exists: choose a new name, or replace it"
+    wait_checked(qtbot, dialog)  # the form is checked again and now marks the field
+    assert visible_errors(dialog) == {"output": "already exists: choose a new name, or replace it"}
+    assert (output / "thesis.txt").exists()
 
 
 def test_built_index_opens_in_the_main_window(qtbot, tmp_path, vectors):
@@ -248,10 +287,10 @@ def test_built_index_opens_in_the_main_window(qtbot, tmp_path, vectors):
     window.show()
     window.open_build_dialog(str(vectors))  # what a drop of a .npy or File > Build does
     dialog = window.findChild(BuildDialog)
-    assert dialog is not None and dialog.input_edit.text() == str(vectors)
+    assert dialog is not None and dialog.form.input_edit.text() == str(vectors)
     set_params(dialog, levels=2, target=10)
     output = tmp_path / "opened.zarr"
-    dialog.output_edit.setText(str(output))
+    dialog.form.output_edit.setText(str(output))
     wait_checked(qtbot, dialog)
     dialog.build_button.click()
     qtbot.waitUntil(lambda: window.location is not None and window.hierarchy is not None, timeout=20000)

@@ -46,21 +46,21 @@ def test_root_summary_and_clean_report(qtbot, panel: IndexOverviewPanel, two_clu
                  "Written by: zarrs 0.23.14"):
         assert line in text
     assert not panel.banner.isVisible()
-    assert panel.verdict.text().startswith("<b>No errors</b>")
-    assert panel.findings.row_texts() == [("", "No errors or warnings.")]
-    assert "4 of 4 usable leaves decoded" in panel.checked.text()
+    assert panel.index_page.verdict.text().startswith("<b>No errors</b>")
+    assert panel.index_page.findings.row_texts() == [("", "No errors or warnings.")]
+    assert "4 of 4 usable leaves decoded" in panel.index_page.checked.text()
 
 
 def test_clicking_a_finding_requests_its_node(qtbot, panel: IndexOverviewPanel, two_clusters_copy: Path) -> None:
     shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1" / "item_ids")
     panel.show_index(Hierarchy(open_store(two_clusters_copy)))
     wait_idle(qtbot, panel)
-    rows = panel.findings.row_texts()
+    rows = panel.index_page.findings.row_texts()
     row = rows.index(("lvl_2/node_1", "has embeddings but no ids array (node_ids or item_ids); upstream reports "
                                       "it as corrupt"))
-    assert "<b>1 error</b>" in panel.verdict.text()
+    assert "<b>1 error</b>" in panel.index_page.verdict.text()
     with qtbot.waitSignal(panel.node_requested, timeout=2000) as signal:
-        click_row(qtbot, panel.findings, row)
+        click_row(qtbot, panel.index_page.findings, row)
     assert signal.args == ["lvl_2/node_1"]
 
 
@@ -92,15 +92,15 @@ def test_level_statistics_and_plots(qtbot, panel: IndexOverviewPanel, two_cluste
     assert "Nodes: 3 of at most 4  (min(ns^2, R))" in text
     assert "Gaps (ids with no node): 1  (ids 2)" in text
     assert "Sum of leaf sizes: 6  (differs from total items 8)" in text
-    heights = panel.histogram_bars.opts["height"]
+    heights = panel.level_page.histogram_bars.opts["height"]
     assert list(heights) == [3]  # three nodes of 2 rows
-    xs, ys = panel.profile_bars.getData()
+    xs, ys = panel.level_page.profile_bars.getData()
     assert ys.tolist() == [2, 2, 2] and len(xs) == 4
-    assert [panel.bar_path(i) for i in range(3)] == ["lvl_2/node_0", "lvl_2/node_1", "lvl_2/node_3"]
+    assert [panel.level_page.bar_path(i) for i in range(3)] == ["lvl_2/node_0", "lvl_2/node_1", "lvl_2/node_3"]
     with qtbot.waitSignal(panel.node_requested, timeout=2000) as signal:
-        item = panel.largest.topLevelItem(2)
-        qtbot.mouseClick(panel.largest.viewport(), Qt.MouseButton.LeftButton,
-                         pos=panel.largest.visualItemRect(item).center())
+        item = panel.level_page.largest.topLevelItem(2)
+        qtbot.mouseClick(panel.level_page.largest.viewport(), Qt.MouseButton.LeftButton,
+                         pos=panel.level_page.largest.visualItemRect(item).center())
     assert signal.args == ["lvl_2/node_3"]
 
 
@@ -108,8 +108,8 @@ def test_internal_level_sizes(qtbot, panel: IndexOverviewPanel, two_clusters_pat
     panel.show_level(Hierarchy(open_store(two_clusters_path)), 1)
     wait_idle(qtbot, panel)
     assert "Node size (rows): min 1 · median 2 · mean 2 · max 3" in panel.summary_text()
-    assert [panel.largest.topLevelItem(i).text(0) for i in range(2)] == ["node_1", "node_0"]
-    assert np.sum(panel.histogram_bars.opts["height"]) == 2
+    assert [panel.level_page.largest.topLevelItem(i).text(0) for i in range(2)] == ["node_1", "node_0"]
+    assert np.sum(panel.level_page.histogram_bars.opts["height"]) == 2
 
 
 def test_moving_on_drops_the_old_result(qtbot, panel: IndexOverviewPanel, two_clusters_path: Path) -> None:
@@ -118,8 +118,8 @@ def test_moving_on_drops_the_old_result(qtbot, panel: IndexOverviewPanel, two_cl
     panel.show_level(h, 2)  # the user moved on before the index summary arrived
     wait_idle(qtbot, panel)
     assert panel.stack.currentWidget() is panel.level_page
-    assert panel.summary is None and panel.report is None
-    assert panel.level_view is not None and panel.level_view.stats.node_count == 4
+    assert panel.index_page.summary is None and panel.index_page.report is None
+    assert panel.level_page.view is not None and panel.level_page.view.stats.node_count == 4
 
 
 def test_find_missing_children_decodes_the_level_above(qtbot, panel: IndexOverviewPanel,
@@ -127,10 +127,10 @@ def test_find_missing_children_decodes_the_level_above(qtbot, panel: IndexOvervi
     shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1")
     panel.show_level(Hierarchy(open_store(two_clusters_copy)), 2)
     wait_idle(qtbot, panel)
-    assert panel.refs_label.text() == ""  # metadata only until the user asks
-    qtbot.mouseClick(panel.refs_button, Qt.MouseButton.LeftButton)
+    assert panel.level_page.refs_label.text() == ""  # metadata only until the user asks
+    qtbot.mouseClick(panel.level_page.refs_button, Qt.MouseButton.LeftButton)
     wait_idle(qtbot, panel)
-    assert panel.refs_label.text() == "1 of 4 referenced children do not exist: node_1. Search skips them."
+    assert panel.level_page.refs_label.text() == "1 of 4 referenced children do not exist: node_1. Search skips them."
 
 
 def test_largest_and_smallest_tables_show_whole_numbers(qtbot, panel: IndexOverviewPanel) -> None:
@@ -139,9 +139,9 @@ def test_largest_and_smallest_tables_show_whole_numbers(qtbot, panel: IndexOverv
     panel.resize(920, 760)  # the overview's share of a 1280 x 800 window
     panel.stack.setCurrentWidget(panel.level_page)
     nodes = [NodeSize(i, f"lvl_3/node_{123_450 + i}", 1_234_567 - i) for i in range(10)]
-    panel.largest.set_nodes(nodes)
+    panel.level_page.largest.set_nodes(nodes)
     qtbot.wait(50)
-    table = panel.largest
+    table = panel.level_page.largest
     metrics = table.fontMetrics()
     for row in range(table.topLevelItemCount()):
         item = table.topLevelItem(row)
@@ -152,21 +152,32 @@ def test_largest_and_smallest_tables_show_whole_numbers(qtbot, panel: IndexOverv
     assert table.horizontalScrollBar().maximum() == 0
 
 
-def test_validation_progress_is_throttled(qtbot, panel: IndexOverviewPanel, monkeypatch) -> None:
-    from ecpfs_viewer.gui import overview_panel
+def test_validation_progress_is_throttled(qtbot, panel: IndexOverviewPanel, two_clusters_path: Path,
+                                          monkeypatch) -> None:
+    import threading
+
+    from ecpfs_viewer.gui import index_page
     from ecpfs_viewer.model.validation import CheckProgress
 
-    clock = [100.0]
-    monkeypatch.setattr(overview_panel.time, "monotonic", lambda: clock[0])
-    for done in range(1, 50):  # 49 updates within 49 ms: only the first is shown
-        clock[0] += 0.001
-        panel._on_check_progress(CheckProgress(done, 100, "Decoding leaves"))
-    assert panel.progress.value() == 1
-    clock[0] += overview_panel.PROGRESS_INTERVAL_S
-    panel._on_check_progress(CheckProgress(60, 100, "Decoding leaves"))
-    assert panel.progress.value() == 60
-    panel._on_check_progress(CheckProgress(100, 100, "Decoding leaves"))  # the last one is always shown
-    assert panel.progress.value() == 100
+    release = threading.Event()
+
+    def chatty_validate(h, *, progress, cancel):
+        for done in range(1, 1001):  # a flood of updates, far faster than anyone can read
+            progress(CheckProgress(done, 1000, "Decoding leaves"))
+        release.wait(10)
+        raise RuntimeError("not wanted")
+
+    monkeypatch.setattr(index_page, "validate", chatty_validate)
+    bar = panel.index_page.progress
+    shown: list[int] = []
+    bar.valueChanged.connect(shown.append)
+    panel.show_index(Hierarchy(open_store(two_clusters_path)))
+    try:
+        qtbot.waitUntil(lambda: bar.value() == 1000, timeout=5000)  # the last update is shown
+        assert bar.text() == "Decoding leaves (1000 / 1000)"
+        assert len(shown) <= 20  # not 1,000 repaints: at most one every PROGRESS_INTERVAL_MS
+    finally:
+        release.set()
 
 
 def test_level_page_reuses_the_statistics_validation_computed(qtbot, panel: IndexOverviewPanel,
@@ -174,10 +185,10 @@ def test_level_page_reuses_the_statistics_validation_computed(qtbot, panel: Inde
     h = Hierarchy(open_store(two_clusters_path))
     panel.show_index(h)
     wait_idle(qtbot, panel)
-    leaves = panel.report.levels[-1]
+    leaves = panel.index_page.report.levels[-1]
     panel.show_level(h, 2)
     wait_idle(qtbot, panel)
-    assert panel.level_view.stats is leaves  # the same object: the 4 nodes' metadata was not parsed again
+    assert panel.level_page.view.stats is leaves  # the same object: the 4 nodes' metadata was not parsed again
     assert "Nodes: 4 of at most 4  (min(ns^2, R))" in panel.summary_text().splitlines()
 
 
@@ -185,7 +196,7 @@ def test_level_page_does_not_wait_for_a_running_validation(qtbot, panel: IndexOv
                                                            two_clusters_path: Path, monkeypatch) -> None:
     import threading
 
-    from ecpfs_viewer.gui import overview_panel
+    from ecpfs_viewer.gui import index_page
 
     release = threading.Event()
     started = threading.Event()
@@ -195,13 +206,13 @@ def test_level_page_does_not_wait_for_a_running_validation(qtbot, panel: IndexOv
         release.wait(10)  # a long (remote) validation holding its turn as the one heavy job
         raise RuntimeError("not wanted")
 
-    monkeypatch.setattr(overview_panel, "validate", slow_validate)
+    monkeypatch.setattr(index_page, "validate", slow_validate)
     h = Hierarchy(open_store(two_clusters_path))
     panel.show_index(h)
     qtbot.waitUntil(started.is_set, timeout=5000)
     try:
         panel.show_level(h, 2)
-        qtbot.waitUntil(lambda: panel.level_view is not None, timeout=5000)
-        assert panel.level_view.stats.node_count == 4
+        qtbot.waitUntil(lambda: panel.level_page.view is not None, timeout=5000)
+        assert panel.level_page.view.stats.node_count == 4
     finally:
         release.set()

@@ -17,8 +17,10 @@ from ecpfs_viewer.model.build import (
     BuildCancelled,
     BuildError,
     BuildParams,
+    BuildProblem,
     BuildProgress,
     build_index,
+    check_build,
     preview_build,
 )
 
@@ -436,15 +438,51 @@ def test_preview_errors(tmp_path: Path) -> None:
     src = _random_npy(tmp_path, 100, 4)
     pv = preview_build(src, BuildParams(levels=0, target_cluster_items=101, dtype="bf16",
                                         node_chunk_bytes=8))
-    text = " | ".join(pv.errors)
+    text = " | ".join(p.message for p in pv.problems)
     assert "levels must be at least 1" in text
     assert "larger than the number of rows (100)" in text
     assert "dtype must be one of" in text
     assert not pv.ok
     pv = preview_build(src, BuildParams(node_chunk_bytes=8, target_cluster_items=10))
-    assert any("node chunk budget too small" in e for e in pv.errors)
+    assert any("node chunk budget too small" in p.message for p in pv.problems)
     pv = preview_build(tmp_path / "missing.npy", BuildParams())
-    assert any("file not found" in e for e in pv.errors)
+    assert pv.problems == [BuildProblem("input", "file not found", str(tmp_path / "missing.npy"))]
+
+
+def test_problems_name_their_field(tmp_path: Path) -> None:
+    """Every check reports which setting it is about, so a form can put it beside that field."""
+    src = _random_npy(tmp_path, 100, 4)
+    (tmp_path / "taken.zarr").mkdir()
+    bad = BuildParams(levels=0, target_cluster_items=0, metric="cosine", dtype="bf16", rep_selection="every",
+                      node_chunk_bytes=0, rep_chunk_bytes=-1)
+    info, problems = check_build(src, bad, tmp_path / "taken.zarr")
+    assert info is not None and info.rows == 100
+    assert [p.field for p in problems] == ["levels", "target", "metric", "rep_selection", "dtype", "node_chunk",
+                                           "rep_chunk", "output"]
+    assert problems[0] == BuildProblem("levels", "levels must be at least 1 (got 0)")
+    assert problems[-1] == BuildProblem("output", "already exists: choose a new name, or replace it",
+                                        str(tmp_path / "taken.zarr"))
+    assert str(problems[-1]) == f"{tmp_path / 'taken.zarr'}: already exists: choose a new name, or replace it"
+    assert check_build(src, BuildParams(target_cluster_items=10), tmp_path / "new.zarr") == (info, [])
+
+    _, problems = check_build("", BuildParams(), "")
+    assert problems == [BuildProblem("input", "choose a .npy file of vectors"),
+                        BuildProblem("output", "choose where to write the index")]
+    _, problems = check_build(src, BuildParams(target_cluster_items=10), tmp_path / "no" / "x.zarr")
+    assert problems == [BuildProblem("output", f"output folder {tmp_path / 'no'} does not exist")]
+
+
+def test_build_raises_every_problem_of_the_check(tmp_path: Path) -> None:
+    """build_index refuses with the same problems check_build finds, all at once, and writes nothing."""
+    src = _random_npy(tmp_path, 100, 4)
+    (tmp_path / "taken.zarr").mkdir()
+    params = BuildParams(levels=0, target_cluster_items=10)
+    with pytest.raises(BuildError) as raised:
+        build_index(src, tmp_path / "taken.zarr", params)
+    assert list(raised.value.problems) == check_build(src, params, tmp_path / "taken.zarr")[1]
+    assert [p.field for p in raised.value.problems] == ["levels", "output"]
+    assert str(raised.value) == "; ".join(str(p) for p in raised.value.problems)
+    assert list((tmp_path / "taken.zarr").iterdir()) == []
 
 
 def test_float16_overflow_is_reported(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import zarr
 
+from ecpfs_viewer.model.build import BuildError, BuildProblem
 from ecpfs_viewer.model.sources import (
-    BuildError,
     EmbeddingSource,
     check_finite,
     inspect_source,
@@ -73,8 +73,9 @@ def test_zarr_store_path_syntax(tmp_path: Path) -> None:
     assert b.info.dtype.name == "int8" and b.read(1, 4).shape == (3, 2)
     with pytest.raises(BuildError, match="no readable Zarr array"):
         inspect_source(f"{store}#nothing/here")
-    with pytest.raises(BuildError, match="store not found"):
+    with pytest.raises(BuildError, match="store not found") as raised:
         inspect_source(f"{tmp_path / 'none.zarr'}#x")
+    assert raised.value.problems == (BuildProblem("input", "store not found", f"{tmp_path / 'none.zarr'}#x"),)
 
 
 def test_zarr_bad_dtype_and_shape(tmp_path: Path) -> None:
@@ -91,8 +92,9 @@ def test_zarr_bad_dtype_and_shape(tmp_path: Path) -> None:
 def test_check_finite_names_the_absolute_row() -> None:
     batch = np.ones((4, 2), np.float16)
     batch[2, 0] = np.inf
-    with pytest.raises(BuildError, match=r"x: row 102 contains infinity"):
+    with pytest.raises(BuildError, match=r"x: row 102 contains infinity") as raised:
         check_finite(batch, 100, "x")
+    assert raised.value.problems == (BuildProblem("input", "row 102 contains infinity", "x"),)
     check_finite(np.ones((3, 3), np.uint8), 0, "ints never fail")
 
 

@@ -1,0 +1,184 @@
+"""The overview of an index root: its summary on the left, its validation report on the right.
+
+Both come from the model in the background (``summarize``, ``validate``); a finding is a link
+that emits ``node_requested(path)``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from superqt.utils import qthrottled
+
+from ecpfs_viewer.gui.widgets import FactsView, FindingsList, fact_value, group_box
+from ecpfs_viewer.gui.workers import BackgroundRunner
+from ecpfs_viewer.model.ecpfs import Generation, IndexSummary, summarize
+from ecpfs_viewer.model.formatting import count_noun, format_age
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
+
+PROGRESS_INTERVAL_MS = 100  # shortest time between two shown validation progress updates
+
+
+def summary_rows(summary: IndexSummary) -> list[tuple[str, str]]:
+    """The index summary as (label, text) rows, in the order `ecp info` prints, then ours."""
+    layout = summary.layout
+    version = summary.format_version
+    if version is None:
+        version_text = "missing, treated as 1" if layout.generation is Generation.UNSTAMPED else "missing"
+    else:
+        version_text = str(version) + ("" if layout.supported else " (unsupported)")
+    gap = summary.gap
+    next_text = fact_value(summary.next_item_id)
+    if gap is not None and gap > 0:
+        next_text += f"  ({gap:,} ids reserved but never written: likely a crash during insert)"
+    elif gap is not None and gap < 0:
+        next_text += "  (below Total Items: likely corruption)"
+    fan_out = fact_value(summary.fan_out)
+    if summary.expected_fan_out is not None:
+        same = summary.fan_out == summary.expected_fan_out
+        fan_out += f"  (expected ceil(R^(1/L)) = {summary.expected_fan_out}{'' if same else ', differs'})"
+    normalized = fact_value(summary.is_normalized) + ("" if summary.normalized_stored else " (absent, read as false)")
+    rows = [
+        ("Index", layout.generation.value),
+        ("Format version", version_text),
+        ("Levels", fact_value(summary.levels)),
+        ("Metric", fact_value(summary.metric)),
+        ("Normalized", normalized),
+        ("Total items", fact_value(summary.total_items)),
+        ("Next item id", next_text),
+        ("Representatives (R)", fact_value(summary.representatives)
+         + ("" if summary.has_rep_embeddings else "  (no rep_embeddings array)")),
+        ("Fan-out (root rows)", fan_out),
+        ("Dimension", fact_value(summary.dim)),
+        ("Stored dtype", fact_value(summary.dtype)),
+        ("Node chunk rows", fact_value(summary.node_chunk_rows)),
+        ("Representative chunk rows", fact_value(summary.rep_chunk_rows)),
+        ("Written by", fact_value(summary.writer, "unknown (no _zarrs attribute)")),
+        ("Saved queries", fact_value(summary.saved_query_count)),
+    ]
+    for query in summary.saved_queries[:20]:
+        age = "?" if query.age_seconds is None else format_age(query.age_seconds)
+        rows.append((f"  query {query.query_id}",
+                     f"saved {age} ago; {fact_value(query.buffered_items, '0')} buffered items, "
+                     f"{fact_value(query.heap_entries, '0')} heap entries, exclude {query.exclude_size:,}"))
+    return rows
+
+
+class IndexPage(QSplitter):
+    """Summary and validation of one index, each computed in the background."""
+
+    node_requested = Signal(str)
+    #: The summary arrived (the container shows a banner for unsupported layouts).
+    summary_ready = Signal(object)
+    #: Reading the summary failed, with the message to show.
+    failed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(Qt.Orientation.Horizontal, parent)
+        self._summary_runner = BackgroundRunner(self)
+        self._check_runner = BackgroundRunner(self)
+        self.summary: IndexSummary | None = None
+        self.report: ValidationReport | None = None
+        # at most ~10 repaints a second: a flood of progress updates stalls the event loop
+        self._show_check_progress = qthrottled(self._apply_check_progress, timeout=PROGRESS_INTERVAL_MS, parent=self)
+
+        self.facts = FactsView()
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(self.facts)
+        self.addWidget(group_box("Index summary", scroll))
+        report_box = QWidget()
+        report_layout = QVBoxLayout(report_box)
+        report_layout.setContentsMargins(0, 0, 0, 0)
+        self.verdict = QLabel()
+        self.verdict.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        self.findings = FindingsList()
+        self.findings.path_clicked.connect(self.node_requested)
+        self.checked = QLabel()
+        self.checked.setWordWrap(True)
+        self.checked.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        report_layout.addWidget(self.verdict)
+        report_layout.addWidget(self.progress)
+        report_layout.addWidget(self.findings, 1)
+        report_layout.addWidget(self.checked)
+        self.addWidget(group_box("Validation", report_box))
+        self.setStretchFactor(0, 4)
+        self.setStretchFactor(1, 5)
+        self.setSizes([540, 700])
+
+    def clear(self) -> None:
+        """Forget what is shown and drop every pending result."""
+        for runner in (self._summary_runner, self._check_runner):
+            runner.invalidate()
+        self._show_check_progress.cancel()
+        self.summary = self.report = None
+        self.facts.set_rows([])
+        self.findings.clear()
+        self.verdict.clear()
+        self.checked.clear()
+        self.progress.hide()
+
+    def show_index(self, hierarchy: Hierarchy) -> None:
+        """Summarise the index and validate it, both in the background."""
+        self.clear()
+        self.verdict.setText("Validating …")
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self._summary_runner.run(summarize, hierarchy, on_result=self._on_summary, on_error=self.failed.emit)
+        self._check_runner.run(
+            validate,
+            hierarchy,
+            on_result=self._on_report,
+            on_error=self._on_check_failed,
+            on_progress=self._on_check_progress,
+            heavy=True,
+        )
+
+    def summary_text(self) -> str:
+        """The summary as plain 'label: value' lines."""
+        return self.facts.text()
+
+    @property
+    def busy(self) -> bool:
+        return self._summary_runner.busy or self._check_runner.busy
+
+    def _on_summary(self, summary: IndexSummary) -> None:
+        self.summary = summary
+        self.facts.set_rows(summary_rows(summary))
+        self.summary_ready.emit(summary)
+
+    def _on_check_progress(self, progress: CheckProgress) -> None:
+        self._show_check_progress(progress)
+
+    def _apply_check_progress(self, progress: CheckProgress) -> None:
+        if self.report is not None:
+            return  # a late throttled update after the report: the bar is gone
+        self.progress.setRange(0, max(progress.total, 1))
+        self.progress.setValue(progress.done)
+        self.progress.setFormat(f"{progress.message} (%v / %m)")
+
+    def _on_report(self, report: ValidationReport) -> None:
+        self._show_check_progress.cancel()
+        self.report = report
+        self.progress.hide()
+        errors, warnings = len(report.errors), len(report.warnings)
+        found = f"{count_noun(warnings, 'warning')}."
+        if report.findings:
+            found += " Click a finding to open its node."
+        if report.ok:
+            self.verdict.setText(f"<b>No errors</b> · {found}")
+        else:
+            self.verdict.setText(f"<b>{count_noun(errors, 'error')}</b> · {found}")
+        self.findings.set_findings(list(report.findings), "No errors or warnings.")
+        if report.checked:
+            self.checked.setText("Checked: " + "; ".join(report.checked) + ".")
+
+    def _on_check_failed(self, message: str) -> None:
+        self._show_check_progress.cancel()
+        self.progress.hide()
+        self.verdict.setText(f"Validation failed: {message}")
