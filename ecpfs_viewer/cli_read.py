@@ -179,8 +179,6 @@ def format_report(report: ValidationReport, location: str = "") -> str:
     verdict = "OK" if report.ok else "ERRORS"
     head = f"{location}: " if location else ""
     lines.append(f"{head}{verdict} - {len(report.errors)} error(s), {len(report.warnings)} warning(s)")
-    if report.summary is not None and not report.summary.layout.supported:
-        lines.append(f"  {report.summary.layout.generation.value}: {report.summary.layout.reason}")
     for finding in report.findings:
         lines.append(f"  {finding.describe()}")
     if report.checked:

@@ -41,13 +41,20 @@ class NodeUnderfill:
     """How much of its declared chunk rows an ecpfs node array really uses."""
 
     rows_used: int
-    chunk_rows: int
-    fraction_used: float  # rows_used / rows allocated by the chunks along axis 0
+    chunk_rows: int  # rows of one chunk
+    fraction_used: float  # rows_used / rows_allocated
     bytes_decoded_to_read_node: int  # whole (padded) chunks decoded to read every row
     bytes_used: int | None  # the bytes those rows hold once decoded (None for strings)
+    chunks: int = 1  # chunks along axis 0
+
+    @property
+    def rows_allocated(self) -> int:
+        """Rows reserved by all the chunks along axis 0 (chunks x chunk rows)."""
+        return self.chunks * self.chunk_rows
 
     def describe(self) -> str:
-        return (f"{self.rows_used:,} of {self.chunk_rows:,} chunk rows used ({self.fraction_used:.2%}); "
+        spread = f" in {self.chunks:,} chunks of {self.chunk_rows:,}" if self.chunks > 1 else ""
+        return (f"{self.rows_used:,} of {self.rows_allocated:,} chunk rows used{spread} ({self.fraction_used:.2%}); "
                 f"reading the node decodes {format_bytes(self.bytes_decoded_to_read_node)}")
 
 
@@ -385,7 +392,7 @@ def _underfill(path: str, details: ArrayDetails, grid: tuple[int, ...], n_presen
     itemsize = details.itemsize or 0
     row_elements = math.prod(details.shape[1:])
     return NodeUnderfill(
-        rows_used=rows, chunk_rows=chunk_rows,
+        rows_used=rows, chunk_rows=chunk_rows, chunks=grid[0] if grid else 0,
         fraction_used=rows / allocated if allocated else 0.0,
         bytes_decoded_to_read_node=n_present * chunk_elements * itemsize,
         bytes_used=rows * row_elements * itemsize if details.itemsize else None,

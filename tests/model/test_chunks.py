@@ -321,3 +321,12 @@ def test_unreadable_shard_index_is_a_problem_of_that_shard(tmp_path: Path, monke
     stats = chunk_stats(hierarchy(tmp_path / "s.zarr"), "")
     assert stats.problems == {(1,): "shard c/1: cannot read its index (Permission denied)"}
     assert stats.n_present == 4  # shard 0 from its index, shard 1 estimated
+
+
+def test_node_use_counts_every_chunk(tmp_path: Path) -> None:
+    """3,295 rows in 2 chunks of 2,048: 3,295 of 4,096 rows used, not 'of 2,048'."""
+    root = zarr.open_group(tmp_path / "i.zarr", mode="w")
+    root.create_array("lvl_3/node_15/embeddings", shape=(3295, 2), chunks=(2048, 2), dtype="float32")[:] = 1
+    underfill = chunk_stats(hierarchy(tmp_path / "i.zarr"), "lvl_3/node_15/embeddings").underfill
+    assert (underfill.rows_used, underfill.chunks, underfill.rows_allocated) == (3295, 2, 4096)
+    assert underfill.describe().startswith("3,295 of 4,096 chunk rows used in 2 chunks of 2,048 (80.44%)")

@@ -11,6 +11,7 @@ import zarr
 
 from ecpfs_viewer.model.ecpfs import (
     ChildReferences,
+    Finding,
     Generation,
     Severity,
     cached_level_stats,
@@ -346,3 +347,20 @@ def test_child_references_tally_decoded_node_ids() -> None:
     assert refs.invalid == [("lvl_1/node_0", 5)]  # one per parent kept
     assert refs.missing(np.array([0, 1])) == [2, 5, 6]
     assert ChildReferences.of_root(3).missing(np.array([1])) == [0, 2]
+
+
+def test_each_layout_states_its_meaning_in_one_finding(two_clusters_copy: Path, tmp_path: Path) -> None:
+    """One finding per layout problem, one severity; the summary does not repeat it in its findings."""
+    assert detect_index(hierarchy(two_clusters_copy)).finding is None  # a v1 index
+    root = tmp_path / "g1.zarr"
+    write_python_legacy(root, first_level=1)
+    legacy = summarize(hierarchy(root))
+    assert legacy.layout.finding == Finding(Severity.ERROR, "", legacy.layout.reason)
+    assert legacy.layout.finding not in legacy.findings
+    assert legacy.layout.to_dict()["finding"]["severity"] == "error"
+    zarr.open_array(two_clusters_copy / "info" / "format_version", mode="r+")[...] = 2
+    newer = detect_index(hierarchy(two_clusters_copy)).finding
+    assert newer is not None and (newer.severity, newer.path) == (Severity.ERROR, "info/format_version")
+    shutil.rmtree(two_clusters_copy / "info" / "format_version")
+    unstamped = detect_index(hierarchy(two_clusters_copy)).finding
+    assert unstamped is not None and (unstamped.severity, unstamped.path) == (Severity.WARNING, "info/format_version")

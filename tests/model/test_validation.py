@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import shutil
 import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 
-from ecpfs_viewer.model.ecpfs import Severity
+from ecpfs_viewer.model.build import BuildParams, build_index
+from ecpfs_viewer.model.demo import ensure_demo_index
+from ecpfs_viewer.model.ecpfs import Severity, summarize
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.stores import open_store
-from ecpfs_viewer.model.validation import CheckProgress, validate
+from ecpfs_viewer.model.validation import CheckProgress, findings_under, oversize_rule, oversized_leaves, validate
 
 
 def check(path: Path, **kwargs):
@@ -162,3 +167,131 @@ def test_validation_reuses_level_stats_until_the_hierarchy_is_refreshed(two_clus
     assert any(p == "lvl_2" and "do not exist" in m for p, m in messages(after, Severity.WARNING))
     other = validate(Hierarchy(open_store(two_clusters_copy)))  # a new Hierarchy computes its own
     assert other.levels[-1] is not after.levels[-1] and other.levels[-1].gap_ids == (3,)
+
+
+# -- numbers a user can trust, fewer false alarms ------------------------------------------------
+
+_X_OF_Y = re.compile(r"(\d[\d,]*) of (\d[\d,]*)")
+
+
+def _x_of_y(report) -> list[tuple[str, int, int]]:
+    """Every 'x of y' count the report states (checked lines, messages, sampling notes)."""
+    texts = [*report.checked, *(f.message for f in report.findings), *(f.sampled for f in report.findings)]
+    return [(text, int(x.replace(",", "")), int(y.replace(",", "")))
+            for text in texts for x, y in _X_OF_Y.findall(text)]
+
+
+def _fresh_build(tmp_path: Path, vectors: np.ndarray, params: BuildParams) -> Path:
+    source, output = tmp_path / "vectors.npy", tmp_path / "fresh.zarr"
+    np.save(source, vectors)
+    build_index(source, output, params)
+    return output
+
+
+def _corrupt(root: Path) -> Path:
+    """two_clusters with a leaf that lost its embeddings (ids only): broken, and not listed as a node."""
+    shutil.rmtree(root / "lvl_2" / "node_2" / "embeddings")
+    return root
+
+
+def test_every_x_of_y_has_x_at_most_y(two_clusters_path: Path, two_clusters_copy: Path, tmp_path: Path) -> None:
+    gaussian = np.random.default_rng(1).standard_normal((2000, 8)).astype(np.float32)
+    stores = {
+        "two_clusters": two_clusters_path,
+        "corrupt": _corrupt(two_clusters_copy),
+        "demo": ensure_demo_index(),
+        "gaussian": _fresh_build(tmp_path, gaussian, BuildParams(levels=2, target_cluster_items=10)),
+    }
+    for name, path in stores.items():
+        for budget in (256, 3):  # complete and sampled
+            counts = _x_of_y(check(path, max_node_reads=budget))
+            assert counts, name
+            assert [c for c in counts if c[1] > c[2]] == [], name
+
+
+def test_rep_rows_are_counted_once(tmp_path: Path) -> None:
+    """R = 200 but the root and lvl_1 hold 15 + 200 copies: 200 distinct rows are compared."""
+    gaussian = np.random.default_rng(2).standard_normal((2000, 8)).astype(np.float32)
+    report = check(_fresh_build(tmp_path, gaussian, BuildParams(levels=2, target_cluster_items=10)))
+    [line] = [c for c in report.checked if c.startswith("rep_embeddings")]
+    assert line.startswith("rep_embeddings rows compared: 200 of 200 (")
+
+
+def test_broken_leaf_is_not_subtracted_twice(two_clusters_copy: Path) -> None:
+    report = check(_corrupt(two_clusters_copy))
+    assert "lvl_2 item_ids: 3 of 3 usable leaves decoded (6 distinct item ids)" in report.checked
+    assert ("lvl_2/node_2", "has item_ids but no embeddings array") in [
+        (f.path, f.message.split(";")[0]) for f in report.errors]
+
+
+def test_fresh_builds_of_demo_and_gaussian_data_have_no_warnings(tmp_path: Path) -> None:
+    gaussian = np.random.default_rng(3).standard_normal((20000, 16)).astype(np.float32)
+    for path in (ensure_demo_index(), _fresh_build(tmp_path, gaussian, BuildParams(levels=3))):
+        report = check(path)
+        assert report.findings == (), [f.describe() for f in report.findings]
+
+
+def test_a_leaf_that_hurts_search_is_warned_with_the_rule(tmp_path: Path) -> None:
+    """600 copies of one vector all land in one leaf; with 32-row chunks it spans 19+ chunks."""
+    rng = np.random.default_rng(4)
+    vectors = np.concatenate([rng.standard_normal((1400, 8)), np.ones((600, 8))]).astype(np.float32)
+    path = _fresh_build(tmp_path, vectors, BuildParams(levels=2, target_cluster_items=10,
+                                                       node_chunk_bytes=32 * 8 * 4))
+    report = check(path)
+    [big] = [f for f in report.warnings if "chunks of" in f.message]
+    assert big.path.startswith("lvl_2/node_") and "chunks of 32, far above this level's leaves" in big.message
+    assert oversize_rule() in big.message and "at least 3 chunks" in big.message
+    leaves = report.levels[-1]
+    [oversized] = oversized_leaves(leaves)
+    assert oversized.rows == leaves.max_size >= 600 and oversized.chunks == -(-oversized.rows // 32)
+
+
+def test_imbalance_within_one_chunk_is_not_a_warning(two_clusters_copy: Path) -> None:
+    """A leaf 50x the median is information while it fits in a chunk or two."""
+    leaves = check(two_clusters_copy).levels[-1]
+    skewed = dataclasses.replace(leaves, sizes=np.array([2, 2, 2, 2, 100]), node_ids=np.arange(5), chunk_rows=64)
+    assert oversized_leaves(skewed) == []
+    assert [n.rows for n in oversized_leaves(dataclasses.replace(skewed, chunk_rows=32))] == [100]
+
+
+@pytest.mark.parametrize("damage", ["future_v2", "legacy", "unstamped", "not_index"])
+def test_a_layout_problem_is_one_finding_with_one_severity(two_clusters_copy: Path, damage: str) -> None:
+    if damage == "future_v2":
+        overwrite(two_clusters_copy, "info/format_version", 2, "uint32")
+    elif damage == "legacy":
+        for name in ("info/format_version", "info/next_item_id"):
+            shutil.rmtree(two_clusters_copy / name)
+    elif damage == "unstamped":
+        shutil.rmtree(two_clusters_copy / "info" / "format_version")
+    else:
+        for name in ("info", "rep_item_ids"):
+            shutil.rmtree(two_clusters_copy / name)
+    h = Hierarchy(open_store(two_clusters_copy))
+    summary = summarize(h)
+    layout_finding = summary.layout.finding
+    assert layout_finding is not None and layout_finding not in summary.findings
+    report = validate(h)
+    assert report.layout_finding == layout_finding
+    assert [f for f in report.findings if summary.layout.reason in f.message or f == layout_finding] == [layout_finding]
+    assert layout_finding not in report.findings_except_layout()
+    assert len(report.findings_except_layout()) == len(report.findings) - 1
+    expected = Severity.WARNING if damage == "unstamped" else Severity.ERROR
+    assert layout_finding.severity is expected
+
+
+def test_findings_by_path_and_level_findings(two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1" / "item_ids")
+    overwrite(two_clusters_copy, "info/next_item_id", 11, "uint32")
+    report = check(two_clusters_copy)
+    marks = report.findings_by_path()
+    assert report.findings_by_path() is marks  # computed once
+    node = marks["lvl_2/node_1"]
+    assert node.severity is Severity.ERROR and "no ids array" in node.text()
+    assert marks["info/next_item_id"].severity is Severity.WARNING
+    assert sum(len(m.findings) for m in marks.values()) == len(report.findings)
+    worst = report.worst_below()
+    assert worst["lvl_2"] is Severity.ERROR and worst[""] is Severity.ERROR and worst["info"] is Severity.WARNING
+    assert "lvl_1" not in worst
+    level = report.level_findings(2)
+    assert [f.path for f in level] == ["lvl_2/node_1"]
+    assert report.level_findings(1) == () and findings_under(report.findings, "") == report.findings

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ecpfs_viewer.model.ecpfs.findings import Finding
+from ecpfs_viewer.model.ecpfs.findings import Finding, Severity
 from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
 from ecpfs_viewer.model.hierarchy import Hierarchy
 
@@ -16,6 +16,8 @@ REQUIRED_ARRAYS = ("info/levels", "info/metric", "info/total_items", "info/next_
                    "rep_item_ids", "index_root/embeddings")
 INFO_INTEGERS = ("info/format_version", "info/levels", "info/total_items", "info/next_item_id")
 ROOT_EMBEDDINGS = "index_root/embeddings"
+UNSTAMPED_MESSAGE = ("missing; every other version 1 array is present, so it is read as version 1 "
+                     "(upstream's Index::load would stamp it)")
 
 
 class Generation(StrEnum):
@@ -54,9 +56,27 @@ class IndexLayout:
         return self.generation in (Generation.RUST_PRE_V1, Generation.PYTHON_JUNE_2025,
                                    Generation.PYTHON_EARLY)
 
+    @property
+    def finding(self) -> Finding | None:
+        """The one finding that states what the layout means for the user, or None for a v1 index.
+
+        Validation reports exactly this value (same severity, path and text), so a view that shows
+        it in a banner can leave it out of its findings list (see ``ValidationReport.layout_finding``).
+        Required arrays missing from a v1 index are reported per path by validation, not here.
+        """
+        if self.generation is Generation.V1:
+            return None
+        if self.generation is Generation.UNSTAMPED:
+            return Finding(Severity.WARNING, "info/format_version", UNSTAMPED_MESSAGE)
+        if self.generation is Generation.NEWER:
+            return Finding(Severity.ERROR, "info/format_version", self.reason)
+        return Finding(Severity.ERROR, "", self.reason)
+
     def to_dict(self) -> dict[str, Any]:
+        problem = self.finding
         return {"generation": self.generation.value, "supported": self.supported, "reason": self.reason,
-                "format_version": self.format_version, "missing": list(self.missing)}
+                "format_version": self.format_version, "missing": list(self.missing),
+                "finding": None if problem is None else problem.to_dict()}
 
 
 def detect_index(h: Hierarchy) -> IndexLayout:

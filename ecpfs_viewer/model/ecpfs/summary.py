@@ -116,13 +116,17 @@ class IndexSummary:
 
 
 def summarize(h: Hierarchy, *, now: float | None = None) -> IndexSummary:
-    """The index header: detection plus the info scalars and shapes; never raises."""
+    """The index header: detection plus the info scalars and shapes; never raises.
+
+    What the layout means (legacy, newer, not an index) is ``summary.layout.finding``, once; it is
+    not repeated in ``findings``, which hold the problems met while reading.
+    """
     reader = MetadataReader(h)
     try:
         return _summarize(reader, time.time() if now is None else now)
     except Exception as exc:  # a bug or an unforeseen store must still give the user a message
         layout = IndexLayout(Generation.NOT_INDEX, f"cannot summarise: {describe_exception(exc)}")
-        return IndexSummary(layout, findings=(*tuple(reader.findings), error("", layout.reason)))
+        return IndexSummary(layout, findings=tuple(reader.findings))
 
 
 def _summarize(reader: MetadataReader, now: float) -> IndexSummary:

@@ -12,8 +12,15 @@ decoding) and ``checklist`` (:func:`validate`, which runs them in order).
 from ecpfs_viewer.model.ecpfs import Finding, Severity
 from ecpfs_viewer.model.validation.checklist import required_paths, validate
 from ecpfs_viewer.model.validation.data_checks import NORM_TOLERANCE
-from ecpfs_viewer.model.validation.metadata_checks import DRIFT_FACTOR
-from ecpfs_viewer.model.validation.report import CheckProgress, ValidationReport
+from ecpfs_viewer.model.validation.metadata_checks import (
+    DRIFT_FENCE_IQR,
+    DRIFT_MIN_CHUNKS,
+    OversizedLeaf,
+    oversize_rule,
+    oversized_leaves,
+)
+from ecpfs_viewer.model.validation.report import CheckProgress, PathFindings, ValidationReport, findings_under
 
-__all__ = ["DRIFT_FACTOR", "NORM_TOLERANCE", "CheckProgress", "Finding", "Severity", "ValidationReport",
+__all__ = ["DRIFT_FENCE_IQR", "DRIFT_MIN_CHUNKS", "NORM_TOLERANCE", "CheckProgress", "Finding", "OversizedLeaf",
+           "PathFindings", "Severity", "ValidationReport", "findings_under", "oversize_rule", "oversized_leaves",
            "required_paths", "validate"]

@@ -19,7 +19,7 @@ from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.validation.data_checks import check_data
 from ecpfs_viewer.model.validation.metadata_checks import check_counters, check_layout, check_levels, check_types
-from ecpfs_viewer.model.validation.report import Cancelled, Check, CheckProgress, ValidationReport
+from ecpfs_viewer.model.validation.report import SEVERITY_ORDER, Cancelled, Check, CheckProgress, ValidationReport
 
 
 def validate(h: Hierarchy, *, max_node_reads: int = 256, max_vectors: int = 4096,
@@ -44,7 +44,7 @@ def validate(h: Hierarchy, *, max_node_reads: int = 256, max_vectors: int = 4096
         check.findings.append(Finding(Severity.INFO, "", "check cancelled; the report is incomplete"))
     except Exception as exc:  # a bug must still produce a readable report
         check.error("", f"validation stopped: {describe_exception(exc)}")
-    order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+    order = {severity: rank for rank, severity in enumerate(SEVERITY_ORDER)}
     findings = sorted(_dedupe(check.findings), key=lambda f: order[f.severity])
     return ValidationReport(tuple(findings), summary, tuple(levels), tuple(check.checked), cancelled)
 

@@ -66,8 +66,8 @@ def check_data(
             path, row, norm = bad_row
             check.warning(path, f"is_normalized is true but row {row} has length {norm:.4f}", f"checked {what}")
         check.checked.append(f"unit length (is_normalized): {what}")
-    if rep_rows.read:
-        check.checked.append(f"rep_embeddings rows compared: {rep_rows.read:,}")
+    if rep_rows.compared:
+        check.checked.append(rep_rows.describe())
     check.findings[:] = list(cap_findings(check.findings))
 
 
@@ -76,8 +76,11 @@ def _usable_ids(stats: LevelStats) -> list[int]:
 
 
 def _sampled(stats: LevelStats, decoded: int, what: str) -> tuple[int, str]:
-    """Usable nodes of a level and the note for findings from a sample ('' when all were decoded)."""
-    usable = stats.node_count - len(stats.broken_ids)
+    """Usable nodes of a level and the note for findings from a sample ('' when all were decoded).
+
+    Counted like the plan is drawn (listed nodes not broken): a broken node may have no
+    embeddings, so it is not among the listed ones and must not be subtracted twice."""
+    usable = len(_usable_ids(stats))
     return usable, "" if decoded == usable else f"decoded {decoded:,} of {usable:,} {what}"
 
 
@@ -182,15 +185,27 @@ def _first_different(a: np.ndarray, b: np.ndarray) -> int:
 
 
 class _RepRows:
-    """Reads rows of rep_embeddings, bounded by a total row budget."""
+    """Reads rows of rep_embeddings, bounded by a total row budget; counts distinct rows compared.
+
+    The same representative is stored in the root and again on each level whose node holds it, so
+    the copies compared outnumber the rows; the report counts both, the rows distinct."""
 
     def __init__(self, check: Check, summary: IndexSummary, budget: int) -> None:
         self.check, self.summary, self.budget, self.read = check, summary, budget, 0
+        self.compared: set[int] = set()
         self._array: zarr.Array[Any] | None = None
         self._failed = False
 
     def budget_left(self) -> bool:
         return self.read < self.budget and not self._failed
+
+    def describe(self) -> str:
+        """The 'Checked' line: distinct rows of all R, and the stored copies compared with them."""
+        total = self.summary.representatives
+        rows = f"{len(self.compared):,}" + (f" of {total:,}" if total is not None else "")
+        copies = "" if self.read == len(self.compared) else \
+            f" ({self.read:,} stored copies in index_root and internal nodes)"
+        return f"rep_embeddings rows compared: {rows}{copies}"
 
     def _open(self) -> zarr.Array[Any] | None:
         if self._array is None and not self._failed:
@@ -215,6 +230,7 @@ class _RepRows:
             self.check.error("rep_embeddings", f"cannot read data: {describe_exception(exc)}")
             return None
         self.read += len(ids)
+        self.compared.update(ids.tolist())
         return result
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs import (
     INFO_INTEGERS,
     ROOT_EMBEDDINGS,
-    Generation,
     IndexSummary,
     LevelStats,
     MetadataReader,
@@ -18,28 +19,25 @@ from ecpfs_viewer.model.hierarchy import NodeKind
 from ecpfs_viewer.model.sizing import STORED_DTYPES
 from ecpfs_viewer.model.validation.report import Check
 
-#: A leaf this many times the median size (and at least 100 rows above it) suggests insert drift.
-DRIFT_FACTOR = 10
+#: A leaf is reported as slowing search when it spans at least this many chunks ...
+DRIFT_MIN_CHUNKS = 3
+#: ... and lies above Q3 + this many interquartile ranges of its level's leaf sizes (Tukey's far out).
+DRIFT_FENCE_IQR = 3.0
+#: Oversized leaves named one by one; the rest are counted in one finding.
+MAX_OVERSIZED_LISTED = 10
 
 
 def check_layout(check: Check, summary: IndexSummary) -> bool:
-    """§10 items 1 and 2 plus the §7 generations; False when nothing more can be checked."""
+    """§10 items 1 and 2 plus the §7 generations; False when nothing more can be checked.
+
+    What the layout means is one finding (``layout.finding``), never restated: a store that is
+    not an index names its missing arrays in that one message.
+    """
     layout = summary.layout
-    generation = layout.generation
-    if generation is Generation.NOT_INDEX:
-        check.error("", layout.reason)
-        for path in layout.missing:
-            check.error(path, "missing (required by format version 1)")
+    if layout.finding is not None:
+        check.findings.append(layout.finding)
+    if not layout.supported:
         return False
-    if generation is Generation.NEWER:
-        check.error("info/format_version", layout.reason)
-        return False
-    if layout.is_legacy:
-        check.error("", layout.reason)
-        return False
-    if generation is Generation.UNSTAMPED:
-        check.warning("info/format_version", "missing; every other version 1 array is present, so it is read "
-                                             "as version 1 (upstream's Index::load would stamp it)")
     for path in layout.missing:
         check.error(path, "missing (required by format version 1)")
     return True
@@ -143,15 +141,62 @@ def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) ->
             check.warning(
                 leaves.path, f"leaf sizes sum to {leaves.leaf_sum:,} but total_items is {summary.total_items:,}"
             )
-        if leaves.sizes.size >= 3:
-            median = float(np.median(leaves.sizes))
-            big = leaves.largest(1)[0]
-            if big.rows > DRIFT_FACTOR * max(median, 1) and big.rows - median >= 100:
-                check.warning(
-                    big.path,
-                    f"{big.rows:,} rows, {big.rows / max(median, 1):.0f}x the median leaf "
-                    f"({median:g}); big leaves slow search (eCP does not balance clusters "
-                    "and inserts only add to them)",
-                )
+        _check_oversized_leaves(check, leaves)
     return stats
 
+
+def _check_oversized_leaves(check: Check, leaves: LevelStats) -> None:
+    """One warning per leaf that makes search slow (see :func:`oversized_leaves`), the rule stated."""
+    found = oversized_leaves(leaves)
+    if not found:
+        return
+    rule = oversize_rule()
+    for leaf in found[:MAX_OVERSIZED_LISTED]:
+        check.warning(
+            leaf.path,
+            f"{leaf.rows:,} rows in {leaf.chunks:,} chunks of {leaf.chunk_rows:,}, far above this level's "
+            f"leaves (median {leaf.median:g}, Q3 + {DRIFT_FENCE_IQR:g} x IQR = {leaf.fence:,.0f}); a search "
+            f"that visits it decodes every chunk. {rule}",
+        )
+    if len(found) > MAX_OVERSIZED_LISTED:
+        rest = len(found) - MAX_OVERSIZED_LISTED
+        check.warning(leaves.path, f"{count_noun(rest, 'more leaf', 'more leaves')} like "
+                                   f"{found[0].path} (largest first). {rule}")
+
+
+@dataclass(frozen=True)
+class OversizedLeaf:
+    """A leaf far larger than the rest of its level and spanning several chunks."""
+
+    path: str
+    rows: int
+    chunk_rows: int
+    median: float
+    fence: float  # Q3 + DRIFT_FENCE_IQR x IQR of the level's leaf sizes
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.rows // self.chunk_rows)
+
+
+def oversize_rule() -> str:
+    """The rule behind the big-leaf warning, in words (shown in each finding)."""
+    return (f"Rule: a leaf is flagged when it spans at least {DRIFT_MIN_CHUNKS} chunks and exceeds "
+            f"Q3 + {DRIFT_FENCE_IQR:g} x IQR of its level's leaf sizes; eCP does not balance clusters, "
+            "so uneven sizes alone are not a problem.")
+
+
+def oversized_leaves(leaves: LevelStats) -> list[OversizedLeaf]:
+    """Leaves that really hurt search, largest first: at least DRIFT_MIN_CHUNKS chunks and far above
+    the level's spread (Tukey's far-out fence). Imbalance as such is information, not a warning."""
+    sizes = leaves.sizes
+    chunk_rows = leaves.chunk_rows
+    if sizes.size < 4 or not chunk_rows:
+        return []
+    q1, median, q3 = (float(v) for v in np.percentile(sizes, [25, 50, 75]))
+    fence = q3 + DRIFT_FENCE_IQR * (q3 - q1)
+    least = max(fence, (DRIFT_MIN_CHUNKS - 1) * chunk_rows)
+    return [
+        OversizedLeaf(node.path, node.rows, chunk_rows, median, fence)
+        for node in leaves.largest(int((sizes > least).sum()))
+    ]

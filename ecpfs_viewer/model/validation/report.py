@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,51 @@ class CheckProgress:
     done: int
     total: int
     message: str
+
+
+#: Severities from the worst.
+SEVERITY_ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
+
+
+def worst_severity(findings: Iterable[Finding]) -> Severity | None:
+    """The most serious severity among findings (None when there are none)."""
+    present = {f.severity for f in findings}
+    return next((s for s in SEVERITY_ORDER if s in present), None)
+
+
+def findings_under(findings: Iterable[Finding], path: str) -> tuple[Finding, ...]:
+    """The findings about path or anything inside it ('' = all); a level's page lists its nodes' too."""
+    path = path.strip("/")
+    if not path:
+        return tuple(findings)
+    prefix = path + "/"
+    return tuple(f for f in findings if f.path == path or f.path.startswith(prefix))
+
+
+def _ancestors(path: str) -> list[str]:
+    """'' and every container above path, nearest last ('lvl_2/node_3' -> ['', 'lvl_2'])."""
+    parts = path.split("/") if path else []
+    return ["/".join(parts[:i]) for i in range(len(parts))]
+
+
+@dataclass(frozen=True)
+class PathFindings:
+    """The findings about one store path, to mark its tree row (worst severity, messages)."""
+
+    path: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def severity(self) -> Severity:
+        return worst_severity(self.findings) or Severity.INFO
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        return tuple(f.message + (f" [sampled: {f.sampled}]" if f.sampled else "") for f in self.findings)
+
+    def text(self) -> str:
+        """One line per finding, worst first ('error: ...'), for a tooltip."""
+        return "\n".join(f"{f.severity.value}: {m}" for f, m in zip(self.findings, self.messages, strict=True))
 
 
 @dataclass(frozen=True)
@@ -42,6 +88,51 @@ class ValidationReport:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    @property
+    def layout_finding(self) -> Finding | None:
+        """The finding that says what the layout means (legacy, newer, unstamped...), when reported.
+
+        A view showing it in a banner lists :meth:`findings_except_layout` beside it, so the same
+        problem is shown once, with one severity.
+        """
+        finding = None if self.summary is None else self.summary.layout.finding
+        return finding if finding is not None and finding in self.findings else None
+
+    def findings_except_layout(self) -> tuple[Finding, ...]:
+        layout = self.layout_finding
+        return self.findings if layout is None else tuple(f for f in self.findings if f != layout)
+
+    def findings_by_path(self) -> dict[str, PathFindings]:
+        """Findings grouped by the path they name, worst first, to mark tree rows; computed once."""
+        return self._by_path
+
+    def worst_below(self) -> dict[str, Severity]:
+        """For each path with findings at or below it (its ancestors too, '' = the root), the worst
+        severity: a collapsed ``lvl_3`` row can show that one of its nodes is broken."""
+        return self._worst_below
+
+    def level_findings(self, level: int) -> tuple[Finding, ...]:
+        """The findings of ``lvl_{level}`` and of every node and array inside it."""
+        return findings_under(self.findings, f"lvl_{level}")
+
+    @cached_property
+    def _by_path(self) -> dict[str, PathFindings]:
+        grouped: dict[str, list[Finding]] = {}
+        for finding in self.findings:  # already sorted errors first
+            grouped.setdefault(finding.path, []).append(finding)
+        return {path: PathFindings(path, tuple(group)) for path, group in grouped.items()}
+
+    @cached_property
+    def _worst_below(self) -> dict[str, Severity]:
+        rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
+        worst: dict[str, Severity] = {}
+        for path, entry in self._by_path.items():
+            severity = entry.severity
+            for where in [*_ancestors(path), path]:
+                if where not in worst or rank[severity] < rank[worst[where]]:
+                    worst[where] = severity
+        return worst
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "cancelled": self.cancelled, "errors": len(self.errors),
