@@ -443,13 +443,13 @@ def _open_url(url: str, storage_options: dict[str, Any], remote: RemoteOptions |
         raise StoreOpenError(f"{url}: unsupported URL scheme '{scheme}' (use http, https, s3, gs or az)")
     if not storage_options and remote_stores.obstore_available():
         try:
-            options = remote or remote_stores.RemoteOptions()
-            store = remote_stores.open_remote(url, options)
+            settings = remote or remote_stores.RemoteOptions()
+            bounded = remote_stores.open_remote(url, settings)
         except remote_stores.RemoteOpenError as exc:
             raise StoreOpenError(str(exc)) from exc
-        opened = OpenedStore(store, label=url, kind="remote")
-        if not store.lists:
-            remote_stores.mark_unlisted(opened, options)
+        opened = OpenedStore(bounded, label=url, kind="remote")
+        if not bounded.lists:
+            remote_stores.mark_unlisted(opened, settings)
         _check_remote_metadata(opened, url, first=["zarr.json"])
         return opened
     if scheme not in ("http", "https", "s3", "gs", "gcs"):
