@@ -82,10 +82,10 @@ def derived_children(h: Hierarchy, path: str) -> list[Node]:
     if node and levels is not None:
         leaf = int(node.group(1)) == levels
         first, second = ("item_ids", "node_ids") if leaf else ("node_ids", "item_ids")
-        found = _probed_arrays(h, [f"{path}/embeddings", f"{path}/{first}"])
+        found = _probed_arrays(h, [f"{path}/{name}" for name in ("border", "embeddings", first)])
         if not any(n.name == first for n in found):
             found += _probed_arrays(h, [f"{path}/{second}"])
-        return found
+        return sorted(found, key=lambda n: n.name)
     return _consolidated_children(h, path)
 
 
