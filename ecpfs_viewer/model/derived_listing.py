@@ -66,6 +66,12 @@ def listing_note(h: Hierarchy) -> str | None:
 
 def derived_children(h: Hierarchy, path: str) -> list[Node]:
     """The children of path found from the index's own metadata and arrays, in natural order."""
+    from ecpfs_viewer.model.hierarchy import natural_key
+
+    return sorted(_derive(h, path), key=lambda node: natural_key(node.name))
+
+
+def _derive(h: Hierarchy, path: str) -> list[Node]:
     state = _state(h)
     state.paths.add(path)
     if path == "":
@@ -85,7 +91,7 @@ def derived_children(h: Hierarchy, path: str) -> list[Node]:
         found = _probed_arrays(h, [f"{path}/{name}" for name in ("border", "embeddings", first)])
         if not any(n.name == first for n in found):
             found += _probed_arrays(h, [f"{path}/{second}"])
-        return sorted(found, key=lambda n: n.name)
+        return found
     return _consolidated_children(h, path)
 
 
