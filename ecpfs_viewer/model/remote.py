@@ -226,7 +226,7 @@ def _s3_credentials(options: RemoteOptions) -> Any:
             os.environ.get("AWS_PROFILE") or os.path.exists(os.path.expanduser("~/.aws/credentials"))):
         return None
     try:
-        import boto3  # type: ignore[import-untyped]
+        import boto3
         from obstore.auth.boto3 import Boto3CredentialProvider
     except ImportError:
         return None
