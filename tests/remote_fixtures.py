@@ -154,3 +154,13 @@ def upload_folder(endpoint: str, bucket: str, folder: Path, prefix: str) -> int:
     with ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(put, files))
     return len(files)
+
+
+def tree_kinds(h: Any, path: str = "") -> dict[str, str]:
+    """Every node below path (a Hierarchy) and its kind, walking the whole tree."""
+    found: dict[str, str] = {}
+    for node in h.children(path):
+        found[node.path] = node.kind.value
+        if node.kind.is_container:
+            found.update(tree_kinds(h, node.path))
+    return found

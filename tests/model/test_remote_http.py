@@ -26,22 +26,13 @@ from ecpfs_viewer.model.validation import validate
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 
-def _tree(h: Hierarchy, path: str = "") -> dict[str, str]:
-    found: dict[str, str] = {}
-    for node in h.children(path):
-        found[node.path] = node.kind.value
-        if node.kind.is_container:
-            found.update(_tree(h, node.path))
-    return found
-
-
 def test_index_without_listings_browses_completely(static_http_url: str, two_clusters_path: Path) -> None:
     remote = Hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
     local = Hierarchy(open_store(two_clusters_path))
     with pytest.raises(OSError, match="does not list folders"):
         remote.store.list_dir("lvl_1")  # the server really lists nothing
     before = remote.store.stats()
-    assert _tree(remote) == _tree(local)
+    assert remote_fixtures.tree_kinds(remote) == remote_fixtures.tree_kinds(local)
     assert (remote.store.stats() - before).listings == 0
     assert is_derived(remote, "lvl_2") and not is_derived(local, "lvl_2")
     assert listing_note(remote) == DERIVED_NOTE and listing_note(local) is None
@@ -82,7 +73,7 @@ def test_plain_zarr_without_listings_shows_what_metadata_reaches(static_http_url
 def test_static_server_counts_requests_not_listings(two_clusters_path: Path) -> None:
     with remote_fixtures.serve_static(two_clusters_path.parent) as (url, tally):
         h = Hierarchy(open_store(f"{url}/two_clusters.zarr"))
-        _tree(h)
+        remote_fixtures.tree_kinds(h)
         assert tally.total == h.store.stats().requests > 0
 
 

@@ -18,20 +18,11 @@ from ecpfs_viewer.model.validation import validate
 URL = "s3://ecpfs/two_clusters.zarr"
 
 
-def _tree(h: Hierarchy, path: str = "") -> dict[str, str]:
-    found: dict[str, str] = {}
-    for node in h.children(path):
-        found[node.path] = node.kind.value
-        if node.kind.is_container:
-            found.update(_tree(h, node.path))
-    return found
-
-
 def test_s3_index_browses_like_its_folder(moto_endpoint: str, two_clusters_path: Path) -> None:
     remote = Hierarchy(open_store(URL, remote=RemoteOptions(endpoint=moto_endpoint)))
     local = Hierarchy(open_store(two_clusters_path))
     assert remote.store.kind == "remote"
-    assert _tree(remote) == _tree(local)
+    assert remote_fixtures.tree_kinds(remote) == remote_fixtures.tree_kinds(local)
     assert summarize(remote).to_dict() == summarize(local).to_dict()
     assert np.array_equal(remote.read_array("lvl_2/node_2/embeddings"), local.read_array("lvl_2/node_2/embeddings"))
 
