@@ -178,3 +178,42 @@ def _consolidated_children(h: Hierarchy, path: str) -> list[Node]:
     prefix = f"{path}/" if path else ""
     names = sorted({key for key in entries if key.startswith(prefix) and "/" not in key[len(prefix):]})
     return h._probe_many(names, [None] * len(names)) if names else []
+
+
+MAX_PROBED_CHUNKS = 65_536
+
+
+def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], encoding: tuple[str, str]
+                       ) -> dict[str, int]:
+    """Stored size of every chunk (or shard) key of an array, asked one HEAD request per key.
+
+    For chunk statistics where the server lists no folders: the keys come from the chunk grid,
+    the requests run concurrently (bounded by the store), and an absent key is left out.
+    """
+    import asyncio
+    import itertools
+
+    from zarr.core.sync import sync
+
+    from ecpfs_viewer.model.chunks import chunk_key
+
+    total = int(np.prod(grid_shape, dtype=np.int64)) if grid_shape else 1
+    if total > MAX_PROBED_CHUNKS:
+        raise OSError(f"{path}: {total:,} chunks and no folder listing; too many to ask one by one")
+    keys = [chunk_key(tuple(index), *encoding) for index in itertools.product(*(range(n) for n in grid_shape))]
+    store = h.store.zarr_store
+
+    async def size(key: str) -> tuple[str, int | None]:
+        try:
+            return key, await store.getsize(h.store.key(path, key))
+        except FileNotFoundError:
+            return key, None
+        except Exception as exc:
+            if type(exc).__name__ == "NotFoundError":
+                return key, None
+            raise
+
+    async def all_sizes() -> list[tuple[str, int | None]]:
+        return list(await asyncio.gather(*(size(k) for k in keys)))
+
+    return {key: found for key, found in sync(all_sizes()) if found is not None}

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
 import numpy as np
-from zarr.abc.store import ByteRequest, Store
+from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import WrapperStore
 
@@ -168,7 +168,15 @@ class BoundedStore(WrapperStore[Store]):
 
     async def get(self, key: str, prototype: BufferPrototype,
                   byte_range: ByteRequest | None = None) -> Buffer | None:
-        return await self._call(key, lambda: self._store.get(key, prototype, byte_range))
+        try:
+            return await self._call(key, lambda: self._store.get(key, prototype, byte_range))
+        except RemoteError as exc:
+            if byte_range is None or type(exc.__cause__).__name__ != "NotSupportedError":
+                raise
+        # A server that ignores Range headers (python's http.server, some static hosts): cut the
+        # requested bytes from the whole object.
+        whole = await self._call(key, lambda: self._store.get(key, prototype, None))
+        return None if whole is None else _cut(whole, byte_range)
 
     async def get_partial_values(self, prototype: BufferPrototype,
                                  key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:
@@ -198,6 +206,17 @@ class BoundedStore(WrapperStore[Store]):
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         for name in await self._listed(prefix, self._store.list_prefix):
             yield name
+
+
+def _cut(whole: Buffer, byte_range: ByteRequest) -> Buffer:
+    size = len(whole)
+    if isinstance(byte_range, RangeByteRequest):
+        return whole[byte_range.start:min(byte_range.end, size)]
+    if isinstance(byte_range, OffsetByteRequest):
+        return whole[byte_range.offset:]
+    if isinstance(byte_range, SuffixByteRequest):
+        return whole[max(size - byte_range.suffix, 0):]
+    raise TypeError(f"unknown byte range {byte_range!r}")
 
 
 _BUCKET_RE = re.compile(r"^[A-Za-z0-9._-]+$")
