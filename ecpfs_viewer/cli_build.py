@@ -9,6 +9,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -176,6 +177,9 @@ def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
                    help="sample N queries (from --query-file, else stored items) and print recall@k")
     p.add_argument("--seed", type=int, default=0, help="seed for --recall sampling")
     p.add_argument("--trace", action="store_true", help="also print the visited nodes to stderr")
+    from ecpfs_viewer.cli_read import add_remote_options
+
+    add_remote_options(p)
     p.set_defaults(func=run_search)
     return p
 
@@ -194,8 +198,19 @@ def _load_queries(path: str) -> np.ndarray:
     return q
 
 
+def _search_reader(args: argparse.Namespace) -> Any:
+    """An IndexReader on a folder, or on a URL opened with the remote options."""
+    from ecpfs_viewer.cli_read import remote_options
+    from ecpfs_viewer.model.search import IndexReader
+    from ecpfs_viewer.model.stores import is_url, open_store
+
+    if not is_url(args.index):
+        return IndexReader(args.index)
+    return IndexReader(args.index, store=open_store(args.index, remote=remote_options(args)).zarr_store)
+
+
 def run_search(args: argparse.Namespace) -> int:
-    from ecpfs_viewer.model.search import IndexReader, SearchParams, recall_at_k
+    from ecpfs_viewer.model.search import SearchParams, recall_at_k
 
     try:
         exclude = frozenset(int(x) for x in args.exclude.split(",") if x.strip())
@@ -206,7 +221,7 @@ def run_search(args: argparse.Namespace) -> int:
     if args.search_exp < 0 or args.max_increments < -1:
         return _err("--search-exp must be >= 0 and --max-increments >= -1")
     try:
-        reader = IndexReader(args.index)
+        reader = _search_reader(args)
     except (FileNotFoundError, ValueError, OSError) as exc:
         return _err(f"{args.index}: cannot open index ({exc})")
     except Exception as exc:

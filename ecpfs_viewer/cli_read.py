@@ -15,6 +15,7 @@ from typing import Any
 from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_stats, summarize
 from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.stores import StoreOpenError, open_store
 from ecpfs_viewer.model.validation import ValidationReport, validate
 
@@ -27,8 +28,9 @@ def add_info_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
                                    description="Print the summary of an ecpfs index: what `ecp info` prints, "
                                                "then format version, dimension, dtype, fan-out and "
                                                "node statistics per level (from metadata only).")
-    parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs URL")
+    parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs/az URL")
     parser.add_argument("--json", action="store_true", help="print the same information as JSON")
+    add_remote_options(parser)
     parser.set_defaults(func=run_info)
     return parser
 
@@ -38,24 +40,46 @@ def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     parser = subparsers.add_parser("check", help="validate an index (exit 0 ok, 1 errors, 2 cannot open)",
                                    description="Validate an ecpfs index against the format checklist. "
                                                "Exit status: 0 no errors, 1 errors found, 2 cannot open.")
-    parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs URL")
+    parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs/az URL")
     parser.add_argument("--max-node-reads", type=int, default=256, metavar="N",
                         help="decode at most N nodes for the sampled checks (default 256)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_remote_options(parser)
     parser.set_defaults(func=run_check)
     return parser
 
 
-def _open(path: str) -> Hierarchy | None:
+def add_remote_options(parser: argparse.ArgumentParser) -> None:
+    """--endpoint / --anon / --region / --timeout / --max-in-flight for commands that open a URL."""
+    group = parser.add_argument_group("remote stores (s3://, gs://, az://, http(s)://)")
+    group.add_argument("--endpoint", metavar="URL", help="S3-compatible or other custom endpoint "
+                       "(MinIO, a local emulator); credentials come from the environment or profile")
+    group.add_argument("--anon", action="store_true", help="public bucket: unsigned requests, no credentials")
+    group.add_argument("--region", metavar="REGION", help="bucket region (default: AWS_REGION or us-east-1)")
+    group.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                       help="seconds per request before it fails (default 30)")
+    group.add_argument("--max-in-flight", type=int, default=64, metavar="N",
+                       help="concurrent requests per store (default 64)")
+
+
+def remote_options(args: argparse.Namespace) -> RemoteOptions:
+    return RemoteOptions(endpoint=args.endpoint, anon=args.anon, region=args.region,
+                         timeout_s=args.timeout, max_in_flight=args.max_in_flight)
+
+
+def _open(path: str, args: argparse.Namespace | None = None) -> Hierarchy | None:
     try:
-        return Hierarchy(open_store(path))
+        return Hierarchy(open_store(path, remote=remote_options(args) if args is not None else None))
+    except ValueError as exc:  # invalid --timeout / --max-in-flight
+        print(f"ecpfs-viewer: {exc}", file=sys.stderr)
+        return None
     except StoreOpenError as exc:
         print(f"ecpfs-viewer: {exc}", file=sys.stderr)
         return None
 
 
 def run_info(args: argparse.Namespace) -> int:
-    h = _open(args.path)
+    h = _open(args.path, args)
     if h is None:
         return EXIT_CANNOT_OPEN
     summary = summarize(h)
@@ -68,7 +92,7 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    h = _open(args.path)
+    h = _open(args.path, args)
     if h is None:
         return EXIT_CANNOT_OPEN
     report = validate(h, max_node_reads=args.max_node_reads)

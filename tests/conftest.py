@@ -6,6 +6,7 @@ import functools
 import http.server
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,3 +58,25 @@ def http_data_url() -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+# -- remote stores: loopback servers (tests/remote_fixtures.py) ---------------------------------------
+sys.path.insert(0, str(Path(__file__).parent))
+import remote_fixtures  # noqa: E402
+
+
+@pytest.fixture
+def static_http_url() -> Iterator[str]:
+    """tests/data over loopback HTTP without folder listings (a CDN or bucket website answers 404)."""
+    with remote_fixtures.serve_static(DATA) as (url, _tally):
+        yield url
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """moto's S3 server on loopback with two_clusters uploaded to s3://ecpfs/two_clusters.zarr."""
+    pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+    pytest.importorskip("obstore", reason="obstore is part of the remote extra")
+    with remote_fixtures.moto_s3() as endpoint:
+        remote_fixtures.upload_folder(endpoint, "ecpfs", TWO_CLUSTERS, "two_clusters.zarr")
+        yield endpoint

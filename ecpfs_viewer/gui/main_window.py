@@ -47,8 +47,10 @@ from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilte
 from ecpfs_viewer.gui.widgets import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.demo import ensure_demo_index
+from ecpfs_viewer.model.derived_listing import listing_note
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.stores import is_url, open_store
 
 _LEVEL_RE = re.compile(r"^lvl_(\d+)$")
@@ -64,9 +66,11 @@ class OpenedIndex:
     layout: IndexLayout
 
 
-def open_hierarchy(location: str, storage_options: dict[str, Any] | None = None) -> OpenedIndex:
+def open_hierarchy(location: str, storage_options: dict[str, Any] | RemoteOptions | None = None) -> OpenedIndex:
     """Open a store and probe its root and index layout (runs in a worker)."""
-    hierarchy = Hierarchy(open_store(location, storage_options=storage_options))
+    remote = storage_options if isinstance(storage_options, RemoteOptions) else None
+    fsspec_options = storage_options if isinstance(storage_options, dict) else None
+    hierarchy = Hierarchy(open_store(location, storage_options=fsspec_options, remote=remote))
     hierarchy.root()
     return OpenedIndex(location, hierarchy, detect_index(hierarchy))
 
@@ -290,13 +294,14 @@ class MainWindow(QMainWindow):
     def open_url_dialog(self) -> None:
         dialog = OpenUrlDialog(self)
         if dialog.exec():
-            self.open_location(dialog.location(), dialog.storage_options())
+            self.open_location(dialog.location(), dialog.remote_options())
 
     def _dialog_start(self) -> str:
         recent = [r for r in app_settings.recent_locations() if not is_url(r)]
         return str(Path(recent[0]).parent) if recent else str(Path.home())
 
-    def open_location(self, location: str, storage_options: dict[str, Any] | None = None) -> None:
+    def open_location(self, location: str,
+                      storage_options: dict[str, Any] | RemoteOptions | None = None) -> None:
         """Open a folder, zip or URL in the background; failures show in the window's banner."""
         location = location.strip()
         if not location:
@@ -325,6 +330,9 @@ class MainWindow(QMainWindow):
         root = self.tree_model.index_for_path("")
         self._select_source_index(root)
         self.tree.expand(self.view_index(root))
+        note = listing_note(opened.hierarchy)
+        if note:  # a static web server: the tree was derived from the index, not listed
+            self.banner.show_message(f"{display_label(opened.location)}: {note}", error=False)
         if is_index and not opened.layout.supported:
             self.banner.show_message(f"{display_label(opened.location)}: {opened.layout.generation.value}: "
                                      f"{opened.layout.reason}. Browsing it as a plain Zarr store.", error=False)

@@ -8,14 +8,17 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
     QDialogButtonBox,
+    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QLabel,
     QLineEdit,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
+from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.stores import is_url
 
 
@@ -45,29 +48,47 @@ def storage_options_for(url: str, endpoint: str, anonymous: bool) -> dict[str, A
 
 
 class OpenUrlDialog(QDialog):
-    """Asks for an http(s), s3 or gs URL; for s3 also an endpoint and anonymous access."""
+    """Asks for an s3, gs, az or http(s) URL and the remote options the command line takes."""
 
     def __init__(self, parent: QWidget | None = None, url: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Open URL")
         self.url = QLineEdit(url)
-        self.url.setPlaceholderText("https://example.org/index.zarr  or  s3://bucket/index.zarr")
+        self.url.setPlaceholderText("s3://bucket/index.zarr, gs://…, az://…, or https://example.org/index.zarr")
         self.url.setMinimumWidth(460)
         self.endpoint = QLineEdit()
-        self.endpoint.setPlaceholderText("optional, e.g. https://s3.eu-central-1.amazonaws.com")
-        self.anonymous = QCheckBox("Anonymous access (public bucket, no credentials)")
+        self.endpoint.setPlaceholderText("optional, e.g. http://127.0.0.1:9000 for MinIO or another S3 clone")
+        self.anonymous = QCheckBox("Anonymous access (public bucket: unsigned requests, no credentials)")
         self.anonymous.setChecked(True)
+        self.region = QLineEdit()
+        self.region.setPlaceholderText("optional, e.g. eu-central-1 (default: AWS_REGION or us-east-1)")
+        self.timeout = QDoubleSpinBox()
+        self.timeout.setRange(1, 600)
+        self.timeout.setValue(RemoteOptions().timeout_s)
+        self.timeout.setSuffix(" s per request")
+        self.in_flight = QSpinBox()
+        self.in_flight.setRange(1, 1024)
+        self.in_flight.setValue(RemoteOptions().max_in_flight)
+        self.in_flight.setSuffix(" requests at once")
         self.hint = QLabel()
         self.hint.setWordWrap(True)
+        credentials = QLabel("Credentials come from the environment or profile of each cloud (AWS_* or "
+                             "AWS_PROFILE, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*); they are never shown "
+                             "or logged.")
+        credentials.setWordWrap(True)
         form = QFormLayout()
         form.addRow("URL:", self.url)
-        form.addRow("S3 endpoint:", self.endpoint)
+        form.addRow("Endpoint:", self.endpoint)
         form.addRow("", self.anonymous)
+        form.addRow("Region:", self.region)
+        form.addRow("Timeout:", self.timeout)
+        form.addRow("Concurrency:", self.in_flight)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(credentials)
         layout.addWidget(self.hint)
         layout.addWidget(self.buttons)
         self.url.textChanged.connect(self._update)
@@ -75,15 +96,24 @@ class OpenUrlDialog(QDialog):
 
     def _update(self) -> None:
         text = self.url.text().strip()
-        s3 = text.lower().startswith("s3://")
-        self.endpoint.setEnabled(s3)
-        self.anonymous.setEnabled(s3)
+        cloud = text.lower().split("://", 1)[0] in ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss")
+        for widget in (self.endpoint, self.anonymous, self.region):
+            widget.setEnabled(cloud)
         ok = is_url(text)
         self.buttons.button(QDialogButtonBox.StandardButton.Open).setEnabled(ok)
-        self.hint.setText("" if ok or not text else "Enter a URL starting with http://, https://, s3:// or gs://")
+        self.hint.setText("" if ok or not text else "Enter a URL starting with s3://, gs://, az://, http:// or https://")
 
     def location(self) -> str:
         return self.url.text().strip()
 
     def storage_options(self) -> dict[str, Any]:
+        """fsspec options (the fallback path), kept for callers that still pass them."""
         return storage_options_for(self.location(), self.endpoint.text(), self.anonymous.isChecked())
+
+    def remote_options(self) -> RemoteOptions:
+        """The options for model/remote.py, as the CLI's --endpoint/--anon/--region/--timeout give them."""
+        cloud = self.endpoint.isEnabled()
+        return RemoteOptions(endpoint=self.endpoint.text().strip() or None if cloud else None,
+                             anon=self.anonymous.isChecked() and cloud,
+                             region=self.region.text().strip() or None if cloud else None,
+                             timeout_s=float(self.timeout.value()), max_in_flight=int(self.in_flight.value()))

@@ -21,6 +21,7 @@ from zarr.core.chunk_key_encodings import ChunkKeyEncoding, parse_chunk_key_enco
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.hierarchy import ArrayDetails, Hierarchy
+from ecpfs_viewer.model.remote import listing_unavailable
 from ecpfs_viewer.model.stores import OpenedStore
 
 #: Grids larger than this are counted from the listing but only partly mapped into ``stored``.
@@ -171,7 +172,13 @@ def chunk_stats(h: Hierarchy, path: str) -> ChunkStats:
     details = h.array_details(path, ChunkStatsError)
     encoding = key_encoding_of(details)
     try:
-        sizes = h.store.sizes_below(path)
+        if listing_unavailable(h.store):  # a static web server: ask each key of the grid instead
+            from ecpfs_viewer.model.derived_listing import probed_chunk_sizes
+
+            outer = details.shard_shape or details.chunk_shape
+            sizes = probed_chunk_sizes(h, path, _grid(details.shape, outer), encoding)
+        else:
+            sizes = h.store.sizes_below(path)
     except OSError as exc:
         raise ChunkStatsError(f"{path}: cannot list chunks ({exc.strerror or exc})") from exc
     if details.shard_shape is None:

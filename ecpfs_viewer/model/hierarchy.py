@@ -24,6 +24,7 @@ from zarr.storage import StorePath
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
+from ecpfs_viewer.model.remote import listing_unavailable
 from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
 
 
@@ -195,6 +196,14 @@ class Hierarchy:
             cached = self._children.get(path)
         if cached is not None:
             return cached
+        if listing_unavailable(self.store):  # static HTTP: derived from the index (model/derived_listing.py)
+            from ecpfs_viewer.model.derived_listing import derived_children
+
+            derived = derived_children(self, path)
+            with self._lock:
+                self._children[path] = derived
+                self._nodes.update((n.path, n) for n in derived if n.raw is not None)
+            return derived
         try:
             entries = self.store.list_dir(path)
         except FileNotFoundError:

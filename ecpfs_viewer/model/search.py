@@ -16,7 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import zarr
+from zarr.abc.store import Store
 from zarr.storage import LocalStore
+
+from ecpfs_viewer.model.remote import read_arrays
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,12 @@ class _Node:
 class IndexReader:
     """Read-only access to one index directory; caches every decoded node."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], store: Store | None = None) -> None:
         self.path = Path(path)
-        if not self.path.is_dir():
+        self._remote = store is not None  # a URL opened by model/stores.py: read nodes concurrently
+        if store is None and not self.path.is_dir():
             raise FileNotFoundError(f"{self.path}: index not found")
-        self._store = LocalStore(str(self.path), read_only=True)
+        self._store: Store = store if store is not None else LocalStore(str(self.path), read_only=True)
         self.levels = int(self._scalar("info/levels"))
         self.metric = str(self._scalar("info/metric"))
         if self.metric not in ("L2", "IP"):
@@ -110,16 +114,27 @@ class IndexReader:
 
     def _read_node(self, level: int, node_id: int) -> _Node | None:
         base = f"lvl_{level}/node_{node_id}"
+        ids_name = "item_ids" if level == self.levels else "node_ids"
+        if self._remote:
+            vectors, ids = read_arrays(self._store, [f"{base}/embeddings", f"{base}/{ids_name}"])
+            return None if vectors is None or ids is None else self._make_node(vectors, ids)
         if not (self.path / base / "embeddings").is_dir():
             return None
-        ids_name = "item_ids" if level == self.levels else "node_ids"
         return self._make_node(self._open(f"{base}/embeddings")[:], self._open(f"{base}/{ids_name}")[:])
 
     def leaf_ids(self) -> list[int]:
         """Node ids present at the leaf level, by listing the directory."""
-        d = self.path / f"lvl_{self.levels}"
+        if self._remote:  # one delimiter listing (s3, gs, az); a static web server raises: no listings
+            from zarr.core.sync import sync
+
+            async def listed() -> list[str]:
+                return [name.rstrip("/") async for name in self._store.list_dir(f"lvl_{self.levels}")]
+
+            names = sync(listed())
+        else:
+            names = os.listdir(self.path / f"lvl_{self.levels}")
         out = []
-        for name in os.listdir(d):
+        for name in names:
             if name.startswith("node_") and name[5:].isdigit():
                 out.append(int(name[5:]))
         return sorted(out)

@@ -21,7 +21,8 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore, ZipStore
 
-from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.errors import UserError, describe_exception
+from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.store_io import (
     CountingStore,
     IOCounter,
@@ -41,7 +42,7 @@ __all__ = [
 
 METADATA_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 _URL_RE = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://")
-REMOTE_SCHEMES = {"http", "https", "s3", "gs", "gcs"}
+REMOTE_SCHEMES = {"http", "https", "s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss"}
 REMOTE_EXTRA_HINT = "install the remote extra: pip install 'ecpfs-viewer[remote]'"
 
 
@@ -235,9 +236,13 @@ def is_url(location: str) -> bool:
     return match is not None and match.group("scheme").lower() != "file"
 
 
-def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dict[str, Any] | None = None
-               ) -> OpenedStore:
-    """Open a directory, a .zip, a URL or an existing zarr Store, always read-only."""
+def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dict[str, Any] | None = None,
+               remote: RemoteOptions | None = None) -> OpenedStore:
+    """Open a directory, a .zip, a URL or an existing zarr Store, always read-only.
+
+    URLs go through obstore with `remote` options (model/remote.py); fsspec `storage_options`
+    select the fsspec fallback.
+    """
     if isinstance(location, Store):
         return OpenedStore(location.with_read_only(True) if not location.read_only else location,
                            label=repr(location), kind="memory" if isinstance(location, MemoryStore) else "store")
@@ -245,7 +250,7 @@ def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dic
     if isinstance(text, bytes):
         text = text.decode()
     if is_url(text):
-        return _open_url(text, storage_options or {})
+        return _open_url(text, storage_options or {}, remote)
     if text.startswith("file://"):
         text = text[len("file://"):]
     path = Path(text).expanduser()
@@ -327,15 +332,30 @@ def zip_root(names: list[str]) -> str | None:
     return best
 
 
-def _open_url(url: str, storage_options: dict[str, Any]) -> OpenedStore:
+def _open_url(url: str, storage_options: dict[str, Any], remote: RemoteOptions | None = None) -> OpenedStore:
+    from ecpfs_viewer.model import remote as remote_stores
+
     scheme = _URL_RE.match(url).group("scheme").lower()  # type: ignore[union-attr]
     if scheme not in REMOTE_SCHEMES:
-        raise StoreOpenError(f"{url}: unsupported URL scheme '{scheme}' (use http, https, s3 or gs)")
+        raise StoreOpenError(f"{url}: unsupported URL scheme '{scheme}' (use http, https, s3, gs or az)")
+    if not storage_options and remote_stores.obstore_available():
+        try:
+            settings = remote or remote_stores.RemoteOptions()
+            bounded = remote_stores.open_remote(url, settings)
+        except remote_stores.RemoteOpenError as exc:
+            raise StoreOpenError(str(exc)) from exc
+        opened = OpenedStore(bounded, label=url, kind="remote", max_in_flight=settings.max_in_flight)
+        if not bounded.lists:
+            remote_stores.mark_unlisted(opened, settings)
+        _check_remote_metadata(opened, url, first=["zarr.json"])
+        return opened
+    if scheme not in ("http", "https", "s3", "gs", "gcs"):
+        raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs obstore; {REMOTE_EXTRA_HINT}")
     try:
         import fsspec  # noqa: F401
         from zarr.storage import FsspecStore
     except ImportError as exc:
-        raise StoreOpenError(f"{url}: opening URLs needs fsspec; {REMOTE_EXTRA_HINT}") from exc
+        raise StoreOpenError(f"{url}: opening URLs needs obstore or fsspec; {REMOTE_EXTRA_HINT}") from exc
     needed = {"http": "aiohttp", "https": "aiohttp", "s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs"}[scheme]
     try:
         __import__(needed)
@@ -347,13 +367,20 @@ def _open_url(url: str, storage_options: dict[str, Any]) -> OpenedStore:
     except Exception as exc:  # fsspec raises many types; the user needs the message
         raise StoreOpenError(f"{url}: could not open ({type(exc).__name__}: {exc})") from exc
     opened = OpenedStore(store, label=url, kind="remote")
+    _check_remote_metadata(opened, url)
+    return opened
+
+
+def _check_remote_metadata(opened: OpenedStore, url: str, first: list[str] | None = None) -> None:
+    """Refuse a URL with no Zarr metadata at its root; v3 first, so an index costs one request."""
     try:
-        found = opened.read_many(["zarr.json", ".zgroup", ".zarray"])
+        found = opened.read_many(first or ["zarr.json", ".zgroup", ".zarray"])
+        if first and not any(found):
+            found = opened.read_many([".zgroup", ".zarray"])
     except Exception as exc:
-        raise StoreOpenError(f"{url}: could not read ({type(exc).__name__}: {exc})") from exc
+        raise StoreOpenError(f"{url}: could not read ({describe_exception(exc)})") from exc
     if not any(found):
         raise StoreOpenError(f"{url}: no Zarr metadata found (zarr.json, .zgroup or .zarray)")
-    return opened
 
 
 def open_memory(entries: dict[str, bytes]) -> OpenedStore:

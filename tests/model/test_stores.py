@@ -150,7 +150,7 @@ def test_url_without_remote_extra_names_the_extra(monkeypatch: pytest.MonkeyPatc
     real_import = builtins.__import__
 
     def fake_import(name: str, *args: object, **kwargs: object) -> object:
-        if name == missing or name.startswith(missing + "."):
+        if any(name == m or name.startswith(m + ".") for m in (missing, "obstore")):
             raise ImportError(f"No module named {name!r}")
         return real_import(name, *args, **kwargs)
 
@@ -370,4 +370,6 @@ def test_read_ranges_from_a_server_that_ignores_range_headers(http_data_url: str
     found = opened.read_ranges([("zarr.json", RangeByteRequest(2, 10)), ("zarr.json", SuffixByteRequest(7))])
     assert found == [whole[2:10], whole[-7:]]  # cut from the whole bodies the server sent
     cost = opened.stats() - before
-    assert cost.requests == 2 and cost.bytes_read == 2 * len(whole)  # what was transferred
+    # obstore's layer (model/remote.py) cuts the range before the counter sees the body; fsspec's
+    # does not: the count is at least what was asked for, at most the whole bodies sent
+    assert cost.requests == 2 and 15 <= cost.bytes_read <= 2 * len(whole)

@@ -1,0 +1,106 @@
+"""Remote figures: the benchmark index served over loopback HTTP with a fixed delay per request.
+
+The server (tests/remote_fixtures.py) lists no folders, like a CDN or a bucket website, so the
+tree is derived from the index itself. Each action runs on a freshly opened store, once with the
+delay and once without, and prints wall time, the requests the server answered and the target
+from the issue. Figures only; nothing passes or fails.
+
+    .venv/bin/python benchmarks/bench_remote.py [--delay-ms 50] [--max-in-flight 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+import remote_fixtures
+from _bench_index import bench_index_path
+
+from ecpfs_viewer.model.ecpfs import level_stats, summarize
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.remote import RemoteOptions
+from ecpfs_viewer.model.search import IndexReader, SearchParams
+from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.validation import validate
+
+TARGETS = {"open + index summary": 1.0, "leaf level listed (derived)": 2.0, "level statistics, all nodes": 6.0,
+           "eCP search cold (k 10, exp 4)": 2.0, "eCP search warm": 0.3, "check, whole index": 15.0}
+
+
+def actions(url: str, options: RemoteOptions) -> dict[str, Callable[[], object]]:
+    def fresh() -> Hierarchy:
+        return Hierarchy(open_store(url, remote=options))
+
+    def open_summary() -> object:
+        return summarize(fresh()).levels
+
+    def leaf_level() -> object:
+        h = fresh()
+        return len(h.children(f"lvl_{summarize(h).levels}"))
+
+    def all_levels() -> object:
+        h = fresh()
+        summary = summarize(h)
+        return sum(level_stats(h, n, summary).node_count for n in range(1, (summary.levels or 0) + 1))
+
+    def check() -> object:
+        report = validate(fresh())
+        return f"{len(report.errors)} errors, {len(report.warnings)} warnings"
+
+    reader: list[IndexReader] = []
+
+    def search_cold() -> object:
+        opened = open_store(url, remote=options)
+        query = np.asarray(Hierarchy(opened).read_array("index_root/embeddings", 3), dtype=np.float32) + 0.5
+        reader[:] = [IndexReader(url, store=opened.zarr_store)]
+        reader.append(query)  # type: ignore[arg-type]
+        return len(reader[0].search(query, SearchParams(k=10, search_exp=4)).items)
+
+    def search_warm() -> object:
+        query = reader[1]
+        return len(reader[0].search(query, SearchParams(k=10, search_exp=4)).items)  # type: ignore[arg-type]
+
+    return {"open + index summary": open_summary, "leaf level listed (derived)": leaf_level,
+            "level statistics, all nodes": all_levels, "eCP search cold (k 10, exp 4)": search_cold,
+            "eCP search warm": search_warm, "check, whole index": check}
+
+
+def measure(index: Path, delay: float, options: RemoteOptions) -> dict[str, tuple[float, int, object]]:
+    results: dict[str, tuple[float, int, object]] = {}
+    with remote_fixtures.serve_static(index.parent, delay=delay) as (base, tally):
+        for label, job in actions(f"{base}/{index.name}", options).items():
+            before = tally.total
+            started = time.perf_counter()
+            outcome = job()
+            results[label] = (time.perf_counter() - started, tally.total - before, outcome)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--delay-ms", type=float, default=50.0, help="delay the server adds to every request")
+    parser.add_argument("--max-in-flight", type=int, default=64, help="concurrent requests per store")
+    args = parser.parse_args()
+    index = bench_index_path()
+    options = RemoteOptions(max_in_flight=args.max_in_flight)
+    slow = measure(index, args.delay_ms / 1000, options)
+    fast = measure(index, 0.0, options)
+    print(f"index {index.name} over loopback HTTP without listings; max_in_flight {options.max_in_flight}")
+    print(f"{'action':<32} {'delay ' + format(args.delay_ms, 'g') + ' ms':>12} {'target':>8} {'requests':>9}"
+          f" {'no delay':>10} {'requests':>9}  result")
+    for label, (seconds, requests, outcome) in slow.items():
+        base_seconds, base_requests, _ = fast[label]
+        print(f"{label:<32} {seconds:10.2f} s {TARGETS[label]:6.1f} s {requests:9,d} {base_seconds:8.2f} s "
+              f"{base_requests:9,d}  {outcome}")
+
+
+if __name__ == "__main__":
+    main()

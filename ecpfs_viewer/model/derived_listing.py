@@ -1,0 +1,219 @@
+"""Children of a group when the store cannot list folders (a static web server, a CDN).
+
+An ecpfs index describes its own tree: level 1 has one node per row of
+``index_root/embeddings``, level N+1 the nodes named in the ``node_ids`` of level N, and each
+node holds ``embeddings`` plus ``node_ids`` (or ``item_ids`` at the leaves). A plain Zarr store
+shows what its metadata reaches (consolidated metadata, if any). Nodes found this way are
+marked derived, so the UI can say the tree was derived rather than listed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from ecpfs_viewer.model.remote import listing_unavailable, unlisted_options
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.hierarchy import Hierarchy, Node
+
+DERIVED_NOTE = "tree derived from the index (index_root rows, node_ids), not listed: the server lists no folders"
+UNREACHED_NOTE = "listing unavailable: the server lists no folders; showing what the metadata reaches"
+
+_ROOT_NAMES = ("info", "index_root", "rep_embeddings", "rep_item_ids")
+_INFO_NAMES = ("format_version", "levels", "metric", "is_normalized", "total_items", "next_item_id")
+_LEVEL_RE = re.compile(r"^lvl_(\d+)$")
+_NODE_RE = re.compile(r"^lvl_(\d+)/node_(\d+)$")
+
+_STATE: WeakKeyDictionary[Any, _Derived] = WeakKeyDictionary()
+_STATE_LOCK = threading.Lock()
+
+
+class _Derived:
+    """What was derived for one hierarchy: the paths derived, whether it is an index."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+        self.levels: int | None = None
+        self.index: bool | None = None
+
+
+def _state(h: Hierarchy) -> _Derived:
+    with _STATE_LOCK:
+        found = _STATE.get(h)
+        if found is None:
+            found = _STATE[h] = _Derived()
+        return found
+
+
+def is_derived(h: Hierarchy, path: str = "") -> bool:
+    """True when the children of path were derived, not listed."""
+    return path.strip("/") in _state(h).paths
+
+
+def listing_note(h: Hierarchy) -> str | None:
+    """What the UI should say about the tree of h: None when the store lists folders."""
+    if not listing_unavailable(h.store):
+        return None
+    return DERIVED_NOTE if _state(h).index else UNREACHED_NOTE
+
+
+def derived_children(h: Hierarchy, path: str) -> list[Node]:
+    """The children of path found from the index's own metadata and arrays, in natural order."""
+    from ecpfs_viewer.model.hierarchy import natural_key
+
+    return sorted(_derive(h, path), key=lambda node: natural_key(node.name))
+
+
+def _derive(h: Hierarchy, path: str) -> list[Node]:
+    state = _state(h)
+    state.paths.add(path)
+    if path == "":
+        return _root_children(h, state)
+    if path == "info":
+        return _probed_arrays(h, [f"info/{name}" for name in _INFO_NAMES])
+    if path == "index_root":
+        return _probed_arrays(h, ["index_root/embeddings"])
+    levels = _levels(h, state)
+    level = _LEVEL_RE.match(path)
+    if level and levels is not None and 1 <= int(level.group(1)) <= levels:
+        return _level_children(h, int(level.group(1)))
+    node = _NODE_RE.match(path)
+    if node and levels is not None:
+        leaf = int(node.group(1)) == levels
+        first, second = ("item_ids", "node_ids") if leaf else ("node_ids", "item_ids")
+        found = _probed_arrays(h, [f"{path}/{name}" for name in ("border", "embeddings", first)])
+        if not any(n.name == first for n in found):
+            found += _probed_arrays(h, [f"{path}/{second}"])
+        return found
+    return _consolidated_children(h, path)
+
+
+def _levels(h: Hierarchy, state: _Derived) -> int | None:
+    if state.index is None:
+        try:
+            levels = int(h.read_scalar("info/levels"))
+        except Exception:  # no readable info/levels: not an index, or a broken one
+            state.index = False
+        else:
+            state.index, state.levels = True, levels
+    return state.levels
+
+
+def _probed_arrays(h: Hierarchy, paths: list[str]) -> list[Node]:
+    """Paths probed concurrently; those with no metadata at all are left out."""
+    from ecpfs_viewer.model.hierarchy import NodeKind
+
+    nodes = h._probe_many(paths, [False] * len(paths))
+    return [n for n in nodes if n.kind is not NodeKind.IMPLICIT_GROUP]
+
+
+def _root_children(h: Hierarchy, state: _Derived) -> list[Node]:
+    from ecpfs_viewer.model.hierarchy import Node, NodeKind
+
+    levels = _levels(h, state)
+    if levels is None:
+        return _consolidated_children(h, "")
+    names = [*_ROOT_NAMES, *(f"lvl_{n}" for n in range(1, levels + 1))]
+    found = {n.path: n for n in h._probe_many(names, [True] * len(names))}
+    nodes: list[Node] = []
+    for name in names:
+        node = found.get(name)
+        if node is None:
+            continue
+        if node.kind is NodeKind.IMPLICIT_GROUP and name in ("rep_embeddings", "rep_item_ids"):
+            continue  # an optional array that is absent
+        nodes.append(node if node.kind is not NodeKind.IMPLICIT_GROUP else Node(name, NodeKind.IMPLICIT_GROUP, None))
+    return nodes
+
+
+def _level_children(h: Hierarchy, level: int) -> list[Node]:
+    """Node groups of a level, from index_root's rows (level 1) or the node_ids of the level above.
+
+    The node groups themselves are not read here (4,000 requests); selecting one reads it.
+    """
+    from ecpfs_viewer.model.hierarchy import Node, NodeKind
+
+    if level == 1:
+        ids = set(range(h.array_details("index_root/embeddings").shape[0]))
+    else:
+        parents = [n.path for n in h.children(f"lvl_{level - 1}") if _NODE_RE.match(n.path)]
+        ids = _referenced_ids(h, parents)
+    return [Node(f"lvl_{level}/node_{i}", NodeKind.GROUP, None) for i in sorted(ids)]
+
+
+def _referenced_ids(h: Hierarchy, parents: list[str]) -> set[int]:
+    """Union of the parents' node_ids, read concurrently; an unreadable parent contributes none."""
+    if not parents:
+        return set()
+
+    def read(parent: str) -> np.ndarray:
+        try:
+            return np.asarray(h.read_array(f"{parent}/node_ids")).astype(np.int64).ravel()
+        except Exception:  # reported by check / level statistics, which read the same array
+            return np.zeros(0, dtype=np.int64)
+
+    workers = max(1, min(unlisted_options(h.store).max_in_flight, len(parents)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="derive") as pool:
+        arrays = list(pool.map(read, parents))
+    return set(np.unique(np.concatenate(arrays)).tolist()) if arrays else set()
+
+
+def _consolidated_children(h: Hierarchy, path: str) -> list[Node]:
+    """Children named by the root's consolidated metadata (a plain Zarr store), probed for real."""
+    root = h.root()
+    if root.raw is None or b"consolidated_metadata" not in root.raw:
+        return []
+    try:
+        document = json.loads(root.raw)
+        entries = (document.get("consolidated_metadata") or {}).get("metadata") or {}
+    except (ValueError, AttributeError):
+        return []
+    prefix = f"{path}/" if path else ""
+    names = sorted({key for key in entries if key.startswith(prefix) and "/" not in key[len(prefix):]})
+    return h._probe_many(names, [None] * len(names)) if names else []
+
+
+MAX_PROBED_CHUNKS = 65_536
+
+
+def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], encoding: tuple[str, str]
+                       ) -> dict[str, int]:
+    """Stored size of every chunk (or shard) key of an array, asked one HEAD request per key.
+
+    For chunk statistics where the server lists no folders: the keys come from the chunk grid,
+    the requests run concurrently (bounded by the store), and an absent key is left out.
+    """
+    import asyncio
+    import itertools
+
+    from zarr.core.sync import sync
+
+    from ecpfs_viewer.model.chunks import chunk_key
+
+    total = int(np.prod(grid_shape, dtype=np.int64)) if grid_shape else 1
+    if total > MAX_PROBED_CHUNKS:
+        raise OSError(f"{path}: {total:,} chunks and no folder listing; too many to ask one by one")
+    keys = [chunk_key(tuple(index), *encoding) for index in itertools.product(*(range(n) for n in grid_shape))]
+    store = h.store.zarr_store
+
+    async def size(key: str) -> tuple[str, int | None]:
+        try:
+            return key, await store.getsize(h.store.key(path, key))
+        except FileNotFoundError:
+            return key, None
+        except Exception as exc:
+            if type(exc).__name__ == "NotFoundError":
+                return key, None
+            raise
+
+    async def all_sizes() -> list[tuple[str, int | None]]:
+        return list(await asyncio.gather(*(size(k) for k in keys)))
+
+    return {key: found for key, found in sync(all_sizes()) if found is not None}

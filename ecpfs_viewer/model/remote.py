@@ -1,0 +1,346 @@
+"""Remote stores over obstore: s3://, gs://, az:// and http(s):// opened read-only, with options.
+
+Every request made through the store returned here is bounded three ways: at most
+``max_in_flight`` at once, ``timeout_s`` each (the stalled server case), and retried only while
+that time lasts. Failures become :class:`RemoteError` values whose message names the object and
+says what to try (credentials, ``--anon``, retry), never a credential itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
+
+import numpy as np
+from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.core.buffer import Buffer, BufferPrototype
+from zarr.storage import WrapperStore
+
+from ecpfs_viewer.model.errors import UserError
+
+OBSTORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https"})
+UNLISTED_SCHEMES = frozenset({"http", "https"})  # a static web server answers 404 for a folder
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """How to reach a remote store; the same fields as the CLI options and the Open URL dialog."""
+
+    endpoint: str | None = None  # e.g. http://127.0.0.1:9000 for MinIO, moto or another S3 clone
+    anon: bool = False  # public bucket: send unsigned requests, look for no credentials
+    region: str | None = None
+    timeout_s: float = 30.0  # per request, retries included
+    max_in_flight: int = 64  # concurrent requests per opened store
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0:
+            raise ValueError("timeout must be positive")
+        if self.max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+
+
+class RemoteError(UserError, OSError):
+    """A remote request failed; the message names the object and what to try next."""
+
+    retryable = False
+
+
+class RemoteAccessError(RemoteError):
+    """401 / 403: the credentials in use may not read the object."""
+
+
+class RemoteTimeoutError(RemoteError):
+    """No answer within the timeout, or the connection dropped: worth a retry."""
+
+    retryable = True
+
+
+class ListingUnavailableError(RemoteError):
+    """The server cannot list folders (plain HTTP); the hierarchy must be derived instead."""
+
+
+class RemoteOpenError(UserError):
+    """A URL could not be turned into a store (unknown scheme, missing extra, bad options)."""
+
+
+_UNLISTED: WeakKeyDictionary[Any, RemoteOptions] = WeakKeyDictionary()
+_UNLISTED_LOCK = threading.Lock()
+
+
+def mark_unlisted(opened: object, options: RemoteOptions) -> None:
+    """Remember that an opened store has no directory listing (so trees are derived)."""
+    with _UNLISTED_LOCK:
+        _UNLISTED[opened] = options
+
+
+def listing_unavailable(opened: object) -> bool:
+    """True when the opened store cannot list folders."""
+    with _UNLISTED_LOCK:
+        return opened in _UNLISTED
+
+
+def unlisted_options(opened: object) -> RemoteOptions:
+    """The options an unlisted store was opened with (defaults for any other store)."""
+    with _UNLISTED_LOCK:
+        return _UNLISTED.get(opened) or RemoteOptions()
+
+
+def credential_hint(scheme: str) -> str:
+    """Which credentials a scheme reads, for an access-denied message (names, never values)."""
+    if scheme in ("s3", "s3a"):
+        return ("check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE with boto3 installed) "
+                "and --region, or use --anon for a public bucket")
+    if scheme in ("gs", "gcs"):
+        return "check GOOGLE_APPLICATION_CREDENTIALS (a service account file), or use --anon for a public bucket"
+    if scheme in ("az", "azure", "abfs", "abfss"):
+        return ("check AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN, "
+                "or use --anon for a public container")
+    return "the server refused the request; check the URL or use --anon"
+
+
+def translate_error(exc: BaseException, where: str, scheme: str, timeout_s: float) -> BaseException:
+    """An obstore / transport exception as a RemoteError naming `where`; others unchanged."""
+    if isinstance(exc, RemoteError | FileNotFoundError | asyncio.CancelledError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return RemoteTimeoutError(f"{where}: no answer within {timeout_s:g} s; retry, or raise --timeout")
+    try:
+        import obstore.exceptions as obs_errors
+    except ImportError:  # pragma: no cover - remote.py is only used with obstore installed
+        return exc
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    text = first.rsplit(" - ", 1)[-1].strip() or first  # obstore: "... after N retries ... - the cause"
+    if isinstance(exc, obs_errors.PermissionDeniedError | obs_errors.UnauthenticatedError):
+        status = "401 unauthenticated" if isinstance(exc, obs_errors.UnauthenticatedError) else "403 forbidden"
+        return RemoteAccessError(f"{where}: access denied ({status}); {credential_hint(scheme)}")
+    lowered = first.lower().replace("retry_timeout", "")
+    if any(word in lowered for word in ("timed out", "timeout", "deadline")):
+        return RemoteTimeoutError(f"{where}: no answer within {timeout_s:g} s; retry, or raise --timeout")
+    if any(word in lowered for word in ("connection", "reset", "broken pipe", "error sending request",
+                                        "incomplete", "eof", "dns")):
+        return RemoteTimeoutError(f"{where}: the connection failed ({text}); retry")
+    if isinstance(exc, obs_errors.BaseError):
+        return RemoteError(f"{where}: {text}")
+    return exc
+
+
+class BoundedStore(WrapperStore[Store]):
+    """Wraps a remote zarr Store: bounded concurrency, a timeout per request, errors as RemoteError."""
+
+    def __init__(self, store: Store, *, url: str, options: RemoteOptions, lists: bool = True) -> None:
+        super().__init__(store)
+        self.url = url.rstrip("/")
+        self.options = options
+        self.lists = lists
+        self.scheme = urlsplit(url).scheme.lower()
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._lock = threading.Lock()
+
+    def _with_store(self, store: Store) -> BoundedStore:
+        return BoundedStore(store, url=self.url, options=self.options, lists=self.lists)
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop_id = id(asyncio.get_running_loop())
+        with self._lock:
+            semaphore = self._semaphores.get(loop_id)
+            if semaphore is None:
+                semaphore = self._semaphores[loop_id] = asyncio.Semaphore(self.options.max_in_flight)
+            return semaphore
+
+    def where(self, key: str) -> str:
+        return f"{self.url}/{key}" if key else self.url
+
+    async def _call(self, key: str, make: Callable[[], Awaitable[_T]]) -> _T:
+        async with self._semaphore():
+            try:
+                return await asyncio.wait_for(make(), self.options.timeout_s)
+            except Exception as exc:
+                raise translate_error(exc, self.where(key), self.scheme, self.options.timeout_s) from exc
+
+    async def get(self, key: str, prototype: BufferPrototype,
+                  byte_range: ByteRequest | None = None) -> Buffer | None:
+        try:
+            return await self._call(key, lambda: self._store.get(key, prototype, byte_range))
+        except RemoteError as exc:
+            if byte_range is None or type(exc.__cause__).__name__ != "NotSupportedError":
+                raise
+        # A server that ignores Range headers (python's http.server, some static hosts): cut the
+        # requested bytes from the whole object.
+        whole = await self._call(key, lambda: self._store.get(key, prototype, None))
+        return None if whole is None else _cut(whole, byte_range)
+
+    async def get_partial_values(self, prototype: BufferPrototype,
+                                 key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:
+        ranges = list(key_ranges)
+        found = await asyncio.gather(*(self.get(key, prototype, byte_range) for key, byte_range in ranges))
+        return list(found)
+
+    async def exists(self, key: str) -> bool:
+        return await self._call(key, lambda: self._store.exists(key))
+
+    async def getsize(self, key: str) -> int:
+        return await self._call(key, lambda: self._store.getsize(key))
+
+    async def _listed(self, prefix: str, lister: Callable[[str], AsyncIterator[str]]) -> list[str]:
+        if not self.lists:
+            raise ListingUnavailableError(f"{self.where(prefix)}: the server does not list folders")
+
+        async def collect() -> list[str]:
+            return [name async for name in lister(prefix)]
+
+        return await self._call(prefix, collect)
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        for name in await self._listed(prefix, self._store.list_dir):
+            yield name
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        for name in await self._listed(prefix, self._store.list_prefix):
+            yield name
+
+
+def _cut(whole: Buffer, byte_range: ByteRequest) -> Buffer:
+    size = len(whole)
+    if isinstance(byte_range, RangeByteRequest):
+        return whole[byte_range.start:min(byte_range.end, size)]
+    if isinstance(byte_range, OffsetByteRequest):
+        return whole[byte_range.offset:]
+    if isinstance(byte_range, SuffixByteRequest):
+        return whole[max(size - byte_range.suffix, 0):]
+    raise TypeError(f"unknown byte range {byte_range!r}")
+
+
+_BUCKET_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def _client_options(options: RemoteOptions, allow_http: bool) -> dict[str, Any]:
+    return {"timeout": timedelta(seconds=options.timeout_s),
+            "connect_timeout": timedelta(seconds=min(options.timeout_s, 10.0)),
+            "allow_http": allow_http}
+
+
+def _retry_config(options: RemoteOptions) -> dict[str, Any]:
+    # A failed request is retried while its timeout lasts, with short backoff (a reset connection).
+    return {"max_retries": 3, "retry_timeout": timedelta(seconds=options.timeout_s),
+            "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2),
+                        "base": 2}}
+
+
+def _s3_credentials(options: RemoteOptions) -> Any:
+    """A boto3 credential provider when a profile is in use and boto3 is installed, else None.
+
+    obstore itself reads AWS_* variables, web identity and instance metadata; profiles in
+    ~/.aws need boto3.
+    """
+    if options.anon or os.environ.get("AWS_ACCESS_KEY_ID") or not (
+            os.environ.get("AWS_PROFILE") or os.path.exists(os.path.expanduser("~/.aws/credentials"))):
+        return None
+    try:
+        import boto3
+        from obstore.auth.boto3 import Boto3CredentialProvider
+    except ImportError:
+        return None
+    try:
+        return Boto3CredentialProvider(boto3.Session())
+    except Exception:  # no usable profile: fall back to obstore's own discovery
+        return None
+
+
+def make_object_store(url: str, options: RemoteOptions) -> Any:
+    """The obstore store for a URL (no request is made here)."""
+    from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
+
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    bucket, prefix = parts.netloc, parts.path.strip("/") or None
+    endpoint = options.endpoint.strip() if options.endpoint else None
+    allow_http = url.lower().startswith("http://") or bool(endpoint and endpoint.lower().startswith("http://"))
+    common: dict[str, Any] = {"client_options": _client_options(options, allow_http),
+                              "retry_config": _retry_config(options)}
+    if scheme in ("http", "https"):
+        return HTTPStore.from_url(url.rstrip("/"), **common)
+    if not bucket or not _BUCKET_RE.match(bucket):
+        raise RemoteOpenError(f"{url}: expected {scheme}://BUCKET/PATH")
+    if scheme in ("s3", "s3a"):
+        config: dict[str, Any] = {"skip_signature": True} if options.anon else {}
+        if endpoint:
+            config["endpoint"] = endpoint
+            config["virtual_hosted_style_request"] = False
+        region = options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        config["region"] = region or "us-east-1"
+        provider = _s3_credentials(options)
+        if provider is not None:
+            common["credential_provider"] = provider
+        return S3Store(bucket, prefix=prefix, **config, **common)
+    if scheme in ("gs", "gcs"):
+        gcs: dict[str, Any] = {"skip_signature": True} if options.anon else {}
+        if endpoint:
+            gcs["base_url"] = endpoint
+        return GCSStore(bucket, prefix=prefix, **gcs, **common)
+    if scheme in ("az", "azure", "abfs", "abfss"):
+        azure: dict[str, Any] = {"skip_signature": True} if options.anon else {}
+        if endpoint:
+            azure["endpoint"] = endpoint
+        return AzureStore.from_url(url.rstrip("/"), **azure, **common)
+    raise RemoteOpenError(f"{url}: unsupported URL scheme '{scheme}'")
+
+
+def open_remote(url: str, options: RemoteOptions) -> BoundedStore:
+    """A read-only zarr store for a URL through obstore, bounded and translated (no request yet)."""
+    try:
+        from zarr.storage import ObjectStore
+    except ImportError as exc:  # pragma: no cover - zarr >= 3.1 has it
+        raise RemoteOpenError(f"{url}: this zarr has no ObjectStore") from exc
+    try:
+        inner = make_object_store(url, options)
+    except RemoteOpenError:
+        raise
+    except Exception as exc:  # obstore raises its own config errors; none carries a secret
+        raise RemoteOpenError(f"{url}: could not set up the client ({type(exc).__name__}: {exc})") from exc
+    scheme = urlsplit(url).scheme.lower()
+    store = ObjectStore(inner, read_only=True)
+    return BoundedStore(store, url=url, options=options, lists=scheme not in UNLISTED_SCHEMES)
+
+
+def obstore_available() -> bool:
+    try:
+        import obstore  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def read_arrays(store: Store, paths: list[str]) -> list[np.ndarray | None]:
+    """Whole arrays at paths, opened and read concurrently (2 round trips in all, not 2 per array).
+
+    None for a path with no array. For readers that would otherwise open arrays one at a time.
+    """
+    import zarr.api.asynchronous as zarr_async
+    from zarr.core.sync import sync
+    from zarr.errors import NodeTypeValidationError
+
+    async def one(path: str) -> np.ndarray | None:
+        try:
+            array = await zarr_async.open_array(store=store, path=path, mode="r", zarr_format=3)
+        except (FileNotFoundError, KeyError, NodeTypeValidationError):
+            return None
+        except Exception as exc:
+            if type(exc).__name__ in ("ArrayNotFoundError", "NodeNotFoundError", "GroupNotFoundError"):
+                return None
+            raise
+        return np.asarray(await array.getitem(...))
+
+    async def all_of() -> list[np.ndarray | None]:
+        return list(await asyncio.gather(*(one(p) for p in paths)))
+
+    result: list[np.ndarray | None] = sync(all_of())
+    return result

@@ -1,0 +1,166 @@
+"""Loopback servers for remote-store tests and the remote benchmark; nothing leaves 127.0.0.1.
+
+- :func:`serve_static`: a static web server that answers 404 for a folder (no listings, like a
+  CDN or a bucket website), optionally adding a fixed delay to every request; counts requests.
+- :func:`serve_stalled`: accepts connections and never answers (timeouts).
+- :func:`moto_s3`: moto's S3 server, with :func:`upload_folder` to put a store in a bucket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+
+class RequestTally:
+    """Requests a loopback server answered, by method (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts: dict[str, int] = {}
+
+    def add(self, method: str) -> None:
+        with self._lock:
+            self.counts[method] = self.counts.get(method, 0) + 1
+
+    @property
+    def total(self) -> int:
+        with self._lock:
+            return sum(self.counts.values())
+
+
+class _StaticHandler(http.server.SimpleHTTPRequestHandler):
+    delay = 0.0
+    tally: RequestTally
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def send_head(self) -> Any:
+        self.tally.add(self.command)
+        if self.delay:
+            time.sleep(self.delay)
+        if os.path.isdir(self.translate_path(self.path)):
+            self.send_error(404, "no directory listings here")
+            return None
+        return super().send_head()
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 256  # clients keep 64+ requests in flight
+    daemon_threads = True
+
+
+@contextlib.contextmanager
+def serve_static(directory: Path, delay: float = 0.0) -> Iterator[tuple[str, RequestTally]]:
+    """Serve directory on a free loopback port with no folder listings; yields (base URL, tally)."""
+    tally = RequestTally()
+    handler = type("Handler", (_StaticHandler,), {"delay": delay, "tally": tally})
+    server = _Server(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name="static-http")
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", tally
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@contextlib.contextmanager
+def serve_stalled() -> Iterator[str]:
+    """A server that accepts connections and never answers; yields its base URL."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            held.append(connection)  # read nothing, answer nothing
+
+    thread = threading.Thread(target=accept, daemon=True, name="stalled-http")
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in held:
+            connection.close()
+        listener.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def moto_s3() -> Iterator[str]:
+    """moto's S3 server on a free loopback port, with dummy credentials set; yields its endpoint."""
+    from moto.server import ThreadedMotoServer
+
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def s3_client(endpoint: str) -> Any:
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def upload_folder(endpoint: str, bucket: str, folder: Path, prefix: str) -> int:
+    """Upload every file below folder to s3://bucket/prefix/...; returns the number of objects."""
+    client = s3_client(endpoint)
+    with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
+        client.create_bucket(Bucket=bucket)
+    files = [p for p in folder.rglob("*") if p.is_file()]
+
+    def put(path: Path) -> None:
+        key = f"{prefix}/{path.relative_to(folder).as_posix()}"
+        client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(put, files))
+    return len(files)
+
+
+def tree_kinds(h: Any, path: str = "") -> dict[str, str]:
+    """Every node below path (a Hierarchy) and its kind, walking the whole tree."""
+    found: dict[str, str] = {}
+    for node in h.children(path):
+        found[node.path] = node.kind.value
+        if node.kind.is_container:
+            found.update(tree_kinds(h, node.path))
+    return found
