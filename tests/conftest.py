@@ -20,9 +20,14 @@ PEER_DATA = DATA / "peer-data"
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The demo index and other cached files go to a test folder, never the user's cache."""
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The demo index, other cached files and the log go to test folders, never the user's."""
+    from ecpfs_viewer.logs import LOG_DIR_ENV, remove_handlers
+
     monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path_factory.mktemp("logs")))
+    yield
+    remove_handlers()  # what a test's configure_logging (or cli.main) installed
 
 
 @pytest.fixture
