@@ -1,7 +1,7 @@
 """The `ecpfs-viewer` command: the GUI by default, subcommands info / check / build / search.
 
 Subcommands are registered by small modules (`cli_read`, `cli_build`) so each stays next to the
-model code it drives; this file only dispatches.
+model code it drives; this file sets up logging and dispatches.
 """
 
 from __future__ import annotations
