@@ -27,8 +27,9 @@ from PySide6.QtCore import QEventLoop, QTimer
 from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.app import create_main_window, ensure_application
 from ecpfs_viewer.gui.main_window import MainWindow
-from ecpfs_viewer.gui.tree_model import LoadState, describe_node
+from ecpfs_viewer.gui.tree_model import LoadState
 from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.node_summary import summarize_node
 from ecpfs_viewer.model.stores import open_store
 
 TICK_MS = 10
@@ -114,7 +115,7 @@ def gui_thread_baseline(path: Path) -> list[tuple[str, float]]:
     started = time.perf_counter()
     nodes = hierarchy.children("lvl_3")
     for node in nodes:
-        describe_node(hierarchy, node.path)
+        summarize_node(hierarchy, node.path)
     figures.append((f"list lvl_3 ({len(nodes):,} nodes) with row counts", time.perf_counter() - started))
     return figures
 

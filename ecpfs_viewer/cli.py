@@ -1,16 +1,21 @@
 """The `ecpfs-viewer` command: the GUI by default, subcommands info / check / build / search.
 
 Subcommands are registered by small modules (`cli_read`, `cli_build`) so each stays next to the
-model code it drives; this file only dispatches.
+model code it drives; this file sets up logging and dispatches.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import platform
 import sys
 from collections.abc import Sequence
 
 from ecpfs_viewer import __version__
+from ecpfs_viewer.logs import configure_logging
+
+log = logging.getLogger(__name__)
 
 SUBCOMMANDS = ("info", "check", "build", "search")
 
@@ -24,8 +29,10 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer build IN.npy OUT.zarr  build an index from a .npy file
   ecpfs-viewer search INDEX ...     eCP search, exact search and recall@k
 
-Run `ecpfs-viewer SUBCOMMAND --help` for the options of each subcommand.
+Run `ecpfs-viewer SUBCOMMAND --help` for the options of each subcommand. --verbose (anywhere on
+the line) prints debug messages on stderr; errors are also kept in a log file.
 """
+VERBOSE_HELP = "print debug messages on stderr (errors are always kept in the log file)"
 
 
 def build_subcommand_parser() -> argparse.ArgumentParser:
@@ -33,6 +40,7 @@ def build_subcommand_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ecpfs-viewer", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     subparsers = parser.add_subparsers(dest="command", required=True)
     from ecpfs_viewer import cli_build, cli_read
 
@@ -54,15 +62,27 @@ def build_gui_parser() -> argparse.ArgumentParser:
                         help="save the window to PNG once the store has opened, then quit "
                              "(exit 0 opened, 1 could not open)")
     parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     return parser
 
 
 def version_text() -> str:
+    """What --version prints (the About box shows the same number)."""
     return f"ecpfs-viewer {__version__}"
 
 
+def split_verbose(args_list: list[str]) -> tuple[bool, list[str]]:
+    """--verbose / -v may come anywhere (before or after the subcommand): take it out first."""
+    rest = [arg for arg in args_list if arg not in ("-v", "--verbose")]
+    return len(rest) != len(args_list), rest
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    """Run a subcommand, or the desktop application; returns the exit status."""
+    verbose, args_list = split_verbose(list(sys.argv[1:] if argv is None else argv))
+    log_file = configure_logging(verbose=verbose)
+    log.debug("ecpfs-viewer %s, Python %s on %s; arguments %s; log file %s", __version__,
+              platform.python_version(), platform.platform(), args_list, log_file or "none")
     if args_list and args_list[0] in SUBCOMMANDS:
         args = build_subcommand_parser().parse_args(args_list)
         return int(args.func(args))

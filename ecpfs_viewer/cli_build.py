@@ -1,6 +1,8 @@
 """`ecpfs-viewer build` and `ecpfs-viewer search`: the builder and eCP search on a terminal.
 
-Bad input ends with one clear line on stderr and exit status 1, and nothing written.
+Registered by ``cli.py``. Input that parses but cannot be used (a missing or malformed .npy, an
+existing output, an unknown item) ends with one ``ecpfs-viewer: error:`` line on stderr, exit
+status 1 and nothing written; argparse's own usage errors exit 2.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from enum import Enum
 from typing import Any
+
+import numpy as np
 
 from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_stats, summarize
 from ecpfs_viewer.model.formatting import format_age, format_value
@@ -22,7 +25,7 @@ from ecpfs_viewer.model.validation import ValidationReport, validate
 EXIT_OK, EXIT_ERRORS, EXIT_CANNOT_OPEN = 0, 1, 2
 
 
-def add_info_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_info_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `info PATH [--json]`."""
     parser = subparsers.add_parser("info", help="print the index summary (like `ecp info`, and more)",
                                    description="Print the summary of an ecpfs index: what `ecp info` prints, "
@@ -35,7 +38,7 @@ def add_info_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     return parser
 
 
-def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `check PATH`."""
     parser = subparsers.add_parser("check", help="validate an index (exit 0 ok, 1 errors, 2 cannot open)",
                                    description="Validate an ecpfs index against the format checklist. "
@@ -111,9 +114,10 @@ def collect_level_stats(h: Hierarchy, summary: IndexSummary) -> list[LevelStats]
 
 
 def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):
+    """numpy scalars and enums (severity, generation) as plain JSON values; anything else as text."""
+    if isinstance(value, np.generic):
         return value.item()
-    if hasattr(value, "value"):
+    if isinstance(value, Enum):
         return value.value
     return str(value)
 

@@ -6,24 +6,35 @@ import functools
 import http.server
 import os
 import shutil
+import subprocess
 import sys
+import sysconfig
+import tempfile
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
 TWO_CLUSTERS = DATA / "two_clusters.zarr"
 PEER_DATA = DATA / "peer-data"
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The demo index and other cached files go to a test folder, never the user's cache."""
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The demo index, other cached files and the log go to test folders, never the user's."""
+    from ecpfs_viewer.logs import LOG_DIR_ENV, remove_handlers
+
     monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path_factory.mktemp("logs")))
+    yield
+    remove_handlers()  # what a test's configure_logging (or cli.main) installed
 
 
 @pytest.fixture
@@ -80,3 +91,114 @@ def moto_endpoint() -> Iterator[str]:
     with remote_fixtures.moto_s3() as endpoint:
         remote_fixtures.upload_folder(endpoint, "ecpfs", TWO_CLUSTERS, "two_clusters.zarr")
         yield endpoint
+
+
+# -- running as 'nobody' -----------------------------------------------------------------------
+# Root ignores file permissions, so tests of "permission denied" re-run their check as uid 65534.
+# That user must be able to read an interpreter, its standard library, the dependencies and this
+# checkout, which fails when any of them lives under a folder it cannot enter (a venv under /root).
+NOBODY = 65534
+_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
+# the same minor version, so the dependencies' compiled extensions load
+_PROBE = "import sys, numpy, zarr, ecpfs_viewer.model.stores; print('%d.%d' % sys.version_info[:2])"
+# never imported as 'nobody' (the model is Qt-free), and most of site-packages' size
+_NOT_MIRRORED = shutil.ignore_patterns("__pycache__", "PySide6*", "shiboken6*")
+
+
+@dataclass(frozen=True)
+class NobodyPython:
+    """How to run this checkout's Python code as uid 65534: an interpreter and an environment it can read."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+
+    def run(self, args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        """subprocess.run of the interpreter with args, as uid 65534 (text output)."""
+        env = {**self.env, **kwargs.pop("env", {})}
+        return subprocess.run([*self.argv, *args], env=env, user=NOBODY, text=True, **kwargs)
+
+
+def _runs_as_nobody(python: NobodyPython) -> bool:
+    try:
+        done = python.run(["-c", _PROBE], capture_output=True, timeout=60, cwd="/")
+    except OSError:  # not executable by that user at all
+        return False
+    return done.returncode == 0 and done.stdout.strip() == _VERSION
+
+
+def _interpreters() -> list[str]:
+    """This interpreter, the one its venv was made from, then the system's of the same version."""
+    found = [sys.executable, os.path.realpath(getattr(sys, "_base_executable", sys.executable))]
+    found += [p for p in (shutil.which(f"python{_VERSION}", path="/usr/local/bin:/usr/bin:/bin"),) if p]
+    return list(dict.fromkeys(found))
+
+
+def _first_that_runs(pythons: list[NobodyPython]) -> NobodyPython | None:
+    return next((python for python in pythons if _runs_as_nobody(python)), None)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)  # costs no space on the same file system
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _link_tree(source: Path, target: Path, ignore: Any = _NOT_MIRRORED) -> None:
+    """A copy of a folder, hard-linked where it can be."""
+    shutil.copytree(source, target, symlinks=True, copy_function=_link_or_copy, ignore=ignore)
+
+
+def find_nobody_python(mirror: Path) -> tuple[NobodyPython | None, list[str]]:
+    """A Python that uid 65534 can run with numpy, zarr and this checkout importable.
+
+    Tried in order: an interpreter as it is; with the checkout and site-packages mirrored into
+    ``mirror`` (a folder 65534 can read); then a mirrored copy of the base interpreter too.
+    Returns the Python (or None) and what was tried."""
+    sites = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *sites]))
+    tried = [f"{p} (in place)" for p in _interpreters()]
+    found = _first_that_runs([NobodyPython((p, "-s"), env) for p in _interpreters()])
+    if found is not None:
+        return found, tried
+    paths = [mirror / "src"]
+    _link_tree(REPO / "ecpfs_viewer", mirror / "src" / "ecpfs_viewer")
+    if (REPO / "resources").is_dir() and not (mirror / "src" / "ecpfs_viewer" / "resources").exists():
+        _link_tree(REPO / "resources", mirror / "src" / "ecpfs_viewer" / "resources")
+    for number, site in enumerate(sites):
+        paths.append(mirror / f"site-{number}")
+        _link_tree(Path(site), paths[-1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, paths)))
+    tried += [f"{p} with the checkout and site-packages mirrored to {mirror}" for p in _interpreters()]
+    found = _first_that_runs([NobodyPython((p, "-s"), env) for p in _interpreters()])
+    if found is not None:
+        return found, tried
+    home = mirror / "python"  # the base installation: binary, libpython, standard library
+    base = Path(sys.base_prefix)
+    stdlib = Path(sysconfig.get_path("stdlib"))
+    _link_tree(base / "bin", home / "bin")
+    (home / "lib").mkdir(parents=True, exist_ok=True)
+    for library in base.joinpath("lib").glob("libpython*"):
+        shutil.copy2(library, home / "lib" / library.name, follow_symlinks=False)
+    _link_tree(stdlib, home / "lib" / stdlib.name,
+               ignore=shutil.ignore_patterns("__pycache__", "site-packages", "test", "config-*"))
+    env = dict(env, PYTHONHOME=str(home), LD_LIBRARY_PATH=str(home / "lib"))
+    binary = home / "bin" / f"python{_VERSION}"
+    tried.append(f"{binary} (a mirror of {base})")
+    return _first_that_runs([NobodyPython((str(binary), "-s"), env)]), tried
+
+
+@pytest.fixture(scope="session")
+def nobody_python() -> Iterator[NobodyPython]:
+    """A Python that uid 65534 can run (root only); skips when no such Python can be made."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can run a process as uid 65534")
+    mirror = Path(tempfile.mkdtemp(prefix="ecpfs-nobody-"))  # under /tmp, which 65534 can enter
+    mirror.chmod(0o755)
+    try:
+        python, tried = find_nobody_python(mirror)
+        if python is None:
+            pytest.skip("no Python runs as uid 65534; tried: " + "; ".join(tried))
+        yield python
+    finally:
+        shutil.rmtree(mirror, ignore_errors=True)

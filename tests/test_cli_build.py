@@ -158,7 +158,7 @@ def test_existing_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert _build(work, "good.npy", "--overwrite", "--quiet") == 0
 
 
-def test_unwritable_output_folder() -> None:
+def test_unwritable_output_folder(request: pytest.FixtureRequest) -> None:
     """A real read-only folder. Root ignores permissions, so as root the build runs as 'nobody'."""
     base = Path(tempfile.mkdtemp(prefix="ecpfs-ro-"))  # under /tmp, reachable by 'nobody'
     ro = base / "ro"
@@ -168,11 +168,14 @@ def test_unwritable_output_folder() -> None:
         base.chmod(0o755)
         (base / "good.npy").chmod(0o644)
         ro.chmod(stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
-        command = [sys.executable, "-m", "ecpfs_viewer", "build", str(base / "good.npy"), str(ro / "out.zarr"),
-                   "--levels", "1", "--target-cluster-items", "5", "--quiet"]
-        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=base,
-                              user=65534 if os.geteuid() == 0 else None)
+        args = ["-m", "ecpfs_viewer", "build", str(base / "good.npy"), str(ro / "out.zarr"),
+                "--levels", "1", "--target-cluster-items", "5", "--quiet"]
+        if os.geteuid() == 0:
+            done = request.getfixturevalue("nobody_python").run(args, capture_output=True, timeout=120, cwd=base)
+        else:
+            env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+            done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, env=env,
+                                  cwd=base)
         assert done.returncode == 1, done.stderr
         assert "cannot be written" in done.stderr
         assert os.listdir(ro) == []

@@ -113,3 +113,20 @@ def test_info_over_http(capsys, http_data_url: str) -> None:
     code, out, err = run(capsys, "info", f"{http_data_url}/two_clusters.zarr/")
     assert code == 0, err
     assert "Total Representatives: 4" in out and "lvl_2 (leaves)" in out
+
+
+def test_version_is_the_package_version(capsys) -> None:
+    from ecpfs_viewer import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"ecpfs-viewer {__version__}"
+
+
+def test_verbose_prints_debug_lines_on_stderr(capsys, two_clusters_path: Path) -> None:
+    code, out, err = run(capsys, "info", str(two_clusters_path))
+    assert code == 0 and "DEBUG" not in err
+    code, verbose_out, err = run(capsys, "info", str(two_clusters_path), "--verbose")
+    assert code == 0 and verbose_out == out  # the report itself is unchanged
+    assert " DEBUG ecpfs_viewer.cli [MainThread]: ecpfs-viewer " in err

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -65,6 +66,17 @@ def test_wheel_contains_resources_and_entry_point(wheel):
     assert parser["console_scripts"]["ecpfs-viewer"].strip() == "ecpfs_viewer.cli:main"
     assert "ecpfs_viewer/gui/build_dialog.py" in names and "ecpfs_viewer/model/demo.py" in names
     assert not any(n.startswith(("tests/", "packaging/", "resources/")) for n in names)
+
+
+def test_wheel_version_is_the_package_version(wheel):
+    """One version number: pyproject reads it from ecpfs_viewer.__version__."""
+    from ecpfs_viewer import __version__
+
+    assert "version" not in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert wheel.name.startswith(f"ecpfs_viewer-{__version__}-")
+    with zipfile.ZipFile(wheel) as zf:
+        (metadata,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        assert f"\nVersion: {__version__}\n" in zf.read(metadata).decode()
 
 
 def test_installed_wheel_loads_the_demo_data_from_its_own_files(wheel, tmp_path):

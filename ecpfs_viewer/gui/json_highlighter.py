@@ -21,8 +21,8 @@ def _shift(color: QColor, hue: int, dark: bool) -> QColor:
     Fixed lightness per theme (dark text on light bases, light text on dark ones) keeps every
     token legible: a pure hue such as (0, 255, 0) is unreadable on white.
     """
-    h, _s, _l, a = color.getHsl()
-    return QColor.fromHsl((max(h, 0) + hue) % 360, 170 if dark else 200, 175 if dark else 85, a)
+    return QColor.fromHsl((max(color.hslHue(), 0) + hue) % 360, 170 if dark else 200, 175 if dark else 85,
+                          color.alpha())
 
 
 class JsonHighlighter(QSyntaxHighlighter):

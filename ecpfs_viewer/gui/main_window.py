@@ -2,20 +2,27 @@
 
 The window only wires things together: opening a store, the tree and every panel do their
 I/O through :class:`BackgroundRunner`, and the status bar shows what the last action read.
-Panels owned by other modules (overview, plot pane, build dialog, about box) are imported
-lazily so the window keeps working while one of them is missing from a build.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDragMoveEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
@@ -46,6 +53,7 @@ from ecpfs_viewer.gui.start_page import StartPage
 from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy, TreeItem
 from ecpfs_viewer.gui.widgets import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
+from ecpfs_viewer.model.build import BuildProgress
 from ecpfs_viewer.model.demo import ensure_demo_index
 from ecpfs_viewer.model.derived_listing import listing_note
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
@@ -105,7 +113,7 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(800, 500)
         self._hierarchy: Hierarchy | None = None
         self._location: str | None = None
-        self._layout_info: Any = None
+        self._layout_info: IndexLayout | None = None
         self._pending_expand: set[str] = set()
         self._pending_select: str | None = None
         self._open_runner = BackgroundRunner(self)
@@ -205,7 +213,8 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([340, 940])
         self.browser = self.splitter
 
-    def _action(self, text: str, slot: Any, shortcut: Any = None, icon: str | None = None) -> QAction:
+    def _action(self, text: str, slot: Callable[[], object], shortcut: str | None = None,
+                icon: str | None = None) -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))  # explicit keys: standard bindings differ per platform
@@ -269,7 +278,7 @@ class MainWindow(QMainWindow):
         return self._location
 
     @property
-    def index_layout(self) -> Any:
+    def index_layout(self) -> IndexLayout | None:
         return self._layout_info
 
     def is_busy(self) -> bool:
@@ -376,16 +385,14 @@ class MainWindow(QMainWindow):
         self._demo_runner.run(ensure_demo_index, on_result=self._on_demo_ready, on_error=self._on_demo_failed,
                               on_progress=self._on_demo_progress)
 
-    def _on_demo_progress(self, progress: Any) -> None:
-        total = int(getattr(progress, "total", 0) or 0)
-        self.progress.setRange(0, max(total, 0))
-        self.progress.setValue(int(getattr(progress, "done", 0) or 0))
-        self.progress.setFormat(f"{getattr(progress, 'phase', '')} %p%")
-        message = getattr(progress, "message", "")
-        if message:
-            self.statusBar().showMessage(f"Demo index: {message}")
+    def _on_demo_progress(self, progress: BuildProgress) -> None:
+        self.progress.setRange(0, max(progress.total, 0))
+        self.progress.setValue(progress.done)
+        self.progress.setFormat(f"{progress.phase} %p%")
+        if progress.message:
+            self.statusBar().showMessage(f"Demo index: {progress.message}")
 
-    def _on_demo_ready(self, path: Any) -> None:
+    def _on_demo_ready(self, path: Path) -> None:
         self.progress.hide()
         self.open_location(str(path))
 
@@ -429,7 +436,7 @@ class MainWindow(QMainWindow):
         else:
             event.ignore()
 
-    def dragMoveEvent(self, event: Any) -> None:
+    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
         event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
@@ -468,7 +475,7 @@ class MainWindow(QMainWindow):
             self.tree.setModel(self.proxy)
         else:
             self.tree.setModel(self.tree_model)
-            self.proxy.setSourceModel(None)
+            self.proxy.setSourceModel(None)  # type: ignore[arg-type]  # detaches it; the stubs omit None
         self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
         for path in expanded:
             self.tree.expand(self.view_index(self.tree_model.index_for_path(path)))

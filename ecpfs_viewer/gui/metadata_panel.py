@@ -31,7 +31,7 @@ from ecpfs_viewer.gui.chunk_map import ChunkMapWidget
 from ecpfs_viewer.gui.json_highlighter import JsonHighlighter
 from ecpfs_viewer.gui.widgets import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.chunks import chunk_stats
+from ecpfs_viewer.model.chunks import ChunkStats, chunk_stats
 from ecpfs_viewer.model.formatting import format_bytes, format_shape
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeDetails, NodeKind
 
@@ -64,8 +64,9 @@ def describe_codecs(codecs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def summary_rows(details: NodeDetails, stats: Any = None, stats_error: str | None = None) -> list[tuple[str, str]]:
-    """The summary as (label, text) rows; stats is a ChunkStats once it has been computed."""
+def summary_rows(details: NodeDetails, stats: ChunkStats | None = None,
+                 stats_error: str | None = None) -> list[tuple[str, str]]:
+    """The summary as (label, text) rows; stats once the chunk statistics have been computed."""
     node = details.node
     rows: list[tuple[str, str]] = [("Path", "/" + node.path), ("Kind", node.kind.value)]
     rows.append(("Zarr format", str(node.zarr_format) if node.zarr_format else "— (no metadata)"))
@@ -88,9 +89,8 @@ def summary_rows(details: NodeDetails, stats: Any = None, stats_error: str | Non
             rows.append(("Compression ratio", "—" if ratio is None else f"{ratio:.2f} : 1"))
             rows.append(("Chunks", f"{stats.n_present:,} stored, {stats.n_missing:,} missing (read as fill) "
                                    f"of {stats.n_chunks:,}"))
-            underfill = getattr(stats, "underfill", None)
-            if underfill is not None:
-                rows.append(("Node chunk use", underfill.describe()))
+            if stats.underfill is not None:
+                rows.append(("Node chunk use", stats.underfill.describe()))
         elif stats_error:
             rows.append(("Stored size", f"unknown: {stats_error}"))
         else:
@@ -149,7 +149,7 @@ class MetadataPanel(QWidget):
         self._hierarchy: Hierarchy | None = None
         self._path: str | None = None
         self._details: NodeDetails | None = None
-        self._stats: Any = None
+        self._stats: ChunkStats | None = None
         self._stats_error: str | None = None
         self._runner = BackgroundRunner(self)
         self._stats_runner = BackgroundRunner(self)
@@ -218,7 +218,7 @@ class MetadataPanel(QWidget):
         return self._path
 
     @property
-    def chunk_stats(self) -> Any:
+    def chunk_stats(self) -> ChunkStats | None:
         return self._stats
 
     def show_node(self, hierarchy: Hierarchy, path: str) -> None:
@@ -285,7 +285,7 @@ class MetadataPanel(QWidget):
         self._render_summary()
         self._set_chunk_message(f"Could not list the chunks: {message}")
 
-    def _on_chunk_clicked(self, chunk_index: tuple) -> None:
+    def _on_chunk_clicked(self, chunk_index: tuple[int, ...]) -> None:
         if self._details is None or self._details.array is None or self._path is None:
             return
         from ecpfs_viewer.model.subset import chunk_selection_text

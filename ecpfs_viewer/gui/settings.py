@@ -39,7 +39,7 @@ def recent_locations() -> list[str]:
     value = settings().value(_RECENT_KEY, [])
     if isinstance(value, str):  # QSettings returns a bare string for a one-element list
         value = [value]
-    return [str(v) for v in (value or []) if v]
+    return [str(v) for v in value if v] if isinstance(value, list) else []
 
 
 def add_recent_location(location: str) -> list[str]:

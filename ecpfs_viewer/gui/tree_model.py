@@ -9,9 +9,7 @@ for an item that was refreshed or closed since is dropped.
 
 from __future__ import annotations
 
-import re
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from enum import Enum
 from functools import partial
 from typing import Any
@@ -32,17 +30,13 @@ from PySide6.QtWidgets import QApplication
 from ecpfs_viewer.gui.action_cost import Measured, measured
 from ecpfs_viewer.gui.icons import kind_icon
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.ecpfs import cached_level_stats, forget_level_stats
-from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, base_name, describe_exception, parent_path
+from ecpfs_viewer.model.ecpfs import forget_level_stats
+from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, base_name
+from ecpfs_viewer.model.node_summary import NodeSummary, needs_summary, summarize_nodes
 from ecpfs_viewer.model.stores import join_key
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 KIND_ROLE = Qt.ItemDataRole.UserRole + 2
-DETAIL_BATCH = 250
-_ECPFS_NODE_RE = re.compile(r"(^|/)lvl_\d+/node_\d+$")
-_LEVEL_PATH_RE = re.compile(r"^lvl_(\d+)$")  # a level of the index at the store's root
-_SHAPE_RE = re.compile(rb'"shape"\s*:\s*\[\s*(\d+)\s*[,\]]')
-_ARRAY_TYPE_RE = re.compile(rb'"node_type"\s*:\s*"array"')
 _Index = QModelIndex | QPersistentModelIndex
 # QTreeView calls index / hasChildren / flags (twice) for every row of an expanded group on each
 # full relayout: each is a C++ -> Python call that must take the GIL, so a 4,000-node level costs
@@ -117,92 +111,18 @@ class Listing:
         self.rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
                      for row, child in enumerate(children)]
         self.by_path = {row.path: row for row in self.rows}
-        self.wanted = [child.path for child in children if needs_description(child)]
+        self.wanted = [child.path for child in children if needs_summary(child)]
 
 
-def describe_nodes(hierarchy: Hierarchy, paths: list[str], *,
-                   progress: Callable[[list[tuple[str, str, str | None]]], None],
-                   cancel: threading.Event) -> list[tuple[str, str, str | None]]:
-    """Second-column text (and an error, if any) for each path, sent back in batches."""
-    batch: list[tuple[str, str, str | None]] = []
-    known = _LevelRows(hierarchy)
-    for path in paths:
-        if cancel.is_set():
-            return []
-        batch.append(describe_node(hierarchy, path, known))
-        if len(batch) >= DETAIL_BATCH:
-            progress(batch)
-            batch = []
-    return batch
-
-
-class _LevelRows:
-    """Node rows from level statistics already computed for validation or the overview (shared)."""
-
-    def __init__(self, hierarchy: Hierarchy) -> None:
-        self.hierarchy = hierarchy
-        self._levels: dict[str, dict[int, int] | None] = {}
-
-    def rows(self, path: str) -> int | None:
-        level_path, _, name = path.rpartition("/")
-        if level_path not in self._levels:
-            match = _LEVEL_PATH_RE.match(level_path)
-            stats = cached_level_stats(self.hierarchy, int(match.group(1))) if match else None
-            self._levels[level_path] = None if stats is None else dict(zip(stats.node_ids.tolist(),
-                                                                           stats.sizes.tolist(), strict=False))
-        sizes = self._levels[level_path]
-        if sizes is None or not name.startswith("node_") or not name[5:].isdigit():
-            return None
-        return sizes.get(int(name[5:]))
-
-
-def describe_node(hierarchy: Hierarchy, path: str, known: _LevelRows | None = None) -> tuple[str, str, str | None]:
-    """(path, text, error): "8 x 2 float32" for arrays, "4 rows" for ecpfs nodes."""
-    try:
-        node = hierarchy.node(path)
-        if node.kind is NodeKind.ARRAY:
-            details = hierarchy.details(path)
-            if details.error or details.array is None:
-                return path, "unreadable metadata", details.error or f"{path}: no array metadata"
-            return path, f"{details.array.describe_shape()}  {details.array.dtype}", None
-        if node.kind.is_container and _ECPFS_NODE_RE.search(path):
-            rows = known.rows(path) if known is not None else None
-            if rows is None:
-                rows = _node_rows(hierarchy, join_key(path, "embeddings"))
-            if rows is not None:
-                return path, f"{rows:,} row" + ("" if rows == 1 else "s"), None
-        return path, "", None
-    except Exception as exc:  # one bad node must not stop its siblings' details
-        return path, "unreadable metadata", f"{path}: {describe_exception(exc)}"
-
-
-def _node_rows(hierarchy: Hierarchy, path: str) -> int | None:
-    """Rows of an ecpfs node's embeddings from the stored shape (thousands per level: a plain JSON
-    parse, or a scan of the bytes when the document names one shape)."""
-    from ecpfs_viewer.model.ecpfs import parse_array_meta
-
-    if not hierarchy.is_listed(parent_path(path)):  # the usual case: read the one document directly
-        raw = hierarchy.store.read(hierarchy.store.key(path, "zarr.json"))
-        rows = None if raw is None else _scan_rows(raw)
-        if rows is not None:
-            return rows
-    node = hierarchy.node(path)
-    if node.kind is not NodeKind.ARRAY or node.raw is None:
-        return None
-    meta = parse_array_meta(node.path, node.raw, node.zarr_format)
-    return None if isinstance(meta, str) or not meta.shape else meta.rows
-
-
-def _scan_rows(raw: bytes) -> int | None:
-    """The first dimension of a Zarr v3 array document, when it unambiguously has one (else None)."""
-    if raw.count(b'"shape"') != 1 or raw.count(b'"node_type"') != 1 or not _ARRAY_TYPE_RE.search(raw):
-        return None
-    match = _SHAPE_RE.search(raw)
-    return None if match is None else int(match.group(1))
-
-
-def needs_description(node: Node) -> bool:
-    return node.kind is NodeKind.ARRAY or (node.kind.is_container and bool(_ECPFS_NODE_RE.search(node.path)))
+def detail_text(summary: NodeSummary) -> str:
+    """The second column: "8 x 2  float32" for arrays, "4 rows" for ecpfs nodes."""
+    if summary.error:
+        return "unreadable metadata"
+    if summary.kind is NodeKind.ARRAY:
+        return f"{summary.shape}  {summary.dtype}"
+    if summary.rows is not None:
+        return f"{summary.rows:,} row" + ("" if summary.rows == 1 else "s")
+    return ""
 
 
 class HierarchyTreeModel(QAbstractItemModel):
@@ -400,7 +320,7 @@ class HierarchyTreeModel(QAbstractItemModel):
     def _describe(self, item: TreeItem, token: tuple[int, int], paths: list[str]) -> None:
         if token != (self._generation, item.version) or self._hierarchy is None:
             return
-        self._runner.run(describe_nodes, self._hierarchy, paths, on_result=partial(self._on_described, token),
+        self._runner.run(summarize_nodes, self._hierarchy, paths, on_result=partial(self._on_described, token),
                          on_progress=partial(self._on_described, token), supersede=False)
 
     def _on_list_failed(self, item: TreeItem, token: tuple[int, int], message: str) -> None:
@@ -413,19 +333,20 @@ class HierarchyTreeModel(QAbstractItemModel):
         self.listing_failed.emit(item.path, message)
         self._reveal = None
 
-    def _on_described(self, token: tuple[int, int], batch: list[tuple[str, str, str | None]]) -> None:
+    def _on_described(self, token: tuple[int, int], batch: list[NodeSummary]) -> None:
         if token[0] != self._generation or not batch:
             return
         rows: dict[int, list[int]] = {}
         parents: dict[int, TreeItem] = {}
         errors: list[TreeItem] = []
-        for path, text, error in batch:
-            item = self._by_path.get(path)
+        for summary in batch:
+            item = self._by_path.get(summary.path)
             if item is None or item.parent is None:
                 continue
+            error = summary.error
             if error and error != item.error:
                 errors.append(item)
-            item.detail, item.error = text, error or item.error
+            item.detail, item.error = detail_text(summary), error or item.error
             rows.setdefault(id(item.parent), []).append(item.row)
             parents[id(item.parent)] = item.parent
         # One dataChanged per parent, over the details column only: for a range that touches column 0
@@ -506,7 +427,7 @@ class HierarchyTreeModel(QAbstractItemModel):
             self.fetchMore(source)
         else:  # an array: re-read its metadata for the details column
             token = (self._generation, item.version)
-            self._runner.run(describe_nodes, self._hierarchy, [item.path],
+            self._runner.run(summarize_nodes, self._hierarchy, [item.path],
                              on_result=partial(self._on_described, token),
                              on_progress=partial(self._on_described, token), supersede=False)
         self.dataChanged.emit(source, source.siblingAtColumn(1))

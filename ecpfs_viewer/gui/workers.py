@@ -8,6 +8,7 @@ for a node the user already left are thrown away (a generation counter, as napar
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
@@ -16,8 +17,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
-from ecpfs_viewer.model.hierarchy import describe_exception
+from ecpfs_viewer.model.errors import describe_exception
 
+log = logging.getLogger(__name__)
 _POOL: QThreadPool | None = None
 # Long CPU-bound Python jobs (validation, decoding a level's node_ids) run one at a time: every
 # Python call Qt makes in the GUI thread (model index/data, paint overrides) must take the GIL, and
@@ -40,6 +42,10 @@ def wait_for_workers(timeout_ms: int = 5000) -> bool:
     return thread_pool().waitForDone(timeout_ms)
 
 
+# on_result, on_error, on_progress and the cancel flag of one request
+_Callbacks = tuple[Callable[[Any], None], Callable[[str], None] | None, Callable[[Any], None] | None, threading.Event]
+
+
 class _TaskSignals(QObject):
     result = Signal(int, object, float)
     error = Signal(int, str, str)
@@ -58,6 +64,7 @@ class _Task(QRunnable):
         if self.heavy:
             with _HEAVY:
                 if self.cancel.is_set():  # superseded while waiting its turn (e.g. the user moved on)
+                    log.debug("%s: cancelled before it started", _name(self.fn))
                     self.signals.error.emit(self.request, "cancelled before it started", "")
                     return
                 self._run()
@@ -73,9 +80,20 @@ class _Task(QRunnable):
             else:
                 value = self.fn(*self.args)
         except BaseException as exc:  # every failure becomes a message the UI can show
-            self.signals.error.emit(self.request, describe_exception(exc), traceback.format_exc())
+            message = describe_exception(exc)
+            # the traceback goes to the log; a job stopped on request is no error
+            log.log(logging.DEBUG if self.cancel.is_set() else logging.ERROR, "%s failed: %s", _name(self.fn),
+                    message, exc_info=True)
+            self.signals.error.emit(self.request, message, traceback.format_exc())
             return
-        self.signals.result.emit(self.request, value, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        log.debug("%s done in %.3f s", _name(self.fn), seconds)
+        self.signals.result.emit(self.request, value, seconds)
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    """A readable name of a job for the log ("Hierarchy.details", "partial(measured)")."""
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
 class BackgroundRunner(QObject):
@@ -87,8 +105,7 @@ class BackgroundRunner(QObject):
         super().__init__(parent)
         self._next = 0
         self._generation_floor = 0  # results of requests below this are dropped
-        self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None] | None,
-                                         Callable[[Any], None] | None, threading.Event]] = {}
+        self._callbacks: dict[int, _Callbacks] = {}
         self._signals = _TaskSignals()
         self._signals.result.connect(self._on_result)
         self._signals.error.connect(self._on_error)
@@ -130,7 +147,7 @@ class BackgroundRunner(QObject):
     def busy(self) -> bool:
         return bool(self._callbacks)
 
-    def _finish(self, request: int):
+    def _finish(self, request: int) -> _Callbacks | None:
         entry = self._callbacks.pop(request, None)
         if not self._callbacks:
             self.busy_changed.emit(False)

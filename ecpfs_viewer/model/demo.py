@@ -10,7 +10,6 @@ import gzip
 import importlib.resources
 import os
 import shutil
-import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -18,12 +17,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import platformdirs
 
+from ecpfs_viewer import APP_DIR_NAME
 from ecpfs_viewer.model.build import BuildError, BuildParams, BuildProgress, build_index
 
 #: Environment variable that overrides the cache directory (tests point it at a tmp dir).
 CACHE_ENV = "ECPFS_VIEWER_CACHE"
-APP_DIR_NAME = "ecpfs-viewer"
 DEMO_RESOURCE = "digits.csv.gz"
 DEMO_ROWS, DEMO_DIM = 1797, 64
 #: How the demo index is built; change DEMO_INDEX_NAME with it so old caches are not reused.
@@ -32,18 +32,11 @@ DEMO_INDEX_NAME = "digits-demo-v1.zarr"
 
 
 def cache_dir() -> Path:
-    """The user cache directory of ecpfs-viewer (XDG on Linux, Library/Caches on macOS, LOCALAPPDATA on Windows)."""
+    """The user cache directory of ecpfs-viewer (~/.cache/ecpfs-viewer on Linux), or the override."""
     override = os.environ.get(CACHE_ENV)
     if override:
         return Path(override).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-        return base / APP_DIR_NAME / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / APP_DIR_NAME
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / APP_DIR_NAME
+    return Path(platformdirs.user_cache_dir(APP_DIR_NAME, appauthor=False))
 
 
 def demo_index_path() -> Path:

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 
 from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.app import create_main_window
+from ecpfs_viewer.gui.build_dialog import BuildDialog
 from ecpfs_viewer.gui.main_window import MainWindow
 from ecpfs_viewer.gui.tree_model import LoadState
 from ecpfs_viewer.gui.workers import thread_pool
@@ -247,7 +248,7 @@ def test_drop_npy_opens_the_build_dialog_prefilled(qtbot, window, tmp_path):
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(source))])
     assert drop(win, mime)
-    dialog = win._build_dialog
+    dialog = win.findChild(BuildDialog)
     assert dialog is not None and dialog.isVisible()
     assert str(source) in [w.text() for w in dialog.findChildren(type(win.filter_edit))]
     dialog.close()

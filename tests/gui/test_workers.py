@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
+from pathlib import Path
 
-from ecpfs_viewer.gui.workers import BackgroundRunner, wait_for_workers
+from ecpfs_viewer.gui.workers import BackgroundRunner, thread_pool, wait_for_workers
+from ecpfs_viewer.logs import LOG_DIR_ENV, configure_logging
 
 
 def test_heavy_jobs_run_one_at_a_time_while_light_jobs_go_on(qtbot):
@@ -13,13 +14,13 @@ def test_heavy_jobs_run_one_at_a_time_while_light_jobs_go_on(qtbot):
     lock = threading.Lock()
     running: list[int] = [0]
     overlap: list[int] = []
-    light_done = threading.Event()
+    release = threading.Event()
 
     def heavy(n: int) -> int:
         with lock:
             running[0] += 1
             overlap.append(running[0])
-        time.sleep(0.05)  # a light job started later must finish while this one holds its turn
+        release.wait(5)  # the first one holds its turn until every job has started
         with lock:
             running[0] -= 1
         return n
@@ -27,10 +28,12 @@ def test_heavy_jobs_run_one_at_a_time_while_light_jobs_go_on(qtbot):
     results: list[int] = []
     for n in range(3):
         runner.run(heavy, n, on_result=results.append, supersede=False, heavy=True)
-    runner.run(light_done.set, on_result=lambda _: results.append(-1), supersede=False)
+    runner.run(lambda: -1, on_result=results.append, supersede=False)
+    qtbot.waitUntil(lambda: results == [-1], timeout=5000)  # the light job did not wait behind the heavy ones
+    qtbot.waitUntil(lambda: thread_pool().activeThreadCount() == 3, timeout=5000)  # all three heavy ones started
+    release.set()
     qtbot.waitUntil(lambda: len(results) == 4, timeout=5000)
     assert max(overlap) == 1  # never two heavy jobs at once: they would share the GIL with the GUI
-    assert results[0] == -1  # the light job did not wait behind the three heavy ones
     assert sorted(results[1:]) == [0, 1, 2]
     assert wait_for_workers()
 
@@ -64,4 +67,24 @@ def test_heavy_job_superseded_while_waiting_never_runs(qtbot):
     qtbot.waitUntil(lambda: not runner.busy, timeout=5000)
     assert started == ["first", "latest"]  # the superseded job was skipped, not computed for nothing
     assert results == ["latest"]
+    assert wait_for_workers()
+
+
+def test_a_failing_job_shows_a_message_and_logs_its_traceback(qtbot, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path / "logs"))
+    log_file = configure_logging()
+    assert log_file is not None and log_file.parent == tmp_path / "logs"
+
+    def explode_in_worker() -> None:
+        raise ValueError("the index is on fire")
+
+    runner = BackgroundRunner()
+    messages: list[str] = []
+    runner.run(explode_in_worker, on_result=messages.append, on_error=messages.append)
+    qtbot.waitUntil(lambda: bool(messages), timeout=5000)
+    assert messages == ["ValueError: the index is on fire"]  # what the UI shows: one line
+    logged = log_file.read_text()
+    assert "ERROR ecpfs_viewer.gui.workers" in logged
+    assert "Traceback (most recent call last)" in logged and "in explode_in_worker" in logged
+    assert "ValueError: the index is on fire" in logged
     assert wait_for_workers()

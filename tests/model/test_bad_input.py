@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -23,8 +21,6 @@ from ecpfs_viewer.model.chunks import ChunkStatsError, chunk_stats
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.stores import StoreOpenError, open_store
 from ecpfs_viewer.model.subset import SelectionError, read_subset
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_missing_path(tmp_path: Path) -> None:
@@ -71,16 +67,15 @@ def test_permission_denied_message_from_the_access_check(two_clusters_copy: Path
 
 _OPEN_AS_USER = """
 import sys
-sys.path.insert(0, sys.argv[1])
 from ecpfs_viewer.model.stores import StoreOpenError, open_store
 try:
-    open_store(sys.argv[2])
+    open_store(sys.argv[1])
 except StoreOpenError as exc:
     print(exc)
 """
 
 
-def test_permission_denied_on_a_real_chmod_000_folder(two_clusters_path: Path) -> None:
+def test_permission_denied_on_a_real_chmod_000_folder(two_clusters_path: Path, request: pytest.FixtureRequest) -> None:
     """The real thing: chmod 000. Root ignores permissions, so as root the check runs as 'nobody'."""
     base = Path(tempfile.mkdtemp(prefix="ecpfs-perm-"))  # under /tmp, reachable by 'nobody'
     target = base / "locked.zarr"
@@ -89,13 +84,8 @@ def test_permission_denied_on_a_real_chmod_000_folder(two_clusters_path: Path) -
         target.chmod(0)
         if os.geteuid() == 0:
             base.chmod(0o755)
-            result = subprocess.run(
-                [sys.executable, "-c", _OPEN_AS_USER, str(REPO), str(target)],
-                user=65534,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
+            result = request.getfixturevalue("nobody_python").run(
+                ["-c", _OPEN_AS_USER, str(target)], capture_output=True, timeout=60)
             assert result.returncode == 0, result.stderr
             message = result.stdout.strip()
         else:

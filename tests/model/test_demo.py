@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,7 @@ def test_cancelled_demo_build_leaves_the_cache_empty(cache):
 def test_cache_dir_follows_xdg_when_not_overridden(tmp_path, monkeypatch):
     monkeypatch.delenv(demo.CACHE_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    if demo.sys.platform.startswith("linux"):
+    if sys.platform.startswith("linux"):
         assert demo.cache_dir() == tmp_path / "xdg" / "ecpfs-viewer"
     monkeypatch.setenv(demo.CACHE_ENV, str(tmp_path / "mine"))
     assert demo.demo_index_path().parent == tmp_path / "mine"
