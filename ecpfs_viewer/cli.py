@@ -7,6 +7,7 @@ model code it drives; this file only dispatches.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -57,6 +58,15 @@ def build_gui_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def version_text() -> str:
     return f"ecpfs-viewer {__version__}"
 
@@ -65,7 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] in SUBCOMMANDS:
         args = build_subcommand_parser().parse_args(args_list)
-        return int(args.func(args))
+        try:
+            return int(args.func(args))
+        except BrokenPipeError:  # `check ... | head -1`: the reader left; exit quietly
+            _silence_stdout()
+            return 1
     args = build_gui_parser().parse_args(args_list)
     from ecpfs_viewer.gui.app import run_gui
 
