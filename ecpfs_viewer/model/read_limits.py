@@ -93,9 +93,7 @@ def _expand(selection: Any, ndim: int) -> list[int | slice] | None:
         return None
     parts: list[int | slice] = []
     for item in items:
-        if isinstance(item, slice):
-            parts.append(item)
-        elif isinstance(item, int) and not isinstance(item, bool):
+        if isinstance(item, slice) or (isinstance(item, int) and not isinstance(item, bool)):
             parts.append(item)
         else:
             return None

@@ -61,7 +61,8 @@ def fan_out(representatives: int, levels: int) -> int:
     if levels < 1 or representatives < 0:
         raise ValueError(f"fan-out needs R >= 0 and L >= 1, found R = {representatives}, L = {levels}")
     try:
-        return math.ceil(float(representatives) ** (1.0 / levels))
+        root: float = float(representatives) ** (1.0 / levels)
+        return math.ceil(root)
     except OverflowError:
         raise ValueError(f"R = {representatives} is too large for a fan-out") from None
 
@@ -73,10 +74,10 @@ def capped_power(base: int, exponent: int, cap: int) -> int:
     if cap <= 0:
         return cap
     if base <= 1 or exponent == 0:
-        return min(base**exponent, cap)
+        return min(int(base**exponent), cap)
     if exponent >= cap.bit_length():  # base >= 2, so base ** exponent >= 2 ** bit_length > cap
         return cap
-    return min(base**exponent, cap)
+    return min(int(base**exponent), cap)
 
 
 def max_nodes_per_level(ns: int, representatives: int, levels: int) -> list[int]:

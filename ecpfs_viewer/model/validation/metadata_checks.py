@@ -6,10 +6,10 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs import (
     INFO_INTEGERS,
+    MAX_LISTED_LEVELS,
     ROOT_EMBEDDINGS,
     Generation,
     IndexSummary,
-    MAX_LISTED_LEVELS,
     LevelStats,
     MetadataReader,
     level_plan,
