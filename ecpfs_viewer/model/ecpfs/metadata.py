@@ -114,6 +114,9 @@ class MetadataReader:
             above = self.children(parent)
             node = None if above is None else above.get(name)
             if node is None or not node.kind.is_container:
+                if node is not None and node.kind is NodeKind.ERROR and node.raw is None:
+                    self.findings.append(error(path, f"unreadable: {node.error}"))
+                    self._unlisted.add(path)  # its children may still be readable one by one
                 self._maps[path] = None
                 return None
         try:
