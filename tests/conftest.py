@@ -57,3 +57,8 @@ def http_data_url() -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fuzz-long", action="store_true", default=False,
+                     help="run the long seeded fuzz of zarr.json documents (tests/model/test_fuzz.py)")
