@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import platform
 import sys
 from collections.abc import Sequence
@@ -66,6 +67,15 @@ def build_gui_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def version_text() -> str:
     """What --version prints (the About box shows the same number)."""
     return f"ecpfs-viewer {__version__}"
@@ -85,7 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
               platform.python_version(), platform.platform(), args_list, log_file or "none")
     if args_list and args_list[0] in SUBCOMMANDS:
         args = build_subcommand_parser().parse_args(args_list)
-        return int(args.func(args))
+        try:
+            return int(args.func(args))
+        except BrokenPipeError:  # `check ... | head -1`: the reader left; exit quietly
+            _silence_stdout()
+            return 1
     args = build_gui_parser().parse_args(args_list)
     from ecpfs_viewer.gui.app import run_gui
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_stats, summarize
+from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
 from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.remote import RemoteOptions
@@ -108,9 +108,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 def collect_level_stats(h: Hierarchy, summary: IndexSummary) -> list[LevelStats]:
     """Statistics of every level the index declares (none for a store that is not an index)."""
-    if not summary.layout.is_index or not summary.levels or summary.levels < 1:
+    if not summary.layout.is_index:
         return []
-    return [level_stats(h, level, summary) for level in range(1, summary.levels + 1)]
+    return [level_stats(h, level, summary) for level in level_plan(summary).shown]
 
 
 def _json_default(value: Any) -> Any:

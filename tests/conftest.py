@@ -202,3 +202,8 @@ def nobody_python() -> Iterator[NobodyPython]:
         yield python
     finally:
         shutil.rmtree(mirror, ignore_errors=True)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fuzz-long", action="store_true", default=False,
+                     help="run the long seeded fuzz of zarr.json documents (tests/model/test_fuzz.py)")

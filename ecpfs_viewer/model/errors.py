@@ -10,6 +10,10 @@ class UserError(Exception):
     """
 
 
+class MetadataError(UserError, ValueError):
+    """A stored metadata document holds a value the format does not allow (the message names it)."""
+
+
 def describe_exception(exc: BaseException) -> str:
     """A one-line message for any exception: the text of a UserError, else 'Type: text'."""
     text = str(exc).strip()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from zarr.storage import StorePath
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
+from ecpfs_viewer.model.read_limits import ReadLimitError, check_read
 from ecpfs_viewer.model.remote import listing_unavailable
 from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
 
@@ -179,6 +181,22 @@ class Hierarchy:
             self._nodes.setdefault(path, found)
             return self._nodes[path]
 
+    def probe(self, path: str) -> Node | None:
+        """The node at path read directly (its parent could not be listed); None if nothing is there.
+
+        Unlike :meth:`node` this does not cache a 'no such node' error, so a folder that refuses
+        listing still gives the children whose documents can be read, and error nodes for the rest.
+        """
+        path = path.strip("/")
+        with self._lock:
+            if path in self._nodes:
+                return self._nodes[path]
+        found = self._probe(path, is_dir=True)
+        if found is None or (found.kind is NodeKind.IMPLICIT_GROUP and not self._has_entries(path)):
+            return None
+        with self._lock:
+            return self._nodes.setdefault(path, found)
+
     def _has_entries(self, path: str) -> bool:
         try:
             return bool(self.store.list_dir(path))
@@ -326,9 +344,17 @@ class Hierarchy:
         return array
 
     def read_array(self, path: str, selection: Any = ...) -> np.ndarray:
-        """Read a selection of an array; raises with the path in the message on failure."""
+        """Read a selection of an array; raises with the path in the message on failure.
+
+        A selection whose declared size is over the read caps (``read_limits``) is refused before
+        anything is allocated or fetched.
+        """
         try:
+            info = self.array_details(path)
+            check_read(path.strip("/"), info.shape, info.chunk_shape, info.itemsize, selection)
             return np.asarray(self.open_array(path)[selection])
+        except ReadLimitError as exc:
+            raise ArrayReadError(str(exc)) from exc
         except Exception as exc:
             raise ArrayReadError(f"{path or '/'}: {describe_exception(exc)}") from exc
 
@@ -375,7 +401,7 @@ def _classify_v3_document(path: str, raw: bytes) -> Node:
     if matches:  # nested documents (consolidated metadata): only the top-level field counts
         try:
             top = json.loads(raw).get("node_type")
-        except (ValueError, AttributeError, UnicodeDecodeError):
+        except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
             top = None
         if top in ("group", "array"):
             return Node(path, NodeKind.GROUP if top == "group" else NodeKind.ARRAY, 3, raw=raw)
@@ -393,6 +419,8 @@ def load_json_object(raw: bytes, where: str) -> dict[str, Any] | str:
         document = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         return f"{where}: not valid JSON ({exc})"
+    except RecursionError:
+        return f"{where}: nested too deeply to read (more than about {sys.getrecursionlimit()} levels)"
     if not isinstance(document, dict):
         return f"{where}: metadata must be a JSON object"
     return document
@@ -431,7 +459,7 @@ def parse_details(node: Node) -> NodeDetails:
     elif node.raw_attrs:
         try:
             attributes = json.loads(node.raw_attrs)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return NodeDetails(node, document, error=f"{join_key(node.path, '.zattrs')}: not valid JSON ({exc})")
     if not isinstance(attributes, dict):
         return NodeDetails(node, document, error=f"{where}: attributes must be a JSON object")

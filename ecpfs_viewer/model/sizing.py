@@ -53,19 +53,41 @@ def total_clusters(rows: int, target_cluster_items: int) -> int:
 
 
 def fan_out(representatives: int, levels: int) -> int:
-    """ns = ceil(R ** (1.0 / L)) in IEEE double, exactly as upstream (3125, L=5 gives 6)."""
-    root: float = representatives ** (1.0 / levels)
-    return math.ceil(root)
+    """ns = ceil(R ** (1.0 / L)) in IEEE double, exactly as upstream (3125, L=5 gives 6).
+
+    ValueError for R < 0 or L < 1 (a negative base would give a complex number), so a hostile
+    store's numbers produce a message rather than a TypeError deep inside.
+    """
+    if levels < 1 or representatives < 0:
+        raise ValueError(f"fan-out needs R >= 0 and L >= 1, found R = {representatives}, L = {levels}")
+    try:
+        root: float = float(representatives) ** (1.0 / levels)
+        return math.ceil(root)
+    except OverflowError:
+        raise ValueError(f"R = {representatives} is too large for a fan-out") from None
+
+
+def capped_power(base: int, exponent: int, cap: int) -> int:
+    """min(base ** exponent, cap) without computing a huge power (a store may declare L = 2^32-1)."""
+    if base < 0 or exponent < 0:
+        raise ValueError(f"capped_power needs base >= 0 and exponent >= 0, found {base}, {exponent}")
+    if cap <= 0:
+        return cap
+    if base <= 1 or exponent == 0:
+        return min(int(base**exponent), cap)
+    if exponent >= cap.bit_length():  # base >= 2, so base ** exponent >= 2 ** bit_length > cap
+        return cap
+    return min(int(base**exponent), cap)
 
 
 def max_nodes_per_level(ns: int, representatives: int, levels: int) -> list[int]:
     """Upper bound ``min(ns^N, R)`` of node count for levels N = 1..L (§1.4)."""
-    return [min(ns**n, representatives) for n in range(1, levels + 1)]
+    return [capped_power(ns, n, representatives) for n in range(1, levels + 1)]
 
 
 def reps_placed_at_level(target: int, ns: int, representatives: int) -> int:
     """How many representatives the level pass ``target`` (< L) places: min(ns^(target+1), R)."""
-    return min(int(ns ** (target + 1)), representatives)
+    return capped_power(ns, target + 1, representatives)
 
 
 def resolve_stored_dtype(source_dtype: np.dtype | str, requested: str) -> str:

@@ -57,6 +57,15 @@ T = TypeVar("T")
 Value = bytes | Exception | None  # what one key of a multi-key read gives
 
 
+def _is_dir(entry: os.DirEntry[str]) -> bool | None:
+    """Whether a listed entry is a folder; None when that cannot be told (a symlink loop), so the
+    entry becomes an error node of its own instead of failing the whole listing."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return None
+
+
 def join_key(*parts: str) -> str:
     """Join store key parts with '/', ignoring empty parts (the root is ''); parts carry no outer '/'."""
     return "/".join([p for p in parts if p])
@@ -180,7 +189,7 @@ class OpenedStore:
             self.counter.add_listing()
             directory = os.path.join(self.local_path, self.key(path))
             with os.scandir(directory) as entries:
-                return [(e.name, e.is_dir()) for e in entries]
+                return [(e.name, _is_dir(e)) for e in entries]
         names = sync(_collect(self.zarr_store.list_dir(self.key(path))))
         return [(name.rstrip("/"), None) for name in names]
 

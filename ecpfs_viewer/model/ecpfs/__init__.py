@@ -25,10 +25,13 @@ from ecpfs_viewer.model.ecpfs.layout import (
 )
 from ecpfs_viewer.model.ecpfs.levels import (
     MAX_LISTED_IDS,
+    MAX_LISTED_LEVELS,
+    LevelPlan,
     LevelStats,
     NodeSize,
     cached_level_stats,
     forget_level_stats,
+    level_plan,
     level_stats,
     shared_level_stats,
 )
@@ -48,6 +51,7 @@ __all__ = [
     "LEGACY_METRIC_CODES",
     "LEGAL_METRICS",
     "MAX_LISTED_IDS",
+    "MAX_LISTED_LEVELS",
     "MAX_QUERIES_READ",
     "REQUIRED_ARRAYS",
     "ROOT_EMBEDDINGS",
@@ -58,6 +62,7 @@ __all__ = [
     "Generation",
     "IndexLayout",
     "IndexSummary",
+    "LevelPlan",
     "LevelStats",
     "MetadataReader",
     "NodeSize",
@@ -68,6 +73,7 @@ __all__ = [
     "cap_findings",
     "detect_index",
     "forget_level_stats",
+    "level_plan",
     "level_stats",
     "parse_array_meta",
     "referenced_children",

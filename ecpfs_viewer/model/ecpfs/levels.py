@@ -183,6 +183,65 @@ def forget_level_stats(h: Hierarchy, path: str = "") -> None:
     h.level_stats_cache.forget(path)
 
 
+def _gaps(node_ids: np.ndarray, limit: int) -> tuple[int, tuple[int, ...]]:
+    """Ids below limit with no node, counted exactly and listed up to MAX_LISTED_IDS.
+
+    Works from the ids that exist: limit is a declared number (min(ns^N, R)) that a hostile store
+    can make 10^10, so nothing of that size is allocated.
+    """
+    inside = np.unique(node_ids[(node_ids >= 0) & (node_ids < limit)])
+    candidates = np.arange(min(limit, inside.size + MAX_LISTED_IDS), dtype=np.int64)
+    listed = np.setdiff1d(candidates, inside, assume_unique=True)[:MAX_LISTED_IDS]
+    return limit - int(inside.size), tuple(int(g) for g in listed)
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    """Which levels to examine, from what is stored: never a loop up to a declared info/levels.
+
+    ``info/levels`` may say 4,294,967,295, or be unreadable; the levels worth reading are the
+    stored ``lvl_N`` folders. ``missing`` lists declared levels that are not stored.
+    """
+
+    declared: int | None
+    stored: tuple[int, ...]  # stored lvl_N with 1 <= N <= declared (every N >= 1 when undeclared)
+    missing: tuple[int, ...]  # declared but not stored, the first MAX_LISTED_LEVELS
+    missing_count: int
+    extra: tuple[str, ...]  # stored lvl_N outside 1..declared
+
+    @property
+    def shown(self) -> tuple[int, ...]:
+        """Stored levels and the first missing ones, ascending: what a level table lists."""
+        return tuple(sorted({*self.stored, *self.missing}))
+
+
+#: Missing levels listed by LevelPlan (the count is exact).
+MAX_LISTED_LEVELS = 10
+#: Node ids above this are not ids of an index (numpy and zarr index with int64).
+MAX_NODE_ID = 2**63 - 1
+
+
+def level_plan(summary: IndexSummary) -> LevelPlan:
+    """The levels to examine for summary, derived from its stored level paths; cheap for any L."""
+    numbers = {int(p[4:]): p for p in summary.level_paths}
+    declared = summary.levels
+    if declared is None:
+        stored = tuple(sorted(n for n in numbers if n >= 1))
+        extra = tuple(numbers[n] for n in sorted(numbers) if n < 1)
+        return LevelPlan(None, stored, (), 0, extra)
+    stored = tuple(sorted(n for n in numbers if 1 <= n <= declared))
+    extra = tuple(numbers[n] for n in sorted(numbers) if not 1 <= n <= declared)
+    have = set(stored)
+    missing: list[int] = []
+    for level in range(1, declared + 1):  # ends within len(stored) + MAX_LISTED_LEVELS steps
+        if level not in have:
+            missing.append(level)
+            if len(missing) == MAX_LISTED_LEVELS:
+                break
+    missing_count = max(declared, 0) - len(stored)
+    return LevelPlan(declared, stored, tuple(missing), missing_count, extra)
+
+
 def _summary_key(summary: IndexSummary, level: int) -> tuple[Any, ...]:
     """The summary fields level statistics use."""
     return (summary.levels, summary.max_nodes(level), summary.total_items, summary.dim, summary.dtype)
@@ -219,6 +278,9 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     others: list[str] = []
     for child in listed:
         match = NODE_RE.match(child.name)
+        if match is not None and int(match.group(1)) > MAX_NODE_ID:
+            findings.append(warning(child.path, f"node id is larger than {MAX_NODE_ID:,}; not part of the index"))
+            match = None
         if match is None or not child.kind.is_container:
             others.append(child.name)
             if child.kind is NodeKind.ERROR:
@@ -262,11 +324,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     limit = summary.max_nodes(level)
     gap_count, gap_ids, out_of_range = 0, tuple[int, ...](), tuple[int, ...]()
     if limit is not None:
-        present = np.zeros(limit, dtype=bool)
-        inside = node_ids[node_ids < limit]
-        present[inside] = True
-        gaps = np.flatnonzero(~present)
-        gap_count, gap_ids = int(gaps.size), tuple(int(g) for g in gaps[:MAX_LISTED_IDS])
+        gap_count, gap_ids = _gaps(node_ids, limit)
         out_of_range = tuple(int(i) for i in node_ids[node_ids >= limit][:MAX_LISTED_IDS])
         if node_ids.size > limit:
             findings.append(warning(path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, error
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.errors import MetadataError, describe_exception
 from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, load_json_object
 
 
@@ -47,20 +47,51 @@ def parse_array_meta(path: str, raw: bytes, zarr_format: int | None = 3) -> Arra
     if isinstance(doc, str):
         return doc
     try:
-        shape = tuple(int(s) for s in doc["shape"])
+        shape = dimensions(doc["shape"], "shape", minimum=0)
         if zarr_format == 2:
             data_type = np.dtype(doc["dtype"]).name if isinstance(doc["dtype"], str) else json.dumps(doc["dtype"])
-            chunks = tuple(int(c) for c in doc.get("chunks") or shape)
+            chunks = dimensions(doc.get("chunks") or shape, "chunks", minimum=1)
         else:
             stored = doc["data_type"]
             data_type = stored if isinstance(stored, str) else str(stored.get("name", stored))
             grid = doc.get("chunk_grid") or {}
-            chunks = tuple(int(c) for c in (grid.get("configuration") or {}).get("chunk_shape", shape))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            chunks = dimensions((grid.get("configuration") or {}).get("chunk_shape", shape), "chunk_shape", minimum=1)
+    except KeyError as exc:
+        return f"{where}: invalid array metadata (no {exc} field)"
+    except (TypeError, ValueError, AttributeError, OverflowError, RecursionError) as exc:
         return f"{where}: invalid array metadata ({describe_exception(exc)})"
     stored_attributes = doc.get("attributes")
     attributes: dict[str, Any] = stored_attributes if isinstance(stored_attributes, dict) else {}
     return ArrayMeta(path, shape, data_type, chunks, attributes)
+
+
+#: Largest dimension accepted in a shape (zarr-python and numpy index with int64).
+MAX_DIMENSION = 2**63 - 1
+
+
+def dimensions(value: Any, field: str, *, minimum: int) -> tuple[int, ...]:
+    """A shape-like list of JSON integers, checked: whole numbers from minimum to 2^63-1.
+
+    ``int(1e400)`` raises OverflowError and ``int(2.5)`` silently truncates, so values are checked
+    before they are used, and the error names the field and the value.
+    """
+    if not isinstance(value, (list, tuple)):
+        raise MetadataError(f"{field} must be a list of integers, found {_short(value)}")
+    if len(value) > 32:
+        raise MetadataError(f"{field} has {len(value)} dimensions (at most 32 are supported)")
+    result: list[int] = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise MetadataError(f"{field} must hold whole numbers, found {_short(item)}")
+        if not minimum <= item <= MAX_DIMENSION:
+            raise MetadataError(f"{field} value {_short(item)} is out of range ({minimum} to 2^63-1)")
+        result.append(item)
+    return tuple(result)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class MetadataReader:
@@ -70,6 +101,7 @@ class MetadataReader:
         self.h = h
         self.findings: list[Finding] = []
         self._maps: dict[str, dict[str, Node] | None] = {}
+        self._unlisted: set[str] = set()  # containers that exist but could not be listed
         self._metas: dict[str, ArrayMeta | None] = {}
 
     def children(self, path: str) -> dict[str, Node] | None:
@@ -82,18 +114,29 @@ class MetadataReader:
             above = self.children(parent)
             node = None if above is None else above.get(name)
             if node is None or not node.kind.is_container:
+                if node is not None and node.kind is NodeKind.ERROR and node.raw is None:
+                    self.findings.append(error(path, f"unreadable: {node.error}"))
+                    self._unlisted.add(path)  # its children may still be readable one by one
                 self._maps[path] = None
                 return None
         try:
             result = {n.name: n for n in self.h.children(path)}
         except OSError as exc:
             self.findings.append(error(path, f"cannot list: {describe_exception(exc)}"))
+            self._unlisted.add(path)
         self._maps[path] = result
         return result
 
     def node(self, path: str) -> Node | None:
+        """The node at path; below a container that cannot be listed, probed directly.
+
+        A folder that refuses listing (permission denied, a symlink loop) may still give its
+        children's documents; what cannot be read becomes an error node, never 'missing'.
+        """
         parent, _, name = path.rpartition("/")
         above = self.children(parent)
+        if above is None and parent in self._unlisted:
+            return self.h.probe(path)
         return None if above is None else above.get(name)
 
     def exists(self, path: str) -> bool:
@@ -132,7 +175,26 @@ class MetadataReader:
         if isinstance(value, np.ndarray):
             self.findings.append(error(path, f"expected a single value, found shape {value.shape}"))
             return None
+        self._check_scalar_chunk(path)
         return value
+
+    def _check_scalar_chunk(self, path: str) -> None:
+        """Say so when a scalar's chunk is a folder: zarr then silently gives the fill value.
+
+        An absent chunk is legitimate (writers skip chunks equal to the fill value).
+        """
+        node = self.node(path)
+        meta = self._metas.get(path)
+        if node is None or meta is None or meta.shape != ():
+            return
+        name = "0" if node.zarr_format == 2 or b'"v2"' in (node.raw or b"") else "c"
+        try:
+            listed = dict(self.h.store.list_dir(path))
+        except OSError as exc:
+            self.findings.append(error(path, f"cannot list the stored value ({describe_exception(exc)})"))
+            return
+        if listed.get(name) is True:
+            self.findings.append(error(path, f"{path}/{name} is a folder, not a stored value; the fill value is shown"))
 
     def integer(self, path: str) -> int | None:
         value = self.scalar(path)
@@ -140,6 +202,6 @@ class MetadataReader:
             return None
         try:
             return int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             self.findings.append(error(path, f"expected an integer, found {value!r}"))
             return None

@@ -36,12 +36,23 @@ class ChildReferences:
         self.representatives = representatives
         self.invalid_per_parent = invalid_per_parent
         self.ids: set[int] = set() if ids is None else ids
+        self.first_ids = 0  # ids 0 .. first_ids-1 are referenced too (the root's rows), kept as a count
         self.invalid: list[tuple[str, int]] = []  # (parent path, value) with value >= R
 
     @classmethod
     def of_root(cls, fan_out: int | None) -> ChildReferences:
-        """What the root references: one child per row of index_root/embeddings (node 0 .. ns-1)."""
-        return cls(None, 0, set(range(fan_out or 0)))
+        """What the root references: one child per row of index_root/embeddings (node 0 .. ns-1).
+
+        Kept as a count, not a set: a hostile root may declare 10^15 rows.
+        """
+        refs = cls(None, 0)
+        refs.first_ids = max(fan_out or 0, 0)
+        return refs
+
+    @property
+    def referenced(self) -> int:
+        """Distinct child ids referenced."""
+        return self.first_ids + sum(1 for i in self.ids if not 0 <= i < self.first_ids)
 
     def add(self, parent: str, stored: np.ndarray) -> np.ndarray:
         """Tally a parent's node_ids as read; returns them decoded (flat int64) for further checks."""
@@ -52,9 +63,23 @@ class ChildReferences:
             self.invalid += [(parent, int(v)) for v in bad[: self.invalid_per_parent]]
         return values
 
-    def missing(self, present: np.ndarray) -> list[int]:
-        """Referenced ids absent from present (a level's node ids), ascending."""
-        return sorted(self.ids - set(present.tolist()))
+    def missing(self, present: np.ndarray, limit: int = MAX_LISTED_IDS) -> list[int]:
+        """Referenced ids absent from present (a level's node ids), ascending, the first limit of them."""
+        have = set(present.tolist())
+        found = sorted(i for i in self.ids - have if not 0 <= i < self.first_ids)
+        in_range: list[int] = []
+        for i in range(self.first_ids):  # ends within len(present) + limit steps
+            if len(in_range) >= limit:
+                break
+            if i not in have:
+                in_range.append(i)
+        return sorted(in_range + found)[:limit]
+
+    def missing_count(self, present: np.ndarray) -> int:
+        """How many referenced ids are absent from present (exact, without listing them)."""
+        have = set(present.tolist())
+        below = sum(1 for i in have if 0 <= i < self.first_ids)
+        return self.first_ids - below + sum(1 for i in self.ids - have if not 0 <= i < self.first_ids)
 
 
 @dataclass(frozen=True)
@@ -117,9 +142,9 @@ def referenced_children(
     missing = refs.missing(stats.node_ids)
     return ReferencedChildren(
         level,
-        len(refs.ids),
-        tuple(missing[:MAX_LISTED_IDS]),
-        len(missing),
+        refs.referenced,
+        tuple(missing),
+        refs.missing_count(stats.node_ids),
         tuple(refs.invalid[:MAX_LISTED_IDS]),
         parents_read,
         parents_total,

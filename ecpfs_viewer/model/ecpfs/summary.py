@@ -21,7 +21,7 @@ from ecpfs_viewer.model.ecpfs.layout import (
 from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import Hierarchy, natural_key, writer_of
-from ecpfs_viewer.model.sizing import fan_out
+from ecpfs_viewer.model.sizing import capped_power, fan_out
 
 LEGAL_METRICS = ("L2", "IP")
 #: Integer metric codes of the Python generations G0/G1 (§7).
@@ -85,7 +85,7 @@ class IndexSummary:
     @property
     def expected_fan_out(self) -> int | None:
         """ceil(R ** (1/L)) in double precision, what the builder would have chosen."""
-        if not self.representatives or not self.levels or self.levels < 1:
+        if not self.representatives or not self.levels or self.levels < 1 or self.representatives < 0:
             return None
         return fan_out(self.representatives, self.levels)
 
@@ -95,7 +95,7 @@ class IndexSummary:
             return None
         if self.fan_out <= 1:
             return min(1, self.representatives)
-        return min(int(self.fan_out**level), self.representatives)
+        return capped_power(self.fan_out, level, self.representatives)
 
     def to_dict(self) -> dict[str, Any]:
         return {

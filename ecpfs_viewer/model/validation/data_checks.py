@@ -50,9 +50,11 @@ def check_data(
     for level, ids in plan.items():
         _check_internal_level(check, summary, by_level[level], ids, by_level.get(level + 1), rep_rows, vectors)
     if summary.fan_out is not None and 1 in by_level:
-        missing_first = ChildReferences.of_root(summary.fan_out).missing(by_level[1].node_ids)
+        root_refs = ChildReferences.of_root(summary.fan_out)
+        missing_first = root_refs.missing(by_level[1].node_ids)
         if missing_first:
-            check.warning("lvl_1", f"{len(missing_first)} root entries lead to no node (e.g. node_{missing_first[0]})")
+            count = root_refs.missing_count(by_level[1].node_ids)
+            check.warning("lvl_1", f"{count} root entries lead to no node (e.g. node_{missing_first[0]})")
     if internal_total == 0 and not internal:
         check.checked.append("no internal levels to decode")
     if leaves is not None:
@@ -130,7 +132,8 @@ def _check_internal_level(
             examples = ", ".join(f"node_{m}" for m in missing[:5])
             check.warning(
                 child.path,
-                f"{len(missing):,} of {count_noun(len(refs.ids), 'referenced child node')} do not exist "
+                f"{refs.missing_count(child.node_ids):,} of {count_noun(refs.referenced, 'referenced child node')} "
+                f"do not exist "
                 f"(e.g. {examples}); search skips them",
                 sampled,
             )

@@ -8,10 +8,12 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs import (
     INFO_INTEGERS,
+    MAX_LISTED_LEVELS,
     ROOT_EMBEDDINGS,
     IndexSummary,
     LevelStats,
     MetadataReader,
+    level_plan,
     shared_level_stats,
 )
 from ecpfs_viewer.model.formatting import count_noun
@@ -114,22 +116,23 @@ def check_counters(check: Check, summary: IndexSummary) -> None:
 
 def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) -> list[LevelStats]:
     """§10 items 4-6 (from metadata) and the level warnings, for every lvl_N."""
+    plan = level_plan(summary)  # from the stored lvl_N: info/levels may be huge or unreadable
     count = summary.levels or 0
-    check.total = count + 1
-    present = set(summary.level_paths)
-    if count >= 1 and "lvl_1" not in present:
+    check.total = len(plan.stored) + 1
+    if count >= 1 and 1 in plan.missing:
         check.error("lvl_1", "missing; an index needs at least level 1")
-    extra = sorted(p for p in present if not 1 <= int(p[4:]) <= count)
-    if extra:
-        check.warning(extra[0], f"{', '.join(extra)} not part of an index with {count_noun(count, 'level')}; ignored")
+    if plan.extra and summary.levels is not None:
+        check.warning(plan.extra[0], f"{', '.join(plan.extra)} not part of an index with "
+                                     f"{count_noun(count, 'level')}; ignored")
+    for level in plan.missing[:MAX_LISTED_LEVELS]:
+        if level > 1:
+            check.warning(f"lvl_{level}", "missing level group; every node at this level is absent")
+    if plan.missing_count > len(plan.missing):
+        check.warning("info/levels", f"declares {count:,} levels but {count_noun(len(plan.stored), 'level')} "
+                                     f"are stored; {plan.missing_count:,} are missing")
     stats: list[LevelStats] = []
-    for level in range(1, count + 1):
+    for level in plan.stored:
         check.step(f"reading metadata of lvl_{level}")
-        path = f"lvl_{level}"
-        if path not in present:
-            if level > 1:
-                check.warning(path, "missing level group; every node at this level is absent")
-            continue
         level_result = shared_level_stats(check.h, level, summary)
         stats.append(level_result)
         check.findings += level_result.findings

@@ -1,0 +1,239 @@
+"""Hostile stores: metadata that claims huge sizes, unreadable pieces, bad numbers.
+
+Each store is a copy of two_clusters that the test breaks. Whatever the metadata claims, `info`
+and `check` finish within 30 s, under a 1 GiB address-space limit (RLIMIT_AS in a subprocess, so
+a regression fails here instead of taking the machine down), without a traceback, and one bad
+piece spoils only itself. See docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zarr
+
+from ecpfs_viewer.model.ecpfs import Generation, level_plan, level_stats, summarize
+from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.read_limits import read_cost
+from ecpfs_viewer.model.sizing import capped_power, fan_out
+from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.validation import validate
+
+REPO = Path(__file__).resolve().parents[2]
+MEMORY_LIMIT = 1024 * 2**20
+TIME_LIMIT = 30
+
+_LIMITED_CLI = """
+import resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+sys.path.insert(0, sys.argv[2])
+from ecpfs_viewer.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def run_cli(*args: str, user: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`ecpfs-viewer ARGS` in a subprocess limited to MEMORY_LIMIT bytes and TIME_LIMIT seconds."""
+    result = subprocess.run(
+        [sys.executable, "-c", _LIMITED_CLI, str(MEMORY_LIMIT), str(REPO), *args],
+        capture_output=True, text=True, timeout=TIME_LIMIT, user=user,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    return result
+
+
+def edit(store: Path, path: str, change: Callable[[dict[str, Any]], None]) -> None:
+    document_path = store / path / "zarr.json"
+    document = json.loads(document_path.read_text())
+    change(document)
+    document_path.write_text(json.dumps(document))
+
+
+def set_shape(store: Path, path: str, shape: list[Any], chunks: list[int] | None = None) -> None:
+    def change(document: dict[str, Any]) -> None:
+        document["shape"] = shape
+        if chunks is not None:
+            document["chunk_grid"]["configuration"]["chunk_shape"] = chunks
+
+    edit(store, path, change)
+
+
+def set_scalar(store: Path, path: str, value: int) -> None:
+    zarr.open_array(str(store / path), mode="r+")[...] = value
+
+
+def summary_of(store: Path) -> Any:
+    return summarize(Hierarchy(open_store(store)))
+
+
+# -- 1. metadata claiming huge sizes ----------------------------------------------------------
+
+def test_root_declaring_a_petabyte_is_not_read_whole(two_clusters_copy: Path) -> None:
+    set_shape(two_clusters_copy, "index_root/embeddings", [10**15, 2])
+    result = run_cli("check", str(two_clusters_copy))
+    assert result.returncode == 1
+    assert "index_root/embeddings: not read: shape [1000000000000000, 2] declares 7.11 PiB" in result.stdout
+    assert "ECPFS_VIEWER_MAX_READ_MB" in result.stdout
+    assert "999999999999998 root entries lead to no node" in result.stdout
+
+
+def test_ten_billion_representatives_do_not_allocate_the_gap_map(two_clusters_copy: Path) -> None:
+    set_shape(two_clusters_copy, "rep_item_ids", [10**10])
+    set_shape(two_clusters_copy, "index_root/embeddings", [10**5, 2])  # min(ns^2, R) = 10^10
+    result = run_cli("info", "--json", str(two_clusters_copy))
+    levels = json.loads(result.stdout)["level_stats"]
+    assert levels[1]["max_nodes"] == 10**10
+    assert levels[1]["gap_count"] == 10**10 - 4
+    assert levels[1]["gap_ids"][:3] == [4, 5, 6]  # two_clusters' leaves are node_0 .. node_3
+    run_cli("check", str(two_clusters_copy))
+
+
+def test_four_billion_declared_levels_examine_the_stored_ones(two_clusters_copy: Path) -> None:
+    set_scalar(two_clusters_copy, "info/levels", 2**32 - 1)
+    info = run_cli("info", str(two_clusters_copy))
+    assert "lvl_2" in info.stdout and "lvl_12: level does not exist" in info.stdout
+    assert "lvl_13" not in info.stdout
+    check = run_cli("check", str(two_clusters_copy))
+    assert check.returncode == 1
+    assert "info/levels: declares 4,294,967,295 levels but 2 levels are stored; 4,294,967,293 are missing" \
+        in check.stdout
+    plan = level_plan(summary_of(two_clusters_copy))
+    assert plan.stored == (1, 2) and plan.missing == tuple(range(3, 13))
+
+
+def test_a_leaf_of_128_million_chunks_is_not_walked(two_clusters_copy: Path) -> None:
+    set_shape(two_clusters_copy, "lvl_2/node_2/embeddings", [10**6, 128], [1, 1])
+    set_shape(two_clusters_copy, "lvl_2/node_2/item_ids", [10**6])
+    result = run_cli("check", "--max-node-reads", "1000", str(two_clusters_copy))
+    assert result.returncode == 1
+    assert "declares 128,000,000 chunks, more than the 100,000 chunk limit" in result.stdout
+
+
+def test_read_cost_is_arithmetic_on_any_shape() -> None:
+    cost = read_cost((10**18, 10**18), (1, 1), ...)
+    assert cost is not None and cost.elements == 10**36 and cost.chunks == 10**36
+    assert read_cost((100, 8), (10, 8), (slice(5, 25), 3)) == type(cost)(20, 3)
+    assert read_cost((100,), (10,), [1, 2]) is None  # fancy selections are not estimated
+
+
+def test_sizing_refuses_instead_of_going_complex_or_looping() -> None:
+    with pytest.raises(ValueError, match="R = -4"):
+        fan_out(-4, 2)
+    assert capped_power(2, 2**32 - 1, 10**10) == 10**10
+    assert capped_power(3, 2, 100) == 9 and capped_power(0, 0, 5) == 1
+
+
+# -- 5. what used to raise a traceback --------------------------------------------------------
+
+@pytest.mark.parametrize("value", [0, 2**32 - 1])
+def test_odd_level_counts_give_messages(two_clusters_copy: Path, value: int) -> None:
+    set_scalar(two_clusters_copy, "info/levels", value)
+    for command in ("info", "check"):
+        assert run_cli(command, str(two_clusters_copy)).returncode in (0, 1)
+
+
+def test_a_scalar_whose_chunk_is_a_folder(two_clusters_copy: Path) -> None:
+    chunk = two_clusters_copy / "info" / "levels" / "c"
+    chunk.unlink()
+    chunk.mkdir()
+    summary = summary_of(two_clusters_copy)
+    assert any(f.path == "info/levels" and "info/levels/c is a folder, not a stored value" in f.message
+               for f in summary.findings)
+    assert run_cli("check", str(two_clusters_copy)).returncode == 1
+
+
+def test_negative_dimension_is_an_error_node_not_a_complex_fan_out(two_clusters_copy: Path) -> None:
+    set_shape(two_clusters_copy, "rep_item_ids", [-4])
+    summary = summary_of(two_clusters_copy)
+    assert summary.layout.is_index and summary.representatives is None and summary.expected_fan_out is None
+    assert any("shape value -4 is out of range" in f.message for f in summary.findings)
+    assert run_cli("info", str(two_clusters_copy)).returncode == 0
+
+
+@pytest.fixture
+def world_readable_copy(two_clusters_path: Path) -> Iterator[Path]:
+    """A copy under /tmp that the 'nobody' user can reach (root ignores permissions)."""
+    base = Path(tempfile.mkdtemp(prefix="ecpfs-hostile-"))
+    base.chmod(0o755)
+    target = base / "index.zarr"
+    shutil.copytree(two_clusters_path, target)
+    yield target
+    for folder, _dirs, _files in os.walk(base):
+        os.chmod(folder, 0o755)
+    shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("locked", ["lvl_2", "lvl_2/node_3", "info"])
+def test_permission_denied_is_reported_as_such(world_readable_copy: Path, locked: str) -> None:
+    (world_readable_copy / locked).chmod(0)
+    user = 65534 if os.geteuid() == 0 else None
+    result = run_cli("check", str(world_readable_copy), user=user)
+    assert result.returncode == 1
+    assert "Permission denied" in result.stdout
+    assert f"{locked}: missing" not in result.stdout and ": missing (required" not in result.stdout
+    if locked != "info":
+        assert "metadata of all" in result.stdout  # the other levels were still examined
+
+
+def test_check_into_a_closed_pipe_exits_quietly(two_clusters_path: Path) -> None:
+    command = f"{sys.executable} -m ecpfs_viewer check {two_clusters_path} --max-node-reads 4 | head -c 1"
+    for _ in range(3):  # the race between writer and reader: try a few times
+        result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True,
+                                timeout=TIME_LIMIT, cwd=REPO)
+        assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+
+
+# -- 6. one bad value spoils only itself ------------------------------------------------------
+
+def _replace_in(store: Path, path: str, old: str, new: str) -> None:
+    document = store / path / "zarr.json"
+    text = json.dumps(json.loads(document.read_text()))
+    assert old in text
+    document.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('"shape": [', '"shape": [1e400, ', "shape must hold whole numbers, found inf"),
+        ('"attributes": {', '"attributes": {"deep": ' + "[" * 100_000 + "]" * 100_000 + ", ",
+         "nested too deeply to read"),
+        ('"shape": [', '"shape": [2.5, ', "shape must hold whole numbers, found 2.5"),
+        ('"chunk_shape": [', '"chunk_shape": [0, ', "chunk_shape value 0 is out of range"),
+    ],
+)
+def test_a_bad_number_spoils_only_its_array(two_clusters_copy: Path, old: str, new: str, message: str) -> None:
+    _replace_in(two_clusters_copy, "rep_item_ids", old, new)
+    summary = summary_of(two_clusters_copy)
+    assert summary.layout.generation is Generation.V1
+    assert (summary.levels, summary.metric, summary.total_items, summary.fan_out) == (2, "L2", 8, 2)
+    bad = [f for f in summary.findings if f.path == "rep_item_ids"]
+    assert len(bad) == 1 and message in bad[0].message and "cannot summarise" not in bad[0].message
+    report = validate(Hierarchy(open_store(two_clusters_copy)))
+    assert {f.path for f in report.errors} == {"rep_item_ids"}
+    assert [s.node_count for s in report.levels] == [2, 4]
+
+
+def test_unreadable_level_count_still_summarises_the_stored_levels(two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "info" / "levels")
+    os.symlink(two_clusters_copy / "info" / "levels", two_clusters_copy / "info" / "levels")  # a loop
+    h = Hierarchy(open_store(two_clusters_copy))
+    summary = summarize(h)
+    assert summary.layout.generation is Generation.V1 and summary.levels is None
+    assert [f.path for f in summary.findings] == ["info/levels"]
+    assert "Too many levels of symbolic links" in summary.findings[0].message
+    assert [level_stats(h, n, summary).node_count for n in level_plan(summary).stored] == [2, 4]
+    report = validate(h)
+    assert not any("not part of an index" in f.message for f in report.findings)
+    assert [s.node_count for s in report.levels] == [2, 4]
