@@ -42,6 +42,8 @@ class _Template:
     shape: tuple[int, ...]
     chunk_shape: tuple[int, ...]
     spec: Any  # the ArraySpec of one chunk (same for every chunk of a regular grid)
+    codecs_key: str  # arrays with equal codecs and data type decode in one call
+    chunk_nbytes: int
 
 
 class ArrayBatchReader:
@@ -93,7 +95,7 @@ class ArrayBatchReader:
             grid = [range(-(-s // c)) if c else range(0) for s, c in zip(t.shape, t.chunk_shape, strict=True)]
             for coords in itertools.product(*grid):
                 jobs.append((n, coords, self.store.key(paths[i], t.array.metadata.encode_chunk_key(coords))))
-        per_call = max(1, DECODE_BATCH_BYTES // max(1, max(_chunk_bytes(t) for _, t in batch)))
+        per_call = max(1, DECODE_BATCH_BYTES // max(1, max(t.chunk_nbytes for _, t in batch)))
         for start in range(0, len(jobs), per_call):
             if check is not None:
                 check()
@@ -113,13 +115,13 @@ class ArrayBatchReader:
     def _decode(self, batch: list[tuple[int, _Template]], part: list[tuple[int, tuple[int, ...], str]],
                 raws: list[bytes | Exception | None]) -> list[np.ndarray | None]:
         """Decode one batch of chunks, grouped by codec pipeline, in as few decode calls as possible."""
-        groups: dict[int, list[int]] = {}
+        groups: dict[str, list[int]] = {}
         for j, (n, _coords, key) in enumerate(part):
             raw = raws[j]
             if isinstance(raw, Exception):
                 raise ArrayReadError(f"{key}: cannot read ({describe_exception(raw)})")
             if raw is not None:
-                groups.setdefault(id(batch[n][1].array.codec_pipeline), []).append(j)
+                groups.setdefault(batch[n][1].codecs_key, []).append(j)
         decoded: list[np.ndarray | None] = [None] * len(part)
         for members in groups.values():
             pipeline = batch[part[members[0]][0]][1].array.codec_pipeline
@@ -132,10 +134,6 @@ class ArrayBatchReader:
             for j, buffer in zip(members, out, strict=True):
                 decoded[j] = None if buffer is None else buffer.as_numpy_array()
         return decoded
-
-
-def _chunk_bytes(t: _Template) -> int:
-    return int(np.prod(t.chunk_shape, dtype=np.int64)) * int(t.array.metadata.dtype.to_native_dtype().itemsize)
 
 
 def _parse(path: str, raw: bytes) -> _Template | None:
@@ -163,4 +161,7 @@ def _parse(path: str, raw: bytes) -> _Template | None:
         raise ArrayReadError(f"{path}/zarr.json: {describe_exception(exc)}") from exc
     shape = tuple(int(s) for s in array.metadata.shape)
     chunk_shape = tuple(int(c) for c in array.metadata.chunk_grid.chunk_shape)
-    return _Template(array, shape, chunk_shape, spec)
+    dtype = array.metadata.dtype.to_native_dtype()
+    codecs_key = json.dumps([codecs, str(dtype)], sort_keys=True, default=str)
+    chunk_nbytes = int(np.prod(chunk_shape, dtype=np.int64)) * int(dtype.itemsize)
+    return _Template(array, shape, chunk_shape, spec, codecs_key, chunk_nbytes)

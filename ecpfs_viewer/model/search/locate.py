@@ -75,9 +75,9 @@ class ItemLocator:
     def __init__(self, index: IndexReader) -> None:
         self.index = index
         self._lock = threading.RLock()
-        self._where: dict[int, tuple[int, int]] = {}
         self._next = 0  # leaves read so far, in ascending leaf id order
-        self._id_parts: list[np.ndarray] = []
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # item ids, leaf, row
+        self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # lookup table of _parts
         self._parents: dict[int, dict[int, tuple[int, int]]] = {}  # level -> child -> (parent, row)
 
     @property
@@ -86,11 +86,13 @@ class ItemLocator:
 
     def find(self, items: Iterable[int], reporter: Reporter | None = None) -> dict[int, tuple[int, int]]:
         """(leaf, row) of each wanted item that the index holds; reads item_ids until all are found."""
-        wanted = {int(i) for i in items}
+        wanted = np.unique(np.fromiter((int(i) for i in items), np.int64))
         with self._lock:
-            while not wanted.issubset(self._where) and not self.complete:
+            found = self._lookup(wanted)
+            while len(found) < len(wanted) and not self.complete:
                 self._read_batch(reporter)
-            return {i: self._where[i] for i in wanted if i in self._where}
+                found = self._lookup(wanted)
+            return found
 
     def find_one(self, item_id: int) -> tuple[int, int]:
         found = self.find([item_id])
@@ -103,18 +105,16 @@ class ItemLocator:
         with self._lock:
             while not self.complete:
                 self._read_batch(reporter)
-            ids = np.concatenate(self._id_parts) if self._id_parts else np.empty(0, np.int64)
-        return np.unique(ids)
+            ids = self._table()[0]
+        return ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids
 
     def learn(self, leaf_ids: list[int], ids_per_leaf: list[np.ndarray]) -> None:
         """Take item_ids read elsewhere (exact search reads every leaf) so they are not read again."""
         with self._lock:
             if self.complete:
                 return
-            self._where = {}
-            self._id_parts = []
-            for leaf, ids in zip(leaf_ids, ids_per_leaf, strict=True):
-                self._add(leaf, ids)
+            self._parts = [_part(leaf_ids, ids_per_leaf)]
+            self._sorted = None
             self._next = len(self.index.leaf_ids())
 
     def _read_batch(self, reporter: Reporter | None) -> None:
@@ -122,17 +122,29 @@ class ItemLocator:
         part = leaves[self._next:self._next + LEAF_BATCH]
         arrays = self.index.arrays.read([f"lvl_{self.index.levels}/node_{n}/item_ids" for n in part],
                                         None if reporter is None else reporter.check)
-        for leaf, ids in zip(part, arrays, strict=True):
-            if ids is not None:
-                self._add(leaf, np.asarray(ids, dtype=np.int64).reshape(-1))
+        present = [(leaf, np.asarray(ids, np.int64).reshape(-1)) for leaf, ids in zip(part, arrays, strict=True)
+                   if ids is not None]
+        self._parts.append(_part([leaf for leaf, _ in present], [ids for _, ids in present]))
+        self._sorted = None
         self._next += len(part)
         if reporter is not None:
             reporter.report("reading item ids", self._next, len(leaves))
 
-    def _add(self, leaf: int, ids: np.ndarray) -> None:
-        self._id_parts.append(ids)
-        for row, item in enumerate(ids.tolist()):
-            self._where.setdefault(item, (leaf, row))  # a duplicated id (corrupt index): first leaf wins
+    def _table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every item id read so far, sorted (a duplicated id, from a corrupt index: first leaf first)."""
+        if self._sorted is None:
+            ids, leaves, rows = (np.concatenate([p[j] for p in self._parts]) if self._parts
+                                 else np.empty(0, np.int64) for j in range(3))
+            order = np.argsort(ids, kind="stable")
+            self._sorted = (ids[order], leaves[order], rows[order])
+        return self._sorted
+
+    def _lookup(self, wanted: np.ndarray) -> dict[int, tuple[int, int]]:
+        ids, leaves, rows = self._table()
+        at = np.searchsorted(ids, wanted)
+        hit = at < len(ids)
+        hit[hit] = ids[at[hit]] == wanted[hit]
+        return {int(i): (int(leaves[a]), int(rows[a])) for i, a in zip(wanted[hit], at[hit], strict=True)}
 
     def location(self, item_id: int) -> ItemLocation:
         """Leaf, row and ancestor path of an item; UnknownItemError when no leaf holds it."""
@@ -170,3 +182,12 @@ class ItemLocator:
                             links.setdefault(int(child), (parent, row))
                 self._parents[level] = links
             return self._parents[level]
+
+
+def _part(leaves: list[int], ids_per_leaf: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat (item id, leaf, row) arrays for some leaves' item_ids."""
+    sizes = [len(ids) for ids in ids_per_leaf]
+    if not sizes:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    return (np.concatenate(ids_per_leaf).astype(np.int64), np.repeat(np.asarray(leaves, np.int64), sizes),
+            np.concatenate([np.arange(n, dtype=np.int64) for n in sizes]))
