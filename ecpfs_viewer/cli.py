@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ecpfs_viewer import __version__
 
-SUBCOMMANDS = ("info", "check", "build", "search")
+SUBCOMMANDS = ("info", "check", "build", "search", "recall", "locate")
 
 DESCRIPTION = """\
 Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
@@ -22,7 +22,9 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer info PATH            print the index summary (like `ecp info`, and more)
   ecpfs-viewer check PATH           validate an index (exit 0 ok, 1 errors, 2 cannot open)
   ecpfs-viewer build IN.npy OUT.zarr  build an index from a .npy file
-  ecpfs-viewer search INDEX ...     eCP search, exact search and recall@k
+  ecpfs-viewer search INDEX ...     eCP search with a trace, exact neighbours, why-missed
+  ecpfs-viewer recall INDEX ...     recall@k against exact search, per search_exp
+  ecpfs-viewer locate INDEX ITEM    which leaf and row hold an item
 
 Run `ecpfs-viewer SUBCOMMAND --help` for the options of each subcommand.
 """
@@ -34,12 +36,14 @@ def build_subcommand_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_text())
     subparsers = parser.add_subparsers(dest="command", required=True)
-    from ecpfs_viewer import cli_build, cli_read
+    from ecpfs_viewer import cli_build, cli_read, cli_search
 
     cli_read.add_info_parser(subparsers)
     cli_read.add_check_parser(subparsers)
     cli_build.add_build_parser(subparsers)
-    cli_build.add_search_parser(subparsers)
+    cli_search.add_search_parser(subparsers)
+    cli_search.add_recall_parser(subparsers)
+    cli_search.add_locate_parser(subparsers)
     return parser
 
 

@@ -192,7 +192,8 @@ class IndexReader:
             raise QueryError(f"queries must be a vector or a 2-D array, got shape {raw.shape}")
         if raw.shape[1] != self.dim:
             raise QueryError(f"query has {raw.shape[1]} dimensions, the index has {self.dim}")
-        q = np.ascontiguousarray(raw, dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):  # too large for float32: caught just below
+            q = np.ascontiguousarray(raw, dtype=np.float32)
         bad = ~np.isfinite(q).all(axis=1)
         if bad.any():
             raise QueryError(f"query row {int(np.argmax(bad))} has NaN or Inf values (after conversion to float32)")
