@@ -7,6 +7,7 @@ model code it drives; this file only dispatches.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -30,20 +31,23 @@ Run `ecpfs-viewer SUBCOMMAND --help` for the options of each subcommand.
 """
 
 
-def build_subcommand_parser() -> argparse.ArgumentParser:
-    """Parser for `ecpfs-viewer SUBCOMMAND ...`."""
+#: subcommand -> (module, function that registers it); modules are imported only when needed
+_REGISTRARS = {
+    "info": ("cli_read", "add_info_parser"), "check": ("cli_read", "add_check_parser"),
+    "build": ("cli_build", "add_build_parser"), "search": ("cli_search", "add_search_parser"),
+    "recall": ("cli_search", "add_recall_parser"), "locate": ("cli_search", "add_locate_parser"),
+}
+
+
+def build_subcommand_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """Parser for `ecpfs-viewer SUBCOMMAND ...`; `only` registers just those (a faster start)."""
     parser = argparse.ArgumentParser(prog="ecpfs-viewer", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_text())
     subparsers = parser.add_subparsers(dest="command", required=True)
-    from ecpfs_viewer import cli_build, cli_read, cli_search
-
-    cli_read.add_info_parser(subparsers)
-    cli_read.add_check_parser(subparsers)
-    cli_build.add_build_parser(subparsers)
-    cli_search.add_search_parser(subparsers)
-    cli_search.add_recall_parser(subparsers)
-    cli_search.add_locate_parser(subparsers)
+    for name in only or SUBCOMMANDS:
+        module, function = _REGISTRARS[name]
+        getattr(importlib.import_module(f"ecpfs_viewer.{module}"), function)(subparsers)
     return parser
 
 
@@ -68,7 +72,7 @@ def version_text() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] in SUBCOMMANDS:
-        args = build_subcommand_parser().parse_args(args_list)
+        args = build_subcommand_parser([args_list[0]]).parse_args(args_list)
         return int(args.func(args))
     args = build_gui_parser().parse_args(args_list)
     from ecpfs_viewer.gui.app import run_gui
