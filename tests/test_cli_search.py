@@ -90,7 +90,8 @@ def test_search_json_trace_and_explain(two_clusters_path: Path, capsys: pytest.C
     assert [h["item_id"] for h in report["items"]] == [0, 1]  # one leaf of two items visited
     assert report["items"][0] == {"item_id": 0, "score": 0.0, "leaf": 0, "row": 0}
     assert report["leaves_visited"] == 1
-    assert [(v["level"], v["node_id"], v["rank"], v["siblings"]) for v in report["trace"]] == [(1, 0, 1, 2), (2, 0, 1, 1)]
+    trace = [(v["level"], v["node_id"], v["rank"], v["siblings"]) for v in report["trace"]]
+    assert trace == [(1, 0, 1, 2), (2, 0, 1, 1)]
     assert [h["item_id"] for h in report["exact"]] == [0, 1, 2]
     (missed,) = report["missed"]
     assert missed["item_id"] == 2 and missed["reason"] == "not reached"
