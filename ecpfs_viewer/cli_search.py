@@ -268,6 +268,7 @@ def _recall(args: argparse.Namespace) -> int:
     reader = _open(args.index)
     bar = _progress_bar(not args.json)
     try:
+        reader.leaf_matrix(progress=bar)  # the ground truth needs every leaf: read them once, first
         if queries is not None:
             query_set = queries_from_array(reader, queries, args.queries)
         elif args.sample is None and saved_query_ids(reader):

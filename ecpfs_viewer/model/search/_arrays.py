@@ -39,9 +39,9 @@ class _Template:
     """A parsed array document shared by every array stored with the same bytes."""
 
     array: Any  # zarr AsyncArray (v3): its metadata, config and codec pipeline
-    shape: tuple[int, ...]
     chunk_shape: tuple[int, ...]
     spec: Any  # the ArraySpec of one chunk (same for every chunk of a regular grid)
+    dtype: np.dtype[Any]
     codecs_key: str  # arrays with equal codecs and data type decode in one call
     chunk_nbytes: int
 
@@ -53,7 +53,8 @@ class ArrayBatchReader:
         self.hierarchy = hierarchy
         self.store: OpenedStore = hierarchy.store
         self._lock = threading.Lock()
-        self._templates: dict[bytes, _Template | None] = {}
+        self._by_raw: dict[bytes, tuple[_Template | None, tuple[int, ...]]] = {}
+        self._by_layout: dict[str, _Template | None] = {}  # documents that differ only in shape
 
     def read(self, paths: list[str], check: Callable[[], None] | None = None) -> list[np.ndarray | None]:
         """Every array at paths as numpy, or None where no array is stored; raises ArrayReadError."""
@@ -61,41 +62,57 @@ class ArrayBatchReader:
             return []
         docs = self.store.read_many_or_errors([self.store.key(p, "zarr.json") for p in paths])
         results: list[np.ndarray | None] = [None] * len(paths)
-        batch: list[tuple[int, _Template]] = []
+        batch: list[tuple[int, _Template, tuple[int, ...]]] = []
         for i, (path, raw) in enumerate(zip(paths, docs, strict=True)):
             if isinstance(raw, Exception):
                 raise ArrayReadError(f"{path}/zarr.json: cannot read ({describe_exception(raw)})")
             if raw is None:  # ecpfs arrays are Zarr v3: no zarr.json means no array
                 continue
-            template = self._template(path, raw)
+            template, shape = self._template(path, raw)
             if template is None:
                 results[i] = self.hierarchy.read_array(path)
             else:
-                batch.append((i, template))
+                batch.append((i, template, shape))
         if batch:
-            for i, value in zip([i for i, _ in batch], self._read_chunks(paths, batch, check), strict=True):
+            for i, value in zip([b[0] for b in batch], self._read_chunks(paths, batch, check), strict=True):
                 results[i] = value
         return results
 
-    def _template(self, path: str, raw: bytes) -> _Template | None:
+    def _template(self, path: str, raw: bytes) -> tuple[_Template | None, tuple[int, ...]]:
+        """The parsed template of a document and the array's shape; parsing is shared by every
+        document that differs only in shape (4,000 leaves have a few hundred distinct sizes)."""
         with self._lock:
-            if raw in self._templates:
-                return self._templates[raw]
-        template = _parse(path, raw)
+            known = self._by_raw.get(raw)
+        if known is not None:
+            return known
+        document = _load(path, raw)
+        shape = document.get("shape")
+        if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+            raise ArrayReadError(f"{path}/zarr.json: shape must be a list of non-negative integers, got {shape!r}")
+        layout = json.dumps({k: v for k, v in document.items() if k != "shape"}, sort_keys=True)
         with self._lock:
-            self._templates[raw] = template
-        return template
+            seen = layout in self._by_layout
+            template = self._by_layout.get(layout)
+        if not seen:
+            template = _parse(path, document)
+        if template is not None and len(template.chunk_shape) != len(shape):
+            raise ArrayReadError(f"{path}/zarr.json: shape {shape} does not match chunk shape {template.chunk_shape}")
+        found = (template, tuple(shape))
+        with self._lock:
+            self._by_layout[layout] = template
+            self._by_raw[raw] = found
+        return found
 
-    def _read_chunks(self, paths: list[str], batch: list[tuple[int, _Template]],
+    def _read_chunks(self, paths: list[str], batch: list[tuple[int, _Template, tuple[int, ...]]],
                      check: Callable[[], None] | None) -> list[np.ndarray]:
         outputs: list[np.ndarray] = []
         jobs: list[tuple[int, tuple[int, ...], str]] = []  # (output index, chunk coords, key)
-        for n, (i, t) in enumerate(batch):
-            outputs.append(np.empty(t.shape, dtype=t.array.metadata.dtype.to_native_dtype()))
-            grid = [range(-(-s // c)) if c else range(0) for s, c in zip(t.shape, t.chunk_shape, strict=True)]
+        for n, (i, t, shape) in enumerate(batch):
+            outputs.append(np.empty(shape, dtype=t.dtype))
+            grid = [range(-(-s // c)) if c else range(0) for s, c in zip(shape, t.chunk_shape, strict=True)]
             for coords in itertools.product(*grid):
                 jobs.append((n, coords, self.store.key(paths[i], t.array.metadata.encode_chunk_key(coords))))
-        per_call = max(1, DECODE_BATCH_BYTES // max(1, max(t.chunk_nbytes for _, t in batch)))
+        per_call = max(1, DECODE_BATCH_BYTES // max(1, max(b[1].chunk_nbytes for b in batch)))
         for start in range(0, len(jobs), per_call):
             if check is not None:
                 check()
@@ -103,16 +120,16 @@ class ArrayBatchReader:
             raws = self.store.read_many_or_errors([key for _, _, key in part])
             decoded = self._decode(batch, part, raws)
             for (n, coords, _key), chunk in zip(part, decoded, strict=True):
-                t = batch[n][1]
+                t, shape = batch[n][1], batch[n][2]
                 region = tuple(slice(c * size, min((c + 1) * size, extent))
-                               for c, size, extent in zip(coords, t.chunk_shape, t.shape, strict=True))
+                               for c, size, extent in zip(coords, t.chunk_shape, shape, strict=True))
                 if chunk is None:  # no chunk stored: all fill value (§1.1)
                     outputs[n][region] = t.spec.fill_value
                 else:
                     outputs[n][region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
         return outputs
 
-    def _decode(self, batch: list[tuple[int, _Template]], part: list[tuple[int, tuple[int, ...], str]],
+    def _decode(self, batch: list[tuple[int, _Template, tuple[int, ...]]], part: list[tuple[int, tuple[int, ...], str]],
                 raws: list[bytes | Exception | None]) -> list[np.ndarray | None]:
         """Decode one batch of chunks, grouped by codec pipeline, in as few decode calls as possible."""
         groups: dict[str, list[int]] = {}
@@ -136,8 +153,7 @@ class ArrayBatchReader:
         return decoded
 
 
-def _parse(path: str, raw: bytes) -> _Template | None:
-    """The template of a plain Zarr v3 array document, None when the batch path cannot read it."""
+def _load(path: str, raw: bytes) -> dict[str, Any]:
     try:
         document = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -145,6 +161,11 @@ def _parse(path: str, raw: bytes) -> _Template | None:
     if not isinstance(document, dict) or document.get("node_type") != "array":
         found = document.get("node_type") if isinstance(document, dict) else "no JSON object"
         raise ArrayReadError(f"{path}: expected an array, found {found}")
+    return document
+
+
+def _parse(path: str, document: dict[str, Any]) -> _Template | None:
+    """The template of a plain Zarr v3 array document, None when the batch path cannot read it."""
     codecs = document.get("codecs") or []
     if document.get("zarr_format") != 3 or any(isinstance(c, dict) and c.get("name") == "sharding_indexed"
                                                for c in codecs):
@@ -155,13 +176,12 @@ def _parse(path: str, raw: bytes) -> _Template | None:
     try:
         with warnings.catch_warnings(), zarr.config.set({"codec_pipeline.batch_size": 1 << 16}):
             warnings.simplefilter("ignore")
-            array = zarr.AsyncArray.from_dict(StorePath(zarr.storage.MemoryStore(), path), document)
+            array = zarr.AsyncArray.from_dict(StorePath(zarr.storage.MemoryStore(), path), dict(document))
             spec = array.metadata.get_chunk_spec((0,) * array.metadata.ndim, array.config, default_buffer_prototype())
     except Exception as exc:  # zarr raises many types for metadata it refuses
         raise ArrayReadError(f"{path}/zarr.json: {describe_exception(exc)}") from exc
-    shape = tuple(int(s) for s in array.metadata.shape)
     chunk_shape = tuple(int(c) for c in array.metadata.chunk_grid.chunk_shape)
     dtype = array.metadata.dtype.to_native_dtype()
     codecs_key = json.dumps([codecs, str(dtype)], sort_keys=True, default=str)
     chunk_nbytes = int(np.prod(chunk_shape, dtype=np.int64)) * int(dtype.itemsize)
-    return _Template(array, shape, chunk_shape, spec, codecs_key, chunk_nbytes)
+    return _Template(array, chunk_shape, spec, dtype, codecs_key, chunk_nbytes)

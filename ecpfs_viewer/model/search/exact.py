@@ -56,6 +56,7 @@ def load_leaves(index: IndexReader, reporter: Reporter) -> LeafMatrix:
     """Read every leaf (embeddings and item_ids) and stack them; reports progress, honours cancel."""
     leaves = index.leaf_ids()
     vectors: list[np.ndarray] = []
+    norms: list[np.ndarray] = []
     ids: list[np.ndarray] = []
     present: list[int] = []
     reporter.report("reading leaves", 0, len(leaves))
@@ -65,6 +66,7 @@ def load_leaves(index: IndexReader, reporter: Reporter) -> LeafMatrix:
             if node is not None:
                 present.append(leaf)
                 vectors.append(node.vectors)
+                norms.append(node.sq_norms)
                 ids.append(node.ids)
         reporter.report("reading leaves", start + len(part), len(leaves))
     sizes = [len(i) for i in ids]
@@ -72,7 +74,7 @@ def load_leaves(index: IndexReader, reporter: Reporter) -> LeafMatrix:
     v = np.concatenate(vectors) if vectors else np.empty((0, index.dim), np.float32)
     matrix = LeafMatrix(
         vectors=v,
-        sq_norms=squared_norms(v),
+        sq_norms=np.concatenate(norms) if norms else np.empty(0, np.float32),
         ids=np.concatenate(ids) if ids else np.empty(0, np.int64),
         leaves=np.repeat(np.asarray(present, np.int64), sizes),
         rows=np.concatenate([np.arange(n) for n in sizes]) if sizes else np.empty(0, np.int64),
