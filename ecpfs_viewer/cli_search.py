@@ -89,6 +89,14 @@ def load_queries(path: str) -> np.ndarray:
     return q
 
 
+def _subcommand(subparsers: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]
+                description: str) -> argparse.ArgumentParser:
+    """A subcommand parser whose first argument is the index location."""
+    p: argparse.ArgumentParser = subparsers.add_parser(name, help=summary, description=description)
+    p.add_argument("index", metavar="INDEX", help="index folder, .zip or URL")
+    return p
+
+
 def _add_search_options(p: argparse.ArgumentParser, search_exp_help: str, search_exp_default: str) -> None:
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
     p.add_argument("--search-exp", default=search_exp_default, metavar="N", help=search_exp_help)
@@ -102,14 +110,12 @@ def _add_search_options(p: argparse.ArgumentParser, search_exp_help: str, search
 
 def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `search INDEX (--item ID | --query-file Q.npy [--query-row N] | --saved-query ID)`."""
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "search", help="eCP search with a trace, exact neighbours and why-missed",
-        description="eCP search over an index (spec §4); prints item_id<TAB>score lines (lower is better). "
-                    "The query is the stored vector of --item ID, row --query-row (default 0) of "
-                    "--query-file, or saved query --saved-query ID. Without a file, --query-row N "
-                    "means --item N.",
+    p = _subcommand(
+        subparsers, "search", "eCP search with a trace, exact neighbours and why-missed",
+        "eCP search over an index (spec §4); prints item_id<TAB>score lines (lower is better). The query is "
+        "the stored vector of --item ID, row --query-row (default 0) of --query-file, or saved query "
+        "--saved-query ID. Without a file, --query-row N means --item N.",
     )
-    p.add_argument("index", metavar="INDEX", help="index folder, .zip or URL")
     q = p.add_mutually_exclusive_group()
     q.add_argument("--item", type=int, metavar="ID", help="search with the stored vector of this item")
     q.add_argument("--saved-query", metavar="ID", help="search with the vector of queries/ID")
@@ -229,14 +235,13 @@ def _legacy_recall(args: argparse.Namespace, exclude: frozenset[int], search_exp
 
 def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `recall INDEX [--queries Q.npy | --sample N [--seed S]] ...`."""
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "recall", help="recall@k of eCP search against exact search, per search_exp",
-        description="Recall@k of eCP search against exact search, one row per search_exp, with the mean and "
-                    "95th percentile of leaves visited and milliseconds per query. Queries: rows of "
-                    "--queries, --sample N stored items (each excluded from its own result lists unless "
-                    "--include-self), or by default the index's saved queries (else 100 sampled items).",
+    p = _subcommand(
+        subparsers, "recall", "recall@k of eCP search against exact search, per search_exp",
+        "Recall@k of eCP search against exact search, one row per search_exp, with the mean and 95th "
+        "percentile of leaves visited and milliseconds per query. Queries: rows of --queries, --sample N "
+        "stored items (each excluded from its own result lists unless --include-self), or by default the "
+        "index's saved queries (else 100 sampled items).",
     )
-    p.add_argument("index", metavar="INDEX", help="index folder, .zip or URL")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--queries", metavar="Q.npy", help="2-D .npy of queries")
     src.add_argument("--sample", type=int, metavar="N", help="sample N stored items as queries")
@@ -318,12 +323,11 @@ def _progress_bar(enabled: bool) -> _Progress | None:
 
 def add_locate_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `locate INDEX ITEM_ID [--json]`."""
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "locate", help="which leaf and row hold an item, and the path to it",
-        description="Find an item's leaf, its row there, and the path from index_root, reading only ids "
-                    "arrays (never leaf embeddings). Exit 1 when no leaf holds the item.",
+    p = _subcommand(
+        subparsers, "locate", "which leaf and row hold an item, and the path to it",
+        "Find an item's leaf, its row there, and the path from index_root, reading only ids arrays (never "
+        "leaf embeddings). Exit 1 when no leaf holds the item.",
     )
-    p.add_argument("index", metavar="INDEX", help="index folder, .zip or URL")
     p.add_argument("item", type=int, metavar="ITEM_ID")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=lambda args: _run(_locate, args))

@@ -13,14 +13,13 @@ import numpy as np
 import pytest
 
 from ecpfs_viewer.cli import main
-
-POINTS = np.array([(0, 0), (0.4, 0.4), (1, 1), (1.4, 1.4), (10, 10), (10.4, 10.4), (11, 11), (11.4, 11.4)],
-                  dtype=np.float32)
+from ecpfs_viewer.model.search import IndexReader
 
 
 @pytest.fixture
-def work(tmp_path: Path) -> Path:
-    np.save(tmp_path / "good.npy", POINTS)
+def work(tmp_path: Path, two_clusters_path: Path) -> Path:
+    """A folder with good.npy: the 8 two-cluster points of the upstream fixture, in item order."""
+    np.save(tmp_path / "good.npy", IndexReader(two_clusters_path).leaf_matrix().vectors)
     return tmp_path
 
 

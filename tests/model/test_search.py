@@ -144,6 +144,8 @@ def test_missing_node_is_skipped(tmp_path: Path, two_clusters_path: Path) -> Non
     res = reader.search(np.zeros(2), SearchParams(k=8, search_exp=4))
     assert [i for i, _ in res.items] == [0, 1, 4, 5, 6, 7]
     assert (2, 1) not in {(v.level, v.node_id) for v in res.trace}
+    assert [(v.level, v.node_id, v.rank, v.siblings) for v in res.skipped] == [(2, 1, 1, 3)]  # popped, missing
+    assert res.leaves_visited == 3
 
 
 def test_query_dimension_mismatch(two_clusters_path: Path) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ecpfs_viewer.model.hierarchy import natural_key
-from ecpfs_viewer.model.search.results import QueryError, Reporter, SearchError
+from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchError
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.index import IndexReader
@@ -69,8 +70,10 @@ def saved_queries(index: IndexReader, ids: list[str] | None = None) -> QuerySet:
     return QuerySet(index.prepare_queries(matrix), (None,) * len(wanted), label)
 
 
-def sample_items(index: IndexReader, n: int, seed: int = 0, reporter: Reporter | None = None) -> QuerySet:
+def sample_items(index: IndexReader, n: int, seed: int = 0, progress: ProgressCallback | None = None,
+                 cancel: threading.Event | None = None) -> QuerySet:
     """N stored items drawn without replacement (reproducible from seed), as queries of themselves."""
+    reporter = Reporter(progress, cancel)
     if n < 1:
         raise QueryError(f"the sample needs at least 1 item (got {n})")
     ids = index.locator.all_item_ids(reporter)

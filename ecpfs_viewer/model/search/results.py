@@ -110,7 +110,7 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"items": [h.to_dict() for h in self.hits], "trace": [v.to_dict() for v in self.trace],
-                "leaves_visited": self.leaves_visited}
+                "leaves_visited": self.leaves_visited, "skipped": [v.to_dict() for v in self.skipped]}
 
 
 @dataclass(frozen=True)
