@@ -7,6 +7,7 @@ model code it drives; this file sets up logging and dispatches.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import platform
@@ -18,7 +19,7 @@ from ecpfs_viewer.logs import configure_logging
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = ("info", "check", "build", "search")
+SUBCOMMANDS = ("info", "check", "build", "search", "recall", "locate")
 
 DESCRIPTION = """\
 Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
@@ -28,7 +29,9 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer info PATH            print the index summary (like `ecp info`, and more)
   ecpfs-viewer check PATH           validate an index (exit 0 ok, 1 errors, 2 cannot open)
   ecpfs-viewer build IN.npy OUT.zarr  build an index from a .npy file
-  ecpfs-viewer search INDEX ...     eCP search, exact search and recall@k
+  ecpfs-viewer search INDEX ...     eCP search with a trace, exact neighbours, why-missed
+  ecpfs-viewer recall INDEX ...     recall@k against exact search, per search_exp
+  ecpfs-viewer locate INDEX ITEM    which leaf and row hold an item
 
 Run `ecpfs-viewer SUBCOMMAND --help` for the options of each subcommand. --verbose (anywhere on
 the line) prints debug messages on stderr; errors are also kept in a log file.
@@ -36,19 +39,24 @@ the line) prints debug messages on stderr; errors are also kept in a log file.
 VERBOSE_HELP = "print debug messages on stderr (errors are always kept in the log file)"
 
 
-def build_subcommand_parser() -> argparse.ArgumentParser:
-    """Parser for `ecpfs-viewer SUBCOMMAND ...`."""
+#: subcommand -> (module, function that registers it); modules are imported only when needed
+_REGISTRARS = {
+    "info": ("cli_read", "add_info_parser"), "check": ("cli_read", "add_check_parser"),
+    "build": ("cli_build", "add_build_parser"), "search": ("cli_search", "add_search_parser"),
+    "recall": ("cli_search", "add_recall_parser"), "locate": ("cli_search", "add_locate_parser"),
+}
+
+
+def build_subcommand_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """Parser for `ecpfs-viewer SUBCOMMAND ...`; `only` registers just those (a faster start)."""
     parser = argparse.ArgumentParser(prog="ecpfs-viewer", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_text())
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     subparsers = parser.add_subparsers(dest="command", required=True)
-    from ecpfs_viewer import cli_build, cli_read
-
-    cli_read.add_info_parser(subparsers)
-    cli_read.add_check_parser(subparsers)
-    cli_build.add_build_parser(subparsers)
-    cli_build.add_search_parser(subparsers)
+    for name in only or SUBCOMMANDS:
+        module, function = _REGISTRARS[name]
+        getattr(importlib.import_module(f"ecpfs_viewer.{module}"), function)(subparsers)
     return parser
 
 
@@ -94,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.debug("ecpfs-viewer %s, Python %s on %s; arguments %s; log file %s", __version__,
               platform.python_version(), platform.platform(), args_list, log_file or "none")
     if args_list and args_list[0] in SUBCOMMANDS:
-        args = build_subcommand_parser().parse_args(args_list)
+        args = build_subcommand_parser([args_list[0]]).parse_args(args_list)
         try:
             return int(args.func(args))
         except BrokenPipeError:  # `check ... | head -1`: the reader left; exit quietly

@@ -1,4 +1,4 @@
-"""`ecpfs-viewer build` and `ecpfs-viewer search`: the builder and eCP search on a terminal.
+"""`ecpfs-viewer build`: the builder on a terminal.
 
 Registered by ``cli.py``. Input that parses but cannot be used (a missing or malformed .npy, an
 existing output, an unknown item) ends with one ``ecpfs-viewer: error:`` line on stderr, exit
@@ -11,9 +11,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from ecpfs_viewer.model.build import (
     BuildCancelled,
@@ -153,120 +150,3 @@ def _info_text(path: Path) -> str | None:
         return format_info(summary, collect_level_stats(h, summary))
     except Exception:
         return None
-
-
-# ------------------------------------------------------------------------------------ search
-
-
-def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register `search INDEX (--query-row N [--query-file Q.npy] | --item ID) ...`."""
-    p = subparsers.add_parser(
-        "search", help="eCP search (and recall@k against exact search)",
-        description="eCP search over an index; prints item_id<TAB>score lines (lower is better). "
-                    "--query-row N takes row N of --query-file, or the stored vector of item N "
-                    "when no file is given; --item ID searches with the stored vector of item ID.",
-    )
-    p.add_argument("index", metavar="INDEX")
-    q = p.add_mutually_exclusive_group()
-    q.add_argument("--query-row", type=int, metavar="N")
-    q.add_argument("--item", type=int, metavar="ID")
-    p.add_argument("--query-file", metavar="Q.npy", help="2-D .npy of queries")
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--search-exp", type=int, default=4)
-    p.add_argument("--max-increments", type=int, default=-1)
-    p.add_argument("--exclude", default="", metavar="ID,ID", help="item ids never to return")
-    p.add_argument("--recall", type=int, metavar="N",
-                   help="sample N queries (from --query-file, else stored items) and print recall@k")
-    p.add_argument("--seed", type=int, default=0, help="seed for --recall sampling")
-    p.add_argument("--trace", action="store_true", help="also print the visited nodes to stderr")
-    from ecpfs_viewer.cli_read import add_remote_options
-
-    add_remote_options(p)
-    p.set_defaults(func=run_search)
-    return p
-
-
-def _load_queries(path: str) -> np.ndarray:
-    try:
-        q = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: file not found") from None
-    except ValueError as exc:
-        raise ValueError(f"{path}: not a readable .npy file ({exc})") from None
-    if q.ndim == 1:
-        q = q[None, :]
-    if q.ndim != 2 or q.dtype.kind not in "fiu":
-        raise ValueError(f"{path}: expected a 2-D numeric array, got shape {q.shape} {q.dtype}")
-    return q
-
-
-def _search_reader(args: argparse.Namespace) -> Any:
-    """An IndexReader on a folder, or on a URL opened with the remote options."""
-    from ecpfs_viewer.cli_read import remote_options
-    from ecpfs_viewer.model.search import IndexReader
-    from ecpfs_viewer.model.stores import is_url, open_store
-
-    if not is_url(args.index):
-        return IndexReader(args.index)
-    return IndexReader(args.index, store=open_store(args.index, remote=remote_options(args)).zarr_store)
-
-
-def run_search(args: argparse.Namespace) -> int:
-    from ecpfs_viewer.model.search import SearchParams, recall_at_k
-
-    try:
-        exclude = frozenset(int(x) for x in args.exclude.split(",") if x.strip())
-    except ValueError:
-        return _err(f"--exclude must be comma-separated item ids, got {args.exclude!r}")
-    if args.k < 1:
-        return _err("--k must be at least 1")
-    if args.search_exp < 0 or args.max_increments < -1:
-        return _err("--search-exp must be >= 0 and --max-increments >= -1")
-    try:
-        reader = _search_reader(args)
-    except (FileNotFoundError, ValueError, OSError) as exc:
-        return _err(f"{args.index}: cannot open index ({exc})")
-    except Exception as exc:
-        return _err(f"{args.index}: cannot open index ({type(exc).__name__}: {exc})")
-    try:
-        queries = _load_queries(args.query_file) if args.query_file else None
-        if args.recall is not None:
-            if args.recall < 1:
-                return _err("--recall needs at least 1 query")
-            rng = np.random.default_rng(args.seed)
-            if queries is not None:
-                rows = rng.choice(len(queries), size=min(args.recall, len(queries)), replace=False)
-                sample = np.asarray(queries[np.sort(rows)], dtype=np.float32)
-            else:
-                vecs, _, _ = reader._load_all()
-                rows = rng.choice(len(vecs), size=min(args.recall, len(vecs)), replace=False)
-                sample = vecs[rows]
-            t = time.perf_counter()
-            r = recall_at_k(reader, sample, args.k, args.search_exp, args.max_increments, exclude)
-            print(f"recall@{args.k}\t{r:.4f}\t({len(sample)} queries, search_exp {args.search_exp}, "
-                  f"{time.perf_counter() - t:.2f} s)")
-            return EXIT_OK
-        if args.item is not None:
-            query = reader.vector_for_item(args.item)
-        elif args.query_row is not None:
-            if queries is not None:
-                if not 0 <= args.query_row < len(queries):
-                    return _err(f"--query-row {args.query_row} is outside {args.query_file} "
-                                f"({len(queries)} rows)")
-                query = np.asarray(queries[args.query_row], dtype=np.float32)
-            else:
-                query = reader.vector_for_item(args.query_row)
-        else:
-            return _err("give --query-row N, --item ID or --recall N")
-        result = reader.search(query, SearchParams(args.k, args.search_exp, args.max_increments, exclude))
-    except KeyError as exc:
-        return _err(str(exc.args[0]) if exc.args else str(exc))
-    except ValueError as exc:
-        return _err(str(exc))
-    for item, score in result.items:
-        print(f"{item}\t{score:.6g}")
-    if args.trace:
-        for v in result.trace:
-            print(f"# lvl_{v.level}/node_{v.node_id}\t{v.score:.6g}\t{'leaf' if v.is_leaf else ''}",
-                  file=sys.stderr)
-    return EXIT_OK

@@ -1,5 +1,5 @@
-"""`ecpfs-viewer build` / `search` on a terminal: every bad input is one clear line, exit 1,
-nothing written; good input builds, prints the summary, and searches."""
+"""`ecpfs-viewer build` on a terminal: every bad input is one clear line, exit 1, nothing written;
+good input builds and prints the summary (search: tests/test_cli_search.py)."""
 
 from __future__ import annotations
 
@@ -36,18 +36,10 @@ def _listing(work: Path) -> set[str]:
     return {p.name for p in work.iterdir()}
 
 
-def test_build_then_search(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_build_prints_the_summary(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _build(work, "good.npy") == 0
     out = capsys.readouterr().out
     assert "Built" in out and "Total Items: 8" in out and "Levels: 2" in out
-    assert main(["search", str(work / "out.zarr"), "--item", "0", "--k", "8"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert [line.split("\t")[0] for line in lines] == [str(i) for i in range(8)]
-    assert main(["search", str(work / "out.zarr"), "--query-row", "5", "--query-file",
-                 str(work / "good.npy"), "--k", "2", "--exclude", "5"]) == 0
-    assert [line.split("\t")[0] for line in capsys.readouterr().out.strip().splitlines()] == ["4", "6"]
-    assert main(["search", str(work / "out.zarr"), "--recall", "8", "--k", "2", "--search-exp", "4"]) == 0
-    assert capsys.readouterr().out.startswith("recall@2\t1.0000")
 
 
 def _bad(work: Path, name: str, array: np.ndarray | bytes) -> str:
@@ -205,23 +197,6 @@ def test_unwritable_output_folder_reported(work: Path, capsys: pytest.CaptureFix
     assert f"output folder {work} cannot be written (Permission denied)" in capsys.readouterr().err
     monkeypatch.undo()
     assert _listing(work) == {"good.npy"}
-
-
-def test_search_bad_input(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["search", str(work / "nope.zarr"), "--item", "1"]) == 1
-    assert "cannot open index" in capsys.readouterr().err
-    assert _build(work, "good.npy", "--quiet") == 0
-    idx = str(work / "out.zarr")
-    assert main(["search", idx, "--item", "99"]) == 1
-    assert "item 99 is not in any leaf" in capsys.readouterr().err
-    assert main(["search", idx, "--query-row", "20", "--query-file", str(work / "good.npy")]) == 1
-    assert "outside" in capsys.readouterr().err
-    assert main(["search", idx, "--item", "1", "--exclude", "a,b"]) == 1
-    assert "--exclude" in capsys.readouterr().err
-    assert main(["search", idx]) == 1
-    np.save(work / "q3.npy", np.zeros((2, 3), np.float32))
-    assert main(["search", idx, "--query-row", "0", "--query-file", str(work / "q3.npy")]) == 1
-    assert "3 dimensions" in capsys.readouterr().err
 
 
 def test_progress_bar_draws_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:

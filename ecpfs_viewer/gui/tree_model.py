@@ -9,7 +9,7 @@ for an item that was refreshed or closed since is dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from enum import Enum
 from functools import partial
 from typing import Any
@@ -29,6 +29,7 @@ from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui.action_cost import Measured, measured
 from ecpfs_viewer.gui.icons import kind_icon
+from ecpfs_viewer.gui.tree_marks import RowMark, TreeMarks
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import forget_level_stats
 from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, base_name
@@ -47,8 +48,9 @@ _DISPLAY = Qt.ItemDataRole.DisplayRole
 _DECORATION = Qt.ItemDataRole.DecorationRole
 _TOOLTIP = Qt.ItemDataRole.ToolTipRole
 _FOREGROUND = Qt.ItemDataRole.ForegroundRole
+_BACKGROUND = Qt.ItemDataRole.BackgroundRole
 _DETAIL_ROLES = [Qt.ItemDataRole.DisplayRole]
-_ANSWERED_ROLES = frozenset({_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, PATH_ROLE, KIND_ROLE})
+_ANSWERED_ROLES = frozenset({_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, _BACKGROUND, PATH_ROLE, KIND_ROLE})
 
 
 class LoadState(Enum):
@@ -142,6 +144,20 @@ class HierarchyTreeModel(QAbstractItemModel):
         self._runner = BackgroundRunner(self)
         self._generation = 0
         self._reveal: str | None = None
+        self._marks = TreeMarks()
+
+    # -- marks ----------------------------------------------------------------------------------
+    def set_marks(self, layer: str, marks: Mapping[str, RowMark]) -> None:
+        """Replace one layer of row marks (e.g. 'validation', 'search'); rows not listed yet show
+        their marks when they appear."""
+        for path in self._marks.set_layer(layer, marks):
+            index = self.index_for_path(path)
+            if index.isValid():
+                self.dataChanged.emit(index, index.siblingAtColumn(1), [_DECORATION, _TOOLTIP, _BACKGROUND])
+
+    def marks_at(self, path: str) -> list[RowMark]:
+        """The marks a row shows, strongest first."""
+        return self._marks.at(path)
 
     # -- what the model shows -------------------------------------------------------------------
     @property
@@ -184,6 +200,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         self._root.children = []
         self._by_path = {}
         self._reveal = None
+        self._marks.clear()  # marks belong to the store they were made for
 
     # -- lookups ------------------------------------------------------------------------------
     def item(self, index: _Index) -> TreeItem:
@@ -276,12 +293,21 @@ class HierarchyTreeModel(QAbstractItemModel):
         if role == _DISPLAY:
             return item.name if column == 0 else item.detail
         if role == _DECORATION:
-            return kind_icon(NodeKind.ERROR if item.error else item.kind) if column == 0 and not item.placeholder \
-                else None
+            if column != 0 or item.placeholder:
+                return None
+            if item.error:
+                return kind_icon(NodeKind.ERROR)
+            return self._marks.icon(item.path) or kind_icon(item.kind)
         if role == _TOOLTIP:
             if item.error:
                 return item.error
-            return None if item.placeholder else f"/{item.path}" if item.parent is not self._root else item.name
+            if item.placeholder:
+                return None
+            where = f"/{item.path}" if item.parent is not self._root else item.name
+            marked = self._marks.tooltip(item.path)
+            return f"{where}\n{marked}" if marked else where
+        if role == _BACKGROUND:
+            return None if item.placeholder else self._marks.background(item.path)
         if role == _FOREGROUND:
             return QApplication.palette().color(QPalette.ColorRole.PlaceholderText) if item.placeholder else None
         if role == PATH_ROLE:

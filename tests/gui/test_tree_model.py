@@ -274,3 +274,27 @@ def test_refreshing_a_node_drops_its_level_statistics(qtbot, model, two_clusters
     shared_level_stats(hierarchy, 2)
     model.refresh(model.index(1, 0, lvl_2))
     assert cached_level_stats(hierarchy, 2) is None and cached_level_stats(hierarchy, 1) is not None
+
+
+def test_marks_layers_show_icon_tooltip_and_tint(qtbot, model: HierarchyTreeModel, two_clusters_path: Path) -> None:
+    from ecpfs_viewer.gui.tree_marks import MarkKind, RowMark
+
+    root = open_model(model, two_clusters_path)
+    fetch(qtbot, model, root)
+    lvl_1 = model.index_for_path("lvl_1")
+    plain_icon = model.data(lvl_1, Qt.ItemDataRole.DecorationRole).cacheKey()
+    assert model.data(lvl_1, Qt.ItemDataRole.BackgroundRole) is None
+    changed: list[str] = []
+    model.dataChanged.connect(lambda first, _last, _roles: changed.append(model.item(first).path))
+    model.set_marks("validation", {"lvl_1": RowMark(MarkKind.WARNING, "1 node is empty")})
+    model.set_marks("search", {"lvl_1": RowMark(MarkKind.VISITED, "visited 1st (score 0.5)")})
+    assert changed == ["lvl_1", "lvl_1"]
+    assert model.data(lvl_1, Qt.ItemDataRole.DecorationRole).cacheKey() != plain_icon
+    assert model.data(lvl_1, Qt.ItemDataRole.ToolTipRole) == "/lvl_1\n1 node is empty\nvisited 1st (score 0.5)"
+    assert model.data(lvl_1, Qt.ItemDataRole.BackgroundRole) is not None
+    model.set_marks("search", {})  # a new search clears only its own layer
+    assert model.data(lvl_1, Qt.ItemDataRole.BackgroundRole) is None
+    assert [m.tooltip for m in model.marks_at("lvl_1")] == ["1 node is empty"]
+    model.set_marks("validation", {"lvl_2/node_3": RowMark(MarkKind.ERROR, "missing item_ids")})  # not listed yet
+    fetch(qtbot, model, model.index_for_path("lvl_2"))
+    assert "missing item_ids" in model.data(model.index_for_path("lvl_2/node_3"), Qt.ItemDataRole.ToolTipRole)

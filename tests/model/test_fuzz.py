@@ -116,24 +116,6 @@ KNOWN_FAILURES: dict[str, dict[int, str]] = {
         9: "chunks.py: a shape near 2^63 escapes as OverflowError/ValueError from numpy",
         23: "chunks.py: a shape near 2^63 escapes as OverflowError/ValueError from numpy",
     },
-    "search": {
-        6: "search.py opens arrays with zarr directly: bad metadata escapes as TypeError",
-        37: "search.py: huge declared shapes escape as MemoryError/TypeError/OverflowError",
-        41: "search.py opens arrays with zarr directly: bad metadata escapes as TypeError",
-        57: "search.py opens arrays with zarr directly: deep JSON escapes as RecursionError",
-        72: "search.py: huge declared shapes escape as MemoryError/TypeError/OverflowError",
-        90: "search.py opens arrays with zarr directly: bad metadata escapes as TypeError",
-        100: "search.py: huge declared shapes escape as MemoryError/TypeError/OverflowError",
-        113: "search.py opens arrays with zarr directly: deep JSON escapes as RecursionError",
-        120: "search.py opens arrays with zarr directly: deep JSON escapes as RecursionError",
-        127: "search.py opens arrays with zarr directly: deep JSON escapes as RecursionError",
-        132: "search.py opens arrays with zarr directly: bad metadata escapes as TypeError",
-        149: "search.py: huge declared shapes escape as MemoryError/TypeError/OverflowError",
-        160: "search.py opens arrays with zarr directly: bad metadata escapes as TypeError",
-        167: "search.py opens arrays with zarr directly: bad metadata escapes as TypeError",
-        169: "search.py opens arrays with zarr directly: deep JSON escapes as RecursionError",
-        188: "search.py opens arrays with zarr directly: bad metadata escapes as TypeError",
-    },
 }
 
 

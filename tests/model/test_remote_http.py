@@ -49,7 +49,7 @@ def test_derived_index_summarises_checks_and_searches_like_its_folder(static_htt
     report = validate(remote)
     assert report.ok
     assert [f.describe() for f in report.findings] == [f.describe() for f in validate(local).findings]
-    reader = IndexReader(url, store=remote.store.zarr_store)
+    reader = IndexReader(remote)
     query = np.array([0.1, 0.2], dtype=np.float32)
     params = SearchParams(k=3, search_exp=2)
     assert reader.search(query, params).items == IndexReader(two_clusters_path).search(query, params).items

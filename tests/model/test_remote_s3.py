@@ -43,7 +43,7 @@ def test_s3_check_gives_the_folders_report(moto_endpoint: str, two_clusters_path
 
 def test_s3_search_gives_the_folders_answer(moto_endpoint: str, two_clusters_path: Path) -> None:
     opened = open_store(URL, remote=RemoteOptions(endpoint=moto_endpoint))
-    remote = IndexReader(URL, store=opened.zarr_store)
+    remote = IndexReader(opened)
     local = IndexReader(two_clusters_path)
     query = np.array([10.2, 10.1], dtype=np.float32)
     params = SearchParams(k=3, search_exp=2)

@@ -183,6 +183,8 @@ class MetadataReader:
 
         An absent chunk is legitimate (writers skip chunks equal to the fill value).
         """
+        if self.h.store.local_path is None:  # only a file system has folders; elsewhere a listing costs a request
+            return
         node = self.node(path)
         meta = self._metas.get(path)
         if node is None or meta is None or meta.shape != ():

@@ -1,0 +1,61 @@
+"""eCP search over a stored index (spec §4), locate, exact search for ground truth, recall@k, and
+why a search missed a neighbour. Read-only and Qt-free; works on every store the app opens.
+
+- ``index``: :class:`IndexReader` (info, cached nodes, scores), the entry point;
+- ``ecp``: the search itself, with a trace of popped nodes;
+- ``locate``: item id -> leaf, row, ancestor path, from ids arrays only;
+- ``exact``: exact k nearest neighbours in float32 blocks;
+- ``queries`` / ``recall``: query sets and recall@k sweeps over search_exp;
+- ``explain``: for each missed true neighbour, where its path left the search.
+"""
+
+from ecpfs_viewer.model.search.ecp import ecp_search
+from ecpfs_viewer.model.search.exact import ExactNeighbours, LeafMatrix, exact_knn
+from ecpfs_viewer.model.search.explain import MissedNeighbour, explain_misses
+from ecpfs_viewer.model.search.index import IndexReader, NodeData
+from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator, PathStep
+from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array, sample_items, saved_queries, saved_query_ids
+from ecpfs_viewer.model.search.recall import RecallReport, RecallRow, recall_at_k, recall_sweep
+from ecpfs_viewer.model.search.results import (
+    QueryError,
+    SearchCancelled,
+    SearchError,
+    SearchHit,
+    SearchParams,
+    SearchProgress,
+    SearchResult,
+    UnknownItemError,
+    VisitedNode,
+)
+
+__all__ = [
+    "ExactNeighbours",
+    "IndexReader",
+    "ItemLocation",
+    "ItemLocator",
+    "LeafMatrix",
+    "MissedNeighbour",
+    "NodeData",
+    "PathStep",
+    "QueryError",
+    "QuerySet",
+    "RecallReport",
+    "RecallRow",
+    "SearchCancelled",
+    "SearchError",
+    "SearchHit",
+    "SearchParams",
+    "SearchProgress",
+    "SearchResult",
+    "UnknownItemError",
+    "VisitedNode",
+    "ecp_search",
+    "exact_knn",
+    "explain_misses",
+    "queries_from_array",
+    "recall_at_k",
+    "recall_sweep",
+    "sample_items",
+    "saved_queries",
+    "saved_query_ids",
+]

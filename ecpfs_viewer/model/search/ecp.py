@@ -1,0 +1,101 @@
+"""eCP search exactly as spec §4.3: one best-first heap over the whole tree.
+
+Leaf and internal entries compete in one heap on their own score (not accumulated); a node that
+does not exist is skipped and not counted; ``search_exp`` leaves, doubled up to
+``max_increments`` times while fewer than k items were found; ``exclude`` is applied while
+scanning leaves. The trace records every node popped with the rank it had among its siblings.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ecpfs_viewer.model.search.results import QueryError, SearchHit, SearchParams, SearchResult, VisitedNode
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.search.index import IndexReader
+
+# heap entry: (score, push counter, is_leaf, level 1-based, node id, rank, siblings, parent id or -1)
+_Entry = tuple[float, int, bool, int, int, int, int, int]
+
+
+def sibling_ranks(scores: np.ndarray) -> np.ndarray:
+    """1-based rank of each score among its siblings (1 = best; equal scores share a rank)."""
+    ordered = np.sort(scores)
+    ranks: np.ndarray = np.searchsorted(ordered, scores, side="left") + 1
+    return ranks
+
+
+def ecp_search(index: IndexReader, query: Any, params: SearchParams | None = None) -> SearchResult:
+    """One incremental_search pass of a new query: the first k items and the trace."""
+    params = params or SearchParams()
+    problems = params.problems()
+    if problems:
+        raise QueryError("; ".join(problems))
+    t0 = time.perf_counter()
+    q, q_sq = index.prepare_query(query)
+    levels = index.levels
+    heap: list[_Entry] = []
+    counter = _push_children(heap, 0, index.scores(index.root, q, q_sq), index.root.ids.tolist(),
+                             levels == 1, 1, -1)
+    excluded = np.fromiter(params.exclude, dtype=np.int64, count=len(params.exclude)) if params.exclude else None
+    parts: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]] = []  # scores, item ids, leaf, rows
+    trace: list[VisitedNode] = []
+    skipped: list[VisitedNode] = []
+    n_items = leaves = increments = 0
+    expected = params.search_exp
+    while heap:
+        score, _, is_leaf, level, node_id, rank, siblings, parent = heapq.heappop(heap)
+        visit = VisitedNode(level, node_id, score, is_leaf, rank, siblings, None if parent < 0 else parent)
+        node = index.node(level, node_id)
+        if node is None:
+            skipped.append(visit)  # missing node: skipped, not counted (§4.3)
+            continue
+        trace.append(visit)
+        scores = index.scores(node, q, q_sq)
+        if is_leaf:
+            rows = np.arange(len(scores))
+            if excluded is not None:
+                keep = ~np.isin(node.ids, excluded)
+                scores, rows = scores[keep], rows[keep]
+            parts.append((scores, node.ids[rows], node_id, rows))
+            n_items += len(rows)
+            leaves += 1
+        else:
+            counter = _push_children(heap, counter, scores, node.ids.tolist(), level + 1 == levels, level + 1,
+                                     node_id)
+        if leaves == expected:
+            if n_items >= params.k:
+                break
+            if increments < params.max_increments or params.max_increments == -1:
+                increments += 1
+                expected *= 2
+            else:
+                break
+    return SearchResult(_best(parts, params.k), tuple(trace), leaves, tuple(skipped), time.perf_counter() - t0)
+
+
+def _push_children(heap: list[_Entry], counter: int, scores: np.ndarray, ids: list[int], is_leaf: bool,
+                   level: int, parent: int) -> int:
+    ranks = sibling_ranks(scores).tolist()
+    n = len(ids)
+    for score, child, rank in zip(scores.tolist(), ids, ranks, strict=True):
+        heapq.heappush(heap, (score, counter, is_leaf, level, child, rank, n, parent))
+        counter += 1
+    return counter
+
+
+def _best(parts: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]], k: int) -> tuple[SearchHit, ...]:
+    """The k best scanned items, ascending by score, ties by item id (the spec leaves ties open)."""
+    if not parts:
+        return ()
+    scores = np.concatenate([p[0] for p in parts])
+    ids = np.concatenate([p[1] for p in parts])
+    leaves = np.concatenate([np.full(len(p[0]), p[2], np.int64) for p in parts])
+    rows = np.concatenate([p[3] for p in parts])
+    order = np.lexsort((ids, scores))[:k]
+    return tuple(SearchHit(int(ids[j]), float(scores[j]), int(leaves[j]), int(rows[j])) for j in order)

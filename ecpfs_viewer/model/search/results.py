@@ -1,0 +1,142 @@
+"""The values search hands to its callers: parameters, hits, trace entries, progress and errors.
+
+Plain frozen dataclasses so a GUI worker can pass them across threads and a panel can render
+them without knowing how they were computed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ecpfs_viewer.model.errors import UserError
+
+
+class SearchError(UserError):
+    """Search could not run; the message says why in the user's terms (an item, a row, a path)."""
+
+
+class QueryError(SearchError, ValueError):
+    """A bad query or parameter: wrong dimension, NaN/Inf values, k < 1, search_exp < 0."""
+
+
+class UnknownItemError(SearchError, KeyError):
+    """An item id that no leaf of the index holds."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "unknown item"
+
+
+class SearchCancelled(SearchError):
+    """A long run stopped because its cancel flag was set."""
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """The knobs of one eCP search pass (CLI defaults, spec §4.4)."""
+
+    k: int = 10
+    search_exp: int = 4
+    max_increments: int = -1
+    exclude: frozenset[int] = field(default_factory=frozenset)
+
+    def problems(self) -> list[str]:
+        """What is wrong with these parameters, in the CLI's option names; empty when fine."""
+        found = []
+        if self.k < 1:
+            found.append(f"k must be at least 1 (got {self.k})")
+        if self.search_exp < 0:
+            found.append(f"search_exp must be >= 0 (got {self.search_exp})")
+        if self.max_increments < -1:
+            found.append(f"max_increments must be >= -1 (got {self.max_increments})")
+        return found
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One returned item: lower score is better (L2 distance, or negated dot product for IP)."""
+
+    item_id: int
+    score: float
+    leaf: int  # node id at the leaf level
+    row: int  # row of the item inside that leaf
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item_id": self.item_id, "score": self.score, "leaf": self.leaf, "row": self.row}
+
+
+@dataclass(frozen=True)
+class VisitedNode:
+    """One node the search popped from its heap, in popping order.
+
+    ``score`` is lower-is-better like item scores. ``rank`` is the place (1 = best) its score had
+    among the ``siblings`` entries pushed together with it: the rows of its parent node, or the
+    rows of index_root for a level-1 node (``parent`` None).
+    """
+
+    level: int  # 1-based, as lvl_N
+    node_id: int
+    score: float
+    is_leaf: bool
+    rank: int = 1
+    siblings: int = 1
+    parent: int | None = None  # node id at level - 1; None for entries of index_root
+
+    @property
+    def path(self) -> str:
+        return f"lvl_{self.level}/node_{self.node_id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "node_id": self.node_id, "score": self.score, "is_leaf": self.is_leaf,
+                "rank": self.rank, "siblings": self.siblings, "parent": self.parent}
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Items ascending by (score, item id), the visited-node trace, and what it cost."""
+
+    hits: tuple[SearchHit, ...]
+    trace: tuple[VisitedNode, ...]
+    leaves_visited: int
+    skipped: tuple[VisitedNode, ...] = ()  # popped entries whose node does not exist (gaps)
+    seconds: float = 0.0
+
+    @property
+    def items(self) -> list[tuple[int, float]]:
+        """(item id, score) pairs, the shape the first search API returned."""
+        return [(h.item_id, h.score) for h in self.hits]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": [h.to_dict() for h in self.hits], "trace": [v.to_dict() for v in self.trace],
+                "leaves_visited": self.leaves_visited, "skipped": [v.to_dict() for v in self.skipped]}
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """How far a long run got: a phase name and done/total in that phase's unit."""
+
+    phase: str
+    done: int
+    total: int
+
+
+ProgressCallback = Callable[[SearchProgress], None]
+
+
+class Reporter:
+    """Progress and cancel for one long run: ``report`` raises SearchCancelled once cancel is set."""
+
+    def __init__(self, progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> None:
+        self._progress = progress
+        self._cancel = cancel
+
+    def check(self) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            raise SearchCancelled("cancelled")
+
+    def report(self, phase: str, done: int, total: int) -> None:
+        self.check()
+        if self._progress is not None:
+            self._progress(SearchProgress(phase, done, total))
