@@ -24,6 +24,7 @@ from zarr.storage import StorePath
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
+from ecpfs_viewer.model.read_guard import check_read
 from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
 
 
@@ -319,6 +320,7 @@ class Hierarchy:
     def read_array(self, path: str, selection: Any = ...) -> np.ndarray:
         """Read a selection of an array; raises with the path in the message on failure."""
         try:
+            check_read("", self.array_details(path), selection)  # refuses what metadata makes too costly
             return np.asarray(self.open_array(path)[selection])
         except Exception as exc:
             raise ArrayReadError(f"{path or '/'}: {describe_exception(exc)}") from exc
