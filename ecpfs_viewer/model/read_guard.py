@@ -62,15 +62,14 @@ def normalise(selection: Any, shape: tuple[int, ...]) -> tuple[int | slice, ...]
     return tuple(found)
 
 
-def _touched(index: int | slice, chunk: int) -> int:
-    """How many chunks along one axis an index touches."""
+def _spanned(index: int | slice, chunk: int) -> int:
+    """How many chunks along one axis zarr-python visits for an index: every chunk from the first
+    to the last element, even those a large step skips."""
     if isinstance(index, int):
         return 1
     count = len(range(index.start, index.stop, index.step))
     if count == 0:
         return 0
-    if index.step >= chunk:
-        return count  # every element in a chunk of its own
     last = index.start + (count - 1) * index.step
     return last // chunk - index.start // chunk + 1
 
@@ -98,7 +97,7 @@ def check_read(where: str, array: ArrayShape, selection: Any = ..., limits: Limi
     itemsize = array.itemsize or VARIABLE_ITEM_BYTES
     chunk_shape = tuple(max(1, c) for c in array.chunk_shape)
     chunk_bytes = math.prod(chunk_shape) * itemsize
-    touched = math.prod(_touched(i, c) for i, c in zip(normal, chunk_shape, strict=False))
+    touched = math.prod(_spanned(i, c) for i, c in zip(normal, chunk_shape, strict=False))
     if touched == 0:
         return
     if chunk_bytes > limits.max_decoded_chunk_bytes:
@@ -106,10 +105,10 @@ def check_read(where: str, array: ArrayShape, selection: Any = ..., limits: Limi
                            f"over {limits.describe('max_decoded_chunk_bytes')}; not read")
     if touched > limits.max_chunks_per_read:
         raise ReadTooLarge(f"{where}the read touches {touched:,} chunks, over "
-                           f"{limits.describe('max_chunks_per_read')} on chunks per read; select less")
+                           f"{limits.describe('max_chunks_per_read')} on chunks per read; not read")
     output = math.prod(len(range(i.start, i.stop, i.step)) if isinstance(i, slice) else 1 for i in normal)
     need = output * itemsize + min(touched, _concurrency()) * chunk_bytes
     if need > limits.max_decoded_read_bytes:
         raise ReadTooLarge(f"{where}the read needs about {format_bytes(need)} of memory "
                            f"({output:,} elements, chunks of {format_bytes(chunk_bytes)} decoded), over "
-                           f"{limits.describe('max_decoded_read_bytes')}; select less")
+                           f"{limits.describe('max_decoded_read_bytes')}; not read")

@@ -38,9 +38,23 @@ from ecpfs_viewer.model.store_io import (
 
 # The counter, its wrapper store and the file reads live in store_io; they are still used as stores.*
 __all__ = [
-    "DEFAULT_MAX_IN_FLIGHT", "METADATA_KEYS", "REMOTE_EXTRA_HINT", "REMOTE_SCHEMES", "CountingStore", "IOCounter",
-    "IOStats", "OpenedStore", "StoreOpenError", "is_url", "join_key", "open_memory", "open_store", "read_file",
-    "read_file_range", "UnreadableFile", "zip_root",
+    "DEFAULT_MAX_IN_FLIGHT",
+    "METADATA_KEYS",
+    "REMOTE_EXTRA_HINT",
+    "REMOTE_SCHEMES",
+    "CountingStore",
+    "IOCounter",
+    "IOStats",
+    "OpenedStore",
+    "StoreOpenError",
+    "UnreadableFile",
+    "is_url",
+    "join_key",
+    "open_memory",
+    "open_store",
+    "read_file",
+    "read_file_range",
+    "zip_root",
 ]
 
 _URL_RE = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://")
