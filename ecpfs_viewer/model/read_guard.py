@@ -67,11 +67,12 @@ def _spanned(index: int | slice, chunk: int) -> int:
     to the last element, even those a large step skips."""
     if isinstance(index, int):
         return 1
-    count = len(range(index.start, index.stop, index.step))
+    start: int = index.start
+    count = len(range(start, index.stop, index.step))
     if count == 0:
         return 0
-    last = index.start + (count - 1) * index.step
-    return last // chunk - index.start // chunk + 1
+    last: int = start + (count - 1) * index.step
+    return last // chunk - start // chunk + 1
 
 
 def _concurrency() -> int:
