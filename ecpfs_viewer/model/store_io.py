@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
@@ -18,7 +18,7 @@ from zarr.storage import WrapperStore
 
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
-from ecpfs_viewer.model.limits import Limits, current_limits
+from ecpfs_viewer.model.limits import current_limits
 
 
 @dataclass(frozen=True)
@@ -150,10 +150,14 @@ def is_metadata_key(key: str) -> bool:
     return key.rsplit("/", 1)[-1] in METADATA_KEYS
 
 
-def cap_for(key: str, limits: Limits | None = None) -> tuple[int, str]:
-    """The byte cap of one stored object named key, and the name of that cap in Limits."""
-    limits = limits or current_limits()
-    if is_metadata_key(key):
+# a key or path ending so is a metadata document (a local path ends in os.sep or '/' + name)
+_METADATA_ENDINGS = tuple(sep + name for name in METADATA_KEYS for sep in {"/", os.sep})
+
+
+def cap_for(key: str) -> tuple[int, str]:
+    """The byte cap of one stored object (a key or a local path), and the name of that cap in Limits."""
+    limits = current_limits()
+    if key in METADATA_KEYS or key.endswith(_METADATA_ENDINGS):
         return limits.max_metadata_bytes, "max_metadata_bytes"
     return limits.max_chunk_bytes, "max_chunk_bytes"
 
@@ -162,59 +166,83 @@ def check_size(path: str, key: str, size: int, what: str = "") -> None:
     """Refuse (UnreadableFile) an object of `size` bytes past the cap for key; `what` says whose size."""
     cap, name = cap_for(key)
     if size > cap:
-        kind = "metadata document" if name == "max_metadata_bytes" else "chunk"
-        raise UnreadableFile(path, f"{what or 'the file'} is {format_bytes(size)}, over "
-                                   f"{current_limits().describe(name)} for one {kind}; not read")
+        too_large(path, name, size, what)
 
 
-def _open_regular(path: str) -> tuple[int, int] | None:
-    """(descriptor, size) of a regular file opened for reading; None when absent or a directory.
+def too_large(path: str, name: str, size: int, what: str = "") -> NoReturn:
+    """Raise the UnreadableFile that says an object of `size` bytes is past the cap `name`."""
+    kind = "metadata document" if name == "max_metadata_bytes" else "chunk"
+    raise UnreadableFile(path, f"{what or 'the file'} is {format_bytes(size)}, over "
+                               f"{current_limits().describe(name)} for one {kind}; not read")
 
-    One fstat on the open descriptor (no extra stat per file): a FIFO, device or socket is refused
-    instead of blocking forever or streaming without end (/dev/zero).
-    """
-    try:
-        fd = os.open(path, _O_READ)
-    except _ABSENT:
-        return None
-    try:
-        info = os.fstat(fd)
-    except OSError:
-        os.close(fd)
-        raise
+
+def _regular_size(fd: int, path: str) -> int | None:
+    """The size of the regular file open at fd; None for a directory. A FIFO, device or socket is
+    refused (UnreadableFile) instead of blocking forever or streaming without end (/dev/zero)."""
+    info = os.fstat(fd)
     if stat.S_ISREG(info.st_mode):
-        return fd, info.st_size
-    os.close(fd)
+        return info.st_size
     if stat.S_ISDIR(info.st_mode):
         return None
     kind = next((name for test, name in _KINDS if test(info.st_mode)), "a special file")
     raise UnreadableFile(path, f"not a regular file but {kind}; not read")
 
 
+def _open_regular(path: str) -> tuple[int, int] | None:
+    """(descriptor, size) of a regular file opened for reading; None when absent or a directory."""
+    try:
+        fd = os.open(path, _O_READ)
+    except _ABSENT:
+        return None
+    try:
+        size = _regular_size(fd, path)
+    except OSError:
+        os.close(fd)
+        raise
+    if size is None:
+        os.close(fd)
+        return None
+    return fd, size
+
+
+_FIRST_READ = 1 << 16
+
+
 def read_file(path: str) -> bytes | None:
     """A whole local file, or None when it does not exist (or is a directory).
 
     Only regular files are read, and only up to the cap for their kind (metadata or chunk, told by
-    the file name): a larger one raises UnreadableFile. Uses raw descriptors: listing
-    4,000 nodes reads 4,000 small files, and a buffered open() per file costs about three times as much.
+    the file name): a larger one raises UnreadableFile. Uses raw descriptors: listing 4,000 nodes
+    reads 4,000 small files, and a buffered open() per file costs about three times as much. A small
+    file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
+    EAGAIN), a device fills the first read, and both of those cases are told apart by fstat.
     """
-    opened = _open_regular(path)
-    if opened is None:
-        return None
-    fd, size = opened
     try:
-        check_size(path, path, size)
-        data = os.read(fd, size + 1)  # one call; asking one byte more sees a file that grew
-        if len(data) == size:
+        fd = os.open(path, _O_READ)
+    except _ABSENT:
+        return None
+    try:
+        cap, name = cap_for(path)
+        try:
+            data = os.read(fd, _FIRST_READ)
+        except BlockingIOError:  # a FIFO whose writer has written nothing yet
+            data = b""
+        if 0 < len(data) < _FIRST_READ:
+            if len(data) > cap:
+                too_large(path, name, len(data))
             return data
-        cap = cap_for(path)[0]
+        size = _regular_size(fd, path)
+        if size is None:
+            return None
+        if size > cap:
+            too_large(path, name, size)
         parts = [data]
         total = len(data)
-        while block := os.read(fd, 1 << 20):
+        while block := os.read(fd, max(1 << 20, size - total + 1)):
             parts.append(block)
             total += len(block)
             if total > cap:
-                check_size(path, path, total, "the file (still growing)")
+                too_large(path, name, total, "the file (still growing)")
         return b"".join(parts)
     except IsADirectoryError:  # Linux opens a directory read-only and fails on read
         return None
