@@ -321,3 +321,13 @@ def test_unreadable_shard_index_is_a_problem_of_that_shard(tmp_path: Path, monke
     stats = chunk_stats(hierarchy(tmp_path / "s.zarr"), "")
     assert stats.problems == {(1,): "shard c/1: cannot read its index (Permission denied)"}
     assert stats.n_present == 4  # shard 0 from its index, shard 1 estimated
+
+
+def test_a_huge_grid_says_how_much_was_declared_and_what_was_stored() -> None:
+    meta = {"zarr_format": 3, "node_type": "array", "shape": [10**6, 128], "data_type": "float32",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, 1]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]}
+    entries = {"leaf/zarr.json": json.dumps(meta).encode(), **{f"leaf/c/0/{i}": b"\0" * 4 for i in range(3)}}
+    stats = chunk_stats(Hierarchy(open_memory(entries)), "leaf")
+    assert stats.notes[0] == "128,000,000 chunks declared; statistics computed from the 3 stored objects"
+    assert stats.n_present == 3 and stats.stored.size <= MAX_ENUMERATED_CHUNKS
