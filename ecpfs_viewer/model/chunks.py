@@ -8,7 +8,9 @@ really uses. zarr-python's ``nchunks_initialized`` tests every possible key agai
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -21,7 +23,9 @@ from zarr.core.chunk_key_encodings import ChunkKeyEncoding, parse_chunk_key_enco
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.hierarchy import ArrayDetails, Hierarchy
+from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.remote import listing_unavailable
+from ecpfs_viewer.model.store_io import is_metadata_key
 from ecpfs_viewer.model.stores import OpenedStore
 
 #: Grids larger than this are counted from the listing but only partly mapped into ``stored``.
@@ -171,6 +175,7 @@ def chunk_stats(h: Hierarchy, path: str) -> ChunkStats:
     path = path.strip("/")
     details = h.array_details(path, ChunkStatsError)
     encoding = key_encoding_of(details)
+    problems: list[str] = []
     try:
         if listing_unavailable(h.store):  # a static web server: ask each key of the grid instead
             from ecpfs_viewer.model.derived_listing import probed_chunk_sizes
@@ -178,12 +183,23 @@ def chunk_stats(h: Hierarchy, path: str) -> ChunkStats:
             outer = details.shard_shape or details.chunk_shape
             sizes = probed_chunk_sizes(h, path, _grid(details.shape, outer), encoding)
         else:
-            sizes = h.store.sizes_below(path)
+            sizes = h.store.sizes_below(path, problems)
     except OSError as exc:
         raise ChunkStatsError(f"{path}: cannot list chunks ({exc.strerror or exc})") from exc
+    notes = [f"not listed: {problem}" for problem in problems[:10]]
+    cap = current_limits().max_listed_chunks
+    if len(sizes) > cap:  # a listing past the cap: the first objects stand for the array
+        notes.append(f"{len(sizes):,} objects stored; statistics computed from the first {cap:,}")
+        sizes = dict(itertools.islice(sizes.items(), cap))
     if details.shard_shape is None:
-        return _plain_stats(path, details, encoding, sizes)
-    return _sharded_stats(h.store, path, details, encoding, sizes, h.details(path).document or {})
+        stats = _plain_stats(path, details, encoding, sizes)
+    else:
+        stats = _sharded_stats(h.store, path, details, encoding, sizes, h.details(path).document or {})
+    if not stats.complete:
+        objects = sum(1 for key in sizes if not is_metadata_key(key))
+        notes.insert(0, f"{stats.n_chunks:,} chunks declared; statistics computed from the "
+                        f"{objects:,} stored object{'' if objects == 1 else 's'}")
+    return dataclasses.replace(stats, notes=(*notes, *stats.notes)) if notes else stats
 
 
 # -- unsharded --------------------------------------------------------------------------------------
@@ -239,43 +255,42 @@ def _sharded_stats(store: OpenedStore, path: str, details: ArrayDetails, encodin
             present.append((index, key, size))
     present.sort()
     total = sum(size for _, _, size in present)
-    n_inner = int(np.prod(per_shard, dtype=np.int64)) if per_shard else 1
+    n_inner = math.prod(per_shard)
     index_bytes = 16 * n_inner + (4 if config["crc32c"] else 0)
     readable = config["supported"]
     if not readable:
         notes.append(f"shard index codecs {config['index_codecs']} are not supported: "
                      "inner chunks of a stored shard are shown as present, sizes estimated")
-    to_read = present[:MAX_SHARD_INDEXES] if readable else []
-    if readable and len(present) > MAX_SHARD_INDEXES:
-        notes.append(f"{len(present):,} shards stored; inner chunks read from the first {MAX_SHARD_INDEXES:,} "
-                     "indexes, the rest counted as fully present")
+    budget = current_limits().max_shard_index_bytes
+    n_read = min(len(present), MAX_SHARD_INDEXES, budget // index_bytes) if readable else 0
+    if readable and n_read < len(present):
+        notes.append(f"{len(present):,} shards stored, each index {format_bytes(index_bytes)}; inner chunks read "
+                     f"from the first {n_read:,} indexes (cap {MAX_SHARD_INDEXES:,} indexes, "
+                     f"{current_limits().describe('max_shard_index_bytes')}), the rest counted as fully present")
     request: ByteRequest = (SuffixByteRequest(index_bytes) if config["location"] == "end"
                             else RangeByteRequest(0, index_bytes))
-    raw = store.read_ranges([(store.key(path, key), request) for _, key, _ in to_read])
+    raw = store.read_ranges([(store.key(path, key), request) for _, key, _ in present[:n_read]])
     problems: dict[tuple[int, ...], str] = {}
     n_present = 0
     for n, (shard_index, key, size) in enumerate(present):
-        if n < len(to_read):
-            table, problem = _decode_index(raw[n], per_shard, config)
-        else:
-            table, problem = None, None if not readable else "index not read (cap)"
+        table, problem = _decode_index(raw[n], per_shard, config) if n < n_read else (None, None)
         if problem:
             problems[shard_index] = f"shard {key}: {problem}"
         origin = tuple(s * p for s, p in zip(shard_index, per_shard, strict=False))
-        for local in np.ndindex(*per_shard) if per_shard else [()]:
-            inner = tuple(o + i for o, i in zip(origin, local, strict=False))
-            if any(i >= g for i, g in zip(inner, grid, strict=False)):
-                continue
-            if table is None:
-                nbytes = max(0, (size - index_bytes) // n_inner)
-            else:
-                offset, length = table[local]
-                if offset == _EMPTY and length == _EMPTY:
-                    continue
-                nbytes = int(length)
-            n_present += 1
-            if not grid or inner[0] < mapped_rows:
-                stored[inner] = nbytes
+        extent = tuple(max(0, min(p, g - o)) for p, o, g in zip(per_shard, origin, grid, strict=False))
+        rows = min(extent[0], mapped_rows - origin[0]) if grid else 0
+        target = (slice(origin[0], origin[0] + max(rows, 0)),
+                  *(slice(o, o + e) for o, e in zip(origin[1:], extent[1:], strict=False))) if grid else ()
+        if table is None:  # numpy fills the mapped part; nothing the size of the shard is allocated
+            n_present += math.prod(extent)
+            stored[target] = max(0, (size - index_bytes) // n_inner)
+            continue
+        inside = table[tuple(slice(0, e) for e in extent)]
+        here = ~((inside[..., 0] == _EMPTY) & (inside[..., 1] == _EMPTY))
+        n_present += int(here.sum())
+        if not grid or rows > 0:
+            stored[target] = np.where(here, inside[..., 1].astype(np.int64), -1)[:rows] if grid else (
+                int(inside[1]) if here else -1)
     if problems:
         notes.append(f"{len(problems)} shard index(es) unreadable; their inner chunks are estimated")
     return _finish(path, details, encoding, grid, stored, mapped_rows, n_present, total, notes, problems,
@@ -305,8 +320,7 @@ def _sharding_config(document: dict[str, Any]) -> dict[str, Any]:
 def _decode_index(raw: bytes | Exception | None, per_shard: tuple[int, ...], config: dict[str, Any]
                   ) -> tuple[np.ndarray | None, str | None]:
     """The (offset, nbytes) table of one shard, or None and the reason it cannot be used."""
-    n = int(np.prod(per_shard, dtype=np.int64)) if per_shard else 1
-    body_len = 16 * n
+    body_len = 16 * math.prod(per_shard)
     if raw is None:
         return None, "disappeared while reading its index"
     if isinstance(raw, Exception):

@@ -25,7 +25,7 @@ from zarr.storage import StorePath
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
-from ecpfs_viewer.model.read_limits import ReadLimitError, check_read
+from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
 from ecpfs_viewer.model.remote import listing_unavailable
 from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
 
@@ -346,14 +346,13 @@ class Hierarchy:
     def read_array(self, path: str, selection: Any = ...) -> np.ndarray:
         """Read a selection of an array; raises with the path in the message on failure.
 
-        A selection whose declared size is over the read caps (``read_limits``) is refused before
+        A selection whose declared size is over the read caps (``read_guard``, ``limits``) is refused before
         anything is allocated or fetched.
         """
         try:
-            info = self.array_details(path)
-            check_read(path.strip("/"), info.shape, info.chunk_shape, info.itemsize, selection)
+            check_read(path or "/", self.array_details(path), selection)  # refuses what metadata makes too costly
             return np.asarray(self.open_array(path)[selection])
-        except ReadLimitError as exc:
+        except ReadTooLarge as exc:
             raise ArrayReadError(str(exc)) from exc
         except Exception as exc:
             raise ArrayReadError(f"{path or '/'}: {describe_exception(exc)}") from exc

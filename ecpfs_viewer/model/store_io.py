@@ -4,18 +4,21 @@ reports to it, and raw reads of local files (faster than any event loop for many
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import WrapperStore
 
+from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
+from ecpfs_viewer.model.limits import current_limits
 
 
 @dataclass(frozen=True)
@@ -118,26 +121,128 @@ class CountingStore(WrapperStore[Store]):
         return self._store.list_dir(prefix)
 
 
-_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+#: The names of Zarr metadata documents (capped by Limits.max_metadata_bytes; every other key is a chunk).
+METADATA_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+# O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused right after, by fstat)
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
 _ABSENT = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class UnreadableFile(UserError, OSError):
+    """A stored object that is refused or cannot be read: not a regular file, past a cap, a damaged
+    zip member. An OSError, so callers that keep one failed key in place keep this one too."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.message = f"{path}: {problem}"
+        self.strerror = problem
+        self.filename = path
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def is_metadata_key(key: str) -> bool:
+    """True when key names a metadata document (its last part is zarr.json, .zarray, ...)."""
+    return key.rsplit("/", 1)[-1] in METADATA_KEYS
+
+
+# a key or path ending so is a metadata document (a local path ends in os.sep or '/' + name)
+_METADATA_ENDINGS = tuple(sep + name for name in METADATA_KEYS for sep in {"/", os.sep})
+
+
+def cap_for(key: str) -> tuple[int, str]:
+    """The byte cap of one stored object (a key or a local path), and the name of that cap in Limits."""
+    limits = current_limits()
+    if key in METADATA_KEYS or key.endswith(_METADATA_ENDINGS):
+        return limits.max_metadata_bytes, "max_metadata_bytes"
+    return limits.max_chunk_bytes, "max_chunk_bytes"
+
+
+def check_size(path: str, key: str, size: int, what: str = "") -> None:
+    """Refuse (UnreadableFile) an object of `size` bytes past the cap for key; `what` says whose size."""
+    cap, name = cap_for(key)
+    if size > cap:
+        too_large(path, name, size, what)
+
+
+def too_large(path: str, name: str, size: int, what: str = "") -> NoReturn:
+    """Raise the UnreadableFile that says an object of `size` bytes is past the cap `name`."""
+    kind = "metadata document" if name == "max_metadata_bytes" else "chunk"
+    raise UnreadableFile(path, f"{what or 'the file'} is {format_bytes(size)}, over "
+                               f"{current_limits().describe(name)} for one {kind}; not read")
+
+
+def _regular_size(fd: int, path: str) -> int | None:
+    """The size of the regular file open at fd; None for a directory. A FIFO, device or socket is
+    refused (UnreadableFile) instead of blocking forever or streaming without end (/dev/zero)."""
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode):
+        return info.st_size
+    if stat.S_ISDIR(info.st_mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(info.st_mode)), "a special file")
+    raise UnreadableFile(path, f"not a regular file but {kind}; not read")
+
+
+def _open_regular(path: str) -> tuple[int, int] | None:
+    """(descriptor, size) of a regular file opened for reading; None when absent or a directory."""
+    try:
+        fd = os.open(path, _O_READ)
+    except _ABSENT:
+        return None
+    try:
+        size = _regular_size(fd, path)
+    except OSError:
+        os.close(fd)
+        raise
+    if size is None:
+        os.close(fd)
+        return None
+    return fd, size
+
+
+_FIRST_READ = 1 << 16
+
 
 def read_file(path: str) -> bytes | None:
     """A whole local file, or None when it does not exist (or is a directory).
 
-    Uses raw descriptors: listing 4,000 nodes reads 4,000 small files, and a buffered open() per
-    file costs about three times as much.
+    Only regular files are read, and only up to the cap for their kind (metadata or chunk, told by
+    the file name): a larger one raises UnreadableFile. Uses raw descriptors: listing 4,000 nodes
+    reads 4,000 small files, and a buffered open() per file costs about three times as much. A small
+    file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
+    EAGAIN), a device fills the first read, and both of those cases are told apart by fstat.
     """
     try:
         fd = os.open(path, _O_READ)
     except _ABSENT:
         return None
     try:
-        data = os.read(fd, 1 << 16)
-        if len(data) < 1 << 16:
+        cap, name = cap_for(path)
+        try:
+            data = os.read(fd, _FIRST_READ)
+        except BlockingIOError:  # a FIFO whose writer has written nothing yet
+            data = b""
+        if 0 < len(data) < _FIRST_READ:
+            if len(data) > cap:
+                too_large(path, name, len(data))
             return data
+        size = _regular_size(fd, path)
+        if size is None:
+            return None
+        if size > cap:
+            too_large(path, name, size)
         parts = [data]
-        while block := os.read(fd, 1 << 20):
+        total = len(data)
+        while block := os.read(fd, max(1 << 20, size - total + 1)):
             parts.append(block)
+            total += len(block)
+            if total > cap:
+                too_large(path, name, total, "the file (still growing)")
         return b"".join(parts)
     except IsADirectoryError:  # Linux opens a directory read-only and fails on read
         return None
@@ -146,13 +251,14 @@ def read_file(path: str) -> bytes | None:
 
 
 def read_file_range(path: str, byte_range: ByteRequest) -> bytes | None:
-    """A byte range of a local file (clipped to its size), or None when it does not exist."""
-    try:
-        fd = os.open(path, _O_READ)
-    except _ABSENT:
+    """A byte range of a local regular file (clipped to its size), or None when it does not exist."""
+    opened = _open_regular(path)
+    if opened is None:
         return None
+    fd, size = opened
     try:
-        start, stop = _bounds(byte_range, os.fstat(fd).st_size)
+        start, stop = bounds(byte_range, size)
+        check_size(path, path, stop - start, "the requested range")
         os.lseek(fd, start, os.SEEK_SET)  # not os.pread: Windows has none
         parts = []
         while start < stop and (block := os.read(fd, stop - start)):
@@ -165,7 +271,7 @@ def read_file_range(path: str, byte_range: ByteRequest) -> bytes | None:
         os.close(fd)
 
 
-def _bounds(byte_range: ByteRequest, size: int) -> tuple[int, int]:
+def bounds(byte_range: ByteRequest, size: int) -> tuple[int, int]:
     """[start, stop) of a byte request within an object of `size` bytes."""
     if isinstance(byte_range, RangeByteRequest):
         return min(byte_range.start, size), min(byte_range.end, size)
@@ -183,20 +289,42 @@ def cut_to_range(data: bytes, byte_range: ByteRequest | None) -> bytes:
     return data
 
 
-def local_sizes(top: str) -> dict[str, int]:
-    """Size of every file below a directory, keyed by '/'-joined relative path."""
+def local_sizes(top: str, problems: list[str] | None = None) -> dict[str, int]:
+    """Size of every file below a directory, keyed by '/'-joined relative path.
+
+    A folder that cannot be listed below `top`, or an entry that cannot be examined (a dangling or
+    looping link), is left out and described in `problems` (when given); an unlistable `top` raises.
+    Linked folders are followed once: a link back up the tree is a loop, not an endless walk.
+    """
     sizes: dict[str, int] = {}
+    seen: set[tuple[int, int]] = set()
     stack = [("", top)]
     while stack:
         rel, directory = stack.pop()
         try:
-            entries = list(os.scandir(directory))
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+            info = os.stat(directory)
         except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError as exc:
+            if not rel or problems is None:
+                raise
+            problems.append(f"{rel}: cannot list ({exc.strerror or exc})")
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            if problems is not None:
+                problems.append(f"{rel}: a link to a folder already listed (a loop); skipped")
+            continue
+        seen.add((info.st_dev, info.st_ino))
         for entry in entries:
             name = f"{rel}/{entry.name}" if rel else entry.name
-            if entry.is_dir():
-                stack.append((name, entry.path))
-            else:
-                sizes[name] = entry.stat().st_size
+            try:
+                if entry.is_dir():
+                    stack.append((name, entry.path))
+                else:
+                    sizes[name] = entry.stat().st_size
+            except OSError as exc:
+                if problems is not None:
+                    problems.append(f"{name}: cannot examine ({exc.strerror or exc})")
     return sizes

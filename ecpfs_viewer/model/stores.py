@@ -11,6 +11,7 @@ import contextlib
 import functools
 import os
 import re
+import stat
 import zipfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -19,14 +20,17 @@ from typing import Any, TypeVar
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
-from zarr.storage import LocalStore, MemoryStore, ZipStore
+from zarr.storage import MemoryStore
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
+from ecpfs_viewer.model.guarded_stores import GuardedLocalStore, GuardedZipStore
 from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.store_io import (
+    METADATA_KEYS,
     CountingStore,
     IOCounter,
     IOStats,
+    UnreadableFile,
     cut_to_range,
     local_sizes,
     read_file,
@@ -35,12 +39,25 @@ from ecpfs_viewer.model.store_io import (
 
 # The counter, its wrapper store and the file reads live in store_io; they are still used as stores.*
 __all__ = [
-    "DEFAULT_MAX_IN_FLIGHT", "METADATA_KEYS", "REMOTE_EXTRA_HINT", "REMOTE_SCHEMES", "CountingStore", "IOCounter",
-    "IOStats", "OpenedStore", "StoreOpenError", "is_url", "join_key", "open_memory", "open_store", "read_file",
-    "read_file_range", "zip_root",
+    "DEFAULT_MAX_IN_FLIGHT",
+    "METADATA_KEYS",
+    "REMOTE_EXTRA_HINT",
+    "REMOTE_SCHEMES",
+    "CountingStore",
+    "IOCounter",
+    "IOStats",
+    "OpenedStore",
+    "StoreOpenError",
+    "UnreadableFile",
+    "is_url",
+    "join_key",
+    "open_memory",
+    "open_store",
+    "read_file",
+    "read_file_range",
+    "zip_root",
 ]
 
-METADATA_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 _URL_RE = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://")
 REMOTE_SCHEMES = {"http", "https", "s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss"}
 REMOTE_EXTRA_HINT = "install the remote extra: pip install 'ecpfs-viewer[remote]'"
@@ -209,12 +226,16 @@ class OpenedStore:
         keys = sync(_collect(self.zarr_store.list_prefix(full)))
         return [k[len(full):] for k in keys]
 
-    def sizes_below(self, path: str) -> dict[str, int]:
-        """Stored size of every key below path (relative keys), with one listing where possible."""
+    def sizes_below(self, path: str, problems: list[str] | None = None) -> dict[str, int]:
+        """Stored size of every key below path (relative keys), with one listing where possible.
+
+        Local folders below path that cannot be listed are described in `problems` (when given)
+        instead of failing the whole listing.
+        """
         prefix = self.key(path)
         if self.local_path is not None:
             self.counter.add_listing()
-            return local_sizes(os.path.join(self.local_path, prefix))
+            return local_sizes(os.path.join(self.local_path, prefix), problems)
         full = prefix + "/" if prefix else ""
         if self.archive_sizes is not None:
             self.counter.add_listing()
@@ -263,12 +284,32 @@ def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dic
     if text.startswith("file://"):
         text = text[len("file://"):]
     path = Path(text).expanduser()
-    if not path.exists():
-        raise StoreOpenError(f"{path}: no such file or directory")
-    if path.is_dir():
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError as exc:
+        raise StoreOpenError(f"{path}: no such file or directory") from exc
+    except OSError as exc:  # a looping link, a folder on the way that cannot be searched
+        raise StoreOpenError(f"{path}: cannot open ({(exc.strerror or str(exc)).lower()})") from exc
+    if stat.S_ISDIR(mode):
         return _open_directory(path)
+    if not stat.S_ISREG(mode):  # a FIFO would block the zip check forever, /dev/zero never end
+        raise StoreOpenError(f"{path}: not a Zarr store (not a folder or a regular file)")
+    return _open_file(path)
+
+
+def _open_file(path: Path) -> OpenedStore:
+    """A regular file: a zip, a damaged zip (said what is wrong), or something else."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4)
+    except OSError as exc:
+        raise StoreOpenError(f"{path}: cannot open ({(exc.strerror or str(exc)).lower()})") from exc
     if zipfile.is_zipfile(path):
         return _open_zip(path)
+    if head.startswith(b"PK") or path.suffix.lower() == ".zip":
+        size = path.stat().st_size
+        raise StoreOpenError(f"{path}: damaged zip file: no end-of-archive record (central directory) "
+                             f"in its {size:,} bytes; it is probably truncated or not a zip")
     raise StoreOpenError(f"{path}: not a Zarr store (expected a folder or a .zip file)")
 
 
@@ -283,7 +324,7 @@ def _open_directory(path: Path) -> OpenedStore:
         raise StoreOpenError(f"{path}: the folder is empty, not a Zarr store")
     if not _holds_zarr_metadata(path, names, depth=2):
         raise StoreOpenError(f"{path}: not a Zarr store (no zarr.json, .zgroup or .zarray found)")
-    store = LocalStore(path, read_only=True)
+    store = GuardedLocalStore(path, read_only=True)
     return OpenedStore(store, label=str(path), kind="local", local_path=path.resolve())
 
 
@@ -312,14 +353,14 @@ def _open_zip(path: Path) -> OpenedStore:
         with zipfile.ZipFile(path) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
-        raise StoreOpenError(f"{path}: unreadable zip file ({exc})") from exc
+        raise StoreOpenError(f"{path}: damaged zip file ({describe_exception(exc)})") from exc
     root = zip_root([m.filename for m in members])
     if root is None:
         raise StoreOpenError(f"{path}: the zip holds no Zarr metadata (zarr.json, .zgroup, .zarray)")
     try:  # opened now: our listings bypass zarr.open, which would otherwise open the archive
-        store = sync(ZipStore.open(path, mode="r"))
+        store = sync(GuardedZipStore.open(path, mode="r"))
     except (zipfile.BadZipFile, OSError) as exc:
-        raise StoreOpenError(f"{path}: unreadable zip file ({exc})") from exc
+        raise StoreOpenError(f"{path}: damaged zip file ({describe_exception(exc)})") from exc
     sizes = {m.filename: m.compress_size for m in members if not m.is_dir()}  # chunk stats list from these
     return OpenedStore(store, label=str(path) + (f"#{root}" if root else ""), kind="zip", root=root,
                        archive_path=path, archive_sizes=sizes)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.hierarchy import ArrayDetails, ArrayReadError, Hierarchy, base_name
+from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
 
 DEFAULT_MAX_ELEMENTS = 4_000_000
 #: The default selection of an array shows at most this many elements (inside its first chunk).
@@ -166,6 +167,10 @@ def read_subset(h: Hierarchy, path: str, text: str, max_elements: int = DEFAULT_
     elements = selection_elements(selection)
     if elements > max_elements:
         raise SelectionError(f"selection has {elements:,} elements; the limit is {max_elements:,}")
+    try:  # before zarr-python: a chunk the metadata declares huge is refused, not decoded
+        check_read(path, details, selection)
+    except ReadTooLarge as exc:
+        raise SelectionError(str(exc)) from exc
     try:
         data = h.read_array(path, selection)
     except ArrayReadError as exc:

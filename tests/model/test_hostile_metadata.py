@@ -23,7 +23,7 @@ import zarr
 
 from ecpfs_viewer.model.ecpfs import Generation, level_plan, level_stats, summarize
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.read_limits import read_cost
+from ecpfs_viewer.model.read_guard import DeclaredArray, ReadTooLarge, check_read
 from ecpfs_viewer.model.sizing import capped_power, fan_out
 from ecpfs_viewer.model.stores import open_store
 from ecpfs_viewer.model.validation import validate
@@ -83,8 +83,8 @@ def test_root_declaring_a_petabyte_is_not_read_whole(two_clusters_copy: Path) ->
     set_shape(two_clusters_copy, "index_root/embeddings", [10**15, 2])
     result = run_cli("check", str(two_clusters_copy))
     assert result.returncode == 1
-    assert "index_root/embeddings: not read: shape [1000000000000000, 2] declares 7.11 PiB" in result.stdout
-    assert "ECPFS_VIEWER_MAX_READ_MB" in result.stdout
+    assert "index_root/embeddings: the read touches 15,258,789,063 chunks" in result.stdout
+    assert "(ECPFS_VIEWER_MAX_CHUNKS_PER_READ) on chunks per read; not read" in result.stdout
     assert "999999999999998 root entries lead to no node" in result.stdout
 
 
@@ -117,14 +117,14 @@ def test_a_leaf_of_128_million_chunks_is_not_walked(two_clusters_copy: Path) -> 
     set_shape(two_clusters_copy, "lvl_2/node_2/item_ids", [10**6])
     result = run_cli("check", "--max-node-reads", "1000", str(two_clusters_copy))
     assert result.returncode == 1
-    assert "declares 128,000,000 chunks, more than the 100,000 chunk limit" in result.stdout
+    assert "touches 128,000,000 chunks, over the 100,000 cap" in result.stdout
 
 
-def test_read_cost_is_arithmetic_on_any_shape() -> None:
-    cost = read_cost((10**18, 10**18), (1, 1), ...)
-    assert cost is not None and cost.elements == 10**36 and cost.chunks == 10**36
-    assert read_cost((100, 8), (10, 8), (slice(5, 25), 3)) == type(cost)(20, 3)
-    assert read_cost((100,), (10,), [1, 2]) is None  # fancy selections are not estimated
+def test_read_guard_is_arithmetic_on_any_shape() -> None:
+    with pytest.raises(ReadTooLarge, match="huge: the read touches 1,000,000,000,000,000,000,000,000,000,000,000,000"):
+        check_read("huge", DeclaredArray((10**18, 10**18), (1, 1), 4))
+    check_read("small", DeclaredArray((100, 8), (10, 8), 4), (slice(5, 25), 3))  # 3 chunks: fine
+    check_read("fancy", DeclaredArray((10**18,), (1,), 4), [1, 2])  # fancy selections are not estimated
 
 
 def test_sizing_refuses_instead_of_going_complex_or_looping() -> None:

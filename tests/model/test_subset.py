@@ -183,3 +183,21 @@ def test_damaged_chunk_is_named_by_the_arrays_own_key_encoding(tmp_path: Path, s
     with pytest.raises(SelectionError, match=rf"\(unreadable: chunk 1{separator}0\)$".replace(".", r"\.")):
         read_subset(h, "", "")
     assert read_subset(h, "", "0:2, :").data.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_a_read_is_refused_from_its_metadata_before_zarr_starts_it(tmp_path: Path) -> None:
+    """Chunks visited, one decoded chunk, memory needed: each cap refused with a message, nothing read."""
+    group = zarr.open_group(tmp_path / "caps.zarr", mode="w")
+    group.create_array("tiny_chunks", shape=(10**6,), chunks=(1,), dtype="uint8")
+    group.create_array("huge_chunk", shape=(10**15,), chunks=(10**14,), dtype="float32")
+    h = Hierarchy(open_store(tmp_path / "caps.zarr"))
+    h.array_details("tiny_chunks"), h.array_details("huge_chunk")  # metadata read; no chunk from here on
+    before = h.store.stats()
+    with pytest.raises(SelectionError, match=r"tiny_chunks: the read touches 200,000 chunks, over the 100,000 cap "
+                                             r"\(ECPFS_VIEWER_MAX_CHUNKS_PER_READ\)"):
+        read_subset(h, "tiny_chunks", "0:200000")
+    with pytest.raises(SelectionError, match=r"huge_chunk: one chunk \[100000000000000\] decodes to .*over the "
+                                             r"256 MB cap \(ECPFS_VIEWER_MAX_DECODED_CHUNK_MB\)"):
+        read_subset(h, "huge_chunk", "0:10")
+    assert (h.store.stats() - before).requests == 0
+    assert read_subset(h, "tiny_chunks", "0:1000").data.shape == (1000,)

@@ -29,7 +29,7 @@ from zarr.storage._common import StorePath
 
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy, load_json_object
-from ecpfs_viewer.model.read_limits import check_read
+from ecpfs_viewer.model.read_guard import DeclaredArray, check_read
 from ecpfs_viewer.model.stores import OpenedStore
 
 #: Decoded bytes per decode call: bounds the memory a batch of padded leaf chunks takes.
@@ -111,7 +111,7 @@ class ArrayBatchReader:
         jobs: list[tuple[int, tuple[int, ...], str]] = []  # (output index, chunk coords, key)
         for n, (i, t, shape) in enumerate(batch):
             # a shape is what metadata claims: refuse before allocating for it
-            check_read(paths[i], shape, t.chunk_shape, int(t.dtype.itemsize), ())
+            check_read(paths[i], DeclaredArray(shape, t.chunk_shape, int(t.dtype.itemsize)))
             outputs.append(np.empty(shape, dtype=t.dtype))
             grid = [range(-(-s // c)) if c else range(0) for s, c in zip(shape, t.chunk_shape, strict=True)]
             for coords in itertools.product(*grid):
