@@ -77,8 +77,8 @@ def test_preview_shows_the_numbers_of_a_known_file(qtbot, vectors):
     # 512 KiB / (16 * 4 bytes) and 8 MiB / (16 * 4 bytes)
     assert v["chunk_rows"] == "8,192 (nodes) · 131,072 (reps)"
     preview = preview_build(vectors, dialog.params(), dialog.form.output())
-    assert v["size"] == (f"about {format_bytes(preview.estimated_bytes)} ({format_bytes(preview.estimated_apparent_bytes)}"
-                         f" in {preview.estimated_files:,} files and folders)")
+    on_disk, apparent = format_bytes(preview.estimated_bytes), format_bytes(preview.estimated_apparent_bytes)
+    assert v["size"] == f"about {on_disk} ({apparent} in {preview.estimated_files:,} files and folders)"
     assert visible_errors(dialog) == {}
     assert dialog.form.output_edit.text() == str(vectors.parent / "vectors.zarr")  # derived from the input
     assert dialog.build_button.isEnabled()
