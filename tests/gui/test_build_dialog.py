@@ -59,6 +59,16 @@ def set_params(dialog: BuildDialog, levels: int, target: int) -> None:
     dialog.form.target_spin.setValue(target)
 
 
+def ready_dialog(qtbot, source: Path, output: Path, levels: int = 2, target: int = 10) -> BuildDialog:
+    """A dialog filled in and checked: the input, the parameters and an output in a folder that exists."""
+    output.parent.mkdir(exist_ok=True)
+    dialog = open_dialog(qtbot, source)
+    set_params(dialog, levels, target)
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    return dialog
+
+
 def phase_titles(dialog: BuildDialog) -> list[str]:
     return [title for title, _text, _done in dialog.progress.phase_rows()]
 
@@ -185,12 +195,8 @@ def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, mon
         return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)
 
     monkeypatch.setattr(build_dialog, "build_index", build_that_pauses)
-    dialog = open_dialog(qtbot, vectors)
-    set_params(dialog, levels=2, target=10)
     output = tmp_path / "out" / "cancelled.zarr"
-    output.parent.mkdir()
-    dialog.form.output_edit.setText(str(output))
-    wait_checked(qtbot, dialog)
+    dialog = ready_dialog(qtbot, vectors, output)
     dialog.build_button.click()
     qtbot.waitUntil(lambda: "Writing leaf nodes" in phase_titles(dialog), timeout=10000)
     assert reached_writing.is_set()
@@ -406,12 +412,8 @@ def test_large_build_is_asked_about_first(qtbot, tmp_path, monkeypatch):
         return real_build_index(*args, cancel=cancel, **kwargs)
 
     monkeypatch.setattr(build_dialog, "build_index", build_cancelled_at_once)
-    dialog = open_dialog(qtbot, source)
-    set_params(dialog, levels=16, target=1)
     output = tmp_path / "out" / "huge.zarr"
-    output.parent.mkdir()
-    dialog.form.output_edit.setText(str(output))
-    wait_checked(qtbot, dialog)
+    dialog = ready_dialog(qtbot, source, output, levels=16, target=1)
     assert dialog.build_button.isEnabled()  # allowed, but asked about
 
     def question() -> QMessageBox:
