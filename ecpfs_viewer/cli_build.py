@@ -8,9 +8,14 @@ status 1 and nothing written; argparse's own usage errors exit 2.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from ecpfs_viewer.model.build import (
     BuildCancelled,
@@ -19,6 +24,7 @@ from ecpfs_viewer.model.build import (
     BuildProgress,
     BuildResult,
     build_index,
+    preview_build,
 )
 from ecpfs_viewer.model.sizing import DTYPE_CHOICES
 
@@ -52,6 +58,9 @@ def add_build_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--seed", type=int, default=None, help="seed for --rep-selection random")
     p.add_argument("--normalized", action="store_true", help="promise that vectors are unit length")
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it is an existing store")
+    p.add_argument("--force", action="store_true",
+                   help="build even when the index would be unusually large for its input "
+                        "(over 4 times the input and 256 MiB on disk)")
     p.add_argument("--node-chunk-kb", type=int, default=512, help="node chunk budget in KiB (default 512)")
     p.add_argument("--rep-chunk-mb", type=int, default=8, help="representative chunk budget in MiB (default 8)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
@@ -86,6 +95,38 @@ class _ProgressBar:
             sys.stderr.write("\n")
 
 
+class _Interrupted(KeyboardInterrupt):
+    """A termination signal arrived during a build; the builder cleans up as for Ctrl+C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: Signals that end a build the way Ctrl+C does: the temporary folder is removed, then the exit.
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextmanager
+def _stop_signals_interrupt() -> Iterator[None]:
+    """SIGTERM, SIGHUP (and SIGINT) raise :class:`_Interrupted` in the build; later ones wait for the clean-up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        for s in _STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)  # a second signal must not cut the clean-up short
+        raise _Interrupted(signum)
+
+    previous = {s: signal.signal(s, stop) for s in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def run_build(args: argparse.Namespace) -> int:
     """Build the index; each problem with the input, parameters or output is one line on stderr."""
     if args.node_chunk_kb < 1 or args.rep_chunk_mb < 1:
@@ -96,16 +137,27 @@ def run_build(args: argparse.Namespace) -> int:
         seed=args.seed, node_chunk_bytes=args.node_chunk_kb * 1024,
         rep_chunk_bytes=args.rep_chunk_mb * 1024 * 1024,
     )
+    if not args.force:
+        preview = preview_build(args.input, params, args.output, overwrite=args.overwrite)
+        if preview.ok and preview.oversize:
+            return _err(f"{preview.oversize}; pass --force to build it anyway")
     bar = _ProgressBar(enabled=not args.quiet and sys.stderr.isatty())
     logs: list[str] = []
+    result: BuildResult | None = None
     try:
-        result = build_index(args.input, args.output, params, overwrite=args.overwrite,
-                             progress=bar, log=logs.append)
+        with _stop_signals_interrupt():
+            result = build_index(args.input, args.output, params, overwrite=args.overwrite,
+                                 progress=bar, log=logs.append)
     except BuildError as exc:
         bar.close()
         for problem in exc.problems:
             _err(str(problem))
         return EXIT_ERROR
+    except _Interrupted as exc:
+        bar.close()
+        written = f"the index was complete: {args.output}" if result is not None else "nothing was written"
+        _err(f"build stopped by {signal.Signals(exc.signum).name}; {written}")
+        return 128 + exc.signum
     except (BuildCancelled, KeyboardInterrupt):
         bar.close()
         return _err("build interrupted; nothing was written")

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -208,3 +210,90 @@ def test_progress_bar_draws_on_a_terminal(capsys: pytest.CaptureFixture[str]) ->
     bar.close()
     err = capsys.readouterr().err
     assert "reading" in err and "writing" in err and "10/10" in err
+
+
+# ------------------------------------------------------------------------- size guard and signals
+
+
+def _run_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """A real `ecpfs-viewer build` process (stderr captured), as a user or a service manager starts it."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    return subprocess.Popen([sys.executable, "-m", "ecpfs_viewer", "build", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+
+
+def _building_folders(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if ".building-" in p.name)
+
+
+def _wait_for_building_folder(folder: Path, proc: subprocess.Popen[str], seconds: float = 60) -> Path:
+    """The build's hidden folder, as soon as it exists (the build then runs for a few seconds more)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = _building_folders(folder)
+        if found:
+            return found[0]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.01)
+    raise AssertionError("the build never created its temporary folder")
+
+
+@pytest.fixture
+def slow_input(tmp_path: Path) -> Path:
+    """An input whose build writes about 1,000 leaves: a few seconds of work after the folder appears."""
+    path = tmp_path / "many.npy"
+    np.save(path, np.random.default_rng(3).standard_normal((20000, 16)).astype(np.float32))
+    return path
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_stop_signal_during_a_build_removes_its_folder(tmp_path: Path, slow_input: Path, signum: int) -> None:
+    proc = _run_cli(str(slow_input), str(tmp_path / "many.zarr"), "--levels", "2", "--target-cluster-items",
+                    "20", "--quiet", "--force", cwd=tmp_path)
+    try:
+        _wait_for_building_folder(tmp_path, proc)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    name = signal.Signals(signum).name
+    assert proc.returncode == 128 + signum, err
+    assert f"build stopped by {name}; nothing was written" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["many.npy"]
+
+
+@pytest.mark.timeout(120)
+def test_next_build_removes_what_a_killed_build_left(tmp_path: Path, slow_input: Path) -> None:
+    proc = _run_cli(str(slow_input), str(tmp_path / "many.zarr"), "--levels", "2", "--target-cluster-items",
+                    "20", "--quiet", "--force", cwd=tmp_path)
+    try:
+        left = _wait_for_building_folder(tmp_path, proc)
+        proc.kill()  # SIGKILL: no clean-up can run
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert left.is_dir() and not (tmp_path / "many.zarr").exists()
+
+    np.save(tmp_path / "good.npy", POINTS)
+    proc = _run_cli(str(tmp_path / "good.npy"), str(tmp_path / "small.zarr"), "--levels", "2",
+                    "--target-cluster-items", "2", cwd=tmp_path)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"warning: removed 1 unfinished build folder left by killed builds ({left.name}), freeing" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.npy", "many.npy", "small.zarr"]
+
+
+def test_unusually_large_build_needs_force(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--levels 64 with one item per cluster on 3,000 rows: 8 GiB of near-empty nodes for 750 KiB of input."""
+    np.save(work / "rows.npy", np.zeros((3000, 64), np.float32))
+    args = ["build", str(work / "rows.npy"), str(work / "huge.zarr"), "--levels", "64", "--target-cluster-items", "1"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "the index would take about 8.1 GiB on disk in 2,120,387 files and folders" in err
+    assert "times the 750.0 KiB of the input" in err and "pass --force to build it anyway" in err
+    assert _listing(work) == {"good.npy", "rows.npy"}
+    # an ordinary build of the same file needs no --force
+    assert main(["build", str(work / "rows.npy"), str(work / "fine.zarr"), "--levels", "2",
+                 "--target-cluster-items", "100", "--quiet"]) == 0

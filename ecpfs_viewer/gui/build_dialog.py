@@ -3,9 +3,10 @@
 Every change re-checks the form in a worker (debounced) with the builder's own check
 (:func:`ecpfs_viewer.model.build.preview_build`): the numbers, the warnings, and the problems,
 each tied to its field, so it appears under that field (:class:`BuildForm`); the Build button
-stays disabled until there are none. The build runs through a :class:`BackgroundRunner` with
-progress (:class:`BuildProgressBox`) and cancel; the builder leaves nothing on disk when it
-fails or is cancelled.
+stays disabled until there are none. A build the preview finds unusually large for its input
+(:attr:`BuildPreview.oversize`) starts only after the user confirms it. The build runs through a
+:class:`BackgroundRunner` with progress (:class:`BuildProgressBox`) and cancel; the builder leaves
+nothing on disk when it fails or is cancelled, and the form keeps its values for another try.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QVBoxLayout, QWidget
 from superqt.utils import qdebounced
 
 from ecpfs_viewer.gui.build_form import BuildForm, PreviewBox, error_color
@@ -36,6 +37,8 @@ from ecpfs_viewer.model.build import (
 
 PREVIEW_DELAY_MS = 150
 CHECKING = "Checking…"
+CANCELLED = "Cancelled, nothing written."
+BUILD_ANYWAY = "Build anyway"
 
 
 def check_form(source: str, output: str, overwrite: bool, params: BuildParams) -> BuildPreview:
@@ -75,6 +78,7 @@ class BuildDialog(QDialog):
         self._check: BuildPreview | None = None  # the check of the form as it is now, once it arrived
         self._build_request: int | None = None
         self._close_when_done = False
+        self.confirm_box: QMessageBox | None = None  # the question before an unusually large build
 
         self.form = BuildForm(input_path=input_path)
         self.form.resized.connect(self._fit_height)
@@ -87,11 +91,14 @@ class BuildDialog(QDialog):
         top.addWidget(self.form, 3)
         top.addWidget(self.preview, 2)
         layout.addLayout(top)
-        layout.addWidget(self.preview.warnings_label)
         layout.addWidget(self.progress)
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        policy = self.message.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)  # its line is kept, so the buttons stay where they are
+        self.message.setSizePolicy(policy)
+        self.message.setMinimumHeight(self.message.fontMetrics().lineSpacing())
         self.message.hide()
         layout.addWidget(self.message)
         buttons = QHBoxLayout()
@@ -156,10 +163,35 @@ class BuildDialog(QDialog):
     # ----------------------------------------------------------------------------- building
 
     def start_build(self) -> None:
-        """Start the build with the checked form (the Build button)."""
+        """Start the build with the checked form (the Build button); an unusually large one is asked about first."""
         check = self._check
         if check is None or not check.ok or self._build_request is not None:
             return
+        if check.oversize:
+            self._ask_before_large_build(check)
+            return
+        self._start(check)
+
+    def _ask_before_large_build(self, check: BuildPreview) -> None:
+        """A window-modal question; the build starts only on "Build anyway", with the form unchanged."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Unusually large index",
+                          f"{check.oversize[:1].upper()}{check.oversize[1:]}.", QMessageBox.StandardButton.Cancel,
+                          self)
+        box.setInformativeText("Build it anyway?")
+        anyway = box.addButton(BUILD_ANYWAY, QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def answered() -> None:
+            self.confirm_box = None
+            if box.clickedButton() is anyway and self._check is check and self._build_request is None:
+                self._start(check)
+
+        box.finished.connect(answered)
+        self.confirm_box = box
+        box.open()
+
+    def _start(self, check: BuildPreview) -> None:
         self.form.save_settings()
         self.message.hide()
         self.form.setEnabled(False)
@@ -186,9 +218,9 @@ class BuildDialog(QDialog):
         self._build_runner.cancel(self._build_request)
         self.progress.set_cancelling()
 
-    def _finish_build(self, *, completed: bool) -> None:
+    def _finish_build(self, *, completed: bool, cancelled: bool = False) -> None:
         self._build_request = None
-        self.progress.stop(completed=completed)
+        self.progress.stop(completed=completed, cancelled=cancelled)
         self.form.setEnabled(True)
         self.cancel_button.setEnabled(True)
 
@@ -199,7 +231,7 @@ class BuildDialog(QDialog):
             self.index_built.emit(str(outcome.output))
             self.accept()
         elif isinstance(outcome, BuildCancelled):
-            self._stopped("Build cancelled; nothing was written.", error=False)
+            self._stopped(CANCELLED, error=False, cancelled=True)
         else:
             self._stopped(f"Build failed: {outcome}", error=True)
 
@@ -207,8 +239,8 @@ class BuildDialog(QDialog):
         """An unexpected exception in the builder (its own errors arrive as values)."""
         self._stopped(f"Build failed: {message}", error=True)
 
-    def _stopped(self, text: str, *, error: bool) -> None:
-        self._finish_build(completed=False)
+    def _stopped(self, text: str, *, error: bool, cancelled: bool = False) -> None:
+        self._finish_build(completed=False, cancelled=cancelled)
         self._show_message(text, error=error)
         if self._close_when_done:
             super().reject()

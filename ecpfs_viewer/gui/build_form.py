@@ -8,6 +8,7 @@ The form only collects values and shows what it is told: the checking itself is 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -53,6 +54,11 @@ def _int(value: object) -> int:
     raise ValueError(f"not a number: {value!r}")
 
 
+def writable_folder(folder: Path) -> bool:
+    """True when ``folder`` exists and this user may create entries in it (as the builder checks)."""
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+
+
 def _select_data(combo: QComboBox, value: object) -> None:
     index = combo.findData(value)
     if index >= 0:
@@ -79,17 +85,27 @@ class BuildForm(QGroupBox):
 
     # ----------------------------------------------------------------------------- layout
 
-    def _error_label(self, name: str) -> QLabel:
+    def _error_label(self, name: str, reserve: bool) -> QLabel:
         label = QLabel()
         label.setWordWrap(True)
         label.setObjectName(f"error_{name}")
         label.setStyleSheet(f"color: {error_color(self)};")
+        if reserve:  # one line is kept free, so a message appearing or going moves nothing
+            policy = label.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            label.setSizePolicy(policy)
+            label.setMinimumHeight(label.fontMetrics().lineSpacing())
         label.hide()
         self.field_errors[name] = label
         return label
 
-    def _with_error(self, name: str, *widgets: QWidget) -> QWidget:
-        """A field (one or more widgets in a row) with its error label underneath."""
+    def _with_error(self, name: str, *widgets: QWidget, reserve: bool = True) -> QWidget:
+        """A field (one or more widgets in a row) with its error label underneath.
+
+        ``reserve`` keeps a line for the message even when there is none: every field the user
+        can get wrong has one, so the form does not jump while typing (a choice from a list cannot
+        be wrong, so those rows stay compact).
+        """
         box = QWidget()
         column = QVBoxLayout(box)
         column.setContentsMargins(0, 0, 0, 0)
@@ -101,7 +117,7 @@ class BuildForm(QGroupBox):
         if not any(isinstance(w, QLineEdit) for w in widgets):
             row.addStretch(1)
         column.addLayout(row)
-        column.addWidget(self._error_label(name))
+        column.addWidget(self._error_label(name, reserve))
         return box
 
     def _make_fields(self) -> None:
@@ -137,13 +153,13 @@ class BuildForm(QGroupBox):
         self.metric_combo = QComboBox()
         self.metric_combo.addItem("L2 (Euclidean distance)", "L2")
         self.metric_combo.addItem("IP (inner product)", "IP")
-        form.addRow("Metric:", self._with_error("metric", self.metric_combo))
+        form.addRow("Metric:", self._with_error("metric", self.metric_combo, reserve=False))
 
         self.dtype_combo = QComboBox()
         for choice in sizing.DTYPE_CHOICES:
             text = "native (as the input; float64 → float32)" if choice == "native" else choice
             self.dtype_combo.addItem(text, choice)
-        form.addRow("Stored dtype:", self._with_error("dtype", self.dtype_combo))
+        form.addRow("Stored dtype:", self._with_error("dtype", self.dtype_combo, reserve=False))
 
         self.normalized_check = QCheckBox("Vectors are unit length (is_normalized)")
         form.addRow("", self.normalized_check)
@@ -157,7 +173,8 @@ class BuildForm(QGroupBox):
         self.seed_spin.setValue(-1)
         self.seed_spin.setPrefix("seed ")
         self.seed_spin.setToolTip("A seed makes the random choice reproducible")
-        form.addRow("Representatives:", self._with_error("rep_selection", self.rep_combo, self.seed_spin))
+        form.addRow("Representatives:", self._with_error("rep_selection", self.rep_combo, self.seed_spin,
+                                                          reserve=False))
 
         self.advanced_button = QToolButton()
         self.advanced_button.setText("Advanced")
@@ -216,13 +233,22 @@ class BuildForm(QGroupBox):
         self._output_auto = not text.strip()
 
     def _default_output(self, input_text: str) -> str:
-        """``<stem>.zarr`` in the last output folder used (else beside the input)."""
+        """``<stem>.zarr`` in the last output folder used, else beside the input, else at home.
+
+        Only a folder this user can write is proposed (the test the builder makes), so a file
+        opened from a read-only share or a system folder gets an output that can be built.
+        """
         text = input_text.strip()
         if not text:
             return ""
         source = Path(text.partition("#")[0]).expanduser()
-        folder = settings().value(f"{SETTINGS_GROUP}/output_dir", "") or str(source.parent)
-        return str(Path(str(folder)) / f"{source.stem}.zarr")
+        remembered = str(settings().value(f"{SETTINGS_GROUP}/output_dir", "") or "")
+        candidates = [Path(remembered)] if remembered else []
+        candidates += [source.absolute().parent, Path.home(), Path(tempfile.gettempdir())]
+        folder = next((c for c in candidates if writable_folder(c)), candidates[0])
+        self.output_edit.setToolTip("" if folder == candidates[0] else
+                                    f"{candidates[0]} cannot be written, so the index goes to {folder}")
+        return str(folder / f"{source.stem}.zarr")
 
     def _browse_input(self) -> None:
         start = self.input_edit.text().strip() or settings().value(f"{SETTINGS_GROUP}/input_dir", "")
@@ -325,7 +351,11 @@ class BuildForm(QGroupBox):
 
 
 class PreviewBox(QGroupBox):
-    """"What will be built": the preview's numbers, its warnings (placed by the dialog) and a status line."""
+    """"What will be built": the preview's numbers, a status line and the warnings, under the numbers.
+
+    The warnings sit in this column, beside the taller form, so they appear and go without moving
+    any field or button.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("What will be built", parent)
@@ -341,13 +371,17 @@ class PreviewBox(QGroupBox):
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.values[key] = value
             form.addRow(title, value)
-        self.warnings_label = QLabel()
-        self.warnings_label.setWordWrap(True)
-        self.warnings_label.setStyleSheet(f"color: {_warning_color(self)};")
-        self.warnings_label.hide()
+        self.values["size"].setToolTip("Files rounded up to the disk's block size, plus one block per folder; "
+                                       "chunks counted uncompressed")
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
         form.addRow(self.status_label)
+        self.warnings_label = QLabel()
+        self.warnings_label.setWordWrap(True)
+        self.warnings_label.setStyleSheet(f"color: {_warning_color(self)};")
+        self.warnings_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.warnings_label.hide()
+        form.addRow(self.warnings_label)
 
     def show_preview(self, p: BuildPreview) -> None:
         """The numbers the preview could compute (a dash for the others) and its warnings."""
@@ -367,6 +401,7 @@ class PreviewBox(QGroupBox):
                                         for i, n in enumerate(p.max_nodes_per_level, 1)) if complete else "")
         v["chunk_rows"].setText(f"{p.node_chunk_rows:,} (nodes) · {p.rep_chunk_rows:,} (reps)"
                                 if complete else "—")
-        v["size"].setText(f"about {format_bytes(p.estimated_bytes)}" if complete else "—")
+        v["size"].setText(f"about {format_bytes(p.estimated_bytes)} ({format_bytes(p.estimated_apparent_bytes)} "
+                          f"in {p.estimated_files:,} files and folders)" if complete else "—")
         self.warnings_label.setText("\n".join(f"⚠ {w}" for w in p.warnings))
         self.warnings_label.setVisible(bool(p.warnings))

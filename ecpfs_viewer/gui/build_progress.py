@@ -55,6 +55,7 @@ class BuildProgressBox(QGroupBox):
         self._rows_total = 0
         self._rows_rate: float | None = None
         self._cancelling = False
+        self._cancelled = False
         self._elapsed = QElapsedTimer()
         self._clock = QTimer(self)
         self._clock.setInterval(CLOCK_INTERVAL_MS)
@@ -68,7 +69,7 @@ class BuildProgressBox(QGroupBox):
         self._phases.clear()
         self._rows_total = rows_total
         self._rows_rate = None
-        self._cancelling = False
+        self._cancelling = self._cancelled = False
         self._elapsed.start()
         self._clock.start()
         self._update_status()
@@ -93,11 +94,12 @@ class BuildProgressBox(QGroupBox):
         self._cancelling = True
         self._update_status()
 
-    def stop(self, *, completed: bool) -> None:
+    def stop(self, *, completed: bool, cancelled: bool = False) -> None:
         """The build ended: stop the clock; a completed build shows every phase full."""
         self._clock.stop()
-        self._update_status()
+        self._cancelled = cancelled
         self._cancelling = False
+        self._update_status()
         if completed:
             for row in self._phases.values():
                 row.finish()
@@ -113,4 +115,6 @@ class BuildProgressBox(QGroupBox):
             text += f" · {self._rows_rate:,.0f} rows/s"
         if self._cancelling:
             text += " · cancelling…"
+        elif self._cancelled:
+            text += " · cancelled"
         self.speed_label.setText(text)

@@ -16,11 +16,20 @@ import numpy as np
 
 from ecpfs_viewer.model import sizing
 from ecpfs_viewer.model._build_errors import BuildError, BuildProblem, ProblemField
+from ecpfs_viewer.model._build_estimate import disk_units, estimate_disk
+from ecpfs_viewer.model._build_output import stale_builds
+from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.sources import EmbeddingSource, SourceInfo, inspect_source
 
 METRICS = ("L2", "IP")
 REP_SELECTIONS = ("offset", "random")
 MAX_ROWS = 2**32 - 1  # item ids are uint32
+
+#: A build is "unusually large", and needs a confirmation (GUI) or --force (CLI), when its estimate
+#: exceeds both this many times the input and :data:`LARGE_BUILD_FLOOR_BYTES`: the mark of a
+#: parameter typo (``--levels 64`` on 3,000 rows makes gigabytes of near-empty nodes).
+LARGE_BUILD_RATIO = 4
+LARGE_BUILD_FLOOR_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,13 +61,26 @@ class BuildPreview:
     max_nodes_per_level: list[int] = field(default_factory=list)
     node_chunk_rows: int = 0
     rep_chunk_rows: int = 0
-    estimated_bytes: int = 0
+    estimated_bytes: int = 0  # on disk: files rounded up to blocks, plus folders
+    estimated_apparent_bytes: int = 0  # the files' own sizes
+    estimated_files: int = 0  # files and folders
+    input_bytes: int = 0
     warnings: list[str] = field(default_factory=list)
     problems: list[BuildProblem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def oversize(self) -> str:
+        """Why this build is unusually large for its input ("" when it is not): ask before starting it."""
+        size = self.estimated_bytes
+        if size <= max(LARGE_BUILD_RATIO * self.input_bytes, LARGE_BUILD_FLOOR_BYTES):
+            return ""
+        return (f"the index would take about {format_bytes(size)} on disk in {self.estimated_files:,} files "
+                f"and folders, {size / max(1, self.input_bytes):,.0f} times the {format_bytes(self.input_bytes)} "
+                f"of the input; fewer levels or a larger target cluster size make a smaller index")
 
 
 def param_problems(params: BuildParams, info: SourceInfo | None) -> list[BuildProblem]:
@@ -192,14 +214,29 @@ def preview_build(source: str | os.PathLike[str], params: BuildParams,
             w = str(exc)
         if w:
             warnings.append(w)
-    row_bytes = info.dim * sizing.itemsize(stored)
-    internal_rows = sum(sizing.reps_placed_at_level(t, ns, R) for t in range(1, params.levels))
-    payload = (info.rows + internal_rows + R + ns) * row_bytes + (info.rows + internal_rows + R) * 4
-    files = 5 + 3 * (params.levels + 1) + 6 * sum(max_nodes)
+    if output is not None:
+        warnings += stale_warnings(output)
+    node_rows = sizing.chunk_rows(info.dim, stored, params.node_chunk_bytes)
+    rep_rows = sizing.chunk_rows(info.dim, stored, params.rep_chunk_bytes)
+    disk = estimate_disk(info.rows, info.dim, stored, params.levels, params.target_cluster_items, node_rows,
+                         rep_rows, disk_units(output))
     return BuildPreview(
         source=info.label, rows=info.rows, dim=info.dim, source_dtype=info.dtype.name, stored_dtype=stored,
-        representatives=R, fan_out=ns, max_nodes_per_level=max_nodes,
-        node_chunk_rows=sizing.chunk_rows(info.dim, stored, params.node_chunk_bytes),
-        rep_chunk_rows=sizing.chunk_rows(info.dim, stored, params.rep_chunk_bytes),
-        estimated_bytes=int(payload + files * 4096), warnings=warnings, problems=problems,
+        representatives=R, fan_out=ns, max_nodes_per_level=max_nodes, node_chunk_rows=node_rows,
+        rep_chunk_rows=rep_rows, estimated_bytes=disk.bytes_on_disk, estimated_apparent_bytes=disk.apparent_bytes,
+        estimated_files=disk.files + disk.folders, input_bytes=info.rows * info.dim * info.dtype.itemsize,
+        warnings=warnings, problems=problems,
     )
+
+
+def stale_warnings(output: str | os.PathLike[str]) -> list[str]:
+    """A line about the unfinished build folders of killed builds that the next build removes."""
+    text = os.fspath(output).strip()
+    if not text:
+        return []
+    stale = stale_builds(Path(text).expanduser().absolute().parent)
+    if not stale:
+        return []
+    names = ", ".join(s.path.name for s in stale[:3]) + (", …" if len(stale) > 3 else "")
+    return [f"{len(stale)} unfinished build folder{'s' if len(stale) > 1 else ''} left by killed builds "
+            f"will be removed ({names})"]

@@ -14,7 +14,6 @@ import os
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +31,10 @@ from ecpfs_viewer.model._build_checks import (
     shape_warnings,
 )
 from ecpfs_viewer.model._build_errors import PROBLEM_FIELDS, BuildCancelled, BuildError, BuildProblem, ProblemField
+from ecpfs_viewer.model._build_output import commit_output, prepare_output, remove_stale_builds
 from ecpfs_viewer.model._build_tree import NodeTable, Router, group_rows, single_threaded_blas
 from ecpfs_viewer.model._build_writer import IndexWriter
+from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.sources import EmbeddingSource, check_finite, narrow
 
 __all__ = [
@@ -84,38 +85,6 @@ class BuildResult:
     metric: str = "L2"
     is_normalized: bool = False
     phase_seconds: dict[str, float] = field(default_factory=dict)
-
-
-# ---------------------------------------------------------------------------------------------
-# output directory safety
-
-
-def _prepare_output(output: Path) -> Path:
-    """Create the hidden temporary sibling of a checked destination, to build into."""
-    parent = output.expanduser().absolute().parent
-    tmp = parent / f".{output.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-        os.mkdir(tmp)
-    except OSError as exc:
-        problem = BuildProblem("output", f"output folder {parent} cannot be written ({exc.strerror})")
-        raise BuildError(problem) from None
-    return tmp
-
-
-def _commit_output(tmp: Path, output: Path, overwrite: bool) -> None:
-    output = output.expanduser().absolute()
-    old: Path | None = None
-    if output.exists() and overwrite:
-        old = output.parent / f".{output.name}.old-{uuid.uuid4().hex[:8]}"
-        os.rename(output, old)
-    try:
-        os.rename(tmp, output)
-    except OSError:
-        if old is not None:
-            os.rename(old, output)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,7 +143,8 @@ def build_index(
     src = EmbeddingSource(source)
     info = src.info
     output = Path(output)
-    tmp = _prepare_output(output)
+    cleaned = _remove_stale(output, rep)
+    tmp = prepare_output(output)
     writer: IndexWriter | None = None
     try:
         stored = sizing.resolve_stored_dtype(info.dtype, params.dtype)
@@ -182,7 +152,7 @@ def build_index(
         ns = sizing.fan_out(R, params.levels)
         rn = sizing.chunk_rows(info.dim, stored, params.node_chunk_bytes)
         rr = sizing.chunk_rows(info.dim, stored, params.rep_chunk_bytes)
-        warnings = shape_warnings(ns, params.levels, R)
+        warnings = cleaned + shape_warnings(ns, params.levels, R)
         if info.dtype == np.float64:
             msg = f"{info.label}: float64 input narrowed to float32"
             warnings.append(msg)
@@ -203,7 +173,7 @@ def build_index(
         writer.close()
         writer = None
         rep.check()
-        _commit_output(tmp, output, overwrite)
+        commit_output(tmp, output, overwrite)
         phases["finish"] = time.perf_counter() - t
     except BaseException:
         if writer is not None:
@@ -218,6 +188,18 @@ def build_index(
         levels=params.levels, metric=params.metric, is_normalized=params.is_normalized,
         phase_seconds=phases,
     )
+
+
+def _remove_stale(output: Path, rep: _Reporter) -> list[str]:
+    """Remove what killed builds left in the output's folder; the line that says so (if any)."""
+    removed, freed = remove_stale_builds(output.expanduser().absolute().parent)
+    if not removed:
+        return []
+    names = ", ".join(s.path.name for s in removed[:3]) + (", …" if len(removed) > 3 else "")
+    msg = (f"removed {len(removed)} unfinished build folder{'s' if len(removed) > 1 else ''} left by killed "
+           f"builds ({names}), freeing {format_bytes(freed)}")
+    rep.log(msg)
+    return [msg]
 
 
 def _run_build(src: EmbeddingSource, params: BuildParams, stored: str, R: int, ns: int,

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtWidgets import QMessageBox
 
 from ecpfs_viewer.gui import build_dialog
 from ecpfs_viewer.gui.build_dialog import BuildDialog
@@ -52,6 +59,16 @@ def set_params(dialog: BuildDialog, levels: int, target: int) -> None:
     dialog.form.target_spin.setValue(target)
 
 
+def ready_dialog(qtbot, source: Path, output: Path, levels: int = 2, target: int = 10) -> BuildDialog:
+    """A dialog filled in and checked: the input, the parameters and an output in a folder that exists."""
+    output.parent.mkdir(exist_ok=True)
+    dialog = open_dialog(qtbot, source)
+    set_params(dialog, levels, target)
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    return dialog
+
+
 def phase_titles(dialog: BuildDialog) -> list[str]:
     return [title for title, _text, _done in dialog.progress.phase_rows()]
 
@@ -69,8 +86,9 @@ def test_preview_shows_the_numbers_of_a_known_file(qtbot, vectors):
     assert v["nodes"] == "10 · 100"  # min(10^1, 100), min(10^2, 100)
     # 512 KiB / (16 * 4 bytes) and 8 MiB / (16 * 4 bytes)
     assert v["chunk_rows"] == "8,192 (nodes) · 131,072 (reps)"
-    estimate = preview_build(vectors, dialog.params()).estimated_bytes
-    assert v["size"] == f"about {format_bytes(estimate)}"
+    preview = preview_build(vectors, dialog.params(), dialog.form.output())
+    on_disk, apparent = format_bytes(preview.estimated_bytes), format_bytes(preview.estimated_apparent_bytes)
+    assert v["size"] == f"about {on_disk} ({apparent} in {preview.estimated_files:,} files and folders)"
     assert visible_errors(dialog) == {}
     assert dialog.form.output_edit.text() == str(vectors.parent / "vectors.zarr")  # derived from the input
     assert dialog.build_button.isEnabled()
@@ -151,9 +169,9 @@ def test_build_through_the_dialog_emits_a_readable_index(qtbot, tmp_path, vector
     titles = phase_titles(dialog)
     assert titles[0] == "Reading and checking rows" and titles[-1] == "Writing leaf nodes"
     assert all(done == 1000 for _title, _text, done in rows)  # every phase shown complete
-    on_disk = sum(p.stat().st_blocks * 512 for p in output.rglob("*") if p.is_file())
-    estimate = preview_build(vectors, dialog.params()).estimated_bytes
-    assert estimate / 2 <= on_disk <= estimate * 2  # the preview's size is the right order
+    on_disk = sum(p.lstat().st_blocks * 512 for p in [output, *output.rglob("*")])  # as du counts
+    estimate = preview_build(vectors, dialog.params(), tmp_path / "same_disk.zarr").estimated_bytes
+    assert 0.75 * estimate <= on_disk <= 1.25 * estimate  # what the dialog said, within a quarter
 
     # the next dialog remembers the parameters and the output folder
     again = open_dialog(qtbot, vectors)
@@ -177,12 +195,8 @@ def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, mon
         return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)
 
     monkeypatch.setattr(build_dialog, "build_index", build_that_pauses)
-    dialog = open_dialog(qtbot, vectors)
-    set_params(dialog, levels=2, target=10)
     output = tmp_path / "out" / "cancelled.zarr"
-    output.parent.mkdir()
-    dialog.form.output_edit.setText(str(output))
-    wait_checked(qtbot, dialog)
+    dialog = ready_dialog(qtbot, vectors, output)
     dialog.build_button.click()
     qtbot.waitUntil(lambda: "Writing leaf nodes" in phase_titles(dialog), timeout=10000)
     assert reached_writing.is_set()
@@ -192,7 +206,7 @@ def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, mon
 
     qtbot.mouseClick(dialog.cancel_button, build_dialog.Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not dialog.building, timeout=10000)
-    assert dialog.message.text() == "Build cancelled; nothing was written."
+    assert dialog.message.text() == "Cancelled, nothing written."
     assert dialog.isVisible()  # cancelling the build does not close the dialog
     assert list(output.parent.iterdir()) == []  # no index, no hidden temporary folder
     assert dialog.form.isEnabled()
@@ -297,3 +311,157 @@ def test_built_index_opens_in_the_main_window(qtbot, tmp_path, vectors):
     assert Path(window.location) == output
     qtbot.waitUntil(lambda: window.findChild(BuildDialog) is None, timeout=5000)  # closed and deleted
     window.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# papercuts: a writable default output, a form that does not jump, cancel, large builds
+
+
+@contextmanager
+def unwritable_folder(folder: Path) -> Iterator[None]:
+    """Make ``folder`` unwritable for this user for real: mode 555, or for root the immutable flag
+    (root ignores modes, but os.access and mkdir both honour ``chattr +i``)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)]).returncode != 0:
+        pytest.skip("no way to make a folder unwritable for root here (chattr +i unsupported)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_default_output_is_writable_when_the_input_folder_is_not(qtbot, tmp_path, vectors, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    source = shared / "vectors.npy"
+    shutil.copy(vectors, source)
+    with unwritable_folder(shared):
+        assert not os.access(shared, os.W_OK)
+        dialog = open_dialog(qtbot, source)
+        wait_checked(qtbot, dialog)
+        assert dialog.form.output_edit.text() == str(home / "vectors.zarr")  # not beside the input
+        assert str(shared) in dialog.form.output_edit.toolTip()
+        assert visible_errors(dialog) == {}
+        assert dialog.build_button.isEnabled()
+
+        # typing a path in the read-only folder is refused by the check, beside the field
+        dialog.form.output_edit.setText(str(shared / "here.zarr"))
+        wait_checked(qtbot, dialog)
+        assert visible_errors(dialog) == {"output": f"output folder {shared} cannot be written"}
+    # a writable input folder keeps the output beside the input
+    dialog = open_dialog(qtbot, vectors)
+    assert dialog.form.output_edit.text() == str(vectors.parent / "vectors.zarr")
+
+
+def _places(dialog: BuildDialog) -> dict[str, QRect]:
+    """Where the fields and buttons are, in dialog coordinates."""
+    widgets = {"input": dialog.form.input_edit, "output": dialog.form.output_edit, "levels": dialog.form.levels_spin,
+               "target": dialog.form.target_spin, "metric": dialog.form.metric_combo,
+               "build": dialog.build_button, "cancel": dialog.cancel_button}
+    return {name: QRect(w.mapTo(dialog, QPoint(0, 0)), w.size()) for name, w in widgets.items()}
+
+
+def test_hints_appear_and_go_without_moving_fields_or_buttons(qtbot, tmp_path, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog) == {} and not dialog.preview.warnings_label.isVisibleTo(dialog)
+    calm = _places(dialog)
+    size = dialog.size()
+
+    dialog.form.input_edit.setText(str(tmp_path / "missing.npy"))  # an error under the first field
+    dialog.form.output_edit.setText(str(tmp_path / "out.zarr"))
+    set_params(dialog, levels=0, target=0)  # and under two more
+    wait_checked(qtbot, dialog)
+    assert set(visible_errors(dialog)) == {"input", "levels", "target"}
+    assert _places(dialog) == calm and dialog.size() == size
+
+    dialog.form.input_edit.setText(str(vectors))
+    set_params(dialog, levels=7, target=10)  # no errors, three warnings
+    dialog.form.normalized_check.setChecked(True)
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog) == {}
+    assert dialog.preview.warnings_label.text().count("⚠") == 3
+    assert _places(dialog) == calm and dialog.size() == size
+
+    dialog.form.normalized_check.setChecked(False)
+    set_params(dialog, levels=2, target=10)
+    wait_checked(qtbot, dialog)
+    assert not dialog.preview.warnings_label.isVisibleTo(dialog)
+    assert _places(dialog) == calm and dialog.size() == size
+
+
+def test_large_build_is_asked_about_first(qtbot, tmp_path, monkeypatch):
+    """16 levels of one-item clusters over 3,000 rows: nearly 1 GiB of near-empty nodes for 750 KiB of input."""
+    source = tmp_path / "rows.npy"
+    np.save(source, np.random.default_rng(1).standard_normal((3000, 64)).astype(np.float32))
+    started: list[str] = []
+
+    def build_cancelled_at_once(*args, cancel, **kwargs):  # the user presses Cancel as soon as it starts
+        started.append(str(args[1]))
+        cancel.set()
+        return real_build_index(*args, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", build_cancelled_at_once)
+    output = tmp_path / "out" / "huge.zarr"
+    dialog = ready_dialog(qtbot, source, output, levels=16, target=1)
+    assert dialog.build_button.isEnabled()  # allowed, but asked about
+
+    def question() -> QMessageBox:
+        qtbot.waitUntil(lambda: dialog.findChild(QMessageBox) is not None
+                        and dialog.findChild(QMessageBox).isVisible(), timeout=5000)
+        return dialog.findChild(QMessageBox)
+
+    dialog.build_button.click()
+    box = question()
+    reason = preview_build(source, dialog.params(), output).oversize  # about 970 MiB on ext4
+    assert box.text() == f"T{reason[1:]}."
+    assert "on disk in 248,291 files and folders" in reason and "times the 750.0 KiB of the input" in reason
+    qtbot.mouseClick(box.button(QMessageBox.StandardButton.Cancel), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.confirm_box is None, timeout=5000)
+    assert started == [] and not dialog.building
+    assert dialog.build_button.isEnabled() and dialog.form.levels_spin.value() == 16
+
+    dialog.build_button.click()
+    box = question()
+    anyway = next(b for b in box.buttons() if b.text() == build_dialog.BUILD_ANYWAY)
+    qtbot.mouseClick(anyway, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: started != [] and not dialog.building, timeout=10000)
+    assert started == [str(output)]
+    assert dialog.message.text() == build_dialog.CANCELLED
+    assert list(output.parent.iterdir()) == []
+
+
+def test_after_cancel_the_inputs_are_kept(qtbot, tmp_path, vectors, monkeypatch):
+    def build_then_cancel(*args, progress, cancel, **kwargs):
+        def hook(p):
+            progress(p)
+            cancel.set()  # the user cancels during the first phase
+
+        return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", build_then_cancel)
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=4, target=25)
+    dialog.form.metric_combo.setCurrentIndex(dialog.form.metric_combo.findData("IP"))
+    output = tmp_path / "kept.zarr"
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    before = (dialog.form.source(), dialog.form.output(), dialog.params())
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: dialog.message.text() == "Cancelled, nothing written.", timeout=10000)
+    assert dialog.message.isVisibleTo(dialog) and not dialog.building
+    assert dialog.progress.speed_label.text().endswith(" · cancelled")
+    assert (dialog.form.source(), dialog.form.output(), dialog.params()) == before
+    wait_checked(qtbot, dialog)
+    assert dialog.build_button.isEnabled() and dialog.form.isEnabled()
+    assert not output.exists()
