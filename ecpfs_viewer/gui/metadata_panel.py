@@ -170,11 +170,7 @@ class MetadataPanel(QWidget):
         self.pretty.setChecked(True)
         self.pretty.setToolTip("Off: the document byte for byte as stored")
         self.pretty.toggled.connect(self._show_raw)
-        raw_page = QWidget()
-        raw_layout = QVBoxLayout(raw_page)
-        raw_layout.setContentsMargins(0, 4, 0, 0)
-        raw_layout.addWidget(self.pretty)
-        raw_layout.addWidget(self.raw, 1)
+        raw_page = _tab_page(self.pretty, self.raw)
 
         self.chunk_label = QLabel("Select an array to see its chunks.")
         self.chunk_label.setWordWrap(True)
@@ -184,11 +180,7 @@ class MetadataPanel(QWidget):
         self.chunk_stack.addWidget(QWidget())
         self.chunk_stack.addWidget(self.chunk_map)
         self.chunk_map.chunk_clicked.connect(self._on_chunk_clicked)
-        chunk_page = QWidget()
-        chunk_layout = QVBoxLayout(chunk_page)
-        chunk_layout.setContentsMargins(0, 4, 0, 0)
-        chunk_layout.addWidget(self.chunk_label)
-        chunk_layout.addWidget(self.chunk_stack, 1)
+        chunk_page = _tab_page(self.chunk_label, self.chunk_stack)
 
         self.tabs = QTabWidget()
         self.tabs.addTab(chunk_page, "Chunk map")
@@ -305,3 +297,13 @@ class MetadataPanel(QWidget):
         self.chunk_label.setText(text)
         self.chunk_map.set_stats(None)
         self.chunk_stack.setCurrentIndex(0)
+
+
+def _tab_page(header: QWidget, body: QWidget) -> QWidget:
+    """A tab's page: a header line above a body that takes the rest of the height."""
+    page = QWidget()
+    layout = QVBoxLayout(page)
+    layout.setContentsMargins(0, 4, 0, 0)
+    layout.addWidget(header)
+    layout.addWidget(body, 1)
+    return page

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,16 @@ def _remove_tree(path: Path) -> int:
     except OSError:
         pass
     return freed
+
+
+def discard_output(tmp: Path, attempts: int = 40) -> None:
+    """Remove an unfinished build folder for good: a writer thread that was finishing one file
+    when the build stopped can leave an entry behind a first pass, so look again until it is gone."""
+    for _ in range(attempts):
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not os.path.lexists(tmp):
+            return
+        time.sleep(0.05)
 
 
 def remove_stale_builds(parent: str | os.PathLike[str]) -> tuple[list[StaleBuild], int]:

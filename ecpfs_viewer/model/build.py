@@ -11,7 +11,6 @@ requested name.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +30,7 @@ from ecpfs_viewer.model._build_checks import (
     shape_warnings,
 )
 from ecpfs_viewer.model._build_errors import PROBLEM_FIELDS, BuildCancelled, BuildError, BuildProblem, ProblemField
-from ecpfs_viewer.model._build_output import commit_output, prepare_output, remove_stale_builds
+from ecpfs_viewer.model._build_output import commit_output, discard_output, prepare_output, remove_stale_builds
 from ecpfs_viewer.model._build_tree import NodeTable, Router, group_rows, single_threaded_blas
 from ecpfs_viewer.model._build_writer import IndexWriter
 from ecpfs_viewer.model.formatting import format_bytes
@@ -176,9 +175,11 @@ def build_index(
         commit_output(tmp, output, overwrite)
         phases["finish"] = time.perf_counter() - t
     except BaseException:
-        if writer is not None:
-            writer.close(cancel=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            if writer is not None:
+                writer.close(cancel=True)
+        finally:
+            discard_output(tmp)
         raise
     seconds = time.perf_counter() - t0
     rep.log(f"built {output} in {seconds:.2f} s")
