@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,7 @@ class ArrayTableModel(QAbstractTableModel):
         self._block_rows = 1
         self._blocks: OrderedDict[int, tuple[np.ndarray, RowIds | None]] = OrderedDict()
         self._pending: set[int] = set()
+        self._failed: dict[int, str] = {}
         self._waiters: list[tuple[int, int, Callable[[], None]]] = []
         self._runner = BackgroundRunner(self)
         self.link_color = QPalette().color(QPalette.ColorRole.Link)
@@ -73,10 +75,7 @@ class ArrayTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._forget()
         array = np.asarray(np.empty((0, 0), dtype=object) if data is None else data)
-        if array.ndim <= 1:
-            array = array.reshape(-1, 1)
-        else:
-            array = array.reshape(array.shape[0], math.prod(array.shape[1:]))
+        array = array.reshape(-1, 1) if array.ndim <= 1 else array.reshape(array.shape[0], math.prod(array.shape[1:]))
         self._data, self._shape = array, (int(array.shape[0]), int(array.shape[1]))
         self._set_axes(offsets, steps)
         self._ids = ids if ids is not None and ids.values.size == self._shape[0] else None
@@ -105,6 +104,7 @@ class ArrayTableModel(QAbstractTableModel):
         self._reader = None
         self._blocks.clear()
         self._pending.clear()
+        self._failed.clear()
         self._waiters.clear()
 
     @property
@@ -161,13 +161,20 @@ class ArrayTableModel(QAbstractTableModel):
         return None
 
     def _request(self, number: int) -> None:
-        if number in self._pending or self._reader is None:
+        if number in self._pending or number in self._failed or self._reader is None:
             return
         self._pending.add(number)
         start = number * self._block_rows
         self._runner.run(self._reader, start, start + self._block_rows, supersede=False,
-                         on_result=lambda got, n=number: self._on_block(n, got),
-                         on_error=lambda _message, n=number: self._pending.discard(n))
+                         on_result=partial(self._on_block, number), on_error=partial(self._on_block_failed, number))
+
+    def _on_block_failed(self, number: int, message: str) -> None:
+        self._pending.discard(number)
+        self._failed[number] = message  # not asked again (a refresh of the pane reads anew)
+        first = number * self._block_rows
+        last = min(self._shape[0], first + self._block_rows) - 1
+        if last >= first:
+            self.dataChanged.emit(self.index(first, 0), self.index(last, self.columnCount() - 1))
 
     def _on_block(self, number: int, got: tuple[np.ndarray, RowIds | None]) -> None:
         self._pending.discard(number)
@@ -224,6 +231,9 @@ class ArrayTableModel(QAbstractTableModel):
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             text = self.cell_text(row, column)
             if text is None:
+                failed = self._failed.get(row // self._block_rows)
+                if failed is not None:
+                    return f"unreadable: {failed}" if role == Qt.ItemDataRole.ToolTipRole else "unreadable"
                 return PENDING
             link = self.data(index, LINK_ROLE) if role == Qt.ItemDataRole.ToolTipRole else None
             return f"{text}: click to open {link}" if link else text
@@ -303,7 +313,7 @@ class TableView(PlotView):
         name = data.subset.path.rsplit("/", 1)[-1]
         if "embeddings" in name:
             return ALSO  # the heatmap stays the first view of vectors
-        if data.values.dtype.kind in "iu" and name.endswith("ids") or data.values.size <= SMALL_TABLE:
+        if (data.values.dtype.kind in "iu" and name.endswith("ids")) or data.values.size <= SMALL_TABLE:
             return BEST + 1
         return ALSO
 
