@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QGridLayout,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QProgressBar,
     QSplitter,
@@ -155,10 +154,10 @@ class SizeBarDelegate(QStyledItemDelegate):
         fraction = index.data(BAR_ROLE)
         if fraction is None:
             return
-        rect: QRect = option.rect.adjusted(3, 4, -3, -4)  # type: ignore[attr-defined]
+        rect: QRect = option.rect.adjusted(3, 4, -3, -4)
         rect.setWidth(max(1, int(rect.width() * float(fraction))))
         painter.save()
-        painter.fillRect(rect, option.palette.color(QPalette.ColorRole.Highlight))  # type: ignore[attr-defined]
+        painter.fillRect(rect, option.palette.color(QPalette.ColorRole.Highlight))
         painter.restore()
 
 
@@ -275,6 +274,7 @@ class NodePage(QWidget):
         self.facts_grid.setHorizontalSpacing(16)
         self.facts_grid.setVerticalSpacing(3)
         self.facts_grid.setColumnStretch(1, 1)
+        self._fact_labels: list[tuple[QLabel, QLabel]] = []
         self.findings = FindingsList()
         self.findings.path_clicked.connect(self._link)
 
@@ -383,12 +383,7 @@ class NodePage(QWidget):
 
     def facts_text(self) -> str:
         """The facts as 'label: value' lines, as read."""
-        lines = []
-        for row in range(self.facts_grid.rowCount()):
-            key, value = self.facts_grid.itemAtPosition(row, 0), self.facts_grid.itemAtPosition(row, 1)
-            if key is not None and value is not None:
-                lines.append(f"{_plain(key.widget().text())}: {_plain(value.widget().text())}")
-        return "\n".join(lines)
+        return "\n".join(f"{_plain(key.text())}: {_plain(value.text())}" for key, value in self._fact_labels)
 
     def crumb_text(self) -> str:
         return _plain(self.crumbs.text())
@@ -484,10 +479,11 @@ class NodePage(QWidget):
 
     # -- helpers -------------------------------------------------------------------------------
     def _set_facts(self, rows: list[tuple[str, str]]) -> None:
-        while self.facts_grid.count():
-            item = self.facts_grid.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
+        for old in self._fact_labels:
+            for widget in old:
+                self.facts_grid.removeWidget(widget)
+                widget.deleteLater()
+        self._fact_labels = []
         for i, (label, value) in enumerate(rows):
             key = QLabel(f"<b>{html.escape(label)}</b>")
             key.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
@@ -496,6 +492,7 @@ class NodePage(QWidget):
             text.setWordWrap(True)
             text.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
             text.linkActivated.connect(self._link)
+            self._fact_labels.append((key, text))
             self.facts_grid.addWidget(key, i, 0)
             self.facts_grid.addWidget(text, i, 1)
             self.facts_grid.setRowStretch(i, 0)

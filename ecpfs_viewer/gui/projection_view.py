@@ -318,7 +318,8 @@ class ProjectionView(QWidget):
         """Where point i is drawn, in scene coordinates (for tests and links)."""
         assert self._projection is not None
         x, y = self._projection.coords[i]
-        return self.plot.vb.mapViewToScene(QPointF(float(x), float(y)))
+        point: QPointF = self.plot.vb.mapViewToScene(QPointF(float(x), float(y)))
+        return point
 
     def _clicked(self, event: Any) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
