@@ -26,7 +26,8 @@ class GoToPathDialog(QDialog):
         self.edit = QLineEdit(current)
         self.edit.setPlaceholderText("lvl_3/node_812/embeddings")
         self.edit.setMinimumWidth(420)
-        self.completer = QCompleter(QStringListModel(sorted(p for p in paths if p)), self)
+        self.paths = QStringListModel(sorted(p for p in paths if p), self)  # owned here: Qt would not keep it
+        self.completer = QCompleter(self.paths, self)
         self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.completer.setFilterMode(Qt.MatchFlag.MatchContains)
         self.edit.setCompleter(self.completer)
