@@ -183,7 +183,7 @@ def test_without_bins_the_histogram_follows_freedman_diaconis() -> None:
     from ecpfs_viewer.model.histogram import freedman_diaconis_bins
 
     values = np.random.default_rng(0).normal(size=160)
-    counts, edges = histogram(values)
+    counts, _ = histogram(values)
     assert len(counts) == freedman_diaconis_bins(values, 100) and 5 <= len(counts) <= 20
     assert len(histogram(values, bins=100)[0]) == 100  # an explicit count still wins
 
