@@ -292,11 +292,7 @@ class NodePage(QWidget):
         self.listing.activated.connect(self._open_row)
         self.listing_label = QLabel()
         self.listing_label.setWordWrap(True)
-        listing_page = QWidget()
-        listing_layout = QVBoxLayout(listing_page)
-        listing_layout.setContentsMargins(0, 4, 0, 0)
-        listing_layout.addWidget(self.listing_label)
-        listing_layout.addWidget(self.listing, 1)
+        listing_page = _labelled_page(self.listing_label, self.listing)
 
         self.spread_label = QLabel()
         self.spread_label.setWordWrap(True)
@@ -308,11 +304,7 @@ class NodePage(QWidget):
         self.spread_plot.setLabel("left", "rows")
         self.spread_curve = pg.PlotDataItem(stepMode="center", fillLevel=0)
         self.spread_plot.addItem(self.spread_curve)
-        spread_page = QWidget()
-        spread_layout = QVBoxLayout(spread_page)
-        spread_layout.setContentsMargins(0, 4, 0, 0)
-        spread_layout.addWidget(self.spread_label)
-        spread_layout.addWidget(self.spread_plot_widget, 1)
+        spread_page = _labelled_page(self.spread_label, self.spread_plot_widget)
 
         self.projection = ProjectionView()
         self.projection.node_requested.connect(self._link)
@@ -525,6 +517,16 @@ class NodePage(QWidget):
         if event.type() == QEvent.Type.PaletteChange:
             self._apply_palette()
         super().changeEvent(event)
+
+
+def _labelled_page(label: QLabel, body: QWidget) -> QWidget:
+    """A tab page: a line of text above a widget that takes the rest."""
+    page = QWidget()
+    layout = QVBoxLayout(page)
+    layout.setContentsMargins(0, 4, 0, 0)
+    layout.addWidget(label)
+    layout.addWidget(body, 1)
+    return page
 
 
 def _plain(text: str) -> str:

@@ -45,11 +45,9 @@ def pane(show) -> PlotPane:
 
 
 def show(qtbot, pane: PlotPane, h: Hierarchy, path: str, text: str | None = None) -> None:
+    """Ask the pane for an array (or a selection) and wait until it is on screen."""
     with qtbot.waitSignal(pane.shown, timeout=10_000):
-        if text is None:
-            pane.show_array(h, path)
-        else:
-            pane.show_selection(h, path, text)
+        pane.show_selection(h, path, text) if text is not None else pane.show_array(h, path)
 
 
 def test_node_ids_open_as_a_table_and_a_click_selects_the_child(qtbot, two_clusters_path) -> None:
