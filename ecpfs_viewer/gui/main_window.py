@@ -553,7 +553,8 @@ class MainWindow(QMainWindow):
         if self._layout_info is None or not self._layout_info.is_index:
             return False
         ref = node_ref_of(path)
-        if ref is not None and path == ref.path:  # the node group itself, not an array in it
+        broken = self.tree_model.item(self.tree_model.index_for_path(path)).error  # its message is on Metadata
+        if ref is not None and path == ref.path and not broken:  # the node group itself, not an array in it
             self.node_page.show_node(hierarchy, ref)
             self.overview_stack.setCurrentWidget(self.node_page)
             return True

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF, Qt, QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QPointF, Qt
 
 from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.app import create_main_window
@@ -120,7 +119,7 @@ def test_missing_and_broken_children_are_listed_in_place(qtbot, show, two_cluste
     assert "1 missing or broken" in page.listing_label.text()
 
 
-def test_go_to_path_completes_from_listed_paths_and_selects(qtbot, window, two_clusters_path) -> None:
+def test_go_to_path_completes_from_listed_paths_and_selects(qtbot, window, two_clusters_path, monkeypatch) -> None:
     win = window(two_clusters_path)
     select(qtbot, win, "lvl_2/node_3")
     dialog = GoToPathDialog(i.path for i in win.tree_model.loaded_items())
@@ -128,13 +127,12 @@ def test_go_to_path_completes_from_listed_paths_and_selects(qtbot, window, two_c
     dialog.completer.setCompletionPrefix("node_3")
     assert dialog.completer.completionCount() == 1 and dialog.completer.currentCompletion() == "lvl_2/node_3"
 
-    def type_path() -> None:
-        box = QApplication.activeModalWidget()
-        assert isinstance(box, GoToPathDialog)
-        box.edit.setText("/lvl_1/node_0/embeddings ")
-        box.accept()
+    def type_path(self: GoToPathDialog) -> int:  # the user types a path and presses Enter
+        assert self.edit.text() == "lvl_2/node_3"  # it opens on the current selection
+        self.edit.setText("/lvl_1/node_0/embeddings ")
+        return 1
 
-    QTimer.singleShot(0, type_path)
+    monkeypatch.setattr(GoToPathDialog, "exec", type_path)
     win.go_to_action.trigger()
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_1/node_0/embeddings",
                     timeout=10_000)
