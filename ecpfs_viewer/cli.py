@@ -70,6 +70,8 @@ def build_gui_parser() -> argparse.ArgumentParser:
     parser.add_argument("--screenshot", metavar="PNG",
                         help="save the window to PNG once the store has opened, then quit "
                              "(exit 0 opened, 1 could not open)")
+    parser.add_argument("--select", metavar="PATH",
+                        help="select this node or array once the store is open (e.g. lvl_3/node_812)")
     parser.add_argument("--version", action="version", version=version_text())
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     return parser
@@ -111,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_gui_parser().parse_args(args_list)
     from ecpfs_viewer.gui.app import run_gui
 
-    return run_gui(location=args.location, demo=args.demo, screenshot=args.screenshot)
+    return run_gui(location=args.location, demo=args.demo, screenshot=args.screenshot, select=args.select)
 
 
 if __name__ == "__main__":

@@ -50,10 +50,13 @@ def ensure_application(argv: list[str] | None = None) -> QApplication:
 
 
 def create_main_window(location: str | None = None, demo: bool = False,
-                       storage_options: dict[str, Any] | None = None) -> MainWindow:
-    """A main window that starts opening location (or the demo index); used by run_gui and tests."""
+                       storage_options: dict[str, Any] | None = None, select: str | None = None) -> MainWindow:
+    """A main window that starts opening location (or the demo index); used by run_gui and tests.
+    select: a path to select once the store is open (``--select lvl_3/node_812``)."""
     ensure_application()
     window = MainWindow()
+    if select:
+        window.store_opened.connect(lambda *_: window.reveal_path(select))
     if location:
         window.open_location(location, storage_options)
     elif demo:
@@ -61,7 +64,8 @@ def create_main_window(location: str | None = None, demo: bool = False,
     return window
 
 
-def run_gui(location: str | None = None, demo: bool = False, screenshot: str | None = None) -> int:
+def run_gui(location: str | None = None, demo: bool = False, screenshot: str | None = None,
+            select: str | None = None) -> int:
     """Run the application until the window closes; returns the exit code.
 
     With screenshot, the window is saved to that PNG once the store has opened (or failed to),
@@ -69,7 +73,7 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     and the README's pictures use it.
     """
     app = ensure_application()
-    window = create_main_window(location, demo)
+    window = create_main_window(location, demo, select=select)
     window.resize(1280, 800)
     window.show()
     if screenshot:

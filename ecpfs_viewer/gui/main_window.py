@@ -44,8 +44,10 @@ from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.about_dialog import show_about
 from ecpfs_viewer.gui.action_cost import Measured
 from ecpfs_viewer.gui.build_dialog import BuildDialog
+from ecpfs_viewer.gui.go_to import GoToPathDialog
 from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MetadataPanel
+from ecpfs_viewer.gui.node_page import NodePage
 from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
 from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
 from ecpfs_viewer.gui.plot_pane import PlotPane
@@ -58,6 +60,7 @@ from ecpfs_viewer.model.demo import ensure_demo_index
 from ecpfs_viewer.model.derived_listing import listing_note
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.nodes import node_ref_of
 from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.stores import is_url, open_store
 
@@ -124,6 +127,7 @@ class MainWindow(QMainWindow):
         self.banner = MessageBanner()
         self.start_page = StartPage()
         self._build_browser()
+        self._install_node_page()
         self.stack = QStackedWidget()
         self.stack.addWidget(self.start_page)
         self.stack.addWidget(self.browser)
@@ -213,6 +217,30 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([340, 940])
         self.browser = self.splitter
 
+    def _install_node_page(self) -> None:
+        """The node page shares the Overview tab with the index and level pages; the plot pane's
+        node links and the page's own links select nodes in the tree."""
+        self.node_page = NodePage()
+        self.node_page.node_requested.connect(self.reveal_path)
+        self.plot.node_requested.connect(self.reveal_path)
+        self.overview_stack = QStackedWidget()
+        self.tabs.removeTab(self.TAB_OVERVIEW)
+        self.overview_stack.addWidget(self.overview)
+        self.overview_stack.addWidget(self.node_page)
+        self.tabs.insertTab(self.TAB_OVERVIEW, self.overview_stack, "Overview")
+        self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
+        self.tabs.setCurrentIndex(self.TAB_METADATA)
+
+    def go_to_path(self) -> None:
+        """Ctrl+L: ask for a path (completion from what is listed) and select it."""
+        if self._hierarchy is None:
+            return
+        current = self.current_item()
+        dialog = GoToPathDialog((i.path for i in self.tree_model.loaded_items()), self,
+                                current.path if current is not None else "")
+        if dialog.exec():
+            self.reveal_path(dialog.path())
+
     def _action(self, text: str, slot: Callable[[], object], shortcut: str | None = None,
                 icon: str | None = None) -> QAction:
         action = QAction(text, self)
@@ -238,6 +266,7 @@ class MainWindow(QMainWindow):
                                            "SP_BrowserReload")
         self.filter_action = self._action("&Filter Tree", self.focus_filter, "Ctrl+F")
         self.copy_path_action = self._action("Copy &Path", self.copy_current_path, "Ctrl+Shift+C")
+        self.go_to_action = self._action("&Go to Path…", self.go_to_path, "Ctrl+L")
         self.expand_action = self._action("&Expand Loaded", self.expand_loaded)
         self.collapse_action = self._action("C&ollapse All", self.tree.collapseAll)
         self.about_action = self._action("&About ecpfs-viewer", self.show_about)
@@ -253,7 +282,8 @@ class MainWindow(QMainWindow):
         menu.addAction(self.close_action)
         menu.addAction(self.quit_action)
         view = self.menuBar().addMenu("&View")
-        for action in (self.refresh_action, self.filter_action, self.copy_path_action, self.expand_action,
+        for action in (self.refresh_action, self.filter_action, self.go_to_action, self.copy_path_action,
+                       self.expand_action,
                        self.collapse_action):
             view.addAction(action)
         self.menuBar().addMenu("&Help").addAction(self.about_action)
@@ -283,7 +313,8 @@ class MainWindow(QMainWindow):
 
     def is_busy(self) -> bool:
         """True while anything the window started is still running (for tests and benchmarks)."""
-        return self._open_runner.busy or self.tree_model.is_busy() or self.metadata.is_busy() or self.plot.busy
+        return self._open_runner.busy or self.tree_model.is_busy() or self.metadata.is_busy() or self.plot.busy \
+            or self.node_page.busy
 
     def show_start_page(self) -> None:
         self.stack.setCurrentWidget(self.start_page)
@@ -363,6 +394,7 @@ class MainWindow(QMainWindow):
         self.metadata.clear()
         self.plot.clear()
         self.overview.clear()
+        self.node_page.clear()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
         if self._hierarchy is not None:
             self._hierarchy.store.close()
@@ -536,6 +568,13 @@ class MainWindow(QMainWindow):
         """Show the index overview for the root or an lvl_N group; False for other nodes."""
         if self._layout_info is None or not self._layout_info.is_index:
             return False
+        ref = node_ref_of(path)
+        broken = self.tree_model.item(self.tree_model.index_for_path(path)).error  # its message is on Metadata
+        if ref is not None and path == ref.path and not broken:  # the node group itself, not an array in it
+            self.node_page.show_node(hierarchy, ref)
+            self.overview_stack.setCurrentWidget(self.node_page)
+            return True
+        self.overview_stack.setCurrentWidget(self.overview)
         if path == "":
             self.overview.show_index(hierarchy)
             return True

@@ -10,6 +10,8 @@ BackgroundRunner; a failed read becomes a message in the pane.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -20,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMenu,
+    QPushButton,
     QSizePolicy,
     QStackedWidget,
     QTabWidget,
@@ -29,17 +32,20 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.plot_views import HeatmapView, HistogramView, LineView, PlotView, TableView, ValueView
+from ecpfs_viewer.gui.plot_views.table import Reader
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.export import write_csv, write_npy
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.plot_data import DEFAULT_MAX_ELEMENTS, PlotData, join_notes, prepare_plot
+from ecpfs_viewer.model.plot_data import DEFAULT_MAX_ELEMENTS, PlotData, join_notes, prepare_plot, prepare_table
 from ecpfs_viewer.model.subset import Subset
+from ecpfs_viewer.model.table_data import TableWindow, read_table_rows
 
 
 class PlotPane(QWidget):
     """Shows a subset of one array; the user edits the subset, picks a view, and exports."""
 
     row_selected = Signal(int)  # absolute row index chosen in the heatmap
+    node_requested = Signal(str)  # a node id was clicked in the table: that node's path
     shown = Signal()  # a request ended: its pictures, or the message saying why not, are on screen
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -62,6 +68,8 @@ class PlotPane(QWidget):
         self.table = TableView()
         self.views: tuple[PlotView, ...] = (self.heatmap, self.line, self.histogram, self.value, self.table)
         self.heatmap.row_selected.connect(self.row_selected)
+        self.table.link_activated.connect(self.node_requested)
+        self.table.hierarchy_reader = self._table_reader
         self._build_ui()
         self.clear()
 
@@ -107,12 +115,22 @@ class PlotPane(QWidget):
             self.tabs.addTab(view, view.title)
         self.tabs.tabBarClicked.connect(self._tab_clicked)
         self.stack.addWidget(self.tabs)
+        self._message_page = QWidget()
+        message_layout = QVBoxLayout(self._message_page)
+        message_layout.addStretch(1)
         self._message = QLabel()
         self._message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._message.setWordWrap(True)
+        self._message.setTextFormat(Qt.TextFormat.PlainText)
         self._message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._message.setMargin(16)
-        self.stack.addWidget(self._message)
+        message_layout.addWidget(self._message)
+        self.table_button = QPushButton("Show as a table (reads only the rows on screen)")
+        self.table_button.clicked.connect(lambda _checked=False: self.show_table())
+        self.table_button.hide()
+        message_layout.addWidget(self.table_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        message_layout.addStretch(1)
+        self.stack.addWidget(self._message_page)
         layout.addWidget(self.stack, 1)
 
         self.summary_label = QLabel()
@@ -136,6 +154,12 @@ class PlotPane(QWidget):
         if self._hierarchy is not None and self._path is not None:
             self._start(self._hierarchy, self._path, self.subset_edit.text().strip())
 
+    def show_table(self) -> None:
+        """Show the typed selection in the table, reading only the rows on screen (for selections
+        over the element cap)."""
+        if self._hierarchy is not None and self._path is not None:
+            self._start(self._hierarchy, self._path, self.subset_edit.text().strip(), lazy=True)
+
     def clear(self) -> None:
         """Nothing selected: drop pending results and show a hint."""
         self._runner.invalidate()
@@ -150,12 +174,13 @@ class PlotPane(QWidget):
     def show_message(self, text: str) -> None:
         """Replace the plot with a readable message (an error, a refusal, a hint)."""
         self._message.setText(text)
+        self.table_button.hide()
         self.summary_label.setText("")
-        self.stack.setCurrentWidget(self._message)
+        self.stack.setCurrentWidget(self._message_page)
 
     def message_text(self) -> str:
         """The message shown instead of a plot, or '' while a plot is shown."""
-        return self._message.text() if self.stack.currentWidget() is self._message else ""
+        return self._message.text() if self.stack.currentWidget() is self._message_page else ""
 
     def current_subset(self) -> Subset | None:
         """The subset on screen (None while a message is shown)."""
@@ -259,7 +284,11 @@ class PlotPane(QWidget):
             action.setEnabled(enabled)
 
     # -- requests and results ------------------------------------------------------------------
-    def _start(self, hierarchy: Hierarchy, path: str, text: str | None) -> None:
+    def _table_reader(self, window: TableWindow) -> Reader:
+        assert self._hierarchy is not None
+        return partial(read_table_rows, self._hierarchy, window)
+
+    def _start(self, hierarchy: Hierarchy, path: str, text: str | None, lazy: bool = False) -> None:
         if path != self._path or hierarchy is not self._hierarchy:
             self._drop_data()
         self._hierarchy, self._path = hierarchy, path
@@ -269,8 +298,11 @@ class PlotPane(QWidget):
         self.subset_edit.setEnabled(True)
         self._pending_text = text
         self._busy_timer.start()
-        self._runner.run(prepare_plot, hierarchy, path, text, self.max_elements,
-                         on_result=self._on_result, on_error=self._on_error)
+        if lazy and text is not None:
+            self._runner.run(prepare_table, hierarchy, path, text, on_result=self._on_result, on_error=self._on_error)
+        else:
+            self._runner.run(prepare_plot, hierarchy, path, text, self.max_elements,
+                             on_result=self._on_result, on_error=self._on_error)
 
     def _show_busy(self) -> None:
         if self._runner.busy:
@@ -284,6 +316,7 @@ class PlotPane(QWidget):
             message = message[len(self._path) + 2:]  # the header already names the array
         selection = f" [{self._pending_text}]" if self._pending_text else ""
         self.show_message(f"Cannot show {self._path}{selection}:\n{message}")
+        self.table_button.setVisible("elements; the limit is" in message)
         self.shown.emit()
 
     def _on_result(self, data: PlotData) -> None:
@@ -291,6 +324,8 @@ class PlotPane(QWidget):
         self._data = data
         self.subset_edit.setText(data.subset.text)
         self._set_export_enabled(True)
+        for action in (self.export_npy_action, self.export_csv_action):
+            action.setEnabled(data.window is None)  # a lazy table has no subset in memory
         scores = [view.priority(data) for view in self.views]
         for index, (view, score) in enumerate(zip(self.views, scores, strict=True)):
             view.clear()

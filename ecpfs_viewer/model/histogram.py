@@ -1,17 +1,40 @@
 """One histogram rule for the whole application: the plot pane's value histogram and node sizes.
 
 Integer data spanning few values gets one bin per value (edges at half-integers, so every bar is
-centred on its value); anything else gets ``bins`` equal bins. NaN and infinities are left out:
-they have no place on a value axis, and callers report how many there were.
+centred on its value); anything else gets ``bins`` equal bins, by default as many as the
+Freedman-Diaconis rule asks for (so 160 values do not get 100 nearly empty bins). NaN and
+infinities are left out: they have no place on a value axis, and callers report how many there were.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-DEFAULT_BINS = 100
+DEFAULT_BINS = 100  # the cap of the Freedman-Diaconis bin count when no bin count is given
 PER_VALUE_LIMIT = 256  # integer data spanning at most this many values gets one bin per value
+#: Default cap of freedman_diaconis_bins (the node page's spread histogram).
+SPREAD_BINS_CAP = 50
+
+
+def freedman_diaconis_bins(values: ArrayLike, cap: int = SPREAD_BINS_CAP) -> int:
+    """Histogram bins by the Freedman-Diaconis rule (width 2 IQR / n^(1/3)), between 1 and cap.
+
+    Falls back to Sturges (log2 n + 1) when the IQR is 0 but the values are not all equal.
+    """
+    data = np.asarray(values, dtype=np.float64).ravel()
+    data = data[np.isfinite(data)]
+    if data.size == 0:
+        return 1
+    span = float(data.max() - data.min())
+    if span <= 0:
+        return 1
+    q75, q25 = np.percentile(data, [75, 25])
+    iqr = float(q75 - q25)
+    bins = math.ceil(span / (2 * iqr / data.size ** (1 / 3))) if iqr > 0 else math.ceil(math.log2(data.size)) + 1
+    return max(1, min(max(1, cap), bins))
 
 
 def finite_values(values: ArrayLike) -> NDArray[np.generic]:
@@ -23,12 +46,13 @@ def finite_values(values: ArrayLike) -> NDArray[np.generic]:
     return flat if mask.all() else flat[mask]
 
 
-def histogram(values: ArrayLike, bins: int = DEFAULT_BINS, *,
+def histogram(values: ArrayLike, bins: int | None = None, *,
               per_value_limit: int = PER_VALUE_LIMIT) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """(counts, edges) of the finite values; ``len(edges) == len(counts) + 1``.
 
     Integers (and booleans) spanning at most ``per_value_limit`` values: one bin per value, edges at
-    ``v - 0.5``. Wider integers: ``bins`` equal bins over ``[min, max + 1]`` so the top value is not
+    ``v - 0.5``. Without ``bins``, the Freedman-Diaconis count capped at DEFAULT_BINS is used for the
+    rest. Wider integers: ``bins`` equal bins over ``[min, max + 1]`` so the top value is not
     squeezed into the last bin's closed edge. Floats: ``bins`` equal bins over ``[min, max]``, or one
     bin of width 1 around a constant. No finite value: no bins (``counts`` empty, ``edges == [0.0]``).
     """
@@ -36,6 +60,8 @@ def histogram(values: ArrayLike, bins: int = DEFAULT_BINS, *,
     finite = finite_values(data.astype(np.uint8) if data.dtype.kind == "b" else data)
     if finite.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.float64)
+    if bins is None:
+        bins = freedman_diaconis_bins(finite, DEFAULT_BINS)
     if data.dtype.kind in "iub":
         low, high = int(finite.min()), int(finite.max())
         if high - low + 1 <= per_value_limit:

@@ -9,7 +9,6 @@ the finding that explains it.
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 
@@ -18,6 +17,7 @@ import numpy as np
 from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, Finding, LevelStats, Severity, shared_level_stats
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.histogram import SPREAD_BINS_CAP, freedman_diaconis_bins
 from ecpfs_viewer.model.nodes import (
     Cancelled,
     NodeError,
@@ -27,28 +27,8 @@ from ecpfs_viewer.model.nodes import (
     parent_of,
 )
 
-#: Default cap of the spread histogram's bin count.
-SPREAD_BINS_CAP = 50
 #: Member problems listed one by one (the count is always exact).
 MAX_LISTED_PROBLEMS = 1000
-
-
-def freedman_diaconis_bins(values: np.ndarray, cap: int = SPREAD_BINS_CAP) -> int:
-    """Histogram bins by the Freedman-Diaconis rule (width 2 IQR / n^(1/3)), between 1 and cap.
-
-    Falls back to Sturges (log2 n + 1) when the IQR is 0 but the values are not all equal.
-    """
-    data = np.asarray(values, dtype=np.float64).ravel()
-    data = data[np.isfinite(data)]
-    if data.size == 0:
-        return 1
-    span = float(data.max() - data.min())
-    if span <= 0:
-        return 1
-    q75, q25 = np.percentile(data, [75, 25])
-    iqr = float(q75 - q25)
-    bins = math.ceil(span / (2 * iqr / data.size ** (1 / 3))) if iqr > 0 else math.ceil(math.log2(data.size)) + 1
-    return max(1, min(max(1, cap), bins))
 
 
 def _node_findings(stats: LevelStats, node_id: int) -> list[Finding]:

@@ -8,7 +8,8 @@ at ``values``, ``image`` and ``ndim``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,14 @@ from numpy.typing import NDArray
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.histogram import finite_values, histogram
-from ecpfs_viewer.model.subset import Subset, default_selection, read_subset
+from ecpfs_viewer.model.subset import Subset, default_selection, format_selection, parse_selection, read_subset
+from ecpfs_viewer.model.table_data import RowIds, TableWindow, row_ids, table_window
 
 DEFAULT_MAX_ELEMENTS = 4_000_000
+#: An array of at most this many elements, in at most SMALL_ARRAY_CHUNKS chunks, is shown whole by
+#: default (a 3x3x3 array in 1x1x1 chunks is not one pixel); larger ones start inside one chunk.
+SMALL_ARRAY_ELEMENTS = 1024
+SMALL_ARRAY_CHUNKS = 64
 PERCENTILE_LEVELS = (0.5, 99.5)
 _PERCENTILE_MIN_SIZE = 1000  # below this many floats, the exact range is as robust and cheaper
 
@@ -36,6 +42,8 @@ class PlotData:
     hist_edges: NDArray[np.float64] | None
     summary: str
     note: str = ""
+    row_ids: RowIds | None = None  # ids beside the rows (item ids of a leaf's embeddings...)
+    window: TableWindow | None = None  # a selection too large to read: only the table shows it
 
     @property
     def ndim(self) -> int:
@@ -45,10 +53,36 @@ class PlotData:
 
 def prepare_plot(hierarchy: Hierarchy, path: str, text: str | None,
                  max_elements: int = DEFAULT_MAX_ELEMENTS) -> PlotData:
-    """Read a subset (the default one, reading at most one chunk, when text is None) and prepare it."""
+    """Read a subset (the default one, reading at most one chunk, when text is None) and prepare it.
+
+    A small array is shown whole by default, whatever its chunks; an embeddings array gets the ids
+    of its rows (item ids of a leaf, child node ids of an internal node) for the table."""
+    details = hierarchy.array_details(path)
     if text is None:
-        text = default_selection(hierarchy.array_details(path))
-    return plot_data(read_subset(hierarchy, path, text, max_elements=max_elements))
+        chunks = math.prod(-(-n // max(c, 1)) for n, c in zip(details.shape, details.chunk_shape, strict=False))
+        small = bool(details.shape) and 0 < math.prod(details.shape) <= SMALL_ARRAY_ELEMENTS \
+            and chunks <= SMALL_ARRAY_CHUNKS
+        whole = tuple(slice(0, n, 1) for n in details.shape)
+        text = format_selection(whole, details.shape) if small else default_selection(details)
+    data = plot_data(read_subset(hierarchy, path, text, max_elements=max_elements))
+    first = parse_selection(text, details.shape)[:1]
+    if first and isinstance(first[0], slice) and data.ndim >= 1:
+        ids = row_ids(hierarchy, path, first[0])
+        if ids is not None:
+            data = replace(data, row_ids=ids)
+    return data
+
+
+def prepare_table(hierarchy: Hierarchy, path: str, text: str) -> PlotData:
+    """A selection too large to read at once, described for the table view (which reads the rows it
+    shows); raises SelectionError unless it keeps 1 or 2 axes."""
+    window = table_window(hierarchy, path, text)
+    empty = Subset(window.path, window.text, np.empty((0,) * window.ndim), window.offsets[:window.ndim],
+                   window.rows * window.cols, window.steps[:window.ndim], window.dtype)
+    summary = f"{window.rows:,} x {window.cols:,} {window.dtype}" if window.ndim == 2 else \
+        f"{window.rows:,} {window.dtype}"
+    return PlotData(empty, None, None, None, None, None, summary,
+                    "too large to read at once: the table reads the rows it shows", window=window)
 
 
 def plot_data(subset: Subset) -> PlotData:

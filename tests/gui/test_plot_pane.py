@@ -70,7 +70,7 @@ def press_enter(qtbot, pane: PlotPane) -> None:
 def test_2d_array_shows_heatmap_of_default_subset(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix")
     assert pane.current_view() == "Heatmap"
-    assert pane.offered_views() == ["Heatmap", "Histogram"]
+    assert pane.offered_views() == ["Heatmap", "Histogram", "Table"]
     assert pane.subset_edit.text() == "0:100, :"  # the default subset stays inside the first chunk
     image = pane.image_item.image
     assert image.dtype == np.float32 and image.flags.c_contiguous
@@ -120,7 +120,7 @@ def test_subset_field_reads_the_typed_selection(qtbot, pane, hierarchy) -> None:
 def test_1d_array_shows_a_line(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "vector")
     assert pane.current_view() == "Line"
-    assert pane.offered_views() == ["Line", "Histogram"]
+    assert pane.offered_views() == ["Line", "Histogram", "Table"]
     x, y = pane.curve_item.getData()
     np.testing.assert_array_equal(y, VECTOR)
     np.testing.assert_array_equal(x, np.arange(1000))

@@ -55,7 +55,7 @@ def test_node_size_rule_of_the_level_overview_is_reproduced() -> None:
 
 def test_floats_leave_out_nan_and_inf() -> None:
     counts, edges = histogram(np.array([1.0, np.nan, 2.0, 2.5, np.inf, -np.inf, 3.0], dtype=np.float32))
-    assert counts.sum() == 4 and len(counts) == 100
+    assert counts.sum() == 4 and len(counts) == 2  # Freedman-Diaconis: 4 values make 2 bins
     assert (edges[0], edges[-1]) == (1.0, 3.0)
 
 
@@ -175,3 +175,38 @@ def test_npy_is_exact_and_never_pickles(tmp_path: Path) -> None:
     assert loaded.dtype == np.uint16 and np.array_equal(loaded, values)
     with pytest.raises(ValueError):
         write_npy(np.array([{"a": 1}], dtype=object), tmp_path / "o.npy")
+
+
+# -- bins, small arrays, table rows ---------------------------------------------------------------
+
+def test_without_bins_the_histogram_follows_freedman_diaconis() -> None:
+    from ecpfs_viewer.model.histogram import freedman_diaconis_bins
+
+    values = np.random.default_rng(0).normal(size=160)
+    counts, _ = histogram(values)
+    assert len(counts) == freedman_diaconis_bins(values, 100) and 5 <= len(counts) <= 20
+    assert len(histogram(values, bins=100)[0]) == 100  # an explicit count still wins
+
+
+def test_table_rows_are_read_lazily_with_the_ids_beside_them(two_clusters_path: Path) -> None:
+    from ecpfs_viewer.model.plot_data import prepare_table
+    from ecpfs_viewer.model.table_data import link_level, read_table_rows, row_ids
+
+    h = Hierarchy(open_store(two_clusters_path))
+    assert link_level("lvl_1/node_1/node_ids") == 2 and link_level("lvl_2/node_1/item_ids") is None
+    ids = row_ids(h, "lvl_2/node_1/embeddings", slice(0, 2, 1))
+    assert ids is not None and ids.name == "item id" and ids.values.tolist() == [2, 3] and ids.link_level is None
+    table = prepare_table(h, "lvl_2/node_1/embeddings", "1:, :")
+    assert table.window is not None and (table.window.rows, table.window.cols) == (1, 2)
+    rows, beside = read_table_rows(h, table.window, 0, 5)  # clipped to the rows there are
+    np.testing.assert_array_equal(rows, h.read_array("lvl_2/node_1/embeddings")[1:])
+    assert beside is not None and beside.values.tolist() == [3]
+
+
+def test_a_small_array_in_many_chunks_is_shown_whole(tmp_path: Path) -> None:
+    root = zarr.open_group(tmp_path / "c.zarr", mode="w")
+    root.create_array("cube", shape=(3, 3, 3), chunks=(1, 1, 1), dtype="float32")[:] = 1
+    root.create_array("long", shape=(500,), chunks=(1,), dtype="uint8")[:] = 1
+    h = Hierarchy(open_store(tmp_path / "c.zarr"))
+    assert prepare_plot(h, "cube", None).subset.text == ":, :, :"
+    assert prepare_plot(h, "long", None).subset.text == "0:1"  # small, but 500 chunks: one chunk first

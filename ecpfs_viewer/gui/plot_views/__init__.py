@@ -6,6 +6,7 @@ from ecpfs_viewer.gui.plot_views.base import PlotView
 from ecpfs_viewer.gui.plot_views.heatmap import HeatmapView
 from ecpfs_viewer.gui.plot_views.histogram import HistogramView
 from ecpfs_viewer.gui.plot_views.line import LineView
-from ecpfs_viewer.gui.plot_views.text import TableView, ValueView
+from ecpfs_viewer.gui.plot_views.table import TableView
+from ecpfs_viewer.gui.plot_views.text import ValueView
 
 __all__ = ["HeatmapView", "HistogramView", "LineView", "PlotView", "TableView", "ValueView"]

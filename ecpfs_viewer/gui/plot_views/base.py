@@ -7,8 +7,9 @@ one that fits best. Adding a view means adding a class, not another branch in th
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters
 from PySide6.QtCore import QEvent
@@ -87,3 +88,14 @@ class IndexAxis(pg.AxisItem):  # type: ignore[misc]
 def index_axes(*names: str) -> dict[str, pg.AxisItem]:
     """Index axes for the named sides of a plot ('left', 'bottom')."""
     return {name: IndexAxis(name) for name in names}
+
+
+def fit_constant_y(plot: pg.PlotItem, values: Any) -> None:
+    """Give a constant curve a y range around its value (autorange alone picks a far too wide one)."""
+    data = np.asarray(values, dtype=np.float64)
+    data = data[np.isfinite(data)]
+    if data.size and float(data.min()) == float(data.max()):
+        value = float(data[0])
+        pad = max(abs(value) * 0.1, 1.0)
+        plot.enableAutoRange(axis="y", enable=False)
+        plot.setYRange(value - pad, value + pad, padding=0)

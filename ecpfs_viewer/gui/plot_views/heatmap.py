@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.colormaps import colormap, plot_colors, style_plot
-from ecpfs_viewer.gui.plot_views.base import AXIS_WIDTH, BEST, PlotView, export_plot, index_axes
+from ecpfs_viewer.gui.plot_views.base import AXIS_WIDTH, BEST, PlotView, export_plot, fit_constant_y, index_axes
 from ecpfs_viewer.model.plot_data import PlotData
 
 
@@ -51,9 +51,14 @@ class HeatmapView(PlotView):
         self.view.ci.layout.setRowStretchFactor(0, 3)
         self.view.ci.layout.setRowStretchFactor(1, 1)
         self.view.scene().sigMouseClicked.connect(self._clicked)
+        self.view.scene().sigMouseMoved.connect(self.hover)
+        self.hover_label = QLabel(" ")
+        self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.view)
+        layout.setSpacing(2)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.hover_label)
         self.apply_palette()
 
     def priority(self, data: PlotData) -> int:
@@ -82,6 +87,7 @@ class HeatmapView(PlotView):
         self.row_curve.setData([], [])
         self.row_marker.hide()
         self.row_plot.setTitle(None)
+        self.hover_label.setText(" ")
 
     def selected_row(self) -> int | None:
         """The row shown as a profile, as an absolute row index of the array."""
@@ -97,6 +103,8 @@ class HeatmapView(PlotView):
         values = data.values[row]
         x0 = self.offset(1)
         self.row_curve.setData(x=np.arange(x0, x0 + values.shape[0]), y=values, connect="finite")
+        self.row_plot.enableAutoRange()
+        fit_constant_y(self.row_plot, values)
         self.row_marker.setValue(self.offset(0) + row)
         self.row_marker.show()
         self.row_plot.setTitle(f"row {self.offset(0) + row}")
@@ -119,16 +127,36 @@ class HeatmapView(PlotView):
     def export_png(self, path: str) -> None:
         export_plot(self.view.scene(), self.width(), path)
 
-    def _clicked(self, event: Any) -> None:
-        """A left click on the heatmap shows that row's profile below it."""
+    def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
+        """(row, column) of the subset under a scene position, or None outside the image."""
         image = self._data.image if self._data is not None else None
-        if event.button() != Qt.MouseButton.LeftButton or image is None:
-            return
-        if not self.heat_plot.vb.sceneBoundingRect().contains(event.scenePos()):
-            return
-        point = self.heat_plot.vb.mapSceneToView(event.scenePos())
+        if image is None or not self.heat_plot.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        point = self.heat_plot.vb.mapSceneToView(scene_pos)
         row = math.floor(point.y() + 0.5) - self.offset(0)
         col = math.floor(point.x() + 0.5) - self.offset(1)
         rows, cols = image.shape
-        if 0 <= row < rows and 0 <= col < cols:
-            self.select_row(row)
+        return (row, col) if 0 <= row < rows and 0 <= col < cols else None
+
+    def hover(self, scene_pos: QPointF) -> None:
+        """Say which cell is under the cursor and its value (row and column as array indexes)."""
+        cell = self.cell_at(scene_pos)
+        if cell is None or self._data is None or self._data.values is None:
+            self.hover_label.setText(" ")
+            return
+        row, col = cell
+        value = self._data.values[row, col]
+        shown = f"{float(value):.6g}" if np.issubdtype(np.asarray(value).dtype, np.floating) else str(value)
+        self.hover_label.setText(f"row {row + self.offset(0)}, column {col + self.offset(1)}: {shown}")
+
+    def hover_text(self) -> str:
+        """What the line under the heatmap says about the cell under the cursor."""
+        return self.hover_label.text().strip()
+
+    def _clicked(self, event: Any) -> None:
+        """A left click on the heatmap shows that row's profile below it."""
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        cell = self.cell_at(event.scenePos())
+        if cell is not None:
+            self.select_row(cell[0])

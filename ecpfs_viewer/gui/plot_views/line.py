@@ -7,7 +7,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.plot_views.base import BEST, PlotView, export_plot, index_axes
+from ecpfs_viewer.gui.plot_views.base import BEST, PlotView, export_plot, fit_constant_y, index_axes
 from ecpfs_viewer.model.plot_data import PlotData
 
 MARKER_LIMIT = 200  # 1-D subsets up to this length draw a marker on every value
@@ -59,6 +59,7 @@ class LineView(PlotView):
         else:
             self.curve.setData(x=np.arange(x0, x0 + values.shape[0]), y=values, stepMode=None, connect="finite")
         self.plot.enableAutoRange()
+        fit_constant_y(self.plot, values)
 
     def clear(self) -> None:
         super().clear()
