@@ -50,7 +50,9 @@ from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_z
 from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
 from ecpfs_viewer.gui.plot_pane import PlotPane
 from ecpfs_viewer.gui.start_page import StartPage
+from ecpfs_viewer.gui.tree_filter import count_filter_matches
 from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy, TreeItem
+from ecpfs_viewer.gui.validation_marks import VALIDATION_LAYER, validation_marks
 from ecpfs_viewer.gui.widgets import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.build import BuildProgress
@@ -60,6 +62,7 @@ from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.stores import is_url, open_store
+from ecpfs_viewer.model.validation import ValidationReport
 
 _LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 WINDOW_TITLE = "ecpfs-viewer"
@@ -167,7 +170,13 @@ class MainWindow(QMainWindow):
         self.tree_model.path_revealed.connect(self._select_source_index)
 
         self.filter_edit = QLineEdit()
-        self.filter_edit.setPlaceholderText("Filter loaded nodes (Ctrl+F)")
+        self.filter_edit.setPlaceholderText("Filter loaded nodes: text, =exact, glob* (Ctrl+F)")
+        self.filter_edit.setToolTip("node_15 matches names containing it; =node_15 or \"node_15\" only that "
+                                    "name; node_1? and *ids are globs. Only listed groups are searched.")
+        self._filter_changing = False
+        self.filter_status = QLabel()
+        self.filter_status.setWordWrap(True)
+        self.filter_status.hide()
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.textChanged.connect(self._on_filter_changed)
         expand = QToolButton()
@@ -187,6 +196,7 @@ class MainWindow(QMainWindow):
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addLayout(filter_row)
+        left_layout.addWidget(self.filter_status)
         left_layout.addWidget(self.tree, 1)
         left.setMinimumWidth(240)
 
@@ -203,6 +213,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
         self.tabs.setCurrentIndex(self.TAB_METADATA)
         self.overview.node_requested.connect(self.reveal_path)
+        self._connect_overview()
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left)
@@ -342,9 +353,6 @@ class MainWindow(QMainWindow):
         note = listing_note(opened.hierarchy)
         if note:  # a static web server: the tree was derived from the index, not listed
             self.banner.show_message(f"{display_label(opened.location)}: {note}", error=False)
-        if is_index and not opened.layout.supported:
-            self.banner.show_message(f"{display_label(opened.location)}: {opened.layout.generation.value}: "
-                                     f"{opened.layout.reason}. Browsing it as a plain Zarr store.", error=False)
         self.store_opened.emit(opened.location)
 
     def _on_open_failed(self, location: str, message: str) -> None:
@@ -363,6 +371,7 @@ class MainWindow(QMainWindow):
         self.metadata.clear()
         self.plot.clear()
         self.overview.clear()
+        self.overview.forget_report()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
         if self._hierarchy is not None:
             self._hierarchy.store.close()
@@ -511,8 +520,8 @@ class MainWindow(QMainWindow):
 
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         item = self.current_item()
-        if item is None or self._hierarchy is None:
-            return
+        if item is None or self._hierarchy is None or self._filter_changing:
+            return  # a filter keystroke moved or hid the current row: the panels keep what they show
         self._show_item(item)
 
     def _show_item(self, item: TreeItem) -> None:
@@ -564,16 +573,36 @@ class MainWindow(QMainWindow):
             if item is not None and item.path == target:
                 self._show_item(item)  # same row index as before: show it again with fresh data
         if self.filter_edit.text():
-            self.expand_loaded()
+            self._filter_changing = True
+            try:
+                self.expand_loaded()
+            finally:
+                self._filter_changing = False
+            self._update_filter_status()
 
     def _on_listing_failed(self, path: str, message: str) -> None:
         self.statusBar().showMessage(message, 10000)
 
     def _on_filter_changed(self, text: str) -> None:
-        self.proxy.set_filter_text(text)
-        self._use_proxy(bool(text.strip()))
-        if text:
-            self.expand_loaded()
+        self._filter_changing = True
+        try:
+            self.proxy.set_filter_text(text)
+            self._use_proxy(bool(self.proxy.name_filter.mode))
+            if text:
+                self.expand_loaded()
+        finally:
+            self._filter_changing = False
+        self._update_filter_status()
+
+    def _update_filter_status(self) -> None:
+        """How many loaded rows match, and which groups were not searched (never listed)."""
+        name_filter = self.proxy.name_filter
+        if not name_filter.mode:
+            self.filter_status.clear()
+            self.filter_status.hide()
+            return
+        self.filter_status.setText(count_filter_matches(self.tree_model, name_filter).text(name_filter))
+        self.filter_status.show()
 
     def expand_loaded(self) -> None:
         """Expand every group already listed (never lists anything new)."""
@@ -631,6 +660,15 @@ class MainWindow(QMainWindow):
         menu.addAction(self.collapse_action)
         menu.popup(self.tree.viewport().mapToGlobal(point))
         self._context_menu = menu
+
+    # -- overview: costs and validation marks ---------------------------------------------------
+    def _connect_overview(self) -> None:
+        self.overview.action_measured.connect(self.report_action)
+        self.overview.report_ready.connect(self._mark_validation)
+
+    def _mark_validation(self, report: ValidationReport) -> None:
+        """Mark the rows validation names, and their ancestors, even before they are expanded."""
+        self.tree_model.set_marks(VALIDATION_LAYER, validation_marks(report))
 
     # -- status -------------------------------------------------------------------------------
     def report_action(self, action: str, result: Measured) -> None:

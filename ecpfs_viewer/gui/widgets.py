@@ -54,19 +54,25 @@ class MessageBanner(QFrame):
         self.text.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self._icon)
         layout.addWidget(self.text, 1)
+        self.severity: Severity | None = None
         self.hide()
 
     def show_message(self, message: str, *, error: bool = True) -> None:
-        icon = standard_icon("SP_MessageBoxCritical" if error else "SP_MessageBoxInformation")
-        self._icon.setPixmap(icon.pixmap(24, 24))
+        self.show_severity(message, Severity.ERROR if error else Severity.INFO)
+
+    def show_severity(self, message: str, severity: Severity) -> None:
+        """Show message with the icon of its severity (bold for an error)."""
+        self.severity = severity
+        self._icon.setPixmap(standard_icon(_SEVERITY_ICONS[severity]).pixmap(24, 24))
         font = self.text.font()
-        font.setBold(error)
+        font.setBold(severity is Severity.ERROR)
         self.text.setFont(font)
         self.text.setText(message)
         self.show()
 
     def clear(self) -> None:
         self.text.clear()
+        self.severity = None
         self.hide()
 
 
