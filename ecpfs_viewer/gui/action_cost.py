@@ -31,10 +31,15 @@ class Measured:
 
     def describe(self, action: str) -> str:
         took = f"{self.seconds * 1000:.0f} ms"
+        cost = self.cost
         if self.cached:
             return f"{action}: from cache (no request) in {took}"
-        return (f"{action}: {count_noun(self.cost.requests, 'request')}, {format_bytes(self.cost.bytes_read)} read "
-                f"in {took}")
+        if cost.requests == cost.listings:  # a listing reads no object: "0 B read" would puzzle
+            return f"{action}: {count_noun(cost.listings, 'directory listing')} in {took}"
+        text = f"{action}: {count_noun(cost.requests, 'request')}, {format_bytes(cost.bytes_read)} read in {took}"
+        if cost.listings:
+            text += f" ({count_noun(cost.listings, 'directory listing')} among them)"
+        return text
 
 
 def measured(store: OpenedStore, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Measured:

@@ -1,0 +1,173 @@
+"""What a user reads in the first hour: honest action costs, one message per problem, the level's
+problems, tree marks before expanding, and a filter that says what it matched."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ecpfs_viewer.gui import settings as app_settings
+from ecpfs_viewer.gui.action_cost import Measured
+from ecpfs_viewer.gui.app import create_main_window
+from ecpfs_viewer.gui.main_window import MainWindow
+from ecpfs_viewer.gui.tree_marks import MarkKind
+from ecpfs_viewer.gui.tree_model import LoadState
+from ecpfs_viewer.model.stores import IOStats
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path: Path) -> None:
+    app_settings.use_settings_dir(tmp_path / "settings")
+
+
+@pytest.fixture
+def opened(qtbot):
+    """opened(location): a shown main window with that store open, the root validated."""
+    made: list[MainWindow] = []
+
+    def open_window(location: Path) -> MainWindow:
+        win = create_main_window(str(location))
+        made.append(win)
+        qtbot.addWidget(win)
+        win.resize(1280, 800)
+        win.show()
+        settle(qtbot, win)
+        return win
+
+    yield open_window
+    for win in made:
+        win.close()
+
+
+def settle(qtbot, win: MainWindow) -> None:
+    qtbot.waitUntil(lambda: win.hierarchy is not None and not win.is_busy() and not win.overview.busy, timeout=15000)
+
+
+def go(qtbot, win: MainWindow, path: str) -> None:
+    win.reveal_path(path)
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == path, timeout=5000)
+    settle(qtbot, win)
+
+
+def proxy_names(win: MainWindow, *rows: int) -> list[str]:
+    """Names shown under the view row reached by following rows from the top."""
+    model, parent = win.tree.model(), win.tree.rootIndex()
+    for row in rows:
+        parent = model.index(row, 0, parent)
+    return [model.index(r, 0, parent).data() for r in range(model.rowCount(parent))]
+
+
+# -- 1. each action's own cost ----------------------------------------------------------------------
+def test_status_bar_says_cached_and_names_listings() -> None:
+    assert Measured(None, IOStats(0, 0, 0), 0.0004).describe("Read metadata of /lvl_3") == \
+        "Read metadata of /lvl_3: from cache (no request) in 0 ms"
+    assert Measured(None, IOStats(1, 0, 1), 0.003).describe("Chunk statistics of /a") == \
+        "Chunk statistics of /a: 1 directory listing in 3 ms"
+    assert Measured(None, IOStats(4, 2150, 1), 0.012).describe("Listed /lvl_1") == \
+        "Listed /lvl_1: 4 requests, 2.1 KiB read in 12 ms (1 directory listing among them)"
+
+
+def test_level_page_reports_its_own_reads(qtbot, opened, two_clusters_path: Path) -> None:
+    win = opened(two_clusters_path)
+    seen: list[str] = []
+    win.overview.action_measured.connect(lambda action, result: seen.append(result.describe(action)))
+    go(qtbot, win, "lvl_2")
+    qtbot.waitUntil(lambda: any(s.startswith("Statistics of lvl_2: ") for s in seen), timeout=5000)
+    line = next(s for s in seen if s.startswith("Statistics of lvl_2: "))
+    assert "requests" in line  # the summary's scalars are read again: real requests, not "0 requests"
+    assert win.cost_label.text() in seen or win.cost_label.text().startswith("Read metadata of /lvl_2")
+    # validation computed lvl_2's statistics when the root was shown: the page says it reused them
+    assert "computed earlier (by validation or a previous visit) and reused now" in win.overview.summary_text()
+
+
+# -- 2. one problem, one message, one severity ------------------------------------------------------
+def test_legacy_layout_is_said_once(qtbot, opened, two_clusters_copy: Path) -> None:
+    for name in ("info/format_version", "info/total_items", "info/next_item_id"):
+        shutil.rmtree(two_clusters_copy / name)
+    win = opened(two_clusters_copy)
+    page = win.overview.index_page
+    qtbot.waitUntil(lambda: page.report is not None, timeout=10000)
+    layout = page.report.layout_finding
+    assert layout is not None and layout.message in win.overview.banner.text.text()
+    assert win.overview.banner.severity is layout.severity
+    assert not win.banner.isVisible()  # the window's own banner does not repeat it
+    assert all(layout.message != message for _path, message in page.findings.row_texts())
+    assert page.verdict.text().startswith("<b>Layout error (above)</b>")
+
+
+# -- 3. the level page lists what validation found in it ---------------------------------------------
+def test_level_page_lists_the_validation_findings_of_its_level(qtbot, opened, two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1" / "item_ids")
+    win = opened(two_clusters_copy)
+    index_rows = win.overview.index_page.findings.row_texts()
+    broken = [row for row in index_rows if row[0] == "lvl_2/node_1"]
+    assert broken
+    go(qtbot, win, "lvl_2")
+    level_rows = win.overview.level_page.findings.row_texts()
+    assert broken[0] in level_rows
+    assert all(path.startswith("lvl_2") for path, _message in level_rows)
+
+
+def test_level_page_without_a_report_lists_metadata_findings(qtbot, two_clusters_copy: Path) -> None:
+    from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
+    from ecpfs_viewer.model.hierarchy import Hierarchy
+    from ecpfs_viewer.model.stores import open_store
+
+    (two_clusters_copy / "lvl_2" / "node_3" / "zarr.json").write_text("{not json")
+    panel = IndexOverviewPanel()
+    qtbot.addWidget(panel)
+    panel.show_level(Hierarchy(open_store(two_clusters_copy)), 2)
+    qtbot.waitUntil(lambda: not panel.busy, timeout=10000)
+    rows = panel.level_page.findings.row_texts()
+    assert any(path == "lvl_2/node_3" for path, _message in rows), rows
+
+
+# -- 4. the reference check is named after what it does ---------------------------------------------
+def test_reference_check_names_the_levels_it_reads(qtbot, opened, two_clusters_path: Path) -> None:
+    win = opened(two_clusters_path)
+    go(qtbot, win, "lvl_2")
+    button = win.overview.level_page.refs_button
+    assert button.text() == "Check lvl_1 references to lvl_2 nodes"
+    assert "node_ids of lvl_1" in button.toolTip()
+    go(qtbot, win, "lvl_1")
+    assert button.text() == "Check the root references to lvl_1 nodes"
+
+
+# -- 5. broken nodes are marked before their level is expanded ---------------------------------------
+def test_validation_marks_collapsed_ancestors(qtbot, opened, two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1" / "item_ids")
+    win = opened(two_clusters_copy)
+    model = win.tree_model
+    qtbot.waitUntil(lambda: bool(model.marks_at("lvl_2")), timeout=10000)
+    assert model.item(model.index_for_path("lvl_2")).state is LoadState.UNLISTED  # never expanded
+    assert model.marks_at("lvl_2")[0].kind is MarkKind.ERROR
+    tip = model.index_for_path("lvl_2").data(3)  # ToolTipRole
+    assert "below (worst: error)" in tip
+    go(qtbot, win, "lvl_2/node_1")  # once listed, the node shows its own finding
+    assert "no ids array" in model.index_for_path("lvl_2/node_1").data(3)
+
+
+# -- 6. the filter --------------------------------------------------------------------------------
+def test_filter_exact_glob_count_and_overview_kept(qtbot, opened, two_clusters_path: Path) -> None:
+    win = opened(two_clusters_path)
+    win.tree.expand(win.view_index(win.tree_model.index_for_path("lvl_2")))
+    qtbot.waitUntil(lambda: win.tree_model.is_loaded("lvl_2/node_3"), timeout=5000)
+    settle(qtbot, win)
+    assert win.tabs.currentIndex() == win.TAB_OVERVIEW
+    win.filter_edit.setText("node_1")
+    assert win.tabs.currentIndex() == win.TAB_OVERVIEW  # typing does not switch the right pane
+    assert win.overview.stack.currentWidget() is win.overview.index_page and not win.overview.busy
+    assert win.filter_status.text().startswith("1 match (name contains)")
+    assert "not listed yet are not searched" in win.filter_status.text()
+    win.filter_edit.setText("=NODE_1")
+    assert proxy_names(win, 0) == ["lvl_2"] and proxy_names(win, 0, 0) == ["node_1"]
+    assert win.filter_status.text().startswith("1 match (exact name)")
+    win.filter_edit.setText('"node"')
+    assert win.filter_status.text().startswith("0 matches (exact name)")
+    win.filter_edit.setText("node_?")
+    assert proxy_names(win, 0, 0) == ["node_0", "node_1", "node_2", "node_3"]
+    assert win.filter_status.text().startswith("4 matches (glob)")
+    win.filter_edit.clear()
+    assert win.filter_status.isHidden()
