@@ -50,10 +50,11 @@ def ensure_application(argv: list[str] | None = None) -> QApplication:
 
 
 def create_main_window(location: str | None = None, demo: bool = False,
-                       storage_options: dict[str, Any] | None = None) -> MainWindow:
+                       storage_options: dict[str, Any] | None = None, remember_recent: bool = True) -> MainWindow:
     """A main window that starts opening location (or the demo index); used by run_gui and tests."""
     ensure_application()
     window = MainWindow()
+    window.remember_recent = remember_recent
     if location:
         window.open_location(location, storage_options)
     elif demo:
@@ -69,8 +70,9 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     and the README's pictures use it.
     """
     app = ensure_application()
-    window = create_main_window(location, demo)
-    window.resize(1280, 800)
+    window = create_main_window(location, demo, remember_recent=not screenshot)
+    if screenshot:
+        window.resize(1280, 800)  # the same picture on every machine
     window.show()
     if screenshot:
         _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))

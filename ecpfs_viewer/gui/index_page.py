@@ -8,11 +8,11 @@ the table: the overview's banner shows it.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QProgressBar, QSplitter, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
 from ecpfs_viewer.gui.action_cost import Measured, measured
-from ecpfs_viewer.gui.widgets import FactsView, FindingsList, fact_value, group_box
+from ecpfs_viewer.gui.widgets import FactsView, FindingsList, fact_value, facts_scroll, group_box
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import Generation, IndexSummary, Severity, summarize
 from ecpfs_viewer.model.formatting import count_noun, format_age
@@ -109,11 +109,7 @@ class IndexPage(QSplitter):
         self._show_check_progress = qthrottled(self._apply_check_progress, timeout=PROGRESS_INTERVAL_MS, parent=self)
 
         self.facts = FactsView()
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(self.facts)
-        self.addWidget(group_box("Index summary", scroll))
+        self.addWidget(group_box("Index summary", facts_scroll(self.facts)))
         report_box = QWidget()
         report_layout = QVBoxLayout(report_box)
         report_layout.setContentsMargins(0, 0, 0, 0)
@@ -132,9 +128,9 @@ class IndexPage(QSplitter):
         report_layout.addWidget(self.findings, 1)
         report_layout.addWidget(self.checked)
         self.addWidget(group_box("Validation", report_box))
-        self.setStretchFactor(0, 4)
-        self.setStretchFactor(1, 5)
-        self.setSizes([540, 700])
+        self.setStretchFactor(0, 1)
+        self.setStretchFactor(1, 1)
+        self.setSizes([600, 600])
 
     def clear(self) -> None:
         """Forget what is shown and drop every pending result."""

@@ -19,18 +19,16 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from ecpfs_viewer.gui.action_cost import Measured, measured
-from ecpfs_viewer.gui.widgets import FactsView, FindingsList, NodeList, fact_value, group_box
+from ecpfs_viewer.gui.widgets import FactsView, FindingsList, NodeList, fact_value, facts_scroll, group_box
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import (
     Finding,
@@ -170,10 +168,7 @@ class LevelPage(QSplitter):
         top_layout = QHBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
         self.facts = FactsView()
-        level_scroll = QScrollArea()
-        level_scroll.setWidgetResizable(True)
-        level_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        level_scroll.setWidget(self.facts)
+        level_scroll = facts_scroll(self.facts)
         level_box = QWidget()
         level_layout = QVBoxLayout(level_box)
         level_layout.setContentsMargins(0, 0, 0, 0)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, QUrl, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
@@ -25,7 +25,6 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QMainWindow,
@@ -50,6 +49,7 @@ from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_z
 from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
 from ecpfs_viewer.gui.plot_pane import PlotPane
 from ecpfs_viewer.gui.start_page import StartPage
+from ecpfs_viewer.gui.tree_columns import TreeColumns
 from ecpfs_viewer.gui.tree_filter import count_filter_matches
 from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy, TreeItem
 from ecpfs_viewer.gui.validation_marks import VALIDATION_LAYER, validation_marks
@@ -123,6 +123,7 @@ class MainWindow(QMainWindow):
         self._demo_runner = BackgroundRunner(self)
         self._build_dialog: QWidget | None = None
         self.last_action = ""
+        self.remember_recent = True  # False for --screenshot runs: they are no user's recent stores
 
         self.banner = MessageBanner()
         self.start_page = StartPage()
@@ -159,18 +160,14 @@ class MainWindow(QMainWindow):
         self.tree.setUniformRowHeights(True)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
-        self.tree.header().setStretchLastSection(False)
-        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        # not ResizeToContents: that measures every row on each update (seconds for 4,000 nodes)
-        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        self.tree.header().resizeSection(1, self.tree.fontMetrics().horizontalAdvance("65,536 x 64  float32") + 16)
+        self.tree_columns = TreeColumns(self.tree, "65,536 x 64  float32")
         self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
         self.tree_model.listing_finished.connect(self._on_listing_finished)
         self.tree_model.listing_failed.connect(self._on_listing_failed)
         self.tree_model.path_revealed.connect(self._select_source_index)
 
         self.filter_edit = QLineEdit()
-        self.filter_edit.setPlaceholderText("Filter loaded nodes: text, =exact, glob* (Ctrl+F)")
+        self.filter_edit.setPlaceholderText("Filter: name, =exact, glob*")
         self.filter_edit.setToolTip("node_15 matches names containing it; =node_15 or \"node_15\" only that "
                                     "name; node_1? and *ids are globs. Only listed groups are searched.")
         self._filter_changing = False
@@ -345,8 +342,9 @@ class MainWindow(QMainWindow):
         self.tree_model.set_hierarchy(opened.hierarchy, display_label(opened.location))
         cost = opened.hierarchy.store.stats()
         self.report_action(f"Opened {opened.location}", Measured(None, cost, self._open_runner.last_seconds))
-        app_settings.add_recent_location(opened.location)
-        self.refresh_recent()
+        if self.remember_recent:
+            app_settings.add_recent_location(opened.location)
+            self.refresh_recent()
         root = self.tree_model.index_for_path("")
         self._select_source_index(root)
         self.tree.expand(self.view_index(root))
@@ -562,6 +560,8 @@ class MainWindow(QMainWindow):
 
     def _on_listing_finished(self, path: str, result: Measured) -> None:
         self.report_action(f"Listed /{path} ({result.value:,} children)", result)
+        listed = self.tree_model.item(self.tree_model.index_for_path(path))
+        self.tree_columns.note_names((child.name for child in listed.children), path.count("/") + 1 if path else 1)
         for wanted in sorted(self._pending_expand):
             if self.tree_model.is_loaded(wanted):
                 self._pending_expand.discard(wanted)
@@ -680,7 +680,10 @@ class MainWindow(QMainWindow):
     # -- layout memory ------------------------------------------------------------------------
     def _restore_layout(self) -> None:
         if not app_settings.restore_widget_state("main_window", self):
-            self.resize(1280, 800)
+            screen = self.screen()
+            wanted = QSize(1280, 800)
+            self.resize(wanted if screen is None else app_settings.fitted_size(wanted, screen.availableGeometry()))
+        app_settings.clamp_to_screen(self)  # a geometry saved at another scale or on a larger screen
         app_settings.restore_widget_state("main_splitter", self.splitter)
         app_settings.restore_widget_state("metadata_splitter", self.metadata.splitter)
 

@@ -171,3 +171,67 @@ def test_filter_exact_glob_count_and_overview_kept(qtbot, opened, two_clusters_p
     assert win.filter_status.text().startswith("4 matches (glob)")
     win.filter_edit.clear()
     assert win.filter_status.isHidden()
+
+
+# -- 7. layout ------------------------------------------------------------------------------------
+def test_long_names_widen_the_name_column_and_keep_a_tooltip(qtbot, opened, two_clusters_copy: Path) -> None:
+    long_name = "rep_item_ids_with_a_really_long_descriptive_name"
+    (two_clusters_copy / "rep_item_ids").rename(two_clusters_copy / long_name)
+    win = opened(two_clusters_copy)
+    win.splitter.setSizes([700, 580])
+    qtbot.waitUntil(lambda: win.tree.viewport().width() > 600, timeout=3000)
+    needed = win.tree.fontMetrics().horizontalAdvance(long_name)
+    qtbot.waitUntil(lambda: win.tree.columnWidth(0) > needed, timeout=3000)
+    assert win.tree.columnWidth(1) >= win.tree_columns.detail_width - 1  # details still readable
+    assert long_name in win.tree_model.index_for_path(long_name).data(3)
+    win.splitter.setSizes([260, 1020])  # a narrow pane: the name is cut, the tooltip still names it
+    qtbot.waitUntil(lambda: win.tree.columnWidth(0) < needed, timeout=3000)
+
+
+def test_summary_values_wrap_instead_of_scrolling_sideways(qtbot, opened, two_clusters_path: Path) -> None:
+    win = opened(two_clusters_path)
+    win.resize(1000, 640)
+    qtbot.waitUntil(lambda: win.width() == 1000, timeout=3000)
+    from PySide6.QtWidgets import QScrollArea
+
+    scroll = win.overview.index_page.facts.parentWidget().parentWidget()
+    assert isinstance(scroll, QScrollArea)
+    assert not scroll.horizontalScrollBar().isVisible()
+    assert win.overview.index_page.facts.width() <= scroll.viewport().width()
+    assert "Representative chunk rows: 1,048,576" in win.overview.summary_text()
+
+
+def test_window_fits_the_available_screen() -> None:
+    from PySide6.QtCore import QRect, QSize
+
+    assert app_settings.fitted_size(QSize(1280, 800), QRect(0, 0, 1280, 680)) == QSize(1216, 646)
+    assert app_settings.fitted_size(QSize(1280, 800), QRect(0, 0, 2560, 1400)) == QSize(1280, 800)
+
+
+def test_a_restored_window_is_clamped_to_its_screen(qtbot) -> None:
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QWidget
+
+    widget = QWidget()
+    qtbot.addWidget(widget)
+    widget.resize(1900, 1200)
+    widget.move(300, 200)
+    app_settings.clamp_to_screen(widget, QRect(0, 0, 1280, 720))
+    assert widget.width() <= 1280 and widget.height() <= 720
+    assert widget.frameGeometry().right() <= 1279 and widget.frameGeometry().bottom() <= 719
+
+
+# -- 11. screenshot runs are not recent stores ------------------------------------------------------
+def test_screenshot_runs_are_not_added_to_recent(two_clusters_path: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"),
+               ECPFS_VIEWER_CACHE=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", str(two_clusters_path), "--screenshot",
+                           str(tmp_path / "shot.png")], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    read = subprocess.run([sys.executable, "-c", "from ecpfs_viewer.gui import settings as s; "
+                           "print(repr(s.recent_locations()))"], env=env, capture_output=True, text=True, timeout=60)
+    assert read.stdout.strip() == "[]", read.stdout + read.stderr
