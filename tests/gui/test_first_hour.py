@@ -235,3 +235,26 @@ def test_screenshot_runs_are_not_added_to_recent(two_clusters_path: Path, tmp_pa
     read = subprocess.run([sys.executable, "-c", "from ecpfs_viewer.gui import settings as s; "
                            "print(repr(s.recent_locations()))"], env=env, capture_output=True, text=True, timeout=60)
     assert read.stdout.strip() == "[]", read.stdout + read.stderr
+
+
+# -- 8. the folder dialog enters plain folders ------------------------------------------------------
+def test_folder_dialog_enters_a_plain_folder_instead_of_opening_it(qtbot, two_clusters_copy: Path,
+                                                                    monkeypatch) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
+    from ecpfs_viewer.gui.open_dialogs import ask_index_folder
+
+    plain = two_clusters_copy.parent  # holds an index, but is none
+    calls: list[tuple[str, str]] = []
+    answers = iter([str(plain), str(two_clusters_copy)])
+
+    def dialog(_parent, title, start, *_args, **_kwargs) -> str:
+        calls.append((title, start))
+        return next(answers)
+
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", dialog)
+    assert ask_index_folder(None, "/") == str(two_clusters_copy)
+    assert calls[1][1] == str(plain)  # the dialog opened again inside the plain folder
+    assert "holds no Zarr metadata" in calls[1][0]
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_args, **_kwargs: "")
+    assert ask_index_folder(None, str(plain)) is None  # cancel
