@@ -665,6 +665,7 @@ class MainWindow(QMainWindow):
     def _connect_overview(self) -> None:
         self.overview.action_measured.connect(self.report_action)
         self.overview.report_ready.connect(self._mark_validation)
+        self.plot.exported.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 15000))
 
     def _mark_validation(self, report: ValidationReport) -> None:
         """Mark the rows validation names, and their ancestors, even before they are expanded."""

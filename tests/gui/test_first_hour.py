@@ -258,3 +258,48 @@ def test_folder_dialog_enters_a_plain_folder_instead_of_opening_it(qtbot, two_cl
     assert "holds no Zarr metadata" in calls[1][0]
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_args, **_kwargs: "")
     assert ask_index_folder(None, str(plain)) is None  # cancel
+
+
+# -- 9. exports say where they went and what they hold -----------------------------------------------
+def test_exports_say_where_and_label_rows_items_and_subset(qtbot, opened, two_clusters_path: Path,
+                                                            tmp_path: Path) -> None:
+    import csv
+
+    import numpy as np
+    from PySide6.QtGui import QImage
+
+    from ecpfs_viewer.model.hierarchy import Hierarchy
+    from ecpfs_viewer.model.stores import open_store
+
+    win = opened(two_clusters_path)
+    go(qtbot, win, "lvl_2/node_1/embeddings")
+    qtbot.waitUntil(lambda: win.plot.current_data() is not None, timeout=5000)
+    target = tmp_path / "rows.csv"
+    win.plot.export_csv(str(target))
+    assert win.statusBar().currentMessage() == f"Saved {target}"
+    with open(target, newline="", encoding="utf-8") as handle:
+        lines = list(csv.reader(handle))
+    h = Hierarchy(open_store(two_clusters_path))
+    ids = h.read_array("lvl_2/node_1/item_ids")
+    values = h.read_array("lvl_2/node_1/embeddings")
+    assert lines[0] == ["row", "item_id", "col_0", "col_1"]
+    assert [int(line[1]) for line in lines[1:]] == ids.tolist()
+    assert [int(line[0]) for line in lines[1:]] == list(range(len(ids)))
+    np.testing.assert_array_equal(np.array([[float(v) for v in line[2:]] for line in lines[1:]], np.float32), values)
+
+    picture = tmp_path / "view.png"
+    win.plot.export_png(str(picture))
+    assert win.statusBar().currentMessage() == f"Saved {picture}"
+    image = QImage(str(picture))
+    band = [image.pixelColor(x, y).lightness() for y in range(4, 16) for x in range(8, 200)]
+    assert min(band) < 100  # dark title text on the white band above the plot
+
+
+def test_csv_labels_of_a_strided_three_axis_subset(tmp_path: Path) -> None:
+    import numpy as np
+
+    from ecpfs_viewer.model.export import CsvLabels, write_csv
+
+    write_csv(np.arange(8).reshape(2, 2, 2), tmp_path / "cube.csv", CsvLabels((4, 0, 1), (2, 1, 1)))
+    assert (tmp_path / "cube.csv").read_text().splitlines() == [
+        'row,"[0,1]","[0,2]","[1,1]","[1,2]"', "4,0,1,2,3", "6,4,5,6,7"]
