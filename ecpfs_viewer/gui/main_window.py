@@ -43,6 +43,7 @@ from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.about_dialog import show_about
 from ecpfs_viewer.gui.action_cost import Measured
 from ecpfs_viewer.gui.build_dialog import BuildDialog
+from ecpfs_viewer.gui.copy_paths import full_location, zarr_snippet
 from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MetadataPanel
 from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
@@ -246,6 +247,7 @@ class MainWindow(QMainWindow):
                                            "SP_BrowserReload")
         self.filter_action = self._action("&Filter Tree", self.focus_filter, "Ctrl+F")
         self.copy_path_action = self._action("Copy &Path", self.copy_current_path, "Ctrl+Shift+C")
+        self._build_copy_actions()
         self.expand_action = self._action("&Expand Loaded", self.expand_loaded)
         self.collapse_action = self._action("C&ollapse All", self.tree.collapseAll)
         self.about_action = self._action("&About ecpfs-viewer", self.show_about)
@@ -261,8 +263,8 @@ class MainWindow(QMainWindow):
         menu.addAction(self.close_action)
         menu.addAction(self.quit_action)
         view = self.menuBar().addMenu("&View")
-        for action in (self.refresh_action, self.filter_action, self.copy_path_action, self.expand_action,
-                       self.collapse_action):
+        for action in (self.refresh_action, self.filter_action, self.copy_path_action, self.copy_location_action,
+                       self.copy_snippet_action, self.expand_action, self.collapse_action):
             view.addAction(action)
         self.menuBar().addMenu("&Help").addAction(self.about_action)
 
@@ -622,6 +624,30 @@ class MainWindow(QMainWindow):
             QGuiApplication.clipboard().setText("/" + item.path)
             self.statusBar().showMessage(f"Copied /{item.path}", 3000)
 
+    # -- copying where a node is -----------------------------------------------------------------
+    def _build_copy_actions(self) -> None:
+        self.copy_location_action = self._action("Copy &Full Path or URL", self.copy_current_location,
+                                                 "Ctrl+Alt+C")
+        self.copy_snippet_action = self._action("Copy Python &Snippet (zarr)", self.copy_current_snippet)
+
+    def _copy(self, text: str, said: str) -> None:
+        QGuiApplication.clipboard().setText(text)
+        self.statusBar().showMessage(said, 3000)
+
+    def copy_current_location(self) -> None:
+        """The selected node's file-system path or URL, for a terminal or another program."""
+        item = self.current_item()
+        if item is not None and self._hierarchy is not None:
+            location = full_location(self._hierarchy.store, item.path)
+            self._copy(location, f"Copied {location}")
+
+    def copy_current_snippet(self) -> None:
+        """Python that opens the selected array (or group) with zarr, read-only."""
+        item = self.current_item()
+        if item is not None and self._hierarchy is not None:
+            self._copy(zarr_snippet(self._hierarchy.store, item.path, item.kind),
+                       f"Copied Python that opens /{item.path} with zarr")
+
     def refresh_item(self, item: TreeItem) -> None:
         """Re-list one subtree (it may have grown) and show the selection again."""
         current = self.current_item()
@@ -653,6 +679,8 @@ class MainWindow(QMainWindow):
         if item is not None and not item.placeholder and self._hierarchy is not None:
             self.tree.setCurrentIndex(index)
             menu.addAction(self.copy_path_action)
+            menu.addAction(self.copy_location_action)
+            menu.addAction(self.copy_snippet_action)
             refresh = menu.addAction(standard_icon("SP_BrowserReload"), "Refresh")
             refresh.triggered.connect(lambda _checked=False, it=item: self.refresh_item(it))
             menu.addSeparator()

@@ -303,3 +303,41 @@ def test_csv_labels_of_a_strided_three_axis_subset(tmp_path: Path) -> None:
     write_csv(np.arange(8).reshape(2, 2, 2), tmp_path / "cube.csv", CsvLabels((4, 0, 1), (2, 1, 1)))
     assert (tmp_path / "cube.csv").read_text().splitlines() == [
         'row,"[0,1]","[0,2]","[1,1]","[1,2]"', "4,0,1,2,3", "6,4,5,6,7"]
+
+
+# -- 10. copy where a node is, and how to open it ----------------------------------------------------
+def test_copy_full_path_and_a_snippet_that_opens_the_array(qtbot, opened, two_clusters_path: Path) -> None:
+    import numpy as np
+    from PySide6.QtGui import QGuiApplication
+
+    win = opened(two_clusters_path)
+    go(qtbot, win, "lvl_2/node_1/embeddings")
+    win.copy_location_action.trigger()
+    full = QGuiApplication.clipboard().text()
+    assert Path(full) == two_clusters_path.resolve() / "lvl_2" / "node_1" / "embeddings" and Path(full).is_dir()
+    win.copy_snippet_action.trigger()
+    namespace: dict[str, object] = {}
+    exec(QGuiApplication.clipboard().text(), namespace)  # the copied snippet, run as a user would
+    expected = win.hierarchy.read_array("lvl_2/node_1/embeddings")
+    np.testing.assert_array_equal(namespace["data"], expected)
+
+
+def test_snippet_for_a_node_inside_a_zip(two_clusters_path: Path, tmp_path: Path) -> None:
+    import zipfile
+
+    import numpy as np
+
+    from ecpfs_viewer.gui.copy_paths import full_location, zarr_snippet
+    from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+    from ecpfs_viewer.model.stores import open_store
+
+    archive = tmp_path / "index.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in two_clusters_path.rglob("*"):
+            zf.write(file, "two_clusters.zarr/" + file.relative_to(two_clusters_path).as_posix())
+    store = open_store(archive)
+    assert full_location(store, "lvl_1/node_0/node_ids") == f"zip://two_clusters.zarr/lvl_1/node_0/node_ids::{archive}"
+    namespace: dict[str, object] = {}
+    exec(zarr_snippet(store, "lvl_1/node_0/node_ids", NodeKind.ARRAY), namespace)
+    expected = Hierarchy(store).read_array("lvl_1/node_0/node_ids")
+    np.testing.assert_array_equal(namespace["data"], expected)
