@@ -44,6 +44,7 @@ from ecpfs_viewer.gui.about_dialog import show_about
 from ecpfs_viewer.gui.action_cost import Measured
 from ecpfs_viewer.gui.build_dialog import BuildDialog
 from ecpfs_viewer.gui.copy_paths import full_location, zarr_snippet
+from ecpfs_viewer.gui.help_dialogs import open_documentation, show_shortcuts
 from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MetadataPanel
 from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
@@ -266,7 +267,16 @@ class MainWindow(QMainWindow):
         for action in (self.refresh_action, self.filter_action, self.copy_path_action, self.copy_location_action,
                        self.copy_snippet_action, self.expand_action, self.collapse_action):
             view.addAction(action)
-        self.menuBar().addMenu("&Help").addAction(self.about_action)
+        self._build_help_menu(self.menuBar().addMenu("&Help"))
+
+    def _build_help_menu(self, menu: QMenu) -> None:
+        """Shortcuts (read from this window's actions), the documentation, About."""
+        self.shortcuts_action = self._action("&Keyboard Shortcuts", lambda: show_shortcuts(self), "F1")
+        self.docs_action = self._action("&Documentation (README)", open_documentation)
+        for action in (self.shortcuts_action, self.docs_action):
+            menu.addAction(action)
+        menu.addSeparator()
+        menu.addAction(self.about_action)
 
     def _connect_start_page(self) -> None:
         page = self.start_page

@@ -341,3 +341,29 @@ def test_snippet_for_a_node_inside_a_zip(two_clusters_path: Path, tmp_path: Path
     exec(zarr_snippet(store, "lvl_1/node_0/node_ids", NodeKind.ARRAY), namespace)
     expected = Hierarchy(store).read_array("lvl_1/node_0/node_ids")
     np.testing.assert_array_equal(namespace["data"], expected)
+
+
+# -- 12. help ---------------------------------------------------------------------------------------
+def test_help_lists_the_shortcuts_and_opens_the_documentation(qtbot, opened, two_clusters_path: Path,
+                                                               monkeypatch) -> None:
+    from PySide6.QtGui import QDesktopServices
+    from PySide6.QtWidgets import QApplication
+
+    from ecpfs_viewer.gui.help_dialogs import ShortcutsDialog
+
+    win = opened(two_clusters_path)
+    help_menu = next(a.menu() for a in win.menuBar().actions() if a.text() == "&Help")
+    assert [a.text() for a in help_menu.actions() if a.text()] == [
+        "&Keyboard Shortcuts", "&Documentation (README)", "&About ecpfs-viewer"]
+    win.shortcuts_action.trigger()
+    qtbot.waitUntil(lambda: any(isinstance(w, ShortcutsDialog) and w.isVisible()
+                                for w in QApplication.topLevelWidgets()), timeout=3000)
+    dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, ShortcutsDialog))
+    rows = dict(dialog.rows())
+    assert rows["Open Index Folder"] == "Ctrl+O" and rows["Filter Tree"] == "Ctrl+F"
+    assert rows["Copy Path"] == "Ctrl+Shift+C" and rows["Keyboard Shortcuts"] == "F1"
+    dialog.close()
+    opened_urls: list[str] = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened_urls.append(url.toString()) or True)
+    win.docs_action.trigger()
+    assert opened_urls == ["https://github.com/ecpfs-viewer/ecpfs-viewer#readme"]
