@@ -35,8 +35,9 @@ OTHER_KEYS = (
 def documentation_url() -> str:
     """The Documentation URL of the installed package's metadata ([project.urls]), else the README's."""
     try:
-        for entry in importlib.metadata.metadata("ecpfs-viewer").get_all("Project-URL") or []:
-            label, _, url = entry.partition(",")
+        entries: list[str] = importlib.metadata.metadata("ecpfs-viewer").get_all("Project-URL") or []
+        for entry in entries:
+            label, _, url = str(entry).partition(",")
             if label.strip().lower() == "documentation" and url.strip():
                 return url.strip()
     except importlib.metadata.PackageNotFoundError:
