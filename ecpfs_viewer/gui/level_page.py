@@ -92,7 +92,7 @@ def level_rows(stats: LevelStats, summary: IndexSummary, reused: bool = False) -
         rows.append(("Other entries", ", ".join(stats.other_entries[:10])))
     computed = f"{stats.seconds * 1000:.0f} ms from metadata (no chunk decoded)"
     if reused:
-        computed += "; computed earlier (by validation or a previous visit) and reused now"
+        computed += "; reused (computed by validation or an earlier visit)"
     rows.append(("Computed in", computed))
     return rows
 

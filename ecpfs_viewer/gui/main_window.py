@@ -573,7 +573,8 @@ class MainWindow(QMainWindow):
     def _on_listing_finished(self, path: str, result: Measured) -> None:
         self.report_action(f"Listed /{path} ({result.value:,} children)", result)
         listed = self.tree_model.item(self.tree_model.index_for_path(path))
-        self.tree_columns.note_names((child.name for child in listed.children), path.count("/") + 1 if path else 1)
+        names = [child.name for child in listed.children] + ([] if path else [listed.name])  # the root row too
+        self.tree_columns.note_names(names, path.count("/") + 1 if path else 1)
         for wanted in sorted(self._pending_expand):
             if self.tree_model.is_loaded(wanted):
                 self._pending_expand.discard(wanted)

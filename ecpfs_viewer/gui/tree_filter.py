@@ -71,8 +71,8 @@ class FilterCount:
     def text(self, name_filter: NameFilter) -> str:
         found = f"{count_noun(self.matches, 'match', 'matches')} ({name_filter.describe()})"
         if self.unlisted_groups:
-            found += (f"; {count_noun(self.unlisted_groups, 'group')} not listed yet "
-                      f"{'is' if self.unlisted_groups == 1 else 'are'} not searched (expand to include)")
+            found += (f"; the contents of {count_noun(self.unlisted_groups, 'group')} not listed yet "
+                      "are not searched (expand to include them)")
         return found
 
 

@@ -79,7 +79,7 @@ def test_level_page_reports_its_own_reads(qtbot, opened, two_clusters_path: Path
     assert "requests" in line  # the summary's scalars are read again: real requests, not "0 requests"
     assert win.cost_label.text() in seen or win.cost_label.text().startswith("Read metadata of /lvl_2")
     # validation computed lvl_2's statistics when the root was shown: the page says it reused them
-    assert "computed earlier (by validation or a previous visit) and reused now" in win.overview.summary_text()
+    assert "; reused (computed by validation or an earlier visit)" in win.overview.summary_text()
 
 
 # -- 2. one problem, one message, one severity ------------------------------------------------------
@@ -160,7 +160,7 @@ def test_filter_exact_glob_count_and_overview_kept(qtbot, opened, two_clusters_p
     assert win.tabs.currentIndex() == win.TAB_OVERVIEW  # typing does not switch the right pane
     assert win.overview.stack.currentWidget() is win.overview.index_page and not win.overview.busy
     assert win.filter_status.text().startswith("1 match (name contains)")
-    assert "not listed yet are not searched" in win.filter_status.text()
+    assert "the contents of 7 groups not listed yet are not searched" in win.filter_status.text()
     win.filter_edit.setText("=NODE_1")
     assert proxy_names(win, 0) == ["lvl_2"] and proxy_names(win, 0, 0) == ["node_1"]
     assert win.filter_status.text().startswith("1 match (exact name)")
