@@ -17,14 +17,11 @@ from ecpfs_viewer.gui.tree_model import LoadState
 from ecpfs_viewer.model.stores import IOStats
 
 
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path: Path) -> None:
-    app_settings.use_settings_dir(tmp_path / "settings")
-
-
 @pytest.fixture
-def opened(qtbot):
-    """opened(location): a shown main window with that store open, the root validated."""
+def opened(qtbot, tmp_path: Path):
+    """opened(location): a shown main window with that store open, the root validated (recent
+    stores and layout go to this test's folder)."""
+    app_settings.use_settings_dir(tmp_path / "settings")
     made: list[MainWindow] = []
 
     def open_window(location: Path) -> MainWindow:
