@@ -23,6 +23,7 @@ class Measured:
     value: Any
     cost: IOStats
     seconds: float
+    started: float = 0.0  # time.perf_counter() when the action began (0: unknown)
 
     @property
     def cached(self) -> bool:
@@ -47,4 +48,4 @@ def measured(store: OpenedStore, fn: Callable[..., Any], *args: Any, **kwargs: A
     started = time.perf_counter()
     with store.counter.action() as tally:
         value = fn(*args, **kwargs)
-    return Measured(value, tally.stats(), time.perf_counter() - started)
+    return Measured(value, tally.stats(), time.perf_counter() - started, started)

@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
         self._build_dialog: QWidget | None = None
         self.last_action = ""
         self.remember_recent = True  # False for --screenshot runs: they are no user's recent stores
+        self._shown_started = 0.0  # when the action whose cost the status bar shows began
 
         self.banner = MessageBanner()
         self.start_page = StartPage()
@@ -712,7 +713,13 @@ class MainWindow(QMainWindow):
 
     # -- status -------------------------------------------------------------------------------
     def report_action(self, action: str, result: Measured) -> None:
-        """Show what an action read (requests, bytes, time) in the status bar."""
+        """Show what an action read (requests, bytes, time) in the status bar.
+
+        An action that started before the one shown (a validation finishing after the user
+        expanded a node) does not replace it: the bar shows the latest action the user started."""
+        if result.started and result.started < self._shown_started:
+            return
+        self._shown_started = max(self._shown_started, result.started)
         self.last_action = result.describe(action)
         self.cost_label.setText(self.last_action)
         self.statusBar().clearMessage()

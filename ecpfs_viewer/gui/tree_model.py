@@ -10,6 +10,7 @@ for an item that was refreshed or closed since is dropped.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from enum import Enum
 from functools import partial
 from typing import Any
@@ -334,7 +335,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         if item.children:  # the first row may be the reused placeholder object
             self._by_path[item.children[0].path] = item.children[0]
         item.state = LoadState.LISTED
-        self.listing_finished.emit(item.path, Measured(len(listing.rows), result.cost, result.seconds))
+        self.listing_finished.emit(item.path, replace(result, value=len(listing.rows)))
         if listing.wanted and self._hierarchy is not None:
             # Started on the next event-loop turn, after the view has laid out the new rows: a worker
             # parsing metadata meanwhile would make each of the layout's per-row Python calls wait

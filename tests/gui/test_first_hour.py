@@ -66,6 +66,18 @@ def test_status_bar_says_cached_and_names_listings() -> None:
         "Listed /lvl_1: 4 requests, 2.1 KiB read in 12 ms (1 directory listing among them)"
 
 
+def test_an_action_finishing_late_does_not_hide_the_latest_one(qtbot, opened, two_clusters_path: Path) -> None:
+    import time
+
+    win = opened(two_clusters_path)
+    now = time.perf_counter()
+    win.report_action("Listed /lvl_1", Measured(2, IOStats(3, 900, 1), 0.01, started=now + 2))
+    win.report_action("Validation", Measured(None, IOStats(60, 20000, 8), 0.4, started=now + 1))  # began earlier
+    assert win.cost_label.text().startswith("Listed /lvl_1: 3 requests")
+    win.report_action("Read metadata of /lvl_1", Measured(None, IOStats(), 0.0, started=now + 3))
+    assert win.cost_label.text() == "Read metadata of /lvl_1: from cache (no request) in 0 ms"
+
+
 def test_level_page_reports_its_own_reads(qtbot, opened, two_clusters_path: Path) -> None:
     win = opened(two_clusters_path)
     seen: list[str] = []
