@@ -50,11 +50,13 @@ def ensure_application(argv: list[str] | None = None) -> QApplication:
 
 
 def create_main_window(location: str | None = None, demo: bool = False,
-                       storage_options: dict[str, Any] | None = None, select: str | None = None) -> MainWindow:
+                       storage_options: dict[str, Any] | None = None, select: str | None = None,
+                       remember_recent: bool = True) -> MainWindow:
     """A main window that starts opening location (or the demo index); used by run_gui and tests.
     select: a path to select once the store is open (``--select lvl_3/node_812``)."""
     ensure_application()
     window = MainWindow()
+    window.remember_recent = remember_recent
     if select:
         window.store_opened.connect(lambda *_: window.reveal_path(select))
     if location:
@@ -73,8 +75,9 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     and the README's pictures use it.
     """
     app = ensure_application()
-    window = create_main_window(location, demo, select=select)
-    window.resize(1280, 800)
+    window = create_main_window(location, demo, select=select, remember_recent=not screenshot)
+    if screenshot:
+        window.resize(1280, 800)  # the same picture on every machine
     window.show()
     if screenshot:
         _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))

@@ -1,18 +1,20 @@
 """The overview of an index root: its summary on the left, its validation report on the right.
 
 Both come from the model in the background (``summarize``, ``validate``); a finding is a link
-that emits ``node_requested(path)``.
+that emits ``node_requested(path)``. The layout finding (legacy, newer, unstamped) is left out of
+the table: the overview's banner shows it.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QProgressBar, QSplitter, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
-from ecpfs_viewer.gui.widgets import FactsView, FindingsList, fact_value, group_box
+from ecpfs_viewer.gui.action_cost import Measured, measured
+from ecpfs_viewer.gui.widgets import FactsView, FindingsList, fact_value, facts_scroll, group_box
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.ecpfs import Generation, IndexSummary, summarize
+from ecpfs_viewer.model.ecpfs import Generation, IndexSummary, Severity, summarize
 from ecpfs_viewer.model.formatting import count_noun, format_age
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
@@ -65,6 +67,24 @@ def summary_rows(summary: IndexSummary) -> list[tuple[str, str]]:
     return rows
 
 
+def verdict_text(report: ValidationReport) -> str:
+    """The line above the findings: errors and warnings listed in the table, and whether the
+    layout problem shown in the banner above is an error."""
+    listed = report.findings_except_layout()
+    errors = sum(f.severity is Severity.ERROR for f in listed)
+    warnings = sum(f.severity is Severity.WARNING for f in listed)
+    found = f"{count_noun(warnings, 'warning')}."
+    if listed:
+        found += " Click a finding to open its node."
+    layout = report.layout_finding
+    if layout is not None and layout.severity is Severity.ERROR:
+        other = f"{count_noun(errors, 'other error')}" if errors else "no other error"
+        return f"<b>Layout error (above)</b> · {other} · {found}"
+    if errors:
+        return f"<b>{count_noun(errors, 'error')}</b> · {found}"
+    return f"<b>No errors</b> · {found}"
+
+
 class IndexPage(QSplitter):
     """Summary and validation of one index, each computed in the background."""
 
@@ -73,6 +93,10 @@ class IndexPage(QSplitter):
     summary_ready = Signal(object)
     #: Reading the summary failed, with the message to show.
     failed = Signal(str)
+    #: Validation finished: the hierarchy it checked and its ValidationReport.
+    report_ready = Signal(object, object)
+    #: What an action read (description, Measured), for the status bar.
+    action_measured = Signal(str, object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(Qt.Orientation.Horizontal, parent)
@@ -80,15 +104,12 @@ class IndexPage(QSplitter):
         self._check_runner = BackgroundRunner(self)
         self.summary: IndexSummary | None = None
         self.report: ValidationReport | None = None
+        self._hierarchy: Hierarchy | None = None
         # at most ~10 repaints a second: a flood of progress updates stalls the event loop
         self._show_check_progress = qthrottled(self._apply_check_progress, timeout=PROGRESS_INTERVAL_MS, parent=self)
 
         self.facts = FactsView()
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(self.facts)
-        self.addWidget(group_box("Index summary", scroll))
+        self.addWidget(group_box("Index summary", facts_scroll(self.facts)))
         report_box = QWidget()
         report_layout = QVBoxLayout(report_box)
         report_layout.setContentsMargins(0, 0, 0, 0)
@@ -107,9 +128,9 @@ class IndexPage(QSplitter):
         report_layout.addWidget(self.findings, 1)
         report_layout.addWidget(self.checked)
         self.addWidget(group_box("Validation", report_box))
-        self.setStretchFactor(0, 4)
-        self.setStretchFactor(1, 5)
-        self.setSizes([540, 700])
+        self.setStretchFactor(0, 1)
+        self.setStretchFactor(1, 1)
+        self.setSizes([600, 600])
 
     def clear(self) -> None:
         """Forget what is shown and drop every pending result."""
@@ -126,11 +147,15 @@ class IndexPage(QSplitter):
     def show_index(self, hierarchy: Hierarchy) -> None:
         """Summarise the index and validate it, both in the background."""
         self.clear()
+        self._hierarchy = hierarchy
         self.verdict.setText("Validating …")
         self.progress.setRange(0, 0)
         self.progress.show()
-        self._summary_runner.run(summarize, hierarchy, on_result=self._on_summary, on_error=self.failed.emit)
+        self._summary_runner.run(measured, hierarchy.store, summarize, hierarchy, on_result=self._on_summary,
+                                 on_error=self.failed.emit)
         self._check_runner.run(
+            measured,
+            hierarchy.store,
             validate,
             hierarchy,
             on_result=self._on_report,
@@ -147,7 +172,9 @@ class IndexPage(QSplitter):
     def busy(self) -> bool:
         return self._summary_runner.busy or self._check_runner.busy
 
-    def _on_summary(self, summary: IndexSummary) -> None:
+    def _on_summary(self, result: Measured) -> None:
+        summary: IndexSummary = result.value
+        self.action_measured.emit("Index summary", result)
         self.summary = summary
         self.facts.set_rows(summary_rows(summary))
         self.summary_ready.emit(summary)
@@ -162,21 +189,18 @@ class IndexPage(QSplitter):
         self.progress.setValue(progress.done)
         self.progress.setFormat(f"{progress.message} (%v / %m)")
 
-    def _on_report(self, report: ValidationReport) -> None:
+    def _on_report(self, result: Measured) -> None:
+        report: ValidationReport = result.value
         self._show_check_progress.cancel()
         self.report = report
         self.progress.hide()
-        errors, warnings = len(report.errors), len(report.warnings)
-        found = f"{count_noun(warnings, 'warning')}."
-        if report.findings:
-            found += " Click a finding to open its node."
-        if report.ok:
-            self.verdict.setText(f"<b>No errors</b> · {found}")
-        else:
-            self.verdict.setText(f"<b>{count_noun(errors, 'error')}</b> · {found}")
-        self.findings.set_findings(list(report.findings), "No errors or warnings.")
+        self.verdict.setText(verdict_text(report))
+        self.findings.set_findings(list(report.findings_except_layout()), "No errors or warnings.")
         if report.checked:
             self.checked.setText("Checked: " + "; ".join(report.checked) + ".")
+        self.action_measured.emit("Validation", result)
+        if self._hierarchy is not None:
+            self.report_ready.emit(self._hierarchy, report)
 
     def _on_check_failed(self, message: str) -> None:
         self._show_check_progress.cancel()

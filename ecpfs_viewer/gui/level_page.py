@@ -1,8 +1,10 @@
 """The overview of one level (lvl_N): node statistics, largest and smallest nodes, size plots.
 
-Statistics come from metadata in the background (shared with validation); "Find missing
-children" decodes the level above on request. Nodes, findings and profile bars are links that
-emit ``node_requested(path)``.
+Statistics come from metadata in the background (shared with validation); the reference check
+decodes the node_ids of the level above on request and lists the nodes of this level they name
+that do not exist. The problems listed are what the last validation found in this level (before
+one ran: the level's own metadata findings and oversized leaves). Nodes, findings and profile
+bars are links that emit ``node_requested(path)``.
 """
 
 from __future__ import annotations
@@ -17,28 +19,31 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
-from ecpfs_viewer.gui.widgets import FactsView, FindingsList, NodeList, fact_value, group_box
+from ecpfs_viewer.gui.action_cost import Measured, measured
+from ecpfs_viewer.gui.widgets import FactsView, FindingsList, NodeList, fact_value, facts_scroll, group_box
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import (
+    Finding,
     IndexSummary,
     LevelStats,
     ReferencedChildren,
+    Severity,
+    cached_level_stats,
     referenced_children,
     shared_level_stats,
     summarize,
 )
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.validation import ValidationReport, oversized_leaves
 
 
 def _set_label(line: pg.InfiniteLine, text: str) -> None:
@@ -50,8 +55,8 @@ def _percent(fraction: float) -> str:
     return "< 0.01%" if 0 < fraction < 1e-4 else f"{fraction:.2%}" if fraction < 0.1 else f"{fraction:.0%}"
 
 
-def level_rows(stats: LevelStats, summary: IndexSummary) -> list[tuple[str, str]]:
-    """The level's statistics as (label, text) rows."""
+def level_rows(stats: LevelStats, summary: IndexSummary, reused: bool = False) -> list[tuple[str, str]]:
+    """The level's statistics as (label, text) rows (reused: computed before, e.g. by validation)."""
     count = f"{stats.node_count:,}"
     if stats.max_nodes is not None:
         count += f" of at most {stats.max_nodes:,}  (min(ns^{stats.level}, R))"
@@ -85,8 +90,23 @@ def level_rows(stats: LevelStats, summary: IndexSummary) -> list[tuple[str, str]
         rows.append(("Empty node groups", fact_value(len(stats.empty_nodes))))
     if stats.other_entries:
         rows.append(("Other entries", ", ".join(stats.other_entries[:10])))
-    rows.append(("Computed in", f"{stats.seconds * 1000:.0f} ms from metadata (no chunk decoded)"))
+    computed = f"{stats.seconds * 1000:.0f} ms from metadata (no chunk decoded)"
+    if reused:
+        computed += "; reused (computed by validation or an earlier visit)"
+    rows.append(("Computed in", computed))
     return rows
+
+
+def metadata_findings(stats: LevelStats) -> list[Finding]:
+    """What the level's statistics alone can tell before validation ran: their own findings and the
+    leaves far larger than the rest of the level (validation warns about the same leaves)."""
+    found = list(stats.findings)
+    if stats.is_leaf:
+        found += [Finding(Severity.WARNING, leaf.path,
+                          f"{leaf.rows:,} rows in {leaf.chunks:,} chunks of {leaf.chunk_rows:,}, far above the "
+                          f"level's median of {leaf.median:g}; a search that visits it decodes every chunk")
+                  for leaf in oversized_leaves(stats)]
+    return found
 
 
 @dataclass(frozen=True)
@@ -95,12 +115,20 @@ class LevelView:
 
     summary: IndexSummary
     stats: LevelStats
+    reused: bool = False  # the statistics were computed before (validation, an earlier visit)
 
 
 def compute_level_view(h: Hierarchy, level: int) -> LevelView:
     """Summary and level statistics (metadata only, shared with validation), for the worker thread."""
     summary = summarize(h)
-    return LevelView(summary, shared_level_stats(h, level, summary))
+    reused = cached_level_stats(h, level) is not None
+    return LevelView(summary, shared_level_stats(h, level, summary), reused)
+
+
+def references_button_text(level: int) -> str:
+    """What the reference check does, named after the levels it reads and checks."""
+    above = "the root" if level == 1 else f"lvl_{level - 1}"
+    return f"Check {above} references to lvl_{level} nodes"
 
 
 def _missing_children(h: Hierarchy, view: LevelView, *, progress: Callable[[tuple[int, int]], None],
@@ -124,6 +152,8 @@ class LevelPage(QSplitter):
     view_ready = Signal(object)
     #: Reading the statistics failed, with the message to show.
     failed = Signal(str)
+    #: What an action read (description, Measured), for the status bar.
+    action_measured = Signal(str, object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(Qt.Orientation.Vertical, parent)
@@ -132,25 +162,19 @@ class LevelPage(QSplitter):
         self._hierarchy: Hierarchy | None = None
         self._profile_paths: list[str] = []
         self.view: LevelView | None = None
+        self.report: ValidationReport | None = None
 
         top = QWidget()
         top_layout = QHBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
         self.facts = FactsView()
-        level_scroll = QScrollArea()
-        level_scroll.setWidgetResizable(True)
-        level_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        level_scroll.setWidget(self.facts)
+        level_scroll = facts_scroll(self.facts)
         level_box = QWidget()
         level_layout = QVBoxLayout(level_box)
         level_layout.setContentsMargins(0, 0, 0, 0)
         level_layout.addWidget(level_scroll, 1)
         refs_row = QHBoxLayout()
-        self.refs_button = QPushButton("Find missing children")
-        self.refs_button.setToolTip(
-            "Decode the node_ids of the level above (the only step here that reads "
-            "chunks) and list referenced nodes that do not exist"
-        )
+        self.refs_button = QPushButton(references_button_text(1))
         self.refs_button.clicked.connect(self._find_missing_children)
         self.refs_label = QLabel()
         self.refs_label.setWordWrap(True)
@@ -213,6 +237,7 @@ class LevelPage(QSplitter):
         for runner in (self._level_runner, self._refs_runner):
             runner.invalidate()
         self.view = None
+        self.report = None
         self.facts.set_rows([])
         self.refs_label.clear()
         self.refs_button.setEnabled(False)
@@ -221,14 +246,21 @@ class LevelPage(QSplitter):
         self.smallest.clear()
         self._set_plots(None)
 
-    def show_level(self, hierarchy: Hierarchy, level: int) -> None:
-        """Node statistics of lvl_{level}, from metadata, in the background."""
+    def show_level(self, hierarchy: Hierarchy, level: int, report: ValidationReport | None = None) -> None:
+        """Node statistics of lvl_{level}, from metadata, in the background; the problems listed are
+        report's findings in this level (the last validation of this store), when given."""
         self.clear()
         self._hierarchy = hierarchy
+        self.report = report
+        above = "the root" if level == 1 else f"lvl_{level - 1}"
+        self.refs_button.setText(references_button_text(level))
+        self.refs_button.setToolTip(
+            f"Decode the node_ids of {above} (the only step here that reads chunks) and list the "
+            f"lvl_{level} nodes they reference that do not exist")
         # Not a heavy job: validation computes every level's statistics first and shares them, so
         # this is usually a lookup, and it must not wait for a whole (remote) validation to finish.
-        self._level_runner.run(compute_level_view, hierarchy, level, on_result=self._on_level,
-                               on_error=self.failed.emit)
+        self._level_runner.run(measured, hierarchy.store, compute_level_view, hierarchy, level,
+                               on_result=self._on_level, on_error=self.failed.emit)
 
     def summary_text(self) -> str:
         """The level's facts as plain 'label: value' lines."""
@@ -238,16 +270,32 @@ class LevelPage(QSplitter):
     def busy(self) -> bool:
         return self._level_runner.busy or self._refs_runner.busy
 
-    def _on_level(self, view: LevelView) -> None:
+    def _on_level(self, result: Measured) -> None:
+        view: LevelView = result.value
         self.view = view
         self.refs_button.setEnabled(True)
         stats = view.stats
-        self.facts.set_rows(level_rows(stats, view.summary))
+        self.facts.set_rows(level_rows(stats, view.summary, view.reused))
         self.largest.set_nodes(stats.largest(10))
         self.smallest.set_nodes(stats.smallest(10))
-        self.findings.set_findings(list(stats.findings), "No problems in this level's metadata.")
+        self.findings.set_findings(self.problems(), self._no_problems_text())
         self._set_plots(stats)
+        self.action_measured.emit(f"Statistics of {stats.path}", result)
         self.view_ready.emit(view)
+
+    def problems(self) -> list[Finding]:
+        """What the table lists: the last validation's findings in this level, else what the
+        level's metadata shows."""
+        if self.view is None:
+            return []
+        if self.report is not None:
+            return list(self.report.level_findings(self.view.stats.level))
+        return metadata_findings(self.view.stats)
+
+    def _no_problems_text(self) -> str:
+        if self.report is not None:
+            return "Validation found no problem in this level."
+        return "No problems in this level's metadata (validate the index from its root for the full check)."
 
     def _find_missing_children(self) -> None:
         view = self.view
@@ -283,10 +331,8 @@ class LevelPage(QSplitter):
             n = len(refs.invalid_refs)
             text += f" {count_noun(n, 'reference')} {'points' if n == 1 else 'point'} past R."
         self.refs_label.setText(text)
-        self.findings.set_findings(
-            list(self.view.stats.findings) + list(refs.findings) if self.view else list(refs.findings),
-            "No problems in this level's metadata.",
-        )
+        known = self.problems()
+        self.findings.set_findings(known + [f for f in refs.findings if f not in known], self._no_problems_text())
 
     # -- plots -----------------------------------------------------------------------------------
     def _set_plots(self, stats: LevelStats | None) -> None:

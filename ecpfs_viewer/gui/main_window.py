@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, QUrl, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
@@ -25,7 +25,6 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QMainWindow,
@@ -44,7 +43,9 @@ from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.about_dialog import show_about
 from ecpfs_viewer.gui.action_cost import Measured
 from ecpfs_viewer.gui.build_dialog import BuildDialog
+from ecpfs_viewer.gui.copy_paths import full_location, zarr_snippet
 from ecpfs_viewer.gui.go_to import GoToPathDialog
+from ecpfs_viewer.gui.help_dialogs import open_documentation, show_shortcuts
 from ecpfs_viewer.gui.icons import standard_icon
 from ecpfs_viewer.gui.metadata_panel import MetadataPanel
 from ecpfs_viewer.gui.node_page import NodePage
@@ -52,7 +53,10 @@ from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_z
 from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
 from ecpfs_viewer.gui.plot_pane import PlotPane
 from ecpfs_viewer.gui.start_page import StartPage
+from ecpfs_viewer.gui.tree_columns import TreeColumns
+from ecpfs_viewer.gui.tree_filter import count_filter_matches
 from ecpfs_viewer.gui.tree_model import HierarchyTreeModel, LoadState, TreeFilterProxy, TreeItem
+from ecpfs_viewer.gui.validation_marks import VALIDATION_LAYER, validation_marks
 from ecpfs_viewer.gui.widgets import MessageBanner
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.build import BuildProgress
@@ -63,6 +67,7 @@ from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.nodes import node_ref_of
 from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.stores import is_url, open_store
+from ecpfs_viewer.model.validation import ValidationReport
 
 _LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 WINDOW_TITLE = "ecpfs-viewer"
@@ -123,6 +128,8 @@ class MainWindow(QMainWindow):
         self._demo_runner = BackgroundRunner(self)
         self._build_dialog: QWidget | None = None
         self.last_action = ""
+        self.remember_recent = True  # False for --screenshot runs: they are no user's recent stores
+        self._shown_started = 0.0  # when the action whose cost the status bar shows began
 
         self.banner = MessageBanner()
         self.start_page = StartPage()
@@ -160,18 +167,20 @@ class MainWindow(QMainWindow):
         self.tree.setUniformRowHeights(True)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._tree_menu)
-        self.tree.header().setStretchLastSection(False)
-        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        # not ResizeToContents: that measures every row on each update (seconds for 4,000 nodes)
-        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        self.tree.header().resizeSection(1, self.tree.fontMetrics().horizontalAdvance("65,536 x 64  float32") + 16)
+        self.tree_columns = TreeColumns(self.tree, "65,536 x 64  float32")
         self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
         self.tree_model.listing_finished.connect(self._on_listing_finished)
         self.tree_model.listing_failed.connect(self._on_listing_failed)
         self.tree_model.path_revealed.connect(self._select_source_index)
 
         self.filter_edit = QLineEdit()
-        self.filter_edit.setPlaceholderText("Filter loaded nodes (Ctrl+F)")
+        self.filter_edit.setPlaceholderText("Filter: name, =exact, glob*")
+        self.filter_edit.setToolTip("node_15 matches names containing it; =node_15 or \"node_15\" only that "
+                                    "name; node_1? and *ids are globs. Only listed groups are searched.")
+        self._filter_changing = False
+        self.filter_status = QLabel()
+        self.filter_status.setWordWrap(True)
+        self.filter_status.hide()
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.textChanged.connect(self._on_filter_changed)
         expand = QToolButton()
@@ -191,6 +200,7 @@ class MainWindow(QMainWindow):
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addLayout(filter_row)
+        left_layout.addWidget(self.filter_status)
         left_layout.addWidget(self.tree, 1)
         left.setMinimumWidth(240)
 
@@ -207,6 +217,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
         self.tabs.setCurrentIndex(self.TAB_METADATA)
         self.overview.node_requested.connect(self.reveal_path)
+        self._connect_overview()
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left)
@@ -267,6 +278,7 @@ class MainWindow(QMainWindow):
         self.filter_action = self._action("&Filter Tree", self.focus_filter, "Ctrl+F")
         self.copy_path_action = self._action("Copy &Path", self.copy_current_path, "Ctrl+Shift+C")
         self.go_to_action = self._action("&Go to Path…", self.go_to_path, "Ctrl+L")
+        self._build_copy_actions()
         self.expand_action = self._action("&Expand Loaded", self.expand_loaded)
         self.collapse_action = self._action("C&ollapse All", self.tree.collapseAll)
         self.about_action = self._action("&About ecpfs-viewer", self.show_about)
@@ -283,10 +295,18 @@ class MainWindow(QMainWindow):
         menu.addAction(self.quit_action)
         view = self.menuBar().addMenu("&View")
         for action in (self.refresh_action, self.filter_action, self.go_to_action, self.copy_path_action,
-                       self.expand_action,
-                       self.collapse_action):
+                       self.copy_location_action, self.copy_snippet_action, self.expand_action, self.collapse_action):
             view.addAction(action)
-        self.menuBar().addMenu("&Help").addAction(self.about_action)
+        self._build_help_menu(self.menuBar().addMenu("&Help"))
+
+    def _build_help_menu(self, menu: QMenu) -> None:
+        """Shortcuts (read from this window's actions), the documentation, About."""
+        self.shortcuts_action = self._action("&Keyboard Shortcuts", lambda: show_shortcuts(self), "F1")
+        self.docs_action = self._action("&Documentation (README)", open_documentation)
+        for action in (self.shortcuts_action, self.docs_action):
+            menu.addAction(action)
+        menu.addSeparator()
+        menu.addAction(self.about_action)
 
     def _connect_start_page(self) -> None:
         page = self.start_page
@@ -365,17 +385,15 @@ class MainWindow(QMainWindow):
         self.tree_model.set_hierarchy(opened.hierarchy, display_label(opened.location))
         cost = opened.hierarchy.store.stats()
         self.report_action(f"Opened {opened.location}", Measured(None, cost, self._open_runner.last_seconds))
-        app_settings.add_recent_location(opened.location)
-        self.refresh_recent()
+        if self.remember_recent:
+            app_settings.add_recent_location(opened.location)
+            self.refresh_recent()
         root = self.tree_model.index_for_path("")
         self._select_source_index(root)
         self.tree.expand(self.view_index(root))
         note = listing_note(opened.hierarchy)
         if note:  # a static web server: the tree was derived from the index, not listed
             self.banner.show_message(f"{display_label(opened.location)}: {note}", error=False)
-        if is_index and not opened.layout.supported:
-            self.banner.show_message(f"{display_label(opened.location)}: {opened.layout.generation.value}: "
-                                     f"{opened.layout.reason}. Browsing it as a plain Zarr store.", error=False)
         self.store_opened.emit(opened.location)
 
     def _on_open_failed(self, location: str, message: str) -> None:
@@ -395,6 +413,7 @@ class MainWindow(QMainWindow):
         self.plot.clear()
         self.overview.clear()
         self.node_page.clear()
+        self.overview.forget_report()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
         if self._hierarchy is not None:
             self._hierarchy.store.close()
@@ -543,8 +562,8 @@ class MainWindow(QMainWindow):
 
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         item = self.current_item()
-        if item is None or self._hierarchy is None:
-            return
+        if item is None or self._hierarchy is None or self._filter_changing:
+            return  # a filter keystroke moved or hid the current row: the panels keep what they show
         self._show_item(item)
 
     def _show_item(self, item: TreeItem) -> None:
@@ -592,6 +611,9 @@ class MainWindow(QMainWindow):
 
     def _on_listing_finished(self, path: str, result: Measured) -> None:
         self.report_action(f"Listed /{path} ({result.value:,} children)", result)
+        listed = self.tree_model.item(self.tree_model.index_for_path(path))
+        names = [child.name for child in listed.children] + ([] if path else [listed.name])  # the root row too
+        self.tree_columns.note_names(names, path.count("/") + 1 if path else 1)
         for wanted in sorted(self._pending_expand):
             if self.tree_model.is_loaded(wanted):
                 self._pending_expand.discard(wanted)
@@ -603,16 +625,36 @@ class MainWindow(QMainWindow):
             if item is not None and item.path == target:
                 self._show_item(item)  # same row index as before: show it again with fresh data
         if self.filter_edit.text():
-            self.expand_loaded()
+            self._filter_changing = True
+            try:
+                self.expand_loaded()
+            finally:
+                self._filter_changing = False
+            self._update_filter_status()
 
     def _on_listing_failed(self, path: str, message: str) -> None:
         self.statusBar().showMessage(message, 10000)
 
     def _on_filter_changed(self, text: str) -> None:
-        self.proxy.set_filter_text(text)
-        self._use_proxy(bool(text.strip()))
-        if text:
-            self.expand_loaded()
+        self._filter_changing = True
+        try:
+            self.proxy.set_filter_text(text)
+            self._use_proxy(bool(self.proxy.name_filter.mode))
+            if text:
+                self.expand_loaded()
+        finally:
+            self._filter_changing = False
+        self._update_filter_status()
+
+    def _update_filter_status(self) -> None:
+        """How many loaded rows match, and which groups were not searched (never listed)."""
+        name_filter = self.proxy.name_filter
+        if not name_filter.mode:
+            self.filter_status.clear()
+            self.filter_status.hide()
+            return
+        self.filter_status.setText(count_filter_matches(self.tree_model, name_filter).text(name_filter))
+        self.filter_status.show()
 
     def expand_loaded(self) -> None:
         """Expand every group already listed (never lists anything new)."""
@@ -631,6 +673,30 @@ class MainWindow(QMainWindow):
         if item is not None and self._hierarchy is not None:
             QGuiApplication.clipboard().setText("/" + item.path)
             self.statusBar().showMessage(f"Copied /{item.path}", 3000)
+
+    # -- copying where a node is -----------------------------------------------------------------
+    def _build_copy_actions(self) -> None:
+        self.copy_location_action = self._action("Copy &Full Path or URL", self.copy_current_location,
+                                                 "Ctrl+Alt+C")
+        self.copy_snippet_action = self._action("Copy Python &Snippet (zarr)", self.copy_current_snippet)
+
+    def _copy(self, text: str, said: str) -> None:
+        QGuiApplication.clipboard().setText(text)
+        self.statusBar().showMessage(said, 3000)
+
+    def copy_current_location(self) -> None:
+        """The selected node's file-system path or URL, for a terminal or another program."""
+        item = self.current_item()
+        if item is not None and self._hierarchy is not None:
+            location = full_location(self._hierarchy.store, item.path)
+            self._copy(location, f"Copied {location}")
+
+    def copy_current_snippet(self) -> None:
+        """Python that opens the selected array (or group) with zarr, read-only."""
+        item = self.current_item()
+        if item is not None and self._hierarchy is not None:
+            self._copy(zarr_snippet(self._hierarchy.store, item.path, item.kind),
+                       f"Copied Python that opens /{item.path} with zarr")
 
     def refresh_item(self, item: TreeItem) -> None:
         """Re-list one subtree (it may have grown) and show the selection again."""
@@ -663,6 +729,8 @@ class MainWindow(QMainWindow):
         if item is not None and not item.placeholder and self._hierarchy is not None:
             self.tree.setCurrentIndex(index)
             menu.addAction(self.copy_path_action)
+            menu.addAction(self.copy_location_action)
+            menu.addAction(self.copy_snippet_action)
             refresh = menu.addAction(standard_icon("SP_BrowserReload"), "Refresh")
             refresh.triggered.connect(lambda _checked=False, it=item: self.refresh_item(it))
             menu.addSeparator()
@@ -671,9 +739,25 @@ class MainWindow(QMainWindow):
         menu.popup(self.tree.viewport().mapToGlobal(point))
         self._context_menu = menu
 
+    # -- overview: costs and validation marks ---------------------------------------------------
+    def _connect_overview(self) -> None:
+        self.overview.action_measured.connect(self.report_action)
+        self.overview.report_ready.connect(self._mark_validation)
+        self.plot.exported.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 15000))
+
+    def _mark_validation(self, report: ValidationReport) -> None:
+        """Mark the rows validation names, and their ancestors, even before they are expanded."""
+        self.tree_model.set_marks(VALIDATION_LAYER, validation_marks(report))
+
     # -- status -------------------------------------------------------------------------------
     def report_action(self, action: str, result: Measured) -> None:
-        """Show what an action read (requests, bytes, time) in the status bar."""
+        """Show what an action read (requests, bytes, time) in the status bar.
+
+        An action that started before the one shown (a validation finishing after the user
+        expanded a node) does not replace it: the bar shows the latest action the user started."""
+        if result.started and result.started < self._shown_started:
+            return
+        self._shown_started = max(self._shown_started, result.started)
         self.last_action = result.describe(action)
         self.cost_label.setText(self.last_action)
         self.statusBar().clearMessage()
@@ -681,7 +765,10 @@ class MainWindow(QMainWindow):
     # -- layout memory ------------------------------------------------------------------------
     def _restore_layout(self) -> None:
         if not app_settings.restore_widget_state("main_window", self):
-            self.resize(1280, 800)
+            screen = self.screen()
+            wanted = QSize(1280, 800)
+            self.resize(wanted if screen is None else app_settings.fitted_size(wanted, screen.availableGeometry()))
+        app_settings.clamp_to_screen(self)  # a geometry saved at another scale or on a larger screen
         app_settings.restore_widget_state("main_splitter", self.splitter)
         app_settings.restore_widget_state("metadata_splitter", self.metadata.splitter)
 

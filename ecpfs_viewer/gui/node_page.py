@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.widgets import FindingsList
 from ecpfs_viewer.gui.projection_view import ProjectionView
+from ecpfs_viewer.gui.widgets import FindingsList
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import Finding
 from ecpfs_viewer.model.hierarchy import Hierarchy

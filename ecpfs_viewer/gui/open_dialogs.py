@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from PySide6.QtWidgets import (
@@ -19,14 +20,34 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.model.remote import RemoteOptions
+from ecpfs_viewer.model.store_io import METADATA_KEYS
 from ecpfs_viewer.model.stores import is_url
 
 
+def holds_zarr_metadata(folder: str) -> bool:
+    """True when the folder itself holds Zarr metadata (zarr.json, .zgroup, .zarray, .zmetadata),
+    or is named *.zarr: a folder that merely contains stores is a place to look inside, not a store."""
+    if folder.rstrip("/\\").lower().endswith(".zarr"):
+        return True
+    try:
+        return any(name in METADATA_KEYS for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
 def ask_index_folder(parent: QWidget | None, start: str = "") -> str | None:
-    """A directory dialog; `*.zarr` folders are directories, so they are chosen like any folder."""
-    path = QFileDialog.getExistingDirectory(parent, "Open Index Folder (a *.zarr folder)", start,
-                                            QFileDialog.Option.ShowDirsOnly)
-    return path or None
+    """A directory dialog that opens only a Zarr store folder: a plain folder chosen or typed into
+    its path box is entered instead (the dialog opens again inside it), so a folder of indexes is
+    never opened as one "implicit group" store (drop it on the window for that). Cancel gives None."""
+    title = "Open Index Folder (a *.zarr folder)"
+    while True:
+        path = QFileDialog.getExistingDirectory(parent, title, start, QFileDialog.Option.ShowDirsOnly)
+        if not path:
+            return None
+        if holds_zarr_metadata(path) or not os.path.isdir(path):
+            return path  # a store, or something open_store explains (a missing path)
+        start = path
+        title = f"{os.path.basename(os.path.normpath(path)) or path} holds no Zarr metadata: choose a store inside it"
 
 
 def ask_zip(parent: QWidget | None, start: str = "") -> str | None:

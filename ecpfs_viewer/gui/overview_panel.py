@@ -5,6 +5,10 @@ Shown for the root of an ecpfs index (``show_index``, :class:`IndexPage`) and fo
 unsupported layouts and failures, the status line, and the switch between the pages. Every
 link on a page (findings, largest and smallest nodes, profile bars) emits
 ``node_requested(path)`` so the window can select that node.
+
+A layout problem (legacy, newer or unstamped index) is shown once, in this panel's banner with
+the severity validation gives it; the findings tables list everything else. The last validation
+report of the store is kept, so a level page lists what validation found in that level.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from ecpfs_viewer.gui.level_page import LevelPage
 from ecpfs_viewer.gui.widgets import MessageBanner
 from ecpfs_viewer.model.ecpfs import Generation, IndexSummary
 from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.validation import ValidationReport
 
 _IDLE_TEXT = "Select the root of an ecpfs index or one of its lvl_N groups."
 
@@ -40,6 +45,10 @@ class IndexOverviewPanel(QWidget):
     """Summary and validation of an index (root), or statistics of one level (lvl_N)."""
 
     node_requested = Signal(str)
+    #: A validation report arrived (the window marks the tree rows it names).
+    report_ready = Signal(object)
+    #: What an action of a page read (description, Measured), for the status bar.
+    action_measured = Signal(str, object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -54,11 +63,15 @@ class IndexOverviewPanel(QWidget):
         outer.addWidget(self.stack, 1)
         self.index_page = IndexPage()
         self.index_page.summary_ready.connect(self._on_summary)
+        self.index_page.report_ready.connect(self._on_report)
+        self._report: ValidationReport | None = None
+        self._report_for: Hierarchy | None = None
         self.level_page = LevelPage()
         self.level_page.view_ready.connect(lambda view: self._on_summary(view.summary))
         for page in (self.index_page, self.level_page):
             page.node_requested.connect(self.node_requested)
             page.failed.connect(self._on_failed)
+            page.action_measured.connect(self.action_measured)
             self.stack.addWidget(page)
         self.clear()
 
@@ -81,7 +94,16 @@ class IndexOverviewPanel(QWidget):
         self.clear()
         self.stack.setCurrentWidget(self.level_page)
         self.status.setText(f"Reading the metadata of lvl_{level} …")
-        self.level_page.show_level(hierarchy, level)
+        report = self._report if self._report_for is hierarchy else None
+        self.level_page.show_level(hierarchy, level, report)
+
+    def last_report(self, hierarchy: Hierarchy) -> ValidationReport | None:
+        """The last validation report of this store (None before validation finished)."""
+        return self._report if self._report_for is hierarchy else None
+
+    def forget_report(self) -> None:
+        """Drop the kept report (the store was closed or refreshed)."""
+        self._report = self._report_for = None
 
     def summary_text(self) -> str:
         """The facts shown on the current page, as plain text (for tests and copying)."""
@@ -94,11 +116,16 @@ class IndexOverviewPanel(QWidget):
 
     def _on_summary(self, summary: IndexSummary) -> None:
         self.status.setText("")
-        message = layout_message(summary)
-        if message is None:
+        finding = summary.layout.finding
+        if finding is None:
             self.banner.clear()
         else:
-            self.banner.show_message(message, error=True)
+            message = layout_message(summary) or f"{finding.path or '/'}: {finding.message}"
+            self.banner.show_severity(message, finding.severity)
+
+    def _on_report(self, hierarchy: Hierarchy, report: ValidationReport) -> None:
+        self._report, self._report_for = report, hierarchy
+        self.report_ready.emit(report)
 
     def _on_failed(self, message: str) -> None:
         self.status.setText("")

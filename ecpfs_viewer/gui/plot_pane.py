@@ -31,10 +31,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.export_image import add_title
 from ecpfs_viewer.gui.plot_views import HeatmapView, HistogramView, LineView, PlotView, TableView, ValueView
 from ecpfs_viewer.gui.plot_views.table import Reader
 from ecpfs_viewer.gui.workers import BackgroundRunner
-from ecpfs_viewer.model.export import write_csv, write_npy
+from ecpfs_viewer.model.export import subset_labels, write_csv, write_npy
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.plot_data import DEFAULT_MAX_ELEMENTS, PlotData, join_notes, prepare_plot, prepare_table
 from ecpfs_viewer.model.subset import Subset
@@ -47,6 +48,7 @@ class PlotPane(QWidget):
     row_selected = Signal(int)  # absolute row index chosen in the heatmap
     node_requested = Signal(str)  # a node id was clicked in the table: that node's path
     shown = Signal()  # a request ended: its pictures, or the message saying why not, are on screen
+    exported = Signal(str)  # the file an export wrote
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -251,6 +253,9 @@ class PlotPane(QWidget):
         path = path or self._ask_path("Save snapshot", "PNG image (*.png)", ".png")
         if path:
             page.export_png(path)
+            subset = self._data.subset
+            add_title(path, f"/{subset.path} [{subset.text}]")
+            self.exported.emit(path)
         return path or None
 
     def export_npy(self, path: str | None = None) -> str | None:
@@ -260,6 +265,7 @@ class PlotPane(QWidget):
         path = path or self._ask_path("Save subset as .npy", "NumPy array (*.npy)", ".npy")
         if path:
             write_npy(self._data.subset.data, path)
+            self.exported.emit(path)
         return path or None
 
     def export_csv(self, path: str | None = None) -> str | None:
@@ -268,7 +274,9 @@ class PlotPane(QWidget):
             return None
         path = path or self._ask_path("Save subset as .csv", "CSV file (*.csv)", ".csv")
         if path:
-            write_csv(self._data.subset.data, path)
+            labels = subset_labels(self._hierarchy, self._data.subset) if self._hierarchy is not None else None
+            write_csv(self._data.subset.data, path, labels)
+            self.exported.emit(path)
         return path or None
 
     def _ask_path(self, title: str, file_filter: str, suffix: str) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
+from PySide6.QtCore import QByteArray, QCoreApplication, QRect, QSettings, QSize
 from PySide6.QtWidgets import QSplitter, QWidget
 
 ORGANIZATION = "ecpfs-viewer"
@@ -75,3 +75,29 @@ def restore_widget_state(key: str, widget: QWidget) -> bool:
     if isinstance(widget, QSplitter):
         return bool(widget.restoreState(value))
     return bool(widget.restoreGeometry(value))
+
+
+def fitted_size(wanted: QSize, available: QRect, margin: float = 0.95) -> QSize:
+    """wanted, shrunk to fit within margin of the available screen area (at 1.5x scale a
+    1280 x 800 window is larger than a 1080p screen)."""
+    return QSize(min(wanted.width(), int(available.width() * margin)),
+                 min(wanted.height(), int(available.height() * margin)))
+
+
+def clamp_to_screen(window: QWidget, available: QRect | None = None) -> None:
+    """Shrink and move a window so it lies within the available geometry of its screen."""
+    if available is None:
+        screen = window.screen()
+        if screen is None:
+            return
+        available = screen.availableGeometry()
+    if available.isEmpty():
+        return
+    size = fitted_size(window.size(), available, 1.0)
+    if size != window.size():
+        window.resize(size)
+    frame = window.frameGeometry()
+    x = min(max(frame.x(), available.left()), available.right() + 1 - frame.width())
+    y = min(max(frame.y(), available.top()), available.bottom() + 1 - frame.height())
+    if (x, y) != (frame.x(), frame.y()):
+        window.move(max(x, available.left()), max(y, available.top()))

@@ -10,6 +10,7 @@ for an item that was refreshed or closed since is dropped.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from enum import Enum
 from functools import partial
 from typing import Any
@@ -19,7 +20,6 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
-    QSortFilterProxyModel,
     Qt,
     QTimer,
     Signal,
@@ -335,7 +335,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         if item.children:  # the first row may be the reused placeholder object
             self._by_path[item.children[0].path] = item.children[0]
         item.state = LoadState.LISTED
-        self.listing_finished.emit(item.path, Measured(len(listing.rows), result.cost, result.seconds))
+        self.listing_finished.emit(item.path, replace(result, value=len(listing.rows)))
         if listing.wanted and self._hierarchy is not None:
             # Started on the next event-loop turn, after the view has laid out the new rows: a worker
             # parsing metadata meanwhile would make each of the layout's per-row Python calls wait
@@ -489,36 +489,5 @@ class HierarchyTreeModel(QAbstractItemModel):
             current = found
 
 
-class TreeFilterProxy(QSortFilterProxyModel):
-    """Shows loaded rows whose name or path contains the filter text (with their ancestors).
-
-    Only rows already in the source model are matched: filtering never lists the store.
-    """
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.setRecursiveFilteringEnabled(True)
-        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self._needle = ""
-
-    def set_filter_text(self, text: str) -> None:
-        self.beginFilterChange()
-        self._needle = text.strip().lower().lstrip("/")
-        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-
-    @property
-    def filter_text(self) -> str:
-        return self._needle
-
-    def filterAcceptsRow(self, source_row: int, source_parent: _Index) -> bool:
-        if not self._needle:
-            return True
-        model = self.sourceModel()
-        assert isinstance(model, HierarchyTreeModel)
-        owner = model.item(source_parent)
-        if not 0 <= source_row < len(owner.children):
-            return False
-        item = owner.children[source_row]
-        if item.placeholder:
-            return False
-        return self._needle in item.name.lower() or self._needle in item.path.lower()
+# The filter proxy lives in tree_filter; importable from here as before (after the names it uses).
+from ecpfs_viewer.gui.tree_filter import TreeFilterProxy as TreeFilterProxy  # noqa: E402

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QScrollArea,
     QTableWidget,
     QTableWidgetItem,
     QTreeWidget,
@@ -54,19 +55,25 @@ class MessageBanner(QFrame):
         self.text.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self._icon)
         layout.addWidget(self.text, 1)
+        self.severity: Severity | None = None
         self.hide()
 
     def show_message(self, message: str, *, error: bool = True) -> None:
-        icon = standard_icon("SP_MessageBoxCritical" if error else "SP_MessageBoxInformation")
-        self._icon.setPixmap(icon.pixmap(24, 24))
+        self.show_severity(message, Severity.ERROR if error else Severity.INFO)
+
+    def show_severity(self, message: str, severity: Severity) -> None:
+        """Show message with the icon of its severity (bold for an error)."""
+        self.severity = severity
+        self._icon.setPixmap(standard_icon(_SEVERITY_ICONS[severity]).pixmap(24, 24))
         font = self.text.font()
-        font.setBold(error)
+        font.setBold(severity is Severity.ERROR)
         self.text.setFont(font)
         self.text.setText(message)
         self.show()
 
     def clear(self) -> None:
         self.text.clear()
+        self.severity = None
         self.hide()
 
 
@@ -85,7 +92,8 @@ class FactsView(QWidget):
         self.grid.setContentsMargins(4, 4, 4, 4)
         self.grid.setHorizontalSpacing(16)
         self.grid.setVerticalSpacing(3)
-        self.grid.setColumnStretch(1, 1)
+        self.grid.setColumnStretch(0, 2)
+        self.grid.setColumnStretch(1, 3)
 
     def set_rows(self, rows: list[tuple[str, str]]) -> None:
         """Show these (label, value) rows instead of the current ones."""
@@ -96,6 +104,7 @@ class FactsView(QWidget):
                 widget.deleteLater()
         for i, (label, value) in enumerate(rows):
             key = QLabel(f"<b>{html.escape(label)}</b>")
+            key.setWordWrap(True)  # a narrow pane wraps labels too, rather than scrolling sideways
             key.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
             text = QLabel(value)
             text.setTextFormat(Qt.TextFormat.PlainText)
@@ -233,6 +242,16 @@ class NodeList(QTreeWidget):
             self.setColumnWidth(column, self.columnWidth(column) + spacing)
         scrollbar = self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
         self.setFixedWidth(self.header().length() + 2 * self.frameWidth() + scrollbar)
+
+
+def facts_scroll(facts: FactsView) -> QScrollArea:
+    """facts in a frameless area that scrolls vertically only: values wrap to the width shown."""
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setWidget(facts)
+    return scroll
 
 
 def group_box(title: str, widget: QWidget) -> QGroupBox:

@@ -19,6 +19,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from ecpfs_viewer.model.remote import listing_unavailable, unlisted_options
+from ecpfs_viewer.model.store_io import carry_context
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.hierarchy import Hierarchy, Node
@@ -161,7 +162,7 @@ def _referenced_ids(h: Hierarchy, parents: list[str]) -> set[int]:
 
     workers = max(1, min(unlisted_options(h.store).max_in_flight, len(parents)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="derive") as pool:
-        arrays = list(pool.map(read, parents))
+        arrays = list(pool.map(carry_context(read), parents))
     return set(np.unique(np.concatenate(arrays)).tolist()) if arrays else set()
 
 

@@ -28,6 +28,7 @@ from ecpfs_viewer.model.ecpfs import (
 )
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.store_io import carry_context
 
 Progress = Callable[[int, int], None]
 #: Concurrent array reads (overlaps requests on remote stores; local reads are cheap anyway).
@@ -109,7 +110,8 @@ def read_arrays(h: Hierarchy, paths: Sequence[str], *, progress: Progress | None
         return results
     _check_cancel(cancel)
     with ThreadPoolExecutor(max_workers=min(READ_WORKERS, len(paths))) as pool:
-        pending: dict[Future[np.ndarray], int] = {pool.submit(h.read_array, p): i for i, p in enumerate(paths)}
+        read = carry_context(h.read_array)  # its reads count for the caller's action
+        pending: dict[Future[np.ndarray], int] = {pool.submit(read, p): i for i, p in enumerate(paths)}
         done_count = 0
         try:
             while pending:

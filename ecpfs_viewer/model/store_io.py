@@ -3,13 +3,15 @@ reports to it, and raw reads of local files (faster than any event loop for many
 
 from __future__ import annotations
 
+import contextvars
 import os
 import stat
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
@@ -43,28 +45,93 @@ class IOStats:
                 f"{count_noun(self.listings, 'listing')}")
 
 
+class ActionTally:
+    """What one action read: filled by the IOCounter while the action's code (and the event-loop
+    tasks and worker threads it starts with its context) runs, so overlapping actions of other
+    threads are not counted in it."""
+
+    def __init__(self, counter: IOCounter) -> None:
+        self.counter = counter
+        self.requests = 0
+        self.bytes_read = 0
+        self.listings = 0
+        self._started = time.perf_counter()
+        self._stopped: float | None = None
+
+    def stop(self) -> None:
+        self._stopped = time.perf_counter()
+
+    def stats(self) -> IOStats:
+        """The requests, bytes and listings counted so far, and the seconds since the action began."""
+        end = self._stopped if self._stopped is not None else time.perf_counter()
+        with self.counter.lock:
+            return IOStats(self.requests, self.bytes_read, self.listings, end - self._started)
+
+
+# the tallies of the actions running in this context (innermost last); copied into zarr's event-loop
+# tasks by asyncio, and into thread pools by carry_context
+_ACTIVE: contextvars.ContextVar[tuple[ActionTally, ...]] = contextvars.ContextVar("ecpfs_io_actions", default=())
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def carry_context(fn: Callable[P, R]) -> Callable[P, R]:
+    """fn, to be run in another thread (a ThreadPoolExecutor) inside the caller's context: the reads
+    it makes count for the caller's action. Each call runs in a fresh copy (a context cannot be
+    entered by two threads at once)."""
+    context = contextvars.copy_context()
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return context.copy().run(fn, *args, **kwargs)
+
+    return run
+
+
 class IOCounter:
-    """Thread-safe tally of requests and bytes, shared by every view of one opened store."""
+    """Thread-safe tally of requests and bytes, shared by every view of one opened store.
+
+    The totals count everything; :meth:`action` counts what one action read, by context, so the
+    status bar never charges an action for a background read that happened to overlap it."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._requests = 0
         self._bytes = 0
         self._listings = 0
         self._started = time.perf_counter()
 
     def add_read(self, nbytes: int, requests: int = 1) -> None:
-        with self._lock:
+        with self.lock:
             self._requests += requests
             self._bytes += nbytes
+            for tally in _ACTIVE.get():
+                if tally.counter is self:
+                    tally.requests += requests
+                    tally.bytes_read += nbytes
 
     def add_listing(self) -> None:
-        with self._lock:
+        with self.lock:
             self._requests += 1
             self._listings += 1
+            for tally in _ACTIVE.get():
+                if tally.counter is self:
+                    tally.requests += 1
+                    tally.listings += 1
+
+    @contextmanager
+    def action(self) -> Iterator[ActionTally]:
+        """Count the reads made by the code inside the with block (this thread and what it starts)."""
+        tally = ActionTally(self)
+        token = _ACTIVE.set((*_ACTIVE.get(), tally))
+        try:
+            yield tally
+        finally:
+            tally.stop()
+            _ACTIVE.reset(token)
 
     def snapshot(self) -> IOStats:
-        with self._lock:
+        with self.lock:
             return IOStats(self._requests, self._bytes, self._listings, time.perf_counter() - self._started)
 
 

@@ -259,7 +259,9 @@ def test_exports_write_the_subset(qtbot, pane, hierarchy, tmp_path, monkeypatch)
     pane.export_npy_action.trigger()
     np.testing.assert_array_equal(np.load(chosen[-1]), MATRIX[10:20, :5])
     pane.export_csv_action.trigger()
-    np.testing.assert_allclose(np.loadtxt(chosen[-1], delimiter=",", dtype=np.float32), MATRIX[10:20, :5])
+    table = np.loadtxt(chosen[-1], delimiter=",", dtype=np.float32, skiprows=1)  # a header line, then
+    np.testing.assert_allclose(table[:, 1:], MATRIX[10:20, :5])  # each row led by its index in the array
+    assert table[:, 0].tolist() == list(range(10, 20))
     pane.export_png_action.trigger()
     image = QImage(chosen[-1])
     assert not image.isNull() and image.width() >= 200
@@ -270,7 +272,7 @@ def test_csv_export_of_strings_round_trips(qtbot, pane, hierarchy, tmp_path) -> 
     target = tmp_path / "names.csv"
     pane.export_csv(str(target))
     with open(target, newline="", encoding="utf-8") as handle:
-        assert [row[0] for row in csv.reader(handle)] == list(NAMES)
+        assert [row[1] for row in csv.reader(handle)] == ["value", *NAMES]
 
 
 def finish_background_work() -> None:

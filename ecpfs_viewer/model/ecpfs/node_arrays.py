@@ -12,6 +12,7 @@ from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.sizing import STORED_DTYPES
+from ecpfs_viewer.model.store_io import carry_context
 
 NODE_RE = re.compile(r"^node_(\d+)$")
 
@@ -60,7 +61,7 @@ def _read_many(h: Hierarchy, keys: list[str]) -> list[bytes | None]:
     size = 512
     parts = [keys[i : i + size] for i in range(0, len(keys), size)]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(h.store.read_many, parts))
+        results = list(pool.map(carry_context(h.store.read_many), parts))
     return [raw for part in results for raw in part]
 
 
