@@ -176,6 +176,7 @@ class RecallView(QWidget):
             self._show_status(str(exc), error=True)
             return
         spec = RecallSpec(kind, self.n_spin.value(), self.seed_spin.value(), self.file_edit.text().strip())
+        self.clear()  # the numbers of the sweep this one replaces are no longer what the form says
         self._runner.run(_recall_job, self.session, spec, self.k_spin.value(), exps, self.self_check.isChecked(),
                          on_result=self._on_result, on_error=self._on_error, on_progress=self._on_progress,
                          heavy=True)

@@ -56,6 +56,7 @@ class SearchFeature(QObject):
         self._pending_row: tuple[str, int] | None = None  # embeddings path, row: waiting for the tree
         self._pending_select: tuple[str, int] | None = None  # embeddings path, row: waiting for the plot
         self._sized = False
+        self._pending_message = ""  # shown once the row is on screen (Go to Item says where the item is)
         self._build_actions()
 
         self.panel.marks_changed.connect(lambda marks: window.tree_model.set_marks(MARKS_LAYER, marks))
@@ -159,15 +160,15 @@ class SearchFeature(QObject):
         if location is None:
             self.window.statusBar().showMessage(f"Item {item_id} is not in this index", 10000)
             return
-        self.window.statusBar().showMessage(location.describe(), 10000)
-        self.show_leaf_row(location.leaf_path, location.row)
+        self.show_leaf_row(location.leaf_path, location.row, location.describe())
 
     # -- a leaf with one row selected ---------------------------------------------------------------------
-    def show_leaf_row(self, leaf_path: str, row: int) -> None:
+    def show_leaf_row(self, leaf_path: str, row: int, message: str = "") -> None:
         """Select the leaf's embeddings in the tree, show rows around ``row`` in the Data tab and
-        select that row in the heatmap (its profile shows below)."""
+        select that row in the heatmap (its profile shows below); then show ``message``."""
         target = f"{leaf_path.strip('/')}/embeddings"
         self._pending_row = (target, row)
+        self._pending_message = message
         self.window.tabs.setCurrentIndex(self.window.TAB_DATA)
         self.window.reveal_path(target)
 
@@ -189,3 +190,6 @@ class SearchFeature(QObject):
         self._pending_select = None
         if subset is not None and subset.path == pending[0] and subset.offsets:
             self.window.plot.select_row(pending[1] - subset.offsets[0])
+        if self._pending_message:  # after the listings, whose cost the status bar showed meanwhile
+            self.window.statusBar().showMessage(self._pending_message, 15000)
+            self._pending_message = ""
