@@ -115,8 +115,9 @@ class RecallView(QWidget):
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(self.graphics)
         body.addWidget(tables)
-        body.setStretchFactor(0, 1)
-        body.setStretchFactor(1, 1)
+        body.setStretchFactor(0, 2)
+        body.setStretchFactor(1, 3)
+        body.setSizes([400, 600])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.form)
@@ -274,7 +275,7 @@ class RecallView(QWidget):
             plot.setLabel("bottom", "search_exp" + (" (log scale)" if log else ""))
         self.recall_plot.plot(xs, [r.recall for r in rows], pen=pg.mkPen(accent, width=2), symbol="o",
                               symbolBrush=accent, symbolPen=None)
-        self.recall_plot.setYRange(0, 1.02, padding=0)
+        self.recall_plot.setYRange(0, 1.05, padding=0)
         self.recall_plot.setTitle(f"recall@{outcome.report.k}")
         self.leaves_plot.addLegend(offset=(8, 8), labelTextColor=text)
         self.leaves_plot.plot(xs, [r.leaves_mean for r in rows], pen=pg.mkPen(accent, width=2), symbol="o",

@@ -14,6 +14,8 @@ from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QTableView, QWidget
 
 _Index = QModelIndex | QPersistentModelIndex
+#: Rows measured when columns are fitted to their contents (Qt's default, 1,000, takes ~100 ms).
+RESIZE_PRECISION = 64
 
 
 def format_value(value: Any) -> str:
@@ -112,6 +114,7 @@ def rows_view(model: RowsModel, on_activated: Callable[[int], None] | None = Non
     view.horizontalHeader().setStretchLastSection(True)
     view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     view.setWordWrap(False)
+    view.horizontalHeader().setResizeContentsPrecision(RESIZE_PRECISION)
     if on_activated is not None:
         view.activated.connect(lambda index: on_activated(index.row()))
     return view

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QShowEvent
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
@@ -34,16 +34,19 @@ class SearchPathView(QWidget):
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setMinimumHeight(160)
-        self.plots: list[pg.PlotItem] = []
+        self.plots: list[pg.PlotItem] = []  # one per level, reused
+        self._shown = 0
+        self._drawn = False  # the search set is drawn (the view draws when first shown)
         self.leaves_model = RowsModel(self.LEAF_HEADERS, self)
         self.leaves_view = rows_view(self.leaves_model, self._leaf_activated)
         self.leaves_view.setToolTip("Leaves in the order the search scanned them; bold ones gave results. "
                                     "Double-click to select one in the tree.")
-        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.graphics)
         splitter.addWidget(self.leaves_view)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 0)
+        splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.summary)
@@ -52,15 +55,28 @@ class SearchPathView(QWidget):
 
     def clear(self) -> None:
         self._exploration = None
-        self.graphics.clear()
-        self.plots = []
+        for plot in self.plots[:self._shown]:
+            plot.clear()
+            self.graphics.removeItem(plot)  # out of the layout (kept for reuse): no empty column left
+        self._shown = 0
         self.leaves_model.clear()
         self.summary.setText("Run a search to see its path through the tree.")
 
     def set_exploration(self, exploration: Exploration) -> None:
-        """Draw one search's path (replaces the previous one)."""
+        """Show one search's path (replaces the previous one); drawn when the view is on screen."""
         self.clear()
         self._exploration = exploration
+        self._drawn = False
+        if self.isVisible():
+            self._draw(exploration)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        if self._exploration is not None and not self._drawn:
+            self._draw(self._exploration)
+        super().showEvent(event)
+
+    def _draw(self, exploration: Exploration) -> None:
+        self._drawn = True
         result = exploration.result
         skipped = f", {len(result.skipped)} missing nodes skipped" if result.skipped else ""
         self.summary.setText(
@@ -80,6 +96,17 @@ class SearchPathView(QWidget):
                 for v in exploration.leaves]
         self.leaves_model.set_rows(rows, highlight=[i for i, v in enumerate(exploration.leaves) if v.kept])
         self.leaves_view.resizeColumnsToContents()
+        self._fit_leaves_table(len(rows))
+
+    def _fit_leaves_table(self, rows: int) -> None:
+        """Give the table the height of its rows (at most a third): the level plots need the room."""
+        total = sum(self.splitter.sizes())
+        if total <= 0:
+            return
+        wanted = self.leaves_view.horizontalHeader().height() + 4 + max(rows, 1) * \
+            self.leaves_view.verticalHeader().defaultSectionSize()
+        table = min(wanted, total // 3)
+        self.splitter.setSizes([total - table, table])
 
     def level_rows(self) -> list[tuple[int, list[tuple[str, int, list[int]]]]]:
         """What the level plots show: per child level, each opened parent with its number of children
@@ -97,8 +124,7 @@ class SearchPathView(QWidget):
 
     def _plot_level(self, exploration: Exploration, level: int, parents: list[OpenedNode]) -> None:
         _, text, accent = plot_colors(self.palette())
-        plot = self.graphics.addPlot(row=len(self.plots), col=0)
-        self.plots.append(plot)
+        plot = self._next_plot()
         what = "rows of index_root" if level == 1 else f"children of the opened lvl_{level - 1} nodes"
         leaf = " (leaves)" if level == exploration.levels else ""
         plot.setTitle(f"lvl_{level}{leaf}: {what}")
@@ -134,6 +160,21 @@ class SearchPathView(QWidget):
         plot.getAxis("bottom").setTicks([ticks])
         plot.setXRange(-0.5, len(parents) - 0.5, padding=0.02)
         style_plot(plot, self.palette())
+
+    def _next_plot(self) -> pg.PlotItem:
+        """A cleared plot for the next level, side by side (the dock is wide and low); plots are reused:
+        creating a pyqtgraph PlotItem costs about 10 ms."""
+        if self._shown == len(self.plots):
+            self.plots.append(pg.PlotItem())
+        plot = self.plots[self._shown]
+        self.graphics.addItem(plot, row=0, col=self._shown)
+        self._shown += 1
+        return plot
+
+    @property
+    def shown_plots(self) -> list[pg.PlotItem]:
+        """The level plots of the search on screen."""
+        return self.plots[:self._shown]
 
     def _leaf_activated(self, row: int) -> None:
         self.node_requested.emit(str(self.leaves_model.row(row)[1]))

@@ -120,7 +120,7 @@ def test_path_view_shows_levels_and_visited_leaves(qtbot, window, index_path):
     root_path, root_children, root_entered = levels[0][1][0]
     assert root_path == "index_root" and root_children == len(IndexReader(index_path).root.ids)
     assert root_entered == [v.node_id for v in result.trace if v.level == 1]
-    assert len(view.plots) == 3
+    assert len(view.shown_plots) == 3
     leaves = view.leaves_model.texts()
     assert [r[1] for r in leaves] == [v.path for v in result.trace if v.is_leaf]
     assert sum(int(r[6]) for r in leaves) == len(result.hits)
