@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.build_form import error_color
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.rows_table import RowsModel, rows_view
+from ecpfs_viewer.gui.rows_table import RowsModel, fit_table_pane, rows_view
 from ecpfs_viewer.gui.search_session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.search import QueryError, SearchProgress
@@ -107,7 +107,7 @@ class RecallView(QWidget):
         head.addWidget(self.miss_filter)
         misses_layout.addLayout(head)
         misses_layout.addWidget(self.misses_view, 1)
-        tables = QSplitter(Qt.Orientation.Vertical)
+        self.tables = tables = QSplitter(Qt.Orientation.Vertical)
         tables.addWidget(self.numbers_view)
         tables.addWidget(misses)
         tables.setStretchFactor(0, 1)
@@ -231,6 +231,7 @@ class RecallView(QWidget):
         self.numbers_model.set_rows([(r.search_exp, round(r.recall, 4), r.leaves_mean, r.leaves_p95,
                                       round(r.ms_mean, 3), round(r.ms_p95, 3)) for r in report.rows])
         self.numbers_view.resizeColumnsToContents()
+        fit_table_pane(self.tables, self.numbers_view, len(report.rows), share=0.45)
         self._plot(outcome)
         self.miss_filter.blockSignals(True)
         self.miss_filter.clear()

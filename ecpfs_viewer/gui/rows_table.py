@@ -11,7 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QTableView, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QSplitter, QTableView, QWidget
 
 _Index = QModelIndex | QPersistentModelIndex
 #: Rows measured when columns are fitted to their contents (Qt's default, 1,000, takes ~100 ms).
@@ -118,3 +118,15 @@ def rows_view(model: RowsModel, on_activated: Callable[[int], None] | None = Non
     if on_activated is not None:
         view.activated.connect(lambda index: on_activated(index.row()))
     return view
+
+
+def fit_table_pane(splitter: QSplitter, view: QTableView, rows: int, share: float = 1 / 3) -> None:
+    """Give the splitter pane holding ``view`` (the first or last) the height of its rows, at most
+    ``share`` of the splitter; the other pane gets the rest."""
+    total = sum(splitter.sizes())
+    if total <= 0:
+        return
+    wanted = view.horizontalHeader().height() + 4 + max(rows, 1) * view.verticalHeader().defaultSectionSize()
+    pane = min(wanted, int(total * share))
+    first = splitter.indexOf(view) == 0
+    splitter.setSizes([pane, total - pane] if first else [total - pane, pane])

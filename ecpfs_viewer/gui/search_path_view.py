@@ -11,7 +11,7 @@ from PySide6.QtGui import QColor, QShowEvent
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.rows_table import RowsModel, rows_view
+from ecpfs_viewer.gui.rows_table import RowsModel, fit_table_pane, rows_view
 from ecpfs_viewer.gui.search_session import score_header, shown_score
 from ecpfs_viewer.model.search.explore import Exploration, OpenedNode
 
@@ -96,17 +96,7 @@ class SearchPathView(QWidget):
                 for v in exploration.leaves]
         self.leaves_model.set_rows(rows, highlight=[i for i, v in enumerate(exploration.leaves) if v.kept])
         self.leaves_view.resizeColumnsToContents()
-        self._fit_leaves_table(len(rows))
-
-    def _fit_leaves_table(self, rows: int) -> None:
-        """Give the table the height of its rows (at most a third): the level plots need the room."""
-        total = sum(self.splitter.sizes())
-        if total <= 0:
-            return
-        wanted = self.leaves_view.horizontalHeader().height() + 4 + max(rows, 1) * \
-            self.leaves_view.verticalHeader().defaultSectionSize()
-        table = min(wanted, total // 3)
-        self.splitter.setSizes([total - table, table])
+        fit_table_pane(self.splitter, self.leaves_view, len(rows))
 
     def level_rows(self) -> list[tuple[int, list[tuple[str, int, list[int]]]]]:
         """What the level plots show: per child level, each opened parent with its number of children
