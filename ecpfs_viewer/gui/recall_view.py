@@ -17,13 +17,11 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
     QSizePolicy,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -31,7 +29,8 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.build_form import error_color
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.rows_table import RowsModel, fit_table_pane, rows_view
+from ecpfs_viewer.gui.rows_table import RowsModel, fit_table_pane, rows_view, titled
+from ecpfs_viewer.gui.search_query_form import hbox, spin_box
 from ecpfs_viewer.gui.search_session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.search import QueryError, SearchProgress
@@ -57,15 +56,6 @@ def parse_exps(text: str) -> list[int]:
 def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int], exclude_self: bool,
                 progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> RecallOutcome:
     return recall_explore(session.reader(), spec, k, exps, exclude_self, progress, cancel)
-
-
-def _spin(low: int, high: int, value: int, prefix: str, tip: str) -> QSpinBox:
-    spin = QSpinBox()
-    spin.setRange(low, high)
-    spin.setValue(value)
-    spin.setPrefix(prefix)
-    spin.setToolTip(tip)
-    return spin
 
 
 class RecallView(QWidget):
@@ -99,14 +89,7 @@ class RecallView(QWidget):
         self.misses_view = rows_view(self.misses_model, self._miss_activated)
         self.misses_view.setToolTip("Double-click to open the neighbour's leaf with its row selected")
 
-        misses = QWidget()
-        misses_layout = QVBoxLayout(misses)
-        misses_layout.setContentsMargins(0, 0, 0, 0)
-        head = QHBoxLayout()
-        head.addWidget(self.misses_label, 1)
-        head.addWidget(self.miss_filter)
-        misses_layout.addLayout(head)
-        misses_layout.addWidget(self.misses_view, 1)
+        misses = titled(self.misses_view, self.misses_label, self.miss_filter)
         self.tables = tables = QSplitter(Qt.Orientation.Vertical)
         tables.addWidget(self.numbers_view)
         tables.addWidget(misses)
@@ -129,13 +112,13 @@ class RecallView(QWidget):
         self.source_combo = QComboBox()
         for text, kind in _SOURCES:
             self.source_combo.addItem(text, kind)
-        self.n_spin = _spin(1, 100_000, 50, "N ", "How many queries (sampled without replacement)")
-        self.seed_spin = _spin(0, 2**31 - 1, 0, "seed ", "Seed of the sample: the same seed gives the same queries")
+        self.n_spin = spin_box(1, 100_000, 50, "How many queries (sampled without replacement)", "N ")
+        self.seed_spin = spin_box(0, 2**31 - 1, 0, "Seed of the sample: the same seed gives the same queries", "seed ")
         self.file_edit = QLineEdit()
         self.file_edit.setPlaceholderText("queries.npy (for 'Rows of a .npy file')")
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
-        self.k_spin = _spin(1, 10_000, 10, "k ", "recall@k: how many exact neighbours each search should find")
+        self.k_spin = spin_box(1, 10_000, 10, "recall@k: how many exact neighbours each search should find", "k ")
         self.exps_edit = QLineEdit("1, 2, 4, 8, 16")
         self.exps_edit.setToolTip("search_exp values to sweep")
         self.exps_edit.returnPressed.connect(self.run)
@@ -160,9 +143,9 @@ class RecallView(QWidget):
         self.form = QWidget()
         form = QFormLayout(self.form)
         form.setContentsMargins(0, 0, 0, 0)
-        form.addRow("Queries", _line(self.source_combo, self.n_spin, self.seed_spin, self.file_edit, browse, stretch=3))
-        form.addRow("Sweep", _line(self.k_spin, QLabel("search_exp"), self.exps_edit, self.self_check, stretch=2))
-        form.addRow("", _line(self.run_button, self.cancel_button, self.progress, self.status, self.csv_button,
+        form.addRow("Queries", hbox(self.source_combo, self.n_spin, self.seed_spin, self.file_edit, browse, stretch=3))
+        form.addRow("Sweep", hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.self_check, stretch=2))
+        form.addRow("", hbox(self.run_button, self.cancel_button, self.progress, self.status, self.csv_button,
                               self.json_button, stretch=3))
 
     # -- running --------------------------------------------------------------------------------
@@ -353,13 +336,3 @@ class RecallView(QWidget):
         if event.type() == QEvent.Type.PaletteChange and hasattr(self, "graphics"):
             self._style_plots()
         super().changeEvent(event)
-
-
-def _line(*widgets: QWidget, stretch: int) -> QWidget:
-    """Widgets side by side; the one at ``stretch`` takes the spare width."""
-    box = QWidget()
-    layout = QHBoxLayout(box)
-    layout.setContentsMargins(0, 0, 0, 0)
-    for i, widget in enumerate(widgets):
-        layout.addWidget(widget, 1 if i == stretch else 0)
-    return box

@@ -11,7 +11,16 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QSplitter, QTableView, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QHBoxLayout,
+    QHeaderView,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 _Index = QModelIndex | QPersistentModelIndex
 #: Rows measured when columns are fitted to their contents (Qt's default, 1,000, takes ~100 ms).
@@ -130,3 +139,16 @@ def fit_table_pane(splitter: QSplitter, view: QTableView, rows: int, share: floa
     pane = min(wanted, int(total * share))
     first = splitter.indexOf(view) == 0
     splitter.setSizes([pane, total - pane] if first else [total - pane, pane])
+
+
+def titled(view: QWidget, *head: QWidget) -> QWidget:
+    """A view under a header line (a title label first, taking the spare width, then e.g. a filter)."""
+    box = QWidget()
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    line = QHBoxLayout()
+    for i, widget in enumerate(head):
+        line.addWidget(widget, 1 if i == 0 else 0)
+    layout.addLayout(line)
+    layout.addWidget(view, 1)
+    return box

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.build_form import error_color
 from ecpfs_viewer.gui.recall_view import RecallView
-from ecpfs_viewer.gui.rows_table import RowsModel, rows_view
+from ecpfs_viewer.gui.rows_table import RowsModel, rows_view, titled
 from ecpfs_viewer.gui.search_path_view import SearchPathView
 from ecpfs_viewer.gui.search_query_form import QueryForm
 from ecpfs_viewer.gui.search_session import SearchSession, score_header, shown_score, visited_marks
@@ -86,11 +86,7 @@ class SearchPanel(QWidget):
         top.addWidget(self.run_button, 0, Qt.AlignmentFlag.AlignBottom)
         page.addLayout(top)
         page.addWidget(self.status)
-        misses = QWidget()
-        misses_layout = QVBoxLayout(misses)
-        misses_layout.setContentsMargins(0, 0, 0, 0)
-        misses_layout.addWidget(self.misses_label)
-        misses_layout.addWidget(self.misses_view, 1)
+        misses = titled(self.misses_view, self.misses_label)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.results_view)
         split.addWidget(misses)

@@ -26,16 +26,18 @@ SOURCES = (("Stored item", "item"), ("Row of a .npy file", "file"), ("Saved quer
 _MAX_INT = 2**31 - 1
 
 
-def _spin(low: int, high: int, value: int, tip: str) -> QSpinBox:
+def spin_box(low: int, high: int, value: int, tip: str, prefix: str = "") -> QSpinBox:
+    """An integer field with its range, start value, tooltip and a prefix naming it ('k 10')."""
     spin = QSpinBox()
     spin.setRange(low, high)
     spin.setValue(value)
     spin.setToolTip(tip)
+    spin.setPrefix(prefix)
     spin.setAccelerated(True)
     return spin
 
 
-def _row(*widgets: QWidget, stretch: int | None = 0) -> QWidget:
+def hbox(*widgets: QWidget, stretch: int | None = 0) -> QWidget:
     """Widgets side by side; the one at ``stretch`` takes the spare width (None: nobody, they keep left)."""
     box = QWidget()
     layout = QHBoxLayout(box)
@@ -79,13 +81,13 @@ class QueryForm(QWidget):
         self.file_edit.returnPressed.connect(self.run_requested)
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
-        self.file_row = _spin(0, _MAX_INT, 0, "Row of the .npy file to search with")
+        self.file_row = spin_box(0, _MAX_INT, 0, "Row of the .npy file to search with")
         self.saved_combo = QComboBox()
         self.saved_combo.setToolTip("Queries stored in the index under queries/")
         self.array_edit = QLineEdit()
         self.array_edit.setPlaceholderText("lvl_2/node_0/embeddings")
         self.array_edit.returnPressed.connect(self.run_requested)
-        self.array_row = _spin(0, _MAX_INT, 0, "Row of the array to search with")
+        self.array_row = spin_box(0, _MAX_INT, 0, "Row of the array to search with")
         self.use_row_button = QPushButton("Use heatmap row")
         self.use_row_button.setToolTip("Click a heatmap row in the Data tab first")
         self.use_row_button.setEnabled(False)
@@ -94,15 +96,16 @@ class QueryForm(QWidget):
 
         self.source_stack = QStackedWidget()
         self.source_stack.addWidget(self.item_edit)
-        self.source_stack.addWidget(_row(self.file_edit, browse, self.file_row))
+        self.source_stack.addWidget(hbox(self.file_edit, browse, self.file_row))
         self.source_stack.addWidget(self.saved_combo)
-        self.source_stack.addWidget(_row(self.array_edit, self.array_row, self.use_row_button))
+        self.source_stack.addWidget(hbox(self.array_edit, self.array_row, self.use_row_button))
         self.source_combo.currentIndexChanged.connect(self._source_changed)
 
-        self.k_spin = _spin(1, 100_000, 10, "k: how many items to return")
-        self.exp_spin = _spin(0, 1_000_000, 4, "search_exp: leaves to visit before the stop test (0: every leaf)")
-        self.inc_spin = _spin(-1, 1000, -1, "max_increments: times search_exp may double while fewer than k "
-                                             "items were found (-1: no limit)")
+        self.k_spin = spin_box(1, 100_000, 10, "k: how many items to return", "k ")
+        self.exp_spin = spin_box(0, 1_000_000, 4, "search_exp: leaves to visit before the stop test (0: every leaf)",
+                                "search_exp ")
+        self.inc_spin = spin_box(-1, 1000, -1, "max_increments: times search_exp may double while fewer than k "
+                                             "items were found (-1: no limit)", "max_increments ")
         self.inc_spin.setSpecialValueText("no limit")
         self.exclude_edit = QLineEdit()
         self.exclude_edit.setPlaceholderText("item ids never to return, e.g. 3, 17")
@@ -114,12 +117,10 @@ class QueryForm(QWidget):
 
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
-        form.addRow("Query", _row(self.source_combo, self.source_stack, stretch=1))
-        knobs = _row(self.k_spin, self.exp_spin, self.inc_spin, stretch=None)
-        for spin, label in ((self.k_spin, "k "), (self.exp_spin, "search_exp "), (self.inc_spin, "max_increments ")):
-            spin.setPrefix(label)
+        form.addRow("Query", hbox(self.source_combo, self.source_stack, stretch=1))
+        knobs = hbox(self.k_spin, self.exp_spin, self.inc_spin, stretch=None)
         form.addRow("Search", knobs)
-        form.addRow("Exclude", _row(self.exclude_edit, self.compare_check, stretch=0))
+        form.addRow("Exclude", hbox(self.exclude_edit, self.compare_check, stretch=0))
 
     # -- the source -----------------------------------------------------------------------------
     @property

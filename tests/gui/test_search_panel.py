@@ -33,24 +33,18 @@ def index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def window(qtbot, tmp_path: Path):
+def window(qtbot, show, tmp_path: Path):
+    """window(location): the main window on a store, active (shortcuts reach only the active window)."""
     app_settings.use_settings_dir(tmp_path / "settings")
-    windows: list[MainWindow] = []
 
     def make(location: Path | str) -> MainWindow:
-        win = create_main_window(str(location))
-        qtbot.addWidget(win)
-        win.resize(1280, 900)
-        win.show()
-        win.activateWindow()  # shortcuts reach only the active window
-        qtbot.waitUntil(win.isActiveWindow, timeout=2000)
-        qtbot.waitUntil(lambda: win.hierarchy is not None and not win.is_busy(), timeout=10000)
-        windows.append(win)
+        win = show(create_main_window(str(location)), 1280, 900)  # closed by qtbot after the test
+        win.activateWindow()
+        qtbot.waitUntil(lambda: win.isActiveWindow() and win.hierarchy is not None and not win.is_busy(),
+                        timeout=10000)
         return win
 
-    yield make
-    for win in windows:
-        win.close()
+    return make
 
 
 def idle(qtbot, win: MainWindow, timeout: int = 20000) -> None:
