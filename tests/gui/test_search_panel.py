@@ -269,3 +269,30 @@ def test_a_plain_zarr_store_is_not_searchable(qtbot, window, tmp_path):
     with qtbot.waitSignal(panel.finished, timeout=20000):
         panel.run()
     assert "cannot open index" in panel.status_text()
+
+
+def test_saved_queries_in_search_and_recall(qtbot, window, two_clusters_copy):
+    import zarr
+
+    group = zarr.open_group(two_clusters_copy, mode="a")
+    for qid, vector in (("0", [10.4, 10.4]), ("3", [0.0, 0.0])):
+        group.create_array(f"queries/{qid}/query", data=np.array(vector, np.float32))
+    win = window(two_clusters_copy)
+    win.search.show_panel()
+    panel = win.search.panel
+    panel.form.source_combo.setCurrentIndex(panel.form.source_combo.findText("Saved query"))
+    qtbot.waitUntil(lambda: panel.form.saved_combo.count() == 2, timeout=10000)
+    panel.form.saved_combo.setCurrentText("3")
+    panel.form.k_spin.setValue(3)
+    with qtbot.waitSignal(panel.finished, timeout=20000):
+        qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
+    assert panel.exploration.label == "saved query 3"
+    assert [r[1] for r in panel.results_model.texts()] == ["0", "1", "2"]  # nearest the origin
+    recall = panel.recall_view
+    recall.source_combo.setCurrentIndex(recall.source_combo.findData("saved"))
+    recall.k_spin.setValue(2)
+    recall.exps_edit.setText("0")
+    with qtbot.waitSignal(recall.finished, timeout=20000):
+        recall.run()
+    assert recall.numbers_model.texts()[0][:2] == ["0", "1"] and recall.outcome.report.source == "2 saved queries"
+    assert recall.recall_plot.listDataItems()[0].getData()[0].tolist() == [0.0]  # search_exp 0: linear axis
