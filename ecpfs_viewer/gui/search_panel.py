@@ -28,13 +28,17 @@ from ecpfs_viewer.gui.search_session import SearchSession, score_header, shown_s
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.search import QueryError, SearchParams, SearchProgress, saved_query_ids
-from ecpfs_viewer.model.search.explore import Exploration, QuerySpec, explore
+from ecpfs_viewer.model.search.explore import Exploration, QuerySpec, compare_exact, explore
 from ecpfs_viewer.model.search.results import ProgressCallback
 
 
-def _explore_job(session: SearchSession, spec: QuerySpec, params: SearchParams, compare: bool,
-                 progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Exploration:
-    return explore(session.reader(), spec, params, compare, progress, cancel)
+def _explore_job(session: SearchSession, spec: QuerySpec, params: SearchParams) -> Exploration:
+    return explore(session.reader(), spec, params)
+
+
+def _compare_job(session: SearchSession, found: Exploration, progress: ProgressCallback | None = None,
+                 cancel: threading.Event | None = None) -> Exploration:
+    return compare_exact(session.reader(), found, progress, cancel)
 
 
 def _saved_ids_job(session: SearchSession) -> list[str]:
@@ -57,6 +61,8 @@ class SearchPanel(QWidget):
         super().__init__(parent)
         self.session = session or SearchSession()
         self._runner = BackgroundRunner(self)
+        self._compare_runner = BackgroundRunner(self)  # the exact comparison, after the results are shown
+        self._compare = False  # the search running wants the comparison
         self._saved_runner = BackgroundRunner(self)
         self._exploration: Exploration | None = None
 
@@ -116,6 +122,7 @@ class SearchPanel(QWidget):
         """Search another store (None: nothing open): drops running work, results and marks."""
         self.session.set_hierarchy(hierarchy)
         self._runner.invalidate()
+        self._compare_runner.invalidate()
         self._saved_runner.invalidate()
         self.recall_view.reset()
         self.form.reset_store()
@@ -133,7 +140,7 @@ class SearchPanel(QWidget):
         self._show_status("Type an item id (or pick another query source) and press Run.")
 
     def is_busy(self) -> bool:
-        return self._runner.busy or self._saved_runner.busy or self.recall_view.busy
+        return self._runner.busy or self._compare_runner.busy or self._saved_runner.busy or self.recall_view.busy
 
     @property
     def exploration(self) -> Exploration | None:
@@ -166,9 +173,9 @@ class SearchPanel(QWidget):
         except QueryError as exc:
             self._show_status(str(exc), error=True)
             return
-        compare = self.form.compare_check.isChecked()
-        self._runner.run(_explore_job, self.session, spec, params, compare, on_result=self._on_result,
-                         on_error=self._on_error, on_progress=self._on_progress)
+        self._compare = self.form.compare_check.isChecked()
+        self._compare_runner.invalidate()
+        self._runner.run(_explore_job, self.session, spec, params, on_result=self._on_result, on_error=self._on_error)
         self._show_status(f"Searching with {spec.label} …")
 
     def use_row(self, path: str, row: int) -> None:
@@ -185,6 +192,31 @@ class SearchPanel(QWidget):
         self.finished.emit()
 
     def _on_result(self, exploration: Exploration) -> None:
+        """The search's own results, path and marks; then the exact comparison, in a heavy worker (it
+        reads every leaf once: it waits for validation rather than compete with it)."""
+        self._show_results(exploration)
+        self.path_view.set_exploration(exploration)
+        self.recall_view.set_metric(exploration.metric)
+        self.marks_changed.emit(visited_marks(exploration.result, exploration.metric))
+        if self._compare:
+            self._compare_runner.run(_compare_job, self.session, exploration, on_result=self._on_compared,
+                                     on_error=self._on_error, on_progress=self._on_progress, heavy=True)
+            self._show_status(f"{self._summary(exploration)} Comparing with exact search …")
+        else:
+            self.finished.emit()
+
+    def _on_compared(self, exploration: Exploration) -> None:
+        self._show_results(exploration)
+        self.finished.emit()
+
+    @staticmethod
+    def _summary(exploration: Exploration) -> str:
+        result = exploration.result
+        return (f"{exploration.label}: {len(result.hits)} results from {result.leaves_visited} leaves "
+                f"({len(result.trace)} nodes popped) in {result.seconds * 1000:.1f} ms.")
+
+    def _show_results(self, exploration: Exploration) -> None:
+        """The results table, the misses (when compared) and the status line."""
         self._exploration = exploration
         result, metric = exploration.result, exploration.metric
         score = score_header(metric)
@@ -200,11 +232,7 @@ class SearchPanel(QWidget):
             [(m.true_rank, m.item_id, shown_score(metric, m.score), m.location.leaf_path, m.location.row,
               m.describe()) for m in exploration.misses], tooltips=[m.describe() for m in exploration.misses])
         self.misses_view.resizeColumnsToContents()
-        self.path_view.set_exploration(exploration)
-        self.recall_view.set_metric(metric)
-        self.marks_changed.emit(visited_marks(result, metric))
-        text = (f"{exploration.label}: {len(result.hits)} results from {result.leaves_visited} leaves "
-                f"({len(result.trace)} nodes popped) in {result.seconds * 1000:.1f} ms.")
+        text = self._summary(exploration)
         if exploration.recall is not None and exploration.exact is not None:
             found = len(exploration.exact) - len(exploration.misses)
             text += (f" {found} of the {len(exploration.exact)} exact neighbours found "
@@ -213,7 +241,6 @@ class SearchPanel(QWidget):
         else:
             self.misses_label.setText("True neighbours missed (tick 'Compare with exact search')")
         self._show_status(text)
-        self.finished.emit()
 
     # -- results --------------------------------------------------------------------------------
     def _result_activated(self, row: int) -> None:

@@ -11,7 +11,7 @@ import csv
 import io
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -139,11 +139,12 @@ class LeafVisit:
     kept: int  # how many of the returned hits come from this leaf
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Exploration:
     """One search (the hits and the trace), the path views, and optionally the exact comparison."""
 
     label: str
+    query: np.ndarray  # the query vector as given (checked and widened by the search)
     params: SearchParams
     metric: str
     levels: int
@@ -175,12 +176,16 @@ def explore(reader: IndexReader, spec: QuerySpec, params: SearchParams, compare:
     q, q_sq = reader.prepare_query(query)
     opened = _opened_nodes(reader, result, q, q_sq)
     leaves = _leaf_visits(reader, result, params, q, q_sq)
-    exact: tuple[SearchHit, ...] | None = None
-    misses: tuple[MissedNeighbour, ...] = ()
-    if compare:
-        exact = reader.exact(query, params.k, params.exclude, progress=progress, cancel=cancel).hits(0)
-        misses = explain_misses(reader, query, result, exact)
-    return Exploration(spec.label, params, reader.metric, reader.levels, result, opened, leaves, exact, misses)
+    found = Exploration(spec.label, query, params, reader.metric, reader.levels, result, opened, leaves)
+    return compare_exact(reader, found, progress, cancel) if compare else found
+
+
+def compare_exact(reader: IndexReader, found: Exploration, progress: ProgressCallback | None = None,
+                  cancel: threading.Event | None = None) -> Exploration:
+    """The same search with the exact neighbours (every leaf is read once, then cached) and why each
+    missed one was missed; a separate step so a GUI can show the search's own results first."""
+    exact = reader.exact(found.query, found.params.k, found.params.exclude, progress=progress, cancel=cancel).hits(0)
+    return replace(found, exact=exact, misses=explain_misses(reader, found.query, found.result, exact))
 
 
 def _opened_nodes(reader: IndexReader, result: SearchResult, q: np.ndarray, q_sq: np.float32
