@@ -261,7 +261,8 @@ class RecallView(QWidget):
                               symbolBrush=accent, symbolPen=None)
         self.recall_plot.setYRange(0, 1.05, padding=0)
         self.recall_plot.setTitle(f"recall@{outcome.report.k}")
-        self.leaves_plot.addLegend(offset=(8, 8), labelTextColor=text)
+        if self.leaves_plot.legend is None:
+            self.leaves_plot.addLegend(offset=(8, 8), labelTextColor=text)
         self.leaves_plot.plot(xs, [r.leaves_mean for r in rows], pen=pg.mkPen(accent, width=2), symbol="o",
                               symbolBrush=accent, symbolPen=None, name="mean")
         self.leaves_plot.plot(xs, [r.leaves_p95 for r in rows], pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine),
@@ -279,8 +280,8 @@ class RecallView(QWidget):
         self.misses_model.set_headers([*self.MISS_HEADERS[:4], score_header(metric), *self.MISS_HEADERS[5:]])
         self.misses_model.set_rows(
             [(m.search_exp, m.query, m.miss.true_rank, m.miss.item_id, shown_score(metric, m.miss.score),
-              m.miss.location.leaf_path, m.miss.location.row, m.miss.describe()) for m in shown],
-            tooltips=[m.miss.describe() for m in shown])
+              m.miss.location.leaf_path, m.miss.location.row, m.text) for m in shown],
+            tooltips=[m.text for m in shown])
         self.misses_view.resizeColumnsToContents()
         kept = "" if outcome.missed_total == len(outcome.misses) else f" (first {len(outcome.misses):,} kept)"
         self.misses_label.setText(f"True neighbours missed: {len(shown):,} shown of {outcome.missed_total:,}{kept}")

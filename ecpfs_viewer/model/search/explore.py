@@ -247,6 +247,7 @@ class RecallMiss:
     search_exp: int
     query: str  # the query, for the user: 'item 17', 'q.npy row 3'
     miss: MissedNeighbour
+    text: str = ""  # miss.describe(), written in the worker so a table of thousands fills at once
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,7 @@ def recall_explore(reader: IndexReader, spec: RecallSpec, k: int, search_exps: S
             result = reader.search(q, SearchParams(k, exp, -1, exclude))
             found = explain_misses(reader, q, result, truth.hits(j))
             total += len(found)
-            misses.extend(RecallMiss(exp, labels[j], m) for m in found[:max(0, MAX_RECALL_MISSES - len(misses))])
+            misses.extend(RecallMiss(exp, labels[j], m, m.describe())
+                          for m in found[:max(0, MAX_RECALL_MISSES - len(misses))])
     reporter.report("explaining misses", steps, steps)
     return RecallOutcome(report, tuple(misses), total)
