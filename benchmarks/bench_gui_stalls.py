@@ -2,7 +2,9 @@
 
 A 10 ms QTimer records the gap between its ticks; the longest gap is the longest time the window
 could not repaint or react. Phases: opening the index, expanding its 4,000-node lvl_3 (rows and
-their row counts), selecting nodes (metadata, chunk map, overview), previewing node data.
+their row counts), selecting nodes (metadata, chunk map, overview), previewing node data, and the
+Search panel (a search compared with exact search, opening results' leaves at their rows, Go to
+Item, a recall sweep with its plot and misses).
 Target: no stall above 100 ms. The baseline is the same model work done on the GUI thread,
 which is how long the window would freeze without background workers.
 
@@ -30,10 +32,13 @@ from ecpfs_viewer.gui.main_window import MainWindow
 from ecpfs_viewer.gui.tree_model import LoadState
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.node_summary import summarize_node
+from ecpfs_viewer.model.search import IndexReader, SearchParams
+from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, recall_explore
 from ecpfs_viewer.model.stores import open_store
 
 TICK_MS = 10
 STALL_LIMIT_MS = 100
+GO_TO_ITEM = 4242
 
 
 class StallMeter:
@@ -101,6 +106,26 @@ def phase(meter: StallMeter, name: str, action: Callable[[], None], done: Callab
     return name, seconds, meter.longest, meter.over(STALL_LIMIT_MS)
 
 
+def search(window: MainWindow, go_to: tuple[int, int]) -> None:
+    """What a user does in the Search panel: search items, open results at their rows, go to an item."""
+    feature = window.search
+    panel = feature.panel
+    feature.show_panel()
+    for item in ("17", "123456", "199999"):
+        panel.form.item_edit.setText(item)
+        panel.run()
+        wait_until(lambda i=item: idle(window) and panel.exploration is not None
+                   and panel.exploration.label == f"item {i}")
+        for row in (1, 5):
+            hit = panel.exploration.result.hits[row]
+            feature.show_leaf_row(f"lvl_3/node_{hit.leaf}", hit.row)
+            wait_until(lambda h=hit: idle(window) and window.plot.selected_row() == h.row)
+    feature.go_to_item(GO_TO_ITEM)
+    leaf, row = go_to
+    wait_until(lambda: idle(window) and window.current_item() is not None
+               and window.current_item().path == f"lvl_3/node_{leaf}/embeddings" and window.plot.selected_row() == row)
+
+
 def gui_thread_baseline(path: Path) -> list[tuple[str, float]]:
     """The same model work done synchronously: how long the GUI would freeze without workers."""
     figures = []
@@ -117,6 +142,13 @@ def gui_thread_baseline(path: Path) -> list[tuple[str, float]]:
     for node in nodes:
         summarize_node(hierarchy, node.path)
     figures.append((f"list lvl_3 ({len(nodes):,} nodes) with row counts", time.perf_counter() - started))
+    started = time.perf_counter()
+    reader = IndexReader(hierarchy)
+    explore(reader, QuerySpec("item", item_id=17), SearchParams(), compare=True)
+    figures.append(("first search of item 17 vs exact (reads every leaf)", time.perf_counter() - started))
+    started = time.perf_counter()
+    recall_explore(reader, RecallSpec("sample", n=50), 10, [1, 2, 4, 8, 16])
+    figures.append(("recall: 50 sampled items x 5 search_exp, with misses", time.perf_counter() - started))
     return figures
 
 
@@ -172,6 +204,19 @@ def main() -> int:
 
     results.append(phase(meter, "preview 12 embeddings arrays (metadata, chunk map, heatmap)", preview,
                          lambda: idle(window)))
+    go_to = IndexReader(path).locator.find_one(GO_TO_ITEM)  # where Go to Item must land (not timed)
+    results.append(phase(meter, "search: 3 items vs exact, open 3 results, Go to Item", lambda: search(window, go_to),
+                         lambda: idle(window)))
+    recall = window.search.panel.recall_view
+
+    def sweep() -> None:
+        window.search.panel.tabs.setCurrentIndex(window.search.panel.TAB_RECALL)
+        recall.n_spin.setValue(50)
+        recall.exps_edit.setText("1, 2, 4, 8, 16")
+        recall.run()
+
+    results.append(phase(meter, "recall: 50 sampled items x 5 search_exp (plot, misses)", sweep,
+                         lambda: idle(window) and recall.outcome is not None))
     window.close()
 
     print(f"GUI event-loop stalls on {path.name} (timer every {TICK_MS} ms; target: none above "

@@ -78,19 +78,13 @@ def _check_params(k: int, search_exps: list[int], max_increments: int) -> None:
 
 def load_queries(path: str) -> np.ndarray:
     """A .npy of queries (1-D is one query), memory-mapped; CliError when it is not one."""
-    import numpy as np
+    from ecpfs_viewer.model.search import QueryError
+    from ecpfs_viewer.model.search.explore import load_npy
 
     try:
-        q: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise CliError(f"{path}: file not found") from None
-    except (ValueError, OSError) as exc:
-        raise CliError(f"{path}: not a readable .npy file ({exc})") from None
-    if q.ndim == 1:
-        q = q[None, :]
-    if q.ndim != 2 or q.dtype.kind not in "fiu":
-        raise CliError(f"{path}: expected a 2-D numeric array, got shape {q.shape} {q.dtype}")
-    return q
+        return load_npy(path)
+    except QueryError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _subcommand(subparsers: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]

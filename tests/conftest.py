@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import http.server
 import os
@@ -207,3 +208,15 @@ def nobody_python() -> Iterator[NobodyPython]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--fuzz-long", action="store_true", default=False,
                      help="run the long seeded fuzz of zarr.json documents (tests/model/test_fuzz.py)")
+
+
+#: A test still running after this long is stuck where even pytest-timeout cannot act (a deadlock
+#: holding the GIL): faulthandler's C watchdog prints every thread's stack and ends the run.
+HARD_TEST_LIMIT_S = 400
+
+
+@pytest.fixture(autouse=True)
+def hard_time_limit() -> Iterator[None]:
+    faulthandler.dump_traceback_later(HARD_TEST_LIMIT_S, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()

@@ -52,6 +52,7 @@ from ecpfs_viewer.gui.node_page import NodePage
 from ecpfs_viewer.gui.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
 from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
 from ecpfs_viewer.gui.plot_pane import PlotPane
+from ecpfs_viewer.gui.search_wiring import SearchFeature
 from ecpfs_viewer.gui.start_page import StartPage
 from ecpfs_viewer.gui.tree_columns import TreeColumns
 from ecpfs_viewer.gui.tree_filter import count_filter_matches
@@ -153,6 +154,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.cost_label, 1)
         self.statusBar().addPermanentWidget(self.progress)
         self._build_actions()
+        self.search = SearchFeature(self)  # Search dock and menu, Go to Item (gui/search_wiring.py)
         self._connect_start_page()
         self.refresh_recent()
         self._restore_layout()
@@ -333,8 +335,8 @@ class MainWindow(QMainWindow):
 
     def is_busy(self) -> bool:
         """True while anything the window started is still running (for tests and benchmarks)."""
-        return self._open_runner.busy or self.tree_model.is_busy() or self.metadata.is_busy() or self.plot.busy \
-            or self.node_page.busy
+        return (self._open_runner.busy or self.tree_model.is_busy() or self.metadata.is_busy() or self.plot.busy
+                or self.node_page.busy or self.search.busy)
 
     def show_start_page(self) -> None:
         self.stack.setCurrentWidget(self.start_page)

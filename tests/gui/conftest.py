@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
 
 import pytest
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QWidget
 
 
@@ -21,3 +23,18 @@ def show(qtbot) -> Callable[[QWidget, int, int], QWidget]:
         return widget
 
     return shown
+
+
+@pytest.fixture(autouse=True)
+def settle_qt_objects() -> Iterator[None]:
+    """After each GUI test: let its workers finish, then collect its windows while no worker runs.
+    Left to chance, the garbage collector destroys a window at a random moment of a later test,
+    holding the GIL while Qt waits for a signal lock that a worker thread holds while it waits
+    for the GIL: a deadlock (seen with PySide6 6.11)."""
+    yield  # set up before qtbot, so this runs after qtbot has closed the test's widgets
+    from ecpfs_viewer.gui.workers import thread_pool
+
+    thread_pool().waitForDone(30_000)
+    if QCoreApplication.instance() is not None:
+        QCoreApplication.processEvents()
+    gc.collect()

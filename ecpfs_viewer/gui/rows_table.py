@@ -1,0 +1,154 @@
+"""A read-only table of plain rows (tuples of values) for result lists: hits, visited leaves, misses.
+
+A model rather than a QTableWidget: thousands of rows (a recall run's misses) are set in one
+reset instead of one item object per cell, so filling the table never stalls the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QHBoxLayout,
+    QHeaderView,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+_Index = QModelIndex | QPersistentModelIndex
+#: Rows measured when columns are fitted to their contents (Qt's default, 1,000, takes ~100 ms).
+RESIZE_PRECISION = 64
+
+
+def format_value(value: Any) -> str:
+    """How a cell shows a value: floats with 6 significant digits, None as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+class RowsModel(QAbstractTableModel):
+    """Rows of values under fixed headers; rows may be highlighted and carry a tooltip."""
+
+    def __init__(self, headers: Sequence[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._headers = list(headers)
+        self._rows: list[tuple[Any, ...]] = []
+        self._texts: list[list[str]] = []
+        self._highlight: set[int] = set()
+        self._tooltips: list[str | None] = []
+
+    def set_headers(self, headers: Sequence[str]) -> None:
+        self._headers = list(headers)
+        self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(self._headers) - 1)
+
+    def set_rows(self, rows: Sequence[tuple[Any, ...]], highlight: Sequence[int] = (),
+                 tooltips: Sequence[str | None] | None = None) -> None:
+        """Replace every row; ``highlight`` are row numbers shown bold on a tint."""
+        self.beginResetModel()
+        self._rows = list(rows)
+        self._texts = [[format_value(v) for v in row] for row in self._rows]
+        self._highlight = set(highlight)
+        self._tooltips = list(tooltips) if tooltips is not None else [None] * len(self._rows)
+        self.endResetModel()
+
+    def clear(self) -> None:
+        self.set_rows([])
+
+    def row(self, row: int) -> tuple[Any, ...]:
+        return self._rows[row]
+
+    def texts(self) -> list[list[str]]:
+        """Every cell as shown (for tests and copying)."""
+        return [list(t) for t in self._texts]
+
+    def is_highlighted(self, row: int) -> bool:
+        return row in self._highlight
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._headers)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self._headers[section] if 0 <= section < len(self._headers) else None
+        return None
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        row, column = index.row(), index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._texts[row][column]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tooltips[row] or self._texts[row][column]
+        if role == Qt.ItemDataRole.TextAlignmentRole and not isinstance(self._rows[row][column], str):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if row in self._highlight:
+            if role == Qt.ItemDataRole.FontRole:
+                font = QFont()
+                font.setBold(True)
+                return font
+            if role == Qt.ItemDataRole.BackgroundRole:
+                return highlight_tint()
+        return None
+
+
+def highlight_tint(alpha: int = 60) -> QColor:
+    """The palette's highlight colour, faint: marks rows the search went into."""
+    colour = QColor(QApplication.palette().color(QPalette.ColorRole.Highlight))
+    colour.setAlpha(alpha)
+    return colour
+
+
+def rows_view(model: RowsModel, on_activated: Callable[[int], None] | None = None) -> QTableView:
+    """A compact, row-selecting view of a RowsModel; double-click or Enter calls on_activated(row)."""
+    view = QTableView()
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setAlternatingRowColors(True)
+    view.verticalHeader().hide()
+    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)
+    view.horizontalHeader().setStretchLastSection(True)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    view.setWordWrap(False)
+    view.horizontalHeader().setResizeContentsPrecision(RESIZE_PRECISION)
+    if on_activated is not None:
+        view.activated.connect(lambda index: on_activated(index.row()))
+    return view
+
+
+def fit_table_pane(splitter: QSplitter, view: QTableView, rows: int, share: float = 1 / 3) -> None:
+    """Give the splitter pane holding ``view`` (the first or last) the height of its rows, at most
+    ``share`` of the splitter; the other pane gets the rest."""
+    total = sum(splitter.sizes())
+    if total <= 0:
+        return
+    wanted = view.horizontalHeader().height() + 4 + max(rows, 1) * view.verticalHeader().defaultSectionSize()
+    pane = min(wanted, int(total * share))
+    first = splitter.indexOf(view) == 0
+    splitter.setSizes([pane, total - pane] if first else [total - pane, pane])
+
+
+def titled(view: QWidget, *head: QWidget) -> QWidget:
+    """A view under a header line (a title label first, taking the spare width, then e.g. a filter)."""
+    box = QWidget()
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    line = QHBoxLayout()
+    for i, widget in enumerate(head):
+        line.addWidget(widget, 1 if i == 0 else 0)
+    layout.addLayout(line)
+    layout.addWidget(view, 1)
+    return box
