@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -78,8 +79,20 @@ def _check_params(k: int, search_exps: list[int], max_increments: int) -> None:
 
 def load_queries(path: str) -> np.ndarray:
     """A .npy of queries (1-D is one query), memory-mapped; CliError when it is not one."""
+    import stat
+
     import numpy as np
 
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise CliError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise CliError(f"{path}: is a folder, not a .npy file")
+    if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer for ever
+        raise CliError(f"{path}: not a regular file (a pipe, device or socket); not read")
     try:
         q: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:

@@ -8,6 +8,7 @@ apart from the tree logic. Nothing here unpickles (``allow_pickle`` is never ena
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,10 @@ def _check_shape_dtype(shape: tuple[int, ...], dtype: np.dtype, label: str) -> N
 def _inspect_npy(path: Path) -> SourceInfo:
     label = str(path)
     try:
-        size = path.stat().st_size
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode) and not stat.S_ISDIR(status.st_mode):  # a FIFO would block
+            raise input_error(label, "not a regular file (a pipe, device or socket); not read")
+        size = status.st_size
         with open(path, "rb") as fh:
             try:
                 version = np.lib.format.read_magic(fh)
