@@ -81,9 +81,9 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     if screenshot:
         _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))
     code = int(app.exec())
-    if not stop_workers():
-        from ecpfs_viewer.cli import leave_process
+    from ecpfs_viewer.cli import abandoned_remote_requests, leave_process
 
+    if not stop_workers() or abandoned_remote_requests():
         app_settings.settings().sync()  # the layout and recent list saved on close
         leave_process(code)
     return code

@@ -106,12 +106,13 @@ def _inspect_npy(path: Path) -> SourceInfo:
 
 def _open_zarr_array(store_path: Path, inner: str | None) -> tuple[zarr.Array[Any], str]:
     import zarr
-    from zarr.storage import LocalStore
+
+    from ecpfs_viewer.model.guarded_stores import GuardedLocalStore
 
     label = f"{store_path}#{inner}" if inner else str(store_path)
     if not store_path.exists():
         raise input_error(label, "store not found")
-    store = LocalStore(str(store_path), read_only=True)
+    store = GuardedLocalStore(str(store_path), read_only=True)  # a FIFO or /dev/zero inside is refused
     candidates = [inner] if inner else ["embeddings", ""]
     last: Exception | None = None
     for cand in candidates:

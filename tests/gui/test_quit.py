@@ -120,3 +120,20 @@ def test_ctrl_q_quits_while_a_worker_waits_on_a_stalled_server(tmp_path: Path, t
 def test_closing_the_window_quits_during_a_long_computation(tmp_path: Path, two_clusters_path: Path) -> None:
     seconds, done = _quit_while_stuck(tmp_path, "close", "computation", str(two_clusters_path))
     _assert_clean_quit(seconds, done, tmp_path)
+
+
+@pytest.mark.parametrize("mode", remote_fixtures.HOSTILE_MODES)
+def test_screenshot_of_a_hostile_server_exits_1_within_the_timeout(tmp_path: Path, two_clusters_path: Path,
+                                                                    mode: str) -> None:
+    """`ecpfs-viewer URL --timeout 2 --screenshot PNG` on a server that stalls, cuts or trickles."""
+    pytest.importorskip("obstore", reason="obstore is part of the remote extra")
+    shot = tmp_path / "window.png"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    with remote_fixtures.serve_hostile(two_clusters_path.parent, mode) as (url, _tally):
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", f"{url}/two_clusters.zarr", "--timeout", "2",
+                               "--screenshot", str(shot)], env=env, capture_output=True, text=True, timeout=120)
+        elapsed = time.perf_counter() - started
+    assert done.returncode == 1, done.stderr
+    assert shot.is_file() and "panicked" not in done.stderr and "Traceback" not in done.stderr
+    assert elapsed < 2 + 1 + 2 + 6  # timeout, our deadline's grace, the 2 s settle before the picture, start-up

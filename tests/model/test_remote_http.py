@@ -137,7 +137,8 @@ def test_a_body_cut_short_is_named_as_such(two_clusters_path: Path) -> None:
     with remote_fixtures.serve_hostile(two_clusters_path.parent, "cut") as (url, _tally):
         seconds, found = _read(f"{url}/two_clusters.zarr", "zarr.json")
     assert isinstance(found, RemoteTimeoutError) and found.retryable, found
-    assert str(found) == f"{url}/two_clusters.zarr/zarr.json: the connection closed before the whole object arrived; retry"
+    assert str(found) == (f"{url}/two_clusters.zarr/zarr.json: the connection closed before the whole object "
+                          "arrived; retry")
     assert seconds < 2
 
 
