@@ -14,9 +14,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,32 +82,21 @@ def assert_each_ends_with_one_message(results: list[dict[str, Any]]) -> None:
         assert r["seconds"] < SECONDS, where
 
 
-def _hostile_files() -> Any:
-    """tests/model/test_hostile_files.py, for its zip-bomb writer."""
-    spec = importlib.util.spec_from_file_location("hostile_files", REPO / "tests/model/test_hostile_files.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _test_module(name: str) -> Any:
+    """tests/model/NAME.py (the hostile-store builders live there), loaded once."""
+    if name not in _MODULES:
+        spec = importlib.util.spec_from_file_location(f"hostile_{name}", REPO / "tests/model" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        _MODULES[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_MODULES[name])
+    return _MODULES[name]
 
 
-def _edit(store: Path, path: str, change: Callable[[dict[str, Any]], None]) -> None:
-    document_path = store / path / "zarr.json"
-    document = json.loads(document_path.read_text())
-    change(document)
-    document_path.write_text(json.dumps(document))
+_MODULES: dict[str, Any] = {}
 
 
 def _shape(path: str, shape: list[Any], chunks: list[int] | None = None) -> Callable[[Path], None]:
-    def change(store: Path) -> None:
-        def edit(document: dict[str, Any]) -> None:
-            document["shape"] = shape
-            if chunks is not None:
-                document["chunk_grid"]["configuration"]["chunk_shape"] = chunks
-
-        _edit(store, path, edit)
-
-    return change
+    return lambda store: _test_module("test_hostile_metadata").set_shape(store, path, shape, chunks)
 
 
 def _replace(path: str, old: str, new: str) -> Callable[[Path], None]:
@@ -120,10 +108,7 @@ def _replace(path: str, old: str, new: str) -> Callable[[Path], None]:
 
 
 def _scalar(path: str, value: int) -> Callable[[Path], None]:
-    def change(store: Path) -> None:
-        zarr.open_array(str(store / path), mode="r+")[...] = value
-
-    return change
+    return lambda store: _test_module("test_hostile_metadata").set_scalar(store, path, value)
 
 
 def _fifos(store: Path) -> None:
@@ -201,7 +186,7 @@ def test_every_command_on_a_broken_copy(name: str, two_clusters_copy: Path, tmp_
 
 def _zip_bomb(source: Path, tmp_path: Path, key: str, prefix: bytes, fill: bytes, total: int) -> Path:
     bomb = tmp_path / "bomb.zip"
-    _hostile_files().write_zip_with_bomb(bomb, source, key, prefix, fill, total)
+    _test_module("test_hostile_files").write_zip_with_bomb(bomb, source, key, prefix, fill, total)
     return bomb
 
 
@@ -249,26 +234,17 @@ def test_every_command_on_a_hostile_file(name: str, two_clusters_path: Path, tmp
     assert_each_ends_with_one_message(run_commands(commands(str(store), tmp_path / "out.zarr")))
 
 
-@pytest.fixture
-def world_readable_copy(two_clusters_path: Path) -> Iterator[Path]:
-    """A copy under /tmp that the 'nobody' user can reach (root ignores permissions)."""
-    base = Path(tempfile.mkdtemp(prefix="ecpfs-hostile-cli-"))
-    base.chmod(0o777)
-    target = base / "index.zarr"
-    shutil.copytree(two_clusters_path, target)
-    for path in [target, *target.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    yield target
-    for folder, _dirs, _files in os.walk(base):
-        os.chmod(folder, 0o755)
-    shutil.rmtree(base)
+world_readable_copy = _test_module("test_hostile_metadata").world_readable_copy  # a fixture: a copy 'nobody' reads
 
 
 @pytest.mark.parametrize("locked", ["lvl_2", "lvl_2/node_3", "info", "lvl_2/node_1", f"{NODE}/c/0/0", ""])
 def test_every_command_with_permission_denied(world_readable_copy: Path, locked: str) -> None:
     (world_readable_copy / locked).chmod(0)
     user = 65534 if os.geteuid() == 0 else None
-    results = run_commands(commands(str(world_readable_copy), world_readable_copy.parent / "out.zarr"), user=user)
+    writable = world_readable_copy.parent / "out"
+    writable.mkdir()
+    writable.chmod(0o777)
+    results = run_commands(commands(str(world_readable_copy), writable / "out.zarr"), user=user)
     assert_each_ends_with_one_message(results)
     if locked == "info":
         assert "info/ cannot be read (permission denied)" in results[0]["stdout"]
