@@ -7,12 +7,14 @@ model code it drives; this file sets up logging and dispatches.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
 import platform
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ecpfs_viewer import __version__
 from ecpfs_viewer.logs import configure_logging
@@ -72,6 +74,8 @@ def build_gui_parser() -> argparse.ArgumentParser:
                              "(exit 0 opened, 1 could not open)")
     parser.add_argument("--select", metavar="PATH",
                         help="select this node or array once the store is open (e.g. lvl_3/node_812)")
+    parser.add_argument("--timeout", type=float, metavar="S",
+                        help="for a URL: seconds per request before it fails (default 30)")
     parser.add_argument("--version", action="version", version=version_text())
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     return parser
@@ -84,6 +88,25 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+def leave_process(code: int) -> NoReturn:
+    """End the process at once with code, output and log flushed, skipping interpreter shutdown.
+
+    For a process whose threads may still be inside a call that cannot be interrupted (a request
+    to a stalled server, a long computation): shutting the interpreter down under them waits for
+    them or crashes (pyo3 panics when such a call returns into a finalised interpreter)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
+def abandoned_remote_requests() -> int:
+    """Requests to remote stores given up at their deadline whose client call may still run."""
+    remote = sys.modules.get("ecpfs_viewer.model.remote")  # not imported: no remote store was used
+    return int(remote.abandoned_requests()) if remote is not None else 0
 
 
 def version_text() -> str:
@@ -106,14 +129,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args_list and args_list[0] in SUBCOMMANDS:
         args = build_subcommand_parser([args_list[0]]).parse_args(args_list)
         try:
-            return int(args.func(args))
+            code = int(args.func(args))
         except BrokenPipeError:  # `check ... | head -1`: the reader left; exit quietly
             _silence_stdout()
             return 1
-    args = build_gui_parser().parse_args(args_list)
+        if argv is None and abandoned_remote_requests():  # run as the program: leave now
+            leave_process(code)
+        return code
+    parser = build_gui_parser()
+    args = parser.parse_args(args_list)
+    from ecpfs_viewer.model.remote import RemoteOptions
+
+    try:
+        remote = None if args.timeout is None else RemoteOptions(timeout_s=args.timeout)
+    except ValueError as exc:  # a timeout of 0 or less
+        parser.error(f"--timeout: {exc}")
     from ecpfs_viewer.gui.app import run_gui
 
-    return run_gui(location=args.location, demo=args.demo, screenshot=args.screenshot, select=args.select)
+    return run_gui(location=args.location, demo=args.demo, screenshot=args.screenshot, select=args.select,
+                   remote=remote)
 
 
 if __name__ == "__main__":

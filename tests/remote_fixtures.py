@@ -3,6 +3,9 @@
 - :func:`serve_static`: a static web server that answers 404 for a folder (no listings, like a
   CDN or a bucket website), optionally adding a fixed delay to every request; counts requests.
 - :func:`serve_stalled`: accepts connections and never answers (timeouts).
+- :func:`serve_hostile`: the static server, answering chosen paths badly: ``stall`` (reads the
+  request, never answers), ``cut`` (headers with the full length, half the body, then closes) or
+  ``trickle`` (the body at one byte per second).
 - :func:`moto_s3`: moto's S3 server, with :func:`upload_folder` to put a store in a bucket.
 """
 
@@ -15,7 +18,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -38,21 +41,55 @@ class RequestTally:
             return sum(self.counts.values())
 
 
+HOSTILE_MODES = ("stall", "cut", "trickle")
+
+
 class _StaticHandler(http.server.SimpleHTTPRequestHandler):
     delay = 0.0
     tally: RequestTally
+    mode: str | None = None  # one of HOSTILE_MODES for the paths `hostile` picks
+    hostile: Callable[[str], bool] = staticmethod(lambda path: True)
+    stop: threading.Event  # set when the server shuts down: stalled and trickling handlers end
+    byte_seconds = 1.0  # trickle: seconds per byte
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+    def _misbehaves(self) -> str | None:
+        return self.mode if self.mode and self.hostile(self.path.split("?")[0].lstrip("/")) else None
 
     def send_head(self) -> Any:
         self.tally.add(self.command)
         if self.delay:
             time.sleep(self.delay)
+        if self._misbehaves() == "stall":
+            self.stop.wait()  # never answer (until the server shuts down)
+            self.close_connection = True
+            return None
         if os.path.isdir(self.translate_path(self.path)):
             self.send_error(404, "no directory listings here")
             return None
         return super().send_head()
+
+    def copyfile(self, source: Any, outputfile: Any) -> None:
+        mode = self._misbehaves()
+        if mode is None:
+            super().copyfile(source, outputfile)
+            return
+        data = source.read()
+        self.close_connection = True
+        try:
+            if mode == "cut":  # the promised Content-Length is never reached
+                outputfile.write(data[: len(data) // 2])
+                outputfile.flush()
+                return
+            for offset in range(len(data)):  # trickle
+                outputfile.write(data[offset:offset + 1])
+                outputfile.flush()
+                if self.stop.wait(self.byte_seconds):
+                    return
+        except OSError:  # the client gave up: that is the point
+            return
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -63,14 +100,32 @@ class _Server(http.server.ThreadingHTTPServer):
 @contextlib.contextmanager
 def serve_static(directory: Path, delay: float = 0.0) -> Iterator[tuple[str, RequestTally]]:
     """Serve directory on a free loopback port with no folder listings; yields (base URL, tally)."""
-    tally = RequestTally()
-    handler = type("Handler", (_StaticHandler,), {"delay": delay, "tally": tally})
+    with _serve(directory, {"delay": delay}) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def serve_hostile(directory: Path, mode: str, hostile: Callable[[str], bool] = lambda path: True,
+                  byte_seconds: float = 1.0) -> Iterator[tuple[str, RequestTally]]:
+    """serve_static, but requests for the paths `hostile` picks (relative to directory) misbehave:
+    "stall", "cut" or "trickle" (one byte every byte_seconds); yields (base URL, tally)."""
+    if mode not in HOSTILE_MODES:
+        raise ValueError(f"mode must be one of {HOSTILE_MODES}")
+    with _serve(directory, {"mode": mode, "hostile": staticmethod(hostile), "byte_seconds": byte_seconds}) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def _serve(directory: Path, attributes: dict[str, Any]) -> Iterator[tuple[str, RequestTally]]:
+    tally, stop = RequestTally(), threading.Event()
+    handler = type("Handler", (_StaticHandler,), {**attributes, "tally": tally, "stop": stop})
     server = _Server(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
     thread = threading.Thread(target=server.serve_forever, daemon=True, name="static-http")
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", tally
     finally:
+        stop.set()
         server.shutdown()
         server.server_close()
         thread.join(5)

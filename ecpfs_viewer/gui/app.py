@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.main_window import MainWindow
-from ecpfs_viewer.gui.workers import wait_for_workers
+from ecpfs_viewer.gui.workers import stop_workers
+from ecpfs_viewer.model.remote import RemoteOptions
 
 ICON_PATH = Path(__file__).resolve().parent.parent.parent / "resources" / "ecpfs-viewer.svg"
 
@@ -50,7 +51,7 @@ def ensure_application(argv: list[str] | None = None) -> QApplication:
 
 
 def create_main_window(location: str | None = None, demo: bool = False,
-                       storage_options: dict[str, Any] | None = None, select: str | None = None,
+                       storage_options: dict[str, Any] | RemoteOptions | None = None, select: str | None = None,
                        remember_recent: bool = True) -> MainWindow:
     """A main window that starts opening location (or the demo index); used by run_gui and tests.
     select: a path to select once the store is open (``--select lvl_3/node_812``)."""
@@ -67,24 +68,31 @@ def create_main_window(location: str | None = None, demo: bool = False,
 
 
 def run_gui(location: str | None = None, demo: bool = False, screenshot: str | None = None,
-            select: str | None = None) -> int:
+            select: str | None = None, remote: RemoteOptions | None = None) -> int:
     """Run the application until the window closes; returns the exit code.
 
     With screenshot, the window is saved to that PNG once the store has opened (or failed to),
     and the application quits: exit 0 when it opened, 1 when it could not. Packaging smoke tests
-    and the README's pictures use it.
+    and the README's pictures use it. remote: options for a URL (the per-request timeout).
+
+    Quitting never waits on a stuck task: background work is cancelled and given about a second;
+    a task still running after that (a stalled server, a long computation) is abandoned and the
+    process leaves at once (settings and log flushed), as interpreter shutdown would wait for it.
     """
     app = ensure_application()
-    window = create_main_window(location, demo, select=select, remember_recent=not screenshot)
+    window = create_main_window(location, demo, remote, select=select, remember_recent=not screenshot)
     if screenshot:
         window.resize(1280, 800)  # the same picture on every machine
     window.show()
     if screenshot:
         _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))
-    try:
-        return int(app.exec())
-    finally:
-        wait_for_workers()
+    code = int(app.exec())
+    from ecpfs_viewer.cli import abandoned_remote_requests, leave_process
+
+    if not stop_workers() or abandoned_remote_requests():
+        app_settings.settings().sync()  # the layout and recent list saved on close
+        leave_process(code)
+    return code
 
 
 def _capture_when_settled(app: QApplication, window: MainWindow, path: str, waiting: bool) -> None:

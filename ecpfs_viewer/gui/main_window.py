@@ -780,8 +780,11 @@ class MainWindow(QMainWindow):
         app_settings.save_widget_state("metadata_splitter", self.metadata.splitter)
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Remember the layout, drop pending work and wait for the workers: no thread outlives us."""
-        from ecpfs_viewer.gui.workers import wait_for_workers
+        """Remember the layout, cancel pending work, wait a bounded time for the workers.
+
+        A task still running then (a stalled server, a computation that ignores its cancel flag)
+        is abandoned: closing never waits on it (app.run_gui leaves the process without it)."""
+        from ecpfs_viewer.gui.workers import BackgroundRunner, wait_for_workers
 
         self.save_layout()
         self._demo_runner.invalidate()
@@ -790,5 +793,7 @@ class MainWindow(QMainWindow):
                 self._build_dialog.close()
             self._build_dialog = None
         self._drop_store()
+        for runner in self.findChildren(BackgroundRunner):
+            runner.invalidate()  # every task of this window: asked to stop, its result dropped
         wait_for_workers()
         super().closeEvent(event)

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -37,9 +38,37 @@ def thread_pool() -> QThreadPool:
     return _POOL
 
 
-def wait_for_workers(timeout_ms: int = 5000) -> bool:
-    """Block until every background task is done; called before the application quits."""
+#: how long closing the window waits for background tasks, then quitting once more before it
+#: abandons them: close to exit stays under 2 s
+QUIT_WAIT_MS, LAST_WAIT_MS = 700, 300
+# the cancel flag of every task queued or running, so quitting can ask all of them to stop
+_LIVE: weakref.WeakSet[threading.Event] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def wait_for_workers(timeout_ms: int = QUIT_WAIT_MS) -> bool:
+    """Block until every background task is done, at most timeout_ms; False if some still run."""
     return thread_pool().waitForDone(timeout_ms)
+
+
+def cancel_all_workers() -> int:
+    """Ask every queued or running task to stop (each sees its cancel flag); returns how many."""
+    with _LIVE_LOCK:
+        flags = list(_LIVE)
+    for flag in flags:
+        flag.set()
+    return len(flags)
+
+
+def stop_workers(timeout_ms: int = LAST_WAIT_MS) -> bool:
+    """Before quitting: cancel every task, drop the queued ones, wait at most timeout_ms.
+
+    False when some task is still running (a request to a stalled server, a computation that does
+    not look at its cancel flag): the caller must then leave without interpreter shutdown
+    (``ecpfs_viewer.cli.leave_process``), which would wait for that task or crash under it."""
+    cancel_all_workers()
+    thread_pool().clear()  # queued, not started: never run them
+    return wait_for_workers(timeout_ms)
 
 
 # on_result, on_error, on_progress and the cancel flag of one request
@@ -61,6 +90,13 @@ class _Task(QRunnable):
         self.wants_progress, self.cancel, self.heavy = wants_progress, cancel, heavy
 
     def run(self) -> None:
+        try:
+            self._run_in_turn()
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(self.cancel)
+
+    def _run_in_turn(self) -> None:
         if self.heavy:
             with _HEAVY:
                 if self.cancel.is_set():  # superseded while waiting its turn (e.g. the user moved on)
@@ -125,6 +161,8 @@ class BackgroundRunner(QObject):
         cancel = threading.Event()
         self._callbacks[request] = (on_result, on_error, on_progress, cancel)
         self.busy_changed.emit(True)
+        with _LIVE_LOCK:
+            _LIVE.add(cancel)
         thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy))
         return request
 

@@ -2,8 +2,12 @@
 
 Every request made through the store returned here is bounded three ways: at most
 ``max_in_flight`` at once, ``timeout_s`` each (the stalled server case), and retried only while
-that time lasts. Failures become :class:`RemoteError` values whose message names the object and
-says what to try (credentials, ``--anon``, retry), never a credential itself.
+that time lasts. The client's own timeout covers the whole body (a server trickling bytes ends
+too); a deadline of our own, a little later, backs it up. Once a request timed out, the store
+gives up: requests started within the next ``timeout_s`` fail at once instead of waiting again,
+so a command on a stalled server ends after about one timeout, not one per object.
+Failures become :class:`RemoteError` values whose message names the object and says what to try
+(credentials, ``--anon``, retry), never a credential itself.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import os
 import re
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,6 +34,9 @@ from ecpfs_viewer.model.errors import UserError
 OBSTORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https"})
 UNLISTED_SCHEMES = frozenset({"http", "https"})  # a static web server answers 404 for a folder
 _T = TypeVar("_T")
+#: seconds our own deadline waits past the client's timeout, so the client normally ends first
+#: (an abandoned client request finishing while the interpreter exits makes pyo3 panic)
+DEADLINE_GRACE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,24 @@ class RemoteOpenError(UserError):
     """A URL could not be turned into a store (unknown scheme, missing extra, bad options)."""
 
 
+_ABANDONED = [0]  # requests our deadline gave up on whose client call may still be running
+_ABANDONED_LOCK = threading.Lock()
+
+
+def _note_abandoned() -> None:
+    with _ABANDONED_LOCK:
+        _ABANDONED[0] += 1
+
+
+def abandoned_requests() -> int:
+    """How many requests were abandoned at our deadline, their client call maybe still running.
+
+    A process that made any should leave with os._exit after flushing its output: such a call
+    finishing while the interpreter shuts down makes pyo3 panic (a message on stderr)."""
+    with _ABANDONED_LOCK:
+        return _ABANDONED[0]
+
+
 _UNLISTED: WeakKeyDictionary[Any, RemoteOptions] = WeakKeyDictionary()
 _UNLISTED_LOCK = threading.Lock()
 
@@ -111,8 +137,9 @@ def translate_error(exc: BaseException, where: str, scheme: str, timeout_s: floa
     """An obstore / transport exception as a RemoteError naming `where`; others unchanged."""
     if isinstance(exc, RemoteError | FileNotFoundError | asyncio.CancelledError):
         return exc
+    timed_out = RemoteTimeoutError(f"{where}: no answer within {timeout_s:g} s; retry, or raise --timeout")
     if isinstance(exc, TimeoutError):
-        return RemoteTimeoutError(f"{where}: no answer within {timeout_s:g} s; retry, or raise --timeout")
+        return timed_out
     try:
         import obstore.exceptions as obs_errors
     except ImportError:  # pragma: no cover - remote.py is only used with obstore installed
@@ -123,8 +150,14 @@ def translate_error(exc: BaseException, where: str, scheme: str, timeout_s: floa
         status = "401 unauthenticated" if isinstance(exc, obs_errors.UnauthenticatedError) else "403 forbidden"
         return RemoteAccessError(f"{where}: access denied ({status}); {credential_hint(scheme)}")
     lowered = first.lower().replace("retry_timeout", "")
-    if any(word in lowered for word in ("timed out", "timeout", "deadline")):
-        return RemoteTimeoutError(f"{where}: no answer within {timeout_s:g} s; retry, or raise --timeout")
+    # the first line of a client timeout can read "error sending request" or "body error"; the
+    # debug text that follows says what happened
+    source = str(exc).replace("retry_timeout", "")
+    if any(word in lowered for word in ("timed out", "timeout", "deadline")) or any(
+            word in source for word in ("kind: Timeout", "TimedOut")):
+        return timed_out
+    if any(word in source for word in ("IncompleteBody", "UnexpectedEof")):
+        return RemoteTimeoutError(f"{where}: the connection closed before the whole object arrived; retry")
     if any(word in lowered for word in ("connection", "reset", "broken pipe", "error sending request",
                                         "incomplete", "eof", "dns")):
         return RemoteTimeoutError(f"{where}: the connection failed ({text}); retry")
@@ -144,6 +177,7 @@ class BoundedStore(WrapperStore[Store]):
         self.scheme = urlsplit(url).scheme.lower()
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._lock = threading.Lock()
+        self._gave_up: tuple[float, str] | None = None  # when a request timed out, and which
 
     def _with_store(self, store: Store) -> BoundedStore:
         return BoundedStore(store, url=self.url, options=self.options, lists=self.lists)
@@ -159,12 +193,30 @@ class BoundedStore(WrapperStore[Store]):
     def where(self, key: str) -> str:
         return f"{self.url}/{key}" if key else self.url
 
+    def _given_up(self, key: str) -> RemoteTimeoutError | None:
+        """The error for a request made while the store gives up after a timeout (None: go ahead)."""
+        with self._lock:
+            gave_up = self._gave_up
+        if gave_up is None or time.monotonic() - gave_up[0] >= self.options.timeout_s:
+            return None
+        return RemoteTimeoutError(f"{self.where(key)}: not requested: the server gave no answer to {gave_up[1]} "
+                                  f"within {self.options.timeout_s:g} s; retry, or raise --timeout")
+
     async def _call(self, key: str, make: Callable[[], Awaitable[_T]]) -> _T:
         async with self._semaphore():
+            given_up = self._given_up(key)
+            if given_up is not None:
+                raise given_up
             try:
-                return await asyncio.wait_for(make(), self.options.timeout_s)
+                return await asyncio.wait_for(make(), self.options.timeout_s + DEADLINE_GRACE_S)
             except Exception as exc:
-                raise translate_error(exc, self.where(key), self.scheme, self.options.timeout_s) from exc
+                if isinstance(exc, TimeoutError):
+                    _note_abandoned()
+                error = translate_error(exc, self.where(key), self.scheme, self.options.timeout_s)
+                if isinstance(error, RemoteTimeoutError) and "no answer within" in str(error):
+                    with self._lock:
+                        self._gave_up = (time.monotonic(), self.where(key))
+                raise error from exc
 
     async def get(self, key: str, prototype: BufferPrototype,
                   byte_range: ByteRequest | None = None) -> Buffer | None:

@@ -8,6 +8,7 @@ apart from the tree logic. Nothing here unpickles (``allow_pickle`` is never ena
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,10 @@ def _check_shape_dtype(shape: tuple[int, ...], dtype: np.dtype, label: str) -> N
 def _inspect_npy(path: Path) -> SourceInfo:
     label = str(path)
     try:
-        size = path.stat().st_size
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode) and not stat.S_ISDIR(status.st_mode):  # a FIFO would block
+            raise input_error(label, "not a regular file (a pipe, device or socket); not read")
+        size = status.st_size
         with open(path, "rb") as fh:
             try:
                 version = np.lib.format.read_magic(fh)
@@ -102,12 +106,13 @@ def _inspect_npy(path: Path) -> SourceInfo:
 
 def _open_zarr_array(store_path: Path, inner: str | None) -> tuple[zarr.Array[Any], str]:
     import zarr
-    from zarr.storage import LocalStore
+
+    from ecpfs_viewer.model.guarded_stores import GuardedLocalStore
 
     label = f"{store_path}#{inner}" if inner else str(store_path)
     if not store_path.exists():
         raise input_error(label, "store not found")
-    store = LocalStore(str(store_path), read_only=True)
+    store = GuardedLocalStore(str(store_path), read_only=True)  # a FIFO or /dev/zero inside is refused
     candidates = [inner] if inner else ["embeddings", ""]
     last: Exception | None = None
     for cand in candidates:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, Severity
 from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
-from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 
 SUPPORTED_FORMAT_VERSION = 1
 #: Arrays the upstream loader needs besides ``info/format_version`` (§1.5), in upstream's order.
@@ -85,6 +85,9 @@ def detect_index(h: Hierarchy) -> IndexLayout:
 
 
 def detect(reader: MetadataReader) -> IndexLayout:
+    root = reader.h.root()
+    if root.kind is NodeKind.ERROR and root.error:  # e.g. refused over the metadata cap: said, not skipped
+        reader.findings.append(Finding(Severity.ERROR, "", f"unreadable metadata: {root.error}"))
     missing = tuple(p for p in REQUIRED_ARRAYS if not reader.exists(p))
 
     def findings() -> tuple[Finding, ...]:  # read after each step
@@ -93,8 +96,7 @@ def detect(reader: MetadataReader) -> IndexLayout:
     if reader.exists("info/format_version"):
         version = reader.integer("info/format_version")
         if version is None:
-            return IndexLayout(Generation.NOT_INDEX, "info/format_version cannot be read, so the format is unknown",
-                               None, missing, findings())
+            return IndexLayout(Generation.NOT_INDEX, _unknown_version_reason(reader), None, missing, findings())
         if version != SUPPORTED_FORMAT_VERSION:
             return IndexLayout(Generation.NEWER, f"format version {version} is not supported "
                                f"(this viewer reads version {SUPPORTED_FORMAT_VERSION}); the store is still "
@@ -129,6 +131,15 @@ def detect(reader: MetadataReader) -> IndexLayout:
     all_missing = ("info/format_version", *missing)
     return IndexLayout(Generation.NOT_INDEX, "not a valid ecpfs index, missing: " + ", ".join(all_missing),
                        None, all_missing, findings())
+
+
+def _unknown_version_reason(reader: MetadataReader) -> str:
+    """Why info/format_version gave no number; a folder that may not be read is said to be so."""
+    for path, shown in (("info", "info/"), ("info/format_version", "info/format_version")):
+        node = reader.node(path)
+        if node is not None and node.kind is NodeKind.ERROR and "Permission denied" in (node.error or ""):
+            return f"{shown} cannot be read (permission denied), so the format is unknown"
+    return "info/format_version cannot be read, so the format is unknown"
 
 
 def is_integer_type(data_type: str) -> bool:

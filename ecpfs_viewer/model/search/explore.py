@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -70,6 +72,16 @@ class QuerySpec:
 
 def load_npy(path: str) -> np.ndarray:
     """A .npy of queries, memory-mapped (1-D is one query); QueryError when it is not one."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise QueryError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise QueryError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise QueryError(f"{path}: is a folder, not a .npy file")
+    if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer for ever
+        raise QueryError(f"{path}: not a regular file (a pipe, device or socket); not read")
     try:
         q: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
