@@ -362,6 +362,8 @@ def _mapped_rows(grid: tuple[int, ...]) -> tuple[int, list[str]]:
 
 
 def _mapped_shape(grid: tuple[int, ...], mapped_rows: int) -> tuple[int, ...]:
+    if grid and math.prod(grid[1:]) > MAX_ENUMERATED_CHUNKS:  # not even one row of the grid fits
+        return (0,) * len(grid)
     return (mapped_rows, *grid[1:]) if grid else ()
 
 
@@ -389,8 +391,9 @@ def _present_logical_elements(details: ArrayDetails, grid: tuple[int, ...], stor
     """Elements inside the array bounds that the present chunks hold (edge chunks are clipped)."""
     if not grid:
         return 1 if n_present else 0
-    if mapped_rows < grid[0] or not stored.size:  # partial map: scale by the share present
-        return int(details.size * n_present / max(1, math.prod(grid)))
+    huge = any(n >= 2**62 for n in (*details.shape, *details.chunk_shape))  # past int64 arithmetic
+    if mapped_rows < grid[0] or not stored.size or huge:  # partial map: scale by the share present
+        return details.size * n_present // max(1, math.prod(grid))
     extents = []
     for s, c, g in zip(details.shape, details.chunk_shape, grid, strict=False):
         sizes = np.full(g, c, dtype=np.int64)

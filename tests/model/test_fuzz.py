@@ -112,10 +112,6 @@ MUTATORS: dict[str, Mutator] = {
 #: Cases (at the fixed seed) that still break code owned by other helpers, by stage: not fixed
 #: here, the lead routes them. strict: a fix makes the case pass, and the mark must then go.
 KNOWN_FAILURES: dict[str, dict[int, str]] = {
-    "chunks": {
-        9: "chunks.py: a shape near 2^63 escapes as OverflowError/ValueError from numpy",
-        23: "chunks.py: a shape near 2^63 escapes as OverflowError/ValueError from numpy",
-    },
 }
 
 
