@@ -17,12 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-import remote_fixtures
 from _bench_index import bench_index_path
+from _remote_server import serve_static_child
 
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
 from ecpfs_viewer.model.hierarchy import Hierarchy
@@ -56,17 +55,17 @@ def actions(url: str, options: RemoteOptions) -> dict[str, Callable[[], object]]
         return f"{len(report.errors)} errors, {len(report.warnings)} warnings"
 
     reader: list[IndexReader] = []
+    queries: list[np.ndarray] = []
 
     def search_cold() -> object:
         opened = open_store(url, remote=options)
         query = np.asarray(Hierarchy(opened).read_array("index_root/embeddings", 3), dtype=np.float32) + 0.5
-        reader[:] = [IndexReader(url, store=opened.zarr_store)]
-        reader.append(query)  # type: ignore[arg-type]
+        reader[:] = [IndexReader(opened)]
+        queries[:] = [query]
         return len(reader[0].search(query, SearchParams(k=10, search_exp=4)).items)
 
     def search_warm() -> object:
-        query = reader[1]
-        return len(reader[0].search(query, SearchParams(k=10, search_exp=4)).items)  # type: ignore[arg-type]
+        return len(reader[0].search(queries[0], SearchParams(k=10, search_exp=4)).items)
 
     return {"open + index summary": open_summary, "leaf level listed (derived)": leaf_level,
             "level statistics, all nodes": all_levels, "eCP search cold (k 10, exp 4)": search_cold,
@@ -75,12 +74,12 @@ def actions(url: str, options: RemoteOptions) -> dict[str, Callable[[], object]]
 
 def measure(index: Path, delay: float, options: RemoteOptions) -> dict[str, tuple[float, int, object]]:
     results: dict[str, tuple[float, int, object]] = {}
-    with remote_fixtures.serve_static(index.parent, delay=delay) as (base, tally):
-        for label, job in actions(f"{base}/{index.name}", options).items():
-            before = tally.total
+    with serve_static_child(index.parent, delay) as server:
+        for label, job in actions(f"{server.base}/{index.name}", options).items():
+            before = server.requests()
             started = time.perf_counter()
             outcome = job()
-            results[label] = (time.perf_counter() - started, tally.total - before, outcome)
+            results[label] = (time.perf_counter() - started, server.requests() - before, outcome)
     return results
 
 

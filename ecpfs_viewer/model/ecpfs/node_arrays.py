@@ -53,7 +53,14 @@ def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | 
 
 
 def _documents(h: Hierarchy, paths: list[str]) -> list[bytes | None]:
-    """The zarr.json of each path: held by the Hierarchy, else read in one batch (None if absent)."""
+    """The zarr.json of each path: held by the Hierarchy, else read in one batch (None if absent).
+
+    On a remote store the documents read are kept by the Hierarchy (``prefetch``): the tree, a
+    derived listing of the level below and a second statistics run then ask for none of them.
+    A local store reads them without keeping them (faster than building 8,000 nodes).
+    """
+    if h.store.local_path is None:
+        h.prefetch(paths)
     found: list[bytes | None] = [None] * len(paths)
     unread: list[int] = []
     for i, path in enumerate(paths):
