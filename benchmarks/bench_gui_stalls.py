@@ -8,14 +8,21 @@ Item, a recall sweep with its plot and misses).
 Target: no stall above 100 ms. The baseline is the same model work done on the GUI thread,
 which is how long the window would freeze without background workers.
 
-    .venv/bin/python benchmarks/bench_gui_stalls.py
+    .venv/bin/python benchmarks/bench_gui_stalls.py [--remote [--delay-ms 50]]
+
+--remote opens the same index from a loopback web server that lists no folders and adds a fixed
+delay to every request (benchmarks/_remote_server.py): the tree is derived, every read is a
+round trip, and the window must stay as responsive as on a local folder.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +31,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import bench_index_path
+from _remote_server import serve_static_child
 from PySide6.QtCore import QEventLoop, QTimer
 
 from ecpfs_viewer.gui import settings as app_settings
@@ -31,7 +39,7 @@ from ecpfs_viewer.gui.app import create_main_window, ensure_application
 from ecpfs_viewer.gui.main_window import MainWindow
 from ecpfs_viewer.gui.tree_model import LoadState
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.node_summary import summarize_node
+from ecpfs_viewer.model.node_summary import summarize_nodes
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, recall_explore
 from ecpfs_viewer.model.stores import open_store
@@ -126,7 +134,7 @@ def search(window: MainWindow, go_to: tuple[int, int]) -> None:
                and window.current_item().path == f"lvl_3/node_{leaf}/embeddings" and window.plot.selected_row() == row)
 
 
-def gui_thread_baseline(path: Path) -> list[tuple[str, float]]:
+def gui_thread_baseline(path: str) -> list[tuple[str, float]]:
     """The same model work done synchronously: how long the GUI would freeze without workers."""
     figures = []
     started = time.perf_counter()
@@ -139,8 +147,7 @@ def gui_thread_baseline(path: Path) -> list[tuple[str, float]]:
     figures.append(("open (store, root, index detection, root listing)", time.perf_counter() - started))
     started = time.perf_counter()
     nodes = hierarchy.children("lvl_3")
-    for node in nodes:
-        summarize_node(hierarchy, node.path)
+    summarize_nodes(hierarchy, [node.path for node in nodes], progress=lambda batch: None, cancel=threading.Event())
     figures.append((f"list lvl_3 ({len(nodes):,} nodes) with row counts", time.perf_counter() - started))
     started = time.perf_counter()
     reader = IndexReader(hierarchy)
@@ -153,7 +160,22 @@ def gui_thread_baseline(path: Path) -> list[tuple[str, float]]:
 
 
 def main() -> int:
-    path = bench_index_path()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--remote", action="store_true", help="open the index over a delayed loopback web server")
+    parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request with --remote (default 50)")
+    args = parser.parse_args()
+    index = bench_index_path()
+    with contextlib.ExitStack() as stack:
+        if args.remote:
+            server = stack.enter_context(serve_static_child(index.parent, args.delay_ms / 1000))
+            location = f"{server.base}/{index.name}"
+            where = f"{index.name} over loopback HTTP without listings, {args.delay_ms:g} ms per request"
+        else:
+            location, where = str(index), index.name
+        return run(location, where)
+
+
+def run(path: str, where: str) -> int:
     settings_dir = tempfile.TemporaryDirectory(prefix="ecpfs-bench-settings-")  # removed at exit
     app_settings.use_settings_dir(settings_dir.name)
     ensure_application()
@@ -166,7 +188,7 @@ def main() -> int:
     wait_until(lambda: True)
 
     def open_index() -> None:
-        window.open_location(str(path))
+        window.open_location(path)
 
     results.append(phase(meter, "open the index (root listed, overview shown)", open_index,
                          lambda: idle(window) and window.tree_model.is_loaded("lvl_3")))
@@ -219,7 +241,7 @@ def main() -> int:
                          lambda: idle(window) and recall.outcome is not None))
     window.close()
 
-    print(f"GUI event-loop stalls on {path.name} (timer every {TICK_MS} ms; target: none above "
+    print(f"GUI event-loop stalls on {where} (timer every {TICK_MS} ms; target: none above "
           f"{STALL_LIMIT_MS} ms)")
     print(f"{'phase':58s} {'wall':>8s} {'longest stall':>14s} {'stalls >100ms':>14s}")
     for name, seconds, longest, over in results:

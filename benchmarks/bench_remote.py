@@ -1,9 +1,10 @@
 """Remote figures: the benchmark index served over loopback HTTP with a fixed delay per request.
 
-The server (tests/remote_fixtures.py) lists no folders, like a CDN or a bucket website, so the
-tree is derived from the index itself. Each action runs on a freshly opened store, once with the
-delay and once without, and prints wall time, the requests the server answered and the target
-from the issue. Figures only; nothing passes or fails.
+The server (benchmarks/_remote_server.py, in a child process) lists no folders, like a CDN or a
+bucket website, so the tree is derived from the index itself. Each action runs on a freshly
+opened store, once with the delay and once without, and prints wall time, the target from the
+issue, the floor the requests allow, and the requests the server answered. Figures only;
+nothing passes or fails.
 
     .venv/bin/python benchmarks/bench_remote.py [--delay-ms 50] [--max-in-flight 64]
 """
@@ -11,18 +12,18 @@ from the issue. Figures only; nothing passes or fails.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-import remote_fixtures
 from _bench_index import bench_index_path
+from _remote_server import serve_static_child
 
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
 from ecpfs_viewer.model.hierarchy import Hierarchy
@@ -56,17 +57,17 @@ def actions(url: str, options: RemoteOptions) -> dict[str, Callable[[], object]]
         return f"{len(report.errors)} errors, {len(report.warnings)} warnings"
 
     reader: list[IndexReader] = []
+    queries: list[np.ndarray] = []
 
     def search_cold() -> object:
         opened = open_store(url, remote=options)
         query = np.asarray(Hierarchy(opened).read_array("index_root/embeddings", 3), dtype=np.float32) + 0.5
-        reader[:] = [IndexReader(url, store=opened.zarr_store)]
-        reader.append(query)  # type: ignore[arg-type]
+        reader[:] = [IndexReader(opened)]
+        queries[:] = [query]
         return len(reader[0].search(query, SearchParams(k=10, search_exp=4)).items)
 
     def search_warm() -> object:
-        query = reader[1]
-        return len(reader[0].search(query, SearchParams(k=10, search_exp=4)).items)  # type: ignore[arg-type]
+        return len(reader[0].search(queries[0], SearchParams(k=10, search_exp=4)).items)
 
     return {"open + index summary": open_summary, "leaf level listed (derived)": leaf_level,
             "level statistics, all nodes": all_levels, "eCP search cold (k 10, exp 4)": search_cold,
@@ -75,12 +76,12 @@ def actions(url: str, options: RemoteOptions) -> dict[str, Callable[[], object]]
 
 def measure(index: Path, delay: float, options: RemoteOptions) -> dict[str, tuple[float, int, object]]:
     results: dict[str, tuple[float, int, object]] = {}
-    with remote_fixtures.serve_static(index.parent, delay=delay) as (base, tally):
-        for label, job in actions(f"{base}/{index.name}", options).items():
-            before = tally.total
+    with serve_static_child(index.parent, delay) as server:
+        for label, job in actions(f"{server.base}/{index.name}", options).items():
+            before = server.requests()
             started = time.perf_counter()
             outcome = job()
-            results[label] = (time.perf_counter() - started, tally.total - before, outcome)
+            results[label] = (time.perf_counter() - started, server.requests() - before, outcome)
     return results
 
 
@@ -94,12 +95,14 @@ def main() -> None:
     slow = measure(index, args.delay_ms / 1000, options)
     fast = measure(index, 0.0, options)
     print(f"index {index.name} over loopback HTTP without listings; max_in_flight {options.max_in_flight}")
-    print(f"{'action':<32} {'delay ' + format(args.delay_ms, 'g') + ' ms':>12} {'target':>8} {'requests':>9}"
-          f" {'no delay':>10} {'requests':>9}  result")
+    print("floor: the time the requests take at best, ceil(requests / max_in_flight) round trips x delay")
+    print(f"{'action':<32} {'delay ' + format(args.delay_ms, 'g') + ' ms':>12} {'target':>8} {'floor':>8} "
+          f"{'requests':>9} {'no delay':>10} {'requests':>9}  result")
     for label, (seconds, requests, outcome) in slow.items():
         base_seconds, base_requests, _ = fast[label]
-        print(f"{label:<32} {seconds:10.2f} s {TARGETS[label]:6.1f} s {requests:9,d} {base_seconds:8.2f} s "
-              f"{base_requests:9,d}  {outcome}")
+        floor = math.ceil(requests / options.max_in_flight) * args.delay_ms / 1000
+        print(f"{label:<32} {seconds:10.2f} s {TARGETS[label]:6.1f} s {floor:6.2f} s {requests:9,d} "
+              f"{base_seconds:8.2f} s {base_requests:9,d}  {outcome}")
 
 
 if __name__ == "__main__":

@@ -106,6 +106,33 @@ def _add_search_options(p: argparse.ArgumentParser, search_exp_help: str, search
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scheduler", metavar="threads|tcp://HOST:PORT",
+                   help="compute the exact neighbours as a dask graph over blocks of leaves: 'threads' on this "
+                        "machine, or a dask.distributed scheduler address (needs the scale extra; workers open "
+                        "INDEX themselves, so it must be a URL or a path they share)")
+
+
+def _exact_with(reader: IndexReader, args: argparse.Namespace) -> Any:
+    """The exact-search function --scheduler asks for (None: the in-process one)."""
+    if args.scheduler is None:
+        return None
+    scheduler = str(args.scheduler).strip()
+    if scheduler != "threads" and "://" not in scheduler:
+        raise CliError(f"--scheduler must be 'threads' or a scheduler address like tcp://HOST:PORT (got {scheduler!r})")
+    from ecpfs_viewer.cli_read import remote_options
+    from ecpfs_viewer.model.search.exact_dask import exact_knn_dask, source_of
+
+    source = source_of(reader, remote_options(args)) if scheduler != "threads" else None
+
+    def exact(queries: Any, k: int, exclude: frozenset[int] = frozenset(), self_ids: Any = None,
+              progress: Any = None, cancel: Any = None) -> Any:
+        return exact_knn_dask(reader, queries, k, exclude, self_ids, scheduler=scheduler, source=source,
+                              progress=progress, cancel=cancel)
+
+    return exact
+
+
 # ------------------------------------------------------------------------------------ search
 
 
@@ -129,6 +156,7 @@ def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--recall", type=int, metavar="N",
                    help="sample N queries (from --query-file, else stored items) and print recall@k")
     p.add_argument("--seed", type=int, default=0, help="seed for --recall sampling")
+    _add_scheduler_option(p)
     p.set_defaults(func=lambda args: _run(_search, args))
     return p
 
@@ -156,7 +184,7 @@ def _search(args: argparse.Namespace) -> int:
     if args.explain:
         from ecpfs_viewer.model.search import explain_misses
 
-        exact = reader.exact(query, args.k, exclude).hits(0)
+        exact = (_exact_with(reader, args) or reader.exact)(query, args.k, exclude).hits(0)
         misses = explain_misses(reader, query, result, exact)
         report["exact"] = [h.to_dict() for h in exact]
         report["missed"] = [m.to_dict() for m in misses]
@@ -250,6 +278,7 @@ def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--include-self", action="store_true",
                    help="with sampled items, keep the query item in both result lists")
     _add_search_options(p, "comma-separated search_exp values (default 1,2,4,8)", "1,2,4,8")
+    _add_scheduler_option(p)
     p.set_defaults(func=lambda args: _run(_recall, args))
     return p
 
@@ -272,9 +301,11 @@ def _recall(args: argparse.Namespace) -> int:
         raise CliError(f"--sample must be at least 1 (got {args.sample})")
     queries = load_queries(args.queries) if args.queries else None
     reader = _open(args)
+    exact = _exact_with(reader, args)
     bar = _progress_bar(not args.json)
     try:
-        reader.leaf_matrix(progress=bar)  # the ground truth needs every leaf: read them once, first
+        if exact is None:
+            reader.leaf_matrix(progress=bar)  # the ground truth needs every leaf: read them once, first
         if queries is not None:
             query_set = queries_from_array(reader, queries, args.queries)
         elif args.sample is None and saved_query_ids(reader):
@@ -282,7 +313,7 @@ def _recall(args: argparse.Namespace) -> int:
         else:
             query_set = sample_items(reader, 100 if args.sample is None else args.sample, args.seed)
         report = recall_sweep(reader, query_set, args.k, exps, args.max_increments, exclude,
-                              exclude_self=not args.include_self, progress=bar)
+                              exclude_self=not args.include_self, progress=bar, exact=exact)
     finally:
         if bar is not None:
             bar.close()

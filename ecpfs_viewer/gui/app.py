@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pyqtgraph.util.garbage_collector import GarbageCollector
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
@@ -80,6 +81,10 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     process leaves at once (settings and log flushed), as interpreter shutdown would wait for it.
     """
     app = ensure_application()
+    # Python's collector runs on whatever thread allocates; a Qt object it frees on a worker thread
+    # is destroyed later on the GUI thread at an arbitrary point, where PySide can deadlock. This
+    # turns automatic collection off and collects on the GUI thread's timer instead.
+    collector = GarbageCollector(interval=1.0)
     window = create_main_window(location, demo, remote, select=select, remember_recent=not screenshot)
     if screenshot:
         window.resize(1280, 800)  # the same picture on every machine
@@ -87,6 +92,7 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     if screenshot:
         _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))
     code = int(app.exec())
+    collector.timer.stop()
     from ecpfs_viewer.cli import abandoned_remote_requests, leave_process
 
     if not stop_workers() or abandoned_remote_requests():

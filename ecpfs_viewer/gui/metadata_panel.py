@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.action_cost import Measured, measured
 from ecpfs_viewer.gui.chunk_map import ChunkMapWidget
 from ecpfs_viewer.gui.json_highlighter import JsonHighlighter
-from ecpfs_viewer.gui.widgets import MessageBanner
+from ecpfs_viewer.gui.widgets import MessageBanner, tab_page
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.chunks import ChunkStats, chunk_stats
 from ecpfs_viewer.model.formatting import format_bytes, format_shape
@@ -170,7 +170,7 @@ class MetadataPanel(QWidget):
         self.pretty.setChecked(True)
         self.pretty.setToolTip("Off: the document byte for byte as stored")
         self.pretty.toggled.connect(self._show_raw)
-        raw_page = _tab_page(self.pretty, self.raw)
+        raw_page = tab_page(self.pretty, self.raw)
 
         self.chunk_label = QLabel("Select an array to see its chunks.")
         self.chunk_label.setWordWrap(True)
@@ -180,7 +180,7 @@ class MetadataPanel(QWidget):
         self.chunk_stack.addWidget(QWidget())
         self.chunk_stack.addWidget(self.chunk_map)
         self.chunk_map.chunk_clicked.connect(self._on_chunk_clicked)
-        chunk_page = _tab_page(self.chunk_label, self.chunk_stack)
+        chunk_page = tab_page(self.chunk_label, self.chunk_stack)
 
         self.tabs = QTabWidget()
         self.tabs.addTab(chunk_page, "Chunk map")
@@ -298,12 +298,3 @@ class MetadataPanel(QWidget):
         self.chunk_map.set_stats(None)
         self.chunk_stack.setCurrentIndex(0)
 
-
-def _tab_page(header: QWidget, body: QWidget) -> QWidget:
-    """A tab's page: a header line above a body that takes the rest of the height."""
-    page = QWidget()
-    layout = QVBoxLayout(page)
-    layout.setContentsMargins(0, 4, 0, 0)
-    layout.addWidget(header)
-    layout.addWidget(body, 1)
-    return page

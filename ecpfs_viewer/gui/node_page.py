@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.projection_view import ProjectionView
-from ecpfs_viewer.gui.widgets import FindingsList
+from ecpfs_viewer.gui.widgets import FindingsList, tab_page
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import Finding
 from ecpfs_viewer.model.hierarchy import Hierarchy
@@ -292,7 +292,7 @@ class NodePage(QWidget):
         self.listing.activated.connect(self._open_row)
         self.listing_label = QLabel()
         self.listing_label.setWordWrap(True)
-        listing_page = _labelled_page(self.listing_label, self.listing)
+        listing_page = tab_page(self.listing_label, self.listing)
 
         self.spread_label = QLabel()
         self.spread_label.setWordWrap(True)
@@ -304,7 +304,7 @@ class NodePage(QWidget):
         self.spread_plot.setLabel("left", "rows")
         self.spread_curve = pg.PlotDataItem(stepMode="center", fillLevel=0)
         self.spread_plot.addItem(self.spread_curve)
-        spread_page = _labelled_page(self.spread_label, self.spread_plot_widget)
+        spread_page = tab_page(self.spread_label, self.spread_plot_widget)
 
         self.projection = ProjectionView()
         self.projection.node_requested.connect(self._link)
@@ -517,16 +517,6 @@ class NodePage(QWidget):
         if event.type() == QEvent.Type.PaletteChange:
             self._apply_palette()
         super().changeEvent(event)
-
-
-def _labelled_page(label: QLabel, body: QWidget) -> QWidget:
-    """A tab page: a line of text above a widget that takes the rest."""
-    page = QWidget()
-    layout = QVBoxLayout(page)
-    layout.setContentsMargins(0, 4, 0, 0)
-    layout.addWidget(label)
-    layout.addWidget(body, 1)
-    return page
 
 
 def _plain(text: str) -> str:

@@ -261,3 +261,13 @@ def group_box(title: str, widget: QWidget) -> QGroupBox:
     layout.setContentsMargins(6, 6, 6, 6)
     layout.addWidget(widget)
     return box
+
+
+def tab_page(header: QWidget, body: QWidget) -> QWidget:
+    """A tab's page: a header line above a body that takes the rest of the height."""
+    page = QWidget()
+    layout = QVBoxLayout(page)
+    layout.setContentsMargins(0, 4, 0, 0)
+    layout.addWidget(header)
+    layout.addWidget(body, 1)
+    return page

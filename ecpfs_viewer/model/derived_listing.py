@@ -12,14 +12,11 @@ from __future__ import annotations
 import json
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ecpfs_viewer.model.remote import listing_unavailable, unlisted_options
-from ecpfs_viewer.model.store_io import carry_context
+from ecpfs_viewer.model.remote import listing_unavailable
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.hierarchy import Hierarchy, Node
@@ -32,37 +29,43 @@ _INFO_NAMES = ("format_version", "levels", "metric", "is_normalized", "total_ite
 _LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 _NODE_RE = re.compile(r"^lvl_(\d+)/node_(\d+)$")
 
-_STATE: WeakKeyDictionary[Any, _Derived] = WeakKeyDictionary()
-_STATE_LOCK = threading.Lock()
-
-
-class _Derived:
-    """What was derived for one hierarchy: the paths derived, whether it is an index."""
+class DerivedState:
+    """What was derived for one hierarchy (owned by it as ``Hierarchy.derived``): the paths whose
+    children were derived, and whether the store holds an index (read once from info/levels)."""
 
     def __init__(self) -> None:
-        self.paths: set[str] = set()
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
         self.levels: int | None = None
         self.index: bool | None = None
 
+    def add(self, path: str) -> None:
+        with self._lock:
+            self._paths.add(path)
 
-def _state(h: Hierarchy) -> _Derived:
-    with _STATE_LOCK:
-        found = _STATE.get(h)
-        if found is None:
-            found = _STATE[h] = _Derived()
-        return found
+    def __contains__(self, path: object) -> bool:
+        with self._lock:
+            return path in self._paths
+
+    def forget(self, path: str = "") -> None:
+        """Drop what a refresh of path makes stale (the whole state for the root or info/)."""
+        prefix = f"{path}/" if path else ""
+        with self._lock:
+            self._paths = {p for p in self._paths if p != path and not p.startswith(prefix)} if path else set()
+            if not path or path == "info" or path.startswith("info/"):
+                self.levels, self.index = None, None
 
 
 def is_derived(h: Hierarchy, path: str = "") -> bool:
     """True when the children of path were derived, not listed."""
-    return path.strip("/") in _state(h).paths
+    return path.strip("/") in h.derived
 
 
 def listing_note(h: Hierarchy) -> str | None:
     """What the UI should say about the tree of h: None when the store lists folders."""
     if not listing_unavailable(h.store):
         return None
-    return DERIVED_NOTE if _state(h).index else UNREACHED_NOTE
+    return DERIVED_NOTE if h.derived.index else UNREACHED_NOTE
 
 
 def derived_children(h: Hierarchy, path: str) -> list[Node]:
@@ -73,8 +76,8 @@ def derived_children(h: Hierarchy, path: str) -> list[Node]:
 
 
 def _derive(h: Hierarchy, path: str) -> list[Node]:
-    state = _state(h)
-    state.paths.add(path)
+    state = h.derived
+    state.add(path)
     if path == "":
         return _root_children(h, state)
     if path == "info":
@@ -96,7 +99,7 @@ def _derive(h: Hierarchy, path: str) -> list[Node]:
     return _consolidated_children(h, path)
 
 
-def _levels(h: Hierarchy, state: _Derived) -> int | None:
+def _levels(h: Hierarchy, state: DerivedState) -> int | None:
     if state.index is None:
         try:
             levels = int(h.read_scalar("info/levels"))
@@ -115,7 +118,7 @@ def _probed_arrays(h: Hierarchy, paths: list[str]) -> list[Node]:
     return [n for n in nodes if n.kind is not NodeKind.IMPLICIT_GROUP]
 
 
-def _root_children(h: Hierarchy, state: _Derived) -> list[Node]:
+def _root_children(h: Hierarchy, state: DerivedState) -> list[Node]:
     from ecpfs_viewer.model.hierarchy import Node, NodeKind
 
     levels = _levels(h, state)
@@ -150,19 +153,17 @@ def _level_children(h: Hierarchy, level: int) -> list[Node]:
 
 
 def _referenced_ids(h: Hierarchy, parents: list[str]) -> set[int]:
-    """Union of the parents' node_ids, read concurrently; an unreadable parent contributes none."""
+    """Union of the parents' node_ids, read as one batch; an unreadable parent contributes none.
+
+    The node_ids documents read here stay in the Hierarchy, so level statistics do not ask again.
+    """
+    from ecpfs_viewer.model.array_batch import read_whole_arrays
+
     if not parents:
         return set()
-
-    def read(parent: str) -> np.ndarray:
-        try:
-            return np.asarray(h.read_array(f"{parent}/node_ids")).astype(np.int64).ravel()
-        except Exception:  # reported by check / level statistics, which read the same array
-            return np.zeros(0, dtype=np.int64)
-
-    workers = max(1, min(unlisted_options(h.store).max_in_flight, len(parents)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="derive") as pool:
-        arrays = list(pool.map(carry_context(read), parents))
+    # reported by check / level statistics, which read the same arrays
+    arrays = [np.asarray(a).astype(np.int64).ravel() for a in read_whole_arrays(h, [f"{p}/node_ids" for p in parents])
+              if isinstance(a, np.ndarray)]
     return set(np.unique(np.concatenate(arrays)).tolist()) if arrays else set()
 
 

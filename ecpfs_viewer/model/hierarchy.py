@@ -12,6 +12,7 @@ import re
 import sys
 import threading
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -22,6 +23,7 @@ from zarr.core.metadata.v2 import ArrayV2Metadata
 from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import StorePath
 
+from ecpfs_viewer.model.derived_listing import DerivedState
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
@@ -156,6 +158,7 @@ class Hierarchy:
         self._details: dict[str, NodeDetails] = {}
         self._arrays: dict[str, zarr.Array[Any]] = {}
         self.level_stats_cache = LevelStatsCache()  # statistics derived from the listings, dropped by refresh
+        self.derived = DerivedState()  # what was derived where the store lists no folders
 
     # -- listing --------------------------------------------------------------------------------
     def root(self) -> Node:
@@ -202,6 +205,26 @@ class Hierarchy:
             return bool(self.store.list_dir(path))
         except OSError:
             return False
+
+    def held(self, path: str) -> Node | None:
+        """The node at path if its metadata was already read (no I/O)."""
+        with self._lock:
+            return self._nodes.get(path.strip("/"))
+
+    def prefetch(self, paths: Sequence[str]) -> None:
+        """Read the metadata of the paths not held yet in one batch (concurrent on remote stores).
+
+        Paths with no metadata are not kept, so :meth:`node` still explains them.
+        """
+        with self._lock:
+            wanted = [p for p in dict.fromkeys(p.strip("/") for p in paths) if p not in self._nodes]
+        if not wanted:
+            return
+        found = self._probe_many(wanted, [False] * len(wanted))
+        with self._lock:
+            for node in found:
+                if node.kind is not NodeKind.IMPLICIT_GROUP:
+                    self._nodes.setdefault(node.path, node)
 
     def is_listed(self, path: str) -> bool:
         with self._lock:
@@ -251,6 +274,7 @@ class Hierarchy:
                 for key in [k for k in cache if k == path or k.startswith(prefix)]:
                     del cache[key]
             self.level_stats_cache.forget(path)
+            self.derived.forget(path)
 
     def _probe(self, path: str, is_dir: bool | None) -> Node | None:
         found = self._probe_many([path], [is_dir])

@@ -48,10 +48,15 @@ def summarize_nodes(hierarchy: Hierarchy, paths: list[str], *,
     """Summaries of paths, sent to progress in batches; returns the last (partial) batch."""
     batch: list[NodeSummary] = []
     known = LevelRows(hierarchy)
-    for path in paths:
-        if cancel.is_set():
-            return []
-        batch.append(summarize_node(hierarchy, path, known))
+    for start in range(0, len(paths), SUMMARY_BATCH):
+        part = paths[start:start + SUMMARY_BATCH]
+        if hierarchy.store.local_path is None:  # remote: one batch of documents, not two round trips a node
+            hierarchy.prefetch([*part, *(join_key(p, "embeddings") for p in part
+                                         if _ECPFS_NODE_RE.search(p) and known.rows(p) is None)])
+        for path in part:
+            if cancel.is_set():
+                return []
+            batch.append(summarize_node(hierarchy, path, known))
         if len(batch) >= SUMMARY_BATCH:
             progress(batch)
             batch = []
@@ -102,7 +107,9 @@ def _node_rows(hierarchy: Hierarchy, path: str) -> int | None:
     """Rows of an ecpfs node's embeddings from the stored shape (thousands per level: a plain JSON
     parse, or a scan of the bytes when the document names one shape)."""
     if not hierarchy.is_listed(parent_path(path)):  # the usual case: read the one document directly
-        raw = hierarchy.store.read(hierarchy.store.key(path, "zarr.json"))
+        held = hierarchy.held(path)
+        raw = held.raw if held is not None and held.zarr_format == 3 else \
+            hierarchy.store.read(hierarchy.store.key(path, "zarr.json"))
         rows = None if raw is None else scan_rows(raw)
         if rows is not None:
             return rows

@@ -20,9 +20,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
-from weakref import WeakKeyDictionary
 
 import numpy as np
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
@@ -30,6 +29,9 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import WrapperStore
 
 from ecpfs_viewer.model.errors import UserError
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.stores import OpenedStore
 
 OBSTORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https"})
 UNLISTED_SCHEMES = frozenset({"http", "https"})  # a static web server answers 404 for a folder
@@ -98,26 +100,19 @@ def abandoned_requests() -> int:
         return _ABANDONED[0]
 
 
-_UNLISTED: WeakKeyDictionary[Any, RemoteOptions] = WeakKeyDictionary()
-_UNLISTED_LOCK = threading.Lock()
+def mark_unlisted(opened: OpenedStore, options: RemoteOptions) -> None:
+    """Remember on the opened store that it has no directory listing (so trees are derived)."""
+    opened.unlisted = options
 
 
-def mark_unlisted(opened: object, options: RemoteOptions) -> None:
-    """Remember that an opened store has no directory listing (so trees are derived)."""
-    with _UNLISTED_LOCK:
-        _UNLISTED[opened] = options
-
-
-def listing_unavailable(opened: object) -> bool:
+def listing_unavailable(opened: OpenedStore) -> bool:
     """True when the opened store cannot list folders."""
-    with _UNLISTED_LOCK:
-        return opened in _UNLISTED
+    return opened.unlisted is not None
 
 
-def unlisted_options(opened: object) -> RemoteOptions:
+def unlisted_options(opened: OpenedStore) -> RemoteOptions:
     """The options an unlisted store was opened with (defaults for any other store)."""
-    with _UNLISTED_LOCK:
-        return _UNLISTED.get(opened) or RemoteOptions()
+    return opened.unlisted or RemoteOptions()
 
 
 def credential_hint(scheme: str) -> str:

@@ -114,6 +114,7 @@ class OpenedStore:
         # stored size of every member of that zip, from its central directory (what the ZipStore reads)
         self.archive_sizes = archive_sizes
         self.max_in_flight = max_in_flight
+        self.unlisted: RemoteOptions | None = None  # set (remote.mark_unlisted) when the store lists no folders
 
     # -- keys -----------------------------------------------------------------------------------
     def key(self, path: str, *rest: str) -> str:

@@ -31,10 +31,17 @@ def settle_qt_objects() -> Iterator[None]:
     Left to chance, the garbage collector destroys a window at a random moment of a later test,
     holding the GIL while Qt waits for a signal lock that a worker thread holds while it waits
     for the GIL: a deadlock (seen with PySide6 6.11)."""
-    yield  # set up before qtbot, so this runs after qtbot has closed the test's widgets
-    from ecpfs_viewer.gui.workers import thread_pool
+    # Automatic collection is off while the test runs: it could run in a worker thread, and a Qt
+    # object it frees is then destroyed later on the GUI thread at an arbitrary point (seen:
+    # inside a paint), where that deadlock happens.
+    gc.disable()
+    try:
+        yield  # set up before qtbot, so this runs after qtbot has closed the test's widgets
+    finally:
+        from ecpfs_viewer.gui.workers import thread_pool
 
-    thread_pool().waitForDone(30_000)
-    if QCoreApplication.instance() is not None:
-        QCoreApplication.processEvents()
-    gc.collect()
+        thread_pool().waitForDone(30_000)
+        if QCoreApplication.instance() is not None:
+            QCoreApplication.processEvents()
+        gc.collect()
+        gc.enable()

@@ -44,3 +44,26 @@ def test_window_identity_matches_the_desktop_entry(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ecpfs-viewer", "ecpfs-viewer", "ecpfs-viewer"]
+
+
+def test_the_running_application_collects_garbage_on_the_gui_thread_only(tmp_path: Path) -> None:
+    """Automatic collection is off while the window runs (a worker thread must never free Qt
+    objects); the GUI thread's timer collects instead, and a cycle of widgets is freed by it."""
+    code = (
+        "import gc, weakref\n"
+        "from PySide6.QtCore import QTimer\n"
+        "from PySide6.QtWidgets import QApplication, QWidget\n"
+        "from ecpfs_viewer.gui import app as gui_app\n"
+        "def check():\n"
+        "    w = QWidget(); w.cycle = w; ref = weakref.ref(w); del w\n"
+        "    def later():\n"
+        "        print(gc.isenabled(), ref() is None); QApplication.instance().exit(0)\n"
+        "    QTimer.singleShot(2500, later)\n"
+        "QTimer.singleShot(0, check)\n"
+        "gui_app.run_gui()\n"
+    )
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"),
+               ECPFS_VIEWER_CACHE=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]

@@ -82,8 +82,9 @@ def test_summary_reads_no_chunk_but_the_scalars(two_clusters: Hierarchy) -> None
     level_stats(two_clusters, 2)
     # level_stats re-summarises (scalars) and reads node metadata; never a node's chunk files
     read_keys: list[str] = []
-    original = two_clusters.store.read_many
-    two_clusters.store.read_many = lambda keys: (read_keys.extend(keys), original(keys))[1]  # type: ignore[method-assign]
+    original = two_clusters.store.read_many_or_errors
+    two_clusters.store.read_many_or_errors = (  # type: ignore[method-assign]
+        lambda keys: (read_keys.extend(keys), original(keys))[1])
     level_stats(two_clusters, 2, summarize(two_clusters))
     assert read_keys and all(k.endswith("zarr.json") for k in read_keys)
     assert two_clusters.store.stats().requests > before.requests

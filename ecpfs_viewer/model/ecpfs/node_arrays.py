@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, error
@@ -12,7 +11,6 @@ from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.sizing import STORED_DTYPES
-from ecpfs_viewer.model.store_io import carry_context
 
 NODE_RE = re.compile(r"^node_(\d+)$")
 
@@ -31,16 +29,16 @@ class NodeArrays:
 
 
 def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | None) -> None:
-    """Fill emb/ids of every node: one batch read of the expected documents, listing only odd nodes."""
+    """Fill emb/ids of every node: one batch read of the expected documents, listing only odd nodes.
+
+    Documents the Hierarchy already holds (the node_ids a derived listing read) are not read
+    again; the others are read with one multi-key read, so a remote store keeps its whole
+    in-flight budget busy. The first failed read is raised, as a level that cannot be read.
+    """
     fast = [n for n in nodes if not h.is_listed(n.path)] if expected_ids else []
     if fast and expected_ids:
-        keys: list[str] = []
-        for node in fast:
-            keys += [
-                h.store.key(node.path, "embeddings", "zarr.json"),
-                h.store.key(node.path, expected_ids, "zarr.json"),
-            ]
-        raws = _read_many(h, keys)
+        paths = [f"{node.path}/{name}" for node in fast for name in ("embeddings", expected_ids)]
+        raws = _documents(h, paths)
         for i, node in enumerate(fast):
             emb_raw, ids_raw = raws[2 * i], raws[2 * i + 1]
             if emb_raw is None or ids_raw is None:
@@ -54,15 +52,29 @@ def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | 
             _list_node(h, node)
 
 
-def _read_many(h: Hierarchy, keys: list[str]) -> list[bytes | None]:
-    if h.store.local_path is not None or len(keys) <= 64:
-        return h.store.read_many(keys)
-    # Remote stores: read_many already overlaps requests; split so progress stays smooth.
-    size = 512
-    parts = [keys[i : i + size] for i in range(0, len(keys), size)]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(carry_context(h.store.read_many), parts))
-    return [raw for part in results for raw in part]
+def _documents(h: Hierarchy, paths: list[str]) -> list[bytes | None]:
+    """The zarr.json of each path: held by the Hierarchy, else read in one batch (None if absent).
+
+    On a remote store the documents read are kept by the Hierarchy (``prefetch``): the tree, a
+    derived listing of the level below and a second statistics run then ask for none of them.
+    A local store reads them without keeping them (faster than building 8,000 nodes).
+    """
+    if h.store.local_path is None:
+        h.prefetch(paths)
+    found: list[bytes | None] = [None] * len(paths)
+    unread: list[int] = []
+    for i, path in enumerate(paths):
+        held = h.held(path)
+        if held is not None and held.zarr_format == 3 and held.raw is not None:
+            found[i] = held.raw
+        else:
+            unread.append(i)
+    values = h.store.read_many_or_errors([h.store.key(paths[i], "zarr.json") for i in unread])
+    for i, value in zip(unread, values, strict=True):
+        if isinstance(value, Exception):
+            raise value
+        found[i] = value
+    return found
 
 
 def _meta_or_error(node: NodeArrays, name: str, raw: bytes, zarr_format: int | None) -> ArrayMeta | None:

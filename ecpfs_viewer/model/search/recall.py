@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchParams
 
 if TYPE_CHECKING:
+    from ecpfs_viewer.model.search.exact import ExactNeighbours
     from ecpfs_viewer.model.search.index import IndexReader
 
 
@@ -57,11 +58,13 @@ def recall_sweep(
     exclude_self: bool = True,
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
+    exact: Callable[..., ExactNeighbours] | None = None,
 ) -> RecallReport:
     """Recall@k, leaves visited and time per query for each search_exp.
 
     When a query is a stored item and ``exclude_self`` is set, that item is left out of both the
     exact and the eCP result lists (it would otherwise always be found at distance 0).
+    ``exact`` computes the ground truth instead of ``index.exact`` (same arguments), e.g. with dask.
     """
     if not search_exps:
         raise QueryError("give at least one search_exp")
@@ -71,7 +74,7 @@ def recall_sweep(
         raise QueryError("recall needs at least one query")
     reporter = Reporter(progress, cancel)
     own = list(queries.self_ids) if exclude_self else [None] * len(queries)
-    truth = index.exact(queries.vectors, k, exclude, own, progress, cancel)
+    truth = (exact or index.exact)(queries.vectors, k, exclude, own, progress, cancel)
     index.preload_internal(reporter)
     params = [SearchParams(k, 0, max_increments, exclude if i is None else exclude | {i}) for i in own]
     rows = []

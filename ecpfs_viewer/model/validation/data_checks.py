@@ -3,12 +3,13 @@ rows that must equal ``rep_embeddings`` rows, and unit length."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import zarr
 
+from ecpfs_viewer.model.array_batch import read_whole_arrays
 from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, ChildReferences, IndexSummary, LevelStats, cap_findings, spread
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.formatting import count_noun
@@ -16,6 +17,11 @@ from ecpfs_viewer.model.validation.report import Check
 
 #: Tolerance on vector norms when is_normalized is set.
 NORM_TOLERANCE = 1e-2
+#: Nodes decoded together, and the declared bytes their arrays may hold at once.
+BATCH_NODES = 64
+BATCH_BYTES = 64 << 20
+#: rep_embeddings up to this size is read whole once, not once per compared node.
+WHOLE_REP_BYTES = 64 << 20
 
 
 def check_data(
@@ -86,14 +92,50 @@ def _sampled(stats: LevelStats, decoded: int, what: str) -> tuple[int, str]:
     return usable, "" if decoded == usable else f"decoded {decoded:,} of {usable:,} {what}"
 
 
-def _read_each(check: Check, stats: LevelStats, ids: list[int], name: str) -> Iterator[tuple[str, np.ndarray]]:
-    """(node path, stored array) for each planned node whose array can be read; one progress step each."""
-    for node_id in ids:
-        path = stats.node_path(node_id)
-        check.step(f"decoding {path}")
-        stored = check.read(f"{path}/{name}")
-        if stored is not None:
-            yield path, stored
+def _read_nodes(
+    check: Check, stats: LevelStats, ids: list[int], first: str, more: Callable[[], tuple[str, ...]]
+) -> Iterator[tuple[str, dict[str, np.ndarray | Exception]]]:
+    """(node path, {array name: array or failure}) for each planned node; one progress step each.
+
+    Nodes are read in batches (their documents in one multi-key read, their chunks together), so
+    a remote store answers a batch in a few round trips instead of two per array; a batch holds
+    at most BATCH_NODES nodes and BATCH_BYTES declared bytes. ``more()`` names the arrays read
+    besides ``first``, asked at the start of each batch.
+    """
+    paths = [stats.node_path(node_id) for node_id in ids]
+    start = 0
+    while start < len(paths):
+        wanted = (first, *more())
+        window = paths[start : start + BATCH_NODES]
+        check.h.prefetch([f"{path}/{name}" for path in window for name in wanted])
+        batch: list[str] = []
+        held = 0
+        for path in window:
+            size = sum(_declared_bytes(check, f"{path}/{name}") for name in wanted)
+            if batch and held + size > BATCH_BYTES:
+                break
+            batch.append(path)
+            held += size
+        values = read_whole_arrays(check.h, [f"{path}/{name}" for path in batch for name in wanted])
+        for j, path in enumerate(batch):
+            check.step(f"decoding {path}")
+            yield path, dict(zip(wanted, values[j * len(wanted) : (j + 1) * len(wanted)], strict=True))
+        start += len(batch)
+
+
+def _declared_bytes(check: Check, path: str) -> int:
+    try:
+        return check.h.array_details(path).logical_bytes or 0
+    except Exception:  # reported when the array is read
+        return 0
+
+
+def _value(check: Check, path: str, found: np.ndarray | Exception) -> np.ndarray | None:
+    """The array read at path, or None with the failure reported (as Check.read reports it)."""
+    if isinstance(found, Exception):
+        check.error(path, f"cannot read data: {describe_exception(found)}")
+        return None
+    return found
 
 
 def _check_internal_level(
@@ -108,9 +150,12 @@ def _check_internal_level(
     """node_ids values, referenced-but-missing children, rows == rep_embeddings rows."""
     refs = ChildReferences(summary.representatives, 3)
     mismatched: list[str] = []
-    for path, stored in _read_each(check, stats, ids, "node_ids"):
+    for path, arrays in _read_nodes(check, stats, ids, "node_ids", lambda: ("embeddings",)):
+        stored = _value(check, f"{path}/node_ids", arrays["node_ids"])
+        if stored is None:
+            continue
         node_ids = refs.add(path, stored)
-        embeddings = check.read(f"{path}/embeddings")
+        embeddings = _value(check, f"{path}/embeddings", arrays["embeddings"])
         if embeddings is None:
             continue
         vectors.add(path, embeddings)
@@ -150,7 +195,12 @@ def _check_leaves(
     seen: dict[int, str] = {}
     duplicates: list[tuple[int, str, str]] = []
     too_big: list[tuple[str, int]] = []
-    for path, stored in _read_each(check, leaves, plan, "item_ids"):
+    for path, arrays in _read_nodes(
+        check, leaves, plan, "item_ids", lambda: ("embeddings",) if vectors.wants_more() else ()
+    ):
+        stored = _value(check, f"{path}/item_ids", arrays["item_ids"])
+        if stored is None:
+            continue
         items = stored.astype(np.int64).ravel()
         if summary.next_item_id is not None:
             too_big += [(path, int(v)) for v in items[items >= summary.next_item_id][:3]]
@@ -158,8 +208,8 @@ def _check_leaves(
             first = seen.setdefault(value, path)
             if first is not path and len(duplicates) < 20:
                 duplicates.append((value, first, path))
-        if vectors.wants_more():
-            embeddings = check.read(f"{path}/embeddings")
+        if vectors.wants_more() and "embeddings" in arrays:  # asked for while the sample wanted more
+            embeddings = _value(check, f"{path}/embeddings", arrays["embeddings"])
             if embeddings is not None:
                 vectors.add(path, embeddings)
     usable, sampled = _sampled(leaves, len(plan), "leaves")
@@ -198,6 +248,8 @@ class _RepRows:
         self.compared: set[int] = set()
         self._array: zarr.Array[Any] | None = None
         self._failed = False
+        self._rows: np.ndarray | None = None
+        self._whole_failed = False
 
     def budget_left(self) -> bool:
         return self.read < self.budget and not self._failed
@@ -219,6 +271,18 @@ class _RepRows:
                 self.check.error("rep_embeddings", f"cannot open: {describe_exception(exc)}")
         return self._array
 
+    def _whole(self) -> np.ndarray | None:
+        """rep_embeddings read once when small enough (None: read rows per call instead)."""
+        if self._rows is None and not self._whole_failed:
+            try:
+                if (self.check.h.array_details("rep_embeddings").logical_bytes or 0) <= WHOLE_REP_BYTES:
+                    self._rows = self.check.h.read_array("rep_embeddings")
+                else:
+                    self._whole_failed = True
+            except Exception:  # per-call reads below report the failure where it matters
+                self._whole_failed = True
+        return self._rows
+
     def first(self, count: int) -> np.ndarray | None:
         return self.rows(np.arange(count, dtype=np.int64))
 
@@ -226,8 +290,13 @@ class _RepRows:
         array = self._open()
         if array is None or not len(ids):
             return None
+        whole = self._whole()
         try:
-            result = np.asarray(array.get_orthogonal_selection((ids, slice(None))))
+            inside = whole is not None and whole.ndim == 2 and 0 <= int(ids.min()) <= int(ids.max()) < len(whole)
+            if whole is not None and inside:
+                result = np.asarray(whole[ids])
+            else:
+                result = np.asarray(array.get_orthogonal_selection((ids, slice(None))))
         except Exception as exc:
             self._failed = True
             self.check.error("rep_embeddings", f"cannot read data: {describe_exception(exc)}")

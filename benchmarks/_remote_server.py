@@ -1,0 +1,112 @@
+"""A static web server with a fixed delay per request, in a child process, for the remote benchmarks.
+
+Like ``tests/remote_fixtures.serve_static`` it lists no folders (404 for a folder, like a CDN or a
+bucket website) and adds ``delay`` seconds to every answer. It differs where a benchmark needs it:
+
+- it runs in a child process, so its request handling does not share the interpreter lock with
+  the code being measured (a real server does not);
+- it is one asyncio loop with persistent HTTP/1.1 connections and a few microseconds of work per
+  request, as web servers and CDNs are. Python's threaded ``http.server`` spends about 0.7 ms of
+  one core per request; with 64 requests in flight the 64th then waits 45 ms for the 63 before
+  it, which the benchmark would report as the viewer's time.
+
+The child counts the requests it answered; :meth:`ChildServer.requests` asks it for the count.
+Range headers are ignored (whole objects are sent), as by many static hosts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import threading
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.total = 0
+
+
+async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, root: Path, delay: float,
+                  counter: _Counter) -> None:
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+            counter.total += 1
+            if delay:
+                await asyncio.sleep(delay)
+            relative = unquote(urlsplit(target).path).lstrip("/")
+            path = (root / relative).resolve()
+            body: bytes | None = None
+            if path.is_relative_to(root) and path.is_file():
+                body = path.read_bytes()
+            if body is None:
+                writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            else:
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(body))
+                if method != "HEAD":
+                    writer.write(body)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+        pass
+    finally:
+        writer.close()
+
+
+def _serve(directory: str, delay: float, pipe: Connection) -> None:
+    root = Path(directory).resolve()
+    counter = _Counter()
+    loop = asyncio.new_event_loop()
+
+    async def start() -> asyncio.Server:
+        return await asyncio.start_server(lambda r, w: _answer(r, w, root, delay, counter), "127.0.0.1", 0,
+                                          backlog=1024)
+
+    server = loop.run_until_complete(start())
+    port = server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    pipe.send(f"http://127.0.0.1:{port}")
+    while pipe.recv() == "count":
+        pipe.send(counter.total)  # an int read across threads: a snapshot is all a benchmark needs
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    os._exit(0)  # connections still open belong to the benchmark that is ending
+
+
+class ChildServer:
+    """A running child server: its base URL and the number of requests it answered so far."""
+
+    def __init__(self, base: str, pipe: Connection) -> None:
+        self.base = base
+        self._pipe = pipe
+
+    def requests(self) -> int:
+        self._pipe.send("count")
+        count: int = self._pipe.recv()
+        return count
+
+
+@contextlib.contextmanager
+def serve_static_child(directory: Path, delay: float) -> Iterator[ChildServer]:
+    """Serve directory (no folder listings, `delay` seconds per request) from a child process."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_serve, args=(str(directory), delay, theirs), daemon=True)
+    process.start()
+    try:
+        yield ChildServer(ours.recv(), ours)
+    finally:
+        with contextlib.suppress(OSError):
+            ours.send("stop")
+        process.join(10)
+        if process.is_alive():
+            process.terminate()
+            process.join(5)
