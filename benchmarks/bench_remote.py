@@ -88,7 +88,7 @@ def measure(index: Path, delay: float, options: RemoteOptions) -> dict[str, tupl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay the server adds to every request")
-    parser.add_argument("--max-in-flight", type=int, default=64, help="concurrent requests per store")
+    parser.add_argument("--max-in-flight", type=int, default=128, help="concurrent requests per store")
     args = parser.parse_args()
     index = bench_index_path()
     options = RemoteOptions(max_in_flight=args.max_in_flight)

@@ -61,8 +61,8 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--region", metavar="REGION", help="bucket region (default: AWS_REGION or us-east-1)")
     group.add_argument("--timeout", type=float, default=30.0, metavar="S",
                        help="seconds per request before it fails (default 30)")
-    group.add_argument("--max-in-flight", type=int, default=64, metavar="N",
-                       help="concurrent requests per store (default 64)")
+    group.add_argument("--max-in-flight", type=int, default=128, metavar="N",
+                       help="concurrent requests per store (default 128)")
 
 
 def remote_options(args: argparse.Namespace) -> RemoteOptions:

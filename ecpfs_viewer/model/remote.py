@@ -49,7 +49,9 @@ class RemoteOptions:
     anon: bool = False  # public bucket: send unsigned requests, look for no credentials
     region: str | None = None
     timeout_s: float = 30.0  # per request, retries included
-    max_in_flight: int = 64  # concurrent requests per opened store
+    # concurrent requests per opened store: object stores serve thousands; 128 halves the round
+    # trips of a level's 8,000 documents against 64
+    max_in_flight: int = 128
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
