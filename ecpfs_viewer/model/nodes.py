@@ -14,11 +14,11 @@ import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
 
+from ecpfs_viewer.model.array_batch import read_whole_arrays
 from ecpfs_viewer.model.ecpfs import (
     Finding,
     IndexSummary,
@@ -26,13 +26,12 @@ from ecpfs_viewer.model.ecpfs import (
     shared_level_stats,
     summarize,
 )
-from ecpfs_viewer.model.errors import UserError, describe_exception
+from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.store_io import carry_context
 
 Progress = Callable[[int, int], None]
 #: Concurrent array reads (overlaps requests on remote stores; local reads are cheap anyway).
-READ_WORKERS = 8
+READ_BATCH = 64  # arrays per batch: the progress and cancel step
 _REF_RE = re.compile(r"^/*lvl_(\d+)/node_(\d+)(?:/.*)?$")
 _ROOT_RE = re.compile(r"^/*index_root(?:/.*)?$")
 
@@ -101,34 +100,19 @@ def _check_cancel(cancel: threading.Event | None) -> None:
 
 def read_arrays(h: Hierarchy, paths: Sequence[str], *, progress: Progress | None = None,
                 cancel: threading.Event | None = None) -> list[np.ndarray | str]:
-    """Read whole arrays concurrently; each result is the array or the message why it failed.
+    """Read whole arrays in batches (``array_batch.read_whole_arrays``: every request of a batch in
+    flight together); each result is the array or the message why it failed.
 
-    Reports (done, total) after each array and stops at the next one when cancel is set.
+    Reports (done, total) after each batch and stops before the next one when cancel is set.
     """
-    results: list[np.ndarray | str] = ["not read"] * len(paths)
-    if not paths:
-        return results
+    results: list[np.ndarray | str] = []
     _check_cancel(cancel)
-    with ThreadPoolExecutor(max_workers=min(READ_WORKERS, len(paths))) as pool:
-        read = carry_context(h.read_array)  # its reads count for the caller's action
-        pending: dict[Future[np.ndarray], int] = {pool.submit(read, p): i for i, p in enumerate(paths)}
-        done_count = 0
-        try:
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    index = pending.pop(future)
-                    try:
-                        results[index] = future.result()
-                    except Exception as exc:  # one unreadable node must not hide its siblings
-                        results[index] = describe_exception(exc)
-                    done_count += 1
-                if progress is not None:
-                    progress(done_count, len(paths))
-                _check_cancel(cancel)
-        finally:
-            for future in pending:
-                future.cancel()
+    for start in range(0, len(paths), READ_BATCH):
+        batch = paths[start:start + READ_BATCH]
+        results += [value if isinstance(value, np.ndarray) else str(value) for value in read_whole_arrays(h, batch)]
+        if progress is not None:
+            progress(len(results), len(paths))
+        _check_cancel(cancel)
     return results
 
 

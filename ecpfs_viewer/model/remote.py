@@ -23,7 +23,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-import numpy as np
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import WrapperStore
@@ -366,30 +365,3 @@ def obstore_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def read_arrays(store: Store, paths: list[str]) -> list[np.ndarray | None]:
-    """Whole arrays at paths, opened and read concurrently (2 round trips in all, not 2 per array).
-
-    None for a path with no array. For readers that would otherwise open arrays one at a time.
-    """
-    import zarr.api.asynchronous as zarr_async
-    from zarr.core.sync import sync
-    from zarr.errors import NodeTypeValidationError
-
-    async def one(path: str) -> np.ndarray | None:
-        try:
-            array = await zarr_async.open_array(store=store, path=path, mode="r", zarr_format=3)
-        except (FileNotFoundError, KeyError, NodeTypeValidationError):
-            return None
-        except Exception as exc:
-            if type(exc).__name__ in ("ArrayNotFoundError", "NodeNotFoundError", "GroupNotFoundError"):
-                return None
-            raise
-        return np.asarray(await array.getitem(...))
-
-    async def all_of() -> list[np.ndarray | None]:
-        return list(await asyncio.gather(*(one(p) for p in paths)))
-
-    result: list[np.ndarray | None] = sync(all_of())
-    return result
