@@ -18,7 +18,9 @@ round trip, and the window must stay as responsive as on a local folder.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
+import faulthandler
 import os
 import sys
 import tempfile
@@ -35,7 +37,7 @@ from _remote_server import serve_static_child
 from PySide6.QtCore import QEventLoop, QTimer
 
 from ecpfs_viewer.gui import settings as app_settings
-from ecpfs_viewer.gui.app import create_main_window, ensure_application
+from ecpfs_viewer.gui.app import tune_interpreter_for_gui, create_main_window, ensure_application
 from ecpfs_viewer.gui.main_window import MainWindow
 from ecpfs_viewer.gui.tree_model import LoadState
 from ecpfs_viewer.model.hierarchy import Hierarchy
@@ -50,18 +52,32 @@ GO_TO_ITEM = 4242
 
 
 class StallMeter:
-    """Records the gaps between the ticks of a 10 ms timer running in the GUI thread."""
+    """Records the gaps between the ticks of a 10 ms timer running in the GUI thread.
 
-    def __init__(self) -> None:
+    With ``explain`` (milliseconds), a sampler thread looks at the GUI thread's stack whenever a
+    tick is late, so each stall longer than that can be printed with where the GUI thread spent it.
+    """
+
+    def __init__(self, explain: float | None = None) -> None:
         self.timer = QTimer()
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self._tick)
         self.gaps: list[float] = []
+        self.busy: list[float] = []  # CPU time the GUI thread itself spent in each gap
         self._last = time.perf_counter()
+        self._last_cpu = time.thread_time()
+        self._gui_thread = threading.get_ident()
+        self._samples: list[str] = []  # stacks seen during the current gap
+        self.explained: list[tuple[float, list[str]]] = []  # (stall ms, distinct stacks)
+        self._explain_over = explain or 0.0
+        if explain is not None:
+            threading.Thread(target=self._sample, daemon=True).start()
 
     def start(self) -> None:
-        self.gaps = []
+        self.gaps, self.busy = [], []
         self._last = time.perf_counter()
+        self._last_cpu = time.thread_time()
+        self._samples = []
         self.timer.start()
 
     def stop(self) -> None:
@@ -70,15 +86,64 @@ class StallMeter:
 
     def _tick(self) -> None:
         now = time.perf_counter()
-        self.gaps.append((now - self._last) * 1000)
-        self._last = now
+        cpu = time.thread_time()
+        gap = (now - self._last) * 1000
+        self.gaps.append(gap)
+        self.busy.append((cpu - self._last_cpu) * 1000)
+        self._last, self._last_cpu = now, cpu
+        samples, self._samples = self._samples, []
+        if samples and gap > self._explain_over:
+            self.explained.append((gap, samples))
+
+    def _sample(self) -> None:
+        # faulthandler reads the stacks in C: sys._current_frames() from another thread can crash
+        # CPython 3.11 while the GUI thread is between frames
+        with tempfile.TemporaryFile("w+") as out:
+            while True:
+                time.sleep(0.02)
+                if time.perf_counter() - self._last < 0.04:
+                    continue
+                out.seek(0)
+                out.truncate()
+                faulthandler.dump_traceback(out, all_threads=True)
+                out.seek(0)
+                self._samples.append(_gui_stack(out.read()))
 
     @property
     def longest(self) -> float:
         return max(self.gaps, default=0.0)
 
+    @property
+    def longest_busy(self) -> float:
+        """The GUI thread's own CPU time in the longest gap; the rest it waited (GIL, other processes)."""
+        return self.busy[self.gaps.index(self.longest)] if self.gaps else 0.0
+
     def over(self, limit: float) -> int:
         return sum(1 for gap in self.gaps if gap > limit)
+
+
+def _gui_stack(dump: str) -> str:
+    """The GUI thread's innermost frames from a faulthandler dump, on one line, and the innermost
+    frame of every other thread that is running Python (it may hold the GIL the GUI waits for)."""
+    gui, others = "(not in Python code)", []
+    for block in dump.split("\n\n"):
+        if "(most recent call first)" not in block:
+            continue
+        lines = [line.strip() for line in block.splitlines()[1:] if line.strip().startswith("File")]
+        if not lines or "_sample" in lines[0]:
+            continue
+        if any("bench_gui_stalls.py" in line and "wait_until" in line for line in lines):
+            gui = " < ".join(_frame(line) for line in lines[:8])
+        elif not any(idle in lines[0] for idle in ("threading.py", "queue.py", "thread.py", "selectors.py")):
+            others.append(" < ".join(_frame(line) for line in lines[:3]))
+    return gui + "".join(f"\n        other thread: {other}" for other in sorted(others))
+
+
+def _frame(line: str) -> str:
+    # 'File "/x/y/z.py", line 12 in name' -> 'z:name:12'
+    path, rest = line[len('File "'):].split('", line ', 1)
+    number, _, name = rest.partition(" in ")
+    return f"{Path(path).stem}:{name}:{number}"
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 120.0) -> None:
@@ -111,7 +176,7 @@ def phase(meter: StallMeter, name: str, action: Callable[[], None], done: Callab
     wait_until(done)
     seconds = time.perf_counter() - started
     meter.stop()
-    return name, seconds, meter.longest, meter.over(STALL_LIMIT_MS)
+    return name, seconds, meter.longest, meter.longest_busy, meter.over(STALL_LIMIT_MS)
 
 
 def search(window: MainWindow, go_to: tuple[int, int]) -> None:
@@ -162,6 +227,9 @@ def gui_thread_baseline(path: str) -> list[tuple[str, float]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--remote", action="store_true", help="open the index over a delayed loopback web server")
+    parser.add_argument("--explain", nargs="?", type=float, const=STALL_LIMIT_MS, default=None, metavar="MS",
+                        help="sample the GUI thread's stack during stalls and print where each one over MS "
+                             f"(default {STALL_LIMIT_MS}) was spent")
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request with --remote (default 50)")
     args = parser.parse_args()
     index = bench_index_path()
@@ -172,14 +240,15 @@ def main() -> int:
             where = f"{index.name} over loopback HTTP without listings, {args.delay_ms:g} ms per request"
         else:
             location, where = str(index), index.name
-        return run(location, where)
+        return run(location, where, args.explain)
 
 
-def run(path: str, where: str) -> int:
+def run(path: str, where: str, explain: float | None = None) -> int:
     settings_dir = tempfile.TemporaryDirectory(prefix="ecpfs-bench-settings-")  # removed at exit
     app_settings.use_settings_dir(settings_dir.name)
     ensure_application()
-    meter = StallMeter()
+    collector = tune_interpreter_for_gui()  # as the application does
+    meter = StallMeter(explain)
     results = []
 
     window = create_main_window()  # building the widgets is start-up, not browsing: outside the meter
@@ -240,14 +309,19 @@ def run(path: str, where: str) -> int:
     results.append(phase(meter, "recall: 50 sampled items x 5 search_exp (plot, misses)", sweep,
                          lambda: idle(window) and recall.outcome is not None))
     window.close()
+    collector.timer.stop()
 
     print(f"GUI event-loop stalls on {where} (timer every {TICK_MS} ms; target: none above "
           f"{STALL_LIMIT_MS} ms)")
-    print(f"{'phase':58s} {'wall':>8s} {'longest stall':>14s} {'stalls >100ms':>14s}")
-    for name, seconds, longest, over in results:
-        print(f"{name:58s} {seconds * 1000:6.0f} ms {longest:11.0f} ms {over:14d}")
+    print(f"{'phase':58s} {'wall':>8s} {'longest stall':>14s} {'GUI CPU in it':>14s} {'stalls >100ms':>14s}")
+    for name, seconds, longest, busy, over in results:
+        print(f"{name:58s} {seconds * 1000:6.0f} ms {longest:11.0f} ms {busy:11.0f} ms {over:14d}")
     if hasattr(os, "getloadavg"):  # stalls grow with the machine's load: say what it was
         print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    for gap, stacks in meter.explained:
+        print(f"\nstall of {gap:.0f} ms; the GUI thread was in ({len(stacks)} samples, 20 ms apart):")
+        for stack, count in collections.Counter(stacks).most_common(4):
+            print(f"  {count:3d} x {stack}")
     print("\nbaseline: the same model work on the GUI thread (the freeze without background workers)")
     for name, seconds in gui_thread_baseline(path):
         print(f"{name:58s} {seconds * 1000:6.0f} ms")

@@ -116,6 +116,7 @@ class PlotPane(QWidget):
         for view in self.views:
             self.tabs.addTab(view, view.title)
         self.tabs.tabBarClicked.connect(self._tab_clicked)
+        self.tabs.currentChanged.connect(self._draw_current)
         self.stack.addWidget(self.tabs)
         self._message_page = QWidget()
         message_layout = QVBoxLayout(self._message_page)
@@ -211,13 +212,16 @@ class PlotPane(QWidget):
     @property
     def image_item(self) -> pg.ImageItem:
         """The heatmap's image."""
+        self.heatmap.ensure_drawn()
         return self.heatmap.image_item
 
     @property
     def curve_item(self) -> pg.PlotDataItem:
         """The curve of the current data: the heatmap's row profile, or the 1-D line."""
         if self._data is not None and self.heatmap.priority(self._data) > 0:
+            self.heatmap.ensure_drawn()
             return self.heatmap.row_curve
+        self.line.ensure_drawn()
         return self.line.curve
 
     def value_text(self) -> str:
@@ -226,10 +230,12 @@ class PlotPane(QWidget):
 
     def selected_row(self) -> int | None:
         """The heatmap row shown as a profile, as an absolute row index of the array."""
+        self.heatmap.ensure_drawn()
         return self.heatmap.selected_row()
 
     def select_row(self, row: int) -> None:
         """Show the profile of one heatmap row (relative to the subset)."""
+        self.heatmap.ensure_drawn()
         self.heatmap.select_row(row)
 
     def histogram_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -343,6 +349,7 @@ class PlotPane(QWidget):
         offered = [view.title for view, score in zip(self.views, scores, strict=True) if score > 0]
         best = self.views[scores.index(max(scores))].title
         self.tabs.setCurrentIndex(self._index_of(self._preferred if self._preferred in offered else best))
+        self._draw_current()
         self.stack.setCurrentWidget(self.tabs)
         self.summary_label.setText(join_notes(f"{data.subset.path} [{data.subset.text}]: {data.summary}", data.note))
         self.shown.emit()
@@ -355,6 +362,11 @@ class PlotPane(QWidget):
 
     def _index_of(self, title: str) -> int:
         return next(i for i, view in enumerate(self.views) if view.title == title)
+
+    def _draw_current(self, _index: int = -1) -> None:
+        page = self.tabs.currentWidget()
+        if isinstance(page, PlotView):
+            page.ensure_drawn()
 
     def _tab_clicked(self, index: int) -> None:
         if 0 <= index < len(self.views):

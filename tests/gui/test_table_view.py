@@ -148,3 +148,27 @@ def test_the_heatmap_names_the_cell_under_the_cursor(qtbot, pane, hierarchy) -> 
     qtbot.mouseMove(heatmap.view.viewport(), heatmap.view.mapFromScene(scene))
     qtbot.waitUntil(lambda: heatmap.hover_text() != "", timeout=5000)
     assert heatmap.hover_text() == "row 2, column 4: 22"
+
+
+def test_a_wide_array_opens_without_measuring_every_cell(qtbot, pane, tmp_path: Path) -> None:
+    """2,000 x 64 vectors open on the heatmap; the table behind its tab is filled only when it is
+    opened, and fitting its columns asks for a few rows' cells, not Qt's default 1,000 rows."""
+    root = zarr.open_group(tmp_path / "wide.zarr", mode="w")
+    vectors = np.random.default_rng(2).normal(size=(2_000, 64)).astype(np.float32)
+    root.create_array("embeddings", shape=vectors.shape, chunks=(500, 64), dtype="float32")[:] = vectors
+    h = Hierarchy(open_store(tmp_path / "wide.zarr"))
+    model = pane.table.model
+    asked: list[int] = []
+    data = model.data
+
+    def counted(index, role=Qt.ItemDataRole.DisplayRole):  # type: ignore[no-untyped-def]
+        asked.append(index.row())
+        return data(index, role)
+
+    model.data = counted  # type: ignore[method-assign]  # Qt's calls reach the instance's attribute
+    show(qtbot, pane, h, "embeddings", "0:2000, :")
+    assert pane.current_view() == "Heatmap" and "Table" in pane.offered_views()
+    assert model.rowCount() == 0  # not drawn behind its tab
+    assert pane.show_view("Table")
+    assert model.rowCount() == 2_000 and model.index(1, 3).data() == f"{float(vectors[1, 3]):.6g}"
+    assert asked and max(asked) < 200  # the measured rows and those on screen, not 1,000

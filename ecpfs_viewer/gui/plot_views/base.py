@@ -30,15 +30,23 @@ class PlotView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._data: PlotData | None = None
+        self._stale = False  # data set but not drawn yet
 
     def priority(self, data: PlotData) -> int:
         """How well this view fits the data: 0 = cannot show it; the highest opens first."""
         raise NotImplementedError(type(self).__name__)
 
     def set_data(self, data: PlotData) -> None:
-        """Draw the data (only called when :meth:`priority` is above 0)."""
+        """Keep the data (only called when :meth:`priority` is above 0); it is drawn by
+        :meth:`ensure_drawn` when the page is shown, so the pages behind other tabs cost nothing."""
         self._data = data
-        self.draw()
+        self._stale = True
+
+    def ensure_drawn(self) -> None:
+        """Draw the data kept by :meth:`set_data` unless that was done already."""
+        if self._stale and self._data is not None:
+            self._stale = False
+            self.draw()
 
     def draw(self) -> None:
         """Draw ``self._data`` into the page's items."""
@@ -47,12 +55,14 @@ class PlotView(QWidget):
     def clear(self) -> None:
         """Forget the data and empty the page."""
         self._data = None
+        self._stale = False
 
     def apply_palette(self) -> None:
         """Restyle plot items from the widget palette (light or dark); plain widgets follow it alone."""
 
     def export_png(self, path: str) -> None:
         """Save a picture of the page."""
+        self.ensure_drawn()
         self.grab().save(path)
 
     def offset(self, axis: int) -> int:

@@ -48,6 +48,9 @@ def format_cell(value: Any, exact: bool = False) -> str:
     return str(value)
 
 
+SIZE_COLUMNS_BY_ROWS = 32  # rows measured when columns are fitted to their contents
+
+
 class ArrayTableModel(QAbstractTableModel):
     """A read-only table over a 1-D or 2-D array, in memory or read a block of rows at a time."""
 
@@ -290,6 +293,9 @@ class TableView(PlotView):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         self.table.horizontalHeader().setStretchLastSection(True)
+        # fit columns to the first rows: measuring Qt's default 1,000 rows asks the model for
+        # 64,000 cells of a 64-wide table, seconds of Python on the GUI thread
+        self.table.horizontalHeader().setResizeContentsPrecision(SIZE_COLUMNS_BY_ROWS)
         self.table.clicked.connect(self._clicked)
         self.copy_action = QAction("Copy as TSV", self.table)
         self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
