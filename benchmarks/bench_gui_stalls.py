@@ -37,7 +37,7 @@ from _remote_server import serve_static_child
 from PySide6.QtCore import QEventLoop, QTimer
 
 from ecpfs_viewer.gui import settings as app_settings
-from ecpfs_viewer.gui.app import tune_interpreter_for_gui, create_main_window, ensure_application
+from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
 from ecpfs_viewer.gui.main_window import MainWindow
 from ecpfs_viewer.gui.tree_model import LoadState
 from ecpfs_viewer.model.hierarchy import Hierarchy
