@@ -120,11 +120,12 @@ def _wait_until_up(process: subprocess.Popen[bytes], probe: Callable[[], bool], 
     """Wait until probe() is true; a process that exits or a timeout raises naming its output."""
     deadline = time.monotonic() + timeout_s
     while not probe():
-        if process.poll() is not None or time.monotonic() > deadline:
+        code = process.poll()
+        if code is not None or time.monotonic() > deadline:
+            state = f"it exited with {code}" if code is not None else f"no answer within {timeout_s:g} s"
             process.kill()
             output = log.read_text(errors="replace")[-2000:].strip() or "(no output)"
-            state = f"exited with {process.returncode}" if process.returncode is not None else "no answer"
-            raise server_failed(what, f"{state} after {timeout_s:g} s at most; its output: {output}")
+            raise server_failed(what, f"{state}; its output: {output}")
         time.sleep(0.05)
 
 

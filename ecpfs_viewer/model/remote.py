@@ -241,9 +241,10 @@ class BoundedStore(WrapperStore[Store]):
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None  # what zarr's ObjectStore answers for a missing key
         start, stop = answer.range
-        _check_object(self.where(key), key, stop - start)  # before the body: dropping the answer closes it
+        what = "the object" if byte_range is None else f"the object from byte {start:,}"
+        _check_object(self.where(key), key, stop - start, what)  # before the body: dropping the answer closes it
         data = await answer.bytes_async()
-        _check_object(self.where(key), key, len(data))
+        _check_object(self.where(key), key, len(data), what)
         return prototype.buffer.from_bytes(data)  # type: ignore[arg-type]
 
     async def get_partial_values(self, prototype: BufferPrototype,
@@ -282,10 +283,10 @@ def _offset(byte_range: ByteRequest) -> int:
     return byte_range.offset
 
 
-def _check_object(where: str, key: str, size: int) -> None:
+def _check_object(where: str, key: str, size: int, what: str = "the object") -> None:
     cap, name = cap_for(key)
     if size > cap:
-        too_large(where, name, size, "the object")
+        too_large(where, name, size, what)
 
 
 def _refuse_long_range(where: str, key: str, byte_range: ByteRequest | None) -> None:
