@@ -118,7 +118,8 @@ def credential_hint(scheme: str) -> str:
         return ("check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE with boto3 installed) "
                 "and --region, or use --anon for a public bucket")
     if scheme in ("gs", "gcs"):
-        return "check GOOGLE_APPLICATION_CREDENTIALS (a service account file), or use --anon for a public bucket"
+        return ("check GOOGLE_APPLICATION_CREDENTIALS (a service account file) or GOOGLE_SERVICE_ACCOUNT_KEY, "
+                "or use --anon for a public bucket")
     if scheme in ("az", "azure", "abfs", "abfss"):
         return ("check AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN, "
                 "or use --anon for a public container")

@@ -13,6 +13,7 @@ from cloud_emulators import AZURITE_KEY, CloudServer
 from ecpfs_viewer.model.ecpfs import summarize
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.remote import RemoteAccessError, RemoteOptions
+from ecpfs_viewer.model.remote_clients import azure_account
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.stores import StoreOpenError, open_store
 from ecpfs_viewer.model.validation import validate
@@ -130,3 +131,14 @@ def test_azure_refusal_names_the_variables_to_check_and_no_secret(
     assert f"{url}/zarr.json" in text and "403" in text
     assert "AZURE_STORAGE_ACCOUNT_NAME" in text and "AZURE_STORAGE_ACCOUNT_KEY" in text and "--anon" in text
     assert AZURITE_KEY[:20] not in text and "AAAAAAA=" not in text
+
+
+def test_azure_account_comes_from_the_environment_or_the_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
+    assert azure_account("https://myaccount.blob.core.windows.net") == "myaccount"
+    assert azure_account("http://127.0.0.1:10000/devstoreaccount1") == "devstoreaccount1"
+    assert azure_account(None) is None
+    with pytest.raises(StoreOpenError, match="AZURE_STORAGE_ACCOUNT_NAME"):
+        open_store("az://container/x.zarr", remote=RemoteOptions(timeout_s=5))  # no request is made
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "named")
+    assert azure_account("http://127.0.0.1:10000/devstoreaccount1") == "named"
