@@ -7,12 +7,15 @@ Needs only python3 (>= 3.11). Usage:
     python3 scripts/dev.py test [pytest arguments]        # only the tests named (no static checks)
     python3 scripts/dev.py check                          # only the static checks
 The environment lives in .venv/ beside this checkout and is refreshed whenever
-pyproject.toml changes.
+pyproject.toml changes. `setup` and `test` also install Azurite (the Azure Blob emulator the
+az:// tests run against) with npm into .venv/azurite, when npm is there.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".ecpfs-viewer-installed"
+AZURITE_VERSION = "3.37.0"  # the Azure Blob emulator of the az:// tests (tests/cloud_emulators.py)
+AZURITE = VENV / "azurite"
 
 
 def venv_python() -> Path:
@@ -42,6 +47,35 @@ def ensure_environment() -> Path:
         )
         STAMP.write_text(wanted)
     return venv_python()
+
+
+def azurite_version() -> str | None:
+    """The Azurite version installed in .venv/azurite, or None."""
+    try:
+        manifest = json.loads((AZURITE / "node_modules" / "azurite" / "package.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return str(manifest.get("version"))
+
+
+def ensure_azurite() -> None:
+    """npm-install the pinned Azurite into .venv/azurite when it is missing or another version;
+    without npm (or offline) say so and go on: the az:// tests then skip (and fail in CI)."""
+    if azurite_version() == AZURITE_VERSION:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        print("note: npm not found; the az:// tests need Azurite (install Node.js and npm, then run "
+              "python3 scripts/dev.py setup)", flush=True)
+        return
+    print(f"Installing Azurite {AZURITE_VERSION} (the Azure Blob emulator for the tests) into {AZURITE} ...",
+          flush=True)
+    AZURITE.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([npm, "install", "--prefix", str(AZURITE), "--no-audit", "--no-fund",
+                           "--loglevel=error", f"azurite@{AZURITE_VERSION}"], check=False)
+    if done.returncode or azurite_version() != AZURITE_VERSION:
+        print(f"note: npm could not install Azurite (exit {done.returncode}); the az:// tests need it",
+              flush=True)
 
 
 def static_checks(python: Path) -> int:
@@ -79,6 +113,8 @@ def main(argv: list[str]) -> int:
         return 2
     python = ensure_environment()
     command, rest = argv[0], argv[1:]
+    if command in ("setup", "test"):
+        ensure_azurite()
     if command == "setup":
         return 0
     if command == "run":

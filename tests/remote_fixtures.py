@@ -6,7 +6,8 @@
 - :func:`serve_hostile`: the static server, answering chosen paths badly: ``stall`` (reads the
   request, never answers), ``cut`` (headers with the full length, half the body, then closes) or
   ``trickle`` (the body at one byte per second).
-- :func:`moto_s3`: moto's S3 server, with :func:`upload_folder` to put a store in a bucket.
+
+S3 (moto), GCS and Azure emulators are in cloud_emulators.py.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -159,56 +159,6 @@ def serve_stalled() -> Iterator[str]:
         for connection in held:
             connection.close()
         listener.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.contextmanager
-def moto_s3() -> Iterator[str]:
-    """moto's S3 server on a free loopback port, with dummy credentials set; yields its endpoint."""
-    from moto.server import ThreadedMotoServer
-
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
-    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def s3_client(endpoint: str) -> Any:
-    import boto3
-
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                        aws_access_key_id="testing", aws_secret_access_key="testing")
-
-
-def upload_folder(endpoint: str, bucket: str, folder: Path, prefix: str) -> int:
-    """Upload every file below folder to s3://bucket/prefix/...; returns the number of objects."""
-    client = s3_client(endpoint)
-    with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
-        client.create_bucket(Bucket=bucket)
-    files = [p for p in folder.rglob("*") if p.is_file()]
-
-    def put(path: Path) -> None:
-        key = f"{prefix}/{path.relative_to(folder).as_posix()}"
-        client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
-
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(put, files))
-    return len(files)
 
 
 def tree_kinds(h: Any, path: str = "") -> dict[str, str]:

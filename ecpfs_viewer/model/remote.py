@@ -13,13 +13,10 @@ Failures become :class:`RemoteError` values whose message names the object and s
 from __future__ import annotations
 
 import asyncio
-import os
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -28,6 +25,9 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import WrapperStore
 
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.remote_clients import RemoteOpenError as RemoteOpenError
+from ecpfs_viewer.model.remote_clients import make_object_store as make_object_store
+from ecpfs_viewer.model.store_io import UnreadableFile, cap_for, too_large
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.stores import OpenedStore
@@ -79,10 +79,6 @@ class ListingUnavailableError(RemoteError):
     """The server cannot list folders (plain HTTP); the hierarchy must be derived instead."""
 
 
-class RemoteOpenError(UserError):
-    """A URL could not be turned into a store (unknown scheme, missing extra, bad options)."""
-
-
 _ABANDONED = [0]  # requests our deadline gave up on whose client call may still be running
 _ABANDONED_LOCK = threading.Lock()
 
@@ -122,7 +118,8 @@ def credential_hint(scheme: str) -> str:
         return ("check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE with boto3 installed) "
                 "and --region, or use --anon for a public bucket")
     if scheme in ("gs", "gcs"):
-        return "check GOOGLE_APPLICATION_CREDENTIALS (a service account file), or use --anon for a public bucket"
+        return ("check GOOGLE_APPLICATION_CREDENTIALS (a service account file) or GOOGLE_SERVICE_ACCOUNT_KEY, "
+                "or use --anon for a public bucket")
     if scheme in ("az", "azure", "abfs", "abfss"):
         return ("check AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN, "
                 "or use --anon for a public container")
@@ -131,7 +128,7 @@ def credential_hint(scheme: str) -> str:
 
 def translate_error(exc: BaseException, where: str, scheme: str, timeout_s: float) -> BaseException:
     """An obstore / transport exception as a RemoteError naming `where`; others unchanged."""
-    if isinstance(exc, RemoteError | FileNotFoundError | asyncio.CancelledError):
+    if isinstance(exc, RemoteError | UnreadableFile | FileNotFoundError | asyncio.CancelledError):
         return exc
     timed_out = RemoteTimeoutError(f"{where}: no answer within {timeout_s:g} s; retry, or raise --timeout")
     if isinstance(exc, TimeoutError):
@@ -216,15 +213,40 @@ class BoundedStore(WrapperStore[Store]):
 
     async def get(self, key: str, prototype: BufferPrototype,
                   byte_range: ByteRequest | None = None) -> Buffer | None:
+        """The object (or a range of it), each within the cap for its kind (metadata or chunk):
+        a longer range is refused before it is asked for, a larger object once its size is known
+        from the answer's headers, before its body is read (UnreadableFile, as for a local file)."""
+        _refuse_long_range(self.where(key), key, byte_range)
         try:
-            return await self._call(key, lambda: self._store.get(key, prototype, byte_range))
+            return await self._call(key, lambda: self._get_capped(key, prototype, byte_range))
         except RemoteError as exc:
             if byte_range is None or type(exc.__cause__).__name__ != "NotSupportedError":
                 raise
         # A server that ignores Range headers (python's http.server, some static hosts): cut the
         # requested bytes from the whole object.
-        whole = await self._call(key, lambda: self._store.get(key, prototype, None))
+        whole = await self._call(key, lambda: self._get_capped(key, prototype, None))
         return None if whole is None else _cut(whole, byte_range)
+
+    async def _get_capped(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None) -> Buffer | None:
+        inner = getattr(self._store, "store", None)  # the obstore client under zarr's ObjectStore
+        if inner is None or isinstance(byte_range, RangeByteRequest | SuffixByteRequest):
+            found = await self._store.get(key, prototype, byte_range)  # a bounded length, checked before
+            if found is not None:
+                _check_object(self.where(key), key, len(found))
+            return found
+        import obstore
+
+        options: dict[str, Any] = {} if byte_range is None else {"range": {"offset": _offset(byte_range)}}
+        try:
+            answer = await obstore.get_async(inner, key, options=options)  # type: ignore[arg-type]
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None  # what zarr's ObjectStore answers for a missing key
+        start, stop = answer.range
+        what = "the object" if byte_range is None else f"the object from byte {start:,}"
+        _check_object(self.where(key), key, stop - start, what)  # before the body: dropping the answer closes it
+        data = await answer.bytes_async()
+        _check_object(self.where(key), key, len(data), what)
+        return prototype.buffer.from_bytes(data)  # type: ignore[arg-type]
 
     async def get_partial_values(self, prototype: BufferPrototype,
                                  key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:
@@ -256,6 +278,31 @@ class BoundedStore(WrapperStore[Store]):
             yield name
 
 
+def _offset(byte_range: ByteRequest) -> int:
+    if not isinstance(byte_range, OffsetByteRequest):
+        raise TypeError(f"unknown byte range {byte_range!r}")
+    return byte_range.offset
+
+
+def _check_object(where: str, key: str, size: int, what: str = "the object") -> None:
+    cap, name = cap_for(key)
+    if size > cap:
+        too_large(where, name, size, what)
+
+
+def _refuse_long_range(where: str, key: str, byte_range: ByteRequest | None) -> None:
+    """Refuse a requested range longer than the cap for key, before any request."""
+    if isinstance(byte_range, RangeByteRequest):
+        length = byte_range.end - byte_range.start
+    elif isinstance(byte_range, SuffixByteRequest):
+        length = byte_range.suffix
+    else:
+        return
+    cap, name = cap_for(key)
+    if length > cap:
+        too_large(where, name, length, "the requested range")
+
+
 def _cut(whole: Buffer, byte_range: ByteRequest) -> Buffer:
     size = len(whole)
     if isinstance(byte_range, RangeByteRequest):
@@ -265,81 +312,6 @@ def _cut(whole: Buffer, byte_range: ByteRequest) -> Buffer:
     if isinstance(byte_range, SuffixByteRequest):
         return whole[max(size - byte_range.suffix, 0):]
     raise TypeError(f"unknown byte range {byte_range!r}")
-
-
-_BUCKET_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-
-
-def _client_options(options: RemoteOptions, allow_http: bool) -> dict[str, Any]:
-    return {"timeout": timedelta(seconds=options.timeout_s),
-            "connect_timeout": timedelta(seconds=min(options.timeout_s, 10.0)),
-            "allow_http": allow_http}
-
-
-def _retry_config(options: RemoteOptions) -> dict[str, Any]:
-    # A failed request is retried while its timeout lasts, with short backoff (a reset connection).
-    return {"max_retries": 3, "retry_timeout": timedelta(seconds=options.timeout_s),
-            "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2),
-                        "base": 2}}
-
-
-def _s3_credentials(options: RemoteOptions) -> Any:
-    """A boto3 credential provider when a profile is in use and boto3 is installed, else None.
-
-    obstore itself reads AWS_* variables, web identity and instance metadata; profiles in
-    ~/.aws need boto3.
-    """
-    if options.anon or os.environ.get("AWS_ACCESS_KEY_ID") or not (
-            os.environ.get("AWS_PROFILE") or os.path.exists(os.path.expanduser("~/.aws/credentials"))):
-        return None
-    try:
-        import boto3
-        from obstore.auth.boto3 import Boto3CredentialProvider
-    except ImportError:
-        return None
-    try:
-        return Boto3CredentialProvider(boto3.Session())
-    except Exception:  # no usable profile: fall back to obstore's own discovery
-        return None
-
-
-def make_object_store(url: str, options: RemoteOptions) -> Any:
-    """The obstore store for a URL (no request is made here)."""
-    from obstore.store import AzureStore, GCSStore, HTTPStore, S3Store
-
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    bucket, prefix = parts.netloc, parts.path.strip("/") or None
-    endpoint = options.endpoint.strip() if options.endpoint else None
-    allow_http = url.lower().startswith("http://") or bool(endpoint and endpoint.lower().startswith("http://"))
-    common: dict[str, Any] = {"client_options": _client_options(options, allow_http),
-                              "retry_config": _retry_config(options)}
-    if scheme in ("http", "https"):
-        return HTTPStore.from_url(url.rstrip("/"), **common)
-    if not bucket or not _BUCKET_RE.match(bucket):
-        raise RemoteOpenError(f"{url}: expected {scheme}://BUCKET/PATH")
-    if scheme in ("s3", "s3a"):
-        config: dict[str, Any] = {"skip_signature": True} if options.anon else {}
-        if endpoint:
-            config["endpoint"] = endpoint
-            config["virtual_hosted_style_request"] = False
-        region = options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        config["region"] = region or "us-east-1"
-        provider = _s3_credentials(options)
-        if provider is not None:
-            common["credential_provider"] = provider
-        return S3Store(bucket, prefix=prefix, **config, **common)
-    if scheme in ("gs", "gcs"):
-        gcs: dict[str, Any] = {"skip_signature": True} if options.anon else {}
-        if endpoint:
-            gcs["base_url"] = endpoint
-        return GCSStore(bucket, prefix=prefix, **gcs, **common)
-    if scheme in ("az", "azure", "abfs", "abfss"):
-        azure: dict[str, Any] = {"skip_signature": True} if options.anon else {}
-        if endpoint:
-            azure["endpoint"] = endpoint
-        return AzureStore.from_url(url.rstrip("/"), **azure, **common)
-    raise RemoteOpenError(f"{url}: unsupported URL scheme '{scheme}'")
 
 
 def open_remote(url: str, options: RemoteOptions) -> BoundedStore:

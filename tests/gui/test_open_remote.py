@@ -1,4 +1,5 @@
-"""File > Open URL… on remote stores: S3 with an endpoint (moto on loopback), and a static web server."""
+"""File > Open URL… on remote stores: S3, GCS and Azure with an endpoint (emulators on loopback), and a
+static web server."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ def _listed_names(qtbot, win: MainWindow, path: str) -> list[str]:
     return [model.index(r, 0, parent).data() for r in range(model.rowCount(parent))]
 
 
-def test_open_url_dialog_opens_s3_with_an_endpoint(qtbot, monkeypatch, moto_endpoint: str) -> None:
-    win = _open_via_dialog(qtbot, monkeypatch, "s3://ecpfs/two_clusters.zarr", moto_endpoint)
+def test_open_url_dialog_opens_a_cloud_with_an_endpoint(qtbot, monkeypatch, cloud) -> None:
+    win = _open_via_dialog(qtbot, monkeypatch, cloud.url("ecpfs", "two_clusters.zarr"), cloud.endpoint)
     assert _listed_names(qtbot, win, "lvl_2") == ["node_0", "node_1", "node_2", "node_3"]
     assert not win.banner.isVisible()  # listed for real: nothing to say
     win.close()

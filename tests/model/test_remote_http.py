@@ -98,15 +98,20 @@ def test_stalled_reads_are_timeout_values_not_hangs() -> None:
     assert f"{url}/index.zarr/a/zarr.json" in str(found[0])
 
 
-def test_access_denied_names_the_credentials_to_try_and_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("scheme", "secret_var", "named"), [
+    ("s3", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID"),
+    ("gs", "GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_APPLICATION_CREDENTIALS"),  # fake-gcs-server never refuses
+])
+def test_access_denied_names_the_credentials_to_try_and_no_secret(monkeypatch: pytest.MonkeyPatch, scheme: str,
+                                                                  secret_var: str, named: str) -> None:
     import obstore.exceptions
 
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "very-secret-value")
-    error = translate_error(obstore.exceptions.PermissionDeniedError("403 Forbidden"), "s3://b/x.zarr/zarr.json",
-                            "s3", 30)
+    monkeypatch.setenv(secret_var, "very-secret-value")
+    error = translate_error(obstore.exceptions.PermissionDeniedError("403 Forbidden"),
+                            f"{scheme}://b/x.zarr/zarr.json", scheme, 30)
     assert isinstance(error, RemoteAccessError)
     text = str(error)
-    assert "s3://b/x.zarr/zarr.json" in text and "--anon" in text and "AWS_ACCESS_KEY_ID" in text
+    assert f"{scheme}://b/x.zarr/zarr.json" in text and "--anon" in text and named in text
     assert "very-secret-value" not in text
 
 
