@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pyqtgraph.util.garbage_collector import GarbageCollector
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui import settings as app_settings
+from ecpfs_viewer.gui.collector import GuiThreadCollector
 from ecpfs_viewer.gui.main_window import MainWindow
 from ecpfs_viewer.gui.workers import stop_workers
 from ecpfs_viewer.model.remote import RemoteOptions
@@ -72,18 +72,16 @@ def create_main_window(location: str | None = None, demo: bool = False,
 GIL_SWITCH_INTERVAL_S = 0.001
 
 
-def tune_interpreter_for_gui() -> GarbageCollector:
+def tune_interpreter_for_gui() -> GuiThreadCollector:
     """Set the interpreter up for a responsive window; keep the collector returned.
 
-    Python's collector runs on whatever thread allocates; a Qt object it frees on a worker thread
-    is destroyed later on the GUI thread at an arbitrary point, where PySide can deadlock, and a
-    full collection there holds the GIL for tens of milliseconds. Automatic collection is turned
-    off and done on a GUI-thread timer instead. A shorter GIL switch interval lets the GUI thread
-    in sooner while several workers decode chunks: the longest stalls measured by
+    Garbage is collected on the GUI thread in short pauses (see gui/collector.py); connect
+    its collect_everything_after to the window's store_dropped. A shorter GIL switch interval lets the GUI thread in
+    sooner while several workers decode chunks: the longest stalls measured by
     benchmarks/bench_gui_stalls.py fell from 324 to 100 ms under load.
     """
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    return GarbageCollector(interval=1.0)
+    return GuiThreadCollector()
 
 
 def run_gui(location: str | None = None, demo: bool = False, screenshot: str | None = None,
@@ -101,6 +99,7 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     app = ensure_application()
     collector = tune_interpreter_for_gui()
     window = create_main_window(location, demo, remote, select=select, remember_recent=not screenshot)
+    collector.collect_everything_after(window.store_dropped)
     if screenshot:
         window.resize(1280, 800)  # the same picture on every machine
     window.show()

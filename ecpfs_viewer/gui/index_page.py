@@ -137,6 +137,7 @@ class IndexPage(QSplitter):
         for runner in (self._summary_runner, self._check_runner):
             runner.invalidate()
         self._show_check_progress.cancel()
+        self._hierarchy = None
         self.summary = self.report = None
         self.facts.set_rows([])
         self.findings.clear()

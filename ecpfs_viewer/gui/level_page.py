@@ -236,6 +236,7 @@ class LevelPage(QSplitter):
         """Forget what is shown and drop every pending result."""
         for runner in (self._level_runner, self._refs_runner):
             runner.invalidate()
+        self._hierarchy = None
         self.view = None
         self.report = None
         self.facts.set_rows([])

@@ -114,6 +114,7 @@ class MainWindow(QMainWindow):
     TAB_OVERVIEW, TAB_METADATA, TAB_DATA = range(3)
     store_opened = Signal(str)  # the location, once its tree is shown
     open_failed = Signal(str, str)  # the location and why it could not be opened
+    store_dropped = Signal()  # an opened index was let go (closed, or replaced by another)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -417,11 +418,14 @@ class MainWindow(QMainWindow):
         self.node_page.clear()
         self.overview.forget_report()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
+        dropped = self._hierarchy is not None
         if self._hierarchy is not None:
             self._hierarchy.store.close()
         self._hierarchy = None
         self._layout_info = None
         self._location = None
+        if dropped:
+            self.store_dropped.emit()
 
     def close_store(self) -> None:
         self._drop_store()

@@ -57,6 +57,7 @@ def test_the_running_application_collects_garbage_on_the_gui_thread_only(tmp_pat
         "from ecpfs_viewer.gui import app as gui_app\n"
         "def check():\n"
         "    w = QWidget(); w.cycle = w; ref = weakref.ref(w); del w\n"
+        "    junk = [[] for _ in range(2000)]  # enough allocations for generation 0 to come due\n"
         "    def later():\n"
         "        print(gc.isenabled(), ref() is None, sys.getswitchinterval())\n"
         "        QApplication.instance().exit(0)\n"
