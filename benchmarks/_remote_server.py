@@ -60,11 +60,10 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ro
         writer.close()
 
 
-def _serve(directory: str, delay: float, pipe: Connection) -> None:
-    # The server stands in for another machine: niced, it yields this machine's cores to the
-    # client being measured instead of competing with its GUI thread for them.
-    with contextlib.suppress(OSError):
-        os.nice(10)
+def _serve(directory: str, delay: float, pipe: Connection, niceness: int) -> None:
+    if niceness:
+        with contextlib.suppress(OSError):
+            os.nice(niceness)
     root = Path(directory).resolve()
     counter = _Counter()
     loop = asyncio.new_event_loop()
@@ -99,11 +98,15 @@ class ChildServer:
 
 
 @contextlib.contextmanager
-def serve_static_child(directory: Path, delay: float) -> Iterator[ChildServer]:
-    """Serve directory (no folder listings, `delay` seconds per request) from a child process."""
+def serve_static_child(directory: Path, delay: float, niceness: int = 0) -> Iterator[ChildServer]:
+    """Serve directory (no folder listings, `delay` seconds per request) from a child process.
+
+    The server stands in for another machine. Measuring throughput, it gets a full share of the
+    cores (a real server is not slowed by the client); measuring the client's GUI, a niceness
+    makes it yield the cores to the client instead of taking them from its GUI thread."""
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
-    process = context.Process(target=_serve, args=(str(directory), delay, theirs), daemon=True)
+    process = context.Process(target=_serve, args=(str(directory), delay, theirs, niceness), daemon=True)
     process.start()
     try:
         yield ChildServer(ours.recv(), ours)

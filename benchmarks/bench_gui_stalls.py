@@ -235,7 +235,7 @@ def main() -> int:
     index = bench_index_path()
     with contextlib.ExitStack() as stack:
         if args.remote:
-            server = stack.enter_context(serve_static_child(index.parent, args.delay_ms / 1000))
+            server = stack.enter_context(serve_static_child(index.parent, args.delay_ms / 1000, niceness=10))
             location = f"{server.base}/{index.name}"
             where = f"{index.name} over loopback HTTP without listings, {args.delay_ms:g} ms per request"
         else:

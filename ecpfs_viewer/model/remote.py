@@ -27,7 +27,7 @@ from zarr.storage import WrapperStore
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.remote_clients import RemoteOpenError as RemoteOpenError
 from ecpfs_viewer.model.remote_clients import make_object_store as make_object_store
-from ecpfs_viewer.model.store_io import UnreadableFile, cap_for, too_large
+from ecpfs_viewer.model.store_io import UnreadableFile, cap_for, check_size, too_large
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.stores import OpenedStore
@@ -232,7 +232,7 @@ class BoundedStore(WrapperStore[Store]):
         if inner is None or isinstance(byte_range, RangeByteRequest | SuffixByteRequest):
             found = await self._store.get(key, prototype, byte_range)  # a bounded length, checked before
             if found is not None:
-                _check_object(self.where(key), key, len(found))
+                check_size(self.where(key), key, len(found), "the object")
             return found
         import obstore
 
@@ -243,9 +243,9 @@ class BoundedStore(WrapperStore[Store]):
             return None  # what zarr's ObjectStore answers for a missing key
         start, stop = answer.range
         what = "the object" if byte_range is None else f"the object from byte {start:,}"
-        _check_object(self.where(key), key, stop - start, what)  # before the body: dropping the answer closes it
+        check_size(self.where(key), key, stop - start, what)  # before the body: dropping the answer closes it
         data = await answer.bytes_async()
-        _check_object(self.where(key), key, len(data), what)
+        check_size(self.where(key), key, len(data), what)
         return prototype.buffer.from_bytes(data)  # type: ignore[arg-type]
 
     async def get_partial_values(self, prototype: BufferPrototype,
@@ -282,12 +282,6 @@ def _offset(byte_range: ByteRequest) -> int:
     if not isinstance(byte_range, OffsetByteRequest):
         raise TypeError(f"unknown byte range {byte_range!r}")
     return byte_range.offset
-
-
-def _check_object(where: str, key: str, size: int, what: str = "the object") -> None:
-    cap, name = cap_for(key)
-    if size > cap:
-        too_large(where, name, size, what)
 
 
 def _refuse_long_range(where: str, key: str, byte_range: ByteRequest | None) -> None:

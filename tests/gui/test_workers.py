@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from pathlib import Path
 
-from ecpfs_viewer.gui.workers import BackgroundRunner, thread_pool, wait_for_workers
+import pytest
+
+from ecpfs_viewer.gui.workers import WORKER_NICENESS, BackgroundRunner, thread_pool, wait_for_workers
 from ecpfs_viewer.logs import LOG_DIR_ENV, configure_logging
 
 
@@ -88,3 +92,26 @@ def test_a_failing_job_shows_a_message_and_logs_its_traceback(qtbot, tmp_path: P
     assert "Traceback (most recent call last)" in logged and "in explode_in_worker" in logged
     assert "ValueError: the index is on fire" in logged
     assert wait_for_workers()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities are set on Linux only")
+def test_workers_run_below_the_gui_threads_priority(qtbot) -> None:
+    """A worker (and a thread it starts, as zarr and obstore do) yields the CPU to the GUI thread."""
+
+    def priorities() -> tuple[int, int]:
+        inner: list[int] = []
+
+        def in_child() -> None:
+            inner.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+        child = threading.Thread(target=in_child)
+        child.start()
+        child.join()
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), inner[0]
+
+    runner = BackgroundRunner()
+    got: list[tuple[int, int]] = []
+    runner.run(priorities, on_result=got.append)
+    qtbot.waitUntil(lambda: bool(got), timeout=5_000)
+    gui = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert got[0] == (WORKER_NICENESS, WORKER_NICENESS) and gui < WORKER_NICENESS
