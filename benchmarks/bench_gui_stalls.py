@@ -253,6 +253,7 @@ def run(path: str, where: str, explain: float | None = None) -> int:
 
     window = create_main_window()  # building the widgets is start-up, not browsing: outside the meter
     collector.collect_everything_after(window.store_dropped)
+    collector.freeze_after(window.store_opened)
     window.resize(1280, 800)
     window.show()
     wait_until(lambda: True)

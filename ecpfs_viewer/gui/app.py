@@ -100,6 +100,7 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     collector = tune_interpreter_for_gui()
     window = create_main_window(location, demo, remote, select=select, remember_recent=not screenshot)
     collector.collect_everything_after(window.store_dropped)
+    collector.freeze_after(window.store_opened)
     if screenshot:
         window.resize(1280, 800)  # the same picture on every machine
     window.show()

@@ -60,17 +60,18 @@ def test_a_frozen_cycle_is_freed_by_collecting_everything(collector) -> None:
     assert gc.get_freeze_count() == 0
 
 
-def test_closing_an_index_unfreezes_and_collects_everything(qtbot, two_clusters_path: Path, tmp_path: Path,
-                                              collector) -> None:
+def test_an_open_index_is_frozen_and_closing_it_collects_everything(qtbot, two_clusters_path: Path,
+                                                                   tmp_path: Path, collector) -> None:
     app_settings.use_settings_dir(tmp_path / "settings")
-    window = create_main_window(str(two_clusters_path))
+    gc.unfreeze()
+    window = create_main_window()
     qtbot.addWidget(window)
     tuned = tune_interpreter_for_gui()
     tuned.collect_everything_after(window.store_dropped)
+    tuned.freeze_after(window.store_opened)
     try:
-        qtbot.waitUntil(lambda: window.hierarchy is not None, timeout=10_000)
-        gc.collect()
-        gc.freeze()  # as if a full collection had frozen the open index
+        window.open_location(str(two_clusters_path))
+        qtbot.waitUntil(lambda: window.hierarchy is not None and gc.get_freeze_count() > 0, timeout=10_000)
         frozen = Node()  # a cycle of the old index's objects
         gc.freeze()
         ref = weakref.ref(frozen)
