@@ -70,8 +70,18 @@ class StallMeter:
         self._samples: list[str] = []  # stacks seen during the current gap
         self.explained: list[tuple[float, list[str]]] = []  # (stall ms, distinct stacks)
         self._explain_over = explain or 0.0
+        self._sampling = threading.Event()
+        self._sampler: threading.Thread | None = None
         if explain is not None:
-            threading.Thread(target=self._sample, daemon=True).start()
+            self._sampling.set()
+            self._sampler = threading.Thread(target=self._sample, daemon=True)
+            self._sampler.start()
+
+    def close(self) -> None:
+        """Stop the sampler before the window goes (a dump during teardown can crash)."""
+        self._sampling.clear()
+        if self._sampler is not None:
+            self._sampler.join()
 
     def start(self) -> None:
         self.gaps, self.busy = [], []
@@ -99,7 +109,7 @@ class StallMeter:
         # faulthandler reads the stacks in C: sys._current_frames() from another thread can crash
         # CPython 3.11 while the GUI thread is between frames
         with tempfile.TemporaryFile("w+") as out:
-            while True:
+            while self._sampling.is_set():
                 time.sleep(0.02)
                 if time.perf_counter() - self._last < 0.04:
                     continue
@@ -310,6 +320,7 @@ def run(path: str, where: str, explain: float | None = None) -> int:
 
     results.append(phase(meter, "recall: 50 sampled items x 5 search_exp (plot, misses)", sweep,
                          lambda: idle(window) and recall.outcome is not None))
+    meter.close()
     window.close()
     collector.timer.stop()
 
