@@ -217,8 +217,8 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.overview, "Overview")
         self.tabs.addTab(self.metadata, "Metadata")
         self.tabs.addTab(self.plot, "Data")
-        self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
-        self.tabs.setCurrentIndex(self.TAB_METADATA)
+        # the Overview tab is disabled (until an index opens) once its page is the overview stack
+        # (_install_node_page): disabling it here would disable the panel itself for good
         self.overview.node_requested.connect(self.reveal_path)
         self._connect_overview()
 

@@ -97,6 +97,16 @@ def test_open_from_command_line_lists_root_and_shows_metadata(qtbot, window, two
     assert app_settings.recent_locations() == [str(two_clusters_path)]
 
 
+def test_the_overview_is_usable_once_an_index_opens(qtbot, window, two_clusters_path):
+    """Closed, the Overview tab is disabled; open, its pages can be read and clicked (not greyed)."""
+    win = window()
+    assert not win.tabs.isTabEnabled(win.TAB_OVERVIEW)
+    win.open_location(str(two_clusters_path))
+    qtbot.waitUntil(lambda: win.hierarchy is not None and win.tabs.isTabEnabled(win.TAB_OVERVIEW), timeout=8000)
+    assert win.overview.isEnabled() and win.overview.index_page.findings.isEnabled()
+    assert win.tabs.currentIndex() == win.TAB_OVERVIEW
+
+
 def test_open_through_folder_dialog(qtbot, window, two_clusters_path, monkeypatch):
     win = window()
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(two_clusters_path))
