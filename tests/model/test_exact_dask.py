@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_factory import build_clustered_index
 
 from ecpfs_viewer.cli import main
-from ecpfs_viewer.model.build import BuildParams, build_index
 from ecpfs_viewer.model.search import IndexReader, recall_sweep, sample_items
 from ecpfs_viewer.model.search import exact_dask as exact_dask_module
 from ecpfs_viewer.model.search.exact_dask import SchedulerError, exact_knn_dask, source_of
@@ -22,13 +22,7 @@ pytest.importorskip("dask.array", reason="dask is part of the scale extra")
 
 @pytest.fixture(scope="module")
 def index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("exact_dask")
-    rng = np.random.default_rng(5)
-    centres = rng.standard_normal((12, 10)) * 4
-    data = (centres[rng.integers(0, 12, 2500)] + rng.standard_normal((2500, 10))).astype(np.float32)
-    np.save(tmp / "data.npy", data)
-    build_index(tmp / "data.npy", tmp / "idx.zarr", BuildParams(levels=2, target_cluster_items=25))
-    return tmp / "idx.zarr"
+    return build_clustered_index(tmp_path_factory.mktemp("exact_dask"), items=2500, dim=10)
 
 
 @pytest.fixture(scope="module")

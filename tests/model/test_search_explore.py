@@ -8,21 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_factory import build_clustered_index
 
-from ecpfs_viewer.model.build import BuildParams, build_index
 from ecpfs_viewer.model.search import IndexReader, QueryError, SearchCancelled, SearchParams, UnknownItemError
 from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, query_vector, recall_explore
 
 
 @pytest.fixture(scope="module")
 def clustered_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("explore")
-    rng = np.random.default_rng(5)
-    centers = rng.standard_normal((12, 8)) * 4
-    data = (centers[rng.integers(0, 12, 1500)] + rng.standard_normal((1500, 8))).astype(np.float32)
-    np.save(tmp / "data.npy", data)
-    build_index(tmp / "data.npy", tmp / "idx.zarr", BuildParams(levels=2, target_cluster_items=25))
-    return tmp / "idx.zarr"
+    return build_clustered_index(tmp_path_factory.mktemp("explore"), items=1500, dim=8)
 
 
 def test_origin_query_opened_nodes_and_leaves(two_clusters_path: Path, tmp_path: Path) -> None:

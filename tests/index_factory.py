@@ -1,0 +1,19 @@
+"""Small indexes built for tests that need more than the two_clusters fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ecpfs_viewer.model.build import BuildParams, build_index
+
+
+def build_clustered_index(folder: Path, items: int, dim: int, clusters: int = 12, seed: int = 5) -> Path:
+    """Build a 2-level index of `items` float32 vectors drawn around `clusters` centres; its path."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim)) * 4
+    data = (centres[rng.integers(0, clusters, items)] + rng.standard_normal((items, dim))).astype(np.float32)
+    np.save(folder / "data.npy", data)
+    build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=2, target_cluster_items=25))
+    return folder / "idx.zarr"
