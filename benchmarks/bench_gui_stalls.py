@@ -262,8 +262,7 @@ def run(path: str, where: str, explain: float | None = None) -> int:
     results = []
 
     window = create_main_window()  # building the widgets is start-up, not browsing: outside the meter
-    collector.collect_everything_after(window.store_dropped)
-    collector.freeze_after(window.store_opened)
+    collector.follow_index(window.store_opened, window.store_dropped)
     window.resize(1280, 800)
     window.show()
     wait_until(lambda: True)

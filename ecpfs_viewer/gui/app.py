@@ -75,10 +75,10 @@ GIL_SWITCH_INTERVAL_S = 0.001
 def tune_interpreter_for_gui() -> GuiThreadCollector:
     """Set the interpreter up for a responsive window; keep the collector returned.
 
-    Garbage is collected on the GUI thread in short pauses (see gui/collector.py); connect
-    its collect_everything_after to the window's store_dropped. A shorter GIL switch interval lets the GUI thread in
-    sooner while several workers decode chunks: the longest stalls measured by
-    benchmarks/bench_gui_stalls.py fell from 324 to 100 ms under load.
+    Garbage is collected on the GUI thread in short pauses (see gui/collector.py; give it the
+    window's store_opened and store_dropped with follow_index). A shorter GIL switch interval lets
+    the GUI thread in sooner while several workers decode chunks (benchmarks/bench_gui_stalls.py:
+    a longest stall of 324 ms under load became 100 ms).
     """
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     return GuiThreadCollector()
@@ -99,8 +99,7 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     app = ensure_application()
     collector = tune_interpreter_for_gui()
     window = create_main_window(location, demo, remote, select=select, remember_recent=not screenshot)
-    collector.collect_everything_after(window.store_dropped)
-    collector.freeze_after(window.store_opened)
+    collector.follow_index(window.store_opened, window.store_dropped)
     if screenshot:
         window.resize(1280, 800)  # the same picture on every machine
     window.show()

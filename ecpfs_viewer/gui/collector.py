@@ -42,14 +42,12 @@ class GuiThreadCollector(QObject):
                     gc.freeze()  # what survived a full collection is long-lived: walk it no more
                 return
 
-    def freeze_after(self, signal: SignalInstance) -> None:
-        """Freeze what exists once signal (an index opened) was emitted: the window and the
-        opened index live on, and the first full collection need not walk them (83 ms measured)."""
-        signal.connect(lambda *_: QTimer.singleShot(0, gc.freeze))
-
-    def collect_everything_after(self, signal: SignalInstance) -> None:
-        """Collect everything once the event that emitted signal (an index dropped) has finished."""
-        signal.connect(lambda *_: QTimer.singleShot(0, self.collect_everything))
+    def follow_index(self, opened: SignalInstance, dropped: SignalInstance) -> None:
+        """Freeze what exists once an index has opened (the window and the index live on, so the
+        first full collection need not walk them: 83 ms measured), and collect everything once
+        one was dropped; each after the event that emitted the signal has finished."""
+        opened.connect(lambda *_: QTimer.singleShot(0, gc.freeze))
+        dropped.connect(lambda *_: QTimer.singleShot(0, self.collect_everything))
 
     def collect_everything(self) -> None:
         """Unfreeze and collect all generations (after an index was closed)."""

@@ -418,13 +418,11 @@ class MainWindow(QMainWindow):
         self.node_page.clear()
         self.overview.forget_report()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
-        dropped = self._hierarchy is not None
-        if self._hierarchy is not None:
-            self._hierarchy.store.close()
-        self._hierarchy = None
+        dropped, self._hierarchy = self._hierarchy, None
         self._layout_info = None
         self._location = None
-        if dropped:
+        if dropped is not None:
+            dropped.store.close()
             self.store_dropped.emit()
 
     def close_store(self) -> None:

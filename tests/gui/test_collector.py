@@ -67,8 +67,7 @@ def test_an_open_index_is_frozen_and_closing_it_collects_everything(qtbot, two_c
     window = create_main_window()
     qtbot.addWidget(window)
     tuned = tune_interpreter_for_gui()
-    tuned.collect_everything_after(window.store_dropped)
-    tuned.freeze_after(window.store_opened)
+    tuned.follow_index(window.store_opened, window.store_dropped)
     try:
         window.open_location(str(two_clusters_path))
         qtbot.waitUntil(lambda: window.hierarchy is not None and gc.get_freeze_count() > 0, timeout=10_000)
