@@ -6,17 +6,19 @@ reset instead of one item object per cell, so filling the table never stalls the
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
     QHBoxLayout,
     QHeaderView,
     QSplitter,
+    QStyle,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -74,6 +76,14 @@ class RowsModel(QAbstractTableModel):
     def is_highlighted(self, row: int) -> bool:
         return row in self._highlight
 
+    @property
+    def has_highlight(self) -> bool:
+        return bool(self._highlight)
+
+    def longest_texts(self, column: int, count: int = 3) -> list[str]:
+        """The count longest texts (in characters) of a column: the candidates for its width."""
+        return heapq.nlargest(count, (row[column] for row in self._texts), key=len)
+
     def rowCount(self, parent: _Index = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
@@ -127,6 +137,26 @@ def rows_view(model: RowsModel, on_activated: Callable[[int], None] | None = Non
     if on_activated is not None:
         view.activated.connect(lambda index: on_activated(index.row()))
     return view
+
+
+def fit_columns(view: QTableView) -> None:
+    """Size each column of a RowsModel view to its widest text, over every row.
+
+    Qt's resizeColumnsToContents asks the model for every role of every cell it measures (4,000
+    Python calls for 64 rows of 8 columns: 15 ms, more while workers run); the model already
+    holds each cell's text, so only the longest few per column are measured here."""
+    model = view.model()
+    if not isinstance(model, RowsModel):
+        view.resizeColumnsToContents()
+        return
+    header = view.horizontalHeader()
+    font = QFont(view.font())
+    font.setBold(model.has_highlight)  # bold rows are the widest
+    metrics = QFontMetrics(font)
+    margin = 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1) + 1
+    for column in range(model.columnCount()):
+        width = max((metrics.horizontalAdvance(text) + margin for text in model.longest_texts(column)), default=0)
+        header.resizeSection(column, max(width, header.sectionSizeHint(column)))
 
 
 def fit_table_pane(splitter: QSplitter, view: QTableView, rows: int, share: float = 1 / 3) -> None:

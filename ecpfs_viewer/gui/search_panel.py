@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.build_form import error_color
 from ecpfs_viewer.gui.recall_view import RecallView
-from ecpfs_viewer.gui.rows_table import RowsModel, rows_view, titled
+from ecpfs_viewer.gui.rows_table import RowsModel, fit_columns, rows_view, titled
 from ecpfs_viewer.gui.search_path_view import SearchPathView
 from ecpfs_viewer.gui.search_query_form import QueryForm
 from ecpfs_viewer.gui.search_session import SearchSession, score_header, shown_score, visited_marks
@@ -226,12 +226,12 @@ class SearchPanel(QWidget):
             [(i, h.item_id, shown_score(metric, h.score), f"lvl_{exploration.levels}/node_{h.leaf}", h.row,
               exact_rank.get(h.item_id) if exploration.exact is not None else "")
              for i, h in enumerate(result.hits, 1)])
-        self.results_view.resizeColumnsToContents()
+        fit_columns(self.results_view)
         self.misses_model.set_headers([*self.MISS_HEADERS[:2], score, *self.MISS_HEADERS[3:]])
         self.misses_model.set_rows(
             [(m.true_rank, m.item_id, shown_score(metric, m.score), m.location.leaf_path, m.location.row,
               m.describe()) for m in exploration.misses], tooltips=[m.describe() for m in exploration.misses])
-        self.misses_view.resizeColumnsToContents()
+        fit_columns(self.misses_view)
         text = self._summary(exploration)
         if exploration.recall is not None and exploration.exact is not None:
             found = len(exploration.exact) - len(exploration.misses)

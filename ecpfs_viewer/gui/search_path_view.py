@@ -11,7 +11,7 @@ from PySide6.QtGui import QColor, QShowEvent
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.rows_table import RowsModel, fit_table_pane, rows_view
+from ecpfs_viewer.gui.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view
 from ecpfs_viewer.gui.search_session import score_header, shown_score
 from ecpfs_viewer.model.search.explore import Exploration, OpenedNode
 
@@ -95,7 +95,7 @@ class SearchPathView(QWidget):
                  f"{v.rank} of {v.siblings}", v.items, None if v.best is None else shown_score(metric, v.best), v.kept)
                 for v in exploration.leaves]
         self.leaves_model.set_rows(rows, highlight=[i for i, v in enumerate(exploration.leaves) if v.kept])
-        self.leaves_view.resizeColumnsToContents()
+        fit_columns(self.leaves_view)
         fit_table_pane(self.splitter, self.leaves_view, len(rows))
 
     def level_rows(self) -> list[tuple[int, list[tuple[str, int, list[int]]]]]:

@@ -18,8 +18,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
+from ecpfs_viewer.model import foreground
 from ecpfs_viewer.model.errors import describe_exception
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ def stop_workers(timeout_ms: int = LAST_WAIT_MS) -> bool:
     False when some task is still running (a request to a stalled server, a computation that does
     not look at its cancel flag): the caller must then leave without interpreter shutdown
     (``ecpfs_viewer.cli.leave_process``), which would wait for that task or crash under it."""
+    _HEARTBEAT.stop()  # the GUI thread now blocks on purpose: no task should wait for it
     cancel_all_workers()
     thread_pool().clear()  # queued, not started: never run them
     return wait_for_workers(timeout_ms)
@@ -98,6 +100,42 @@ def lower_thread_priority() -> None:
             os.setpriority(os.PRIO_PROCESS, tid, WORKER_NICENESS)
     except OSError as exc:  # a sandbox may refuse it: the thread runs at normal priority
         log.debug("could not lower a worker thread's priority: %s", exc)
+
+
+class _Heartbeat:
+    """Beats for model.foreground from the GUI thread while any background task is live, so that
+    workers give way to the GUI thread whenever it falls behind (see that module)."""
+
+    INTERVAL_MS = 10
+
+    def __init__(self) -> None:
+        self._timer: QTimer | None = None
+
+    def start(self) -> None:
+        """Beat now and every INTERVAL_MS until no task is live (call from the GUI thread)."""
+        if self._timer is None:
+            self._timer = QTimer()
+            self._timer.setInterval(self.INTERVAL_MS)
+            self._timer.timeout.connect(self._beat)
+        foreground.beat()
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        foreground.stop_beating()
+
+    def _beat(self) -> None:
+        with _LIVE_LOCK:
+            live = bool(_LIVE)
+        if live:
+            foreground.beat()
+        else:
+            self.stop()
+
+
+_HEARTBEAT = _Heartbeat()
 
 
 # on_result, on_error, on_progress and the cancel flag of one request
@@ -188,11 +226,12 @@ class BackgroundRunner(QObject):
         request = self._next
         if supersede:
             self.invalidate(keep_from=request)
-        cancel = threading.Event()
+        cancel = foreground.YieldingEvent()  # each look at it is a checkpoint where the task gives way
         self._callbacks[request] = (on_result, on_error, on_progress, cancel)
         self.busy_changed.emit(True)
         with _LIVE_LOCK:
             _LIVE.add(cancel)
+        _HEARTBEAT.start()
         thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy))
         return request
 

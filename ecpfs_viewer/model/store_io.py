@@ -19,6 +19,7 @@ from zarr.core.sync import sync
 from zarr.storage import WrapperStore
 
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.limits import current_limits
 
@@ -148,7 +149,9 @@ class CountingStore(WrapperStore[Store]):
     async def get(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
+        give_way()  # a sleep, not an await: the loop's other coroutines would run Python too
         result = await self._store.get(key, prototype, byte_range)
+        give_way()  # before zarr goes on to decode the value, in Python
         self.counter.add_read(len(result) if result is not None else 0)
         return result
 
@@ -284,6 +287,7 @@ def read_file(path: str) -> bytes | None:
     file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
     EAGAIN), a device fills the first read, and both of those cases are told apart by fstat.
     """
+    give_way()
     try:
         fd = os.open(path, _O_READ)
     except _ABSENT:

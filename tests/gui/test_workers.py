@@ -115,3 +115,43 @@ def test_workers_run_below_the_gui_threads_priority(qtbot) -> None:
     qtbot.waitUntil(lambda: bool(got), timeout=5_000)
     gui = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert got[0] == (WORKER_NICENESS, WORKER_NICENESS) and gui < WORKER_NICENESS
+
+
+def test_the_gui_thread_beats_while_a_task_runs_and_stops_after(qtbot) -> None:
+    from ecpfs_viewer.model import foreground
+
+    runner = BackgroundRunner()
+    release = threading.Event()
+    results: list[str] = []
+    runner.run(lambda: release.wait(5) and "done", on_result=results.append)
+    qtbot.waitUntil(foreground.is_beating, timeout=5000)
+    release.set()
+    qtbot.waitUntil(lambda: results == ["done"], timeout=5000)
+    qtbot.waitUntil(lambda: not foreground.is_beating(), timeout=5000)  # no task: no timer waking the GUI
+
+
+def test_a_task_pauses_at_its_checkpoints_while_the_gui_thread_is_busy(qtbot) -> None:
+    """A worker looking at its cancel flag in a loop stops taking turns with a busy GUI thread."""
+    import time
+
+    runner = BackgroundRunner()
+    stop = threading.Event()
+    passed: list[float] = []  # when the worker passed each checkpoint
+
+    def loop(progress, cancel) -> int:
+        while not stop.is_set() and not cancel.is_set():
+            passed.append(time.perf_counter())
+        return len(passed)
+
+    done: list[int] = []
+    runner.run(loop, on_result=done.append, on_progress=lambda _: None)
+    qtbot.waitUntil(lambda: len(passed) > 100, timeout=5000)
+    started = time.perf_counter()
+    while time.perf_counter() - started < 0.2:  # the GUI thread works in Python, without an event loop
+        sum(range(1000))
+    stop.set()
+    qtbot.waitUntil(lambda: bool(done), timeout=5000)
+    # after the beat became late (25 ms; 60 allows for a slow timer) the worker waited
+    during = [t for t in passed if started + 0.06 < t < started + 0.2]
+    assert during == []
+    assert any(t < started for t in passed)
