@@ -34,12 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import bench_index_path
 from _remote_server import serve_static_child
-from PySide6.QtCore import QEventLoop, QTimer
+from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
+from ecpfs_viewer.cli import leave_process
 from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
 from ecpfs_viewer.gui.main_window import MainWindow
 from ecpfs_viewer.gui.tree_model import LoadState
+from ecpfs_viewer.gui.workers import stop_workers
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.node_summary import summarize_nodes
 from ecpfs_viewer.model.search import IndexReader, SearchParams
@@ -322,6 +324,9 @@ def run(path: str, where: str, explain: float | None = None) -> int:
     meter.close()
     window.close()
     collector.timer.stop()
+    stop_workers()
+    window.deleteLater()  # now, in order, not in interpreter shutdown (which crashed in Qt's destructors)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
     print(f"GUI event-loop stalls on {where} (timer every {TICK_MS} ms; target: none above "
           f"{STALL_LIMIT_MS} ms)")
@@ -341,4 +346,6 @@ def run(path: str, where: str, explain: float | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # like the application after its window closed: the figures are printed, and interpreter
+    # shutdown under obstore's and zarr's threads (and a frozen heap) crashed now and then here
+    leave_process(main())

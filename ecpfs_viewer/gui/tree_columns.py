@@ -7,6 +7,7 @@ each update (seconds for a 4,000-node level).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 
 from PySide6.QtCore import QEvent, QObject
@@ -34,7 +35,8 @@ class TreeColumns(QObject):
     def note_names(self, names: Iterable[str], depth: int) -> None:
         """Names just listed at depth (0 = the root row): widen the name column if they need it."""
         metrics = self.tree.fontMetrics()
-        widest = max((metrics.horizontalAdvance(name) for name in names), default=0)
+        # the longest few by characters: measuring all 4,000 names of a level took 10 ms
+        widest = max((metrics.horizontalAdvance(name) for name in heapq.nlargest(8, names, key=len)), default=0)
         icon = self.tree.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize)
         needed = self.tree.indentation() * (depth + 1) + icon + widest + 16
         if needed > self.needed:

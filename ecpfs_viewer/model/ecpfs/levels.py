@@ -13,6 +13,7 @@ from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warn
 from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE, NodeArrays, check_node, read_node_arrays
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.histogram import histogram
@@ -297,7 +298,9 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     chunk_rows: dict[int, int] = {}
     empty: list[str] = []
     broken: set[int] = set()
-    for node in nodes:
+    for number, node in enumerate(nodes):
+        if number % 128 == 0:
+            give_way()
         for message in node.errors:
             findings.append(error(node.path, message))
         if node.emb is None and node.ids is None:
