@@ -11,6 +11,7 @@ user already left are dropped and its running work is cancelled.
 
 from __future__ import annotations
 
+import heapq
 import html
 import re
 import threading
@@ -37,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.projection_view import ProjectionView
+from ecpfs_viewer.gui.rows_table import fit_columns
 from ecpfs_viewer.gui.widgets import FindingsList, tab_page
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import Finding
@@ -211,6 +213,31 @@ class ListingModel(QAbstractTableModel):
             return self._children.rows[row].finding
         return self._problems.get(row)
 
+    def _text(self, row: int, column: int) -> str:
+        """What a cell shows."""
+        finding = self.finding_at(row)
+        message = finding.message if finding else ""
+        if self._children is not None:
+            child = self._children.rows[row]
+            return [str(child.row), child.ref.path, "—" if child.rows is None else f"{child.rows:,}", "",
+                    message][column]
+        if self._items is not None:
+            return [str(row), str(int(self._items.ids[row])), message][column]
+        return ""
+
+    def longest_texts(self, column: int, count: int = 3) -> list[str]:
+        """The longest texts of a column (for fit_columns), found without formatting every leaf member."""
+        if self._children is not None:
+            texts = (self._text(row, column) for row in range(len(self._children.rows)))
+            return heapq.nlargest(count, texts, key=len)
+        if self._items is None or self._items.count == 0:
+            return []
+        if column == 0:
+            return [str(self._items.count - 1)]
+        if column == 1:
+            return [str(int(self._items.ids.max())), str(int(self._items.ids.min()))]
+        return heapq.nlargest(count, (finding.message for finding in self._problems.values()), key=len)
+
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
@@ -218,21 +245,16 @@ class ListingModel(QAbstractTableModel):
         finding = self.finding_at(row)
         if role == PATH_ROLE:
             return self.path_at(row)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(row, column)
         if self._children is not None:
             child = self._children.rows[row]
             if role == BAR_ROLE and column == 3 and child.rows is not None:
                 return child.rows / self._largest
-            if role == Qt.ItemDataRole.DisplayRole:
-                values = [str(child.row), child.ref.path, "—" if child.rows is None else f"{child.rows:,}", "",
-                          finding.message if finding else ""]
-                return values[column]
             if role == Qt.ItemDataRole.ToolTipRole:
                 return (finding.message + "\n" if finding else "") + f"Double-click to open {child.ref.path}"
-        elif self._items is not None:
-            if role == Qt.ItemDataRole.DisplayRole:
-                return [str(row), str(int(self._items.ids[row])), finding.message if finding else ""][column]
-            if role == Qt.ItemDataRole.ToolTipRole and finding:
-                return finding.message
+        elif self._items is not None and role == Qt.ItemDataRole.ToolTipRole and finding:
+            return finding.message
         if role == Qt.ItemDataRole.ForegroundRole and finding is not None:
             return pg.mkColor("#d62728")
         if role == Qt.ItemDataRole.TextAlignmentRole and column < 3 and (column != 1 or self._items is not None):
@@ -440,8 +462,7 @@ class NodePage(QWidget):
                                            "Double-click a child to open it.")
             else:
                 self.listing_label.setText(data.problem or "Nothing to list.")
-        for column in range(min(3, self.listing_model.columnCount())):
-            self.listing.resizeColumnToContents(column)
+        fit_columns(self.listing, range(min(3, self.listing_model.columnCount())))
         if data.children is not None:
             self.listing.setColumnWidth(3, 160)
 

@@ -7,7 +7,7 @@ reset instead of one item object per cell, so filling the table never stalls the
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -139,23 +139,28 @@ def rows_view(model: RowsModel, on_activated: Callable[[int], None] | None = Non
     return view
 
 
-def fit_columns(view: QTableView) -> None:
-    """Size each column of a RowsModel view to its widest text, over every row.
+def fit_columns(view: QTableView, columns: Iterable[int] | None = None) -> None:
+    """Size columns (all by default) to their widest text, over every row.
 
     Qt's resizeColumnsToContents asks the model for every role of every cell it measures (4,000
-    Python calls for 64 rows of 8 columns: 15 ms, more while workers run); the model already
-    holds each cell's text, so only the longest few per column are measured here."""
+    Python calls for 64 rows of 8 columns: 15 ms, more while workers run). A model that can name
+    its longest texts (``longest_texts(column)``, as RowsModel and the node listing do) is asked
+    for those only, and they are measured here; another model is left to Qt.
+    """
     model = view.model()
-    if not isinstance(model, RowsModel):
-        view.resizeColumnsToContents()
-        return
     header = view.horizontalHeader()
+    wanted = range(model.columnCount()) if columns is None else columns
+    longest_texts = getattr(model, "longest_texts", None)
+    if longest_texts is None:
+        for column in wanted:
+            view.resizeColumnToContents(column)
+        return
     font = QFont(view.font())
-    font.setBold(model.has_highlight)  # bold rows are the widest
+    font.setBold(bool(getattr(model, "has_highlight", False)))  # bold rows are the widest
     metrics = QFontMetrics(font)
     margin = 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1) + 1
-    for column in range(model.columnCount()):
-        width = max((metrics.horizontalAdvance(text) + margin for text in model.longest_texts(column)), default=0)
+    for column in wanted:
+        width = max((metrics.horizontalAdvance(text) + margin for text in longest_texts(column)), default=0)
         header.resizeSection(column, max(width, header.sectionSizeHint(column)))
 
 

@@ -119,6 +119,27 @@ def test_missing_and_broken_children_are_listed_in_place(qtbot, show, two_cluste
     assert "1 missing or broken" in page.listing_label.text()
 
 
+def test_listing_columns_fit_the_widest_child_and_item_id(qtbot, show, built) -> None:
+    """As wide as Qt's own fitting would make them (which asks the model for every cell)."""
+    page: NodePage = show(NodePage(), 900, 600)
+    h = Hierarchy(open_store(built))
+    header = page.listing.horizontalHeader()
+
+    def widths_then_qts() -> tuple[list[int], list[int]]:
+        ours = [header.sectionSize(c) for c in range(3)]
+        for column in range(3):
+            page.listing.resizeColumnToContents(column)
+        return ours, [header.sectionSize(c) for c in range(3)]
+
+    leaf = next(n.name for n in h.children("lvl_3") if n.name.startswith("node_"))
+    for ref in (NodeRef(1, 0), NodeRef(3, int(leaf.removeprefix("node_")))):
+        with qtbot.waitSignal(page.loaded, timeout=10_000):
+            page.show_node(h, ref)
+        assert page.listing_model.rowCount() > 0
+        ours, qts = widths_then_qts()
+        assert all(abs(a - b) <= 2 for a, b in zip(ours, qts, strict=True)), (ref, ours, qts)
+
+
 def test_go_to_path_completes_from_listed_paths_and_selects(qtbot, window, two_clusters_path, monkeypatch) -> None:
     win = window(two_clusters_path)
     select(qtbot, win, "lvl_2/node_3")
