@@ -145,15 +145,19 @@ class IndexPage(QSplitter):
         self.checked.clear()
         self.progress.hide()
 
-    def show_index(self, hierarchy: Hierarchy) -> None:
-        """Summarise the index and validate it, both in the background."""
+    def show_index(self, hierarchy: Hierarchy, report: ValidationReport | None = None) -> None:
+        """Summarise the index in the background, and show ``report`` (this index's, kept from an
+        earlier visit: a remote index's validation is thousands of requests) or validate it."""
         self.clear()
         self._hierarchy = hierarchy
+        self._summary_runner.run(measured, hierarchy.store, summarize, hierarchy, on_result=self._on_summary,
+                                 on_error=self.failed.emit)
+        if report is not None:
+            self._show_report(report)
+            return
         self.verdict.setText("Validating …")
         self.progress.setRange(0, 0)
         self.progress.show()
-        self._summary_runner.run(measured, hierarchy.store, summarize, hierarchy, on_result=self._on_summary,
-                                 on_error=self.failed.emit)
         self._check_runner.run(
             measured,
             hierarchy.store,
@@ -193,15 +197,18 @@ class IndexPage(QSplitter):
     def _on_report(self, result: Measured) -> None:
         report: ValidationReport = result.value
         self._show_check_progress.cancel()
+        self._show_report(report)
+        self.action_measured.emit("Validation", result)
+        if self._hierarchy is not None:
+            self.report_ready.emit(self._hierarchy, report)
+
+    def _show_report(self, report: ValidationReport) -> None:
         self.report = report
         self.progress.hide()
         self.verdict.setText(verdict_text(report))
         self.findings.set_findings(list(report.findings_except_layout()), "No errors or warnings.")
         if report.checked:
             self.checked.setText("Checked: " + "; ".join(report.checked) + ".")
-        self.action_measured.emit("Validation", result)
-        if self._hierarchy is not None:
-            self.report_ready.emit(self._hierarchy, report)
 
     def _on_check_failed(self, message: str) -> None:
         self._show_check_progress.cancel()

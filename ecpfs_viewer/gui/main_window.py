@@ -710,6 +710,8 @@ class MainWindow(QMainWindow):
         expanded = [path for path in self._expanded_paths() if path == item.path or path.startswith(prefix)]
         self._pending_expand = set(expanded) | {item.path}
         self._pending_select = selected if (selected == item.path or selected.startswith(prefix)) else None
+        if not item.path:
+            self.overview.forget_report()  # the whole store is read again: so is its validation
         self.tree_model.refresh(self.tree_model.index_for_path(item.path))
         if self._pending_select == item.path:
             self._pending_select = None

@@ -83,11 +83,12 @@ class IndexOverviewPanel(QWidget):
         self.status.setText(_IDLE_TEXT)
 
     def show_index(self, hierarchy: Hierarchy) -> None:
-        """Summarise the index and validate it, both in the background."""
+        """Summarise the index in the background; validate it unless it was validated before
+        (F5 on the root forgets that report: see forget_report)."""
         self.clear()
         self.stack.setCurrentWidget(self.index_page)
         self.status.setText("Reading the index summary …")
-        self.index_page.show_index(hierarchy)
+        self.index_page.show_index(hierarchy, self.last_report(hierarchy))
 
     def show_level(self, hierarchy: Hierarchy, level: int) -> None:
         """Node statistics of lvl_{level}, from metadata, in the background."""

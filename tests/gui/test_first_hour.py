@@ -158,6 +158,27 @@ def test_validation_marks_collapsed_ancestors(qtbot, opened, two_clusters_copy: 
     assert "no ids array" in model.index_for_path("lvl_2/node_1").data(3)
 
 
+def test_coming_back_to_the_root_shows_its_report_without_validating_again(qtbot, opened,
+                                                                           two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1" / "item_ids")
+    win = opened(two_clusters_copy)
+    page = win.overview.index_page
+    first = page.report
+    assert first is not None and "error" in page.verdict.text()
+    go(qtbot, win, "lvl_1")
+    actions: list[str] = []  # what the status bar reports, action by action
+    win.overview.action_measured.connect(lambda action, _result: actions.append(action))
+    win.reveal_path("")
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "", timeout=5000)
+    assert page.report is first and page.progress.isHidden()  # shown at once, no "Validating …"
+    assert "error" in page.verdict.text() and any(path == "lvl_2/node_1" for path, _ in page.findings.row_texts())
+    settle(qtbot, win)
+    assert actions == ["Index summary"]  # not validated again
+    win.refresh_all()  # F5 reads the store again, and validates it again
+    qtbot.waitUntil(lambda: page.report is not None and page.report is not first, timeout=10000)
+    assert "error" in page.verdict.text() and "Validation" in actions
+
+
 # -- 6. the filter --------------------------------------------------------------------------------
 def test_filter_exact_glob_count_and_overview_kept(qtbot, opened, two_clusters_path: Path) -> None:
     win = opened(two_clusters_path)
