@@ -104,7 +104,8 @@ class IndexPage(QSplitter):
         self._check_runner = BackgroundRunner(self)
         self.summary: IndexSummary | None = None
         self.report: ValidationReport | None = None
-        self._hierarchy: Hierarchy | None = None
+        self._hierarchy: Hierarchy | None = None  # the index shown
+        self._validating: Hierarchy | None = None  # the index whose validation is under way
         # at most ~10 repaints a second: a flood of progress updates stalls the event loop
         self._show_check_progress = qthrottled(self._apply_check_progress, timeout=PROGRESS_INTERVAL_MS, parent=self)
 
@@ -133,9 +134,9 @@ class IndexPage(QSplitter):
         self.setSizes([600, 600])
 
     def clear(self) -> None:
-        """Forget what is shown and drop every pending result."""
-        for runner in (self._summary_runner, self._check_runner):
-            runner.invalidate()
+        """Forget what is shown and drop the pending summary. A validation under way goes on: its
+        report still marks the tree, and is shown when the user comes back to the root."""
+        self._summary_runner.invalidate()
         self._show_check_progress.cancel()
         self._hierarchy = None
         self.summary = self.report = None
@@ -147,7 +148,8 @@ class IndexPage(QSplitter):
 
     def show_index(self, hierarchy: Hierarchy, report: ValidationReport | None = None) -> None:
         """Summarise the index in the background, and show ``report`` (this index's, kept from an
-        earlier visit: a remote index's validation is thousands of requests) or validate it."""
+        earlier visit: a remote index's validation is thousands of requests) or its validation,
+        started now unless it is under way."""
         self.clear()
         self._hierarchy = hierarchy
         self._summary_runner.run(measured, hierarchy.store, summarize, hierarchy, on_result=self._on_summary,
@@ -158,16 +160,26 @@ class IndexPage(QSplitter):
         self.verdict.setText("Validating …")
         self.progress.setRange(0, 0)
         self.progress.show()
-        self._check_runner.run(
-            measured,
-            hierarchy.store,
-            validate,
-            hierarchy,
-            on_result=self._on_report,
-            on_error=self._on_check_failed,
-            on_progress=self._on_check_progress,
-            heavy=True,
-        )
+        self.validate(hierarchy)
+
+    def validate(self, hierarchy: Hierarchy) -> None:
+        """Validate the index in the background, unless that is under way already.
+
+        Not a heavy job (one at a time): it runs while the user goes elsewhere, and their row
+        counts, searches and projections must not wait the seconds it takes. Workers give way to
+        the GUI thread (model.foreground), so one more of them costs the window nothing.
+        """
+        if self._validating is hierarchy:
+            return
+        self._validating = hierarchy
+        self._check_runner.run(measured, hierarchy.store, validate, hierarchy, on_result=self._on_report,
+                               on_error=self._on_check_failed, on_progress=self._on_check_progress)
+
+    def stop_validation(self) -> None:
+        """Drop the validation under way (the store was closed or is read again)."""
+        self._check_runner.invalidate()
+        self._validating = None
+        self._show_check_progress.cancel()
 
     def summary_text(self) -> str:
         """The summary as plain 'label: value' lines."""
@@ -188,19 +200,22 @@ class IndexPage(QSplitter):
         self._show_check_progress(progress)
 
     def _apply_check_progress(self, progress: CheckProgress) -> None:
-        if self.report is not None:
-            return  # a late throttled update after the report: the bar is gone
+        if self.report is not None or self._hierarchy is None or self._hierarchy is not self._validating:
+            return  # a late update after the report, or the page shows something else
         self.progress.setRange(0, max(progress.total, 1))
         self.progress.setValue(progress.done)
         self.progress.setFormat(f"{progress.message} (%v / %m)")
 
     def _on_report(self, result: Measured) -> None:
         report: ValidationReport = result.value
-        self._show_check_progress.cancel()
-        self._show_report(report)
+        checked, self._validating = self._validating, None
         self.action_measured.emit("Validation", result)
-        if self._hierarchy is not None:
-            self.report_ready.emit(self._hierarchy, report)
+        if checked is None:
+            return
+        self.report_ready.emit(checked, report)
+        if self._hierarchy is checked:
+            self._show_check_progress.cancel()
+            self._show_report(report)
 
     def _show_report(self, report: ValidationReport) -> None:
         self.report = report
@@ -211,6 +226,8 @@ class IndexPage(QSplitter):
             self.checked.setText("Checked: " + "; ".join(report.checked) + ".")
 
     def _on_check_failed(self, message: str) -> None:
-        self._show_check_progress.cancel()
-        self.progress.hide()
-        self.verdict.setText(f"Validation failed: {message}")
+        checked, self._validating = self._validating, None
+        if checked is not None and self._hierarchy is checked:
+            self._show_check_progress.cancel()
+            self.progress.hide()
+            self.verdict.setText(f"Validation failed: {message}")

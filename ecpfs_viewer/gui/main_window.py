@@ -386,6 +386,8 @@ class MainWindow(QMainWindow):
         is_index = bool(opened.layout is not None and opened.layout.is_index)
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, is_index)
         self.tree_model.set_hierarchy(opened.hierarchy, display_label(opened.location))
+        if is_index:
+            self.overview.validate(opened.hierarchy)  # whatever is selected first: its report marks the tree
         cost = opened.hierarchy.store.stats()
         self.report_action(f"Opened {opened.location}", Measured(None, cost, self._open_runner.last_seconds))
         if self.remember_recent:

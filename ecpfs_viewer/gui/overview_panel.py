@@ -98,13 +98,20 @@ class IndexOverviewPanel(QWidget):
         report = self._report if self._report_for is hierarchy else None
         self.level_page.show_level(hierarchy, level, report)
 
+    def validate(self, hierarchy: Hierarchy) -> None:
+        """Validate the index in the background unless its report is kept or on its way (at open:
+        the tree is marked even if the user never looks at the root)."""
+        if self.last_report(hierarchy) is None:
+            self.index_page.validate(hierarchy)
+
     def last_report(self, hierarchy: Hierarchy) -> ValidationReport | None:
         """The last validation report of this store (None before validation finished)."""
         return self._report if self._report_for is hierarchy else None
 
     def forget_report(self) -> None:
-        """Drop the kept report (the store was closed or refreshed)."""
+        """Drop the kept report and any validation under way (the store was closed or refreshed)."""
         self._report = self._report_for = None
+        self.index_page.stop_validation()
 
     def summary_text(self) -> str:
         """The facts shown on the current page, as plain text (for tests and copying)."""

@@ -179,6 +179,62 @@ def test_coming_back_to_the_root_shows_its_report_without_validating_again(qtbot
     assert "error" in page.verdict.text() and "Validation" in actions
 
 
+class GatedValidation:
+    """Validation that waits for release() before it starts, as a remote index's takes seconds."""
+
+    def __init__(self, monkeypatch) -> None:
+        import threading
+
+        from ecpfs_viewer.gui import index_page
+        from ecpfs_viewer.model.validation import validate
+
+        self.released, self.calls = threading.Event(), []
+
+        def gated(h, *, progress, cancel):
+            self.calls.append(h)
+            self.released.wait(10)
+            return validate(h, progress=progress, cancel=cancel)
+
+        monkeypatch.setattr(index_page, "validate", gated)
+
+
+def open_broken(qtbot, tmp_path: Path, two_clusters_copy: Path, select: str | None = None) -> MainWindow:
+    shutil.rmtree(two_clusters_copy / "lvl_2" / "node_1" / "item_ids")
+    app_settings.use_settings_dir(tmp_path / "settings")
+    win = create_main_window(str(two_clusters_copy), select=select)
+    qtbot.addWidget(win)
+    win.show()
+    return win
+
+
+def test_validation_goes_on_when_the_user_leaves_the_root_at_once(qtbot, tmp_path: Path, two_clusters_copy: Path,
+                                                                  monkeypatch) -> None:
+    gate = GatedValidation(monkeypatch)
+    win = open_broken(qtbot, tmp_path, two_clusters_copy)
+    qtbot.waitUntil(lambda: len(gate.calls) == 1, timeout=10000)
+    win.reveal_path("lvl_2")  # the user moves on to a level's statistics before the report
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2", timeout=5000)
+    gate.released.set()
+    model = win.tree_model
+    qtbot.waitUntil(lambda: bool(model.marks_at("lvl_2")), timeout=10000)  # the report still came
+    assert model.marks_at("lvl_2")[0].kind is MarkKind.ERROR
+    win.reveal_path("")
+    qtbot.waitUntil(lambda: win.overview.index_page.report is not None, timeout=5000)
+    assert "error" in win.overview.index_page.verdict.text()
+    assert len(gate.calls) == 1  # validated once
+
+
+def test_an_index_opened_at_a_level_is_validated_too(qtbot, tmp_path: Path, two_clusters_copy: Path,
+                                                     monkeypatch) -> None:
+    gate = GatedValidation(monkeypatch)
+    win = open_broken(qtbot, tmp_path, two_clusters_copy, select="lvl_2")  # --select lvl_2
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2", timeout=10000)
+    gate.released.set()
+    model = win.tree_model
+    qtbot.waitUntil(lambda: bool(model.marks_at("lvl_2")), timeout=10000)
+    assert model.marks_at("lvl_2")[0].kind is MarkKind.ERROR and len(gate.calls) == 1
+
+
 # -- 6. the filter --------------------------------------------------------------------------------
 def test_filter_exact_glob_count_and_overview_kept(qtbot, opened, two_clusters_path: Path) -> None:
     win = opened(two_clusters_path)
