@@ -165,15 +165,16 @@ class IndexPage(QSplitter):
     def validate(self, hierarchy: Hierarchy) -> None:
         """Validate the index in the background, unless that is under way already.
 
-        Not a heavy job (one at a time): it runs while the user goes elsewhere, and their row
-        counts, searches and projections must not wait the seconds it takes. Workers give way to
-        the GUI thread (model.foreground), so one more of them costs the window nothing.
+        A background job, not a heavy one: it runs while the user goes elsewhere, and their row
+        counts, searches and projections must not wait the seconds it takes; it waits for them
+        between its steps instead.
         """
         if self._validating is hierarchy:
             return
         self._validating = hierarchy
         self._check_runner.run(measured, hierarchy.store, validate, hierarchy, on_result=self._on_report,
-                               on_error=self._on_check_failed, on_progress=self._on_check_progress)
+                               on_error=self._on_check_failed, on_progress=self._on_check_progress,
+                               background=True)
 
     def stop_validation(self) -> None:
         """Drop the validation under way (the store was closed or is read again)."""

@@ -32,6 +32,28 @@ _POOL: QThreadPool | None = None
 _HEAVY = threading.Lock()
 
 
+class _HeavyJobsRunning:
+    """How many heavy jobs are running or waiting for their turn: background jobs wait for none."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._count = 0
+
+    def add(self, n: int) -> None:
+        with self._changed:
+            self._count += n
+            self._changed.notify_all()
+
+    def wait_for_none(self, cancel: threading.Event) -> None:
+        """Return once no heavy job runs (or cancel is set); waiting releases the GIL."""
+        with self._changed:
+            while self._count and not cancel.is_set():
+                self._changed.wait(0.05)
+
+
+_HEAVY_RUNNING = _HeavyJobsRunning()
+
+
 def thread_pool() -> QThreadPool:
     """The application's one pool (store I/O and the one-at-a-time heavy jobs; GIL shared)."""
     global _POOL
@@ -149,20 +171,29 @@ class _TaskSignals(QObject):
 
 
 class _Task(QRunnable):
-    def __init__(self, request: int, fn: Callable[..., Any], args: tuple[Any, ...],
-                 signals: _TaskSignals, wants_progress: bool, cancel: threading.Event, heavy: bool) -> None:
+    def __init__(self, request: int, fn: Callable[..., Any], args: tuple[Any, ...], signals: _TaskSignals,
+                 wants_progress: bool, cancel: threading.Event, heavy: bool, background: bool) -> None:
         super().__init__()
         self.setAutoDelete(True)
         self.request, self.fn, self.args, self.signals = request, fn, args, signals
-        self.wants_progress, self.cancel, self.heavy = wants_progress, cancel, heavy
+        self.wants_progress, self.cancel, self.heavy, self.background = wants_progress, cancel, heavy, background
 
     def run(self) -> None:
         lower_thread_priority()
+        if self.heavy:
+            _HEAVY_RUNNING.add(1)
         try:
             self._run_in_turn()
         finally:
+            if self.heavy:
+                _HEAVY_RUNNING.add(-1)
             with _LIVE_LOCK:
                 _LIVE.discard(self.cancel)
+
+    def _report(self, progress: Any) -> None:
+        if self.background:  # a point where the job holds nothing a heavy job may wait for
+            _HEAVY_RUNNING.wait_for_none(self.cancel)
+        self.signals.progress.emit(self.request, progress)
 
     def _run_in_turn(self) -> None:
         if self.heavy:
@@ -179,8 +210,7 @@ class _Task(QRunnable):
         started = time.perf_counter()
         try:
             if self.wants_progress:
-                value = self.fn(*self.args, progress=lambda p: self.signals.progress.emit(self.request, p),
-                                cancel=self.cancel)
+                value = self.fn(*self.args, progress=self._report, cancel=self.cancel)
             else:
                 value = self.fn(*self.args)
         except BaseException as exc:  # every failure becomes a message the UI can show
@@ -218,10 +248,15 @@ class BackgroundRunner(QObject):
 
     def run(self, fn: Callable[..., Any], *args: Any, on_result: Callable[[Any], None],
             on_error: Callable[[str], None] | None = None, on_progress: Callable[[Any], None] | None = None,
-            supersede: bool = True, heavy: bool = False) -> int:
+            supersede: bool = True, heavy: bool = False, background: bool = False) -> int:
         """Start fn(*args) in the pool. With on_progress, fn is called with progress= and cancel=.
 
-        heavy=True: fn is CPU-bound Python; it waits for the other heavy jobs to finish first."""
+        heavy=True: fn is CPU-bound Python; it waits for the other heavy jobs to finish first.
+        background=True: work the user did not just ask for (validating the index they opened);
+        at each progress report it waits while a heavy job runs, so those come first. fn must
+        report progress only where it holds no lock a heavy job may need (between steps)."""
+        if heavy and background:
+            raise ValueError("a job is heavy (one at a time) or background (after heavy ones), not both")
         self._next += 1
         request = self._next
         if supersede:
@@ -232,7 +267,8 @@ class BackgroundRunner(QObject):
         with _LIVE_LOCK:
             _LIVE.add(cancel)
         _HEARTBEAT.start()
-        thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy))
+        thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy,
+                                  background))
         return request
 
     def invalidate(self, keep_from: int | None = None) -> None:

@@ -155,3 +155,57 @@ def test_a_task_pauses_at_its_checkpoints_while_the_gui_thread_is_busy(qtbot) ->
     during = [t for t in passed if started + 0.06 < t < started + 0.2]
     assert during == []
     assert any(t < started for t in passed)
+
+
+def test_a_background_job_waits_at_its_progress_reports_while_a_heavy_job_runs(qtbot) -> None:
+    runner = BackgroundRunner()
+    release_heavy, reached = threading.Event(), threading.Event()
+    times: dict[str, float] = {}
+
+    heavy_started = threading.Event()
+
+    def heavy() -> str:
+        heavy_started.set()
+        release_heavy.wait(5)
+        times["heavy done"] = time.perf_counter()
+        return "heavy"
+
+    def background(progress, cancel) -> str:
+        reached.set()
+        progress(1)  # a step boundary: the heavy job goes first
+        times["background went on"] = time.perf_counter()
+        return "background"
+
+    results: list[str] = []
+    runner.run(heavy, on_result=results.append, supersede=False, heavy=True)
+    qtbot.waitUntil(heavy_started.is_set, timeout=5000)
+    runner.run(background, on_result=results.append, on_progress=lambda _: None, supersede=False, background=True)
+    qtbot.waitUntil(reached.is_set, timeout=5000)
+    qtbot.wait(100)  # time enough for a background job that did not wait to go on
+    release_heavy.set()
+    qtbot.waitUntil(lambda: len(results) == 2, timeout=5000)
+    assert results == ["heavy", "background"]
+    assert times["background went on"] > times["heavy done"]
+
+
+def test_a_cancelled_background_job_stops_waiting_for_heavy_ones(qtbot) -> None:
+    runner = BackgroundRunner()
+    release_heavy, reached = threading.Event(), threading.Event()
+    errors: list[str] = []
+
+    def background(progress, cancel) -> None:
+        reached.set()
+        progress(1)
+        if cancel.is_set():
+            raise RuntimeError("stopped")
+
+    heavy_started = threading.Event()
+    BackgroundRunner().run(lambda: heavy_started.set() or release_heavy.wait(5), on_result=lambda _: None,
+                           heavy=True)
+    qtbot.waitUntil(heavy_started.is_set, timeout=5000)
+    request = runner.run(background, on_result=lambda _: None, on_error=errors.append, on_progress=lambda _: None,
+                         background=True)
+    qtbot.waitUntil(reached.is_set, timeout=5000)
+    runner.cancel(request)  # while the heavy job still runs
+    qtbot.waitUntil(lambda: errors == ["RuntimeError: stopped"], timeout=5000)  # while the heavy job runs on
+    release_heavy.set()
