@@ -8,6 +8,7 @@ for a node the user already left are thrown away (a generation counter, as napar
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -15,7 +16,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
@@ -25,33 +26,45 @@ from ecpfs_viewer.model.errors import describe_exception
 
 log = logging.getLogger(__name__)
 _POOL: QThreadPool | None = None
-# Long CPU-bound Python jobs (validation, decoding a level's node_ids) run one at a time: every
-# Python call Qt makes in the GUI thread (model index/data, paint overrides) must take the GIL, and
-# with several threads busy in Python the GUI thread waits behind all of them (stalls of 200-300
-# ms). Waiting for this lock releases the GIL, so queued jobs cost nothing meanwhile.
-_HEAVY = threading.Lock()
 
 
-class _HeavyJobsRunning:
-    """How many heavy jobs are running or waiting for their turn: background jobs wait for none."""
+class _HeavyTurns:
+    """Long CPU-bound Python jobs (decoding a level's node_ids, searches) run one at a time.
+
+    Every Python call Qt makes in the GUI thread (model index/data, paint overrides) must take the
+    GIL, and with several threads busy in Python the GUI thread waits behind all of them (stalls of
+    200-300 ms). Waiting for a turn releases the GIL, so queued jobs cost nothing meanwhile. The
+    jobs running or waiting are counted: background jobs wait until there are none.
+    """
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._changed = threading.Condition()
         self._count = 0
 
-    def add(self, n: int) -> None:
-        with self._changed:
-            self._count += n
-            self._changed.notify_all()
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Wait for this job's turn and hold it (counted from the moment it starts waiting)."""
+        self._add(1)
+        try:
+            with self._lock:
+                yield
+        finally:
+            self._add(-1)
 
     def wait_for_none(self, cancel: threading.Event) -> None:
-        """Return once no heavy job runs (or cancel is set); waiting releases the GIL."""
+        """Return once no heavy job runs or waits (or cancel is set); waiting releases the GIL."""
         with self._changed:
             while self._count and not cancel.is_set():
                 self._changed.wait(0.05)
 
+    def _add(self, n: int) -> None:
+        with self._changed:
+            self._count += n
+            self._changed.notify_all()
 
-_HEAVY_RUNNING = _HeavyJobsRunning()
+
+_HEAVY = _HeavyTurns()
 
 
 def thread_pool() -> QThreadPool:
@@ -180,24 +193,20 @@ class _Task(QRunnable):
 
     def run(self) -> None:
         lower_thread_priority()
-        if self.heavy:
-            _HEAVY_RUNNING.add(1)
         try:
             self._run_in_turn()
         finally:
-            if self.heavy:
-                _HEAVY_RUNNING.add(-1)
             with _LIVE_LOCK:
                 _LIVE.discard(self.cancel)
 
     def _report(self, progress: Any) -> None:
         if self.background:  # a point where the job holds nothing a heavy job may wait for
-            _HEAVY_RUNNING.wait_for_none(self.cancel)
+            _HEAVY.wait_for_none(self.cancel)
         self.signals.progress.emit(self.request, progress)
 
     def _run_in_turn(self) -> None:
         if self.heavy:
-            with _HEAVY:
+            with _HEAVY.turn():
                 if self.cancel.is_set():  # superseded while waiting its turn (e.g. the user moved on)
                     log.debug("%s: cancelled before it started", _name(self.fn))
                     self.signals.error.emit(self.request, "cancelled before it started", "")
