@@ -185,14 +185,14 @@ class OpenedStore:
         once (a burst of Python that held the interpreter for 150 ms while the GUI waited)."""
         if not calls:
             return []
-        found: list[T | Exception | None] = [None] * len(calls)
+        found: list[T | BaseException | None] = [None] * len(calls)
         turns = iter(range(len(calls)))  # shared: each call is taken by one worker
 
         async def worker() -> None:
             for i in turns:
                 try:
                     found[i] = await calls[i]()
-                except Exception as exc:  # a failed key is a value: its siblings go on
+                except BaseException as exc:  # a failed key is a value: its siblings go on
                     found[i] = exc
 
         async def run_all() -> None:
@@ -201,7 +201,12 @@ class OpenedStore:
                     group.create_task(worker())
 
         sync(run_all())
-        return found  # type: ignore[return-value]  # every slot was filled
+        # a cancellation or an interrupt is no failed key: raised as itself (a worker that let it
+        # out would have ended the group with an exception group, or silently, for a cancellation)
+        stop = next((f for f in found if isinstance(f, BaseException) and not isinstance(f, Exception)), None)
+        if stop is not None:
+            raise stop
+        return found  # type: ignore[return-value]  # every slot was filled, with no BaseException left
 
     # -- listings -------------------------------------------------------------------------------
     def list_dir(self, path: str) -> list[tuple[str, bool | None]]:

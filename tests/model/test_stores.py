@@ -291,6 +291,21 @@ def test_read_many_keeps_at_most_max_in_flight_requests(limit: int) -> None:
     assert store.in_flight == 0
 
 
+class _CancellingStore(_TrackingStore):
+    """A read of key "stop" is cancelled, as when the caller's task is."""
+
+    async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
+        if key == "stop":
+            raise asyncio.CancelledError()
+        return await super().get(key, prototype, byte_range)
+
+
+def test_a_cancelled_read_propagates_instead_of_reading_as_absent() -> None:
+    opened = OpenedStore(_CancellingStore({"a": b"1", "c": b"3"}), label="cancelling", kind="memory")
+    with pytest.raises(asyncio.CancelledError):
+        opened.read_many_or_errors(["a", "stop", "c"])
+
+
 def test_read_many_or_errors_gives_each_failure_in_place() -> None:
     store = _TrackingStore({"a": b"1", "b": b"22", "c": b"333"}, failing=("b",))
     opened = OpenedStore(store, label="tracking", kind="memory")
