@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QTableView
+
 from ecpfs_viewer.gui.rows_table import RowsModel, fit_columns, rows_view
 
 HEADERS = ["search_exp", "item", "leaf", "why"]
@@ -14,12 +17,17 @@ def rows(n: int, long_at: int | None = None) -> list[tuple]:
     return made
 
 
-def test_columns_fit_a_long_text_far_down_the_table(qtbot) -> None:
+def shown_table(qtbot) -> tuple[RowsModel, QTableView]:
     model = RowsModel(HEADERS)
     view = rows_view(model)
     qtbot.addWidget(view)
     view.resize(900, 300)
     view.show()
+    return model, view
+
+
+def test_columns_fit_a_long_text_far_down_the_table(qtbot) -> None:
+    model, view = shown_table(qtbot)
     model.set_rows(rows(2000, long_at=1500))  # past the rows Qt's own fitting measures
     fit_columns(view)
     metrics = view.fontMetrics()
@@ -29,11 +37,7 @@ def test_columns_fit_a_long_text_far_down_the_table(qtbot) -> None:
 
 
 def test_columns_are_as_wide_as_qt_would_make_them(qtbot) -> None:
-    model = RowsModel(HEADERS)
-    view = rows_view(model)
-    qtbot.addWidget(view)
-    view.resize(900, 300)
-    view.show()
+    model, view = shown_table(qtbot)
     model.set_rows(rows(50, long_at=3))
     fit_columns(view)
     ours = [view.horizontalHeader().sectionSize(c) for c in range(3)]
@@ -43,13 +47,9 @@ def test_columns_are_as_wide_as_qt_would_make_them(qtbot) -> None:
 
 
 def test_bold_highlighted_rows_are_measured_bold(qtbot) -> None:
-    model = RowsModel(HEADERS)
-    view = rows_view(model)
-    qtbot.addWidget(view)
+    model, view = shown_table(qtbot)
     model.set_rows(rows(20, long_at=0), highlight=[0])
     fit_columns(view)
     bold = view.font()
     bold.setBold(True)
-    from PySide6.QtGui import QFontMetrics
-
     assert view.horizontalHeader().sectionSize(2) >= QFontMetrics(bold).horizontalAdvance("lvl_3/node_4000000")
