@@ -1,13 +1,15 @@
-"""The `ecpfs-viewer` command: the GUI by default, subcommands info / check / build / search.
+"""The `ecpfs-viewer` command: the GUI by default, subcommands info / check / build / search / ...
 
-Subcommands are registered by small modules (`cli_read`, `cli_build`) so each stays next to the
-model code it drives; this file sets up logging and dispatches.
+Subcommands are registered by small modules (`cli_read`, `cli_build`, `cli_search`) so each stays
+next to the model code it drives; this file sets up logging, dispatches, and ends every command
+the way `cli_contract` says (exit codes, the one error line, the JSON error object).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import logging
 import os
@@ -17,11 +19,20 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ecpfs_viewer import __version__
+from ecpfs_viewer.cli_contract import (
+    EXIT_FAILED,
+    CannotOpen,
+    CommandError,
+    Interrupted,
+    Parser,
+    UsageError,
+    report,
+)
 from ecpfs_viewer.logs import configure_logging
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = ("info", "check", "build", "search", "recall", "locate")
+SUBCOMMANDS = ("info", "check", "build", "search", "recall", "locate", "completion")
 
 DESCRIPTION = """\
 Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
@@ -34,9 +45,13 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer search INDEX ...     eCP search with a trace, exact neighbours, why-missed
   ecpfs-viewer recall INDEX ...     recall@k against exact search, per search_exp
   ecpfs-viewer locate INDEX ITEM    which leaf and row hold an item
+  ecpfs-viewer completion bash|zsh  print a shell completion script
 
 Run `ecpfs-viewer SUBCOMMAND --help` for the options of each subcommand. --verbose (anywhere on
 the line) prints debug messages on stderr; errors are also kept in a log file.
+
+Exit status: 0 done, 1 the answer is no (errors found, not an index, item absent, unusable
+data), 2 cannot start (usage error, or a store or file cannot be opened), 130 interrupted.
 """
 VERBOSE_HELP = "print debug messages on stderr (errors are always kept in the log file)"
 
@@ -46,13 +61,13 @@ _REGISTRARS = {
     "info": ("cli_read", "add_info_parser"), "check": ("cli_read", "add_check_parser"),
     "build": ("cli_build", "add_build_parser"), "search": ("cli_search", "add_search_parser"),
     "recall": ("cli_search", "add_recall_parser"), "locate": ("cli_search", "add_locate_parser"),
+    "completion": ("cli_completion", "add_completion_parser"),
 }
 
 
 def build_subcommand_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """Parser for `ecpfs-viewer SUBCOMMAND ...`; `only` registers just those (a faster start)."""
-    parser = argparse.ArgumentParser(prog="ecpfs-viewer", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="ecpfs-viewer", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_text())
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -64,8 +79,7 @@ def build_subcommand_parser(only: Sequence[str] | None = None) -> argparse.Argum
 
 def build_gui_parser() -> argparse.ArgumentParser:
     """Parser for `ecpfs-viewer [PATH_OR_URL]`, the desktop application."""
-    parser = argparse.ArgumentParser(prog="ecpfs-viewer", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="ecpfs-viewer", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("location", nargs="?", metavar="PATH_OR_URL",
                         help="an index folder, a Zarr store, a .zip, or an http(s)/s3/gs URL")
     parser.add_argument("--demo", action="store_true", help="open the bundled demo index")
@@ -121,21 +135,56 @@ def split_verbose(args_list: list[str]) -> tuple[bool, list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a subcommand, or the desktop application; returns the exit status."""
+    """Run a subcommand, or the desktop application; returns the exit status (see cli_contract)."""
     verbose, args_list = split_verbose(list(sys.argv[1:] if argv is None else argv))
     log_file = configure_logging(verbose=verbose)
     log.debug("ecpfs-viewer %s, Python %s on %s; arguments %s; log file %s", __version__,
               platform.python_version(), platform.platform(), args_list, log_file or "none")
     if args_list and args_list[0] in SUBCOMMANDS:
+        return run_subcommand(args_list, as_program=argv is None)
+    try:
+        return _run_gui(args_list)
+    except CommandError as exc:
+        return report(exc, as_json=False)
+
+
+def run_subcommand(args_list: list[str], as_program: bool = False) -> int:
+    """Parse and run `SUBCOMMAND ...`; every failure ends as the contract says, never a traceback."""
+    as_json = "--json" in args_list
+    try:
         args = build_subcommand_parser([args_list[0]]).parse_args(args_list)
-        try:
-            code = int(args.func(args))
-        except BrokenPipeError:  # `check ... | head -1`: the reader left; exit quietly
-            _silence_stdout()
-            return 1
-        if argv is None and abandoned_remote_requests():  # run as the program: leave now
-            leave_process(code)
-        return code
+        code = int(args.func(args))
+    except BrokenPipeError:  # `check ... | head -1`: the reader left; exit quietly
+        _silence_stdout()
+        code = EXIT_FAILED
+    except CommandError as exc:
+        code = report(exc, as_json)
+    except KeyboardInterrupt:
+        code = report(Interrupted("interrupted"), as_json)
+    except Exception as exc:  # an error the command did not expect: one line here, the traceback in the log
+        log.error("%s failed", args_list[0], exc_info=True)
+        code = report(CommandError(_describe(exc)), as_json)
+    if as_program and abandoned_remote_requests():  # run as the program: leave now
+        leave_process(code)
+    return code
+
+
+def _describe(exc: BaseException) -> str:
+    from ecpfs_viewer.model.errors import describe_exception
+
+    if isinstance(exc, KeyError) and type(exc) is KeyError and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        return f"{exc.filename}: {exc.strerror}"
+    return describe_exception(exc)
+
+
+def _run_gui(args_list: list[str]) -> int:
+    """The desktop application on PATH_OR_URL, unless the line is a mistyped command or there is no display."""
+    if args_list:
+        mistyped = _mistyped_command(args_list[0])
+        if mistyped is not None:
+            raise mistyped
     parser = build_gui_parser()
     args = parser.parse_args(args_list)
     from ecpfs_viewer.model.remote import RemoteOptions
@@ -143,11 +192,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         remote = None if args.timeout is None else RemoteOptions(timeout_s=args.timeout)
     except ValueError as exc:  # a timeout of 0 or less
-        parser.error(f"--timeout: {exc}")
+        raise UsageError(f"--timeout: {exc}") from None
+    if args.location and "://" not in args.location and not os.path.exists(args.location.split("#")[0]):
+        raise CannotOpen(f"{args.location}: no such file or folder (commands: {', '.join(SUBCOMMANDS)})")
+    problem = missing_display()
+    if problem:
+        raise CannotOpen(problem)
     from ecpfs_viewer.gui.app import run_gui
 
     return run_gui(location=args.location, demo=args.demo, screenshot=args.screenshot, select=args.select,
                    remote=remote)
+
+
+def _mistyped_command(word: str) -> UsageError | None:
+    """`ecpfs-viewer chek x`: a first word that is no path but close to a command name."""
+    if word.startswith("-") or "://" in word or os.path.exists(word.split("#")[0]):
+        return None
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.6)
+    if not close:
+        return None
+    return UsageError(f"unknown command {word!r}: did you mean `{close[0]}`? (see `ecpfs-viewer --help`)")
+
+
+def missing_display() -> str | None:
+    """Why the window cannot open on this machine (no X11 or Wayland display), else None.
+
+    Qt would abort the process (exit 134) after a warning about the "xcb" plugin; saying so
+    first, with exit 2, is what a user or a script can act on."""
+    if not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        return None
+    platforms = [p.split(":")[0].strip().lower() for p in os.environ.get("QT_QPA_PLATFORM", "").split(";")]
+    platforms = [p for p in platforms if p] or ["xcb", "wayland"]  # Qt's own choice on Linux
+    if "xcb" in platforms and os.environ.get("DISPLAY"):
+        return None
+    if "wayland" in platforms and os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    if any(p not in ("xcb", "wayland") for p in platforms):  # offscreen, minimal, vnc, eglfs, ...
+        return None
+    return ("no display to open the window on (DISPLAY and WAYLAND_DISPLAY are not set); run it in a desktop "
+            "session, or use the subcommands (`ecpfs-viewer --help`)")
 
 
 if __name__ == "__main__":

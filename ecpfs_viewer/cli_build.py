@@ -1,39 +1,48 @@
 """`ecpfs-viewer build`: the builder on a terminal.
 
-Registered by ``cli.py``. Input that parses but cannot be used (a missing or malformed .npy, an
-existing output, an unknown item) ends with one ``ecpfs-viewer: error:`` line on stderr, exit
-status 1 and nothing written; argparse's own usage errors exit 2.
+Registered by ``cli.py``. Each problem is one ``ecpfs-viewer: error:`` line on stderr and nothing
+is written. Exit status as in `cli_contract`: 2 when the build cannot start (a usage error or bad
+parameter, an input that cannot be opened, an output that exists or cannot be written, a size
+that needs --force), 1 when the input opens but its data cannot be built (NaN, wrong shape,
+truncated), 130 for Ctrl+C and 128 + N for another stop signal N.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from ecpfs_viewer.cli_contract import (
+    EXIT_CANNOT_START,
+    EXIT_FAILED,
+    EXIT_OK,
+    PREFIX,
+    Interrupted,
+    UsageError,
+    unusable_file,
+)
+from ecpfs_viewer.cli_progress import TerminalProgress
 from ecpfs_viewer.model.build import (
     BuildCancelled,
     BuildError,
     BuildParams,
-    BuildProgress,
+    BuildProblem,
     BuildResult,
     build_index,
     preview_build,
 )
 from ecpfs_viewer.model.sizing import DTYPE_CHOICES
 
-EXIT_OK, EXIT_ERROR = 0, 1
 
-
-def _err(message: str) -> int:
-    print(f"ecpfs-viewer: error: {message}", file=sys.stderr)
-    return EXIT_ERROR
+def _err(message: str) -> None:
+    print(PREFIX + message, file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------------ build
@@ -66,33 +75,6 @@ def add_build_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     p.set_defaults(func=run_build)
     return p
-
-
-class _ProgressBar:
-    """A one-line progress bar on a terminal; silent when stderr is not a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._last = 0.0
-        self._phase = ""
-
-    def __call__(self, p: BuildProgress) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if p.phase == self._phase and now - self._last < 0.1 and p.done < p.total:
-            return
-        if p.phase != self._phase and self._phase:
-            sys.stderr.write("\n")
-        self._phase, self._last = p.phase, now
-        frac = p.done / p.total if p.total else 1.0
-        bar = "#" * int(frac * 30)
-        sys.stderr.write(f"\r{p.phase:<10} [{bar:<30}] {p.done:>10,}/{p.total:,}")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled and self._phase:
-            sys.stderr.write("\n")
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -130,7 +112,7 @@ def _stop_signals_interrupt() -> Iterator[None]:
 def run_build(args: argparse.Namespace) -> int:
     """Build the index; each problem with the input, parameters or output is one line on stderr."""
     if args.node_chunk_kb < 1 or args.rep_chunk_mb < 1:
-        return _err("--node-chunk-kb and --rep-chunk-mb must be at least 1")
+        raise UsageError("--node-chunk-kb and --rep-chunk-mb must be at least 1")
     params = BuildParams(
         levels=args.levels, target_cluster_items=args.target_cluster_items, metric=args.metric,
         is_normalized=args.normalized, dtype=args.dtype, rep_selection=args.rep_selection,
@@ -140,34 +122,41 @@ def run_build(args: argparse.Namespace) -> int:
     if not args.force:
         preview = preview_build(args.input, params, args.output, overwrite=args.overwrite)
         if preview.ok and preview.oversize:
-            return _err(f"{preview.oversize}; pass --force to build it anyway")
-    bar = _ProgressBar(enabled=not args.quiet and sys.stderr.isatty())
+            raise UsageError(f"{preview.oversize}; pass --force to build it anyway")
+    bar = TerminalProgress(enabled=not args.quiet)
     logs: list[str] = []
     result: BuildResult | None = None
     try:
-        with _stop_signals_interrupt():
+        with bar, _stop_signals_interrupt():
             result = build_index(args.input, args.output, params, overwrite=args.overwrite,
                                  progress=bar, log=logs.append)
     except BuildError as exc:
-        bar.close()
         for problem in exc.problems:
             _err(str(problem))
-        return EXIT_ERROR
+        return max(_problem_code(problem, args.input) for problem in exc.problems)
     except _Interrupted as exc:
-        bar.close()
         written = f"the index was complete: {args.output}" if result is not None else "nothing was written"
         _err(f"build stopped by {signal.Signals(exc.signum).name}; {written}")
         return 128 + exc.signum
     except (BuildCancelled, KeyboardInterrupt):
-        bar.close()
-        return _err("build interrupted; nothing was written")
+        raise Interrupted("build interrupted; nothing was written") from None
     except OSError as exc:
-        bar.close()
-        return _err(f"{args.output}: {exc.strerror or exc}")
-    bar.close()
+        _err(f"{args.output}: {exc.strerror or exc}")
+        return EXIT_FAILED
     if not args.quiet:
         print(format_build_summary(result))
     return EXIT_OK
+
+
+def _problem_code(problem: BuildProblem, input_location: str) -> int:
+    """2 for a problem that stops the build before it reads data (a parameter, the output, an input
+    that cannot be opened), 1 for input data that cannot be built."""
+    if problem.field != "input":
+        return EXIT_CANNOT_START
+    path = input_location.split("#", 1)[0]
+    if "#" in input_location:  # store.zarr#array: the store is a folder (or a zip)
+        return EXIT_CANNOT_START if not os.path.exists(path) or not os.access(path, os.R_OK) else EXIT_FAILED
+    return EXIT_CANNOT_START if unusable_file(path) else EXIT_FAILED
 
 
 def format_build_summary(result: BuildResult) -> str:

@@ -8,21 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.cli_contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError
+from ecpfs_viewer.cli_progress import TerminalProgress
 from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
 from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.stores import StoreOpenError, open_store
 from ecpfs_viewer.model.validation import ValidationReport, validate
-
-EXIT_OK, EXIT_ERRORS, EXIT_CANNOT_OPEN = 0, 1, 2
 
 
 def add_info_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -47,6 +46,7 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     parser.add_argument("--max-node-reads", type=int, default=256, metavar="N",
                         help="decode at most N nodes for the sampled checks (default 256)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
     add_remote_options(parser)
     parser.set_defaults(func=run_check)
     return parser
@@ -66,44 +66,42 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
 
 
 def remote_options(args: argparse.Namespace) -> RemoteOptions:
-    return RemoteOptions(endpoint=args.endpoint, anon=args.anon, region=args.region,
-                         timeout_s=args.timeout, max_in_flight=args.max_in_flight)
-
-
-def _open(path: str, args: argparse.Namespace | None = None) -> Hierarchy | None:
+    """The remote options of the command line; UsageError for a timeout or limit out of range."""
     try:
-        return Hierarchy(open_store(path, remote=remote_options(args) if args is not None else None))
+        return RemoteOptions(endpoint=args.endpoint, anon=args.anon, region=args.region,
+                             timeout_s=args.timeout, max_in_flight=args.max_in_flight)
     except ValueError as exc:  # invalid --timeout / --max-in-flight
-        print(f"ecpfs-viewer: {exc}", file=sys.stderr)
-        return None
+        raise UsageError(str(exc)) from None
+
+
+def _open(path: str, args: argparse.Namespace) -> Hierarchy:
+    options = remote_options(args)
+    try:
+        return Hierarchy(open_store(path, remote=options))
     except StoreOpenError as exc:
-        print(f"ecpfs-viewer: {exc}", file=sys.stderr)
-        return None
+        raise CannotOpen(str(exc)) from None
 
 
 def run_info(args: argparse.Namespace) -> int:
     h = _open(args.path, args)
-    if h is None:
-        return EXIT_CANNOT_OPEN
     summary = summarize(h)
     levels = collect_level_stats(h, summary)
     if args.json:
         print(json.dumps(info_dict(summary, levels), indent=2, default=_json_default))
     else:
         print(format_info(summary, levels))
-    return EXIT_OK if summary.layout.is_index else EXIT_ERRORS
+    return EXIT_OK if summary.layout.is_index else EXIT_FAILED
 
 
 def run_check(args: argparse.Namespace) -> int:
     h = _open(args.path, args)
-    if h is None:
-        return EXIT_CANNOT_OPEN
-    report = validate(h, max_node_reads=args.max_node_reads)
+    with TerminalProgress(enabled=not args.quiet) as bar:
+        report = validate(h, max_node_reads=args.max_node_reads, progress=bar)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(format_report(report, location=args.path))
-    return EXIT_OK if report.ok else EXIT_ERRORS
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def collect_level_stats(h: Hierarchy, summary: IndexSummary) -> list[LevelStats]:

@@ -1,8 +1,9 @@
 """`ecpfs-viewer search`, `recall` and `locate`: eCP search, recall@k sweeps and item lookup.
 
-Work on every store the app opens (folder, zip, http(s), s3). Bad input ends with one clear
-line on stderr and exit status 1, never a traceback. Imports stay light: `search --item 5` in a
-fresh process is mostly start-up time.
+Work on every store the app opens (folder, zip, http(s), s3). Every failure is one line on stderr
+with the exit status of `cli_contract` (2 for a usage error or an index or file that cannot be
+opened, 1 for data that cannot be used), never a traceback. Imports stay light: `search --item 5`
+in a fresh process is mostly start-up time.
 """
 
 from __future__ import annotations
@@ -13,37 +14,28 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ecpfs_viewer.cli_contract import EXIT_OK, CannotOpen, CommandError, UsageError, unusable_file
+
 if TYPE_CHECKING:
     import numpy as np
 
-    from ecpfs_viewer.model.search import IndexReader, SearchProgress, SearchResult
-
-EXIT_OK, EXIT_ERROR = 0, 1
-
-
-class CliError(Exception):
-    """A message for stderr, then exit 1."""
-
-
-def _err(message: str) -> int:
-    print(f"ecpfs-viewer: error: {message}", file=sys.stderr)
-    return EXIT_ERROR
+    from ecpfs_viewer.cli_progress import TerminalProgress
+    from ecpfs_viewer.model.search import IndexReader, SearchResult
 
 
 def _run(body: Any, args: argparse.Namespace) -> int:
-    """Run a subcommand body; every expected failure becomes one line on stderr and exit 1."""
+    """Run a subcommand body; the model's expected failures become a CommandError (exit 1)."""
     from ecpfs_viewer.model.errors import UserError, describe_exception
 
     try:
         return int(body(args))
-    except CliError as exc:
-        return _err(str(exc))
-    except KeyboardInterrupt:
-        return _err("interrupted")
+    except CommandError:
+        raise
     except (UserError, ValueError, KeyError) as exc:
-        return _err(describe_exception(exc) if not isinstance(exc, KeyError) else str(exc.args[0]))
+        message = describe_exception(exc) if type(exc) is not KeyError else str(exc.args[0])
+        raise CommandError(message) from None
     except OSError as exc:
-        return _err(f"{exc.filename or args.index}: {exc.strerror or exc}")
+        raise CommandError(f"{exc.filename or args.index}: {exc.strerror or exc}") from None
 
 
 def _open(args: argparse.Namespace) -> IndexReader:
@@ -54,37 +46,42 @@ def _open(args: argparse.Namespace) -> IndexReader:
     from ecpfs_viewer.model.stores import open_store
 
     location = args.index
+    options = remote_options(args)
     try:
-        return IndexReader(open_store(location, remote=remote_options(args)))
+        return IndexReader(open_store(location, remote=options))
     except (UserError, OSError, ValueError) as exc:
-        raise CliError(f"{location}: cannot open index ({describe_exception(exc)})") from exc
+        message = describe_exception(exc)
+        raise CannotOpen(message if location in message else f"{location}: cannot open ({message})") from None
 
 
 def _ids(text: str, option: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise CliError(f"{option} must be comma-separated integers, got {text!r}") from None
+        raise UsageError(f"{option} must be comma-separated integers, got {text!r}") from None
 
 
 def _check_params(k: int, search_exps: list[int], max_increments: int) -> None:
     if k < 1:
-        raise CliError(f"--k must be at least 1 (got {k})")
+        raise UsageError(f"--k must be at least 1 (got {k})")
     if any(e < 0 for e in search_exps):
-        raise CliError(f"--search-exp must be >= 0 (got {min(search_exps)})")
+        raise UsageError(f"--search-exp must be >= 0 (got {min(search_exps)})")
     if max_increments < -1:
-        raise CliError(f"--max-increments must be >= -1 (got {max_increments})")
+        raise UsageError(f"--max-increments must be >= -1 (got {max_increments})")
 
 
 def load_queries(path: str) -> np.ndarray:
-    """A .npy of queries (1-D is one query), memory-mapped; CliError when it is not one."""
+    """A .npy of queries (1-D is one query), memory-mapped.
+
+    CannotOpen when path is no readable file (absent, a folder, a pipe); CommandError when the
+    file opens but holds no usable queries."""
     from ecpfs_viewer.model.search import QueryError
     from ecpfs_viewer.model.search.explore import load_npy
 
     try:
         return load_npy(path)
     except QueryError as exc:
-        raise CliError(str(exc)) from None
+        raise (CannotOpen if unusable_file(path) else CommandError)(str(exc)) from None
 
 
 def _subcommand(subparsers: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]
@@ -104,6 +101,7 @@ def _add_search_options(p: argparse.ArgumentParser, search_exp_help: str, search
     p.add_argument("--max-increments", type=int, default=-1, help="times search_exp may double (default -1: no limit)")
     p.add_argument("--exclude", default="", metavar="ID,ID", help="item ids never to return")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
 
 
 def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
@@ -119,7 +117,8 @@ def _exact_with(reader: IndexReader, args: argparse.Namespace) -> Any:
         return None
     scheduler = str(args.scheduler).strip()
     if scheduler != "threads" and "://" not in scheduler:
-        raise CliError(f"--scheduler must be 'threads' or a scheduler address like tcp://HOST:PORT (got {scheduler!r})")
+        raise UsageError(f"--scheduler must be 'threads' or a scheduler address like tcp://HOST:PORT "
+                         f"(got {scheduler!r})")
     from ecpfs_viewer.cli_read import remote_options
     from ecpfs_viewer.model.search.exact_dask import exact_knn_dask, source_of
 
@@ -170,9 +169,9 @@ def _search(args: argparse.Namespace) -> int:
     if args.recall is not None:
         return _legacy_recall(args, exclude, search_exp)
     if args.item is None and args.saved_query is None and args.query_file is None and args.query_row is None:
-        raise CliError("give --item ID, --query-file Q.npy [--query-row N] or --saved-query ID")
+        raise UsageError("give --item ID, --query-file Q.npy [--query-row N] or --saved-query ID")
     if args.query_file is not None and (args.item is not None or args.saved_query is not None):
-        raise CliError("--query-file goes with --query-row, not with --item or --saved-query")
+        raise UsageError("--query-file goes with --query-row, not with --item or --saved-query")
     queries = load_queries(args.query_file) if args.query_file else None
     reader = _open(args)
     query = _query_vector(reader, args, queries)
@@ -184,7 +183,8 @@ def _search(args: argparse.Namespace) -> int:
     if args.explain:
         from ecpfs_viewer.model.search import explain_misses
 
-        exact = (_exact_with(reader, args) or reader.exact)(query, args.k, exclude).hits(0)
+        with _progress_bar(args) as bar:
+            exact = (_exact_with(reader, args) or reader.exact)(query, args.k, exclude, progress=bar).hits(0)
         misses = explain_misses(reader, query, result, exact)
         report["exact"] = [h.to_dict() for h in exact]
         report["missed"] = [m.to_dict() for m in misses]
@@ -211,7 +211,7 @@ def _single_exp(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise CliError(f"--search-exp must be an integer, got {text!r}") from None
+        raise UsageError(f"--search-exp must be an integer, got {text!r}") from None
 
 
 def _query_vector(reader: IndexReader, args: argparse.Namespace, queries: np.ndarray | None) -> np.ndarray:
@@ -224,7 +224,7 @@ def _query_vector(reader: IndexReader, args: argparse.Namespace, queries: np.nda
     if queries is not None:
         row = 0 if args.query_row is None else args.query_row
         if not 0 <= row < len(queries):
-            raise CliError(f"--query-row {row} is outside {args.query_file} ({len(queries)} rows)")
+            raise CommandError(f"--query-row {row} is outside {args.query_file} ({len(queries)} rows)")
         return np.asarray(queries[row])  # converted and checked by the reader
     return reader.vector_for_item(args.item if args.item is not None else args.query_row)
 
@@ -242,7 +242,7 @@ def _legacy_recall(args: argparse.Namespace, exclude: frozenset[int], search_exp
     from ecpfs_viewer.model.search import queries_from_array, recall_sweep, sample_items
 
     if args.recall < 1:
-        raise CliError("--recall needs at least 1 query")
+        raise UsageError("--recall needs at least 1 query")
     reader = _open(args)
     if args.query_file:
         queries = load_queries(args.query_file)
@@ -294,16 +294,15 @@ def _recall(args: argparse.Namespace) -> int:
 
     exps = _ids(args.search_exp, "--search-exp")
     if not exps:
-        raise CliError("--search-exp needs at least one value")
+        raise UsageError("--search-exp needs at least one value")
     _check_params(args.k, exps, args.max_increments)
     exclude = frozenset(_ids(args.exclude, "--exclude"))
     if args.sample is not None and args.sample < 1:
-        raise CliError(f"--sample must be at least 1 (got {args.sample})")
+        raise UsageError(f"--sample must be at least 1 (got {args.sample})")
     queries = load_queries(args.queries) if args.queries else None
     reader = _open(args)
     exact = _exact_with(reader, args)
-    bar = _progress_bar(not args.json)
-    try:
+    with _progress_bar(args) as bar:
         if exact is None:
             reader.leaf_matrix(progress=bar)  # the ground truth needs every leaf: read them once, first
         if queries is not None:
@@ -314,9 +313,6 @@ def _recall(args: argparse.Namespace) -> int:
             query_set = sample_items(reader, 100 if args.sample is None else args.sample, args.seed)
         report = recall_sweep(reader, query_set, args.k, exps, args.max_increments, exclude,
                               exclude_self=not args.include_self, progress=bar, exact=exact)
-    finally:
-        if bar is not None:
-            bar.close()
     if args.json:
         print(json.dumps([row.to_dict() for row in report.rows], indent=2))
         return EXIT_OK
@@ -331,23 +327,11 @@ def _recall(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _Progress:
-    """The build command's one-line progress bar on stderr (same phase/done/total fields)."""
+def _progress_bar(args: argparse.Namespace) -> TerminalProgress:
+    """The bar for a long step: on a terminal's stderr, unless --quiet."""
+    from ecpfs_viewer.cli_progress import TerminalProgress
 
-    def __init__(self) -> None:
-        from ecpfs_viewer.cli_build import _ProgressBar
-
-        self._bar = _ProgressBar(enabled=True)
-
-    def __call__(self, p: SearchProgress) -> None:
-        self._bar(p)  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        self._bar.close()
-
-
-def _progress_bar(enabled: bool) -> _Progress | None:
-    return _Progress() if enabled and sys.stderr.isatty() else None
+    return TerminalProgress(enabled=not args.quiet)
 
 
 # ------------------------------------------------------------------------------------ locate

@@ -1,5 +1,6 @@
-"""`ecpfs-viewer build` on a terminal: every bad input is one clear line, exit 1, nothing written;
-good input builds and prints the summary (search: tests/test_cli_search.py)."""
+"""`ecpfs-viewer build` on a terminal: every bad input is one clear line and nothing written, exit 2
+when the build cannot start (parameters, output, an input that cannot be opened) and 1 when the
+input's data cannot be built; good input builds and prints the summary (search: test_cli_search.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ecpfs_viewer import cli_build
 from ecpfs_viewer.cli import main
 
 POINTS = np.array([(0, 0), (0.4, 0.4), (1, 1), (1.4, 1.4), (10, 10), (10.4, 10.4), (11, 11), (11.4, 11.4)],
@@ -91,9 +91,9 @@ def test_truncated_and_non_numpy_and_missing_files(work: Path, capsys: pytest.Ca
     raw = (work / "good.npy").read_bytes()
     _bad(work, "trunc.npy", raw[:-10])
     _bad(work, "text.npy", b"hello, this is not numpy\n")
-    for name, message in (("trunc.npy", "truncated"), ("text.npy", "not a .npy file"),
-                          ("missing.npy", "file not found")):
-        assert _build(work, name) == 1, name
+    for name, message, code in (("trunc.npy", "truncated", 1), ("text.npy", "not a .npy file", 1),
+                                ("missing.npy", "file not found", 2)):
+        assert _build(work, name) == code, name
         assert message in capsys.readouterr().err
     assert not (work / "out.zarr").exists()
 
@@ -112,7 +112,7 @@ def test_bad_parameters(work: Path, capsys: pytest.CaptureFixture[str], args: li
     if message is None:
         assert rc == 0  # 1 KiB holds 128 rows of 2 float32: fine
         return
-    assert rc == 1
+    assert rc == 2  # a usage error: the build never starts
     assert message in capsys.readouterr().err
     assert not (work / "out.zarr").exists()
 
@@ -121,19 +121,19 @@ def test_chunk_budget_too_small_for_one_row(work: Path, capsys: pytest.CaptureFi
     np.save(work / "wide.npy", np.ones((4, 300), np.float32))  # 1200 bytes per row > 1 KiB
     rc = main(["build", str(work / "wide.npy"), str(work / "out.zarr"), "--levels", "1",
                "--target-cluster-items", "2", "--node-chunk-kb", "1"])
-    assert rc == 1
+    assert rc == 2
     assert "node chunk budget too small" in capsys.readouterr().err
     assert not (work / "out.zarr").exists()
 
 
-def test_every_problem_is_one_line_and_exit_1(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_problem_is_one_line_and_exit_2(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The CLI prints the builder's own problems (the ones the Build dialog shows beside its fields)."""
     from ecpfs_viewer.model.build import BuildParams, check_build
 
     (work / "taken.zarr").mkdir()
     rc = main(["build", str(work / "good.npy"), str(work / "taken.zarr"), "--levels", "0",
                "--target-cluster-items", "9", "--quiet"])
-    assert rc == 1
+    assert rc == 2
     _, problems = check_build(work / "good.npy", BuildParams(levels=0, target_cluster_items=9), work / "taken.zarr")
     assert [p.field for p in problems] == ["levels", "target", "output"]
     err = capsys.readouterr().err
@@ -146,7 +146,7 @@ def test_existing_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert _build(work, "good.npy") == 0
     capsys.readouterr()
     mtime = (work / "out.zarr" / "zarr.json").stat().st_mtime_ns
-    assert _build(work, "good.npy") == 1
+    assert _build(work, "good.npy") == 2
     assert "already exists" in capsys.readouterr().err
     assert (work / "out.zarr" / "zarr.json").stat().st_mtime_ns == mtime
     assert _build(work, "good.npy", "--overwrite", "--quiet") == 0
@@ -170,7 +170,7 @@ def test_unwritable_output_folder(request: pytest.FixtureRequest) -> None:
             env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
             done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, env=env,
                                   cwd=base)
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == 2, done.stderr
         assert "cannot be written" in done.stderr
         assert os.listdir(ro) == []
     finally:
@@ -179,10 +179,10 @@ def test_unwritable_output_folder(request: pytest.FixtureRequest) -> None:
 
 
 def test_output_folder_missing_or_a_file(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _build(work, "good.npy", out="nowhere/out.zarr") == 1
+    assert _build(work, "good.npy", out="nowhere/out.zarr") == 2
     assert f"output folder {work / 'nowhere'} does not exist" in capsys.readouterr().err
     (work / "afile").write_text("x")
-    assert _build(work, "good.npy", out="afile/out.zarr") == 1
+    assert _build(work, "good.npy", out="afile/out.zarr") == 2
     assert "output folder" in capsys.readouterr().err
 
 
@@ -195,21 +195,10 @@ def test_unwritable_output_folder_reported(work: Path, capsys: pytest.CaptureFix
         raise PermissionError(13, "Permission denied", str(path))
 
     monkeypatch.setattr(build_mod.os, "mkdir", deny)
-    assert _build(work, "good.npy") == 1
+    assert _build(work, "good.npy") == 2
     assert f"output folder {work} cannot be written (Permission denied)" in capsys.readouterr().err
     monkeypatch.undo()
     assert _listing(work) == {"good.npy"}
-
-
-def test_progress_bar_draws_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
-    bar = cli_build._ProgressBar(enabled=True)
-    from ecpfs_viewer.model.build import BuildProgress
-
-    bar(BuildProgress("reading", 5, 10))
-    bar(BuildProgress("writing", 10, 10))
-    bar.close()
-    err = capsys.readouterr().err
-    assert "reading" in err and "writing" in err and "10/10" in err
 
 
 # ------------------------------------------------------------------------- size guard and signals
@@ -288,7 +277,7 @@ def test_unusually_large_build_needs_force(work: Path, capsys: pytest.CaptureFix
     """--levels 64 with one item per cluster on 3,000 rows: 8 GiB of near-empty nodes for 750 KiB of input."""
     np.save(work / "rows.npy", np.zeros((3000, 64), np.float32))
     args = ["build", str(work / "rows.npy"), str(work / "huge.zarr"), "--levels", "64", "--target-cluster-items", "1"]
-    assert main(args) == 1
+    assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "the index would take about 8.1 GiB on disk in 2,120,387 files and folders" in err

@@ -1,5 +1,6 @@
 """`ecpfs-viewer search` / `recall` / `locate` on a terminal: results as text and JSON, every bad
-input one clear line and exit 1, the same answers over a folder, a zip and HTTP."""
+input one clear line (exit 2 for a usage error or what cannot be opened, 1 for unusable data), the
+same answers over a folder, a zip and HTTP."""
 
 from __future__ import annotations
 
@@ -46,38 +47,38 @@ def test_build_then_search(work: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_search_bad_input(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["search", str(work / "nope.zarr"), "--item", "1"]) == 1
-    assert "cannot open index" in capsys.readouterr().err
+    assert main(["search", str(work / "nope.zarr"), "--item", "1"]) == 2
+    assert "nope.zarr: no such file or directory" in capsys.readouterr().err
     idx = _build(work)
     capsys.readouterr()
     assert main(["search", idx, "--item", "99"]) == 1
     assert "item 99 is not in any leaf" in capsys.readouterr().err
     assert main(["search", idx, "--query-row", "20", "--query-file", str(work / "good.npy")]) == 1
     assert "outside" in capsys.readouterr().err
-    assert main(["search", idx, "--item", "1", "--exclude", "a,b"]) == 1
+    assert main(["search", idx, "--item", "1", "--exclude", "a,b"]) == 2
     assert "--exclude" in capsys.readouterr().err
-    assert main(["search", idx]) == 1
+    assert main(["search", idx]) == 2
     np.save(work / "q3.npy", np.zeros((2, 3), np.float32))
     assert main(["search", idx, "--query-row", "0", "--query-file", str(work / "q3.npy")]) == 1
     assert "3 dimensions" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--item", "1", "--k", "0"], "--k must be at least 1"),
-    (["--item", "1", "--search-exp", "-1"], "--search-exp must be >= 0"),
-    (["--item", "1", "--max-increments", "-2"], "--max-increments must be >= -1"),
-    (["--query-file", "nan.npy"], "NaN or Inf"),
-    (["--query-file", "inf.npy"], "NaN or Inf"),
-    (["--query-file", "missing.npy"], "file not found"),
-    (["--saved-query", "3"], "saved query 3 not found"),
+@pytest.mark.parametrize(("args", "message", "code"), [
+    (["--item", "1", "--k", "0"], "--k must be at least 1", 2),
+    (["--item", "1", "--search-exp", "-1"], "--search-exp must be >= 0", 2),
+    (["--item", "1", "--max-increments", "-2"], "--max-increments must be >= -1", 2),
+    (["--query-file", "nan.npy"], "NaN or Inf", 1),
+    (["--query-file", "inf.npy"], "NaN or Inf", 1),
+    (["--query-file", "missing.npy"], "file not found", 2),
+    (["--saved-query", "3"], "saved query 3 not found", 1),
 ])
 def test_search_rejects_bad_arguments_in_one_line(work: Path, capsys: pytest.CaptureFixture[str],
-                                                  args: list[str], message: str) -> None:
+                                                  args: list[str], message: str, code: int) -> None:
     idx = _build(work)
     np.save(work / "nan.npy", np.array([[np.nan, 0]], np.float32))
     np.save(work / "inf.npy", np.array([[1e300, 0]], np.float64))  # finite, but not in float32
     capsys.readouterr()
-    assert main(["search", idx, *[str(work / a) if a.endswith(".npy") else a for a in args]]) == 1
+    assert main(["search", idx, *[str(work / a) if a.endswith(".npy") else a for a in args]]) == code
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
@@ -157,7 +158,7 @@ def test_recall_self_exclusion_switch(work: Path, capsys: pytest.CaptureFixture[
 def test_recall_bad_arguments(work: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
     idx = _build(work)
     capsys.readouterr()
-    assert main(["recall", idx, *args]) == 1
+    assert main(["recall", idx, *args]) == 2  # usage errors
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
 
