@@ -152,7 +152,9 @@ def run_subcommand(args_list: list[str], as_program: bool = False) -> int:
     """Parse and run `SUBCOMMAND ...`; every failure ends as the contract says, never a traceback."""
     as_json = "--json" in args_list
     try:
-        args = build_subcommand_parser([args_list[0]]).parse_args(args_list)
+        args, unknown = build_subcommand_parser([args_list[0]]).parse_known_args(args_list)
+        if unknown:  # argparse would name the top-level parser; the subcommand's help is the one to read
+            raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see `ecpfs-viewer {args_list[0]} --help`)")
         code = int(args.func(args))
     except BrokenPipeError:  # `check ... | head -1`: the reader left; exit quietly
         _silence_stdout()

@@ -13,8 +13,13 @@ from typing import Any, Protocol
 
 
 class _Report(Protocol):
-    done: int
-    total: int
+    """What every progress report of the model carries (BuildProgress, CheckProgress, SearchProgress)."""
+
+    @property
+    def done(self) -> int: ...
+
+    @property
+    def total(self) -> int: ...
 
 
 class TerminalProgress:
