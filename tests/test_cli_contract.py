@@ -314,7 +314,11 @@ def test_zsh_completion_script(capsys, tmp_path: Path) -> None:
     for name in ("info", "check", "build", "search", "recall", "locate", "--max-node-reads", "--search-exp"):
         assert name in script
     zsh = shutil.which("zsh")
-    if zsh is not None:  # zsh parses it (zsh -n) where zsh is installed
+    if zsh is not None:  # where zsh is installed (apt install zsh): it parses the script, and compinit takes it up
         (tmp_path / "_ecpfs-viewer").write_text(script)
         done = subprocess.run([zsh, "-n", str(tmp_path / "_ecpfs-viewer")], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+        setup = (f"fpath=({tmp_path} $fpath); autoload -U compinit; compinit -u -d {tmp_path / 'zcompdump'}; "
+                 "print -r -- $_comps[ecpfs-viewer]")
+        done = subprocess.run([zsh, "-f", "-c", setup], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+        assert done.stdout.strip() == "_ecpfs-viewer", done.stdout + done.stderr
