@@ -1,7 +1,9 @@
 """`ecpfs-viewer info` and `ecpfs-viewer check`: the index summary and validation on a terminal.
 
 `info` prints the lines `ecp info` prints (spec §5) first, so scripts reading those keep working,
-then what the viewer adds: format version, dimension, dtype, fan-out and a per-level table.
+then what the viewer adds: format version, dimension, dtype, fan-out and a per-level table. On a
+remote store the leaf row counts the listed leaves only: their sizes need one request per leaf
+(`check` and `info --leaf-sizes` read them).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from ecpfs_viewer.cli_contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError
 from ecpfs_viewer.cli_progress import TerminalProgress
 from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
+from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.remote import RemoteOptions
@@ -32,6 +35,9 @@ def add_info_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
                                                "node statistics per level (from metadata only).")
     parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs/az URL")
     parser.add_argument("--json", action="store_true", help="print the same information as JSON")
+    parser.add_argument("--leaf-sizes", action=argparse.BooleanOptionalAction, default=None,
+                        help="read every leaf's metadata for the leaf sizes and their sum (default: on a folder "
+                             "or .zip, not on a remote store, where it is one request per leaf)")
     add_remote_options(parser)
     parser.set_defaults(func=run_info)
     return parser
@@ -85,7 +91,8 @@ def _open(path: str, args: argparse.Namespace) -> Hierarchy:
 def run_info(args: argparse.Namespace) -> int:
     h = _open(args.path, args)
     summary = summarize(h)
-    levels = collect_level_stats(h, summary)
+    leaf_sizes = args.leaf_sizes if args.leaf_sizes is not None else h.store.kind != "remote"
+    levels = collect_level_stats(h, summary, leaf_sizes=leaf_sizes)
     if args.json:
         print(json.dumps(info_dict(summary, levels), indent=2, default=_json_default))
     else:
@@ -104,11 +111,18 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def collect_level_stats(h: Hierarchy, summary: IndexSummary) -> list[LevelStats]:
-    """Statistics of every level the index declares (none for a store that is not an index)."""
+#: A row of the level table: full statistics, or the listed node count only (leaves not read)
+LevelRow = LevelStats | LevelCount
+
+
+def collect_level_stats(h: Hierarchy, summary: IndexSummary, leaf_sizes: bool = True) -> list[LevelRow]:
+    """Statistics of every level the index declares (none for a store that is not an index).
+
+    Without leaf_sizes the leaf level is only counted from its listing: no leaf document is read."""
     if not summary.layout.is_index:
         return []
-    return [level_stats(h, level, summary) for level in level_plan(summary).shown]
+    return [level_count(h, level, summary) if not leaf_sizes and level == summary.levels
+            else level_stats(h, level, summary) for level in level_plan(summary).shown]
 
 
 def _json_default(value: Any) -> Any:
@@ -120,7 +134,7 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def info_dict(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> dict[str, Any]:
+def info_dict(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> dict[str, Any]:
     """What `info --json` prints: the summary plus one entry per level."""
     result = summary.to_dict()
     result["level_stats"] = [s.to_dict() for s in levels]
@@ -131,7 +145,7 @@ def _text(value: Any, absent: str = "-") -> str:
     return format_value(value, absent)
 
 
-def format_info(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> str:
+def format_info(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> str:
     """The `info` text: `ecp info`'s lines, then the viewer's additions and a per-level table.
 
     Shared with the builder's post-build summary, so both read the same.
@@ -175,7 +189,10 @@ def format_info(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> str
         lines.append("")
         lines.append(format_level_table(levels))
         leaf = levels[-1]
-        if leaf.is_leaf and leaf.leaf_sum is not None:
+        if isinstance(leaf, LevelCount) and leaf.is_leaf:
+            lines.append(f"Sum of leaf sizes: not read ({leaf.node_count:,} leaf documents, one request each; "
+                         "`check` or `info --leaf-sizes` reads them)")
+        elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None:
             match = "matches" if leaf.leaf_sum == summary.total_items else "DIFFERS from"
             lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} ({match} Total Items {_text(summary.total_items)})")
     problems = [f for f in summary.findings if f.severity is not Severity.INFO]
@@ -187,12 +204,17 @@ def format_info(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> str
     return "\n".join(lines)
 
 
-def format_level_table(levels: Sequence[LevelStats]) -> str:
+def format_level_table(levels: Sequence[LevelRow]) -> str:
+    """One row per level; size columns read '-' where the sizes were not read."""
     header = ("Level", "Nodes", "Max", "Gaps", "Min", "Median", "Mean", "Max rows", "Rows", "Chunk rows")
     rows = [header]
     for s in levels:
-        rows.append((s.path + (" (leaves)" if s.is_leaf else ""), str(s.node_count), _text(s.max_nodes),
-                     str(s.gap_count), _text(s.min_size), _text(s.median_size), _text(s.mean_size),
+        counts = (s.path + (" (leaves)" if s.is_leaf else ""), str(s.node_count), _text(s.max_nodes),
+                  str(s.gap_count))
+        if isinstance(s, LevelCount):
+            rows.append((*counts, *("-",) * 6))
+            continue
+        rows.append((*counts, _text(s.min_size), _text(s.median_size), _text(s.mean_size),
                      _text(s.max_size), str(s.total_rows), _text(s.chunk_rows)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])

@@ -130,3 +130,36 @@ def test_verbose_prints_debug_lines_on_stderr(capsys, two_clusters_path: Path) -
     code, verbose_out, err = run(capsys, "info", str(two_clusters_path), "--verbose")
     assert code == 0 and verbose_out == out  # the report itself is unchanged
     assert " DEBUG ecpfs_viewer.cli [MainThread]: ecpfs-viewer " in err
+
+
+def _leaves_stall(path: str) -> bool:
+    return path.startswith("two_clusters.zarr/lvl_2/node_")  # every leaf; lvl_2/zarr.json answers
+
+
+def test_info_over_http_reads_no_leaf_document(capsys, two_clusters_path: Path) -> None:
+    """On a remote store info counts the leaves from the listing: a host whose leaf documents never
+    answer still gets the whole summary at once; --leaf-sizes asks for them (and then waits)."""
+    import remote_fixtures
+
+    with remote_fixtures.serve_hostile(two_clusters_path.parent, "stall", _leaves_stall) as (url, _tally):
+        code, out, err = run(capsys, "info", f"{url}/two_clusters.zarr", "--timeout", "20")
+        assert code == 0, err
+        lines = out.splitlines()
+        assert "Total Representatives: 4" in lines
+        assert [line.split() for line in lines if line.startswith("lvl_2")] == [
+            ["lvl_2", "(leaves)", "4", "4", "0", "-", "-", "-", "-", "-", "-"]]
+        assert ("Sum of leaf sizes: not read (4 leaf documents, one request each; `check` or `info --leaf-sizes` "
+                "reads them)") in lines
+        assert "Problems:" not in out
+        code, out, _ = run(capsys, "info", f"{url}/two_clusters.zarr", "--json", "--timeout", "20")
+        leaves = json.loads(out)["level_stats"][-1]
+        assert code == 0 and (leaves["node_count"], leaves["sizes_read"], leaves["leaf_sum"]) == (4, False, None)
+        code, out, _ = run(capsys, "info", f"{url}/two_clusters.zarr", "--leaf-sizes", "--timeout", "1")
+        assert code == 0 and "lvl_2/node_3/embeddings/zarr.json within 1 s" in out  # it asked for them
+
+
+def test_info_leaf_sizes_switch_on_a_folder(capsys, two_clusters_path: Path) -> None:
+    code, out, _ = run(capsys, "info", str(two_clusters_path), "--no-leaf-sizes")
+    assert code == 0 and "Sum of leaf sizes: not read (4 leaf documents" in out
+    code, out, _ = run(capsys, "info", str(two_clusters_path))
+    assert code == 0 and "Sum of leaf sizes: 8 (matches Total Items 8)" in out
