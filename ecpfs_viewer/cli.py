@@ -195,8 +195,6 @@ def _run_gui(args_list: list[str]) -> int:
         remote = None if args.timeout is None else RemoteOptions(timeout_s=args.timeout)
     except ValueError as exc:  # a timeout of 0 or less
         raise UsageError(f"--timeout: {exc}") from None
-    if args.location and "://" not in args.location and not os.path.exists(args.location.split("#")[0]):
-        raise CannotOpen(f"{args.location}: no such file or folder (commands: {', '.join(SUBCOMMANDS)})")
     problem = missing_display()
     if problem:
         raise CannotOpen(problem)

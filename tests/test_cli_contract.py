@@ -175,14 +175,6 @@ def test_mistyped_command_says_did_you_mean(capsys) -> None:
     assert _one_error_line(err) == "unknown command 'chek': did you mean `check`? (see `ecpfs-viewer --help`)"
 
 
-def test_a_path_that_does_not_exist_does_not_start_the_gui(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", str(tmp_path / "nothing.zarr")],
-                          capture_output=True, text=True, timeout=60, env=_program_env())
-    assert done.returncode == 2
-    assert "nothing.zarr: no such file or folder" in _one_error_line(done.stderr)
-    assert "PySide6" not in done.stderr
-
-
 def test_gui_without_a_display_says_so_and_exits_2(two_clusters_path: Path) -> None:
     env = {k: v for k, v in _program_env().items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
     done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", str(two_clusters_path)], capture_output=True,
