@@ -88,7 +88,8 @@ def test_cli_info_check_search(cloud: CloudServer, two_clusters_path: Path,
 
     url = _url(cloud)
     options = ("--endpoint", cloud.endpoint, "--timeout", "10")
-    assert run("info", url, *options) == run("info", str(two_clusters_path))
+    assert run("info", url, "--leaf-sizes", *options) == run("info", str(two_clusters_path))
+    assert "Sum of leaf sizes: not read (4 leaf documents" in run("info", url, *options)[1]  # remote default
     code, out = run("check", url, *options)
     local_code, local_out = run("check", str(two_clusters_path))
     assert code == local_code == 0
