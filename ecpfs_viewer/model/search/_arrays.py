@@ -4,10 +4,12 @@ Search, locate and exact search read thousands of small node arrays. One zarr ``
 array costs about half a millisecond of event-loop bookkeeping, so 4,000 leaves took seconds.
 Here the ``zarr.json`` documents and then every chunk of every array are fetched with
 :meth:`OpenedStore.read_many_or_errors` (concurrent on remote stores, counted by its I/O counter)
-and decoded by zarr in large batches: the chunks of one layout are put side by side, along the first
-axis, in an in-memory array of that layout, and read back with one ``getitem`` (zarr's public API
-decodes a chunk only through an array; its codec pipeline wants an ``ArraySpec`` from zarr.core,
-which is internal, and 3.4 removed the ``get_chunk_spec`` that made one). Arrays the batch path does not cover
+and decoded without zarr's per-chunk bookkeeping. zarr's public API decodes a chunk only through an
+array (its codec pipeline wants an ``ArraySpec`` from zarr.core, which is internal, and 3.4 removed
+the ``get_chunk_spec`` that made one), so: the common chains (``bytes`` then zstd, gzip or blosc, what
+ecpfs indexes use) are decoded with the numcodecs codecs zarr itself uses for them, built from the
+metadata; any other chain by putting the chunks side by side, along the first axis, in an in-memory
+array of that layout, read back with one ``getitem``. Arrays the batch path does not cover
 (sharding, irregular grids) are read one by one through :class:`Hierarchy`; ecpfs arrays are
 always Zarr v3, so a path without ``zarr.json`` holds no array.
 """
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numcodecs
 import numpy as np
 import zarr
 from zarr.buffer.cpu import Buffer as CpuBuffer
@@ -49,6 +52,7 @@ class _Template:
     dtype: np.dtype[Any]
     decode_key: str  # arrays with equal codecs, data type and chunk shape decode in one call
     chunk_nbytes: int
+    decode_one: Callable[[bytes], np.ndarray] | None  # numcodecs decoding of one chunk, when the chain allows
 
 
 class ArrayBatchReader:
@@ -149,9 +153,12 @@ class ArrayBatchReader:
         decoded: list[np.ndarray | None] = [None] * len(part)
         for members in groups.values():
             template = batch[part[members[0]][0]][1]
-            chunks = [raws[j] for j in members]
+            chunks: list[bytes] = [raws[j] for j in members]  # type: ignore[misc]  # no None or error left
             try:
-                out = _decode_side_by_side(template, chunks)  # type: ignore[arg-type]  # no None or error left
+                if template.decode_one is not None:
+                    out = [template.decode_one(raw) for raw in chunks]
+                else:
+                    out = _decode_side_by_side(template, chunks)
             except Exception as exc:  # a corrupt chunk: the codec raises its own type
                 raise ArrayReadError(f"{part[members[0]][2]} (or a chunk read with it): "
                                      f"cannot decode ({describe_exception(exc)})") from exc
@@ -206,4 +213,47 @@ def _parse(path: str, document: dict[str, Any]) -> _Template | None:
     layout = {k: v for k, v in document.items() if k not in ("shape", "attributes")}
     decode_key = json.dumps([codecs, str(dtype), chunk_shape], sort_keys=True, default=str)
     chunk_nbytes = math.prod(chunk_shape) * int(dtype.itemsize)  # Python ints: a hostile chunk shape cannot overflow
-    return _Template(array, layout, chunk_shape, array.metadata.fill_value, dtype, decode_key, chunk_nbytes)
+    return _Template(array, layout, chunk_shape, array.metadata.fill_value, dtype, decode_key, chunk_nbytes,
+                     _numcodecs_decoder(codecs, dtype, chunk_shape))
+
+
+# the bytes-to-bytes codecs zarr-python runs through numcodecs (zarr.codecs.ZstdCodec, GzipCodec,
+# BloscCodec wrap these very classes); decoding needs no parameter the stream does not carry
+_NUMCODECS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "zstd": lambda config: numcodecs.Zstd(level=int(config.get("level", 0))),
+    "gzip": lambda config: numcodecs.GZip(level=int(config.get("level", 5))),
+    "blosc": lambda config: numcodecs.Blosc(),
+}
+
+
+def _numcodecs_decoder(codecs: list[Any], dtype: np.dtype[Any], chunk_shape: tuple[int, ...]
+                       ) -> Callable[[bytes], np.ndarray] | None:
+    """A decoder of one stored chunk for a chain of `bytes` then known bytes codecs; None otherwise."""
+    first = codecs[0] if codecs else None
+    if dtype.kind not in "biufc" or not isinstance(first, dict) or first.get("name") != "bytes":
+        return None
+    endian = (first.get("configuration") or {}).get("endian", "little")
+    if endian not in ("little", "big"):
+        return None
+    stored = dtype.newbyteorder("<" if endian == "little" else ">") if dtype.itemsize > 1 else dtype
+    steps = []
+    for codec in codecs[1:]:
+        make = _NUMCODECS.get(str(codec.get("name"))) if isinstance(codec, dict) else None
+        if make is None:
+            return None
+        try:
+            steps.append(make(codec.get("configuration") or {}))
+        except (TypeError, ValueError):  # an odd configuration: zarr's own path says what is wrong
+            return None
+    expected = math.prod(chunk_shape) * dtype.itemsize
+
+    def decode(raw: bytes) -> np.ndarray:
+        data: Any = raw
+        for step in reversed(steps):
+            data = step.decode(data)
+        flat = np.frombuffer(data, dtype=stored)
+        if flat.nbytes != expected:
+            raise ValueError(f"the chunk decodes to {flat.nbytes:,} bytes, expected {expected:,}")
+        return flat.reshape(chunk_shape).astype(dtype, copy=False)
+
+    return decode
