@@ -1,0 +1,47 @@
+"""The model's own event loop: results and failures come back to the caller, with its context."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+
+import pytest
+
+from ecpfs_viewer.model import event_loop
+
+_WHO = contextvars.ContextVar("who", default="nobody")
+
+
+async def _answer(value: int) -> tuple[int, str, str]:
+    await asyncio.sleep(0)
+    return value, _WHO.get(), threading.current_thread().name
+
+
+def test_results_failures_and_the_callers_context_come_back() -> None:
+    _WHO.set("caller")
+    assert event_loop.run(_answer(4)) == (4, "caller", "ecpfs_io")
+
+    async def fail() -> None:
+        raise KeyError("gone")
+
+    with pytest.raises(KeyError, match="gone"):
+        event_loop.run(fail())
+
+
+def test_many_threads_share_the_one_loop() -> None:
+    found: list[int] = []
+    threads = [threading.Thread(target=lambda i=i: found.append(event_loop.run(_answer(i))[0])) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(found) == list(range(8))
+
+
+def test_waiting_for_the_loop_from_inside_it_is_an_error_not_a_hang() -> None:
+    async def nested() -> None:
+        event_loop.run(_answer(1))
+
+    with pytest.raises(event_loop.LoopReentryError):
+        event_loop.run(nested())
