@@ -70,7 +70,7 @@ class ActionTally:
             return IOStats(self.requests, self.bytes_read, self.listings, end - self._started)
 
 
-# the tallies of the actions running in this context (innermost last); copied into zarr's event-loop
+# the tallies of the actions running in this context (innermost last); copied into the model's event-loop
 # tasks by asyncio, and into thread pools by carry_context
 _ACTIVE: contextvars.ContextVar[tuple[ActionTally, ...]] = contextvars.ContextVar("ecpfs_io_actions", default=())
 
