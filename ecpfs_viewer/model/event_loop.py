@@ -11,6 +11,7 @@ the caller (the I/O tally of its action) goes with the coroutine.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 import os
 import threading
@@ -51,6 +52,27 @@ def _forget_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
+
+#: how long leaving the program waits for the loop to finish what it is running
+STOP_WAIT_S = 5.0
+
+
+def stop() -> None:
+    """Stop the loop and its thread (at exit, as zarr does with its own): a client call finishing
+    later (obstore's Rust threads) must find no loop to call back into a finalising interpreter."""
+    global _loop, _thread
+    with _lock:
+        loop, thread = _loop, _thread
+        _loop, _thread = None, None
+    if loop is None or thread is None or not thread.is_alive():
+        return
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(STOP_WAIT_S)
+    if not thread.is_alive():
+        loop.close()
+
+
+atexit.register(stop)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

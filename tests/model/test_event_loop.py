@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from ecpfs_viewer.model import event_loop
 
+REPO = Path(__file__).resolve().parents[2]
 _WHO = contextvars.ContextVar("who", default="nobody")
 
 
@@ -45,3 +50,25 @@ def test_waiting_for_the_loop_from_inside_it_is_an_error_not_a_hang() -> None:
 
     with pytest.raises(event_loop.LoopReentryError):
         event_loop.run(nested())
+
+
+_LEAVES = """
+import atexit, threading
+def after():  # registered before the model's handler, so it runs after it (atexit is last in, first out)
+    alive = any(t.name == "ecpfs_io" and t.is_alive() for t in threading.enumerate())
+    print("loop thread alive" if alive else "loop thread stopped")
+atexit.register(after)
+from ecpfs_viewer.model import event_loop
+async def one():
+    return 1
+print(event_loop.run(one()))
+"""
+
+
+def test_the_loop_thread_is_stopped_when_the_program_leaves() -> None:
+    """As zarr does for its own loop: no loop left running while the interpreter finalises (an
+    obstore call ending then would call back into it, and pyo3 aborts the process)."""
+    done = subprocess.run([sys.executable, "-c", _LEAVES], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "loop", "thread", "stopped"], done.stdout + done.stderr
