@@ -34,7 +34,8 @@ _DRIVER = """
 import contextlib, io, json, resource, sys, time, traceback
 limit = 1024 << 20
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-sys.path.insert(0, sys.argv[2])
+if sys.argv[2]:
+    sys.path.insert(0, sys.argv[2])
 from ecpfs_viewer.cli import main
 for args in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
@@ -59,12 +60,19 @@ def commands(store: str, out: Path) -> list[list[str]]:
 
 
 def run_commands(lines: list[list[str]], env: dict[str, str] | None = None,
-                 user: int | None = None) -> list[dict[str, Any]]:
-    """Run the command lines in one limited subprocess; fails the test when one hangs."""
-    full_env = {**os.environ, "MALLOC_ARENA_MAX": "2", **(env or {})}
+                 nobody: Any = None) -> list[dict[str, Any]]:
+    """Run the command lines in one limited subprocess; fails the test when one hangs.
+
+    With `nobody` (the nobody_python fixture) they run as uid 65534, with the interpreter and
+    checkout that user can read (this one may live under /root)."""
+    extra = {"MALLOC_ARENA_MAX": "2", **(env or {})}
     try:
-        done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(lines), str(REPO)], capture_output=True,
-                              text=True, timeout=SECONDS * len(lines), env=full_env, user=user)
+        if nobody is not None:
+            done = nobody.run(["-c", _DRIVER, json.dumps(lines), ""], capture_output=True,
+                              timeout=SECONDS * len(lines), env=extra)
+        else:
+            done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(lines), str(REPO)], capture_output=True,
+                                  text=True, timeout=SECONDS * len(lines), env={**os.environ, **extra})
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"a command did not end: after {exc.stdout!r}\n{exc.stderr!r}")
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -238,13 +246,14 @@ world_readable_copy = _test_module("test_hostile_metadata").world_readable_copy 
 
 
 @pytest.mark.parametrize("locked", ["lvl_2", "lvl_2/node_3", "info", "lvl_2/node_1", f"{NODE}/c/0/0", ""])
-def test_every_command_with_permission_denied(world_readable_copy: Path, locked: str) -> None:
+def test_every_command_with_permission_denied(world_readable_copy: Path, locked: str,
+                                              request: pytest.FixtureRequest) -> None:
     (world_readable_copy / locked).chmod(0)
-    user = 65534 if os.geteuid() == 0 else None
+    nobody = request.getfixturevalue("nobody_python") if os.geteuid() == 0 else None
     writable = world_readable_copy.parent / "out"
     writable.mkdir()
     writable.chmod(0o777)
-    results = run_commands(commands(str(world_readable_copy), writable / "out.zarr"), user=user)
+    results = run_commands(commands(str(world_readable_copy), writable / "out.zarr"), nobody=nobody)
     assert_each_ends_with_one_message(results)
     if locked == "info":
         assert "info/ cannot be read (permission denied)" in results[0]["stdout"]

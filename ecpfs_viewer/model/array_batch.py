@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from zarr.core.sync import sync
 
+from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
@@ -24,7 +24,7 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
     """Each whole array at paths, or the ArrayReadError (naming the path) that reading it raised.
 
     The documents the Hierarchy does not hold yet are read in one batch and kept; then every
-    array's chunks are read on zarr's event loop at once.
+    array's chunks are read on the model's event loop at once.
     """
     if not paths:
         return []
@@ -34,7 +34,7 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
     for i, path in enumerate(paths):
         try:
             check_read(path or "/", h.array_details(path), ...)
-            pending.append((i, h.open_array(path).async_array))
+            pending.append((i, h.open_async_array(path)))
         except ReadTooLarge as exc:
             results[i] = ArrayReadError(str(exc))
         except Exception as exc:
@@ -43,7 +43,7 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
     async def all_of() -> list[Any]:
         return list(await asyncio.gather(*(array.getitem(...) for _, array in pending), return_exceptions=True))
 
-    for (i, _), value in zip(pending, sync(all_of()) if pending else [], strict=True):
+    for (i, _), value in zip(pending, event_loop.run(all_of()) if pending else [], strict=True):
         if isinstance(value, BaseException) and not isinstance(value, Exception):
             raise value  # cancellation, interrupts
         if isinstance(value, Exception):

@@ -9,7 +9,6 @@ really uses. zarr-python's ``nchunks_initialized`` tests every possible key agai
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import math
 import re
@@ -18,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from zarr.abc.store import ByteRequest, RangeByteRequest, SuffixByteRequest
-from zarr.core.chunk_key_encodings import ChunkKeyEncoding, parse_chunk_key_encoding
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_bytes
@@ -144,14 +142,18 @@ class ChunkStats:
 
 
 def chunk_key(index: tuple[int, ...], encoding: str, separator: str) -> str:
-    """The key of a chunk under a chunk key encoding ('default' → c/0/1, 'v2' → 0.1; rank 0: c / 0)."""
-    return key_encoder(encoding, separator).encode_chunk_key(tuple(int(i) for i in index))
+    """The key of a chunk under a chunk key encoding ('default' → c/0/1, 'v2' → 0.1; rank 0: c / 0).
 
-
-@functools.lru_cache(maxsize=16)
-def key_encoder(encoding: str, separator: str) -> ChunkKeyEncoding:
-    """zarr's chunk key encoding object (what array metadata holds) for a (name, separator) pair."""
-    return parse_chunk_key_encoding({"name": encoding, "configuration": {"separator": separator}})
+    Written out from the Zarr v3 spec (§ chunk key encodings): zarr-python's encoding classes
+    live in zarr.core (internal), and zarr 3.1.0 has no public lookup of them by name."""
+    if separator not in ("/", "."):
+        raise ValueError(f"chunk key separator must be '/' or '.', got {separator!r}")
+    coords = [str(int(i)) for i in index]
+    if encoding == "default":
+        return separator.join(["c", *coords])
+    if encoding == "v2":
+        return separator.join(coords) if coords else "0"
+    raise ValueError(f"unknown chunk key encoding {encoding!r} (expected 'default' or 'v2')")
 
 
 def key_encoding_of(details: ArrayDetails) -> tuple[str, str]:

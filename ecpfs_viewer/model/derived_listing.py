@@ -195,8 +195,7 @@ def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], enc
     import asyncio
     import itertools
 
-    from zarr.core.sync import sync
-
+    from ecpfs_viewer.model import event_loop
     from ecpfs_viewer.model.chunks import chunk_key
 
     total = int(np.prod(grid_shape, dtype=np.int64)) if grid_shape else 1
@@ -218,4 +217,4 @@ def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], enc
     async def all_sizes() -> list[tuple[str, int | None]]:
         return list(await asyncio.gather(*(size(k) for k in keys)))
 
-    return {key: found for key, found in sync(all_sizes()) if found is not None}
+    return {key: found for key, found in event_loop.run(all_sizes()) if found is not None}

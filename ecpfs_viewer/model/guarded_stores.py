@@ -12,10 +12,12 @@ import os
 import zipfile
 import zlib
 from collections.abc import Iterable
+from pathlib import Path
 
+from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest
-from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
-from zarr.storage import LocalStore, ZipStore
+from zarr.buffer import default_buffer_prototype
+from zarr.storage import LocalStore, WrapperStore, ZipStore
 
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.store_io import UnreadableFile, bounds, check_size, read_file, read_file_range
@@ -46,16 +48,25 @@ class GuardedLocalStore(LocalStore):
         return list(await asyncio.gather(*(self.get(key, prototype, byte_range) for key, byte_range in key_ranges)))
 
 
-class GuardedZipStore(ZipStore):
-    """A read-only ZipStore that checks a member's declared size before decompressing it and
-    names the member when it is damaged."""
+class GuardedZipStore(WrapperStore[ZipStore]):
+    """A read-only zarr ZipStore that checks a member's declared size before decompressing it and
+    names the member when it is damaged.
 
-    def _get(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None) -> Buffer | None:
-        if not self._is_open:
-            self._sync_open()
-        try:
-            info = self._zf.getinfo(key)
-        except KeyError:
+    A wrapper, not a subclass: the sizes come from the archive's central directory, read once when
+    the zip is opened (the ZipStore's own zipfile handle is private to zarr)."""
+
+    def __init__(self, store: ZipStore, members: dict[str, zipfile.ZipInfo]) -> None:
+        super().__init__(store)
+        self.members = members
+        self.path = store.path
+
+    def _with_store(self, store: ZipStore) -> GuardedZipStore:
+        return GuardedZipStore(store, self.members)
+
+    async def get(self, key: str, prototype: BufferPrototype,
+                  byte_range: ByteRequest | None = None) -> Buffer | None:
+        info = self.members.get(key)
+        if info is None or info.is_dir():
             return None
         where = f"{self.path}#{key}"
         start, stop = (0, info.file_size) if byte_range is None else bounds(byte_range, info.file_size)
@@ -63,6 +74,19 @@ class GuardedZipStore(ZipStore):
         needed = stop - start if info.compress_type == zipfile.ZIP_STORED else info.file_size
         check_size(where, key, needed, "the member, uncompressed as the zip declares,")
         try:
-            return super()._get(key, prototype, byte_range)
+            return await self._store.get(key, prototype, byte_range)
         except _MEMBER_ERRORS as exc:
             raise UnreadableFile(where, f"damaged zip member ({describe_exception(exc)})") from exc
+
+    async def get_partial_values(self, prototype: BufferPrototype,
+                                 key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:
+        # one member after another, as ZipStore does (it reads under one lock), each one guarded
+        return [await self.get(key, prototype, byte_range) for key, byte_range in key_ranges]
+
+
+async def open_guarded_zip(path: Path) -> GuardedZipStore:
+    """The zip at path opened read-only (its central directory read now), with guarded reads."""
+    store = await ZipStore.open(path, mode="r")
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: info for info in archive.infolist()}
+    return GuardedZipStore(store, members)

@@ -19,10 +19,9 @@ from typing import Any
 
 import numpy as np
 import zarr
-from zarr.core.metadata.v2 import ArrayV2Metadata
-from zarr.core.metadata.v3 import ArrayV3Metadata
-from zarr.storage import StorePath
+from zarr.storage import MemoryStore, StorePath
 
+from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.derived_listing import DerivedState
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.foreground import give_way
@@ -157,7 +156,7 @@ class Hierarchy:
         self._children: dict[str, list[Node]] = {}
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
-        self._arrays: dict[str, zarr.Array[Any]] = {}
+        self._arrays: dict[str, zarr.AsyncArray[Any]] = {}
         self.level_stats_cache = LevelStatsCache()  # statistics derived from the listings, dropped by refresh
         self.derived = DerivedState()  # what was derived where the store lists no folders
 
@@ -351,8 +350,11 @@ class Hierarchy:
             raise error(f"{path or '/'} is not an array")
         return info.array
 
-    def open_array(self, path: str) -> zarr.Array[Any]:
-        """A zarr Array built from the metadata already read (no second metadata read)."""
+    def open_async_array(self, path: str) -> zarr.AsyncArray[Any]:
+        """A zarr AsyncArray built from the metadata already read (no second metadata read).
+
+        Its reads are awaited on the model's loop (``event_loop.run``), never through zarr's
+        synchronous Array, so every request to this store is made from one event loop."""
         path = path.strip("/")
         with self._lock:
             if path in self._arrays:
@@ -364,8 +366,7 @@ class Hierarchy:
             document["attributes"] = info.attributes
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            array = zarr.Array(zarr.AsyncArray.from_dict(StorePath(self.store.zarr_store, self.store.key(path)),
-                                                         document))
+            array = zarr.AsyncArray.from_dict(StorePath(self.store.zarr_store, self.store.key(path)), document)
         with self._lock:
             self._arrays[path] = array
         return array
@@ -378,7 +379,7 @@ class Hierarchy:
         """
         try:
             check_read(path or "/", self.array_details(path), selection)  # refuses what metadata makes too costly
-            return np.asarray(self.open_array(path)[selection])
+            return np.asarray(event_loop.run(self.open_async_array(path).getitem(selection)))
         except ReadTooLarge as exc:
             raise ArrayReadError(str(exc)) from exc
         except Exception as exc:
@@ -500,13 +501,40 @@ def parse_details(node: Node) -> NodeDetails:
     return NodeDetails(node, document, attributes, array, warnings=tuple(str(w.message) for w in caught))
 
 
+# A parsed metadata object of each format, from a minimal document: its from_dict (the public
+# zarr.abc.metadata.Metadata contract) parses and refuses documents. The metadata classes live in
+# zarr.core, which is internal; AsyncArray.from_dict would do too, but it also builds a codec
+# pipeline and a config, 15 % (zarr 3.1) to 50 % (zarr 3.4) more time for each of a level's
+# 8,000 documents.
+_MINIMAL_ARRAYS: dict[int, dict[str, Any]] = {
+    3: {"zarr_format": 3, "node_type": "array", "shape": [1], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]},
+    2: {"zarr_format": 2, "shape": [1], "chunks": [1], "dtype": "|u1", "compressor": None, "fill_value": 0,
+        "order": "C", "filters": None},
+}
+_METADATA_PARSERS: dict[int, Any] = {}
+
+
+def _parse_metadata(document: dict[str, Any], zarr_format: int) -> Any:
+    """zarr's parsed metadata of an array document of zarr_format (2 or 3); raises for a bad one."""
+    if document.get("zarr_format") != zarr_format:
+        raise ValueError(f"zarr_format is {document.get('zarr_format')!r}, expected {zarr_format}")
+    parser = _METADATA_PARSERS.get(zarr_format)
+    if parser is None:
+        nowhere = StorePath(MemoryStore(), "")
+        parser = _METADATA_PARSERS[zarr_format] = zarr.AsyncArray.from_dict(
+            nowhere, dict(_MINIMAL_ARRAYS[zarr_format])).metadata
+    return parser.from_dict(dict(document))
+
+
 def _array_details(document: dict[str, Any], zarr_format: int) -> ArrayDetails:
     give_way()  # zarr's parse is slow Python (a 4,000-node level parses 8,000 of these)
     if zarr_format == 3:
-        meta = ArrayV3Metadata.from_dict(dict(document))
+        meta = _parse_metadata(document, 3)
         codecs: list[dict[str, Any]] = [c if isinstance(c, dict) else {"name": str(c)}
                                         for c in document.get("codecs", [])]
-        chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)  # type: ignore[attr-defined]
+        chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)
         shard_shape = None
         for codec in codecs:
             if codec.get("name") == "sharding_indexed":
@@ -518,7 +546,7 @@ def _array_details(document: dict[str, Any], zarr_format: int) -> ArrayDetails:
         names = meta.dimension_names
         fill = document.get("fill_value")
     else:
-        meta2 = ArrayV2Metadata.from_dict(dict(document))
+        meta2 = _parse_metadata(document, 2)
         codecs = []
         for f in document.get("filters") or []:
             codecs.append({"name": f.get("id", "?"), "configuration": {k: v for k, v in f.items() if k != "id"}})
@@ -532,7 +560,7 @@ def _array_details(document: dict[str, Any], zarr_format: int) -> ArrayDetails:
         encoding = {"name": "v2", "configuration": {"separator": document.get("dimension_separator", ".")}}
         names = None
         fill = document.get("fill_value")
-        meta = meta2  # type: ignore[assignment]
+        meta = meta2
     shape = tuple(int(s) for s in meta.shape)
     return ArrayDetails(shape, dtype, chunk_shape, shard_shape, fill, codecs, names, encoding, zarr_format, itemsize)
 

@@ -13,11 +13,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
+from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
-from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
-from zarr.core.sync import sync
-from zarr.storage import WrapperStore
+from zarr.buffer import default_buffer_prototype
+from zarr.storage import LocalStore, MemoryStore, WrapperStore
 
+from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
@@ -69,7 +70,7 @@ class ActionTally:
             return IOStats(self.requests, self.bytes_read, self.listings, end - self._started)
 
 
-# the tallies of the actions running in this context (innermost last); copied into zarr's event-loop
+# the tallies of the actions running in this context (innermost last); copied into the model's event-loop
 # tasks by asyncio, and into thread pools by carry_context
 _ACTIVE: contextvars.ContextVar[tuple[ActionTally, ...]] = contextvars.ContextVar("ecpfs_io_actions", default=())
 
@@ -157,12 +158,13 @@ class CountingStore(WrapperStore[Store]):
 
     def get_sync(self, key: str, *, prototype: BufferPrototype | None = None, byte_range: Any = None) -> Buffer | None:
         prototype = prototype or default_buffer_prototype()
-        inner = getattr(self._store, "get_sync", None)
         result: Buffer | None
-        if inner is not None:
-            result = inner(key, prototype=prototype, byte_range=byte_range)
+        # only these read synchronously in every zarr 3.1+ (3.4's WrapperStore has a get_sync that
+        # fails when the wrapped store has none, e.g. a remote or zip store)
+        if isinstance(self._store, LocalStore | MemoryStore):
+            result = self._store.get_sync(key, prototype=prototype, byte_range=byte_range)
         else:
-            result = sync(self._store.get(key, prototype, byte_range))
+            result = event_loop.run(self._store.get(key, prototype, byte_range))
         self.counter.add_read(len(result) if result is not None else 0)
         return result
 

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zarr.abc.store import ByteRequest, Store
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
+from zarr.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore
 
+from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.errors import UserError, describe_exception
-from ecpfs_viewer.model.guarded_stores import GuardedLocalStore, GuardedZipStore
+from ecpfs_viewer.model.guarded_stores import GuardedLocalStore, open_guarded_zip
 from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.store_io import (
     METADATA_KEYS,
@@ -178,7 +179,7 @@ class OpenedStore:
         return found
 
     def _bounded(self, calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T | Exception]:
-        """Run the calls on zarr's event loop, at most max_in_flight at once; results in order,
+        """Run the calls on the model's event loop, at most max_in_flight at once; results in order,
         a call that failed gives its exception in place (cancellation and interrupts propagate).
 
         max_in_flight workers take the calls in turn: 8,000 reads are 128 tasks, not 8,000 made at
@@ -200,7 +201,7 @@ class OpenedStore:
                 for _ in range(min(max(1, self.max_in_flight), len(calls))):
                     group.create_task(worker())
 
-        sync(run_all())
+        event_loop.run(run_all())
         # a cancellation or an interrupt is no failed key: raised as itself (a worker that let it
         # out would have ended the group with an exception group, or silently, for a cancellation)
         stop = next((f for f in found if isinstance(f, BaseException) and not isinstance(f, Exception)), None)
@@ -216,7 +217,7 @@ class OpenedStore:
             directory = os.path.join(self.local_path, self.key(path))
             with os.scandir(directory) as entries:
                 return [(e.name, _is_dir(e)) for e in entries]
-        names = sync(_collect(self.zarr_store.list_dir(self.key(path))))
+        names = event_loop.run(_collect(self.zarr_store.list_dir(self.key(path))))
         return [(name.rstrip("/"), None) for name in names]
 
     def list_prefix(self, path: str) -> list[str]:
@@ -232,7 +233,7 @@ class OpenedStore:
                     found.append(name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}")
             return found
         full = prefix + "/" if prefix else ""
-        keys = sync(_collect(self.zarr_store.list_prefix(full)))
+        keys = event_loop.run(_collect(self.zarr_store.list_prefix(full)))
         return [k[len(full):] for k in keys]
 
     def sizes_below(self, path: str, problems: list[str] | None = None) -> dict[str, int]:
@@ -367,7 +368,7 @@ def _open_zip(path: Path) -> OpenedStore:
     if root is None:
         raise StoreOpenError(f"{path}: the zip holds no Zarr metadata (zarr.json, .zgroup, .zarray)")
     try:  # opened now: our listings bypass zarr.open, which would otherwise open the archive
-        store = sync(GuardedZipStore.open(path, mode="r"))
+        store = event_loop.run(open_guarded_zip(path))
     except (zipfile.BadZipFile, OSError) as exc:
         raise StoreOpenError(f"{path}: damaged zip file ({describe_exception(exc)})") from exc
     sizes = {m.filename: m.compress_size for m in members if not m.is_dir()}  # chunk stats list from these
@@ -444,7 +445,5 @@ def _check_remote_metadata(opened: OpenedStore, url: str, first: list[str] | Non
 
 def open_memory(entries: dict[str, bytes]) -> OpenedStore:
     """An in-memory read-only store from key -> bytes, for tests and generated data."""
-    from zarr.core.buffer.cpu import Buffer as CpuBuffer
-
     store = MemoryStore({k: CpuBuffer.from_bytes(v) for k, v in entries.items()}, read_only=True)
     return OpenedStore(store, label="memory", kind="memory")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.hierarchy import ArrayDetails, ArrayReadError, Hierarchy, base_name
 from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
@@ -196,13 +197,13 @@ def failing_chunks(h: Hierarchy, path: str, details: ArrayDetails, selection: tu
         ranges.append(range(first // max(chunk, 1), last // max(chunk, 1) + 1))
     if math.prod(len(r) for r in ranges) > limit:
         return []
-    array = h.open_array(path)
+    array = h.open_async_array(path)
     bad = []
     for chunk_index in itertools.product(*ranges):
         block = tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in
                       zip(chunk_index, details.chunk_shape, details.shape, strict=False))
         try:
-            array[block]
+            event_loop.run(array.getitem(block))
         except Exception:  # any decoding failure marks the chunk; the caller reports the first error
             name = array.metadata.encode_chunk_key(chunk_index)
             bad.append(f"chunk {name}" if details.shard_shape is None else f"inner chunk {chunk_index}")

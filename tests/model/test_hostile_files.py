@@ -17,6 +17,7 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,8 +34,8 @@ _PRELUDE = """
 import resource, sys
 limit = {limit} << 20
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-sys.path.insert(0, {repo!r})
 """
+_ON_PATH = "sys.path.insert(0, {repo!r})\n"
 
 _CLI = """
 import runpy
@@ -47,13 +48,19 @@ except SystemExit as exc:
 
 
 def run_limited(code: str, *args: str, env: dict[str, str] | None = None,
-                user: int | None = None) -> subprocess.CompletedProcess[str]:
-    """Run python code (after the memory-limit prelude) with args; fails the test past SECONDS."""
-    script = _PRELUDE.format(limit=MEMORY_MB, repo=str(REPO)) + code
-    full_env = {**os.environ, "MALLOC_ARENA_MAX": "2", **(env or {})}  # arenas reserve address space
+                nobody: Any = None) -> subprocess.CompletedProcess[str]:
+    """Run python code (after the memory-limit prelude) with args; fails the test past SECONDS.
+
+    With `nobody` (the nobody_python fixture) the code runs as uid 65534, with the interpreter and
+    checkout that user can read (this one may live under /root)."""
+    extra = {"MALLOC_ARENA_MAX": "2", **(env or {})}  # arenas reserve address space
     try:
+        if nobody is not None:
+            script = _PRELUDE.format(limit=MEMORY_MB) + code
+            return nobody.run(["-c", script, *args], capture_output=True, timeout=SECONDS, env=extra)
+        script = _PRELUDE.format(limit=MEMORY_MB) + _ON_PATH.format(repo=str(REPO)) + code
         return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                              timeout=SECONDS, env=full_env, user=user)
+                              timeout=SECONDS, env={**os.environ, **extra})
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"did not end within {SECONDS} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
 
@@ -293,7 +300,7 @@ for text in (default_selection(h.array_details("a")), "-5:", ":", "::10000000000
 
 
 # -- permissions and links -------------------------------------------------------------------------------
-def test_permission_denied_is_said_not_missing(two_clusters_path: Path) -> None:
+def test_permission_denied_is_said_not_missing(two_clusters_path: Path, request: pytest.FixtureRequest) -> None:
     """Root ignores permissions: as root the run is made as 'nobody' (uid 65534)."""
     base = Path(tempfile.mkdtemp(prefix="ecpfs-perm-"))
     target = base / "locked.zarr"
@@ -304,8 +311,8 @@ def test_permission_denied_is_said_not_missing(two_clusters_path: Path) -> None:
             path.chmod(0o755 if path.is_dir() else 0o644)
         (target / "lvl_2/node_1").chmod(0)
         (target / NODE / "c/0/0").chmod(0)
-        user = 65534 if os.geteuid() == 0 else None
-        result = run_limited(_LIBRARY, str(target), NODE, user=user)
+        nobody = request.getfixturevalue("nobody_python") if os.geteuid() == 0 else None
+        result = run_limited(_LIBRARY, str(target), NODE, nobody=nobody)
         output = assert_clean(result)
         assert "child: lvl_2/node_1 error lvl_2/node_1/zarr.json: cannot read (Permission denied)" in output
         assert "child: lvl_2/node_3 group" in output

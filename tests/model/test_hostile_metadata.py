@@ -36,19 +36,27 @@ _LIMITED_CLI = """
 import resource, sys
 limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-sys.path.insert(0, sys.argv[2])
+if sys.argv[2]:
+    sys.path.insert(0, sys.argv[2])
 from ecpfs_viewer.cli import main
 sys.exit(main(sys.argv[3:]))
 """
 
 
-def run_cli(*args: str, user: int | None = None) -> subprocess.CompletedProcess[str]:
-    """`ecpfs-viewer ARGS` in a subprocess limited to MEMORY_LIMIT bytes and TIME_LIMIT seconds."""
-    result = subprocess.run(
-        [sys.executable, "-c", _LIMITED_CLI, str(MEMORY_LIMIT), str(REPO), *args],
-        capture_output=True, text=True, timeout=TIME_LIMIT, user=user,
-        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
-    )
+def run_cli(*args: str, nobody: Any = None) -> subprocess.CompletedProcess[str]:
+    """`ecpfs-viewer ARGS` in a subprocess limited to MEMORY_LIMIT bytes and TIME_LIMIT seconds.
+
+    With `nobody` (the nobody_python fixture) it runs as uid 65534, with the interpreter and
+    checkout that user can read (this one may live under /root)."""
+    if nobody is not None:
+        result = nobody.run(["-c", _LIMITED_CLI, str(MEMORY_LIMIT), "", *args], capture_output=True,
+                            timeout=TIME_LIMIT, env={"QT_QPA_PLATFORM": "offscreen"})
+    else:
+        result = subprocess.run(
+            [sys.executable, "-c", _LIMITED_CLI, str(MEMORY_LIMIT), str(REPO), *args],
+            capture_output=True, text=True, timeout=TIME_LIMIT,
+            env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+        )
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
     return result
 
@@ -175,10 +183,11 @@ def world_readable_copy(two_clusters_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("locked", ["lvl_2", "lvl_2/node_3", "info"])
-def test_permission_denied_is_reported_as_such(world_readable_copy: Path, locked: str) -> None:
+def test_permission_denied_is_reported_as_such(world_readable_copy: Path, locked: str,
+                                              request: pytest.FixtureRequest) -> None:
     (world_readable_copy / locked).chmod(0)
-    user = 65534 if os.geteuid() == 0 else None
-    result = run_cli("check", str(world_readable_copy), user=user)
+    nobody = request.getfixturevalue("nobody_python") if os.geteuid() == 0 else None
+    result = run_cli("check", str(world_readable_copy), nobody=nobody)
     assert result.returncode == 1
     assert "Permission denied" in result.stdout
     assert f"{locked}: missing" not in result.stdout and ": missing (required" not in result.stdout

@@ -145,6 +145,22 @@ def test_http_url_without_zarr_metadata_is_refused(http_data_url: str) -> None:
         open_store(f"{http_data_url}/peer-data")
 
 
+def test_fsspec_store_reads_documents_and_arrays_on_one_event_loop(http_data_url: str,
+                                                                   two_clusters_path: Path) -> None:
+    """An fsspec/aiohttp session is bound to the loop that first used it: reads of documents and
+    array reads must all run on the model's one loop (with two: 'Timeout context manager should
+    be used inside a task')."""
+    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
+    opened = open_store(f"{http_data_url}/two_clusters.zarr", storage_options={"block_size": 0})
+    assert opened.kind == "remote"
+    h, local = Hierarchy(opened), Hierarchy(open_store(two_clusters_path))
+    path = "lvl_2/node_2/embeddings"
+    assert opened.read(f"{path}/zarr.json") == (two_clusters_path / path / "zarr.json").read_bytes()
+    np.testing.assert_array_equal(h.read_array(path), local.read_array(path))
+    np.testing.assert_array_equal(h.read_array(path, slice(0, 2)), local.read_array(path, slice(0, 2)))
+    assert opened.read_many([f"{path}/zarr.json", "no/such/zarr.json"])[1] is None
+
+
 @pytest.mark.parametrize("missing", ["fsspec", "aiohttp"])
 def test_url_without_remote_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
     real_import = builtins.__import__

@@ -4,7 +4,12 @@ Search, locate and exact search read thousands of small node arrays. One zarr ``
 array costs about half a millisecond of event-loop bookkeeping, so 4,000 leaves took seconds.
 Here the ``zarr.json`` documents and then every chunk of every array are fetched with
 :meth:`OpenedStore.read_many_or_errors` (concurrent on remote stores, counted by its I/O counter)
-and decoded by zarr's own codec pipeline in large batches. Arrays the batch path does not cover
+and decoded without zarr's per-chunk bookkeeping. zarr's public API decodes a chunk only through an
+array (its codec pipeline wants an ``ArraySpec`` from zarr.core, which is internal, and 3.4 removed
+the ``get_chunk_spec`` that made one), so: the common chains (``bytes`` then zstd, gzip or blosc, what
+ecpfs indexes use) are decoded with the numcodecs codecs zarr itself uses for them, built from the
+metadata; any other chain by putting the chunks side by side, along the first axis, in an in-memory
+array of that layout, read back with one ``getitem``. Arrays the batch path does not cover
 (sharding, irregular grids) are read one by one through :class:`Hierarchy`; ecpfs arrays are
 always Zarr v3, so a path without ``zarr.json`` holds no array.
 """
@@ -20,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numcodecs
 import numpy as np
 import zarr
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.buffer.cpu import Buffer as CpuBuffer
-from zarr.core.sync import sync
-from zarr.storage._common import StorePath
+from zarr.buffer.cpu import Buffer as CpuBuffer
+from zarr.storage import MemoryStore, StorePath
 
+from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy, load_json_object
 from ecpfs_viewer.model.read_guard import DeclaredArray, check_read
@@ -40,12 +45,14 @@ DECODE_BATCH_BYTES = 64 << 20
 class _Template:
     """A parsed array document shared by every array stored with the same bytes."""
 
-    array: Any  # zarr AsyncArray (v3): its metadata, config and codec pipeline
+    array: Any  # zarr AsyncArray (v3) of the document: its metadata (chunk keys)
+    layout: dict[str, Any]  # the document without its shape (and attributes): what decoding depends on
     chunk_shape: tuple[int, ...]
-    spec: Any  # the ArraySpec of one chunk (same for every chunk of a regular grid)
+    fill_value: Any  # what a chunk that is not stored reads as
     dtype: np.dtype[Any]
-    codecs_key: str  # arrays with equal codecs and data type decode in one call
+    decode_key: str  # arrays with equal codecs, data type and chunk shape decode in one call
     chunk_nbytes: int
+    decode_one: Callable[[bytes], np.ndarray] | None  # numcodecs decoding of one chunk, when the chain allows
 
 
 class ArrayBatchReader:
@@ -128,7 +135,7 @@ class ArrayBatchReader:
                 region = tuple(slice(c * size, min((c + 1) * size, extent))
                                for c, size, extent in zip(coords, t.chunk_shape, shape, strict=True))
                 if chunk is None:  # no chunk stored: all fill value (§1.1)
-                    outputs[n][region] = t.spec.fill_value
+                    outputs[n][region] = t.fill_value
                 else:
                     outputs[n][region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
         return outputs
@@ -142,19 +149,37 @@ class ArrayBatchReader:
             if isinstance(raw, Exception):
                 raise ArrayReadError(f"{key}: cannot read ({describe_exception(raw)})")
             if raw is not None:
-                groups.setdefault(batch[n][1].codecs_key, []).append(j)
+                groups.setdefault(batch[n][1].decode_key, []).append(j)
         decoded: list[np.ndarray | None] = [None] * len(part)
         for members in groups.values():
-            pipeline = batch[part[members[0]][0]][1].array.codec_pipeline
-            pairs = [(CpuBuffer.from_bytes(raws[j]), batch[part[j][0]][1].spec) for j in members]  # type: ignore[arg-type]
+            template = batch[part[members[0]][0]][1]
+            chunks: list[bytes] = [raws[j] for j in members]  # type: ignore[misc]  # no None or error left
             try:
-                out = sync(pipeline.decode(pairs))
+                if template.decode_one is not None:
+                    out = [template.decode_one(raw) for raw in chunks]
+                else:
+                    out = _decode_side_by_side(template, chunks)
             except Exception as exc:  # a corrupt chunk: the codec raises its own type
                 raise ArrayReadError(f"{part[members[0]][2]} (or a chunk read with it): "
                                      f"cannot decode ({describe_exception(exc)})") from exc
-            for j, buffer in zip(members, out, strict=True):
-                decoded[j] = None if buffer is None else buffer.as_numpy_array()
+            for j, chunk in zip(members, out, strict=True):
+                decoded[j] = chunk
         return decoded
+
+
+def _decode_side_by_side(template: _Template, chunks: list[bytes]) -> list[np.ndarray]:
+    """The stored chunks of one layout, decoded: stored as chunks 0..n-1 along the first axis of an
+    in-memory array of that layout and read back whole, with one getitem (one codec-pipeline call)."""
+    first = template.chunk_shape[0]
+    document = dict(template.layout, shape=[first * len(chunks), *template.chunk_shape[1:]])
+    tail = (0,) * (len(template.chunk_shape) - 1)
+    encode = template.array.metadata.encode_chunk_key
+    store = MemoryStore({encode((i, *tail)): CpuBuffer.from_bytes(raw) for i, raw in enumerate(chunks)})
+    with warnings.catch_warnings(), zarr.config.set({"codec_pipeline.batch_size": 1 << 16}):
+        warnings.simplefilter("ignore")
+        array = zarr.AsyncArray.from_dict(StorePath(store, ""), document)
+    whole = np.asarray(event_loop.run(array.getitem(...)))
+    return [whole[i * first:(i + 1) * first] for i in range(len(chunks))]
 
 
 def _load(path: str, raw: bytes) -> dict[str, Any]:
@@ -176,14 +201,59 @@ def _parse(path: str, document: dict[str, Any]) -> _Template | None:
     if not isinstance(grid, dict) or grid.get("name") != "regular":
         return None
     try:
-        with warnings.catch_warnings(), zarr.config.set({"codec_pipeline.batch_size": 1 << 16}):
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            array = zarr.AsyncArray.from_dict(StorePath(zarr.storage.MemoryStore(), path), dict(document))
-            spec = array.metadata.get_chunk_spec((0,) * array.metadata.ndim, array.config, default_buffer_prototype())
+            array = zarr.AsyncArray.from_dict(StorePath(MemoryStore(), path), dict(document))
     except Exception as exc:  # zarr raises many types for metadata it refuses
         raise ArrayReadError(f"{path}/zarr.json: {describe_exception(exc)}") from exc
     chunk_shape = tuple(int(c) for c in array.metadata.chunk_grid.chunk_shape)
+    if not chunk_shape:  # a scalar: nothing to put side by side
+        return None
     dtype = array.metadata.dtype.to_native_dtype()
-    codecs_key = json.dumps([codecs, str(dtype)], sort_keys=True, default=str)
+    layout = {k: v for k, v in document.items() if k not in ("shape", "attributes")}
+    decode_key = json.dumps([codecs, str(dtype), chunk_shape], sort_keys=True, default=str)
     chunk_nbytes = math.prod(chunk_shape) * int(dtype.itemsize)  # Python ints: a hostile chunk shape cannot overflow
-    return _Template(array, chunk_shape, spec, dtype, codecs_key, chunk_nbytes)
+    return _Template(array, layout, chunk_shape, array.metadata.fill_value, dtype, decode_key, chunk_nbytes,
+                     _numcodecs_decoder(codecs, dtype, chunk_shape))
+
+
+# the bytes-to-bytes codecs zarr-python runs through numcodecs (zarr.codecs.ZstdCodec, GzipCodec,
+# BloscCodec wrap these very classes); decoding needs no parameter the stream does not carry
+_NUMCODECS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "zstd": lambda config: numcodecs.Zstd(level=int(config.get("level", 0))),
+    "gzip": lambda config: numcodecs.GZip(level=int(config.get("level", 5))),
+    "blosc": lambda config: numcodecs.Blosc(),
+}
+
+
+def _numcodecs_decoder(codecs: list[Any], dtype: np.dtype[Any], chunk_shape: tuple[int, ...]
+                       ) -> Callable[[bytes], np.ndarray] | None:
+    """A decoder of one stored chunk for a chain of `bytes` then known bytes codecs; None otherwise."""
+    first = codecs[0] if codecs else None
+    if dtype.kind not in "biufc" or not isinstance(first, dict) or first.get("name") != "bytes":
+        return None
+    endian = (first.get("configuration") or {}).get("endian", "little")
+    if endian not in ("little", "big"):
+        return None
+    stored = dtype.newbyteorder("<" if endian == "little" else ">") if dtype.itemsize > 1 else dtype
+    steps = []
+    for codec in codecs[1:]:
+        make = _NUMCODECS.get(str(codec.get("name"))) if isinstance(codec, dict) else None
+        if make is None:
+            return None
+        try:
+            steps.append(make(codec.get("configuration") or {}))
+        except (TypeError, ValueError):  # an odd configuration: zarr's own path says what is wrong
+            return None
+    expected = math.prod(chunk_shape) * dtype.itemsize
+
+    def decode(raw: bytes) -> np.ndarray:
+        data: Any = raw
+        for step in reversed(steps):
+            data = step.decode(data)
+        flat = np.frombuffer(data, dtype=stored)
+        if flat.nbytes != expected:
+            raise ValueError(f"the chunk decodes to {flat.nbytes:,} bytes, expected {expected:,}")
+        return flat.reshape(chunk_shape).astype(dtype, copy=False)
+
+    return decode

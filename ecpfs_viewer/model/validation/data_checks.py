@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import zarr
 
+from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.array_batch import read_whole_arrays
 from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, ChildReferences, IndexSummary, LevelStats, cap_findings, spread
 from ecpfs_viewer.model.errors import describe_exception
@@ -246,7 +247,7 @@ class _RepRows:
     def __init__(self, check: Check, summary: IndexSummary, budget: int) -> None:
         self.check, self.summary, self.budget, self.read = check, summary, budget, 0
         self.compared: set[int] = set()
-        self._array: zarr.Array[Any] | None = None
+        self._array: zarr.AsyncArray[Any] | None = None
         self._failed = False
         self._rows: np.ndarray | None = None
         self._whole_failed = False
@@ -262,10 +263,10 @@ class _RepRows:
             f" ({self.read:,} stored copies in index_root and internal nodes)"
         return f"rep_embeddings rows compared: {rows}{copies}"
 
-    def _open(self) -> zarr.Array[Any] | None:
+    def _open(self) -> zarr.AsyncArray[Any] | None:
         if self._array is None and not self._failed:
             try:
-                self._array = self.check.h.open_array("rep_embeddings")
+                self._array = self.check.h.open_async_array("rep_embeddings")
             except Exception as exc:
                 self._failed = True
                 self.check.error("rep_embeddings", f"cannot open: {describe_exception(exc)}")
@@ -296,7 +297,7 @@ class _RepRows:
             if whole is not None and inside:
                 result = np.asarray(whole[ids])
             else:
-                result = np.asarray(array.get_orthogonal_selection((ids, slice(None))))
+                result = np.asarray(event_loop.run(array.get_orthogonal_selection((ids, slice(None)))))
         except Exception as exc:
             self._failed = True
             self.check.error("rep_embeddings", f"cannot read data: {describe_exception(exc)}")
