@@ -1,8 +1,10 @@
-"""A read of a grid of many tiny chunks that fails on one chunk leaves nothing running behind it.
+"""Chunk grids that metadata declares far larger than what is stored (issue 19).
 
-zarr-python starts one task per chunk; when one fails, the others used to go on after the caller had
-its error, and a program ending meanwhile printed "Task was destroyed but it is pending" and
-"cannot schedule new futures after shutdown" (issue 19).
+- A grid of many tiny chunks: zarr-python starts one task per chunk; when one failed, the others
+  went on after the caller had its error, and a program ending meanwhile printed "Task was destroyed
+  but it is pending" and "cannot schedule new futures after shutdown".
+- A shard whose index declares 65,536 x 4,096 inner chunks: zarr-python allocates that index
+  (4 GiB) for any read of the shard; `check` reached 2.1 GB. It is refused from the metadata.
 """
 
 from __future__ import annotations
@@ -10,15 +12,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import zarr
+from model.test_hostile_metadata import run_cli  # tests/ is on sys.path (conftest)
 from zarr.core.sync import sync
 
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.read_guard import DeclaredArray, ReadTooLarge, check_read
 from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.validation import validate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,6 +42,22 @@ def tiny_chunk_grid(store: Path, rows: int, *, fifo_first_chunk: bool = True) ->
         first = store / "rep_embeddings" / "c" / "0" / "0"
         first.unlink()
         os.mkfifo(first)
+
+
+GIANT_SHARD = [65_536, 4_096]  # inner chunks of 1 x 1: 268 M index entries, 4 GiB of index per shard
+
+
+def giant_shard_index(store: Path, path: str = "rep_embeddings") -> None:
+    """The array at path rewritten as one real shard of 1 x 1 inner chunks, then its metadata edited
+    to declare shards of GIANT_SHARD (the shard stored keeps its small index)."""
+    values = zarr.open_array(store / path, mode="r")[...]
+    shutil.rmtree(store / path)
+    array = zarr.create_array(store / path, shape=values.shape, dtype=values.dtype, chunks=(1, 1), shards=values.shape)
+    array[...] = values
+    document_path = store / path / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["chunk_grid"]["configuration"]["chunk_shape"] = GIANT_SHARD
+    document_path.write_text(json.dumps(document))
 
 
 async def _other_tasks() -> int:
@@ -68,3 +91,33 @@ def test_a_program_ending_after_a_failed_read_prints_nothing_more(two_clusters_c
     assert "named pipe" in done.stdout
     assert done.stderr == ""  # no "Task was destroyed but it is pending", no RuntimeError at exit
     assert done.returncode == 0
+
+
+def test_check_on_a_tiny_chunk_grid_ends_with_its_report_and_nothing_else(two_clusters_copy: Path) -> None:
+    tiny_chunk_grid(two_clusters_copy, 50_000)  # 100,000 chunks: the most one read may touch
+    done = run_cli("check", str(two_clusters_copy))  # 1 GiB address space, 30 s
+    assert done.returncode == 1
+    assert "rep_embeddings: cannot read data:" in done.stdout and "named pipe (FIFO)" in done.stdout
+    assert done.stderr == ""
+
+
+def test_a_giant_shard_index_is_refused_from_the_metadata(two_clusters_copy: Path) -> None:
+    with pytest.raises(ReadTooLarge, match=r"each shard \[65536, 4096\] declares 4.0 GiB of index for "
+                                           r"268,435,456 inner chunks of \[1, 1\], over the 64 MB cap"):
+        check_read("a", DeclaredArray((4, 2), (1, 1), 4, tuple(GIANT_SHARD)), (0, slice(None)))
+    check_read("fine", DeclaredArray((4096, 128), (64, 128), 4, (4096, 128)))  # 64 inner chunks: 1 kB of index
+    giant_shard_index(two_clusters_copy)
+    h = Hierarchy(open_store(two_clusters_copy))
+    with pytest.raises(ArrayReadError, match="declares 4.0 GiB of index"):
+        h.read_array("rep_embeddings", (slice(0, 1), slice(None)))
+    report = validate(Hierarchy(open_store(two_clusters_copy)))
+    assert any(f.path == "rep_embeddings" and "declares 4.0 GiB of index" in f.message for f in report.findings)
+
+
+@pytest.mark.parametrize("path", ["rep_embeddings", "lvl_2/node_2/embeddings"])
+def test_check_on_a_giant_shard_index_stays_within_the_memory_limit(two_clusters_copy: Path, path: str) -> None:
+    giant_shard_index(two_clusters_copy, path)
+    done = run_cli("check", str(two_clusters_copy))  # 1 GiB address space (it reached 2.1 GB resident)
+    assert done.returncode == 1, done.stderr
+    assert f"ERROR: {path}: cannot read data:" in done.stdout and "declares 4.0 GiB of index" in done.stdout
+    assert done.stderr == ""
