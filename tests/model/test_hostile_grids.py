@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from model.test_hostile_metadata import run_cli  # tests/ is on sys.path (confte
 from zarr.core.sync import sync
 
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.nodes import ROOT, NodeRef, index_summary, parent_of
 from ecpfs_viewer.model.read_guard import DeclaredArray, ReadTooLarge, check_read
 from ecpfs_viewer.model.stores import open_store
 from ecpfs_viewer.model.validation import validate
@@ -76,6 +78,7 @@ _READ_AND_LEAVE = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.nodes import ROOT, NodeRef, index_summary, parent_of
 from ecpfs_viewer.model.stores import open_store
 try:
     Hierarchy(open_store(sys.argv[1])).read_array("rep_embeddings")
@@ -121,3 +124,23 @@ def test_check_on_a_giant_shard_index_stays_within_the_memory_limit(two_clusters
     assert done.returncode == 1, done.stderr
     assert f"ERROR: {path}: cannot read data:" in done.stdout and "declares 4.0 GiB of index" in done.stdout
     assert done.stderr == ""
+
+
+def test_a_root_declaring_a_billion_rows_finds_parents_without_allocating_them(two_clusters_copy: Path) -> None:
+    document_path = two_clusters_copy / "index_root" / "embeddings" / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["shape"][0] = 10**9  # fan-out as declared: an arange of it was 8 GB
+    document_path.write_text(json.dumps(document))
+    h = Hierarchy(open_store(two_clusters_copy))
+    assert index_summary(h).fan_out == 10**9
+    tracemalloc.start()
+    try:
+        link = parent_of(h, NodeRef(1, 1))
+        beyond = parent_of(h, NodeRef(1, 10**9))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (link.parent, link.row) == (ROOT, 1)
+    assert beyond.parent is None and beyond.finding is not None
+    assert "index_root/embeddings has no such row" in beyond.finding.message
+    assert peak < 64 << 20
