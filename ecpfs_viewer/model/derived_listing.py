@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ecpfs_viewer.model.read_guard import ReadTooLarge, check_allocation
 from ecpfs_viewer.model.remote import listing_unavailable
 
 if TYPE_CHECKING:
@@ -137,6 +138,10 @@ def _root_children(h: Hierarchy, state: DerivedState) -> list[Node]:
     return nodes
 
 
+#: What one derived node row holds in memory, about: its set entry, name and Node.
+_NODE_ROW_BYTES = 256
+
+
 def _level_children(h: Hierarchy, level: int) -> list[Node]:
     """Node groups of a level, from index_root's rows (level 1) or the node_ids of the level above.
 
@@ -145,7 +150,12 @@ def _level_children(h: Hierarchy, level: int) -> list[Node]:
     from ecpfs_viewer.model.hierarchy import Node, NodeKind
 
     if level == 1:
-        ids = set(range(h.array_details("index_root/embeddings").shape[0]))
+        rows = h.array_details("index_root/embeddings").shape[0]
+        try:  # one node per row the root declares: a declared 10^9 is refused, not made into a set
+            check_allocation("index_root/embeddings", rows, "rows (level-1 nodes)", _NODE_ROW_BYTES)
+        except ReadTooLarge as exc:
+            raise OSError(f"lvl_1: cannot derive the nodes: {exc}") from exc
+        ids = set(range(rows))
     else:
         parents = [n.path for n in h.children(f"lvl_{level - 1}") if _NODE_RE.match(n.path)]
         ids = _referenced_ids(h, parents)

@@ -149,6 +149,16 @@ def check_rows(where: str, array: ArrayShape, rows: Sequence[int], limits: Limit
     _check_cost(where, array, touched, len(rows) * array.shape[1], limits or current_limits())
 
 
+def check_allocation(where: str, count: int, what: str, itemsize: int, limits: Limits | None = None) -> None:
+    """Raise ReadTooLarge when `count` values of `itemsize` bytes, a number the metadata declares
+    (rows of index_root, node ids), would pass the memory one read may take."""
+    limits = limits or current_limits()
+    need = max(0, count) * itemsize
+    if need > limits.max_decoded_read_bytes:
+        raise ReadTooLarge(f"{where}: {count:,} {what} declared would take {format_bytes(need)}, over "
+                           f"{limits.describe('max_decoded_read_bytes')}; not listed")
+
+
 def _check_cost(where: str, array: ArrayShape, touched: int, output: int, limits: Limits) -> None:
     if touched == 0:
         return

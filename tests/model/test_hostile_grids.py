@@ -21,9 +21,11 @@ from pathlib import Path
 import pytest
 import zarr
 from model.test_hostile_metadata import run_cli  # tests/ is on sys.path (conftest)
+from remote_fixtures import serve_static
 from zarr.core.sync import sync
 
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.node_info import children_of
 from ecpfs_viewer.model.nodes import ROOT, NodeRef, index_summary, parent_of
 from ecpfs_viewer.model.read_guard import DeclaredArray, ReadTooLarge, check_read
 from ecpfs_viewer.model.stores import open_store
@@ -78,6 +80,7 @@ _READ_AND_LEAVE = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.node_info import children_of
 from ecpfs_viewer.model.nodes import ROOT, NodeRef, index_summary, parent_of
 from ecpfs_viewer.model.stores import open_store
 try:
@@ -126,21 +129,40 @@ def test_check_on_a_giant_shard_index_stays_within_the_memory_limit(two_clusters
     assert done.stderr == ""
 
 
-def test_a_root_declaring_a_billion_rows_finds_parents_without_allocating_them(two_clusters_copy: Path) -> None:
-    document_path = two_clusters_copy / "index_root" / "embeddings" / "zarr.json"
+def _billion_root_rows(store: Path) -> None:
+    document_path = store / "index_root" / "embeddings" / "zarr.json"
     document = json.loads(document_path.read_text())
-    document["shape"][0] = 10**9  # fan-out as declared: an arange of it was 8 GB
+    document["shape"][0] = 10**9  # the fan-out as declared: an arange of it was 8 GB
     document_path.write_text(json.dumps(document))
+
+
+def test_a_root_declaring_a_billion_rows_allocates_nothing_of_that_size(two_clusters_copy: Path) -> None:
+    _billion_root_rows(two_clusters_copy)
     h = Hierarchy(open_store(two_clusters_copy))
     assert index_summary(h).fan_out == 10**9
     tracemalloc.start()
     try:
         link = parent_of(h, NodeRef(1, 1))
         beyond = parent_of(h, NodeRef(1, 10**9))
+        children = children_of(h, ROOT)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert (link.parent, link.row) == (ROOT, 1)
     assert beyond.parent is None and beyond.finding is not None
     assert "index_root/embeddings has no such row" in beyond.finding.message
+    assert children.rows == () and [f.message for f in children.findings] == [
+        "index_root/embeddings: 1,000,000,000 rows declared would take 238.4 GiB, over the 512 MB cap "
+        "(ECPFS_VIEWER_MAX_DECODED_READ_MB); not listed"]
     assert peak < 64 << 20
+
+
+def test_a_server_without_listings_refuses_to_derive_a_billion_level_1_nodes(two_clusters_copy: Path) -> None:
+    _billion_root_rows(two_clusters_copy)
+    with serve_static(two_clusters_copy.parent) as (url, _tally):
+        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        assert [n.name for n in h.children("")][:3] == ["index_root", "info", "lvl_1"]
+        with pytest.raises(OSError, match=r"lvl_1: cannot derive the nodes: index_root/embeddings: "
+                                          r"1,000,000,000 rows \(level-1 nodes\) declared would take"):
+            h.children("lvl_1")
+        assert [n.name for n in h.children("index_root")] == ["embeddings"]  # the rest still derives
