@@ -10,6 +10,7 @@ marked derived, so the UI can say the tree was derived rather than listed.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from typing import TYPE_CHECKING
@@ -209,7 +210,7 @@ def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], enc
 
     from ecpfs_viewer.model.chunks import chunk_key
 
-    total = int(np.prod(grid_shape, dtype=np.int64)) if grid_shape else 1
+    total = math.prod(grid_shape)  # exact: numpy's int64 product wraps (2^32 x 2^32 chunks gave 0)
     if total > MAX_PROBED_CHUNKS:
         raise OSError(f"{path}: {total:,} chunks and no folder listing; too many to ask one by one")
     keys = [chunk_key(tuple(index), *encoding) for index in itertools.product(*(range(n) for n in grid_shape))]

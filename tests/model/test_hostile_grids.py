@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import shutil
@@ -21,13 +22,17 @@ from pathlib import Path
 import pytest
 import zarr
 from model.test_hostile_metadata import run_cli  # tests/ is on sys.path (conftest)
+from numpy.lib import format as npy_format
 from remote_fixtures import serve_static
 from zarr.core.sync import sync
 
+from ecpfs_viewer.model.build import BuildError
+from ecpfs_viewer.model.chunks import ChunkStatsError, chunk_stats
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.node_info import children_of
 from ecpfs_viewer.model.nodes import ROOT, NodeRef, index_summary, parent_of
 from ecpfs_viewer.model.read_guard import DeclaredArray, ReadTooLarge, check_read
+from ecpfs_viewer.model.sources import inspect_source
 from ecpfs_viewer.model.stores import open_store
 from ecpfs_viewer.model.validation import validate
 
@@ -79,6 +84,7 @@ def test_a_failed_read_leaves_no_task_running(two_clusters_copy: Path) -> None:
 _READ_AND_LEAVE = """
 import sys
 sys.path.insert(0, sys.argv[2])
+from ecpfs_viewer.model.chunks import ChunkStatsError, chunk_stats
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.node_info import children_of
 from ecpfs_viewer.model.nodes import ROOT, NodeRef, index_summary, parent_of
@@ -166,3 +172,24 @@ def test_a_server_without_listings_refuses_to_derive_a_billion_level_1_nodes(two
                                           r"1,000,000,000 rows \(level-1 nodes\) declared would take"):
             h.children("lvl_1")
         assert [n.name for n in h.children("index_root")] == ["embeddings"]  # the rest still derives
+
+
+def test_a_grid_whose_chunk_count_wraps_int64_is_not_probed_key_by_key(two_clusters_copy: Path) -> None:
+    document_path = two_clusters_copy / "lvl_2" / "node_2" / "embeddings" / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["shape"] = [2**32, 2**32]
+    document["chunk_grid"]["configuration"]["chunk_shape"] = [1, 1]  # 2^64 chunks: 0 as an int64 product
+    document_path.write_text(json.dumps(document))
+    with serve_static(two_clusters_copy.parent) as (url, _tally):
+        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        with pytest.raises(ChunkStatsError, match=r"18,446,744,073,709,551,616 chunks and no folder listing"):
+            chunk_stats(h, "lvl_2/node_2/embeddings")
+
+
+def test_a_npy_header_whose_size_wraps_int64_is_truncated_not_mapped(tmp_path: Path) -> None:
+    header = io.BytesIO()
+    npy_format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (2**32, 2**32)})
+    source = tmp_path / "wraps.npy"
+    source.write_bytes(header.getvalue() + bytes(64))  # 2^64 elements: 0 bytes as an int64 product
+    with pytest.raises(BuildError, match=r"file is truncated \(192 bytes, the header promises 73786976294838206592\)"):
+        inspect_source(str(source))
