@@ -101,6 +101,11 @@ def _derive(h: Hierarchy, path: str) -> list[Node]:
     return _consolidated_children(h, path)
 
 
+#: Level groups probed for the root of an index that cannot be listed: info/levels may declare
+#: 4 billion (a list of 4 billion names); an index has a handful.
+MAX_DERIVED_LEVELS = 64
+
+
 def _levels(h: Hierarchy, state: DerivedState) -> int | None:
     if state.index is None:
         try:
@@ -126,7 +131,7 @@ def _root_children(h: Hierarchy, state: DerivedState) -> list[Node]:
     levels = _levels(h, state)
     if levels is None:
         return _consolidated_children(h, "")
-    names = [*_ROOT_NAMES, *(f"lvl_{n}" for n in range(1, levels + 1))]
+    names = [*_ROOT_NAMES, *(f"lvl_{n}" for n in range(1, min(levels, MAX_DERIVED_LEVELS) + 1))]
     found = {n.path: n for n in h._probe_many(names, [True] * len(names))}
     nodes: list[Node] = []
     for name in names:

@@ -28,6 +28,7 @@ from zarr.core.sync import sync
 
 from ecpfs_viewer.model.build import BuildError
 from ecpfs_viewer.model.chunks import ChunkStatsError, chunk_stats
+from ecpfs_viewer.model.derived_listing import MAX_DERIVED_LEVELS
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.node_info import children_of
 from ecpfs_viewer.model.nodes import ROOT, NodeRef, index_summary, parent_of
@@ -85,6 +86,7 @@ _READ_AND_LEAVE = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from ecpfs_viewer.model.chunks import ChunkStatsError, chunk_stats
+from ecpfs_viewer.model.derived_listing import MAX_DERIVED_LEVELS
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.node_info import children_of
 from ecpfs_viewer.model.nodes import ROOT, NodeRef, index_summary, parent_of
@@ -193,3 +195,13 @@ def test_a_npy_header_whose_size_wraps_int64_is_truncated_not_mapped(tmp_path: P
     source.write_bytes(header.getvalue() + bytes(64))  # 2^64 elements: 0 bytes as an int64 product
     with pytest.raises(BuildError, match=r"file is truncated \(192 bytes, the header promises 73786976294838206592\)"):
         inspect_source(str(source))
+
+
+def test_a_server_without_listings_probes_a_bounded_number_of_declared_levels(two_clusters_copy: Path) -> None:
+    zarr.open_array(two_clusters_copy / "info" / "levels", mode="r+")[...] = 4_000_000_000
+    with serve_static(two_clusters_copy.parent) as (url, _tally):
+        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        names = [n.name for n in h.children("")]
+    levels = [name for name in names if name.startswith("lvl_")]  # as declared: a server cannot say which exist
+    assert levels == [f"lvl_{n}" for n in range(1, MAX_DERIVED_LEVELS + 1)]  # not 4 billion names
+    assert [n for n in names if n not in levels] == ["index_root", "info", "rep_embeddings", "rep_item_ids"]
