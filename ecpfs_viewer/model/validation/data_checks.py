@@ -302,7 +302,7 @@ class _RepRows:
             if whole is not None and inside:
                 result = np.asarray(whole[ids])
             else:
-                check_rows("rep_embeddings", self.check.h.array_details("rep_embeddings"), ids.tolist())
+                check_rows("", self.check.h.array_details("rep_embeddings"), ids.tolist())  # the error names it
                 with drained_reads():
                     result = np.asarray(array.get_orthogonal_selection((ids, slice(None))))
         except Exception as exc:
