@@ -213,6 +213,18 @@ def _huge_grid(tmp_path: Path) -> Path:
     return store
 
 
+def _grid_store(source: Path, tmp_path: Path, change: str) -> Path:
+    """A copy of two_clusters broken by a builder of tests/model/test_hostile_grids.py."""
+    store = tmp_path / "two_clusters.zarr"
+    shutil.copytree(source, store)
+    grids = _test_module("test_hostile_grids")
+    if change == "tiny":
+        grids.tiny_chunk_grid(store, 50_000)
+    else:
+        grids.giant_shard_index(store, change)
+    return store
+
+
 def _self_loop(tmp_path: Path) -> Path:
     loop = tmp_path / "self.zarr"
     loop.symlink_to(loop)
@@ -233,6 +245,9 @@ OTHER_STORES: dict[str, Callable[[Path, Path], Path]] = {
     "store-linked-to-itself": lambda src, tmp: _self_loop(tmp),
     "store-is-a-fifo": lambda src, tmp: _fifo_store(tmp),
     "store-is-dev-zero": lambda src, tmp: Path("/dev/zero"),
+    "rep-embeddings-of-100-thousand-chunks-one-failing": lambda src, tmp: _grid_store(src, tmp, "tiny"),
+    "rep-embeddings-shard-index-of-4-gib": lambda src, tmp: _grid_store(src, tmp, "rep_embeddings"),
+    "leaf-shard-index-of-4-gib": lambda src, tmp: _grid_store(src, tmp, NODE),
 }
 
 

@@ -18,6 +18,7 @@ from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
+from ecpfs_viewer.model.read_scope import drained_reads
 
 
 def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | ArrayReadError]:
@@ -43,7 +44,9 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
     async def all_of() -> list[Any]:
         return list(await asyncio.gather(*(array.getitem(...) for _, array in pending), return_exceptions=True))
 
-    for (i, _), value in zip(pending, event_loop.run(all_of()) if pending else [], strict=True):
+    with drained_reads():  # the chunk reads a failed array left running end with the batch
+        values = event_loop.run(all_of()) if pending else []
+    for (i, _), value in zip(pending, values, strict=True):
         if isinstance(value, BaseException) and not isinstance(value, Exception):
             raise value  # cancellation, interrupts
         if isinstance(value, Exception):

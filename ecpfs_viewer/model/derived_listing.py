@@ -10,12 +10,14 @@ marked derived, so the UI can say the tree was derived rather than listed.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ecpfs_viewer.model.read_guard import ReadTooLarge, check_allocation
 from ecpfs_viewer.model.remote import listing_unavailable
 
 if TYPE_CHECKING:
@@ -99,6 +101,11 @@ def _derive(h: Hierarchy, path: str) -> list[Node]:
     return _consolidated_children(h, path)
 
 
+#: Level groups probed for the root of an index that cannot be listed: info/levels may declare
+#: 4 billion (a list of 4 billion names); an index has a handful.
+MAX_DERIVED_LEVELS = 64
+
+
 def _levels(h: Hierarchy, state: DerivedState) -> int | None:
     if state.index is None:
         try:
@@ -124,7 +131,7 @@ def _root_children(h: Hierarchy, state: DerivedState) -> list[Node]:
     levels = _levels(h, state)
     if levels is None:
         return _consolidated_children(h, "")
-    names = [*_ROOT_NAMES, *(f"lvl_{n}" for n in range(1, levels + 1))]
+    names = [*_ROOT_NAMES, *(f"lvl_{n}" for n in range(1, min(levels, MAX_DERIVED_LEVELS) + 1))]
     found = {n.path: n for n in h._probe_many(names, [True] * len(names))}
     nodes: list[Node] = []
     for name in names:
@@ -137,6 +144,10 @@ def _root_children(h: Hierarchy, state: DerivedState) -> list[Node]:
     return nodes
 
 
+#: What one derived node row holds in memory, about: its set entry, name and Node.
+_NODE_ROW_BYTES = 256
+
+
 def _level_children(h: Hierarchy, level: int) -> list[Node]:
     """Node groups of a level, from index_root's rows (level 1) or the node_ids of the level above.
 
@@ -145,7 +156,12 @@ def _level_children(h: Hierarchy, level: int) -> list[Node]:
     from ecpfs_viewer.model.hierarchy import Node, NodeKind
 
     if level == 1:
-        ids = set(range(h.array_details("index_root/embeddings").shape[0]))
+        rows = h.array_details("index_root/embeddings").shape[0]
+        try:  # one node per row the root declares: a declared 10^9 is refused, not made into a set
+            check_allocation("index_root/embeddings", rows, "rows (level-1 nodes)", _NODE_ROW_BYTES)
+        except ReadTooLarge as exc:
+            raise OSError(f"lvl_1: cannot derive the nodes: {exc}") from exc
+        ids = set(range(rows))
     else:
         parents = [n.path for n in h.children(f"lvl_{level - 1}") if _NODE_RE.match(n.path)]
         ids = _referenced_ids(h, parents)
@@ -198,7 +214,7 @@ def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], enc
     from ecpfs_viewer.model import event_loop
     from ecpfs_viewer.model.chunks import chunk_key
 
-    total = int(np.prod(grid_shape, dtype=np.int64)) if grid_shape else 1
+    total = math.prod(grid_shape)  # exact: numpy's int64 product wraps (2^32 x 2^32 chunks gave 0)
     if total > MAX_PROBED_CHUNKS:
         raise OSError(f"{path}: {total:,} chunks and no folder listing; too many to ask one by one")
     keys = [chunk_key(tuple(index), *encoding) for index in itertools.product(*(range(n) for n in grid_shape))]

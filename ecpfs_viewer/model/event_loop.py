@@ -44,6 +44,11 @@ def _running_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def current_loop() -> asyncio.AbstractEventLoop:
+    """The model's loop, started on first use (for code that installs something on it)."""
+    return _running_loop()
+
+
 def _forget_after_fork() -> None:
     # a forked child has the loop object but not its thread: start a fresh one on first use
     global _loop, _thread

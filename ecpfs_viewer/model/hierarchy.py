@@ -8,6 +8,7 @@ A child whose metadata cannot be read or parsed becomes an error node; its sibli
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import threading
@@ -28,6 +29,7 @@ from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
+from ecpfs_viewer.model.read_scope import drained_reads
 from ecpfs_viewer.model.remote import listing_unavailable
 from ecpfs_viewer.model.stores import METADATA_KEYS, OpenedStore, join_key
 
@@ -111,7 +113,7 @@ class ArrayDetails:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return math.prod(self.shape)  # exact (numpy's int64 product wraps on a declared 10^10 x 10^10)
 
     @property
     def logical_bytes(self) -> int | None:
@@ -379,7 +381,8 @@ class Hierarchy:
         """
         try:
             check_read(path or "/", self.array_details(path), selection)  # refuses what metadata makes too costly
-            return np.asarray(event_loop.run(self.open_async_array(path).getitem(selection)))
+            with drained_reads():  # a chunk that fails stops the read's other chunks at once
+                return np.asarray(event_loop.run(self.open_async_array(path).getitem(selection)))
         except ReadTooLarge as exc:
             raise ArrayReadError(str(exc)) from exc
         except Exception as exc:

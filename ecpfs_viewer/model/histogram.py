@@ -28,13 +28,13 @@ def freedman_diaconis_bins(values: ArrayLike, cap: int = SPREAD_BINS_CAP) -> int
     data = data[np.isfinite(data)]
     if data.size == 0:
         return 1
-    span = float(data.max() - data.min())
+    span = float(data.max()) / 2 - float(data.min()) / 2  # halved: a span of the whole float64 range is finite
     if span <= 0:
         return 1
     q75, q25 = np.percentile(data, [75, 25])
-    iqr = float(q75 - q25)
-    bins = math.ceil(span / (2 * iqr / data.size ** (1 / 3))) if iqr > 0 else math.ceil(math.log2(data.size)) + 1
-    return max(1, min(max(1, cap), bins))
+    iqr = float(q75) / 2 - float(q25) / 2
+    ratio = span / (2 * iqr / data.size ** (1 / 3)) if iqr > 0 else math.log2(data.size) + 1
+    return max(1, min(max(1, cap), math.ceil(ratio) if math.isfinite(ratio) else cap))
 
 
 def finite_values(values: ArrayLike) -> NDArray[np.generic]:
@@ -66,12 +66,12 @@ def histogram(values: ArrayLike, bins: int | None = None, *,
         low, high = int(finite.min()), int(finite.max())
         if high - low + 1 <= per_value_limit:
             edges = np.arange(low, high + 2, dtype=np.float64) - 0.5
-        else:
-            edges = np.linspace(low, high + 1, bins + 1)
+        else:  # as floats: high + 1 of a uint64 is no numpy integer
+            edges = np.linspace(float(low), float(high) + 1.0, bins + 1)
     else:
         low_f, high_f = float(finite.min()), float(finite.max())
         if not high_f > low_f:
             low_f, high_f = low_f - 0.5, high_f + 0.5
-        edges = np.linspace(low_f, high_f, bins + 1)
+        edges = np.linspace(low_f / 2, high_f / 2, bins + 1) * 2  # finite even over the whole float64 range
     counts, _ = np.histogram(finite, bins=edges)
     return counts.astype(np.int64, copy=False), edges

@@ -45,7 +45,8 @@ class Limits:
     max_chunks_per_read: int = 100_000
     #: Stored objects chunk statistics look at for one array (a listing longer than this is cut).
     max_listed_chunks: int = 1_000_000
-    #: Shard indexes chunk statistics read for one array, in bytes in all.
+    #: Shard indexes chunk statistics read for one array, in bytes in all; and one shard's declared
+    #: index in any array read (zarr-python allocates it whole for every shard a read touches).
     max_shard_index_bytes: int = 64 * _MB
 
     def describe(self, name: str) -> str:

@@ -26,6 +26,7 @@ from ecpfs_viewer.model.nodes import (
     index_summary,
     parent_of,
 )
+from ecpfs_viewer.model.read_guard import ReadTooLarge, check_allocation
 
 #: Member problems listed one by one (the count is always exact).
 MAX_LISTED_PROBLEMS = 1000
@@ -197,12 +198,26 @@ def _ids_of(h: Hierarchy, ref: NodeRef, name: str) -> np.ndarray | Finding:
         return Finding(Severity.ERROR, path, f"unreadable: {describe_exception(exc)}")
 
 
+#: What one child row of a page holds in memory, about: the ChildRow and its NodeRef.
+_CHILD_ROW_BYTES = 256
+
+
+def _root_ids(rows: int) -> np.ndarray | Finding:
+    """The children of index_root, one per row it declares, within the read caps (a declared 10^9
+    rows would be 8 GB of ids and a billion rows on the page)."""
+    try:
+        check_allocation(ROOT_EMBEDDINGS, rows, "rows", _CHILD_ROW_BYTES)
+    except ReadTooLarge as exc:
+        return Finding(Severity.ERROR, ROOT_EMBEDDINGS, str(exc))
+    return np.arange(rows, dtype=np.int64)
+
+
 def children_of(h: Hierarchy, ref: NodeRef) -> Children:
     """The child of each row of an internal node (index_root included), with its row count."""
     summary = index_summary(h)
     if summary.levels is not None and ref.level >= summary.levels:
         raise NodeError(f"{ref.path} is a leaf (level {ref.level} of {summary.levels}): it has items, not children")
-    ids = np.arange(summary.fan_out or 0, dtype=np.int64) if ref.is_root else _ids_of(h, ref, "node_ids")
+    ids = _root_ids(summary.fan_out or 0) if ref.is_root else _ids_of(h, ref, "node_ids")
     if isinstance(ids, Finding):
         return Children(ref, (), (ids,))
     stats = shared_level_stats(h, ref.level + 1, summary)

@@ -121,7 +121,10 @@ def read_arrays(h: Hierarchy, paths: Sequence[str], *, progress: Progress | None
 
 @dataclass(frozen=True, eq=False)
 class ParentMap:
-    """Which parent row leads each node of one level (from the level above's ``node_ids``)."""
+    """Which parent row leads each node of one level (from the level above's ``node_ids``).
+
+    Level 1 holds no arrays: node M is row M of ``index_root/embeddings`` for M below root_rows (an
+    arange of the declared row count allocated 8 GB for a declared 10^9 rows)."""
 
     level: int  # the child level; its parents are at level - 1 (0 = index_root)
     child_ids: np.ndarray  # int64, ascending
@@ -130,9 +133,12 @@ class ParentMap:
     parents_read: int
     parents_total: int
     findings: tuple[Finding, ...] = ()
+    root_rows: int | None = None  # level 1: the rows of index_root/embeddings, each leading node M = row M
 
     def lookup(self, node_id: int) -> tuple[NodeRef, int] | None:
         """(parent, row) of node node_id, or None when no parent row references it."""
+        if self.root_rows is not None:
+            return (ROOT, node_id) if 0 <= node_id < self.root_rows else None
         at = int(np.searchsorted(self.child_ids, node_id))
         if at >= self.child_ids.size or self.child_ids[at] != node_id:
             return None
@@ -201,8 +207,8 @@ def _build_parent_map(h: Hierarchy, level: int, progress: Progress | None,
                       cancel: threading.Event | None) -> ParentMap:
     summary = index_summary(h)
     if level == 1:
-        rows = np.arange(summary.fan_out or 0, dtype=np.int64)
-        return ParentMap(1, rows, np.zeros_like(rows), rows.copy(), 1, 1)
+        empty = np.zeros(0, dtype=np.int64)
+        return ParentMap(1, empty, empty, empty, 1, 1, root_rows=max(0, summary.fan_out or 0))
     above = shared_level_stats(h, level - 1, summary)
     parents = [int(i) for i in above.node_ids]
     found = read_arrays(h, [f"{above.node_path(p)}/node_ids" for p in parents], progress=progress, cancel=cancel)

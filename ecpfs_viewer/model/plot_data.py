@@ -110,11 +110,25 @@ def plot_data(subset: Subset) -> PlotData:
             note = join_notes(note, f"axes after the first are flattened: {values.shape} shown as "
                                     f"{values.shape[0]} x {int(np.prod(values.shape[1:]))}")
             values = values.reshape(values.shape[0], -1)
-        image = np.ascontiguousarray(values, dtype=np.float32)
-        levels = image_levels(values, finite)
+        image, levels = _drawable(values, image_levels(values, finite))
     counts, edges = histogram(finite)
     return PlotData(subset, values, image, levels, counts, edges,
                     summarize_values(shape_text, data.dtype, values.size, finite), note)
+
+
+#: Half float32's range: pyqtgraph subtracts the lower level from each value in float32.
+_DRAW_MAX = float(np.finfo(np.float32).max) / 2
+
+
+def _drawable(values: NDArray[Any], levels: tuple[float, float]) -> tuple[NDArray[np.float32], tuple[float, float]]:
+    """The float32 image pyqtgraph draws and its levels: float64 values past what float32 draws are
+    drawn at its ends (integers, even uint64, always fit); the data itself keeps them."""
+    if values.dtype.kind == "f" and values.dtype.itemsize > 4:
+        values = np.clip(values, -_DRAW_MAX, _DRAW_MAX)
+    lo, hi = (min(max(level, -_DRAW_MAX), _DRAW_MAX) for level in levels)
+    if not hi > lo:  # both past one end: still a range pyqtgraph can divide by
+        lo = hi - abs(hi) * 1e-6 - 1.0
+    return np.ascontiguousarray(values, dtype=np.float32), (lo, hi)
 
 
 def join_notes(*parts: str) -> str:
@@ -139,7 +153,11 @@ def summarize_values(shape_text: str, dtype: np.dtype[Any], size: int, finite: N
     """'100 x 64 float32 · min … · max … · mean …', plus how many values were NaN or infinite."""
     parts = [f"{shape_text} {dtype}"]
     if finite.size:
-        parts += [f"min {_fmt(finite.min())}", f"max {_fmt(finite.max())}", f"mean {_fmt(finite.mean())}"]
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean = finite.mean(dtype=np.float64)  # float16 or int8 sums would overflow in their own type
+        if not np.isfinite(mean):  # values near the float64 limits: their sum overflowed, not their mean
+            mean = np.sum(finite / finite.size, dtype=np.float64)
+        parts += [f"min {_fmt(finite.min())}", f"max {_fmt(finite.max())}", f"mean {_fmt(mean)}"]
     missing = size - finite.size
     if missing:
         parts.append(f"{missing:,} NaN/inf")
@@ -147,5 +165,7 @@ def summarize_values(shape_text: str, dtype: np.dtype[Any], size: int, finite: N
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, np.integer | np.bool_):
+        return str(int(value))  # exact: 2**63 - 1 is no 9.22337e+18
     number = float(value)
     return str(int(number)) if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"

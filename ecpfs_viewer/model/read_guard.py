@@ -8,6 +8,7 @@ gigabytes and minutes while almost nothing is stored. The caps are in model/limi
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -43,6 +44,23 @@ class DeclaredArray:
     shape: tuple[int, ...]
     chunk_shape: tuple[int, ...]
     itemsize: int | None
+    shard_shape: tuple[int, ...] | None = None
+
+
+#: Bytes per inner chunk in a shard index (offset and length, two uint64), and its checksum.
+SHARD_INDEX_ENTRY_BYTES = 16
+SHARD_INDEX_CHECKSUM_BYTES = 4
+
+
+def shard_index_bytes(array: ArrayShape) -> int:
+    """The size of one shard's index as declared (inner chunks per shard x 16 bytes, plus a
+    checksum); 0 for an array that is not sharded. zarr-python allocates and reads the whole index
+    of every shard a read touches, whatever is stored."""
+    shard_shape = getattr(array, "shard_shape", None)
+    if not shard_shape:
+        return 0
+    per_shard = math.prod(max(1, -(-s // max(1, c))) for s, c in zip(shard_shape, array.chunk_shape, strict=False))
+    return int(per_shard) * SHARD_INDEX_ENTRY_BYTES + SHARD_INDEX_CHECKSUM_BYTES
 
 
 def normalise(selection: Any, shape: tuple[int, ...]) -> tuple[int | slice, ...] | None:
@@ -93,32 +111,75 @@ def _concurrency() -> int:
         return 10
 
 
+def chunks_touched(array: ArrayShape, selection: Any = ...) -> int | None:
+    """How many chunks (present or not) zarr-python visits to read `selection` of `array`, from the
+    metadata alone; None for a selection that is not basic (lists, arrays)."""
+    if not array.shape:
+        return 1
+    normal = normalise(selection, array.shape)
+    if normal is None:
+        return None
+    return math.prod(_spanned(i, max(1, c)) for i, c in zip(normal, array.chunk_shape, strict=False))
+
+
 def check_read(where: str, array: ArrayShape, selection: Any = ..., limits: Limits | None = None) -> None:
     """Raise ReadTooLarge when reading `selection` of `array` would pass a cap of Limits (the message
     starts with `where` when given):
-    one decoded chunk, the chunks touched, or the memory the read needs (output plus the chunks
-    zarr-python decodes at once)."""
+    one decoded chunk, one shard index, the chunks touched, or the memory the read needs (output plus
+    the chunks and shard indexes zarr-python decodes at once)."""
     if not array.shape:
         return
     normal = normalise(selection, array.shape)
     if normal is None:
         return
-    limits = limits or current_limits()
-    where = f"{where}: " if where else ""
-    itemsize = array.itemsize or VARIABLE_ITEM_BYTES
     chunk_shape = tuple(max(1, c) for c in array.chunk_shape)
-    chunk_bytes = math.prod(chunk_shape) * itemsize
     touched = math.prod(_spanned(i, c) for i, c in zip(normal, chunk_shape, strict=False))
+    output = math.prod(len(range(i.start, i.stop, i.step)) if isinstance(i, slice) else 1 for i in normal)
+    _check_cost(where, array, touched, output, limits or current_limits())
+
+
+def check_rows(where: str, array: ArrayShape, rows: Sequence[int], limits: Limits | None = None) -> None:
+    """check_read for the rows `rows` (all columns) of a 2-D array read as an orthogonal selection:
+    zarr-python visits the chunks of each distinct row chunk only."""
+    if len(array.shape) != 2 or not len(rows):
+        return
+    chunk_rows, chunk_cols = (max(1, c) for c in array.chunk_shape[:2])
+    row_chunks = len({int(r) // chunk_rows for r in rows})
+    touched = row_chunks * _spanned(slice(0, array.shape[1], 1), chunk_cols)
+    _check_cost(where, array, touched, len(rows) * array.shape[1], limits or current_limits())
+
+
+def check_allocation(where: str, count: int, what: str, itemsize: int, limits: Limits | None = None) -> None:
+    """Raise ReadTooLarge when `count` values of `itemsize` bytes, a number the metadata declares
+    (rows of index_root, node ids), would pass the memory one read may take."""
+    limits = limits or current_limits()
+    need = max(0, count) * itemsize
+    if need > limits.max_decoded_read_bytes:
+        raise ReadTooLarge(f"{where}: {count:,} {what} declared would take {format_bytes(need)}, over "
+                           f"{limits.describe('max_decoded_read_bytes')}; not listed")
+
+
+def _check_cost(where: str, array: ArrayShape, touched: int, output: int, limits: Limits) -> None:
     if touched == 0:
         return
+    where = f"{where}: " if where else ""
+    itemsize = array.itemsize or VARIABLE_ITEM_BYTES
+    chunk_bytes = math.prod(max(1, c) for c in array.chunk_shape) * itemsize
     if chunk_bytes > limits.max_decoded_chunk_bytes:
         raise ReadTooLarge(f"{where}one chunk {list(array.chunk_shape)} decodes to {format_bytes(chunk_bytes)}, "
                            f"over {limits.describe('max_decoded_chunk_bytes')}; not read")
+    index_bytes = shard_index_bytes(array)
+    if index_bytes > limits.max_shard_index_bytes:
+        shard_shape = list(getattr(array, "shard_shape", None) or ())
+        raise ReadTooLarge(f"{where}each shard {shard_shape} declares {format_bytes(index_bytes)} of index for "
+                           f"{(index_bytes - SHARD_INDEX_CHECKSUM_BYTES) // SHARD_INDEX_ENTRY_BYTES:,} inner "
+                           f"chunks of {list(array.chunk_shape)}, over {limits.describe('max_shard_index_bytes')}; "
+                           "not read")
     if touched > limits.max_chunks_per_read:
         raise ReadTooLarge(f"{where}the read touches {touched:,} chunks, over "
                            f"{limits.describe('max_chunks_per_read')} on chunks per read; not read")
-    output = math.prod(len(range(i.start, i.stop, i.step)) if isinstance(i, slice) else 1 for i in normal)
-    need = output * itemsize + min(touched, _concurrency()) * chunk_bytes
+    at_once = min(touched, _concurrency())
+    need = output * itemsize + at_once * (chunk_bytes + index_bytes)
     if need > limits.max_decoded_read_bytes:
         raise ReadTooLarge(f"{where}the read needs about {format_bytes(need)} of memory "
                            f"({output:,} elements, chunks of {format_bytes(chunk_bytes)} decoded), over "

@@ -7,6 +7,7 @@ apart from the tree logic. Nothing here unpickles (``allow_pickle`` is never ena
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Iterator
@@ -94,7 +95,7 @@ def _inspect_npy(path: Path) -> SourceInfo:
     if dtype.hasobject:
         raise input_error(label, "unsupported element type object (pickled data is never loaded)")
     _check_shape_dtype(tuple(shape), dtype, label)
-    need = offset + int(np.prod(shape)) * dtype.itemsize
+    need = offset + math.prod(shape) * dtype.itemsize  # exact, where numpy's int64 product would wrap
     if size < need:
         raise input_error(label, f"file is truncated ({size} bytes, the header promises {need})")
     return SourceInfo(

@@ -16,14 +16,12 @@ import numpy as np
 
 from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.errors import UserError
-from ecpfs_viewer.model.hierarchy import ArrayDetails, ArrayReadError, Hierarchy, base_name
+from ecpfs_viewer.model.hierarchy import ArrayDetails, ArrayReadError, Hierarchy
 from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
 
 DEFAULT_MAX_ELEMENTS = 4_000_000
 #: The default selection of an array shows at most this many elements (inside its first chunk).
 DEFAULT_VIEW_ELEMENTS = 1_000_000
-_WIDENED_NAMES = {"embeddings", "rep_embeddings"}
-_WIDENED_KINDS = {"float16", "uint8", "int8"}
 _INT_RE = re.compile(r"^[+-]?\d+$")
 
 Index = int | slice
@@ -43,7 +41,7 @@ class Subset:
     offsets: tuple[int, ...]  # start index in the array of each axis kept in data
     elements: int
     steps: tuple[int, ...] = ()  # step of each kept axis
-    stored_dtype: str = ""  # the array's data type before any widening
+    stored_dtype: str = ""  # the array's data type as its metadata names it (data keeps it: never widened)
 
 
 def parse_selection(text: str, shape: tuple[int, ...]) -> tuple[Index, ...]:
@@ -178,13 +176,10 @@ def read_subset(h: Hierarchy, path: str, text: str, max_elements: int = DEFAULT_
         bad = failing_chunks(h, path, details, selection)
         where = f" (unreadable: {', '.join(bad)})" if bad else ""
         raise SelectionError(f"{exc}{where}") from exc
-    data = np.asarray(data)
-    stored_dtype = details.dtype
-    if base_name(path) in _WIDENED_NAMES and stored_dtype in _WIDENED_KINDS:
-        data = data.astype(np.float32)
+    data = np.asarray(data)  # the stored type, exported as it is (plot_data converts only what it draws)
     kept = [s for s in selection if isinstance(s, slice)]
     return Subset(path=path, text=text, data=data, offsets=tuple(s.start for s in kept), elements=elements,
-                  steps=tuple(s.step for s in kept), stored_dtype=stored_dtype)
+                  steps=tuple(s.step for s in kept), stored_dtype=details.dtype)
 
 
 def failing_chunks(h: Hierarchy, path: str, details: ArrayDetails, selection: tuple[Index, ...],

@@ -324,3 +324,54 @@ def test_plots_follow_a_dark_palette(qtbot, pane, hierarchy) -> None:
         assert view.backgroundBrush().color() == QColor(30, 30, 30)
     axis = pane.heatmap.heat_plot.getAxis("left")
     assert axis.textPen().color() == QColor(230, 230, 230)
+
+
+DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64",
+          "uint8", "uint16", "uint32", "uint64", "bool"]
+
+
+def _extremes(dtype: np.dtype) -> np.ndarray:
+    """404 x 128 values of dtype reaching both ends of its range (where a float32 would round)."""
+    if dtype.kind == "b":
+        return np.arange(404 * 128).reshape(404, 128) % 3 == 0
+    if dtype.kind == "f":  # a quarter of the range each way (the histogram's span stays finite), and 1 + eps
+        info = np.finfo(dtype)
+        ends = [-info.max / 4, info.max / 4, 0, 1, 1 + info.eps, info.tiny]
+    else:
+        info = np.iinfo(dtype)
+        ends = [info.min, info.max, 0, 1, info.max - 1]
+    values = np.resize(np.array(ends, dtype=dtype), 404 * 128).reshape(404, 128)
+    values[1:, :] = np.roll(values[1:, :], 1, axis=1)
+    return values
+
+
+@pytest.mark.parametrize("dtype_name", DTYPES)
+def test_export_menu_writes_and_the_statistics_line_reports_the_stored_dtype(
+        qtbot, pane, tmp_path, monkeypatch, dtype_name: str) -> None:
+    dtype = np.dtype(dtype_name)
+    values = _extremes(dtype)
+    root = zarr.open_group(tmp_path / "typed.zarr", mode="w")
+    for name in ("embeddings", "plain"):  # an ecpfs embeddings array was widened to float32 before
+        root.create_array(name, shape=values.shape, chunks=(404, 128), dtype=dtype)[...] = values
+    h = Hierarchy(open_store(tmp_path / "typed.zarr"))
+    chosen: list[str] = []
+
+    def save_dialog(parent, title, name, file_filter):
+        chosen.append(str(tmp_path / f"export{len(chosen)}{Path(name).suffix}"))
+        return chosen[-1], file_filter
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(save_dialog))
+    for name in ("embeddings", "plain"):
+        show(qtbot, pane, h, name, ":, :")
+        assert pane.summary_label.text().startswith(f"{name} [:, :]: 404 x 128 {dtype_name}")
+        pane.export_npy_action.trigger()
+        written = np.load(chosen[-1])
+        assert written.dtype == dtype
+        np.testing.assert_array_equal(written, values)
+        pane.export_csv_action.trigger()
+        with open(chosen[-1], newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))[1:]
+        parsed = np.array([[dtype.type(int(v)) if dtype.kind in "iub" else dtype.type(v) for v in row[1:]]
+                           for row in rows], dtype=dtype)
+        np.testing.assert_array_equal(parsed, values)  # the text reads back as the same stored values
+        assert [int(row[0]) for row in rows] == list(range(404))

@@ -14,6 +14,8 @@ from ecpfs_viewer.model.array_batch import read_whole_arrays
 from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, ChildReferences, IndexSummary, LevelStats, cap_findings, spread
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.formatting import count_noun
+from ecpfs_viewer.model.read_guard import check_rows, chunks_touched
+from ecpfs_viewer.model.read_scope import drained_reads
 from ecpfs_viewer.model.validation.report import Check
 
 #: Tolerance on vector norms when is_normalized is set.
@@ -23,6 +25,8 @@ BATCH_NODES = 64
 BATCH_BYTES = 64 << 20
 #: rep_embeddings up to this size is read whole once, not once per compared node.
 WHOLE_REP_BYTES = 64 << 20
+#: ... and spread over at most this many chunks (a grid of 100,000 tiny chunks is read row by row).
+WHOLE_REP_CHUNKS = 4096
 
 
 def check_data(
@@ -276,7 +280,9 @@ class _RepRows:
         """rep_embeddings read once when small enough (None: read rows per call instead)."""
         if self._rows is None and not self._whole_failed:
             try:
-                if (self.check.h.array_details("rep_embeddings").logical_bytes or 0) <= WHOLE_REP_BYTES:
+                details = self.check.h.array_details("rep_embeddings")
+                if (details.logical_bytes or 0) <= WHOLE_REP_BYTES and \
+                        (chunks_touched(details) or 0) <= WHOLE_REP_CHUNKS:
                     self._rows = self.check.h.read_array("rep_embeddings")
                 else:
                     self._whole_failed = True
@@ -297,7 +303,9 @@ class _RepRows:
             if whole is not None and inside:
                 result = np.asarray(whole[ids])
             else:
-                result = np.asarray(event_loop.run(array.get_orthogonal_selection((ids, slice(None)))))
+                check_rows("", self.check.h.array_details("rep_embeddings"), ids.tolist())  # the error names it
+                with drained_reads():
+                    result = np.asarray(event_loop.run(array.get_orthogonal_selection((ids, slice(None)))))
         except Exception as exc:
             self._failed = True
             self.check.error("rep_embeddings", f"cannot read data: {describe_exception(exc)}")
