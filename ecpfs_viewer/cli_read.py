@@ -177,7 +177,9 @@ def format_info(summary: IndexSummary, levels: Sequence[LevelStats] = ()) -> str
         lines.append("")
         lines.append(format_level_table(levels))
         leaf = levels[-1]
-        if leaf.is_leaf and leaf.leaf_sum is not None:
+        if leaf.is_leaf and leaf.leaf_sum is not None and not leaf.complete:
+            lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} (incomplete: the figures {leaf.lacking()}; retry)")
+        elif leaf.is_leaf and leaf.leaf_sum is not None:
             match = "matches" if leaf.leaf_sum == summary.total_items else "DIFFERS from"
             lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} ({match} Total Items {_text(summary.total_items)})")
     problems = [f for f in summary.findings if f.severity is not Severity.INFO]
@@ -206,6 +208,8 @@ def format_report(report: ValidationReport, location: str = "") -> str:
     lines = []
     verdict = "OK" if report.ok else "ERRORS"
     head = f"{location}: " if location else ""
+    if report.headline:  # before any finding: the errors below may all come from it
+        verdict = f"INCOMPLETE: {report.headline}\n{head}{verdict}"
     lines.append(f"{head}{verdict} - {len(report.errors)} error(s), {len(report.warnings)} warning(s)")
     for finding in report.findings:
         lines.append(f"  {finding.describe()}")

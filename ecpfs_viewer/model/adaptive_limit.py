@@ -68,29 +68,28 @@ class AdaptiveLimit:
             self._changed.notify_all()
 
 
-#: A server is taken for not answering only after this long without any answer (or the timeout if shorter)
-QUIET_S = 5.0
-
-
 class ServerHealth:
     """Whether a server answers, shared by every event loop using one store (thread-safe).
 
     The server is *down* once requests for two different objects failed on the way (no answer, a
-    refused or dropped connection) and no answer came since the first of them started, for at least
-    ``min(QUIET_S, timeout_s)``. While down (``timeout_s``, or until :meth:`reset`) requests are not
-    made; one object that stalls while others are answered never makes the server down."""
+    refused or dropped connection), the second a new object asked after the first failure was
+    known, and no answer came since the first of them started. While down (``timeout_s``, or until
+    :meth:`reset`) requests are not made. Objects that stall while others are answered, or that
+    stalled together in one burst, never make the server down."""
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._last_answer = 0.0
         self._unanswered: dict[str, float] = {}  # failed key -> when its attempt started
+        self._first_failure: float | None = None  # when the first of those failures was known
         self._down: tuple[float, str] | None = None  # since when, and the first request not answered
 
     def answered(self) -> None:
         with self._lock:
             self._last_answer = time.monotonic()
             self._unanswered.clear()
+            self._first_failure = None
             self._down = None
 
     def last_answer(self) -> float:
@@ -103,9 +102,11 @@ class ServerHealth:
         with self._lock:
             if self._last_answer >= started or self._down is not None:
                 return
+            if self._first_failure is None:
+                self._first_failure = now
+            new = where not in self._unanswered
             self._unanswered.setdefault(where, started)
-            first = min(self._unanswered.values())
-            if len(self._unanswered) >= 2 and now - first >= min(QUIET_S, self.timeout_s):
+            if new and started > self._first_failure and len(self._unanswered) >= 2:
                 self._down = (now, min(self._unanswered, key=self._unanswered.__getitem__))
 
     def down(self) -> str | None:
@@ -114,7 +115,7 @@ class ServerHealth:
             if self._down is None:
                 return None
             if time.monotonic() - self._down[0] >= self.timeout_s:
-                self._down = None
+                self._down, self._first_failure = None, None
                 self._unanswered.clear()
                 return None
             return self._down[1]
@@ -123,4 +124,5 @@ class ServerHealth:
         """Forget every failure: the user asked to retry."""
         with self._lock:
             self._unanswered.clear()
+            self._first_failure = None
             self._down = None

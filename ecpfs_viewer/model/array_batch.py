@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 from zarr.core.sync import sync
 
-from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy, array_read_error
 from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
 
 
@@ -38,7 +37,7 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
         except ReadTooLarge as exc:
             results[i] = ArrayReadError(str(exc))
         except Exception as exc:
-            results[i] = ArrayReadError(f"{path or '/'}: {describe_exception(exc)}")
+            results[i] = array_read_error(path, exc)
 
     async def all_of() -> list[Any]:
         return list(await asyncio.gather(*(array.getitem(...) for _, array in pending), return_exceptions=True))
@@ -47,7 +46,7 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
         if isinstance(value, BaseException) and not isinstance(value, Exception):
             raise value  # cancellation, interrupts
         if isinstance(value, Exception):
-            results[i] = ArrayReadError(f"{paths[i] or '/'}: {describe_exception(value)}")
+            results[i] = array_read_error(paths[i], value)
         else:
             results[i] = np.asarray(value)
     return results

@@ -24,7 +24,7 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import StorePath
 
 from ecpfs_viewer.model.derived_listing import DerivedState
-from ecpfs_viewer.model.errors import UserError, describe_exception
+from ecpfs_viewer.model.errors import TransportError, UserError, describe_exception, transport_failure
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
@@ -77,6 +77,9 @@ class Node:
     raw: bytes | None = None  # the metadata document exactly as stored (zarr.json or .zarray/.zgroup)
     raw_attrs: bytes | None = None  # v2 .zattrs, if any
     error: str | None = None
+    #: the metadata could not be read on the way (no answer, a dropped connection): the node is
+    #: "could not be read", never missing or invalid, and is not kept (asked again next time)
+    unread: bool = False
 
     @property
     def name(self) -> str:
@@ -181,6 +184,8 @@ class Hierarchy:
             found = None  # nothing is stored there: a path that does not exist is not an implicit group
         if found is None:
             found = Node(path, NodeKind.ERROR, None, error=f"{path}: no such node")
+        if found.unread:
+            return found
         with self._lock:
             self._nodes.setdefault(path, found)
             return self._nodes[path]
@@ -198,6 +203,8 @@ class Hierarchy:
         found = self._probe(path, is_dir=True)
         if found is None or (found.kind is NodeKind.IMPLICIT_GROUP and not self._has_entries(path)):
             return None
+        if found.unread:
+            return found
         with self._lock:
             return self._nodes.setdefault(path, found)
 
@@ -224,7 +231,7 @@ class Hierarchy:
         found = self._probe_many(wanted, [False] * len(wanted))
         with self._lock:
             for node in found:
-                if node.kind is not NodeKind.IMPLICIT_GROUP:
+                if node.kind is not NodeKind.IMPLICIT_GROUP and not node.unread:
                     self._nodes.setdefault(node.path, node)
 
     def is_listed(self, path: str) -> bool:
@@ -243,22 +250,27 @@ class Hierarchy:
 
             derived = derived_children(self, path)
             with self._lock:
-                self._children[path] = derived
-                self._nodes.update((n.path, n) for n in derived if n.raw is not None)
+                if not any(n.unread for n in derived):  # a listing missing what was not answered is not kept
+                    self._children[path] = derived
+                self._nodes.update((n.path, n) for n in derived if n.raw is not None and not n.unread)
             return derived
         try:
             entries = self.store.list_dir(path)
         except FileNotFoundError:
             entries = []
         except OSError as exc:
+            if transport_failure(exc) is not None:
+                raise Unanswered(f"{path or '/'}: could not be listed ({describe_exception(exc)})") from exc
             raise OSError(f"{path or '/'}: cannot list ({exc.strerror or exc})") from exc
         candidates = sorted(((n, d) for n, d in entries if n not in METADATA_KEYS and d is not False),
                             key=lambda e: natural_key(e[0]))
         nodes = self._probe_many([join_key(path, n) for n, _ in candidates], [d for _, d in candidates])
         with self._lock:
-            self._children[path] = nodes
+            if not any(n.unread for n in nodes):
+                self._children[path] = nodes
             for node in nodes:
-                self._nodes[node.path] = node
+                if not node.unread:
+                    self._nodes[node.path] = node
         return nodes
 
     def loaded_paths(self) -> list[str]:
@@ -276,6 +288,7 @@ class Hierarchy:
                     del cache[key]
             self.level_stats_cache.forget(path)
             self.derived.forget(path)
+        self.store.retry()  # a server taken for not answering is asked again
 
     def _probe(self, path: str, is_dir: bool | None) -> Node | None:
         found = self._probe_many([path], [is_dir])
@@ -337,14 +350,17 @@ class Hierarchy:
             return cached
         node = self.node(path)
         result = parse_details(node)
-        with self._lock:
-            self._details[path] = result
+        if not node.unread:
+            with self._lock:
+                self._details[path] = result
         return result
 
     def array_details(self, path: str, error: type[Exception] = ValueError) -> ArrayDetails:
         """The ArrayDetails of path, or `error` raised with a message saying why there are none."""
         path = path.strip("/")
         info = self.details(path)
+        if info.node.unread:
+            raise Unanswered(info.error or f"{path or '/'}: could not be read")
         if info.error:
             raise error(info.error)
         if info.array is None or info.document is None:
@@ -382,7 +398,7 @@ class Hierarchy:
         except ReadTooLarge as exc:
             raise ArrayReadError(str(exc)) from exc
         except Exception as exc:
-            raise ArrayReadError(f"{path or '/'}: {describe_exception(exc)}") from exc
+            raise array_read_error(path, exc) from exc
 
     def read_scalar(self, path: str) -> Any:
         """The value of a rank-0 (or 1-element) array as a Python object."""
@@ -394,9 +410,30 @@ class ArrayReadError(UserError):
     """Reading array data failed (corrupt chunk, unknown codec...); the message names the path."""
 
 
+class Unanswered(TransportError):
+    """What a read needed could not be read on the way (the server did not answer); not a fact about
+    the index: asked again on a retry."""
+
+
+class ArrayUnanswered(ArrayReadError, Unanswered):
+    """Array data that could not be read on the way (no answer, a dropped connection)."""
+
+
+def array_read_error(path: str, exc: BaseException) -> ArrayReadError:
+    """The ArrayReadError for a failed read of path: ArrayUnanswered when it failed on the way."""
+    unanswered = transport_failure(exc)
+    if unanswered is not None:
+        return ArrayUnanswered(f"{path or '/'}: could not be read ({describe_exception(unanswered)})")
+    return ArrayReadError(f"{path or '/'}: {describe_exception(exc)}")
+
+
 def _unreadable(path: str, what: str, exc: Exception) -> Node:
+    where = join_key(path, what) or what
+    if transport_failure(exc) is not None:
+        return Node(path, NodeKind.ERROR, None, error=f"{where}: could not be read ({describe_exception(exc)})",
+                    unread=True)
     reason = getattr(exc, "strerror", None) or describe_exception(exc)
-    return Node(path, NodeKind.ERROR, None, error=f"{join_key(path, what) or what}: cannot read ({reason})")
+    return Node(path, NodeKind.ERROR, None, error=f"{where}: cannot read ({reason})")
 
 
 _KIND_OF_DOCUMENT: dict[bytes, NodeKind] = {}  # small documents seen before (sibling groups repeat)

@@ -261,6 +261,12 @@ class OpenedStore:
     def stats(self) -> IOStats:
         return self.counter.snapshot()
 
+    def retry(self) -> None:
+        """Ask again after failures on the way: a server taken for not answering is asked again."""
+        retry = getattr(self.zarr_store._store, "retry", None)
+        if callable(retry):
+            retry()
+
     def close(self) -> None:
         # closing is best effort; a failed close must not hide the real work
         with contextlib.suppress(Exception):

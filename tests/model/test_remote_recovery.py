@@ -11,20 +11,23 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import remote_fixtures
 
+from ecpfs_viewer.model.ecpfs import level_stats, shared_level_stats, summarize
 from ecpfs_viewer.model.errors import TransportError, transport_failure
+from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.remote import (
     RemoteOptions,
     RemoteTimeoutError,
     ServerNotAnsweringError,
     open_remote,
 )
-from ecpfs_viewer.model.stores import OpenedStore
+from ecpfs_viewer.model.stores import OpenedStore, open_store
+from ecpfs_viewer.model.validation import validate
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
@@ -144,9 +147,12 @@ def test_one_stalled_object_fails_alone(two_clusters_path: Path) -> None:
 
 
 def test_a_server_that_stops_answering_is_said_once_then_retried_on_request() -> None:
+    """A burst that stalls together is not yet a dead server; a request made after that also
+    unanswered is: later requests fail at once, naming the host, until a retry."""
     with remote_fixtures.serve_stalled() as url:
         store = _opened(f"{url}/index.zarr", timeout_s=1.0)
         first = store.read_many_or_errors(["a/zarr.json", "b/zarr.json", "c/zarr.json"])
+        first += store.read_many_or_errors(["x/zarr.json"])  # made after the failure was known: unanswered too
         started = time.perf_counter()
         later = store.read_many_or_errors(["d/zarr.json", "e/zarr.json"])
         at_once = time.perf_counter() - started
@@ -162,3 +168,55 @@ def test_a_server_that_stops_answering_is_said_once_then_retried_on_request() ->
     assert isinstance(again, RemoteTimeoutError) and not isinstance(again, ServerNotAnsweringError), again
     assert asked_again >= 0.9  # it waited for an answer again
     assert all(isinstance(transport_failure(f), TransportError) for f in [*first, *later, again])
+
+
+# -- what reads that failed on the way become: "could not be read", never a fact; never cached --------
+@contextlib.contextmanager
+def switchable_stall(directory: Path, stalled: Callable[[str], bool]) -> Iterator[tuple[str, threading.Event]]:
+    """The static server (no listings) stalling the paths `stalled` picks while the event is set."""
+    on = threading.Event()
+    on.set()
+    with remote_fixtures.serve_hostile(directory, "stall", lambda path: on.is_set() and stalled(path)) as (url, _):
+        yield url, on
+
+
+def _has(texts: list[str], *words: str) -> list[str]:
+    return [t for t in texts if any(w in t for w in words)]
+
+
+def test_a_leaf_that_does_not_answer_is_could_not_be_read_not_missing(two_clusters_path: Path) -> None:
+    def stalled(path: str) -> bool:
+        return path.startswith("two_clusters.zarr/lvl_2/node_1/")
+
+    with switchable_stall(two_clusters_path.parent, stalled) as (url, on):
+        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=1.0)))
+        stats = level_stats(h, 2)
+        report = validate(h)
+        on.clear()  # the server answers again: nothing of the failure was kept
+        again = validate(h)
+        stats_again = shared_level_stats(h, 2)
+    assert stats.unread_ids == {1} and not stats.complete
+    assert 1 not in stats.gap_ids and stats.gap_count == 0 and stats.node_count == 3
+    assert stats.lacking() == "lack 1 node that could not be read"
+    messages = [f.describe() for f in report.findings]
+    assert _has(messages, "could not be read"), messages
+    assert not _has(messages, "missing", "sum to", "gap", "no embeddings", "without arrays"), messages
+    assert report.headline is not None and report.headline.startswith("the server did not answer ")
+    assert 0 < report.unanswered < report.requests
+    assert again.ok and again.headline is None, [f.describe() for f in again.findings]
+    assert stats_again.complete and stats_again.node_count == 4
+
+
+def test_unanswered_info_levels_is_not_kept_as_not_an_index(two_clusters_path: Path) -> None:
+    """F5 after a stall must not turn a healthy index into 'not a valid ecpfs index' from a cache."""
+    with switchable_stall(two_clusters_path.parent, lambda path: path.startswith("two_clusters.zarr/info/")) \
+            as (url, on):
+        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=1.0)))
+        with pytest.raises(OSError, match="could not be read"):
+            h.children("")
+        on.clear()
+        h.refresh()  # F5
+        names = [n.name for n in h.children("")]
+        summary = summarize(h)
+    assert {"info", "lvl_1", "lvl_2"} <= set(names)
+    assert summary.layout.is_index, summary.layout.reason
