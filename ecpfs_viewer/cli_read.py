@@ -86,12 +86,15 @@ def run_info(args: argparse.Namespace) -> int:
     if h is None:
         return EXIT_CANNOT_OPEN
     summary = summarize(h)
+    if summary.unread is not None and not args.json:  # no header to show: say why, not 'not an index'
+        print(f"{args.path}: {summary.unread}; retry", file=sys.stderr)
+        return EXIT_ERRORS
     levels = collect_level_stats(h, summary)
     if args.json:
         print(json.dumps(info_dict(summary, levels), indent=2, default=_json_default))
     else:
         print(format_info(summary, levels))
-    return EXIT_OK if summary.layout.is_index else EXIT_ERRORS
+    return EXIT_OK if summary.layout.is_index and all(s.complete for s in levels) else EXIT_ERRORS
 
 
 def run_check(args: argparse.Namespace) -> int:

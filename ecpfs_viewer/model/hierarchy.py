@@ -423,7 +423,9 @@ def array_read_error(path: str, exc: BaseException) -> ArrayReadError:
     """The ArrayReadError for a failed read of path: ArrayUnanswered when it failed on the way."""
     unanswered = transport_failure(exc)
     if unanswered is not None:
-        return ArrayUnanswered(f"{path or '/'}: could not be read ({describe_exception(unanswered)})")
+        reason = describe_exception(unanswered)
+        said = reason if "could not be read" in reason else f"could not be read ({reason})"
+        return ArrayUnanswered(f"{path or '/'}: {said}")
     return ArrayReadError(f"{path or '/'}: {describe_exception(exc)}")
 
 

@@ -65,7 +65,7 @@ class LevelStats:
         if self.unread is None:
             return None
         if not self.unread_ids:
-            return "the level could not be read"
+            return "lack the whole level, which could not be read"
         return f"lack {count_noun(len(self.unread_ids), 'node')} that could not be read"
 
     @property

@@ -36,6 +36,9 @@ def check_layout(check: Check, summary: IndexSummary) -> bool:
     not an index names its missing arrays in that one message.
     """
     layout = summary.layout
+    if summary.unread is not None:  # not read on the way: no fact about the layout to report
+        check.error("", summary.unread)
+        return False
     if layout.finding is not None:
         check.findings.append(layout.finding)
     if not layout.supported:
