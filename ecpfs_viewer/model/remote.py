@@ -46,7 +46,7 @@ DEADLINE_GRACE_S = 1.0
 #: attempts of one request at most (the first and its retries), all within timeout_s
 MAX_ATTEMPTS = 6
 #: an attempt with no answer after this long (doubled per attempt), while the server answered
-#: other requests since it started, is given up and made again
+#: other requests about then, is given up and made again
 STALL_S = 2.0
 
 
@@ -260,15 +260,17 @@ class BoundedStore(WrapperStore[Store]):
             self._first_answer_s = seconds if not self._first_answer_s else 0.8 * self._first_answer_s + 0.2 * seconds
 
     async def _call(self, key: str, make: Callable[[int], Awaitable[_T]]) -> _T:
-        """make(attempt) until it answers, it fails for good, or timeout_s has passed since the first."""
+        """make(attempt) until it answers, it fails for good, or timeout_s has passed since the first
+        attempt was made (time waiting for a place in flight does not count)."""
         limit = self._limit()
-        deadline = time.monotonic() + self.options.timeout_s
+        deadline: float | None = None
         attempt = 0
         while True:
             refused = self._not_answering(key)
             if refused is not None:
                 raise refused
             started = await limit.acquire()
+            deadline = started + self.options.timeout_s if deadline is None else deadline
             error: BaseException | None = None
             try:
                 left = deadline - started

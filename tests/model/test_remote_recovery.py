@@ -220,3 +220,14 @@ def test_unanswered_info_levels_is_not_kept_as_not_an_index(two_clusters_path: P
         summary = summarize(h)
     assert {"info", "lvl_1", "lvl_2"} <= set(names)
     assert summary.layout.is_index, summary.layout.reason
+
+
+def test_time_waiting_for_a_place_in_flight_is_not_taken_from_a_request(two_clusters_path: Path) -> None:
+    """One at a time, each answer 1.2 s late, timeout 1.5 s: the third request waits 2.4 s for its
+    turn and still gets its whole timeout."""
+    with remote_fixtures.serve_static(two_clusters_path.parent, delay=1.2) as (url, _tally):
+        where = f"{url}/two_clusters.zarr"  # three callers at once, one place in flight
+        store = OpenedStore(open_remote(where, RemoteOptions(timeout_s=1.5, max_in_flight=1)), label=where,
+                            kind="remote", max_in_flight=3)
+        found = store.read_many_or_errors(["zarr.json", "info/zarr.json", "lvl_1/zarr.json"])
+    assert all(isinstance(f, bytes) for f in found), found
