@@ -202,6 +202,7 @@ def test_a_leaf_that_does_not_answer_is_could_not_be_read_not_missing(two_cluste
     assert _has(messages, "could not be read"), messages
     assert not _has(messages, "missing", "sum to", "gap", "no embeddings", "without arrays"), messages
     assert report.headline is not None and report.headline.startswith("the server did not answer ")
+    assert report.checked[0] == "metadata of 5 nodes on 2 levels; 1 node in lvl_2 could not be read"
     assert 0 < report.unanswered < report.requests
     assert again.ok and again.headline is None, [f.describe() for f in again.findings]
     assert stats_again.complete and stats_again.node_count == 4

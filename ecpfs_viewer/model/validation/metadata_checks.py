@@ -143,8 +143,9 @@ def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) ->
     unread = sum(len(s.unread_ids) for s in stats)
     incomplete = [s.path for s in stats if not s.complete]
     if incomplete:
+        lacking = f"{count_noun(unread, 'node')} in" if unread else "what is in"
         check.checked.append(f"metadata of {node_total:,} nodes on {count_noun(len(stats), 'level')}; "
-                             f"{count_noun(unread, 'node')} (and {', '.join(incomplete)} in part) could not be read")
+                             f"{lacking} {', '.join(incomplete)} could not be read")
     else:
         check.checked.append(f"metadata of all {node_total:,} nodes on {count_noun(len(stats), 'level')}")
     if stats and stats[-1].is_leaf:
