@@ -7,9 +7,9 @@ link on a page (findings, largest and smallest nodes, profile bars) emits
 ``node_requested(path)`` so the window can select that node.
 
 A page waiting on a remote server says which server, has a Cancel, and gives up when nothing
-has answered for the store's timeout; what could not be read on the way (no answer, a server
-that stopped answering) is one banner with a Retry, never a page of errors: asking again is all
-it takes, as nothing of a failure is kept.
+has answered for twice the store's timeout (each request ends by its timeout already); what
+could not be read on the way (no answer, a server that stopped answering) is one banner with a
+Retry, never a page of errors: asking again is all it takes, as nothing of a failure is kept.
 
 A layout problem (legacy, newer or unstamped index) is shown once, in this panel's banner with
 the severity validation gives it; the findings tables list everything else. The last validation
@@ -30,6 +30,9 @@ from ecpfs_viewer.model.ecpfs import Generation, IndexSummary, Severity
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.validation import ValidationReport
 
+#: a page gives up once nothing arrived for this many of the store's timeouts: each request ends by
+#: its timeout already, so this is the backstop for a page that still waits after that
+PAGE_PATIENCE = 2.0
 _IDLE_TEXT = "Select the root of an ecpfs index or one of its lvl_N groups."
 
 
@@ -147,7 +150,7 @@ class IndexOverviewPanel(QWidget):
         return stats.requests + stats.unanswered
 
     def _check_waiting(self) -> None:
-        """While the page is busy: give up once nothing answered (or failed) for the store's timeout."""
+        """While the page is busy: give up once nothing answered (or failed) for PAGE_PATIENCE timeouts."""
         if self._shown is None or not self.busy:
             self._stop_waiting()
             return
@@ -159,9 +162,9 @@ class IndexOverviewPanel(QWidget):
         now_seen = self._answers(hierarchy)
         if now_seen != seen:
             self._progress = (now_seen, time.monotonic())
-        elif time.monotonic() - since >= server[1]:
-            self._give_up(f"The server at {server[0]} is not answering: nothing arrived within {server[1]:g} s "
-                          f"while reading {self._waiting}.")
+        elif time.monotonic() - since >= PAGE_PATIENCE * server[1]:  # the store's own bound came and went
+            self._give_up(f"The server at {server[0]} is not answering: nothing arrived within "
+                          f"{PAGE_PATIENCE * server[1]:g} s while reading {self._waiting}.")
 
     def cancel(self) -> None:
         """Stop waiting for the page's reads (the user's Cancel); Retry asks again."""
@@ -248,7 +251,9 @@ class IndexOverviewPanel(QWidget):
     def _on_report(self, hierarchy: Hierarchy, report: ValidationReport) -> None:
         self._stop_waiting()
         if report.headline:
-            self._unanswered_banner(hierarchy, report.headline[0].upper() + report.headline[1:] + ".")
+            unread = report.summary.unread if report.summary is not None else None
+            detail = f"The index header {unread}." if unread else report.headline[0].upper() + report.headline[1:] + "."
+            self._unanswered_banner(hierarchy, detail)
             self.report_ready.emit(report)  # the tree is marked, but the report is not kept: F5 asks again
             return
         self._report, self._report_for = report, hierarchy

@@ -46,7 +46,7 @@ def _click(qtbot, button) -> None:
 
 def test_a_level_missing_an_unanswered_node_says_so_once_and_retry_reads_it(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p.startswith("two_clusters.zarr/lvl_2/node_1/")) as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=1.0)))
+        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         on.set()
         panel.show_level(h, 2)
         qtbot.waitUntil(lambda: not panel.busy and panel.banner.isVisible(), timeout=20000)
@@ -62,7 +62,7 @@ def test_a_level_missing_an_unanswered_node_says_so_once_and_retry_reads_it(qtbo
 
 def test_a_page_waiting_on_the_server_says_for_what_and_cancels(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p != "two_clusters.zarr/zarr.json") as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=30.0)))
+        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=10.0)))
         on.set()
         panel.show_level(h, 2)
         host = url.removeprefix("http://")
@@ -80,13 +80,13 @@ def test_a_page_waiting_on_the_server_says_for_what_and_cancels(qtbot, panel, tw
 
 def test_an_unanswered_index_header_is_said_with_retry_not_as_not_an_index(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p != "two_clusters.zarr/zarr.json") as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=1.0)))
+        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         on.set()  # the server stops answering
         panel.show_index(h)
         panel.validate(h)
         qtbot.waitUntil(lambda: not panel.busy and panel.banner.isVisible(), timeout=30000)
         text = panel.banner.text.text()
-        assert "could not be read" in text and "no answer within 1 s" in text, text
+        assert "could not be read" in text and "no answer within 3 s" in text, text
         assert "not a valid ecpfs index" not in text and "missing" not in text
         assert panel.banner.retry_button.isVisible()
         assert panel.last_report(h) is None  # a report of unanswered reads is not kept
@@ -100,12 +100,12 @@ def test_an_unanswered_index_header_is_said_with_retry_not_as_not_an_index(qtbot
 def test_a_server_that_stops_answering_is_one_banner_naming_it(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p.startswith(("two_clusters.zarr/lvl_",
                                                                     "two_clusters.zarr/index_root"))) as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=1.0)))
+        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         on.set()
         panel.show_level(h, 2)
         qtbot.waitUntil(lambda: not panel.busy and panel.banner.isVisible(), timeout=30000)
-        assert panel.banner.text.text() == ("Some of lvl_2 could not be read (the server did not answer): the "
-                                            "figures lack the whole level, which could not be read.")
+        assert panel.banner.text.text().endswith("Some of lvl_2 could not be read (the server did not answer): "
+                                                 "the figures lack the whole level, which could not be read.")
         panel.show_level(h, 1)  # other objects, asked after that failure, unanswered too: the server is down
         qtbot.waitUntil(lambda: not panel.busy and panel.banner.isVisible(), timeout=30000)
         host = url.removeprefix("http://")

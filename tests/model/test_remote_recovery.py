@@ -189,7 +189,7 @@ def test_a_leaf_that_does_not_answer_is_could_not_be_read_not_missing(two_cluste
         return path.startswith("two_clusters.zarr/lvl_2/node_1/")
 
     with switchable_stall(two_clusters_path.parent, stalled) as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=1.0)))
+        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         stats = level_stats(h, 2)
         report = validate(h)
         on.clear()  # the server answers again: nothing of the failure was kept
@@ -212,7 +212,7 @@ def test_unanswered_info_levels_is_not_kept_as_not_an_index(two_clusters_path: P
     """F5 after a stall must not turn a healthy index into 'not a valid ecpfs index' from a cache."""
     with switchable_stall(two_clusters_path.parent, lambda path: path.startswith("two_clusters.zarr/info/")) \
             as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=1.0)))
+        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         with pytest.raises(OSError, match="could not be read"):
             h.children("")
         on.clear()
