@@ -184,7 +184,7 @@ class IndexOverviewPanel(QWidget):
         if self._shown is None:
             return
         hierarchy, level = self._shown
-        hierarchy.store.retry()
+        hierarchy.retry()
         if level is None:
             self.forget_report()
             self.show_index(hierarchy)

@@ -11,6 +11,7 @@ import json
 import re
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -161,6 +162,7 @@ class Hierarchy:
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
         self._arrays: dict[str, zarr.Array[Any]] = {}
+        self._unread_until: dict[str, float] = {}  # listings holding unanswered children: kept until then
         self.level_stats_cache = LevelStatsCache()  # statistics derived from the listings, dropped by refresh
         self.derived = DerivedState()  # what was derived where the store lists no folders
 
@@ -219,30 +221,38 @@ class Hierarchy:
         with self._lock:
             return self._nodes.get(path.strip("/"))
 
-    def prefetch(self, paths: Sequence[str]) -> None:
+    def prefetch(self, paths: Sequence[str]) -> dict[str, Node]:
         """Read the metadata of the paths not held yet in one batch (concurrent on remote stores).
 
-        Paths with no metadata are not kept, so :meth:`node` still explains them.
+        Paths with no metadata are not kept, so :meth:`node` still explains them; nor are those that
+        could not be read on the way: they are returned (path -> node), so a caller need not wait
+        for them a second time.
         """
         with self._lock:
             wanted = [p for p in dict.fromkeys(p.strip("/") for p in paths) if p not in self._nodes]
         if not wanted:
-            return
+            return {}
         found = self._probe_many(wanted, [False] * len(wanted))
         with self._lock:
             for node in found:
                 if node.kind is not NodeKind.IMPLICIT_GROUP and not node.unread:
                     self._nodes.setdefault(node.path, node)
+        return {node.path: node for node in found if node.unread}
 
     def is_listed(self, path: str) -> bool:
         with self._lock:
             return path.strip("/") in self._children
 
     def children(self, path: str = "") -> list[Node]:
-        """The child nodes of a group, in natural order; listed once, then cached."""
+        """The child nodes of a group, in natural order; listed once, then cached. A listing with
+        children that could not be read on the way is kept for one store timeout only (the same
+        command does not wait for them twice; after that, or on refresh, they are asked again)."""
         path = path.strip("/")
         with self._lock:
             cached = self._children.get(path)
+            if cached is not None and time.monotonic() >= self._unread_until.get(path, float("inf")):
+                del self._children[path], self._unread_until[path]
+                cached = None
         if cached is not None:
             return cached
         if listing_unavailable(self.store):  # static HTTP: derived from the index (model/derived_listing.py)
@@ -250,8 +260,7 @@ class Hierarchy:
 
             derived = derived_children(self, path)
             with self._lock:
-                if not any(n.unread for n in derived):  # a listing missing what was not answered is not kept
-                    self._children[path] = derived
+                self._keep_listing(path, derived)
                 self._nodes.update((n.path, n) for n in derived if n.raw is not None and not n.unread)
             return derived
         try:
@@ -266,12 +275,28 @@ class Hierarchy:
                             key=lambda e: natural_key(e[0]))
         nodes = self._probe_many([join_key(path, n) for n, _ in candidates], [d for _, d in candidates])
         with self._lock:
-            if not any(n.unread for n in nodes):
-                self._children[path] = nodes
+            self._keep_listing(path, nodes)
             for node in nodes:
                 if not node.unread:
                     self._nodes[node.path] = node
         return nodes
+
+    def retry(self) -> None:
+        """Ask again for what could not be read on the way (Retry): the server, and every listing
+        that lacks unanswered children; what was read stays."""
+        with self._lock:
+            for path in list(self._unread_until):
+                self._children.pop(path, None)
+            self._unread_until.clear()
+        self.store.retry()
+
+    def _keep_listing(self, path: str, nodes: list[Node]) -> None:
+        """Keep a listing (the lock held); one missing what was not answered only for a timeout."""
+        self._children[path] = nodes
+        self._unread_until.pop(path, None)
+        if any(n.unread for n in nodes):
+            server = self.store.waits_on()
+            self._unread_until[path] = time.monotonic() + (server[1] if server else 0.0)
 
     def loaded_paths(self) -> list[str]:
         """Every path already known (listed), for a filter that must not list the whole store."""
@@ -283,7 +308,7 @@ class Hierarchy:
         path = path.strip("/")
         prefix = path + "/" if path else ""
         with self._lock:
-            for cache in (self._children, self._nodes, self._details, self._arrays):
+            for cache in (self._children, self._nodes, self._details, self._arrays, self._unread_until):
                 for key in [k for k in cache if k == path or k.startswith(prefix)]:
                     del cache[key]
             self.level_stats_cache.forget(path)

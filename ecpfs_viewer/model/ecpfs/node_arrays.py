@@ -9,7 +9,7 @@ from ecpfs_viewer.model.ecpfs.findings import Finding, error
 from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, parse_array_meta
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
-from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind, Unanswered
 from ecpfs_viewer.model.sizing import STORED_DTYPES
 
 NODE_RE = re.compile(r"^node_(\d+)$")
@@ -66,13 +66,14 @@ def _documents(h: Hierarchy, paths: list[str]) -> list[bytes | Exception | None]
     derived listing of the level below and a second statistics run then ask for none of them.
     A local store reads them without keeping them (faster than building 8,000 nodes).
     """
-    if h.store.local_path is None:
-        h.prefetch(paths)
+    unanswered = h.prefetch(paths) if h.store.local_path is None else {}
     found: list[bytes | Exception | None] = [None] * len(paths)
     unread: list[int] = []
     for i, path in enumerate(paths):
         held = h.held(path)
-        if held is not None and held.zarr_format == 3 and held.raw is not None:
+        if path in unanswered:  # just failed on the way: not waited for twice (F5 asks again)
+            found[i] = Unanswered(unanswered[path].error or f"{path}: could not be read")
+        elif held is not None and held.zarr_format == 3 and held.raw is not None:
             found[i] = held.raw
         else:
             unread.append(i)
