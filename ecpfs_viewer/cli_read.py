@@ -91,13 +91,15 @@ def _open(path: str, args: argparse.Namespace) -> Hierarchy:
 def run_info(args: argparse.Namespace) -> int:
     h = _open(args.path, args)
     summary = summarize(h)
+    if summary.unread is not None:  # no header to show: say why, not 'not an index'
+        raise CannotOpen(f"{args.path}: {summary.unread}; retry")
     leaf_sizes = args.leaf_sizes if args.leaf_sizes is not None else h.store.kind != "remote"
     levels = collect_level_stats(h, summary, leaf_sizes=leaf_sizes)
     if args.json:
         print(json.dumps(info_dict(summary, levels), indent=2, default=_json_default))
     else:
         print(format_info(summary, levels))
-    return EXIT_OK if summary.layout.is_index else EXIT_FAILED
+    return EXIT_OK if summary.layout.is_index and all(s.complete for s in levels) else EXIT_FAILED
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -192,6 +194,9 @@ def format_info(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> str:
         if isinstance(leaf, LevelCount) and leaf.is_leaf:
             lines.append(f"Sum of leaf sizes: not read ({leaf.node_count:,} leaf documents, one request each; "
                          "`check` or `info --leaf-sizes` reads them)")
+        elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None and not leaf.complete:
+            known = f"{leaf.leaf_sum} over the leaves read" if leaf.node_count else "not known"
+            lines.append(f"Sum of leaf sizes: {known} (incomplete: the figures {leaf.lacking()}; retry)")
         elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None:
             match = "matches" if leaf.leaf_sum == summary.total_items else "DIFFERS from"
             lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} ({match} Total Items {_text(summary.total_items)})")
@@ -226,6 +231,8 @@ def format_report(report: ValidationReport, location: str = "") -> str:
     lines = []
     verdict = "OK" if report.ok else "ERRORS"
     head = f"{location}: " if location else ""
+    if report.headline:  # before any finding: the errors below may all come from it
+        verdict = f"INCOMPLETE: {report.headline}\n{head}{verdict}"
     lines.append(f"{head}{verdict} - {len(report.errors)} error(s), {len(report.warnings)} warning(s)")
     for finding in report.findings:
         lines.append(f"  {finding.describe()}")

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QScrollArea,
     QTableWidget,
     QTableWidgetItem,
@@ -55,14 +56,24 @@ class MessageBanner(QFrame):
         self.text.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self._icon)
         layout.addWidget(self.text, 1)
+        #: shown by show_retry: asks again what could not be read (the owner connects it)
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.hide()
+        layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
         self.severity: Severity | None = None
         self.hide()
+
+    def show_retry(self, message: str, severity: Severity = Severity.ERROR) -> None:
+        """Show message with a Retry button (a read that failed on the way can succeed next time)."""
+        self.show_severity(message, severity)
+        self.retry_button.show()
 
     def show_message(self, message: str, *, error: bool = True) -> None:
         self.show_severity(message, Severity.ERROR if error else Severity.INFO)
 
     def show_severity(self, message: str, severity: Severity) -> None:
         """Show message with the icon of its severity (bold for an error)."""
+        self.retry_button.hide()
         self.severity = severity
         self._icon.setPixmap(standard_icon(_SEVERITY_ICONS[severity]).pixmap(24, 24))
         font = self.text.font()
@@ -74,6 +85,7 @@ class MessageBanner(QFrame):
     def clear(self) -> None:
         self.text.clear()
         self.severity = None
+        self.retry_button.hide()
         self.hide()
 
 

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model import event_loop
-from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy, array_read_error
 from ecpfs_viewer.model.read_guard import ReadTooLarge, check_read
 from ecpfs_viewer.model.read_scope import drained_reads
 
@@ -39,7 +38,7 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
         except ReadTooLarge as exc:
             results[i] = ArrayReadError(str(exc))
         except Exception as exc:
-            results[i] = ArrayReadError(f"{path or '/'}: {describe_exception(exc)}")
+            results[i] = array_read_error(path, exc)
 
     async def all_of() -> list[Any]:
         return list(await asyncio.gather(*(array.getitem(...) for _, array in pending), return_exceptions=True))
@@ -50,7 +49,7 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
         if isinstance(value, BaseException) and not isinstance(value, Exception):
             raise value  # cancellation, interrupts
         if isinstance(value, Exception):
-            results[i] = ArrayReadError(f"{paths[i] or '/'}: {describe_exception(value)}")
+            results[i] = array_read_error(paths[i], value)
         else:
             results[i] = np.asarray(value)
     return results

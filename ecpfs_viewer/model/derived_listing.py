@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ecpfs_viewer.model.errors import transport_failure
 from ecpfs_viewer.model.read_guard import ReadTooLarge, check_allocation
 from ecpfs_viewer.model.remote import listing_unavailable
 
@@ -110,7 +111,9 @@ def _levels(h: Hierarchy, state: DerivedState) -> int | None:
     if state.index is None:
         try:
             levels = int(h.read_scalar("info/levels"))
-        except Exception:  # no readable info/levels: not an index, or a broken one
+        except Exception as exc:  # no readable info/levels: not an index, or a broken one
+            if transport_failure(exc) is not None:  # unanswered: says nothing, kept for nothing
+                raise
             state.index = False
         else:
             state.index, state.levels = True, levels
@@ -170,6 +173,8 @@ def _level_children(h: Hierarchy, level: int) -> list[Node]:
 
 def _referenced_ids(h: Hierarchy, parents: list[str]) -> set[int]:
     """Union of the parents' node_ids, read as one batch; an unreadable parent contributes none.
+    A parent that could not be read on the way (no answer) makes the listing fail instead: a
+    level missing its nodes would read as a fact about the index.
 
     The node_ids documents read here stay in the Hierarchy, so level statistics do not ask again.
     """
@@ -177,9 +182,12 @@ def _referenced_ids(h: Hierarchy, parents: list[str]) -> set[int]:
 
     if not parents:
         return set()
+    found = read_whole_arrays(h, [f"{p}/node_ids" for p in parents])
+    unanswered = [a for a in found if not isinstance(a, np.ndarray) and transport_failure(a) is not None]
+    if unanswered:
+        raise unanswered[0]  # an Unanswered (OSError): the level "could not be listed"
     # reported by check / level statistics, which read the same arrays
-    arrays = [np.asarray(a).astype(np.int64).ravel() for a in read_whole_arrays(h, [f"{p}/node_ids" for p in parents])
-              if isinstance(a, np.ndarray)]
+    arrays = [np.asarray(a).astype(np.int64).ravel() for a in found if isinstance(a, np.ndarray)]
     return set(np.unique(np.concatenate(arrays)).tolist()) if arrays else set()
 
 

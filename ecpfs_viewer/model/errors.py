@@ -14,6 +14,26 @@ class MetadataError(UserError, ValueError):
     """A stored metadata document holds a value the format does not allow (the message names it)."""
 
 
+class TransportError(UserError, OSError):
+    """A read that failed on the way (no answer, a refused or dropped connection, a server too busy).
+
+    It says nothing about what is stored: whatever needed the read "could not be read", is never
+    cached, and is asked for again on a retry."""
+
+    retryable = True
+
+
+def transport_failure(exc: BaseException | None) -> TransportError | None:
+    """The TransportError exc is or was raised from (its causes, a few deep), else None."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, TransportError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
 def describe_exception(exc: BaseException) -> str:
     """A one-line message for any exception: the text of a UserError, else 'Type: text'."""
     text = str(exc).strip()

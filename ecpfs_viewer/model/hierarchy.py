@@ -12,6 +12,7 @@ import math
 import re
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from zarr.storage import MemoryStore, StorePath
 
 from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.derived_listing import DerivedState
-from ecpfs_viewer.model.errors import UserError, describe_exception
+from ecpfs_viewer.model.errors import TransportError, UserError, describe_exception, transport_failure
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
@@ -78,6 +79,9 @@ class Node:
     raw: bytes | None = None  # the metadata document exactly as stored (zarr.json or .zarray/.zgroup)
     raw_attrs: bytes | None = None  # v2 .zattrs, if any
     error: str | None = None
+    #: the metadata could not be read on the way (no answer, a dropped connection): the node is
+    #: "could not be read", never missing or invalid, and is not kept (asked again next time)
+    unread: bool = False
 
     @property
     def name(self) -> str:
@@ -159,6 +163,7 @@ class Hierarchy:
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
         self._arrays: dict[str, zarr.AsyncArray[Any]] = {}
+        self._unread_until: dict[str, float] = {}  # listings holding unanswered children: kept until then
         self.level_stats_cache = LevelStatsCache()  # statistics derived from the listings, dropped by refresh
         self.derived = DerivedState()  # what was derived where the store lists no folders
 
@@ -182,6 +187,8 @@ class Hierarchy:
             found = None  # nothing is stored there: a path that does not exist is not an implicit group
         if found is None:
             found = Node(path, NodeKind.ERROR, None, error=f"{path}: no such node")
+        if found.unread:
+            return found
         with self._lock:
             self._nodes.setdefault(path, found)
             return self._nodes[path]
@@ -199,6 +206,8 @@ class Hierarchy:
         found = self._probe(path, is_dir=True)
         if found is None or (found.kind is NodeKind.IMPLICIT_GROUP and not self._has_entries(path)):
             return None
+        if found.unread:
+            return found
         with self._lock:
             return self._nodes.setdefault(path, found)
 
@@ -213,30 +222,38 @@ class Hierarchy:
         with self._lock:
             return self._nodes.get(path.strip("/"))
 
-    def prefetch(self, paths: Sequence[str]) -> None:
+    def prefetch(self, paths: Sequence[str]) -> dict[str, Node]:
         """Read the metadata of the paths not held yet in one batch (concurrent on remote stores).
 
-        Paths with no metadata are not kept, so :meth:`node` still explains them.
+        Paths with no metadata are not kept, so :meth:`node` still explains them; nor are those that
+        could not be read on the way: they are returned (path -> node), so a caller need not wait
+        for them a second time.
         """
         with self._lock:
             wanted = [p for p in dict.fromkeys(p.strip("/") for p in paths) if p not in self._nodes]
         if not wanted:
-            return
+            return {}
         found = self._probe_many(wanted, [False] * len(wanted))
         with self._lock:
             for node in found:
-                if node.kind is not NodeKind.IMPLICIT_GROUP:
+                if node.kind is not NodeKind.IMPLICIT_GROUP and not node.unread:
                     self._nodes.setdefault(node.path, node)
+        return {node.path: node for node in found if node.unread}
 
     def is_listed(self, path: str) -> bool:
         with self._lock:
             return path.strip("/") in self._children
 
     def children(self, path: str = "") -> list[Node]:
-        """The child nodes of a group, in natural order; listed once, then cached."""
+        """The child nodes of a group, in natural order; listed once, then cached. A listing with
+        children that could not be read on the way is kept for one store timeout only (the same
+        command does not wait for them twice; after that, or on refresh, they are asked again)."""
         path = path.strip("/")
         with self._lock:
             cached = self._children.get(path)
+            if cached is not None and time.monotonic() >= self._unread_until.get(path, float("inf")):
+                del self._children[path], self._unread_until[path]
+                cached = None
         if cached is not None:
             return cached
         if listing_unavailable(self.store):  # static HTTP: derived from the index (model/derived_listing.py)
@@ -244,23 +261,43 @@ class Hierarchy:
 
             derived = derived_children(self, path)
             with self._lock:
-                self._children[path] = derived
-                self._nodes.update((n.path, n) for n in derived if n.raw is not None)
+                self._keep_listing(path, derived)
+                self._nodes.update((n.path, n) for n in derived if n.raw is not None and not n.unread)
             return derived
         try:
             entries = self.store.list_dir(path)
         except FileNotFoundError:
             entries = []
         except OSError as exc:
+            if transport_failure(exc) is not None:
+                raise Unanswered(f"{path or '/'}: could not be listed ({describe_exception(exc)})") from exc
             raise OSError(f"{path or '/'}: cannot list ({exc.strerror or exc})") from exc
         candidates = sorted(((n, d) for n, d in entries if n not in METADATA_KEYS and d is not False),
                             key=lambda e: natural_key(e[0]))
         nodes = self._probe_many([join_key(path, n) for n, _ in candidates], [d for _, d in candidates])
         with self._lock:
-            self._children[path] = nodes
+            self._keep_listing(path, nodes)
             for node in nodes:
-                self._nodes[node.path] = node
+                if not node.unread:
+                    self._nodes[node.path] = node
         return nodes
+
+    def retry(self) -> None:
+        """Ask again for what could not be read on the way (Retry): the server, and every listing
+        that lacks unanswered children; what was read stays."""
+        with self._lock:
+            for path in list(self._unread_until):
+                self._children.pop(path, None)
+            self._unread_until.clear()
+        self.store.retry()
+
+    def _keep_listing(self, path: str, nodes: list[Node]) -> None:
+        """Keep a listing (the lock held); one missing what was not answered only for a timeout."""
+        self._children[path] = nodes
+        self._unread_until.pop(path, None)
+        if any(n.unread for n in nodes):
+            server = self.store.waits_on()
+            self._unread_until[path] = time.monotonic() + (server[1] if server else 0.0)
 
     def loaded_paths(self) -> list[str]:
         """Every path already known (listed), for a filter that must not list the whole store."""
@@ -272,11 +309,12 @@ class Hierarchy:
         path = path.strip("/")
         prefix = path + "/" if path else ""
         with self._lock:
-            for cache in (self._children, self._nodes, self._details, self._arrays):
+            for cache in (self._children, self._nodes, self._details, self._arrays, self._unread_until):
                 for key in [k for k in cache if k == path or k.startswith(prefix)]:
                     del cache[key]
             self.level_stats_cache.forget(path)
             self.derived.forget(path)
+        self.store.retry()  # a server taken for not answering is asked again
 
     def _probe(self, path: str, is_dir: bool | None) -> Node | None:
         found = self._probe_many([path], [is_dir])
@@ -338,14 +376,17 @@ class Hierarchy:
             return cached
         node = self.node(path)
         result = parse_details(node)
-        with self._lock:
-            self._details[path] = result
+        if not node.unread:
+            with self._lock:
+                self._details[path] = result
         return result
 
     def array_details(self, path: str, error: type[Exception] = ValueError) -> ArrayDetails:
         """The ArrayDetails of path, or `error` raised with a message saying why there are none."""
         path = path.strip("/")
         info = self.details(path)
+        if info.node.unread:
+            raise Unanswered(info.error or f"{path or '/'}: could not be read")
         if info.error:
             raise error(info.error)
         if info.array is None or info.document is None:
@@ -386,7 +427,7 @@ class Hierarchy:
         except ReadTooLarge as exc:
             raise ArrayReadError(str(exc)) from exc
         except Exception as exc:
-            raise ArrayReadError(f"{path or '/'}: {describe_exception(exc)}") from exc
+            raise array_read_error(path, exc) from exc
 
     def read_scalar(self, path: str) -> Any:
         """The value of a rank-0 (or 1-element) array as a Python object."""
@@ -398,9 +439,32 @@ class ArrayReadError(UserError):
     """Reading array data failed (corrupt chunk, unknown codec...); the message names the path."""
 
 
+class Unanswered(TransportError):
+    """What a read needed could not be read on the way (the server did not answer); not a fact about
+    the index: asked again on a retry."""
+
+
+class ArrayUnanswered(ArrayReadError, Unanswered):
+    """Array data that could not be read on the way (no answer, a dropped connection)."""
+
+
+def array_read_error(path: str, exc: BaseException) -> ArrayReadError:
+    """The ArrayReadError for a failed read of path: ArrayUnanswered when it failed on the way."""
+    unanswered = transport_failure(exc)
+    if unanswered is not None:
+        reason = describe_exception(unanswered)
+        said = reason if "could not be read" in reason else f"could not be read ({reason})"
+        return ArrayUnanswered(f"{path or '/'}: {said}")
+    return ArrayReadError(f"{path or '/'}: {describe_exception(exc)}")
+
+
 def _unreadable(path: str, what: str, exc: Exception) -> Node:
+    where = join_key(path, what) or what
+    if transport_failure(exc) is not None:
+        return Node(path, NodeKind.ERROR, None, error=f"{where}: could not be read ({describe_exception(exc)})",
+                    unread=True)
     reason = getattr(exc, "strerror", None) or describe_exception(exc)
-    return Node(path, NodeKind.ERROR, None, error=f"{join_key(path, what) or what}: cannot read ({reason})")
+    return Node(path, NodeKind.ERROR, None, error=f"{where}: cannot read ({reason})")
 
 
 _KIND_OF_DOCUMENT: dict[bytes, NodeKind] = {}  # small documents seen before (sibling groups repeat)

@@ -29,8 +29,10 @@ class LevelStatsCache:
         self._entries: dict[int, tuple[tuple[Any, ...], LevelStats]] = {}
         self._generation = 0  # bumped by forget, so a result computed across a refresh is not kept
 
-    def get_or_compute(self, level: int, key: tuple[Any, ...], compute: Callable[[], LevelStats]) -> LevelStats:
-        """The entry of a level computed with the same key, else compute() (kept unless a refresh intervened)."""
+    def get_or_compute(self, level: int, key: tuple[Any, ...], compute: Callable[[], LevelStats],
+                       keep: Callable[[LevelStats], bool] = lambda stats: True) -> LevelStats:
+        """The entry of a level computed with the same key, else compute(), kept unless a refresh
+        intervened or keep() says no (statistics lacking what could not be read)."""
         with self._computing:
             with self._lock:
                 entry = self._entries.get(level)
@@ -39,7 +41,7 @@ class LevelStatsCache:
                 generation = self._generation
             stats = compute()
             with self._lock:
-                if generation == self._generation:
+                if generation == self._generation and keep(stats):
                     self._entries[level] = (key, stats)
             return stats
 

@@ -1,18 +1,22 @@
 """Remote stores over obstore: s3://, gs://, az:// and http(s):// opened read-only, with options.
 
-Every request made through the store returned here is bounded three ways: at most
-``max_in_flight`` at once, ``timeout_s`` each (the stalled server case), and retried only while
-that time lasts. The client's own timeout covers the whole body (a server trickling bytes ends
-too); a deadline of our own, a little later, backs it up. Once a request timed out, the store
-gives up: requests started within the next ``timeout_s`` fail at once instead of waiting again,
-so a command on a stalled server ends after about one timeout, not one per object.
+Every request made through the store returned here is bounded: at most ``max_in_flight`` at
+once, fewer while the server struggles (model/adaptive_limit.py: halved on a timeout, a refused or
+dropped connection, 429 or 503, grown back slowly), ``timeout_s`` in all, retries with backoff
+included. An attempt that has had no answer long after the server answered others (a connection
+a small server dropped) is given up and made again. One object that stalls fails alone; a server
+that stops answering (two objects unanswered, no answer since) makes later requests fail at once
+for ``timeout_s``, or until :meth:`BoundedStore.retry`.
 Failures become :class:`RemoteError` values whose message names the object and says what to try
-(credentials, ``--anon``, retry), never a credential itself.
+(credentials, ``--anon``, retry), never a credential itself; those on the way are
+:class:`~ecpfs_viewer.model.errors.TransportError` too (not facts about the index).
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -24,7 +28,8 @@ from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.storage import WrapperStore
 
-from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.adaptive_limit import AdaptiveLimit, ServerHealth
+from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.remote_clients import RemoteOpenError as RemoteOpenError
 from ecpfs_viewer.model.remote_clients import make_object_store as make_object_store
 from ecpfs_viewer.model.store_io import UnreadableFile, cap_for, check_size, too_large
@@ -38,6 +43,11 @@ _T = TypeVar("_T")
 #: seconds our own deadline waits past the client's timeout, so the client normally ends first
 #: (an abandoned client request finishing while the interpreter exits makes pyo3 panic)
 DEADLINE_GRACE_S = 1.0
+#: attempts of one request at most (the first and its retries), all within timeout_s
+MAX_ATTEMPTS = 6
+#: an attempt with no answer after this long (doubled per attempt), while the server answered
+#: other requests about then, is given up and made again
+STALL_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -69,10 +79,20 @@ class RemoteAccessError(RemoteError):
     """401 / 403: the credentials in use may not read the object."""
 
 
-class RemoteTimeoutError(RemoteError):
+class RemoteTimeoutError(TransportError, RemoteError):
     """No answer within the timeout, or the connection dropped: worth a retry."""
 
     retryable = True
+
+
+class RemoteBusyError(TransportError, RemoteError):
+    """429 or 503: the server asks for fewer requests; worth a retry."""
+
+    retryable = True
+
+
+class ServerNotAnsweringError(RemoteTimeoutError):
+    """Not requested: the server stopped answering (other objects got no answer)."""
 
 
 class ListingUnavailableError(RemoteError):
@@ -154,62 +174,154 @@ def translate_error(exc: BaseException, where: str, scheme: str, timeout_s: floa
     if any(word in lowered for word in ("connection", "reset", "broken pipe", "error sending request",
                                         "incomplete", "eof", "dns")):
         return RemoteTimeoutError(f"{where}: the connection failed ({text}); retry")
+    answered = _STATUS_RE.search(first)
+    if answered and int(answered.group(1)) in RETRY_STATUSES:
+        return RemoteBusyError(f"{where}: the server answered {answered.group(1)} {answered.group(2).strip()}; retry")
     if isinstance(exc, obs_errors.BaseError):
         return RemoteError(f"{where}: {text}")
     return exc
 
 
-class BoundedStore(WrapperStore[Store]):
-    """Wraps a remote zarr Store: bounded concurrency, a timeout per request, errors as RemoteError."""
+_STATUS_RE = re.compile(r"status code: (\d{3})([^:]*)")
+#: statuses worth a retry: too many requests, and the server-side failures a moment may cure
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+#: those that say the server is overloaded: fewer requests in flight
+CONGESTION_STATUSES = frozenset({429, 503})
 
-    def __init__(self, store: Store, *, url: str, options: RemoteOptions, lists: bool = True) -> None:
+
+def congested(error: BaseException) -> bool:
+    """True when a failure asks for fewer requests in flight (no answer, a dropped connection, 429, 503)."""
+    if isinstance(error, RemoteBusyError):
+        return any(f" {code} " in str(error) for code in CONGESTION_STATUSES)
+    return isinstance(error, RemoteTimeoutError)
+
+
+class _Stalled(Exception):
+    """An attempt given up: no answer long after the server answered other requests."""
+
+
+class BoundedStore(WrapperStore[Store]):
+    """Wraps a remote zarr Store: adaptive concurrency, retries within a timeout per request, errors
+    as RemoteError."""
+
+    def __init__(self, store: Store, *, url: str, options: RemoteOptions, lists: bool = True,
+                 health: ServerHealth | None = None) -> None:
         super().__init__(store)
         self.url = url.rstrip("/")
         self.options = options
         self.lists = lists
         self.scheme = urlsplit(url).scheme.lower()
-        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self.host = urlsplit(url).netloc or self.url
+        self.health = health or ServerHealth(options.timeout_s)
+        self._limits: dict[int, AdaptiveLimit] = {}
         self._lock = threading.Lock()
-        self._gave_up: tuple[float, str] | None = None  # when a request timed out, and which
+        self._first_answer_s = 0.0  # a running mean of how long the server takes to answer
 
     def _with_store(self, store: Store) -> BoundedStore:
-        return BoundedStore(store, url=self.url, options=self.options, lists=self.lists)
+        return BoundedStore(store, url=self.url, options=self.options, lists=self.lists, health=self.health)
 
-    def _semaphore(self) -> asyncio.Semaphore:
+    def _limit(self) -> AdaptiveLimit:
         loop_id = id(asyncio.get_running_loop())
         with self._lock:
-            semaphore = self._semaphores.get(loop_id)
-            if semaphore is None:
-                semaphore = self._semaphores[loop_id] = asyncio.Semaphore(self.options.max_in_flight)
-            return semaphore
+            limit = self._limits.get(loop_id)
+            if limit is None:
+                limit = self._limits[loop_id] = AdaptiveLimit(self.options.max_in_flight)
+            return limit
+
+    def in_flight_limit(self) -> int:
+        """Requests currently allowed in flight (the ceiling until the server struggled)."""
+        with self._lock:
+            limits = list(self._limits.values())
+        return min((limit.allowed for limit in limits), default=self.options.max_in_flight)
+
+    def retry(self) -> None:
+        """Ask again: forget that the server stopped answering (F5, Retry, ``--retry``)."""
+        self.health.reset()
 
     def where(self, key: str) -> str:
         return f"{self.url}/{key}" if key else self.url
 
-    def _given_up(self, key: str) -> RemoteTimeoutError | None:
-        """The error for a request made while the store gives up after a timeout (None: go ahead)."""
-        with self._lock:
-            gave_up = self._gave_up
-        if gave_up is None or time.monotonic() - gave_up[0] >= self.options.timeout_s:
+    def _not_answering(self, key: str) -> ServerNotAnsweringError | None:
+        first = self.health.down()
+        if first is None:
             return None
-        return RemoteTimeoutError(f"{self.where(key)}: not requested: the server gave no answer to {gave_up[1]} "
-                                  f"within {self.options.timeout_s:g} s; retry, or raise --timeout")
+        return ServerNotAnsweringError(
+            f"{self.where(key)}: not requested: the server at {self.host} is not answering (no answer to {first} "
+            f"within {self.options.timeout_s:g} s); retry, or raise --timeout")
 
-    async def _call(self, key: str, make: Callable[[], Awaitable[_T]]) -> _T:
-        async with self._semaphore():
-            given_up = self._given_up(key)
-            if given_up is not None:
-                raise given_up
+    def _stall_after(self, attempt: int) -> float:
+        with self._lock:
+            typical = self._first_answer_s
+        return float(max(STALL_S, 10 * typical) * 2 ** attempt)
+
+    def _note_answer(self, seconds: float) -> None:
+        self.health.answered()
+        with self._lock:
+            self._first_answer_s = seconds if not self._first_answer_s else 0.8 * self._first_answer_s + 0.2 * seconds
+
+    async def _call(self, key: str, make: Callable[[int], Awaitable[_T]]) -> _T:
+        """make(attempt) until it answers, it fails for good, or timeout_s has passed since the first
+        attempt was made (time waiting for a place in flight does not count)."""
+        limit = self._limit()
+        deadline: float | None = None
+        attempt = 0
+        while True:
+            refused = self._not_answering(key)
+            if refused is not None:
+                raise refused
+            started = await limit.acquire()
+            deadline = started + self.options.timeout_s if deadline is None else deadline
+            error: BaseException | None = None
             try:
-                return await asyncio.wait_for(make(), self.options.timeout_s + DEADLINE_GRACE_S)
+                left = deadline - started
+                result = await asyncio.wait_for(make(attempt), max(left, 0.0) + DEADLINE_GRACE_S)
+            except _Stalled as exc:
+                error = RemoteTimeoutError(f"{self.where(key)}: no answer within {self.options.timeout_s:g} s; "
+                                           "retry, or raise --timeout")
+                error.__cause__ = exc
             except Exception as exc:
                 if isinstance(exc, TimeoutError):
                     _note_abandoned()
                 error = translate_error(exc, self.where(key), self.scheme, self.options.timeout_s)
-                if isinstance(error, RemoteTimeoutError) and "no answer within" in str(error):
-                    with self._lock:
-                        self._gave_up = (time.monotonic(), self.where(key))
-                raise error from exc
+                if error is not exc:
+                    error.__cause__ = exc
+            except BaseException:
+                await limit.release(started, congested=False)
+                raise
+            else:
+                await limit.release(started, congested=False)
+                self._note_answer(time.monotonic() - started)
+                return result
+            failed_on_the_way = isinstance(error, TransportError)
+            await limit.release(started, congested=congested(error))
+            if not failed_on_the_way:  # the server answered (404, 403, a cap): no retry
+                self.health.answered()
+                raise error
+            self.health.failed(self.where(key), started)
+            attempt += 1
+            pause = min(0.1 * 2 ** attempt, 2.0) * random.uniform(0.5, 1.0)
+            if attempt >= MAX_ATTEMPTS or time.monotonic() + pause >= deadline:
+                raise error
+            await asyncio.sleep(pause)
+
+    async def _answer(self, attempt: int, pending: Awaitable[_T]) -> _T:
+        """The answer of one attempt, given up (_Stalled) when it is long overdue while the server
+        answered other requests about then (a connection the server dropped)."""
+        task = asyncio.ensure_future(pending)
+        started = time.monotonic()
+        patience = self._stall_after(attempt)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=patience)
+                if done:
+                    return task.result()
+                if self.health.last_answer() > started - patience:  # others were answered meanwhile
+                    _note_abandoned()
+                    raise _Stalled(f"no answer after {time.monotonic() - started:.1f} s")
+                patience = 0.25
+        finally:
+            if not task.done():
+                task.cancel()
 
     async def get(self, key: str, prototype: BufferPrototype,
                   byte_range: ByteRequest | None = None) -> Buffer | None:
@@ -218,16 +330,17 @@ class BoundedStore(WrapperStore[Store]):
         from the answer's headers, before its body is read (UnreadableFile, as for a local file)."""
         _refuse_long_range(self.where(key), key, byte_range)
         try:
-            return await self._call(key, lambda: self._get_capped(key, prototype, byte_range))
+            return await self._call(key, lambda attempt: self._get_capped(key, prototype, byte_range, attempt))
         except RemoteError as exc:
             if byte_range is None or type(exc.__cause__).__name__ != "NotSupportedError":
                 raise
         # A server that ignores Range headers (python's http.server, some static hosts): cut the
         # requested bytes from the whole object.
-        whole = await self._call(key, lambda: self._get_capped(key, prototype, None))
+        whole = await self._call(key, lambda attempt: self._get_capped(key, prototype, None, attempt))
         return None if whole is None else _cut(whole, byte_range)
 
-    async def _get_capped(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None) -> Buffer | None:
+    async def _get_capped(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None,
+                          attempt: int) -> Buffer | None:
         inner = getattr(self._store, "store", None)  # the obstore client under zarr's ObjectStore
         if inner is None or isinstance(byte_range, RangeByteRequest | SuffixByteRequest):
             found = await self._store.get(key, prototype, byte_range)  # a bounded length, checked before
@@ -238,7 +351,7 @@ class BoundedStore(WrapperStore[Store]):
 
         options: dict[str, Any] = {} if byte_range is None else {"range": {"offset": _offset(byte_range)}}
         try:
-            answer = await obstore.get_async(inner, key, options=options)  # type: ignore[arg-type]
+            answer = await self._answer(attempt, obstore.get_async(inner, key, options=options))  # type: ignore[arg-type]
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None  # what zarr's ObjectStore answers for a missing key
         start, stop = answer.range
@@ -255,10 +368,10 @@ class BoundedStore(WrapperStore[Store]):
         return list(found)
 
     async def exists(self, key: str) -> bool:
-        return await self._call(key, lambda: self._store.exists(key))
+        return await self._call(key, lambda attempt: self._store.exists(key))
 
     async def getsize(self, key: str) -> int:
-        return await self._call(key, lambda: self._store.getsize(key))
+        return await self._call(key, lambda attempt: self._store.getsize(key))
 
     async def _listed(self, prefix: str, lister: Callable[[str], AsyncIterator[str]]) -> list[str]:
         if not self.lists:
@@ -267,7 +380,7 @@ class BoundedStore(WrapperStore[Store]):
         async def collect() -> list[str]:
             return [name async for name in lister(prefix)]
 
-        return await self._call(prefix, collect)
+        return await self._call(prefix, lambda attempt: collect())
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         for name in await self._listed(prefix, self._store.list_dir):

@@ -39,8 +39,9 @@ def _client_options(options: RemoteOptions, allow_http: bool) -> dict[str, Any]:
 
 
 def _retry_config(options: RemoteOptions) -> dict[str, Any]:
-    # A failed request is retried while its timeout lasts, with short backoff (a reset connection).
-    return {"max_retries": 3, "retry_timeout": timedelta(seconds=options.timeout_s),
+    # No retries inside the client: BoundedStore retries (model/remote.py), so that every failure
+    # reaches the limit on requests in flight, and none is hidden inside one long attempt.
+    return {"max_retries": 0, "retry_timeout": timedelta(seconds=options.timeout_s),
             "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2),
                         "base": 2}}
 

@@ -19,7 +19,7 @@ from zarr.buffer import default_buffer_prototype
 from zarr.storage import LocalStore, MemoryStore, WrapperStore
 
 from ecpfs_viewer.model import event_loop
-from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.limits import current_limits
@@ -33,6 +33,7 @@ class IOStats:
     bytes_read: int = 0
     listings: int = 0
     seconds: float = 0.0
+    unanswered: int = 0  # requests that failed on the way (no answer, a dropped connection)
 
     def __sub__(self, other: IOStats) -> IOStats:
         return IOStats(
@@ -40,6 +41,7 @@ class IOStats:
             self.bytes_read - other.bytes_read,
             self.listings - other.listings,
             self.seconds - other.seconds,
+            self.unanswered - other.unanswered,
         )
 
     def describe(self) -> str:
@@ -57,6 +59,7 @@ class ActionTally:
         self.requests = 0
         self.bytes_read = 0
         self.listings = 0
+        self.unanswered = 0
         self._started = time.perf_counter()
         self._stopped: float | None = None
 
@@ -67,7 +70,7 @@ class ActionTally:
         """The requests, bytes and listings counted so far, and the seconds since the action began."""
         end = self._stopped if self._stopped is not None else time.perf_counter()
         with self.counter.lock:
-            return IOStats(self.requests, self.bytes_read, self.listings, end - self._started)
+            return IOStats(self.requests, self.bytes_read, self.listings, end - self._started, self.unanswered)
 
 
 # the tallies of the actions running in this context (innermost last); copied into the model's event-loop
@@ -101,7 +104,18 @@ class IOCounter:
         self._requests = 0
         self._bytes = 0
         self._listings = 0
+        self._unanswered = 0
         self._started = time.perf_counter()
+
+    def add_unanswered(self) -> None:
+        """One request that failed on the way (counted as a request too)."""
+        with self.lock:
+            self._requests += 1
+            self._unanswered += 1
+            for tally in _ACTIVE.get():
+                if tally.counter is self:
+                    tally.requests += 1
+                    tally.unanswered += 1
 
     def add_read(self, nbytes: int, requests: int = 1) -> None:
         with self.lock:
@@ -134,7 +148,8 @@ class IOCounter:
 
     def snapshot(self) -> IOStats:
         with self.lock:
-            return IOStats(self._requests, self._bytes, self._listings, time.perf_counter() - self._started)
+            return IOStats(self._requests, self._bytes, self._listings, time.perf_counter() - self._started,
+                           self._unanswered)
 
 
 class CountingStore(WrapperStore[Store]):
@@ -151,7 +166,11 @@ class CountingStore(WrapperStore[Store]):
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
         give_way()  # a sleep, not an await: the loop's other coroutines would run Python too
-        result = await self._store.get(key, prototype, byte_range)
+        try:
+            result = await self._store.get(key, prototype, byte_range)
+        except TransportError:
+            self.counter.add_unanswered()
+            raise
         give_way()  # before zarr goes on to decode the value, in Python
         self.counter.add_read(len(result) if result is not None else 0)
         return result

@@ -145,24 +145,3 @@ def test_a_body_cut_short_is_named_as_such(two_clusters_path: Path) -> None:
     assert str(found) == (f"{url}/two_clusters.zarr/zarr.json: the connection closed before the whole object "
                           "arrived; retry")
     assert seconds < 2
-
-
-def test_after_a_timeout_the_store_gives_up_for_one_timeout(two_clusters_path: Path) -> None:
-    """One stalled object does not cost a timeout per object: later requests fail at once, for
-    timeout_s; then requests are made again."""
-    stalled = "two_clusters.zarr/lvl_2/node_1/zarr.json"
-    with remote_fixtures.serve_hostile(two_clusters_path.parent, "stall", lambda path: path == stalled) as (url, tally):
-        store = OpenedStore(open_remote(f"{url}/two_clusters.zarr", RemoteOptions(timeout_s=1.0)), label=url,
-                            kind="remote")
-        first = store.read_many_or_errors(["lvl_2/node_1/zarr.json"])[0]
-        asked = tally.total
-        started = time.perf_counter()
-        later = store.read_many_or_errors(["lvl_2/node_2/zarr.json", "info/levels/zarr.json"])
-        assert time.perf_counter() - started < 0.5 and tally.total == asked  # nothing requested
-        time.sleep(1.0)  # the give-up lasts one timeout (1 s here)
-        again = store.read_many_or_errors(["lvl_2/node_2/zarr.json"])[0]
-    assert isinstance(first, RemoteTimeoutError) and "no answer within 1 s" in str(first)
-    assert all(isinstance(f, RemoteTimeoutError) and f.retryable for f in later)
-    assert str(later[0]) == (f"{url}/two_clusters.zarr/lvl_2/node_2/zarr.json: not requested: the server gave no "
-                             f"answer to {url}/{stalled} within 1 s; retry, or raise --timeout")
-    assert again is not None and not isinstance(again, BaseException), again  # asked again, answered

@@ -32,6 +32,12 @@ class LevelCount:
     max_nodes: int | None
     gap_count: int
     findings: tuple[Finding, ...] = ()
+    listed: bool = True  # False when the level could not be listed: its count is not known
+
+    @property
+    def complete(self) -> bool:
+        """True when the count comes from a listing that answered."""
+        return self.listed
 
     def to_dict(self) -> dict[str, Any]:
         return {"level": self.level, "path": self.path, "is_leaf": self.is_leaf, "node_count": self.node_count,
@@ -49,7 +55,8 @@ def level_count(h: Hierarchy, level: int, summary: IndexSummary) -> LevelCount:
             return LevelCount(level, path, leaf, 0, limit, 0, (error(path, "level does not exist"),))
         listed = h.children(path)
     except Exception as exc:  # a store that cannot be listed: said, not raised
-        return LevelCount(level, path, leaf, 0, limit, 0, (error(path, f"cannot list: {describe_exception(exc)}"),))
+        return LevelCount(level, path, leaf, 0, limit, 0, (error(path, f"cannot list: {describe_exception(exc)}"),),
+                          listed=False)
     ids = [int(m.group(1)) for m in (NODE_RE.match(child.name) for child in listed if child.kind.is_container)
            if m is not None and int(m.group(1)) <= MAX_NODE_ID]
     node_ids = np.asarray(sorted(ids), dtype=np.int64)

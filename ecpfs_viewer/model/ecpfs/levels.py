@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warning
 from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE, NodeArrays, check_node, read_node_arrays
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
@@ -49,6 +49,24 @@ class LevelStats:
     findings: tuple[Finding, ...] = ()
     seconds: float = 0.0
     broken_ids: frozenset[int] = frozenset()  # nodes with a missing or unreadable array
+    #: nodes whose metadata could not be read on the way (no answer): left out of the statistics,
+    #: never counted as gaps, empty or broken
+    unread_ids: frozenset[int] = frozenset()
+    #: why something could not be read on the way (the first such failure); None when all was read
+    unread: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """False when some of the level could not be read on the way: the figures lack those nodes."""
+        return self.unread is None
+
+    def lacking(self) -> str | None:
+        """What the figures lack, for a user ('lack 12 nodes that could not be read'); None when complete."""
+        if self.unread is None:
+            return None
+        if not self.unread_ids:
+            return "lack the whole level, which could not be read"
+        return f"lack {count_noun(len(self.unread_ids), 'node')} that could not be read"
 
     @property
     def node_count(self) -> int:
@@ -154,21 +172,30 @@ def level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -
     try:
         stats = _level_stats(h, level, path, summary)
     except Exception as exc:  # never let a bad store escape to the caller
-        stats = _empty_level(
-            level, path, summary, (error(path, f"cannot compute statistics: {describe_exception(exc)}"),)
-        )
+        if transport_failure(exc) is not None:
+            stats = replace(_empty_level(level, path, summary, (error(path, _unread_message(exc)),)),
+                            unread=describe_exception(exc))
+        else:
+            stats = _empty_level(
+                level, path, summary, (error(path, f"cannot compute statistics: {describe_exception(exc)}"),)
+            )
     return replace(stats, seconds=time.perf_counter() - started)
 
 
 def shared_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -> LevelStats:
     """:func:`level_stats`, computed once per Hierarchy and level and then reused; never raises.
 
-    Kept in ``h.level_stats_cache`` until ``Hierarchy.refresh`` of the level (or above) drops it.
+    Kept in ``h.level_stats_cache`` until ``Hierarchy.refresh`` of the level (or above) drops it;
+    statistics that lack what could not be read on the way are not kept (asked again next time).
     """
     summary = summary if summary is not None else summarize(h)
     return h.level_stats_cache.get_or_compute(
-        level, _summary_key(summary, level), lambda: level_stats(h, level, summary)
+        level, _summary_key(summary, level), lambda: level_stats(h, level, summary), keep=lambda s: s.complete
     )
+
+
+def _unread_message(exc: BaseException) -> str:
+    return f"could not be read: {describe_exception(exc)}; no statistics (not a fact about the index: retry)"
 
 
 def cached_level_stats(h: Hierarchy, level: int) -> LevelStats | None:
@@ -273,6 +300,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
             return _empty_level(level, path, summary, (error(path, "level does not exist"),))
         listed = h.children(path)
     except OSError as exc:
+        if transport_failure(exc) is not None:
+            raise
         return _empty_level(level, path, summary, (error(path, f"cannot list: {describe_exception(exc)}"),))
     leaf: bool | None = None if summary.levels is None else level == summary.levels
     nodes: list[NodeArrays] = []
@@ -282,6 +311,9 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         if match is not None and int(match.group(1)) > MAX_NODE_ID:
             findings.append(warning(child.path, f"node id is larger than {MAX_NODE_ID:,}; not part of the index"))
             match = None
+        if match is not None and child.unread:
+            nodes.append(NodeArrays(int(match.group(1)), child.path, names=set(), unread=child.error))
+            continue
         if match is None or not child.kind.is_container:
             others.append(child.name)
             if child.kind is NodeKind.ERROR:
@@ -298,9 +330,13 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     chunk_rows: dict[int, int] = {}
     empty: list[str] = []
     broken: set[int] = set()
+    unread: dict[int, str] = {}
     for number, node in enumerate(nodes):
         if number % 128 == 0:
             give_way()
+        if node.unread is not None:
+            unread[node.node_id] = node.unread
+            continue
         for message in node.errors:
             findings.append(error(node.path, message))
         if node.emb is None and node.ids is None:
@@ -315,6 +351,10 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
             sizes.append(node.emb.rows)
             if node.emb.chunk_rows is not None:
                 chunk_rows[node.emb.chunk_rows] = chunk_rows.get(node.emb.chunk_rows, 0) + 1
+    if unread:
+        first = min(unread)
+        findings.append(error(path, f"{count_noun(len(unread), 'node')} of {len(nodes):,} could not be read "
+                                    f"(e.g. {path}/node_{first}: {unread[first]}); the statistics lack them"))
     if empty:
         findings.append(
             warning(
@@ -326,8 +366,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     size_arr = np.asarray(sizes, dtype=np.int64)[order]
     limit = summary.max_nodes(level)
     gap_count, gap_ids, out_of_range = 0, tuple[int, ...](), tuple[int, ...]()
-    if limit is not None:
-        gap_count, gap_ids = _gaps(node_ids, limit)
+    if limit is not None:  # a node that could not be read is there, not a gap
+        gap_count, gap_ids = _gaps(np.concatenate([node_ids, np.fromiter(unread, np.int64, len(unread))]), limit)
         out_of_range = tuple(int(i) for i in node_ids[node_ids >= limit][:MAX_LISTED_IDS])
         if node_ids.size > limit:
             findings.append(warning(path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))
@@ -356,5 +396,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         tuple(others),
         cap_findings(findings),
         broken_ids=frozenset(broken),
+        unread_ids=frozenset(unread),
+        unread=next(iter(unread.values()), None),
     )
 

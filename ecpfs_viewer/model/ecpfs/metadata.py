@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, error
-from ecpfs_viewer.model.errors import MetadataError, describe_exception
+from ecpfs_viewer.model.errors import MetadataError, describe_exception, transport_failure
 from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, load_json_object
 
 
@@ -122,6 +122,8 @@ class MetadataReader:
         try:
             result = {n.name: n for n in self.h.children(path)}
         except OSError as exc:
+            if transport_failure(exc) is not None:
+                raise  # not read: no fact about what is there (summarize says so)
             self.findings.append(error(path, f"cannot list: {describe_exception(exc)}"))
             self._unlisted.add(path)
         self._maps[path] = result

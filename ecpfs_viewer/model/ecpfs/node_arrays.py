@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from ecpfs_viewer.model.ecpfs.findings import Finding, error
 from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, parse_array_meta
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
-from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.errors import describe_exception, transport_failure
+from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind, Unanswered
 from ecpfs_viewer.model.sizing import STORED_DTYPES
 
 NODE_RE = re.compile(r"^node_(\d+)$")
@@ -26,6 +26,7 @@ class NodeArrays:
     ids: ArrayMeta | None = None
     ids_name: str | None = None
     errors: list[str] = field(default_factory=list)
+    unread: str | None = None  # why its documents could not be read on the way (no answer): not a fact
 
 
 def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | None) -> None:
@@ -33,7 +34,8 @@ def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | 
 
     Documents the Hierarchy already holds (the node_ids a derived listing read) are not read
     again; the others are read with one multi-key read, so a remote store keeps its whole
-    in-flight budget busy. The first failed read is raised, as a level that cannot be read.
+    in-flight budget busy. The first failed read is raised, as a level that cannot be read; a
+    node whose documents could not be read on the way (no answer) is marked ``unread`` instead.
     """
     fast = [n for n in nodes if not h.is_listed(n.path)] if expected_ids else []
     if fast and expected_ids:
@@ -41,37 +43,43 @@ def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | 
         raws = _documents(h, paths)
         for i, node in enumerate(fast):
             emb_raw, ids_raw = raws[2 * i], raws[2 * i + 1]
+            unanswered = next((r for r in (emb_raw, ids_raw) if isinstance(r, Exception)), None)
+            if unanswered is not None:
+                node.unread, node.names = describe_exception(unanswered), set()
+                continue
             if emb_raw is None or ids_raw is None:
                 continue  # explained by the listing below
             node.names = {"embeddings", expected_ids}
-            node.emb = _meta_or_error(node, "embeddings", emb_raw, 3)
-            node.ids = _meta_or_error(node, expected_ids, ids_raw, 3)
+            node.emb = _meta_or_error(node, "embeddings", emb_raw, 3)  # type: ignore[arg-type]
+            node.ids = _meta_or_error(node, expected_ids, ids_raw, 3)  # type: ignore[arg-type]
             node.ids_name = expected_ids
     for node in nodes:
         if node.names is None:
             _list_node(h, node)
 
 
-def _documents(h: Hierarchy, paths: list[str]) -> list[bytes | None]:
-    """The zarr.json of each path: held by the Hierarchy, else read in one batch (None if absent).
+def _documents(h: Hierarchy, paths: list[str]) -> list[bytes | Exception | None]:
+    """The zarr.json of each path: held by the Hierarchy, else read in one batch (None if absent,
+    the TransportError in place when it could not be read on the way).
 
     On a remote store the documents read are kept by the Hierarchy (``prefetch``): the tree, a
     derived listing of the level below and a second statistics run then ask for none of them.
     A local store reads them without keeping them (faster than building 8,000 nodes).
     """
-    if h.store.local_path is None:
-        h.prefetch(paths)
-    found: list[bytes | None] = [None] * len(paths)
+    unanswered = h.prefetch(paths) if h.store.local_path is None else {}
+    found: list[bytes | Exception | None] = [None] * len(paths)
     unread: list[int] = []
     for i, path in enumerate(paths):
         held = h.held(path)
-        if held is not None and held.zarr_format == 3 and held.raw is not None:
+        if path in unanswered:  # just failed on the way: not waited for twice (F5 asks again)
+            found[i] = Unanswered(unanswered[path].error or f"{path}: could not be read")
+        elif held is not None and held.zarr_format == 3 and held.raw is not None:
             found[i] = held.raw
         else:
             unread.append(i)
     values = h.store.read_many_or_errors([h.store.key(paths[i], "zarr.json") for i in unread])
     for i, value in zip(unread, values, strict=True):
-        if isinstance(value, Exception):
+        if isinstance(value, Exception) and transport_failure(value) is None:
             raise value
         found[i] = value
     return found
@@ -89,6 +97,9 @@ def _list_node(h: Hierarchy, node: NodeArrays) -> None:
     try:
         children = {c.name: c for c in h.children(node.path)}
     except OSError as exc:
+        if transport_failure(exc) is not None:
+            node.unread, node.names = describe_exception(exc), set()
+            return
         node.errors.append(f"cannot list: {describe_exception(exc)}")
         node.names = set()
         return
@@ -96,6 +107,9 @@ def _list_node(h: Hierarchy, node: NodeArrays) -> None:
     for name in ("embeddings", "node_ids", "item_ids"):
         child = children.get(name)
         if child is None:
+            continue
+        if child.unread:
+            node.unread = child.error
             continue
         if child.kind is NodeKind.ERROR:
             node.errors.append(f"{name}: unreadable metadata: {child.error}")

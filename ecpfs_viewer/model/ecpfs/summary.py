@@ -19,7 +19,7 @@ from ecpfs_viewer.model.ecpfs.layout import (
     is_integer_type,
 )
 from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.hierarchy import Hierarchy, natural_key, writer_of
 from ecpfs_viewer.model.sizing import capped_power, fan_out
 
@@ -70,6 +70,8 @@ class IndexSummary:
     saved_queries: tuple[SavedQuery, ...] = ()
     saved_query_count: int = 0
     findings: tuple[Finding, ...] = ()
+    #: why the header could not be read on the way (no answer): then nothing above is a fact
+    unread: str | None = None
 
     @property
     def format_version(self) -> int | None:
@@ -125,6 +127,10 @@ def summarize(h: Hierarchy, *, now: float | None = None) -> IndexSummary:
     try:
         return _summarize(reader, time.time() if now is None else now)
     except Exception as exc:  # a bug or an unforeseen store must still give the user a message
+        if transport_failure(exc) is not None:  # not read, so not 'not an index': says so, kept nowhere
+            message = f"could not be read: {describe_exception(exc)}"
+            return IndexSummary(IndexLayout(Generation.NOT_INDEX, message), findings=tuple(reader.findings),
+                                unread=message)
         layout = IndexLayout(Generation.NOT_INDEX, f"cannot summarise: {describe_exception(exc)}")
         return IndexSummary(layout, findings=tuple(reader.findings))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ecpfs_viewer.model.ecpfs import (
@@ -26,6 +27,14 @@ def validate(h: Hierarchy, *, max_node_reads: int = 256, max_vectors: int = 4096
              progress: Callable[[CheckProgress], None] | None = None,
              cancel: threading.Event | None = None) -> ValidationReport:
     """Run the §10 checklist; decodes at most max_node_reads nodes. Never raises."""
+    with h.store.counter.action() as tally:
+        report = _validate(h, max_node_reads, max_vectors, progress, cancel)
+    cost = tally.stats()
+    return replace(report, requests=cost.requests, unanswered=cost.unanswered)
+
+
+def _validate(h: Hierarchy, max_node_reads: int, max_vectors: int,
+              progress: Callable[[CheckProgress], None] | None, cancel: threading.Event | None) -> ValidationReport:
     check = Check(h, progress, cancel)
     summary: IndexSummary | None = None
     levels: list[LevelStats] = []

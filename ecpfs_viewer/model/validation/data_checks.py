@@ -138,7 +138,7 @@ def _declared_bytes(check: Check, path: str) -> int:
 def _value(check: Check, path: str, found: np.ndarray | Exception) -> np.ndarray | None:
     """The array read at path, or None with the failure reported (as Check.read reports it)."""
     if isinstance(found, Exception):
-        check.error(path, f"cannot read data: {describe_exception(found)}")
+        check.read_failed(path, found)
         return None
     return found
 
@@ -308,7 +308,7 @@ class _RepRows:
                     result = np.asarray(event_loop.run(array.get_orthogonal_selection((ids, slice(None)))))
         except Exception as exc:
             self._failed = True
-            self.check.error("rep_embeddings", f"cannot read data: {describe_exception(exc)}")
+            self.check.read_failed("rep_embeddings", exc)
             return None
         self.read += len(ids)
         self.compared.update(ids.tolist())

@@ -36,6 +36,9 @@ def check_layout(check: Check, summary: IndexSummary) -> bool:
     not an index names its missing arrays in that one message.
     """
     layout = summary.layout
+    if summary.unread is not None:  # not read on the way: no fact about the layout to report
+        check.error("", summary.unread)
+        return False
     if layout.finding is not None:
         check.findings.append(layout.finding)
     if not layout.supported:
@@ -137,10 +140,18 @@ def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) ->
         stats.append(level_result)
         check.findings += level_result.findings
     node_total = sum(s.node_count for s in stats)
-    check.checked.append(f"metadata of all {node_total:,} nodes on {count_noun(len(stats), 'level')}")
+    unread = sum(len(s.unread_ids) for s in stats)
+    incomplete = [s.path for s in stats if not s.complete]
+    if incomplete:
+        lacking = f"{count_noun(unread, 'node')} in" if unread else "what is in"
+        check.checked.append(f"metadata of {node_total:,} nodes on {count_noun(len(stats), 'level')}; "
+                             f"{lacking} {', '.join(incomplete)} could not be read")
+    else:
+        check.checked.append(f"metadata of all {node_total:,} nodes on {count_noun(len(stats), 'level')}")
     if stats and stats[-1].is_leaf:
         leaves = stats[-1]
-        if summary.total_items is not None and leaves.leaf_sum != summary.total_items:
+        # a sum lacking leaves that could not be read is no finding (the level's finding says what it lacks)
+        if leaves.complete and summary.total_items is not None and leaves.leaf_sum != summary.total_items:
             check.warning(
                 leaves.path, f"leaf sizes sum to {leaves.leaf_sum:,} but total_items is {summary.total_items:,}"
             )

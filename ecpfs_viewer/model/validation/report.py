@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.hierarchy import Hierarchy
 
 
@@ -76,6 +76,16 @@ class ValidationReport:
     levels: tuple[LevelStats, ...] = ()
     checked: tuple[str, ...] = ()
     cancelled: bool = False
+    requests: int = 0  # what the run asked the store for
+    unanswered: int = 0  # ... and how many of those failed on the way (no answer, a dropped connection)
+
+    @property
+    def headline(self) -> str | None:
+        """What to say before any finding when reads failed on the way; None when every read answered."""
+        if not self.unanswered:
+            return None
+        return (f"the server did not answer {self.unanswered:,} of {self.requests:,} requests: what needed them "
+                "could not be read, which says nothing about the index; retry")
 
     @property
     def errors(self) -> list[Finding]:
@@ -135,7 +145,8 @@ class ValidationReport:
         return worst
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "cancelled": self.cancelled, "errors": len(self.errors),
+        return {"ok": self.ok, "cancelled": self.cancelled, "headline": self.headline,
+                "requests": self.requests, "unanswered": self.unanswered, "errors": len(self.errors),
                 "warnings": len(self.warnings), "checked": list(self.checked),
                 "findings": [f.to_dict() for f in self.findings]}
 
@@ -174,6 +185,14 @@ class Check:
         try:
             return self.h.read_array(path)
         except Exception as exc:  # ArrayReadError names the path; anything else is reported likewise
-            self.error(path, f"cannot read data: {describe_exception(exc)}")
+            self.read_failed(path, exc)
             return None
+
+    def read_failed(self, path: str, exc: BaseException) -> None:
+        """Report a failed read of path: 'could not be read' when it failed on the way, not a fact."""
+        if transport_failure(exc) is not None:
+            self.error(path, describe_exception(exc) if "could not be read" in str(exc)
+                       else f"could not be read ({describe_exception(exc)})")
+        else:
+            self.error(path, f"cannot read data: {describe_exception(exc)}")
 
