@@ -22,7 +22,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
 from ecpfs_viewer.model import foreground
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.errors import UserError, describe_exception
 
 log = logging.getLogger(__name__)
 _POOL: QThreadPool | None = None
@@ -224,9 +224,14 @@ class _Task(QRunnable):
                 value = self.fn(*self.args)
         except BaseException as exc:  # every failure becomes a message the UI can show
             message = describe_exception(exc)
-            # the traceback goes to the log; a job stopped on request is no error
-            log.log(logging.DEBUG if self.cancel.is_set() else logging.ERROR, "%s failed: %s", _name(self.fn),
-                    message, exc_info=True)
+            # a job stopped on request is no error; a UserError is an answer written for the user (a
+            # bad id, a damaged node), logged as such; anything else is a bug: its traceback is logged
+            if self.cancel.is_set():
+                log.debug("%s failed: %s", _name(self.fn), message, exc_info=True)
+            elif isinstance(exc, UserError):
+                log.info("%s: %s", _name(self.fn), message)
+            else:
+                log.error("%s failed: %s", _name(self.fn), message, exc_info=True)
             self.signals.error.emit(self.request, message, traceback.format_exc())
             return
         seconds = time.perf_counter() - started
