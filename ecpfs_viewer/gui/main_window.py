@@ -394,6 +394,7 @@ class MainWindow(QMainWindow):
             app_settings.add_recent_location(opened.location)
             self.refresh_recent()
         root = self.tree_model.index_for_path("")
+        self.tree_model.fetchMore(root)  # also when a typed filter hides the root row (the view cannot expand it)
         self._select_source_index(root)
         self.tree.expand(self.view_index(root))
         note = listing_note(opened.hierarchy)

@@ -199,6 +199,20 @@ def test_filter_with_ctrl_f_matches_loaded_nodes_only(qtbot, window, two_cluster
     assert win.tree.isExpanded(win.view_index(model.index_for_path("lvl_2")))
 
 
+def test_a_store_opened_while_a_filter_is_typed_is_listed_and_filtered(qtbot, window, two_clusters_path):
+    """Found by the monkey test: the root row, hidden by a filter it does not match, was never listed,
+    so the newly opened store showed nothing."""
+    win = window()
+    qtbot.keyClicks(win.filter_edit, "rep_*")
+    win.open_location(str(two_clusters_path))
+    qtbot.waitUntil(lambda: win.tree_model.is_loaded("rep_item_ids"), timeout=10_000)
+    wait_idle(qtbot, win)
+    root = win.proxy.index(0, 0)
+    assert [win.proxy.index(r, 0, root).data() for r in range(win.proxy.rowCount(root))] == [
+        "rep_embeddings", "rep_item_ids"]
+    assert win.tree.isExpanded(root)
+
+
 def test_copy_path_shortcut(qtbot, window, two_clusters_path):
     win = window(two_clusters_path)
     select(qtbot, win, "lvl_1/node_1/node_ids")
