@@ -213,6 +213,21 @@ def test_a_store_opened_while_a_filter_is_typed_is_listed_and_filtered(qtbot, wi
     assert win.tree.isExpanded(root)
 
 
+def test_going_to_a_node_the_filter_hides_clears_the_filter(qtbot, window, two_clusters_path):
+    """Found by the monkey test: Go to Path (or a link) to a row the typed filter hides did nothing."""
+    win = window(two_clusters_path)
+    qtbot.keyClicks(win.filter_edit, "=node_2")
+    win.reveal_path("lvl_2/node_3/embeddings")
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2/node_3/embeddings",
+                    timeout=10_000)
+    assert win.filter_edit.text() == "" and win.tree.model() is win.tree_model
+    win.filter_edit.setText("node_3")  # a row the filter shows is selected with the filter kept
+    win.reveal_path("lvl_2/node_3")
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2/node_3",
+                    timeout=10_000)
+    assert win.filter_edit.text() == "node_3"
+
+
 def test_copy_path_shortcut(qtbot, window, two_clusters_path):
     win = window(two_clusters_path)
     select(qtbot, win, "lvl_1/node_1/node_ids")
