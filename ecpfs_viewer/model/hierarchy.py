@@ -24,7 +24,7 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import StorePath
 
 from ecpfs_viewer.model.derived_listing import DerivedState
-from ecpfs_viewer.model.errors import UserError, describe_exception
+from ecpfs_viewer.model.errors import MetadataError, UserError, describe_exception
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
@@ -341,8 +341,9 @@ class Hierarchy:
             self._details[path] = result
         return result
 
-    def array_details(self, path: str, error: type[Exception] = ValueError) -> ArrayDetails:
-        """The ArrayDetails of path, or `error` raised with a message saying why there are none."""
+    def array_details(self, path: str, error: type[Exception] = MetadataError) -> ArrayDetails:
+        """The ArrayDetails of path, or `error` raised with a message saying why there are none (by
+        default a MetadataError: a user error, a ValueError as before)."""
         path = path.strip("/")
         info = self.details(path)
         if info.error:
