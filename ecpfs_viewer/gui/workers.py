@@ -198,6 +198,10 @@ class _Task(QRunnable):
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(self.cancel)
+            # PySide keeps the Python side of a started QRunnable alive after Qt deleted it: without
+            # this, every finished task would keep its arguments (a Hierarchy with its caches, an
+            # open zip) for the rest of the session
+            self.fn, self.args = _done, ()
 
     def _report(self, progress: Any) -> None:
         if self.background:  # a point where the job holds nothing a heavy job may wait for
@@ -237,6 +241,10 @@ class _Task(QRunnable):
         seconds = time.perf_counter() - started
         log.debug("%s done in %.3f s", _name(self.fn), seconds)
         self.signals.result.emit(self.request, value, seconds)
+
+
+def _done() -> None:
+    """What a finished task holds instead of its job."""
 
 
 def _name(fn: Callable[..., Any]) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
+import weakref
 import zipfile
 from pathlib import Path
 
@@ -226,6 +228,20 @@ def test_going_to_a_node_the_filter_hides_clears_the_filter(qtbot, window, two_c
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2/node_3",
                     timeout=10_000)
     assert win.filter_edit.text() == "node_3"
+
+
+def test_a_closed_index_is_freed(qtbot, window, two_clusters_path):
+    """Found by the soak test: PySide kept the Python side of started tasks alive, and with them each
+    task's arguments, so every index opened and closed stayed in memory (caches, an open zip)."""
+    win = window(two_clusters_path)
+    gone = weakref.ref(win.hierarchy)
+    for path in ("lvl_2/node_3/embeddings", "lvl_1/node_0", "info/levels", "rep_embeddings", "lvl_2"):
+        select(qtbot, win, path)
+    win.close_action.trigger()
+    wait_idle(qtbot, win)
+    assert thread_pool().waitForDone(10_000)
+    gc.collect()
+    assert gone() is None
 
 
 def test_copy_path_shortcut(qtbot, window, two_clusters_path):
