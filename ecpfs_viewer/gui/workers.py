@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal, Slot
 
 from ecpfs_viewer.model import foreground
 from ecpfs_viewer.model.errors import UserError, describe_exception
@@ -183,11 +183,14 @@ class _TaskSignals(QObject):
     progress = Signal(int, object)
 
 
-class _Task(QRunnable):
+class _Task:
+    """One job, started as a plain callable (QThreadPool.start(task.run)). Not a QRunnable subclass:
+    PySide keeps the Python side of some started QRunnables alive (referenced from the pool) after Qt
+    deleted them, and with it the job's arguments: every index opened stayed in memory with its
+    caches and, for a zip, its open file."""
+
     def __init__(self, request: int, fn: Callable[..., Any], args: tuple[Any, ...], signals: _TaskSignals,
                  wants_progress: bool, cancel: threading.Event, heavy: bool, background: bool) -> None:
-        super().__init__()
-        self.setAutoDelete(True)
         self.request, self.fn, self.args, self.signals = request, fn, args, signals
         self.wants_progress, self.cancel, self.heavy, self.background = wants_progress, cancel, heavy, background
 
@@ -198,10 +201,6 @@ class _Task(QRunnable):
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(self.cancel)
-            # PySide keeps the Python side of a started QRunnable alive after Qt deleted it: without
-            # this, every finished task would keep its arguments (a Hierarchy with its caches, an
-            # open zip) for the rest of the session
-            self.fn, self.args = _done, ()
 
     def _report(self, progress: Any) -> None:
         if self.background:  # a point where the job holds nothing a heavy job may wait for
@@ -241,10 +240,6 @@ class _Task(QRunnable):
         seconds = time.perf_counter() - started
         log.debug("%s done in %.3f s", _name(self.fn), seconds)
         self.signals.result.emit(self.request, value, seconds)
-
-
-def _done() -> None:
-    """What a finished task holds instead of its job."""
 
 
 def _name(fn: Callable[..., Any]) -> str:
@@ -289,8 +284,8 @@ class BackgroundRunner(QObject):
         with _LIVE_LOCK:
             _LIVE.add(cancel)
         _HEARTBEAT.start()
-        thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy,
-                                  background))
+        task = _Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy, background)
+        thread_pool().start(task.run)
         return request
 
     def invalidate(self, keep_from: int | None = None) -> None:
