@@ -1,8 +1,9 @@
 """Where diagnostics go: a small rotating log file in the user's log folder, and stderr with --verbose.
 
-The UI shows a one-line message for a failed background job; its traceback is kept here, so a
-bug report can include it. Every module logs through ``logging.getLogger(__name__)``, below the
-``ecpfs_viewer`` logger that :func:`configure_logging` equips.
+The UI shows a one-line message for a failed background job; when the failure is not one of the
+project's own user errors (a bug), its traceback is kept here, so a bug report can include it.
+Every module logs through ``logging.getLogger(__name__)``, below the ``ecpfs_viewer`` logger
+that :func:`configure_logging` equips.
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ class MainWindow(QMainWindow):
         self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
         self.tree_model.listing_finished.connect(self._on_listing_finished)
         self.tree_model.listing_failed.connect(self._on_listing_failed)
-        self.tree_model.path_revealed.connect(self._select_source_index)
+        self.tree_model.path_revealed.connect(self._on_path_revealed)
 
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText("Filter: name, =exact, glob*")
@@ -394,6 +394,7 @@ class MainWindow(QMainWindow):
             app_settings.add_recent_location(opened.location)
             self.refresh_recent()
         root = self.tree_model.index_for_path("")
+        self.tree_model.fetchMore(root)  # also when a typed filter hides the root row (the view cannot expand it)
         self._select_source_index(root)
         self.tree.expand(self.view_index(root))
         note = listing_note(opened.hierarchy)
@@ -561,6 +562,12 @@ class MainWindow(QMainWindow):
             index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
         )
         self.tree.scrollTo(index)
+
+    def _on_path_revealed(self, source: QModelIndex) -> None:
+        """Select the node a Go to or a link asked for; a filter that hides it is cleared first."""
+        if source.isValid() and self.filter_edit.text() and not self.view_index(source).isValid():
+            self.filter_edit.clear()
+        self._select_source_index(source)
 
     def reveal_path(self, path: str) -> None:
         """Select a node, listing its ancestors first when needed (e.g. a link in the overview)."""

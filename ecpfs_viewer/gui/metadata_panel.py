@@ -131,8 +131,8 @@ def raw_document_text(details: NodeDetails, pretty: bool) -> str:
     for name, raw in parts:
         text = raw.decode("utf-8", errors="replace")
         if pretty:
-            # not JSON: show the stored text; the error banner says why
-            with contextlib.suppress(ValueError, UnicodeDecodeError):
+            # not JSON (or nested too deeply to parse): show the stored text; the error banner says why
+            with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError):
                 text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
         texts.append(text if len(parts) == 1 else f"// {name}\n{text}")
     return "\n\n".join(texts)

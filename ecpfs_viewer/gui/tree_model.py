@@ -33,6 +33,7 @@ from ecpfs_viewer.gui.tree_marks import RowMark, TreeMarks
 from ecpfs_viewer.gui.workers import BackgroundRunner
 from ecpfs_viewer.model.ecpfs import forget_level_stats
 from ecpfs_viewer.model.hierarchy import Hierarchy, Node, NodeKind, base_name
+from ecpfs_viewer.model.node_paths import NodePathError, parse_node_path
 from ecpfs_viewer.model.node_summary import NodeSummary, needs_summary, summarize_nodes
 from ecpfs_viewer.model.stores import join_key
 
@@ -460,33 +461,38 @@ class HierarchyTreeModel(QAbstractItemModel):
         return source
 
     def reveal(self, path: str) -> None:
-        """List the ancestors of path as needed, then emit path_revealed with its index."""
-        self._reveal = path.strip("/")
+        """List the ancestors of path as needed, then emit path_revealed with its index.
+
+        The path is parsed first (model.node_paths: one grammar for every caller); one that cannot
+        name a node is refused by listing_failed with the reason, before any walk."""
+        try:
+            self._reveal = parse_node_path(path)
+        except NodePathError as exc:
+            self._reveal = None
+            self.listing_failed.emit(path, str(exc))
+            return
         self._advance_reveal()
 
     def _advance_reveal(self) -> None:
+        """Walk down to the wanted path, one part per listed level; resumed when a listing ends."""
         target = self._reveal
         if target is None or not self._root.children:
             return
         current = self._root.children[0]
-        parts = target.split("/") if target else []
-        for depth in range(len(parts) + 1):
-            if current.path == target:
-                self._reveal = None
-                self.path_revealed.emit(self.createIndex(current.row, 0, current))
-                return
-            if current.state is LoadState.UNLISTED:
+        for name in target.split("/") if target else []:
+            if current.state is LoadState.UNLISTED and self.canFetchMore(self.createIndex(current.row, 0, current)):
                 self.fetchMore(self.createIndex(current.row, 0, current))
                 return
             if current.state is LoadState.LISTING:
                 return
-            wanted = join_key(current.path, parts[depth])
-            found = self._by_path.get(wanted)
-            if found is None:
+            found = self._by_path.get(join_key(current.path, name))
+            if found is None or found.placeholder:
                 self._reveal = None
                 self.listing_failed.emit(target, f"{target}: no such node")
                 return
             current = found
+        self._reveal = None
+        self.path_revealed.emit(self.createIndex(current.row, 0, current))
 
 
 # The filter proxy lives in tree_filter; importable from here as before (after the names it uses).

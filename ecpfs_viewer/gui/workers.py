@@ -19,10 +19,10 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal, Slot
 
 from ecpfs_viewer.model import foreground
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.errors import UserError, describe_exception
 
 log = logging.getLogger(__name__)
 _POOL: QThreadPool | None = None
@@ -183,11 +183,14 @@ class _TaskSignals(QObject):
     progress = Signal(int, object)
 
 
-class _Task(QRunnable):
+class _Task:
+    """One job, started as a plain callable (QThreadPool.start(task.run)). Not a QRunnable subclass:
+    PySide keeps the Python side of some started QRunnables alive (referenced from the pool) after Qt
+    deleted them, and with it the job's arguments: every index opened stayed in memory with its
+    caches and, for a zip, its open file."""
+
     def __init__(self, request: int, fn: Callable[..., Any], args: tuple[Any, ...], signals: _TaskSignals,
                  wants_progress: bool, cancel: threading.Event, heavy: bool, background: bool) -> None:
-        super().__init__()
-        self.setAutoDelete(True)
         self.request, self.fn, self.args, self.signals = request, fn, args, signals
         self.wants_progress, self.cancel, self.heavy, self.background = wants_progress, cancel, heavy, background
 
@@ -224,9 +227,14 @@ class _Task(QRunnable):
                 value = self.fn(*self.args)
         except BaseException as exc:  # every failure becomes a message the UI can show
             message = describe_exception(exc)
-            # the traceback goes to the log; a job stopped on request is no error
-            log.log(logging.DEBUG if self.cancel.is_set() else logging.ERROR, "%s failed: %s", _name(self.fn),
-                    message, exc_info=True)
+            # a job stopped on request is no error; a UserError is an answer written for the user (a
+            # bad id, a damaged node), logged as such; anything else is a bug: its traceback is logged
+            if self.cancel.is_set():
+                log.debug("%s failed: %s", _name(self.fn), message, exc_info=True)
+            elif isinstance(exc, UserError):
+                log.info("%s: %s", _name(self.fn), message)
+            else:
+                log.error("%s failed: %s", _name(self.fn), message, exc_info=True)
             self.signals.error.emit(self.request, message, traceback.format_exc())
             return
         seconds = time.perf_counter() - started
@@ -276,8 +284,8 @@ class BackgroundRunner(QObject):
         with _LIVE_LOCK:
             _LIVE.add(cancel)
         _HEARTBEAT.start()
-        thread_pool().start(_Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy,
-                                  background))
+        task = _Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy, background)
+        thread_pool().start(task.run)
         return request
 
     def invalidate(self, keep_from: int | None = None) -> None:

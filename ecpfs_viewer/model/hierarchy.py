@@ -25,7 +25,7 @@ from zarr.storage import MemoryStore, StorePath
 
 from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.derived_listing import DerivedState
-from ecpfs_viewer.model.errors import TransportError, UserError, describe_exception, transport_failure
+from ecpfs_viewer.model.errors import MetadataError, TransportError, UserError, describe_exception, transport_failure
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
@@ -381,8 +381,9 @@ class Hierarchy:
                 self._details[path] = result
         return result
 
-    def array_details(self, path: str, error: type[Exception] = ValueError) -> ArrayDetails:
-        """The ArrayDetails of path, or `error` raised with a message saying why there are none."""
+    def array_details(self, path: str, error: type[Exception] = MetadataError) -> ArrayDetails:
+        """The ArrayDetails of path, or `error` raised with a message saying why there are none (by
+        default a MetadataError: a user error, a ValueError as before)."""
         path = path.strip("/")
         info = self.details(path)
         if info.node.unread:

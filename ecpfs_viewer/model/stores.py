@@ -311,6 +311,8 @@ def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dic
         return _open_url(text, storage_options or {}, remote)
     if text.startswith("file://"):
         text = text[len("file://"):]
+    if "\0" in text:  # no file system has such a name (os.stat would raise a bare ValueError)
+        raise StoreOpenError(f"{text[:200]!r}: not a path (it holds a NUL character)")
     path = Path(text).expanduser()
     try:
         mode = path.stat().st_mode

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
+import weakref
 import zipfile
 from pathlib import Path
 
@@ -197,6 +199,49 @@ def test_filter_with_ctrl_f_matches_loaded_nodes_only(qtbot, window, two_cluster
     win.filter_edit.clear()  # everything is back, lvl_2 still expanded
     assert tree_names(win, "")[:4] == ["index_root", "info", "lvl_1", "lvl_2"]
     assert win.tree.isExpanded(win.view_index(model.index_for_path("lvl_2")))
+
+
+def test_a_store_opened_while_a_filter_is_typed_is_listed_and_filtered(qtbot, window, two_clusters_path):
+    """Found by the monkey test: the root row, hidden by a filter it does not match, was never listed,
+    so the newly opened store showed nothing."""
+    win = window()
+    qtbot.keyClicks(win.filter_edit, "rep_*")
+    win.open_location(str(two_clusters_path))
+    qtbot.waitUntil(lambda: win.tree_model.is_loaded("rep_item_ids"), timeout=10_000)
+    wait_idle(qtbot, win)
+    root = win.proxy.index(0, 0)
+    assert [win.proxy.index(r, 0, root).data() for r in range(win.proxy.rowCount(root))] == [
+        "rep_embeddings", "rep_item_ids"]
+    assert win.tree.isExpanded(root)
+
+
+def test_going_to_a_node_the_filter_hides_clears_the_filter(qtbot, window, two_clusters_path):
+    """Found by the monkey test: Go to Path (or a link) to a row the typed filter hides did nothing."""
+    win = window(two_clusters_path)
+    qtbot.keyClicks(win.filter_edit, "=node_2")
+    win.reveal_path("lvl_2/node_3/embeddings")
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2/node_3/embeddings",
+                    timeout=10_000)
+    assert win.filter_edit.text() == "" and win.tree.model() is win.tree_model
+    win.filter_edit.setText("node_3")  # a row the filter shows is selected with the filter kept
+    win.reveal_path("lvl_2/node_3")
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2/node_3",
+                    timeout=10_000)
+    assert win.filter_edit.text() == "node_3"
+
+
+def test_a_closed_index_is_freed(qtbot, window, two_clusters_path):
+    """Found by the soak test: PySide kept the Python side of started tasks alive, and with them each
+    task's arguments, so every index opened and closed stayed in memory (caches, an open zip)."""
+    win = window(two_clusters_path)
+    gone = weakref.ref(win.hierarchy)
+    for path in ("lvl_2/node_3/embeddings", "lvl_1/node_0", "info/levels", "rep_embeddings", "lvl_2"):
+        select(qtbot, win, path)
+    win.close_action.trigger()
+    wait_idle(qtbot, win)
+    assert thread_pool().waitForDone(10_000)
+    gc.collect()
+    assert gone() is None
 
 
 def test_copy_path_shortcut(qtbot, window, two_clusters_path):

@@ -59,3 +59,14 @@ def test_clicked_chunk_asks_for_its_rows(qtbot, tmp_path):
         panel.chunk_map.chunk_clicked.emit((3, 0))
     path, text = signal.args
     assert path == "a" and text.replace(" ", "").startswith("9:10")
+
+
+def test_a_document_nested_too_deeply_is_shown_as_stored_with_the_reason(qtbot, two_clusters_copy):
+    """Found by the monkey test: pretty-printing it raised RecursionError on the GUI thread."""
+    document = two_clusters_copy / "rep_item_ids" / "zarr.json"
+    stored = document.read_text().replace('"attributes": {', '"attributes": {"deep": ' + "[" * 100_000
+                                          + "]" * 100_000 + ", ", 1)
+    document.write_text(stored)
+    panel = shown(qtbot, two_clusters_copy, "rep_item_ids")
+    assert panel.pretty.isChecked() and panel.raw.toPlainText() == stored
+    assert "nested too deeply" in panel.banner.text.text()

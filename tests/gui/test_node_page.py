@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.app import create_main_window
@@ -158,6 +159,27 @@ def test_go_to_path_completes_from_listed_paths_and_selects(qtbot, window, two_c
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_1/node_0/embeddings",
                     timeout=10_000)
     assert win.go_to_action.shortcut().toString() == "Ctrl+L"
+
+
+def test_go_to_path_says_why_a_path_cannot_be_gone_to_and_stays_open(qtbot, window, two_clusters_path) -> None:
+    """'../..' is refused in the dialog itself (where the user is typing); '//lvl_1//node_1' is a path."""
+    win = window(two_clusters_path)
+    seen: list[str] = []
+
+    def type_into_dialog() -> None:
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, GoToPathDialog)
+        dialog.edit.setText("../..")
+        qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
+        seen.append(dialog.problem.text() if dialog.isVisible() and dialog.problem.isVisible() else "closed")
+        dialog.edit.setText("//lvl_1//node_1")
+        qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
+
+    QTimer.singleShot(0, type_into_dialog)  # runs inside the dialog's own event loop
+    win.go_to_action.trigger()
+    assert seen == ["'../..': '..' is not a node name; a path goes down from the root, e.g. lvl_1/node_2"]
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_1/node_1",
+                    timeout=10_000)
 
 
 def test_select_option_opens_the_store_with_that_node_selected(qtbot, window, built) -> None:

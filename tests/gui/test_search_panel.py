@@ -194,6 +194,11 @@ def test_go_to_item(qtbot, window, index_path, monkeypatch):
     monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kwargs: ("99999", True))
     win.search.go_to_action.trigger()
     qtbot.waitUntil(lambda: win.statusBar().currentMessage() == "Item 99999 is not in this index", timeout=10000)
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kwargs: ("9223372036854775808", True))
+    win.search.go_to_action.trigger()  # outside the stored uint32 ids: refused in words, not numpy's overflow
+    qtbot.waitUntil(lambda: win.statusBar().currentMessage() == (
+        "item 9223372036854775808 cannot be in this index: its item ids are stored as uint32, "
+        "from 0 to 4,294,967,295"), timeout=10000)
 
 
 def test_recall_sweep_plot_misses_export_and_cancel(qtbot, window, index_path, tmp_path):

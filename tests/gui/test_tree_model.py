@@ -298,3 +298,26 @@ def test_marks_layers_show_icon_tooltip_and_tint(qtbot, model: HierarchyTreeMode
     model.set_marks("validation", {"lvl_2/node_3": RowMark(MarkKind.ERROR, "missing item_ids")})  # not listed yet
     fetch(qtbot, model, model.index_for_path("lvl_2"))
     assert "missing item_ids" in model.data(model.index_for_path("lvl_2/node_3"), Qt.ItemDataRole.ToolTipRole)
+
+
+def test_reveal_takes_any_spelling_of_a_path_while_levels_are_listed(qtbot, model, two_clusters_path):
+    """Repeated and outer slashes name the same node, however many levels are still being listed
+    when the walk goes on (an IndexError in the walk before paths were parsed first)."""
+    open_model(model, two_clusters_path)
+    with qtbot.waitSignal(model.path_revealed, timeout=5000) as signal:
+        model.reveal(" //lvl_2//node_3/ ")
+    assert model.item(signal.args[0]).path == "lvl_2/node_3"
+
+
+@pytest.mark.parametrize(("path", "said"), [
+    ("../..", "'..' is not a node name"),
+    ("lvl_2/./node_3", "'.' is not a node name"),
+    ("lvl_2/node_3/embeddings/inside", "lvl_2/node_3/embeddings/inside: no such node"),
+])
+def test_reveal_refuses_a_path_that_names_no_node_in_words(qtbot, model, two_clusters_path, path, said):
+    open_model(model, two_clusters_path)
+    with qtbot.waitSignal(model.listing_failed, timeout=5000) as signal:
+        model.reveal(path)
+    assert said in signal.args[1]
+    with qtbot.waitSignal(model.path_revealed, timeout=5000):  # the tree still goes where it is asked
+        model.reveal("lvl_1/node_1")

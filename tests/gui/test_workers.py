@@ -13,6 +13,7 @@ import pytest
 from ecpfs_viewer.gui.workers import WORKER_NICENESS, BackgroundRunner, thread_pool, wait_for_workers
 from ecpfs_viewer.logs import LOG_DIR_ENV, configure_logging
 from ecpfs_viewer.model import foreground
+from ecpfs_viewer.model.errors import UserError
 
 
 def test_heavy_jobs_run_one_at_a_time_while_light_jobs_go_on(qtbot):
@@ -93,6 +94,26 @@ def test_a_failing_job_shows_a_message_and_logs_its_traceback(qtbot, tmp_path: P
     assert "ERROR ecpfs_viewer.gui.workers" in logged
     assert "Traceback (most recent call last)" in logged and "in explode_in_worker" in logged
     assert "ValueError: the index is on fire" in logged
+    assert wait_for_workers()
+
+
+def test_a_user_error_is_logged_as_its_message_without_a_traceback(qtbot, tmp_path: Path, monkeypatch) -> None:
+    """A traceback in the log means a bug: an answer written for the user (a bad id) is logged as a line."""
+    monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path / "logs"))
+    log_file = configure_logging()
+    assert log_file is not None
+
+    def refuse_in_worker() -> None:
+        raise UserError("item 12 is not in this index")
+
+    runner = BackgroundRunner()
+    messages: list[str] = []
+    runner.run(refuse_in_worker, on_result=messages.append, on_error=messages.append)
+    qtbot.waitUntil(lambda: bool(messages), timeout=5000)
+    assert messages == ["item 12 is not in this index"]
+    logged = log_file.read_text()
+    assert "INFO ecpfs_viewer.gui.workers" in logged and "item 12 is not in this index" in logged
+    assert "Traceback" not in logged
     assert wait_for_workers()
 
 

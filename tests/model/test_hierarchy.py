@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy, NodeKind, natural_key
 from ecpfs_viewer.model.stores import open_store
@@ -233,3 +234,11 @@ def test_shapes_are_written_one_way() -> None:
 
     assert format_shape((4000, 64)) == "4,000 x 64"
     assert format_shape(()) == "scalar"
+
+
+def test_array_details_of_a_broken_node_is_a_user_error(two_clusters_copy: Path) -> None:
+    """Found by the monkey test: the plot's worker logged a traceback for it, as for a bug."""
+    (two_clusters_copy / "rep_item_ids" / "zarr.json").write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(UserError, match=r"rep_item_ids/zarr\.json") as error:
+        Hierarchy(open_store(two_clusters_copy)).array_details("rep_item_ids")
+    assert isinstance(error.value, ValueError)  # what callers caught before

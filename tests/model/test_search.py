@@ -10,10 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 
 from ecpfs_viewer.model.build import BuildParams, build_index
 from ecpfs_viewer.model.search import (
     IndexReader,
+    ItemIdRangeError,
     QueryError,
     SearchCancelled,
     SearchParams,
@@ -207,6 +209,29 @@ def test_locate_reads_only_ids_arrays(two_clusters_path: Path) -> None:
     assert any(k.endswith("item_ids/c/0") for k in keys)
     with pytest.raises(UnknownItemError, match="item 42 is not in this index"):
         reader.locate(42)
+
+
+def test_ids_outside_the_stored_dtype_are_refused_in_words(two_clusters_copy: Path) -> None:
+    """2^63 gave numpy's "Python int too large to convert to C long"; now the range is said."""
+    reader = IndexReader(two_clusters_copy)
+    for item in (2**63, -1, 2**32, 10**30):
+        with pytest.raises(ItemIdRangeError) as error:
+            reader.locate(item)
+        assert str(error.value) == (f"item {item} cannot be in this index: its item ids are stored as uint32, "
+                                    "from 0 to 4,294,967,295")
+    with pytest.raises(ItemIdRangeError, match="item 9223372036854775808 cannot be in this index"):
+        reader.vector_for_item(2**63)
+    with pytest.raises(UnknownItemError, match="item 4294967295 is not in this index"):
+        reader.locate(2**32 - 1)  # the largest uint32: a fair question, just not held
+    leaf = two_clusters_copy / "lvl_2" / "node_0" / "item_ids"
+    ids = zarr.open_array(leaf, mode="r")[:]
+    shutil.rmtree(leaf)
+    zarr.create_array(leaf, data=ids.astype(np.int64))  # a Python writer's default int64 ids
+    wide = IndexReader(two_clusters_copy)
+    with pytest.raises(UnknownItemError, match="item 4294967296 is not in this index"):
+        wide.locate(2**32)
+    with pytest.raises(ItemIdRangeError, match="stored as int64, from -9,223,372,036,854,775,808 to "):
+        wide.locate(2**63)
 
 
 def test_locate_on_a_built_index_matches_the_leaves(random_index) -> None:

@@ -404,3 +404,9 @@ def test_read_ranges_from_a_server_that_ignores_range_headers(http_data_url: str
     # obstore's layer (model/remote.py) cuts the range before the counter sees the body; fsspec's
     # does not: the count is at least what was asked for, at most the whole bodies sent
     assert cost.requests == 2 and 15 <= cost.bytes_read <= 2 * len(whole)
+
+
+def test_a_location_holding_a_nul_is_refused_in_words() -> None:
+    """Found by the monkey test (a dropped text): os.stat raised a bare 'ValueError: embedded null byte'."""
+    with pytest.raises(StoreOpenError, match=r"'lvl_1\\x00/x': not a path \(it holds a NUL character\)"):
+        open_store("lvl_1\0/x")

@@ -17,6 +17,7 @@ from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator, PathStep
 from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array, sample_items, saved_queries, saved_query_ids
 from ecpfs_viewer.model.search.recall import RecallReport, RecallRow, recall_at_k, recall_sweep
 from ecpfs_viewer.model.search.results import (
+    ItemIdRangeError,
     QueryError,
     SearchCancelled,
     SearchError,
@@ -31,6 +32,7 @@ from ecpfs_viewer.model.search.results import (
 __all__ = [
     "ExactNeighbours",
     "IndexReader",
+    "ItemIdRangeError",
     "ItemLocation",
     "ItemLocator",
     "LeafMatrix",

@@ -14,13 +14,30 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecpfs_viewer.model.search.results import Reporter, UnknownItemError
+from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.index import IndexReader
 
 #: Leaves whose item_ids are read per batch; a lookup stops at the first batch that answers it.
 LEAF_BATCH = 500
+_INT64 = np.iinfo(np.int64)  # the lookup table's type: ids wider than it are never looked up
+
+
+@dataclass(frozen=True)
+class ItemIdRange:
+    """The item ids an index can hold: its leaves' item_ids data type and that type's range."""
+
+    dtype: str  # as stored, e.g. 'uint32'; '' when unknown (no leaf, or not an integer type)
+    low: int
+    high: int
+
+    def refusal(self, item_id: int) -> str | None:
+        """Why item_id cannot be in the index, or None when it can."""
+        if self.low <= item_id <= self.high:
+            return None
+        held = f"stored as {self.dtype}" if self.dtype else "read as int64"
+        return f"item {item_id} cannot be in this index: its item ids are {held}, from {self.low:,} to {self.high:,}"
 
 
 @dataclass(frozen=True)
@@ -79,20 +96,50 @@ class ItemLocator:
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # item ids, leaf, row
         self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # lookup table of _parts
         self._parents: dict[int, dict[int, tuple[int, int]]] = {}  # level -> child -> (parent, row)
+        self._id_range: ItemIdRange | None = None
 
     @property
     def complete(self) -> bool:
         return self._next >= len(self.index.leaf_ids())
 
     def find(self, items: Iterable[int], reporter: Reporter | None = None) -> dict[int, tuple[int, int]]:
-        """(leaf, row) of each wanted item that the index holds; reads item_ids until all are found."""
-        wanted = np.unique(np.fromiter((int(i) for i in items), np.int64))
+        """(leaf, row) of each wanted item that the index holds; reads item_ids until all are found.
+
+        An id the stored item_ids cannot hold is refused first (ItemIdRangeError, in words)."""
+        ids = [int(i) for i in items]
+        if ids:
+            id_range = self.id_range()
+            for extreme in (min(ids), max(ids)):
+                refusal = id_range.refusal(extreme)
+                if refusal is not None:
+                    raise ItemIdRangeError(refusal)
+        wanted = np.unique(np.asarray(ids, np.int64))
         with self._lock:
             found = self._lookup(wanted)
             while len(found) < len(wanted) and not self.complete:
                 self._read_batch(reporter)
                 found = self._lookup(wanted)
             return found
+
+    def id_range(self) -> ItemIdRange:
+        """The ids this index can hold, from the first leaf's item_ids metadata (the spec: uint32)."""
+        with self._lock:
+            if self._id_range is None:
+                self._id_range = self._read_id_range()
+            return self._id_range
+
+    def _read_id_range(self) -> ItemIdRange:
+        leaves = self.index.leaf_ids()
+        details = (self.index.hierarchy.details(f"lvl_{self.index.levels}/node_{leaves[0]}/item_ids").array
+                   if leaves else None)
+        try:
+            info = np.iinfo(np.dtype(details.dtype)) if details is not None else None
+        except (TypeError, ValueError):  # not an integer type numpy knows: ids are read as int64
+            info = None
+        if info is None:
+            return ItemIdRange("", int(_INT64.min), int(_INT64.max))
+        assert details is not None
+        return ItemIdRange(details.dtype, max(int(info.min), int(_INT64.min)), min(int(info.max), int(_INT64.max)))
 
     def find_one(self, item_id: int) -> tuple[int, int]:
         found = self.find([item_id])

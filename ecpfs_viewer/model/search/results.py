@@ -29,6 +29,10 @@ class UnknownItemError(SearchError, KeyError):
         return str(self.args[0]) if self.args else "unknown item"
 
 
+class ItemIdRangeError(QueryError):
+    """An item id the index's item_ids cannot hold (outside their stored data type's range)."""
+
+
 class SearchCancelled(SearchError):
     """A long run stopped because its cancel flag was set."""
 
