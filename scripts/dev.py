@@ -119,7 +119,10 @@ def ensure_environment(env: Environment, interpreter: str, lint: bool = False) -
         return env.python
     uv = ensure_uv()
     print(f"Creating the {env.name} environment in {env.folder} (Python {interpreter}) ...", flush=True)
-    subprocess.run([interpreter, "-m", "venv", "--clear", str(env.folder)], check=True)
+    # copies, not links, of the interpreter: the tests run it as another user (uid 65534), who may
+    # not be allowed into the folder a linked interpreter lives in (pyenv's under /root)
+    copies = ["--copies"] if os.name == "posix" else []
+    subprocess.run([interpreter, "-m", "venv", "--clear", *copies, str(env.folder)], check=True)
     # uv ignores pip's configuration (here a constraints file), so installs resolve the same everywhere
     install = [*env.install, *(["--group", "lint"] if lint else [])]
     subprocess.run([str(uv), "pip", "install", "--quiet", "--python", str(env.python), *install],
