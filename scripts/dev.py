@@ -222,8 +222,8 @@ def test_legs(choice: str | None) -> list[tuple[Environment, str]]:
 
 
 def run_tests(argv: list[str]) -> int:
-    """Static checks once (in the first leg's environment), then pytest in every leg; a summary of
-    each leg's exit status and time at the end, non-zero when any leg failed."""
+    """Static checks once (in the first leg's environment: the newest releases' types), then pytest
+    in every leg; a summary of each step's exit status and time at the end, non-zero when any failed."""
     choice = None
     if argv[:1] == ["--leg"] and len(argv) > 1:
         choice, argv = argv[1], argv[2:]
@@ -237,11 +237,10 @@ def run_tests(argv: list[str]) -> int:
     environments = [(env, ensure_environment(env, python, lint=number == 0 and not argv))
                     for number, (env, python) in enumerate(legs)]
     ensure_azurite()
-    if not argv:
-        code = static_checks(environments[0][1])
-        if code:
-            return code
     results = []
+    if not argv:  # a failed check is reported with the legs, which run all the same
+        started = time.monotonic()
+        results.append(("static checks", static_checks(environments[0][1]), time.monotonic() - started))
     for env, python in environments:
         print(f"== tests, {env.name} leg ({env.folder.name})", flush=True)
         print_versions(env)
@@ -250,7 +249,8 @@ def run_tests(argv: list[str]) -> int:
         results.append((env.name, code, time.monotonic() - started))
     print("== summary", flush=True)
     for name, code, seconds in results:
-        print(f"{name} leg: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds / 60:.1f} min")
+        label = name if name == "static checks" else f"{name} leg"
+        print(f"{label}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds / 60:.1f} min")
     return next((code for _, code, _ in results if code), 0)
 
 
