@@ -1,8 +1,8 @@
 """Build benchmarks: prints measured figures next to a zarr-python baseline (never pass/fail).
 
-    .venv/bin/python benchmarks/bench_build.py                  # 200k x 64 and 100k x 128
-    .venv/bin/python benchmarks/bench_build.py --big            # + 1.5 GB streaming build, peak RSS
-    .venv/bin/python benchmarks/bench_build.py --dir /some/disk # where inputs and outputs go
+    .venv-newest/bin/python benchmarks/bench_build.py                  # 200k x 64 and 100k x 128
+    .venv-newest/bin/python benchmarks/bench_build.py --big            # + 1.5 GB streaming build, peak RSS
+    .venv-newest/bin/python benchmarks/bench_build.py --dir /some/disk # where inputs and outputs go
 
 Targets from issue 3: 200,000 x 64 float32, levels 3, target 50 (4,272 nodes) <= 4 s;
 100,000 x 128, levels 3, target 100 <= 3 s; a 1.5 GB input under 1 GB peak resident memory.

@@ -8,7 +8,7 @@ Item, a recall sweep with its plot and misses).
 Target: no stall above 100 ms. The baseline is the same model work done on the GUI thread,
 which is how long the window would freeze without background workers.
 
-    .venv/bin/python benchmarks/bench_gui_stalls.py [--remote [--delay-ms 50]]
+    .venv-newest/bin/python benchmarks/bench_gui_stalls.py [--remote [--delay-ms 50]]
 
 --remote opens the same index from a loopback web server that lists no folders and adds a fixed
 delay to every request (benchmarks/_remote_server.py): the tree is derived, every read is a

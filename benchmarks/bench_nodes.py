@@ -5,7 +5,7 @@ Index: 200,000 x 64 float32, levels 3, target_cluster_items 50 (16 / 256 / 4,000
 once by benchmarks/_bench_index.py. "cold" is the first call on a fresh Hierarchy (it decodes the
 parent level's node_ids once); "warm" is the median of later calls for other nodes.
 
-    .venv/bin/python benchmarks/bench_nodes.py
+    .venv-newest/bin/python benchmarks/bench_nodes.py
 """
 
 from __future__ import annotations

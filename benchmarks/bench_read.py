@@ -4,7 +4,7 @@ Index: 200,000 x 64 float32, levels 3, target_cluster_items 50 (16 / 256 / 4,000
 once by benchmarks/_bench_index.py. Every timing uses a freshly opened store and a fresh Hierarchy
 (no cache hits) and reports the median of several runs. Figures only; nothing passes or fails.
 
-    .venv/bin/python benchmarks/bench_read.py [--repeat N] [--skip-slow]
+    .venv-newest/bin/python benchmarks/bench_read.py [--repeat N] [--skip-slow]
 """
 
 from __future__ import annotations

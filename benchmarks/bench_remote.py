@@ -6,7 +6,7 @@ opened store, once with the delay and once without, and prints wall time, the ta
 issue, the floor the requests allow, and the requests the server answered. Figures only;
 nothing passes or fails.
 
-    .venv/bin/python benchmarks/bench_remote.py [--delay-ms 50] [--max-in-flight 64]
+    .venv-newest/bin/python benchmarks/bench_remote.py [--delay-ms 50] [--max-in-flight 64]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Search benchmark on the cached 200,000 x 64 index (levels 3, target 50): figures, not pass/fail.
 
-    .venv/bin/python benchmarks/bench_search.py [--queries 100]
+    .venv-newest/bin/python benchmarks/bench_search.py [--queries 100]
 
 Prints, next to a baseline and the target of the query-explorer issue:
 - `ecpfs-viewer search INDEX --item 5` in a fresh process, start-up included (before: 7.7 s);

@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
-"""Set up a private virtual environment and run ecpfs-viewer or its tests.
+"""Set up private virtual environments and run ecpfs-viewer or its tests.
 
 Needs only python3 (>= 3.11). Usage:
     python3 scripts/dev.py run [ecpfs-viewer arguments]   # GUI on the demo index by default
-    python3 scripts/dev.py test                           # lint, types, import contract, all tests
+    python3 scripts/dev.py test                           # static checks, then the whole suite on one leg
+    CI=true python3 scripts/dev.py test                   # ... on both legs, newest and lowest
+    python3 scripts/dev.py test --leg lowest|newest|all   # choose the legs yourself
     python3 scripts/dev.py test [pytest arguments]        # only the tests named (no static checks)
     python3 scripts/dev.py check                          # only the static checks
-The environment lives in .venv/ beside this checkout and is refreshed whenever
-pyproject.toml changes. `setup` and `test` also install Azurite (the Azure Blob emulator the
-az:// tests run against) with npm into .venv/azurite, when npm is there.
+    python3 scripts/dev.py setup                          # only create the environments
+
+The legs of the test matrix, each in its own folder beside this checkout:
+    .venv-newest  Python 3.13 (python3.13 on PATH or under pyenv), the newest releases of everything
+    .venv-lowest  Python 3.11, every direct dependency at the lower bound pyproject.toml declares
+`run` uses .venv (the application and its `remote` extra, nothing else). Every folder is rebuilt
+from scratch when pyproject.toml (or the way it is installed) changes. uv does the installing:
+it is installed from PyPI into .venv-uv first. Azurite (the Azure Blob emulator the az://
+tests run against) is installed with npm into .venv-azurite, when npm is there.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -19,38 +28,119 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import venv
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV = ROOT / ".venv"
-STAMP = VENV / ".ecpfs-viewer-installed"
+UV_VENV = ROOT / ".venv-uv"
+UV_REQUIREMENT = "uv>=0.9"  # `uv pip install --group` (PEP 735) and --resolution lowest-direct
+STAMP_NAME = ".ecpfs-viewer-installed"
 AZURITE_VERSION = "3.37.0"  # the Azure Blob emulator of the az:// tests (tests/cloud_emulators.py)
-AZURITE = VENV / "azurite"
+AZURITE = ROOT / ".venv-azurite"
+NEWEST_PYTHON = (3, 13)
+LOWEST_PYTHON = (3, 11)  # requires-python's lower bound
 
 
-def venv_python() -> Path:
-    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+@dataclass(frozen=True)
+class Environment:
+    """One virtual environment: where, from which Python, and what `uv pip install` puts in it."""
+
+    name: str
+    folder: Path
+    install: tuple[str, ...]  # arguments after `uv pip install --python ...`
+
+    @property
+    def python(self) -> Path:
+        return self.folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def ensure_environment() -> Path:
-    """Create .venv and install the project with its test extra when missing or stale."""
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if not venv_python().exists():
-        print(f"Creating virtual environment in {VENV} ...", flush=True)
-        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-    if not STAMP.exists() or STAMP.read_text().strip() != wanted:
-        print("Installing ecpfs-viewer and its dependencies ...", flush=True)
-        subprocess.run(
-            [str(venv_python()), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"],
-            check=True,
-        )
-        STAMP.write_text(wanted)
-    return venv_python()
+RUN_ENV = Environment("run", ROOT / ".venv", ("-e", ".[remote]"))
+TEST_INSTALL = ("-e", ".[remote,scale]", "--group", "test")
+NEWEST_ENV = Environment("newest", ROOT / ".venv-newest", (*TEST_INSTALL, "--resolution", "highest"))
+LOWEST_ENV = Environment("lowest", ROOT / ".venv-lowest", (*TEST_INSTALL, "--resolution", "lowest-direct"))
+
+
+def bin_path(folder: Path, name: str) -> Path:
+    return folder / ("Scripts" if os.name == "nt" else "bin") / (name + (".exe" if os.name == "nt" else ""))
+
+
+def python_version(executable: str) -> tuple[int, int] | None:
+    """The (major, minor) of an interpreter that runs, or None (a pyenv shim of a version not selected fails)."""
+    try:
+        done = subprocess.run([executable, "-c", "import sys; print(*sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    try:
+        major, minor = map(int, done.stdout.split())
+    except ValueError:
+        return None
+    return (major, minor)
+
+
+def find_python(version: tuple[int, int]) -> str | None:
+    """An interpreter of that version: this one, `pythonX.Y` on PATH, or the newest pyenv build of it."""
+    dotted = f"{version[0]}.{version[1]}"
+    candidates = [sys.executable] if sys.version_info[:2] == version else []
+    candidates += [p for p in (shutil.which(f"python{dotted}"),) if p]
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    builds = glob.glob(str(pyenv_root / "versions" / f"{dotted}.*" / "bin" / f"python{dotted}"))
+    candidates += sorted(builds, key=lambda p: [int(x) if x.isdigit() else 0 for x in Path(p).parts[-3].split(".")],
+                         reverse=True)
+    return next((c for c in candidates if python_version(c) == version), None)
+
+
+def ensure_uv() -> Path:
+    """uv in its own bootstrap environment (.venv-uv), installed from PyPI with pip on first use."""
+    uv = bin_path(UV_VENV, "uv")
+    if not uv.exists():
+        print(f"Installing uv into {UV_VENV} ...", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(UV_VENV)
+        subprocess.run([str(bin_path(UV_VENV, "python")), "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", UV_REQUIREMENT], check=True)
+    return uv
+
+
+def ensure_environment(env: Environment, interpreter: str, lint: bool = False) -> Path:
+    """Create env from interpreter and install into it, from scratch when pyproject.toml or the
+    install command changed since the last time (so a lowest leg never keeps newer releases).
+    lint: the static checkers (the lint group) are needed there too; an environment that has
+    them serves a run that does not need them as it is."""
+    stamp = env.folder / STAMP_NAME
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
+                            + json.dumps([interpreter, *env.install]).encode()).hexdigest()
+    try:
+        installed = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        installed = {}
+    if env.python.exists() and installed.get("hash") == wanted and (installed.get("lint") or not lint):
+        return env.python
+    uv = ensure_uv()
+    print(f"Creating the {env.name} environment in {env.folder} (Python {interpreter}) ...", flush=True)
+    # copies, not links, of the interpreter: the tests run it as another user (uid 65534), who may
+    # not be allowed into the folder a linked interpreter lives in (pyenv's under /root)
+    copies = ["--copies"] if os.name == "posix" else []
+    subprocess.run([interpreter, "-m", "venv", "--clear", *copies, str(env.folder)], check=True)
+    # uv ignores pip's configuration (here a constraints file), so installs resolve the same everywhere
+    install = [*env.install, *(["--group", "lint"] if lint else [])]
+    subprocess.run([str(uv), "pip", "install", "--quiet", "--python", str(env.python), *install],
+                   check=True, cwd=ROOT)
+    stamp.write_text(json.dumps({"hash": wanted, "lint": lint}))
+    return env.python
+
+
+def print_versions(env: Environment) -> None:
+    """The versions a leg resolved for the dependencies that matter most, on one line."""
+    names = ["zarr", "numpy", "numcodecs", "PySide6-Essentials", "pyqtgraph", "obstore"]
+    code = ("import importlib.metadata as m, sys; "
+            f"print('Python %d.%d.%d' % sys.version_info[:3], *[n + ' ' + m.version(n) for n in {names!r}], sep=', ')")
+    subprocess.call([str(env.python), "-c", code], cwd=ROOT)
 
 
 def azurite_version() -> str | None:
-    """The Azurite version installed in .venv/azurite, or None."""
+    """The Azurite version installed in .venv-azurite, or None."""
     try:
         manifest = json.loads((AZURITE / "node_modules" / "azurite" / "package.json").read_text())
     except (OSError, ValueError):
@@ -59,7 +149,7 @@ def azurite_version() -> str | None:
 
 
 def ensure_azurite() -> None:
-    """npm-install the pinned Azurite into .venv/azurite when it is missing or another version;
+    """npm-install the pinned Azurite into .venv-azurite when it is missing or another version;
     without npm (or offline) say so and go on: the az:// tests then skip (and fail in CI)."""
     if azurite_version() == AZURITE_VERSION:
         return
@@ -80,10 +170,9 @@ def ensure_azurite() -> None:
 
 def static_checks(python: Path) -> int:
     """ruff, the import contracts and mypy (strict on the model), stopping at the first failure."""
-    bin_dir = python.parent
     steps = [
         ("ruff", [str(python), "-m", "ruff", "check", "."]),
-        ("import contracts", [str(bin_dir / "lint-imports")]),
+        ("import contracts", [str(bin_path(python.parent.parent, "lint-imports"))]),
         ("mypy", [str(python), "-m", "mypy"]),
     ]
     for name, command in steps:
@@ -107,24 +196,85 @@ def run_forwarding_signals(command: list[str]) -> int:
     return child.wait()
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def test_legs(choice: str | None) -> list[tuple[Environment, str]]:
+    """The legs to run with their interpreters. Default: both in CI, else the newest alone (the
+    lowest where no Python 3.13 exists). A leg without its Python is said and left out."""
+    choice = choice or ("all" if in_ci() else "newest")
+    newest, lowest = find_python(NEWEST_PYTHON), find_python(LOWEST_PYTHON)
+    legs: list[tuple[Environment, str]] = []
+    if choice in ("newest", "all"):
+        if newest is None:
+            print("note: no Python 3.13 found (python3.13 on PATH or under pyenv): the newest leg is skipped",
+                  flush=True)
+        else:
+            legs.append((NEWEST_ENV, newest))
+    if choice in ("lowest", "all") or (choice == "newest" and newest is None):
+        if lowest is None:
+            print("note: no Python 3.11 found (python3.11 on PATH or under pyenv): the lowest leg is skipped",
+                  flush=True)
+        else:
+            legs.append((LOWEST_ENV, lowest))
+    return legs
+
+
+def run_tests(argv: list[str]) -> int:
+    """Static checks once (in the first leg's environment: the newest releases' types), then pytest
+    in every leg; a summary of each step's exit status and time at the end, non-zero when any failed."""
+    choice = None
+    if argv[:1] == ["--leg"] and len(argv) > 1:
+        choice, argv = argv[1], argv[2:]
+        if choice not in ("newest", "lowest", "all"):
+            print(f"--leg takes newest, lowest or all, not {choice!r}")
+            return 2
+    legs = test_legs(choice)
+    if not legs:
+        print("error: no Python to test with")
+        return 2
+    environments = [(env, ensure_environment(env, python, lint=number == 0 and not argv))
+                    for number, (env, python) in enumerate(legs)]
+    ensure_azurite()
+    results = []
+    if not argv:  # a failed check is reported with the legs, which run all the same
+        started = time.monotonic()
+        results.append(("static checks", static_checks(environments[0][1]), time.monotonic() - started))
+    for env, python in environments:
+        print(f"== tests, {env.name} leg ({env.folder.name})", flush=True)
+        print_versions(env)
+        started = time.monotonic()
+        code = subprocess.call([str(python), "-m", "pytest", *argv], cwd=ROOT)
+        results.append((env.name, code, time.monotonic() - started))
+    print("== summary", flush=True)
+    for name, code, seconds in results:
+        label = name if name == "static checks" else f"{name} leg"
+        print(f"{label}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds / 60:.1f} min")
+    return next((code for _, code, _ in results if code), 0)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"run", "test", "check", "setup"}:
         print(__doc__)
         return 2
-    python = ensure_environment()
     command, rest = argv[0], argv[1:]
-    if command in ("setup", "test"):
-        ensure_azurite()
-    if command == "setup":
-        return 0
     if command == "run":
-        args = rest or ["--demo"]
-        return run_forwarding_signals([str(python), "-m", "ecpfs_viewer", *args])
-    if command == "check" or not rest:
-        code = static_checks(python)
-        if code or command == "check":
-            return code
-    return subprocess.call([str(python), "-m", "pytest", *rest], cwd=ROOT)
+        python = ensure_environment(RUN_ENV, sys.executable)
+        return run_forwarding_signals([str(python), "-m", "ecpfs_viewer", *(rest or ["--demo"])])
+    if command == "test":
+        return run_tests(rest)
+    legs = test_legs(None)
+    if not legs:
+        print("error: no Python to test with")
+        return 2
+    if command == "check":
+        env, interpreter = legs[0]
+        return static_checks(ensure_environment(env, interpreter, lint=True))
+    for number, (env, interpreter) in enumerate(legs):  # setup: what `test` would use
+        ensure_environment(env, interpreter, lint=number == 0)
+    ensure_azurite()
+    return 0
 
 
 if __name__ == "__main__":

@@ -192,8 +192,8 @@ def fake_gcs() -> Iterator[GCSServer]:
 #: Azurite's well-known development account (published in Azure's documentation; not a secret).
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-#: Where `scripts/dev.py setup` installs Azurite with npm (git-ignored with the rest of .venv).
-AZURITE_FOLDER = Path(__file__).resolve().parent.parent / ".venv" / "azurite"
+#: Where `scripts/dev.py setup` installs Azurite with npm (git-ignored with the other .venv-* folders).
+AZURITE_FOLDER = Path(__file__).resolve().parent.parent / ".venv-azurite"
 
 
 def azurite_binary() -> str | None:

@@ -213,8 +213,6 @@ def find_nobody_python(mirror: Path) -> tuple[NobodyPython | None, list[str]]:
         return found, tried
     paths = [mirror / "src"]
     _link_tree(REPO / "ecpfs_viewer", mirror / "src" / "ecpfs_viewer")
-    if (REPO / "resources").is_dir() and not (mirror / "src" / "ecpfs_viewer" / "resources").exists():
-        _link_tree(REPO / "resources", mirror / "src" / "ecpfs_viewer" / "resources")
     for number, site in enumerate(sites):
         paths.append(mirror / f"site-{number}")
         _link_tree(Path(site), paths[-1])

@@ -158,7 +158,8 @@ def test_info_over_http_reads_no_leaf_document(capsys, two_clusters_path: Path) 
         code, out, _ = run(capsys, "info", f"{url}/two_clusters.zarr", "--leaf-sizes", "--timeout", "1")
         # asked, and not answered: the leaf figures are said to be incomplete (exit 1), never summed as zeros
         assert code == 1 and re.search(r"lvl_2/node_\d/(embeddings|item_ids)/zarr\.json: no answer within 1 s", out)
-        assert "Sum of leaf sizes: not known (incomplete: the figures lack 4 nodes that could not be read; retry)" in out
+        assert ("Sum of leaf sizes: not known (incomplete: the figures lack 4 nodes that could not be read; "
+                "retry)") in out
 
 
 def test_info_leaf_sizes_switch_on_a_folder(capsys, two_clusters_path: Path) -> None:

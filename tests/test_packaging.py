@@ -1,13 +1,16 @@
-"""What ships: the wheel carries the resources and the entry point; the desktop files are valid."""
+"""What ships: the sdist holds its tests and passes them, the wheel carries the resources and the
+entry points, the metadata follows PEP 639 and 735, the desktop files are valid."""
 
 from __future__ import annotations
 
 import configparser
+import email.parser
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 import xml.etree.ElementTree as ET
 import zipfile
@@ -17,38 +20,49 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = ROOT / "packaging"
+RESOURCES = ROOT / "ecpfs_viewer" / "resources"
 RESOURCES_IN_WHEEL = ("digits.csv.gz", "DEMO_DATA.md", "ecpfs-viewer.svg", "ecpfs-viewer.png",
                       "ecpfs-viewer.desktop", "io.github.ecpfs_viewer.metainfo.xml", "__init__.py")
-METAINFO = ROOT / "resources" / "io.github.ecpfs_viewer.metainfo.xml"
-
-
-def _can_build_without_isolation() -> bool:
-    """True when this environment has the build backend pyproject asks for (setuptools>=68, wheel)."""
-    if importlib.util.find_spec("wheel") is None:
-        return False
-    import setuptools
-
-    return int(setuptools.__version__.split(".")[0]) >= 68
+METAINFO = RESOURCES / "io.github.ecpfs_viewer.metainfo.xml"
+#: what a source tree needs to build and test: the rest (caches, environments, .git) is left out
+SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in")
+SOURCE_FOLDERS = ("ecpfs_viewer", "tests", "packaging", "docs", "scripts")
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """Build the wheel from a copy of the sources (so the checkout gets no build/ folder)."""
-    work = tmp_path_factory.mktemp("wheel")
+def dist(tmp_path_factory) -> Path:
+    """The sdist and, built from it, the wheel (python -m build), from a copy of the sources so
+    the checkout gets no build/ folder. Without isolation: the test group holds the backend."""
+    work = tmp_path_factory.mktemp("dist")
     source = work / "src"
     source.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("pyproject.toml", "README.md"):
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".cache")
+    for name in SOURCE_FILES:
         shutil.copy2(ROOT / name, source / name)
-    for name in ("ecpfs_viewer", "resources"):
+    for name in SOURCE_FOLDERS:
         shutil.copytree(ROOT / name, source / name, ignore=ignore)
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(work / "dist"), str(source)]
-    if _can_build_without_isolation():
-        command.insert(4, "--no-build-isolation")
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (built,) = (work / "dist").glob("ecpfs_viewer-*.whl")
+    command = [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(work / "dist"), str(source)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return work / "dist"
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
+    (built,) = dist.glob("ecpfs_viewer-*.whl")
     return built
+
+
+@pytest.fixture(scope="module")
+def sdist(dist: Path) -> Path:
+    (built,) = dist.glob("ecpfs_viewer-*.tar.gz")
+    return built
+
+
+def _wheel_metadata(wheel: Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as zf:
+        (metadata,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        return email.parser.Parser().parsestr(zf.read(metadata).decode())
 
 
 def test_wheel_contains_resources_and_entry_point(wheel):
@@ -56,16 +70,66 @@ def test_wheel_contains_resources_and_entry_point(wheel):
         names = set(zf.namelist())
         for resource in RESOURCES_IN_WHEEL:
             assert f"ecpfs_viewer/resources/{resource}" in names
-        assert (
-            zf.getinfo("ecpfs_viewer/resources/digits.csv.gz").file_size
-            == (ROOT / "resources/digits.csv.gz").stat().st_size
-        )
+        shipped = zf.getinfo("ecpfs_viewer/resources/digits.csv.gz").file_size
+        assert shipped == (RESOURCES / "digits.csv.gz").stat().st_size
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         parser = configparser.ConfigParser()
         parser.read_string(zf.read(entry_points).decode())
     assert parser["console_scripts"]["ecpfs-viewer"].strip() == "ecpfs_viewer.cli:main"
+    # a GUI script: Windows starts it with pythonw, so no console window opens beside the GUI
+    assert parser["gui_scripts"]["ecpfs-viewer-gui"].strip() == "ecpfs_viewer.cli:main"
     assert "ecpfs_viewer/gui/build_dialog.py" in names and "ecpfs_viewer/model/demo.py" in names
-    assert not any(n.startswith(("tests/", "packaging/", "resources/")) for n in names)
+    assert not any(n.startswith(("tests/", "packaging/", "resources/", "scripts/", "docs/")) for n in names)
+    # package discovery: every package of the checkout is in the wheel, none is listed by hand
+    packages = {init.parent.relative_to(ROOT).as_posix() for init in (ROOT / "ecpfs_viewer").rglob("__init__.py")}
+    assert {f"{package}/__init__.py" for package in packages} <= names
+    assert list(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]) == ["find"]
+
+
+def test_wheel_metadata_declares_licence_and_only_the_application_dependencies(wheel):
+    """PEP 639 licence fields; test and lint tools are dependency groups, not in the metadata."""
+    metadata = _wheel_metadata(wheel)
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    assert "License" not in metadata  # the free-text field PEP 639 deprecates
+    assert not any(c.startswith("License ::") for c in metadata.get_all("Classifier"))
+    assert "Programming Language :: Python :: 3.13" in metadata.get_all("Classifier")
+    assert "zarr" in metadata["Keywords"]
+    assert sorted(metadata.get_all("Provides-Extra")) == ["remote", "scale"]
+    requirements = " ".join(metadata.get_all("Requires-Dist"))
+    for tool in ("pytest", "ruff", "mypy", "moto", "faiss", "fsspec", "aiohttp"):
+        assert tool not in requirements
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
+    assert any(r.startswith("pytest>=") for r in groups["test"]) and any(r.startswith("ruff") for r in groups["lint"])
+
+
+def test_sdist_holds_what_its_tests_need(sdist):
+    with tarfile.open(sdist) as tar:
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    for needed in ("tests/conftest.py", "tests/test_packaging.py", "tests/data/two_clusters.zarr/zarr.json",
+                   "packaging/ecpfs-viewer.spec", "docs/architecture.md", "CHANGELOG.md", "LICENSE",
+                   "scripts/changelog.py", "ecpfs_viewer/resources/digits.csv.gz"):
+        assert needed in names, needed
+    assert not any("__pycache__" in name for name in names)
+
+
+def test_tests_pass_from_the_unpacked_sdist(sdist, tmp_path):
+    """A distributor runs the tests from the sdist: the demo data, the fixtures of conftest.py and
+    tests/data, and the changelog check all work from its files alone."""
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tmp_path, filter="data")
+    (unpacked,) = tmp_path.iterdir()
+    env = {**os.environ, "PYTHONPATH": str(unpacked)}
+    where = subprocess.run([sys.executable, "-c", "import ecpfs_viewer; print(ecpfs_viewer.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=unpacked, timeout=60)
+    assert Path(where.stdout.strip()).is_relative_to(unpacked), where.stdout + where.stderr
+    tests = ["tests/model/test_demo.py::test_demo_vectors_are_the_uci_digits",
+             "tests/model/test_stores.py::test_zip_written_by_us_under_a_folder",
+             "tests/test_packaging.py::test_changelog_and_metainfo_releases_agree"]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+                          capture_output=True, text=True, env=env, cwd=unpacked, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "3 passed" in done.stdout
 
 
 def test_wheel_version_is_the_package_version(wheel):
@@ -74,9 +138,7 @@ def test_wheel_version_is_the_package_version(wheel):
 
     assert "version" not in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert wheel.name.startswith(f"ecpfs_viewer-{__version__}-")
-    with zipfile.ZipFile(wheel) as zf:
-        (metadata,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
-        assert f"\nVersion: {__version__}\n" in zf.read(metadata).decode()
+    assert _wheel_metadata(wheel)["Version"] == __version__
 
 
 def test_installed_wheel_loads_the_demo_data_from_its_own_files(wheel, tmp_path):
@@ -97,16 +159,17 @@ def test_installed_wheel_loads_the_demo_data_from_its_own_files(wheel, tmp_path)
     assert shape == "(1797, 64) uint8"
 
 
-def test_desktop_entry_is_complete_and_shipped_unchanged():
-    text = (PACKAGING / "ecpfs-viewer.desktop").read_text()
-    assert (ROOT / "resources" / "ecpfs-viewer.desktop").read_text() == text  # the copy in the wheel
+def test_one_desktop_entry_and_it_is_complete():
+    assert [p.relative_to(ROOT).as_posix() for p in ROOT.glob("[!.]*/**/*.desktop")] == [
+        "ecpfs_viewer/resources/ecpfs-viewer.desktop"]
+    text = (RESOURCES / "ecpfs-viewer.desktop").read_text()
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str
     parser.read_string(text)
     entry = parser["Desktop Entry"]
     assert entry["Type"] == "Application"
     assert entry["Exec"].split()[0] == "ecpfs-viewer"
-    assert entry["Icon"] == "ecpfs-viewer" and (ROOT / "resources" / "ecpfs-viewer.svg").is_file()
+    assert entry["Icon"] == "ecpfs-viewer" and (RESOURCES / "ecpfs-viewer.svg").is_file()
     assert entry["Categories"].endswith(";")
 
 
@@ -129,11 +192,10 @@ def test_desktop_entry_passes_desktop_file_validate():
     tool = shutil.which("desktop-file-validate")
     if tool is None:
         pytest.skip("desktop-file-validate is not installed (Debian: desktop-file-utils)")
-    for path in (PACKAGING / "ecpfs-viewer.desktop", ROOT / "resources" / "ecpfs-viewer.desktop"):
-        done = subprocess.run([tool, str(path)], capture_output=True, text=True)
-        # hints are advice; errors and warnings fail
-        problems = [line for line in done.stdout.splitlines() if ": error:" in line or ": warning:" in line]
-        assert done.returncode == 0 and not problems, done.stdout
+    done = subprocess.run([tool, str(RESOURCES / "ecpfs-viewer.desktop")], capture_output=True, text=True)
+    # hints are advice; errors and warnings fail
+    problems = [line for line in done.stdout.splitlines() if ": error:" in line or ": warning:" in line]
+    assert done.returncode == 0 and not problems, done.stdout
 
 
 def test_metainfo_passes_appstreamcli_validate():
@@ -168,15 +230,40 @@ def test_pyinstaller_spec_takes_the_package_from_the_environment():
 def test_icon_is_a_valid_svg(qtbot):
     from PySide6.QtSvg import QSvgRenderer
 
-    renderer = QSvgRenderer(str(ROOT / "resources" / "ecpfs-viewer.svg"))
+    renderer = QSvgRenderer(str(RESOURCES / "ecpfs-viewer.svg"))
     assert renderer.isValid()
     assert renderer.defaultSize().width() == renderer.defaultSize().height() == 256
 
 
-def test_every_package_is_listed_for_setuptools():
-    """A sub-package missing from [tool.setuptools] packages is silently left out of the wheel."""
-    import tomllib
+def _changelog_script():
+    spec = importlib.util.spec_from_file_location("changelog", ROOT / "scripts" / "changelog.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "ecpfs_viewer").rglob("__init__.py")}
-    assert found - listed == set()
+
+def test_changelog_and_metainfo_releases_agree():
+    """CHANGELOG.md is the one source: the metainfo's <releases> is what scripts/changelog.py renders."""
+    changelog = _changelog_script()
+    text = (ROOT / "CHANGELOG.md").read_text()
+    metainfo = METAINFO.read_text()
+    assert changelog.synced_metainfo(text, metainfo) == metainfo, "run python3 scripts/changelog.py"
+    from ecpfs_viewer import __version__
+
+    released = changelog.parse(text)
+    assert released[0].version == __version__  # the newest release is this version
+    listed = [(r.get("version"), r.get("date")) for r in ET.parse(METAINFO).getroot().findall("releases/release")]
+    assert listed == [(r.version, r.date) for r in released]
+
+
+def test_changelog_render_follows_an_edit():
+    """A new release in the changelog becomes the first <release>, its bullets its description."""
+    changelog = _changelog_script()
+    text = (ROOT / "CHANGELOG.md").read_text().replace(
+        "## [0.1.0]", "## [9.9.9] - 2030-01-02\n\n### Fixed\n\n- A `wrapped`\n  bullet & more\n\n## [0.1.0]")
+    synced = changelog.synced_metainfo(text, METAINFO.read_text())
+    first = ET.fromstring(synced).find("releases/release")
+    assert (first.get("version"), first.get("date")) == ("9.9.9", "2030-01-02")
+    assert [p.text for p in first.findall("description/p")] == ["Fixed:"]
+    assert [li.text for li in first.findall("description/ul/li")] == ["A wrapped bullet & more"]

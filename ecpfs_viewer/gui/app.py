@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
+from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
@@ -16,22 +16,11 @@ from ecpfs_viewer.gui.main_window import MainWindow
 from ecpfs_viewer.gui.workers import stop_workers
 from ecpfs_viewer.model.remote import RemoteOptions
 
-ICON_PATH = Path(__file__).resolve().parent.parent.parent / "resources" / "ecpfs-viewer.svg"
-
 
 def application_icon() -> QIcon | None:
-    """The application icon from the resources folder (source checkout or installed wheel)."""
-    candidates = [ICON_PATH]
-    try:
-        from importlib.resources import files
-
-        candidates.insert(0, Path(str(files("ecpfs_viewer.resources") / "ecpfs-viewer.svg")))
-    except (ImportError, ModuleNotFoundError, TypeError):
-        pass
-    for candidate in candidates:
-        if candidate.is_file():
-            return QIcon(str(candidate))
-    return None
+    """The application icon shipped in ecpfs_viewer.resources (a checkout, a wheel or a bundle alike)."""
+    icon = Path(str(files("ecpfs_viewer.resources") / "ecpfs-viewer.svg"))
+    return QIcon(str(icon)) if icon.is_file() else None
 
 
 def ensure_application(argv: list[str] | None = None) -> QApplication:
@@ -52,7 +41,7 @@ def ensure_application(argv: list[str] | None = None) -> QApplication:
 
 
 def create_main_window(location: str | None = None, demo: bool = False,
-                       storage_options: dict[str, Any] | RemoteOptions | None = None, select: str | None = None,
+                       remote: RemoteOptions | None = None, select: str | None = None,
                        remember_recent: bool = True) -> MainWindow:
     """A main window that starts opening location (or the demo index); used by run_gui and tests.
     select: a path to select once the store is open (``--select lvl_3/node_812``)."""
@@ -62,7 +51,7 @@ def create_main_window(location: str | None = None, demo: bool = False,
     if select:
         window.store_opened.connect(lambda *_: window.reveal_path(select))
     if location:
-        window.open_location(location, storage_options)
+        window.open_location(location, remote)
     elif demo:
         window.open_demo()
     return window

@@ -11,7 +11,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import (
@@ -83,11 +82,9 @@ class OpenedIndex:
     layout: IndexLayout
 
 
-def open_hierarchy(location: str, storage_options: dict[str, Any] | RemoteOptions | None = None) -> OpenedIndex:
+def open_hierarchy(location: str, remote: RemoteOptions | None = None) -> OpenedIndex:
     """Open a store and probe its root and index layout (runs in a worker)."""
-    remote = storage_options if isinstance(storage_options, RemoteOptions) else None
-    fsspec_options = storage_options if isinstance(storage_options, dict) else None
-    hierarchy = Hierarchy(open_store(location, storage_options=fsspec_options, remote=remote))
+    hierarchy = Hierarchy(open_store(location, remote=remote))
     hierarchy.root()
     return OpenedIndex(location, hierarchy, detect_index(hierarchy))
 
@@ -363,8 +360,7 @@ class MainWindow(QMainWindow):
         recent = [r for r in app_settings.recent_locations() if not is_url(r)]
         return str(Path(recent[0]).parent) if recent else str(Path.home())
 
-    def open_location(self, location: str,
-                      storage_options: dict[str, Any] | RemoteOptions | None = None) -> None:
+    def open_location(self, location: str, remote: RemoteOptions | None = None) -> None:
         """Open a folder, zip or URL in the background; failures show in the window's banner."""
         location = location.strip()
         if not location:
@@ -376,7 +372,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{display_label(location)} — {WINDOW_TITLE}")
         self.tree_model.show_placeholder(f"Opening {display_label(location)} …")
         self.statusBar().showMessage(f"Opening {location} …")
-        self._open_runner.run(open_hierarchy, location, storage_options,
+        self._open_runner.run(open_hierarchy, location, remote,
                               on_result=self._on_opened, on_error=lambda message: self._on_open_failed(location,
                                                                                                     message))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -54,18 +53,6 @@ def ask_zip(parent: QWidget | None, start: str = "") -> str | None:
     path, _ = QFileDialog.getOpenFileName(parent, "Open Zipped Zarr Store", start,
                                           "Zip archives (*.zip);;All files (*)")
     return path or None
-
-
-def storage_options_for(url: str, endpoint: str, anonymous: bool) -> dict[str, Any]:
-    """fsspec storage options for a URL: only s3 takes an endpoint and the anonymous switch."""
-    if not url.lower().startswith("s3://"):
-        return {}
-    options: dict[str, Any] = {}
-    if anonymous:
-        options["anon"] = True
-    if endpoint.strip():
-        options["client_kwargs"] = {"endpoint_url": endpoint.strip()}
-    return options
 
 
 class OpenUrlDialog(QDialog):
@@ -126,10 +113,6 @@ class OpenUrlDialog(QDialog):
 
     def location(self) -> str:
         return self.url.text().strip()
-
-    def storage_options(self) -> dict[str, Any]:
-        """fsspec options (the fallback path), kept for callers that still pass them."""
-        return storage_options_for(self.location(), self.endpoint.text(), self.anonymous.isChecked())
 
     def remote_options(self) -> RemoteOptions:
         """The options for model/remote.py, as the CLI's --endpoint/--anon/--region/--timeout give them."""

@@ -9,6 +9,7 @@ infinities are left out: they have no place on a value axis, and callers report 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -28,7 +29,7 @@ def freedman_diaconis_bins(values: ArrayLike, cap: int = SPREAD_BINS_CAP) -> int
     data = data[np.isfinite(data)]
     if data.size == 0:
         return 1
-    span = float(data.max()) / 2 - float(data.min()) / 2  # halved: a span of the whole float64 range is finite
+    span = float(np.max(data)) / 2 - float(np.min(data)) / 2  # halved: a span of the whole float64 range is finite
     if span <= 0:
         return 1
     q75, q25 = np.percentile(data, [75, 25])
@@ -37,7 +38,7 @@ def freedman_diaconis_bins(values: ArrayLike, cap: int = SPREAD_BINS_CAP) -> int
     return max(1, min(max(1, cap), math.ceil(ratio) if math.isfinite(ratio) else cap))
 
 
-def finite_values(values: ArrayLike) -> NDArray[np.generic]:
+def finite_values(values: ArrayLike) -> NDArray[Any]:
     """The values as a flat array without NaN and infinities (no copy when there are none)."""
     flat = np.asarray(values).reshape(-1)
     if flat.dtype.kind not in "fc":
@@ -63,13 +64,13 @@ def histogram(values: ArrayLike, bins: int | None = None, *,
     if bins is None:
         bins = freedman_diaconis_bins(finite, DEFAULT_BINS)
     if data.dtype.kind in "iub":
-        low, high = int(finite.min()), int(finite.max())
+        low, high = int(np.min(finite)), int(np.max(finite))
         if high - low + 1 <= per_value_limit:
             edges = np.arange(low, high + 2, dtype=np.float64) - 0.5
         else:  # as floats: high + 1 of a uint64 is no numpy integer
             edges = np.linspace(float(low), float(high) + 1.0, bins + 1)
     else:
-        low_f, high_f = float(finite.min()), float(finite.max())
+        low_f, high_f = float(np.min(finite)), float(np.max(finite))
         if not high_f > low_f:
             low_f, high_f = low_f - 0.5, high_f + 0.5
         edges = np.linspace(low_f / 2, high_f / 2, bins + 1) * 2  # finite even over the whole float64 range

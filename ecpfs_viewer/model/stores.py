@@ -15,7 +15,7 @@ import stat
 import zipfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from zarr.abc.store import ByteRequest, Store
 from zarr.buffer import default_buffer_prototype
@@ -294,12 +294,10 @@ def is_url(location: str) -> bool:
     return match is not None and match.group("scheme").lower() != "file"
 
 
-def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dict[str, Any] | None = None,
-               remote: RemoteOptions | None = None) -> OpenedStore:
+def open_store(location: str | os.PathLike[str] | Store, *, remote: RemoteOptions | None = None) -> OpenedStore:
     """Open a directory, a .zip, a URL or an existing zarr Store, always read-only.
 
-    URLs go through obstore with `remote` options (model/remote.py); fsspec `storage_options`
-    select the fsspec fallback.
+    URLs go through obstore (the `remote` extra) with `remote` options (model/remote.py).
     """
     if isinstance(location, Store):
         return OpenedStore(location.with_read_only(True) if not location.read_only else location,
@@ -308,7 +306,7 @@ def open_store(location: str | os.PathLike[str] | Store, *, storage_options: dic
     if isinstance(text, bytes):
         text = text.decode()
     if is_url(text):
-        return _open_url(text, storage_options or {}, remote)
+        return _open_url(text, remote)
     if text.startswith("file://"):
         text = text[len("file://"):]
     if "\0" in text:  # no file system has such a name (os.stat would raise a bare ValueError)
@@ -412,42 +410,23 @@ def zip_root(names: list[str]) -> str | None:
     return best
 
 
-def _open_url(url: str, storage_options: dict[str, Any], remote: RemoteOptions | None = None) -> OpenedStore:
+def _open_url(url: str, remote: RemoteOptions | None = None) -> OpenedStore:
     from ecpfs_viewer.model import remote as remote_stores
 
     scheme = _URL_RE.match(url).group("scheme").lower()  # type: ignore[union-attr]
     if scheme not in REMOTE_SCHEMES:
         raise StoreOpenError(f"{url}: unsupported URL scheme '{scheme}' (use http, https, s3, gs or az)")
-    if not storage_options and remote_stores.obstore_available():
-        try:
-            settings = remote or remote_stores.RemoteOptions()
-            bounded = remote_stores.open_remote(url, settings)
-        except remote_stores.RemoteOpenError as exc:
-            raise StoreOpenError(str(exc)) from exc
-        opened = OpenedStore(bounded, label=url, kind="remote", max_in_flight=settings.max_in_flight)
-        if not bounded.lists:
-            remote_stores.mark_unlisted(opened, settings)
-        _check_remote_metadata(opened, url, first=["zarr.json"])
-        return opened
-    if scheme not in ("http", "https", "s3", "gs", "gcs"):
+    if not remote_stores.obstore_available():
         raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs obstore; {REMOTE_EXTRA_HINT}")
     try:
-        import fsspec  # noqa: F401
-        from zarr.storage import FsspecStore
-    except ImportError as exc:
-        raise StoreOpenError(f"{url}: opening URLs needs obstore or fsspec; {REMOTE_EXTRA_HINT}") from exc
-    needed = {"http": "aiohttp", "https": "aiohttp", "s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs"}[scheme]
-    try:
-        __import__(needed)
-    except ImportError as exc:
-        raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs {needed}; {REMOTE_EXTRA_HINT}") from exc
-    options = dict(storage_options)
-    try:
-        store = FsspecStore.from_url(url.rstrip("/"), storage_options=options or None, read_only=True)
-    except Exception as exc:  # fsspec raises many types; the user needs the message
-        raise StoreOpenError(f"{url}: could not open ({type(exc).__name__}: {exc})") from exc
-    opened = OpenedStore(store, label=url, kind="remote")
-    _check_remote_metadata(opened, url)
+        settings = remote or remote_stores.RemoteOptions()
+        bounded = remote_stores.open_remote(url, settings)
+    except remote_stores.RemoteOpenError as exc:
+        raise StoreOpenError(str(exc)) from exc
+    opened = OpenedStore(bounded, label=url, kind="remote", max_in_flight=settings.max_in_flight)
+    if not bounded.lists:
+        remote_stores.mark_unlisted(opened, settings)
+    _check_remote_metadata(opened, url, first=["zarr.json"])
     return opened
 
 

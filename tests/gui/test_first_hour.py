@@ -433,12 +433,13 @@ def test_snippet_for_a_node_inside_a_zip(two_clusters_path: Path, tmp_path: Path
 def test_help_lists_the_shortcuts_and_opens_the_documentation(qtbot, opened, two_clusters_path: Path,
                                                                monkeypatch) -> None:
     from PySide6.QtGui import QDesktopServices
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QMenu
 
     from ecpfs_viewer.gui.help_dialogs import ShortcutsDialog
 
     win = opened(two_clusters_path)
-    help_menu = next(a.menu() for a in win.menuBar().actions() if a.text() == "&Help")
+    # by title among the menu bar's menus: QAction.menu() of PySide6 before 6.11.2 destroys the menu
+    help_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&Help")
     assert [a.text() for a in help_menu.actions() if a.text()] == [
         "&Keyboard Shortcuts", "&Documentation (README)", "&About ecpfs-viewer"]
     win.shortcuts_action.trigger()

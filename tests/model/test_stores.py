@@ -127,7 +127,6 @@ def test_zip_written_by_us_under_a_folder(tmp_path: Path, two_clusters_path: Pat
 
 # -- http ---------------------------------------------------------------------------------------------
 def test_http_url_opens_lists_and_reads(http_data_url: str) -> None:
-    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
     opened = open_store(f"{http_data_url}/two_clusters.zarr")
     assert opened.kind == "remote"
     h = Hierarchy(opened)
@@ -140,33 +139,16 @@ def test_http_url_opens_lists_and_reads(http_data_url: str) -> None:
 
 
 def test_http_url_without_zarr_metadata_is_refused(http_data_url: str) -> None:
-    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
     with pytest.raises(StoreOpenError, match="no Zarr metadata"):
         open_store(f"{http_data_url}/peer-data")
 
 
-def test_fsspec_store_reads_documents_and_arrays_on_one_event_loop(http_data_url: str,
-                                                                   two_clusters_path: Path) -> None:
-    """An fsspec/aiohttp session is bound to the loop that first used it: reads of documents and
-    array reads must all run on the model's one loop (with two: 'Timeout context manager should
-    be used inside a task')."""
-    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
-    opened = open_store(f"{http_data_url}/two_clusters.zarr", storage_options={"block_size": 0})
-    assert opened.kind == "remote"
-    h, local = Hierarchy(opened), Hierarchy(open_store(two_clusters_path))
-    path = "lvl_2/node_2/embeddings"
-    assert opened.read(f"{path}/zarr.json") == (two_clusters_path / path / "zarr.json").read_bytes()
-    np.testing.assert_array_equal(h.read_array(path), local.read_array(path))
-    np.testing.assert_array_equal(h.read_array(path, slice(0, 2)), local.read_array(path, slice(0, 2)))
-    assert opened.read_many([f"{path}/zarr.json", "no/such/zarr.json"])[1] is None
-
-
-@pytest.mark.parametrize("missing", ["fsspec", "aiohttp"])
-def test_url_without_remote_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
+def test_url_without_remote_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """obstore is the one client for URLs: without it, opening one names the extra to install."""
     real_import = builtins.__import__
 
     def fake_import(name: str, *args: object, **kwargs: object) -> object:
-        if any(name == m or name.startswith(m + ".") for m in (missing, "obstore")):
+        if name == "obstore" or name.startswith("obstore."):
             raise ImportError(f"No module named {name!r}")
         return real_import(name, *args, **kwargs)
 
@@ -175,7 +157,7 @@ def test_url_without_remote_extra_names_the_extra(monkeypatch: pytest.MonkeyPatc
         open_store("https://example.org/index.zarr")
     assert REMOTE_EXTRA_HINT in str(info.value)
     assert "ecpfs-viewer[remote]" in str(info.value)
-    assert missing in str(info.value)
+    assert "needs obstore" in str(info.value)
 
 
 def test_unknown_url_scheme_is_refused() -> None:
@@ -394,15 +376,14 @@ def test_remote_sizes_are_fetched_within_the_bound(two_clusters_path: Path) -> N
 
 
 def test_read_ranges_from_a_server_that_ignores_range_headers(http_data_url: str, two_clusters_path: Path) -> None:
-    pytest.importorskip("aiohttp", reason="the remote extra is part of the test extra")
     opened = open_store(f"{http_data_url}/two_clusters.zarr")
     whole = (two_clusters_path / "zarr.json").read_bytes()
     before = opened.stats()
     found = opened.read_ranges([("zarr.json", RangeByteRequest(2, 10)), ("zarr.json", SuffixByteRequest(7))])
     assert found == [whole[2:10], whole[-7:]]  # cut from the whole bodies the server sent
     cost = opened.stats() - before
-    # obstore's layer (model/remote.py) cuts the range before the counter sees the body; fsspec's
-    # does not: the count is at least what was asked for, at most the whole bodies sent
+    # obstore's layer (model/remote.py) cuts the range before the counter sees the body: the count is
+    # at least what was asked for, at most the whole bodies the server sent
     assert cost.requests == 2 and 15 <= cost.bytes_read <= 2 * len(whole)
 
 

@@ -1,0 +1,60 @@
+"""scripts/dev.py, the test command: which legs it runs, which Pythons it finds, what each leg installs."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def dev():
+    spec = importlib.util.spec_from_file_location("dev_script", ROOT / "scripts" / "dev.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_finds_a_python_of_the_version_asked_and_none_of_one_that_does_not_exist(dev):
+    here = sys.version_info[:2]
+    found = dev.find_python(here)
+    assert found is not None and dev.python_version(found) == here
+    assert dev.find_python((3, 99)) is None
+
+
+def test_ci_runs_both_legs_and_a_plain_run_one(dev, monkeypatch):
+    if dev.find_python(dev.NEWEST_PYTHON) is None or dev.find_python(dev.LOWEST_PYTHON) is None:
+        pytest.skip("this machine lacks Python 3.13 or 3.11: the matrix has one leg here")
+    monkeypatch.setenv("CI", "true")
+    assert [env.name for env, _ in dev.test_legs(None)] == ["newest", "lowest"]
+    monkeypatch.delenv("CI")
+    assert [env.name for env, _ in dev.test_legs(None)] == ["newest"]
+    assert [env.name for env, _ in dev.test_legs("lowest")] == ["lowest"]
+
+
+def test_a_missing_newest_python_is_said_and_the_lowest_leg_runs(dev, monkeypatch, capsys):
+    real = dev.find_python
+    monkeypatch.setattr(dev, "find_python", lambda version: None if version == dev.NEWEST_PYTHON else real(version))
+    monkeypatch.delenv("CI", raising=False)
+    legs = [env.name for env, _ in dev.test_legs(None)]
+    assert "no Python 3.13 found" in capsys.readouterr().out
+    assert legs == (["lowest"] if real(dev.LOWEST_PYTHON) else [])
+
+
+def test_each_leg_has_its_folder_and_resolution_and_run_installs_no_test_tools(dev):
+    folders = {env.folder.name for env in (dev.RUN_ENV, dev.NEWEST_ENV, dev.LOWEST_ENV)}
+    assert folders == {".venv", ".venv-newest", ".venv-lowest"}
+    assert dev.LOWEST_ENV.install[-2:] == ("--resolution", "lowest-direct")
+    assert "--group" not in dev.RUN_ENV.install and dev.RUN_ENV.install == ("-e", ".[remote]")
+
+
+def test_unknown_leg_is_refused():
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "dev.py"), "test", "--leg", "middle"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--leg takes newest, lowest or all" in done.stdout
