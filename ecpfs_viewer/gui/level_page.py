@@ -60,6 +60,8 @@ def level_rows(stats: LevelStats, summary: IndexSummary, reused: bool = False) -
     count = f"{stats.node_count:,}"
     if stats.max_nodes is not None:
         count += f" of at most {stats.max_nodes:,}  (min(ns^{stats.level}, R))"
+    if stats.unread_ids:  # listed, but their documents did not come: neither present nor missing
+        count += f"; {len(stats.unread_ids):,} more could not be read"
     gaps = fact_value(stats.gap_count)
     if stats.gap_ids:
         shown = ", ".join(str(g) for g in stats.gap_ids[:12])
@@ -71,7 +73,10 @@ def level_rows(stats: LevelStats, summary: IndexSummary, reused: bool = False) -
         rows.append(("Node size (rows)", f"min {stats.min_size:,} · median {stats.median_size:,.4g} · "
                                          f"mean {stats.mean_size:,.4g} · max {stats.max_size:,}"))
     rows.append(("Rows in this level", fact_value(stats.total_rows)))
-    if stats.is_leaf:
+    if stats.is_leaf and not stats.complete:  # a sum over the nodes read is no fact about the index
+        rows.append(("Sum of leaf sizes", f"{stats.leaf_sum:,} over the nodes read  (incomplete: the figures "
+                                          f"{stats.lacking()})"))
+    elif stats.is_leaf:
         match = "matches" if stats.leaf_sum == summary.total_items else "differs from"
         total = fact_value(summary.total_items)
         rows.append(("Sum of leaf sizes", f"{stats.leaf_sum:,}  ({match} total items {total})"))

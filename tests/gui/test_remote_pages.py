@@ -52,6 +52,10 @@ def test_a_level_missing_an_unanswered_node_says_so_once_and_retry_reads_it(qtbo
         qtbot.waitUntil(lambda: not panel.busy and panel.banner.isVisible(), timeout=20000)
         text = panel.banner.text.text()
         assert "Some of lvl_2 could not be read" in text and "lack 1 node that could not be read" in text
+        facts = panel.level_page.summary_text()  # the figures say they lack a node, never 'differs from'
+        assert "Nodes: 3 of at most 4  (min(ns^2, R)); 1 more could not be read" in facts, facts
+        assert ("Sum of leaf sizes: 6 over the nodes read  (incomplete: the figures lack 1 node that could not "
+                "be read)") in facts and "differs from" not in facts, facts
         assert panel.banner.retry_button.isVisible()
         on.clear()  # the server answers again
         _click(qtbot, panel.banner.retry_button)
