@@ -162,6 +162,11 @@ class CountingStore(WrapperStore[Store]):
     def _with_store(self, store: Store) -> CountingStore:
         return CountingStore(store, self.counter)
 
+    @property
+    def wrapped(self) -> Store:
+        """The store this one counts for (WrapperStore keeps it in a private attribute)."""
+        return self._store
+
     async def get(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:

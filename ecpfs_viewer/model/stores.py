@@ -264,20 +264,20 @@ class OpenedStore:
 
     def retry(self) -> None:
         """Ask again after failures on the way: a server taken for not answering is asked again."""
-        retry = getattr(self.zarr_store._store, "retry", None)
+        retry = getattr(self.zarr_store.wrapped, "retry", None)
         if callable(retry):
             retry()
 
     def waits_on(self) -> tuple[str, float] | None:
         """(host, timeout in seconds) of the server reads wait on; None for a local or memory store."""
-        bounded = self.zarr_store._store
+        bounded = self.zarr_store.wrapped
         options = getattr(bounded, "options", None)
         host = getattr(bounded, "host", None)
         return None if options is None or host is None else (str(host), float(options.timeout_s))
 
     def server_not_answering(self) -> bool:
         """True while the remote server is taken for not answering (requests fail at once)."""
-        health = getattr(self.zarr_store._store, "health", None)
+        health = getattr(self.zarr_store.wrapped, "health", None)
         return health is not None and health.down() is not None
 
     def close(self) -> None:
