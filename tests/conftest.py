@@ -11,7 +11,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,15 +60,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def http_data_url() -> Iterator[str]:
     """A loopback HTTP server on a free port serving tests/data (no Range support, like many servers)."""
     handler = functools.partial(_QuietHandler, directory=str(DATA))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with remote_fixtures.running(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)) as url:
+        yield url
 
 
 # -- remote stores: loopback servers (tests/remote_fixtures.py, tests/cloud_emulators.py) -------------

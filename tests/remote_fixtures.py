@@ -116,19 +116,27 @@ def serve_hostile(directory: Path, mode: str, hostile: Callable[[str], bool] = l
 
 
 @contextlib.contextmanager
+def running(server: http.server.HTTPServer, before_shutdown: Callable[[], None] = lambda: None) -> Iterator[str]:
+    """Serve from a thread while the block runs; yields the base URL, then shuts the server down
+    (after before_shutdown, e.g. releasing handlers that stall)."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name="loopback-http")
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        before_shutdown()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@contextlib.contextmanager
 def _serve(directory: Path, attributes: dict[str, Any]) -> Iterator[tuple[str, RequestTally]]:
     tally, stop = RequestTally(), threading.Event()
     handler = type("Handler", (_StaticHandler,), {**attributes, "tally": tally, "stop": stop})
     server = _Server(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True, name="static-http")
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", tally
-    finally:
-        stop.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with running(server, before_shutdown=stop.set) as url:  # stalled handlers end first
+        yield url, tally
 
 
 @contextlib.contextmanager

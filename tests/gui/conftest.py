@@ -9,6 +9,9 @@ import pytest
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QWidget
 
+from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
+from ecpfs_viewer.gui.workers import wait_for_workers
+
 
 @pytest.fixture
 def show(qtbot) -> Callable[[QWidget, int, int], QWidget]:
@@ -45,3 +48,15 @@ def settle_qt_objects() -> Iterator[None]:
             QCoreApplication.processEvents()
         gc.collect()
         gc.enable()
+
+
+@pytest.fixture
+def overview_panel(qtbot):
+    """The index/level overview panel shown at 1280 x 800; cleared, its workers waited for, after."""
+    widget = IndexOverviewPanel()
+    qtbot.addWidget(widget)
+    widget.resize(1280, 800)
+    widget.show()
+    yield widget
+    widget.clear()
+    wait_for_workers()

@@ -10,20 +10,13 @@ import pytest
 from PySide6.QtCore import Qt
 
 from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
-from ecpfs_viewer.gui.workers import wait_for_workers
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.stores import open_store
 
 
 @pytest.fixture
-def panel(qtbot):
-    widget = IndexOverviewPanel()
-    qtbot.addWidget(widget)
-    widget.resize(1280, 800)
-    widget.show()
-    yield widget
-    widget.clear()
-    wait_for_workers()
+def panel(overview_panel):
+    return overview_panel
 
 
 def wait_idle(qtbot, panel: IndexOverviewPanel) -> None:

@@ -12,8 +12,6 @@ import pytest
 import remote_fixtures
 from PySide6.QtCore import Qt
 
-from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
-from ecpfs_viewer.gui.workers import wait_for_workers
 from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.stores import open_store
@@ -22,14 +20,8 @@ pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 
 @pytest.fixture
-def panel(qtbot):
-    widget = IndexOverviewPanel()
-    qtbot.addWidget(widget)
-    widget.resize(1280, 800)
-    widget.show()
-    yield widget
-    widget.clear()
-    wait_for_workers()
+def panel(overview_panel):
+    return overview_panel
 
 
 @contextlib.contextmanager

@@ -111,14 +111,8 @@ def serve_busy(directory: Path) -> Iterator[str]:
     handler = type("Busy", (_BusyHandler,), {"seen": set(), "lock": threading.Lock()})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: handler(*a, directory=str(directory)))
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with remote_fixtures.running(server) as url:
+        yield url
 
 
 def test_503_cuts_the_requests_in_flight_and_is_retried(many_files: Path) -> None:
