@@ -196,7 +196,9 @@ def _run_gui(args_list: list[str]) -> int:
     except ValueError as exc:  # a timeout of 0 or less
         raise UsageError(f"--timeout: {exc}") from None
     problem = missing_display()
-    if problem:
+    if problem and args.screenshot:  # a picture needs no screen: draw it offscreen
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    elif problem:
         raise CannotOpen(problem)
     from ecpfs_viewer.gui.app import run_gui
 

@@ -183,6 +183,16 @@ def test_gui_without_a_display_says_so_and_exits_2(two_clusters_path: Path) -> N
     assert _one_error_line(done.stderr).startswith("no display to open the window on")
 
 
+def test_a_screenshot_without_a_display_is_drawn_offscreen(two_clusters_path: Path, tmp_path: Path) -> None:
+    """`--screenshot` needs no screen (`dev.py run --demo --screenshot` on a headless machine)."""
+    env = {k: v for k, v in _program_env().items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
+    picture = tmp_path / "window.png"
+    done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", str(two_clusters_path), "--screenshot", str(picture)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_interrupted_build_is_exit_130(tmp_path: Path) -> None:
     """Ctrl+C during a build: 130 and nothing left, like every other command."""
     np.save(tmp_path / "many.npy", np.random.default_rng(3).standard_normal((20000, 16)).astype(np.float32))
