@@ -299,16 +299,13 @@ class Monkey:
 
     # -- the actions (each draws its random numbers first) -------------------------------------------------
     def _window_actions(self) -> list[QAction]:
-        found: list[QAction] = []
-        menus = [a.menu() for a in self.window.menuBar().actions() if a.menu() is not None]
-        while menus:
-            menu = menus.pop()
-            for action in menu.actions():
-                if action.menu() is not None:
-                    menus.append(action.menu())
-                elif not action.isSeparator() and action.isEnabled() and action.text() not in _NEVER:
-                    found.append(action)
-        return found
+        # every menu below the menu bar (submenus are children of their menus); QAction.menu() is
+        # not used: before PySide6 6.11.2 the wrapper it returns deletes the menu when collected
+        menus = self.window.menuBar().findChildren(QMenu)
+        submenus = {id(menu.menuAction()) for menu in menus}
+        return [action for menu in menus for action in menu.actions()
+                if id(action) not in submenus and not action.isSeparator() and action.isEnabled()
+                and action.text() not in _NEVER]
 
     def menu_action(self) -> str:
         pick = self.rng.random()
