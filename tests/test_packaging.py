@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import configparser
 import email.parser
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = ROOT / "packaging"
@@ -236,11 +236,7 @@ def test_icon_is_a_valid_svg(qtbot):
 
 
 def _changelog_script():
-    spec = importlib.util.spec_from_file_location("changelog", ROOT / "scripts" / "changelog.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("changelog")
 
 
 def test_changelog_and_metainfo_releases_agree():
