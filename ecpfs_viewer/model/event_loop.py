@@ -1,10 +1,10 @@
 """The model's one event loop: runs zarr's async store and array calls for synchronous code.
 
-zarr-python runs its own synchronous API on a private loop (``zarr.core.sync``, internal and
-changed between releases). The model does not borrow it: every coroutine the model awaits on a
+zarr-python runs its own synchronous API on a private loop (in an internal module that
+changes between releases). The model does not borrow it: every coroutine the model awaits on a
 store of an :class:`~ecpfs_viewer.model.stores.OpenedStore` (reads, listings, array reads) runs
-here, on one loop in one daemon thread, so clients bound to the loop that first used them (an
-fsspec/aiohttp session) always see the same loop. Worker threads submit and wait; the context of
+here, on one loop in one daemon thread, so a client bound to the loop that first used it always
+sees the same loop. Worker threads submit and wait; the context of
 the caller (the I/O tally of its action) goes with the coroutine.
 """
 
