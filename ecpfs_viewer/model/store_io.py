@@ -183,10 +183,9 @@ class CountingStore(WrapperStore[Store]):
     def get_sync(self, key: str, *, prototype: BufferPrototype | None = None, byte_range: Any = None) -> Buffer | None:
         prototype = prototype or default_buffer_prototype()
         result: Buffer | None
-        # only local and memory stores read synchronously, and only from zarr 3.1.6 on (MemoryStore
-        # had no get_sync before); 3.4's WrapperStore has a get_sync that fails when the wrapped
-        # store has none (a remote or zip store)
-        if isinstance(self._store, LocalStore | MemoryStore) and hasattr(self._store, "get_sync"):
+        # only these read synchronously in every supported zarr (3.4's WrapperStore has a get_sync
+        # that fails when the wrapped store has none, e.g. a remote or zip store)
+        if isinstance(self._store, LocalStore | MemoryStore):
             result = self._store.get_sync(key, prototype=prototype, byte_range=byte_range)
         else:
             result = event_loop.run(self._store.get(key, prototype, byte_range))
