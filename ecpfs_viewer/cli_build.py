@@ -89,21 +89,37 @@ class _Interrupted(KeyboardInterrupt):
 _STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+class _StopRequest:
+    """The stop signal that arrived, if any, and the build's cancel event it sets."""
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self.signum: int | None = None
+
+
 @contextmanager
-def _stop_signals_interrupt() -> Iterator[None]:
-    """SIGTERM, SIGHUP (and SIGINT) raise :class:`_Interrupted` in the build; later ones wait for the clean-up."""
+def _stop_signals_interrupt() -> Iterator[_StopRequest]:
+    """SIGTERM, SIGHUP (and SIGINT) raise :class:`_Interrupted` in the build; later ones wait for the clean-up.
+
+    The handler also sets the build's cancel event: a raise that lands inside a ctypes callback
+    (threadpoolctl's library scan) is printed and swallowed by Python, and the build's next
+    checkpoint must stop it all the same.
+    """
+    request = _StopRequest()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield request
         return
 
     def stop(signum: int, frame: FrameType | None) -> None:
         for s in _STOP_SIGNALS:
             signal.signal(s, signal.SIG_IGN)  # a second signal must not cut the clean-up short
+        request.signum = signum
+        request.cancel.set()
         raise _Interrupted(signum)
 
     previous = {s: signal.signal(s, stop) for s in _STOP_SIGNALS}
     try:
-        yield
+        yield request
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -126,10 +142,11 @@ def run_build(args: argparse.Namespace) -> int:
     bar = TerminalProgress(enabled=not args.quiet)
     logs: list[str] = []
     result: BuildResult | None = None
+    stop: _StopRequest | None = None
     try:
-        with bar, _stop_signals_interrupt():
+        with bar, _stop_signals_interrupt() as stop:
             result = build_index(args.input, args.output, params, overwrite=args.overwrite,
-                                 progress=bar, log=logs.append)
+                                 progress=bar, cancel=stop.cancel, log=logs.append)
     except BuildError as exc:
         for problem in exc.problems:
             _err(str(problem))
@@ -138,7 +155,12 @@ def run_build(args: argparse.Namespace) -> int:
         written = f"the index was complete: {args.output}" if result is not None else "nothing was written"
         _err(f"build stopped by {signal.Signals(exc.signum).name}; {written}")
         return 128 + exc.signum
-    except (BuildCancelled, KeyboardInterrupt):
+    except BuildCancelled:
+        if stop is None or stop.signum is None:
+            raise Interrupted("build interrupted; nothing was written") from None
+        _err(f"build stopped by {signal.Signals(stop.signum).name}; nothing was written")
+        return 128 + stop.signum
+    except KeyboardInterrupt:
         raise Interrupted("build interrupted; nothing was written") from None
     except OSError as exc:
         _err(f"{args.output}: {exc.strerror or exc}")

@@ -252,6 +252,29 @@ def test_stop_signal_during_a_build_removes_its_folder(tmp_path: Path, slow_inpu
     assert sorted(p.name for p in tmp_path.iterdir()) == ["many.npy"]
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_stop_signal_swallowed_inside_a_ctypes_callback_still_cancels_the_build() -> None:
+    """threadpoolctl scans libraries in a ctypes callback; Python prints and drops a raise from there."""
+    import ctypes
+    import ctypes.util
+
+    from ecpfs_viewer.cli_build import _stop_signals_interrupt
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    compare_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+    def compare(a: int | None, b: int | None) -> int:
+        os.kill(os.getpid(), signal.SIGHUP)
+        sum(range(1000))  # Python runs the handler here, inside the callback
+        return 0
+
+    values = (ctypes.c_int * 2)(2, 1)
+    with _stop_signals_interrupt() as stop:
+        libc.qsort(values, 2, ctypes.sizeof(ctypes.c_int), compare_type(compare))
+    assert stop.signum == signal.SIGHUP
+    assert stop.cancel.is_set()
+
+
 @pytest.mark.timeout(120)
 def test_next_build_removes_what_a_killed_build_left(tmp_path: Path, slow_input: Path) -> None:
     proc = _run_cli(str(slow_input), str(tmp_path / "many.zarr"), "--levels", "2", "--target-cluster-items",
