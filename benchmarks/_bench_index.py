@@ -1,7 +1,7 @@
 """The benchmark index (200,000 x 64 float32, levels 3, target_cluster_items 50), built once and cached.
 
 Shared by the read and GUI-stall benchmarks. It is built with the project's own builder
-(`ecpfs_viewer.model.build.build_index`) into benchmarks/.cache/ (git-ignored) and reused while
+(`ecpfs_viewer.model.build.builder.build_index`) into benchmarks/.cache/ (git-ignored) and reused while
 its stamp file matches the parameters below.
 """
 
@@ -36,7 +36,7 @@ def bench_index_path(progress: bool = True) -> Path:
     stamp = CACHE / "bench_200k_64_l3_t50.json"
     if index.is_dir() and stamp.is_file() and json.loads(stamp.read_text()) == _STAMP:
         return index
-    from ecpfs_viewer.model.build import BuildParams, build_index
+    from ecpfs_viewer.model.build.builder import BuildParams, build_index
 
     CACHE.mkdir(parents=True, exist_ok=True)
     source = CACHE / "bench_200k_64.npy"

@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ecpfs_viewer.model.build import BuildParams, build_index
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
 
 
 def clustered(rows: int, dim: int, seed: int, centers: int = 2000) -> np.ndarray:
@@ -92,8 +92,7 @@ def bench(workdir: Path, rows: int, dim: int, levels: int, target: int, goal: fl
               f"{res.nodes_per_level}  ({load()})")
     print(f"  best of {repeat}: {best:.2f} s")
     n_nodes = sum(res.nodes_per_level)
-    from ecpfs_viewer.model import sizing
-
+    from ecpfs_viewer.model.ecpfs import sizing
     zarr_python_baseline(workdir / "baseline.zarr", dim, max(1, rows // n_nodes),
                          sizing.chunk_rows(dim, "float32", params.node_chunk_bytes), n_nodes)
     for i in range(repeat):
@@ -103,7 +102,7 @@ def bench(workdir: Path, rows: int, dim: int, levels: int, target: int, goal: fl
 BIG_CHILD = """
 import sys, time, resource, threading
 sys.path.insert(0, {root!r})
-from ecpfs_viewer.model.build import BuildParams, build_index
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
 t = time.perf_counter()
 res = build_index({src!r}, {out!r}, BuildParams(levels=3, target_cluster_items=100))
 wall = time.perf_counter() - t

@@ -37,16 +37,16 @@ from _remote_server import serve_static_child
 from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
 from ecpfs_viewer.cli import leave_process
-from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
-from ecpfs_viewer.gui.main_window import MainWindow
-from ecpfs_viewer.gui.tree_model import LoadState
-from ecpfs_viewer.gui.workers import stop_workers
-from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.node_summary import summarize_nodes
+from ecpfs_viewer.gui.runtime import settings as app_settings
+from ecpfs_viewer.gui.runtime.workers import stop_workers
+from ecpfs_viewer.gui.tree.item_model import LoadState
+from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, recall_explore
-from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.views.tree_rows import summarize_nodes
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 TICK_MS = 10
 STALL_LIMIT_MS = 100

@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_index import bench_index_path
 
 from ecpfs_viewer.model.ecpfs import shared_level_stats
-from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.node_info import children_of, leaf_items, node_info, node_spread
-from ecpfs_viewer.model.nodes import NodeRef, breadcrumb, parent_of
-from ecpfs_viewer.model.projection import project_level, project_node
-from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.ecpfs.nodes import NodeRef, breadcrumb, parent_of
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.views.node_info import children_of, leaf_items, node_info, node_spread
+from ecpfs_viewer.model.views.projection import project_level, project_node
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
 def ms(action: Callable[[], object]) -> float:

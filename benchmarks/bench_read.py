@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zarr
 from _bench_index import bench_index_path
 
-from ecpfs_viewer.model.chunks import chunk_stats
-from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.stores import open_store
-from ecpfs_viewer.model.subset import default_selection, read_subset
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.zarrtree.chunks import chunk_stats
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.subset import default_selection, read_subset
 
 NODE = "lvl_3/node_1000/embeddings"
 

@@ -26,11 +26,11 @@ from _bench_index import bench_index_path
 from _remote_server import serve_static_child
 
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
-from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.remote import RemoteOptions
 from ecpfs_viewer.model.search import IndexReader, SearchParams
-from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.storage.remote import RemoteOptions
 from ecpfs_viewer.model.validation import validate
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 TARGETS = {"open + index summary": 1.0, "leaf level listed (derived)": 2.0, "level statistics, all nodes": 6.0,
            "eCP search cold (k 10, exp 4)": 2.0, "eCP search warm": 0.3, "check, whole index": 15.0}

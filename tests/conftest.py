@@ -142,7 +142,7 @@ def cloud(request: pytest.FixtureRequest) -> cloud_emulators.CloudServer:
 NOBODY = 65534
 _VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 # the same minor version, so the dependencies' compiled extensions load
-_PROBE = "import sys, numpy, zarr, ecpfs_viewer.model.stores; print('%d.%d' % sys.version_info[:2])"
+_PROBE = "import sys, numpy, zarr, ecpfs_viewer.model.storage.opening; print('%d.%d' % sys.version_info[:2])"
 # never imported as 'nobody' (the model is Qt-free), and most of site-packages' size
 _NOT_MIRRORED = shutil.ignore_patterns("__pycache__", "PySide6*", "shiboken6*")
 

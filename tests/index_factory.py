@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ecpfs_viewer.model.build import BuildParams, build_index
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
 
 
 def build_clustered_index(folder: Path, items: int, dim: int, clusters: int = 12, seed: int = 5) -> Path:

@@ -42,8 +42,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.go_to import GoToPathDialog
-from ecpfs_viewer.gui.main_window import MainWindow
+from ecpfs_viewer.gui.window.go_to import GoToPathDialog
+from ecpfs_viewer.gui.window.main_window import MainWindow
 
 TESTS = Path(__file__).resolve().parent
 _MODULES: dict[str, ModuleType] = {}

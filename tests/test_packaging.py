@@ -78,7 +78,7 @@ def test_wheel_contains_resources_and_entry_point(wheel):
     assert parser["console_scripts"]["ecpfs-viewer"].strip() == "ecpfs_viewer.cli:main"
     # a GUI script: Windows starts it with pythonw, so no console window opens beside the GUI
     assert parser["gui_scripts"]["ecpfs-viewer-gui"].strip() == "ecpfs_viewer.cli:main"
-    assert "ecpfs_viewer/gui/build_dialog.py" in names and "ecpfs_viewer/model/demo.py" in names
+    assert "ecpfs_viewer/gui/build/dialog.py" in names and "ecpfs_viewer/model/build/demo.py" in names
     assert not any(n.startswith(("tests/", "packaging/", "resources/", "scripts/", "docs/")) for n in names)
     # package discovery: every package of the checkout is in the wheel, none is listed by hand
     packages = {init.parent.relative_to(ROOT).as_posix() for init in (ROOT / "ecpfs_viewer").rglob("__init__.py")}
@@ -146,7 +146,7 @@ def test_installed_wheel_loads_the_demo_data_from_its_own_files(wheel, tmp_path)
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(target)
     code = (
-        "import ecpfs_viewer.resources as r; from ecpfs_viewer.model.demo import load_demo_vectors; "
+        "import ecpfs_viewer.resources as r; from ecpfs_viewer.model.build.demo import load_demo_vectors; "
         "v = load_demo_vectors(); print(r.__file__); print(v.shape, v.dtype)"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}

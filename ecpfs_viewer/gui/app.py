@@ -10,11 +10,11 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
-from ecpfs_viewer.gui import settings as app_settings
-from ecpfs_viewer.gui.collector import GuiThreadCollector
-from ecpfs_viewer.gui.main_window import MainWindow
-from ecpfs_viewer.gui.workers import stop_workers
-from ecpfs_viewer.model.remote import RemoteOptions
+from ecpfs_viewer.gui.runtime import settings as app_settings
+from ecpfs_viewer.gui.runtime.collector import GuiThreadCollector
+from ecpfs_viewer.gui.runtime.workers import stop_workers
+from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.model.storage.remote import RemoteOptions
 
 
 def application_icon() -> QIcon | None:
@@ -64,7 +64,7 @@ GIL_SWITCH_INTERVAL_S = 0.001
 def tune_interpreter_for_gui() -> GuiThreadCollector:
     """Set the interpreter up for a responsive window; keep the collector returned.
 
-    Garbage is collected on the GUI thread in short pauses (see gui/collector.py; give it the
+    Garbage is collected on the GUI thread in short pauses (see gui/runtime/collector.py; give it the
     window's store_opened and store_dropped with follow_index). A shorter GIL switch interval lets
     the GUI thread in sooner while several workers decode chunks (benchmarks/bench_gui_stalls.py:
     a longest stall of 324 ms under load became 100 ms).

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ecpfs_viewer.model.errors import transport_failure
-from ecpfs_viewer.model.read_guard import ReadTooLarge, check_allocation
-from ecpfs_viewer.model.remote import listing_unavailable
+from ecpfs_viewer.model.storage.remote import listing_unavailable
+from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_allocation
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.hierarchy import Hierarchy, Node
+    from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node
 
 DERIVED_NOTE = "tree derived from the index (index_root rows, node_ids), not listed: the server lists no folders"
 UNREACHED_NOTE = "listing unavailable: the server lists no folders; showing what the metadata reaches"
@@ -73,7 +73,7 @@ def listing_note(h: Hierarchy) -> str | None:
 
 def derived_children(h: Hierarchy, path: str) -> list[Node]:
     """The children of path found from the index's own metadata and arrays, in natural order."""
-    from ecpfs_viewer.model.hierarchy import natural_key
+    from ecpfs_viewer.model.zarrtree.hierarchy import natural_key
 
     return sorted(_derive(h, path), key=lambda node: natural_key(node.name))
 
@@ -122,14 +122,14 @@ def _levels(h: Hierarchy, state: DerivedState) -> int | None:
 
 def _probed_arrays(h: Hierarchy, paths: list[str]) -> list[Node]:
     """Paths probed concurrently; those with no metadata at all are left out."""
-    from ecpfs_viewer.model.hierarchy import NodeKind
+    from ecpfs_viewer.model.zarrtree.hierarchy import NodeKind
 
     nodes = h._probe_many(paths, [False] * len(paths))
     return [n for n in nodes if n.kind is not NodeKind.IMPLICIT_GROUP]
 
 
 def _root_children(h: Hierarchy, state: DerivedState) -> list[Node]:
-    from ecpfs_viewer.model.hierarchy import Node, NodeKind
+    from ecpfs_viewer.model.zarrtree.hierarchy import Node, NodeKind
 
     levels = _levels(h, state)
     if levels is None:
@@ -156,7 +156,7 @@ def _level_children(h: Hierarchy, level: int) -> list[Node]:
 
     The node groups themselves are not read here (4,000 requests); selecting one reads it.
     """
-    from ecpfs_viewer.model.hierarchy import Node, NodeKind
+    from ecpfs_viewer.model.zarrtree.hierarchy import Node, NodeKind
 
     if level == 1:
         rows = h.array_details("index_root/embeddings").shape[0]
@@ -178,7 +178,7 @@ def _referenced_ids(h: Hierarchy, parents: list[str]) -> set[int]:
 
     The node_ids documents read here stay in the Hierarchy, so level statistics do not ask again.
     """
-    from ecpfs_viewer.model.array_batch import read_whole_arrays
+    from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
 
     if not parents:
         return set()
@@ -219,8 +219,8 @@ def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], enc
     import asyncio
     import itertools
 
-    from ecpfs_viewer.model import event_loop
-    from ecpfs_viewer.model.chunks import chunk_key
+    from ecpfs_viewer.model.storage import event_loop
+    from ecpfs_viewer.model.zarrtree.chunks import chunk_key
 
     total = math.prod(grid_shape)  # exact: numpy's int64 product wraps (2^32 x 2^32 chunks gave 0)
     if total > MAX_PROBED_CHUNKS:

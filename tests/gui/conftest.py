@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QWidget
 
-from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
-from ecpfs_viewer.gui.workers import wait_for_workers
+from ecpfs_viewer.gui.overview.panel import IndexOverviewPanel
+from ecpfs_viewer.gui.runtime.workers import wait_for_workers
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def settle_qt_objects() -> Iterator[None]:
     try:
         yield  # set up before qtbot, so this runs after qtbot has closed the test's widgets
     finally:
-        from ecpfs_viewer.gui.workers import thread_pool
+        from ecpfs_viewer.gui.runtime.workers import thread_pool
 
         thread_pool().waitForDone(30_000)
         if QCoreApplication.instance() is not None:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from ecpfs_viewer.gui import settings as app_settings
-from ecpfs_viewer.gui.action_cost import Measured
 from ecpfs_viewer.gui.app import create_main_window
-from ecpfs_viewer.gui.main_window import MainWindow
-from ecpfs_viewer.gui.tree_marks import MarkKind
-from ecpfs_viewer.gui.tree_model import LoadState
-from ecpfs_viewer.model.stores import IOStats
+from ecpfs_viewer.gui.runtime import settings as app_settings
+from ecpfs_viewer.gui.runtime.action_cost import Measured
+from ecpfs_viewer.gui.tree.item_model import LoadState
+from ecpfs_viewer.gui.tree.marks import MarkKind
+from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.model.storage.opening import IOStats
 
 
 @pytest.fixture
@@ -120,9 +120,9 @@ def test_level_page_lists_the_validation_findings_of_its_level(qtbot, opened, tw
 
 
 def test_level_page_without_a_report_lists_metadata_findings(qtbot, two_clusters_copy: Path) -> None:
-    from ecpfs_viewer.gui.overview_panel import IndexOverviewPanel
-    from ecpfs_viewer.model.hierarchy import Hierarchy
-    from ecpfs_viewer.model.stores import open_store
+    from ecpfs_viewer.gui.overview.panel import IndexOverviewPanel
+    from ecpfs_viewer.model.storage.opening import open_store
+    from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
     (two_clusters_copy / "lvl_2" / "node_3" / "zarr.json").write_text("{not json")
     panel = IndexOverviewPanel()
@@ -185,7 +185,7 @@ class GatedValidation:
     def __init__(self, monkeypatch) -> None:
         import threading
 
-        from ecpfs_viewer.gui import index_page
+        from ecpfs_viewer.gui.overview import index_page
         from ecpfs_viewer.model.validation import validate
 
         self.released, self.calls = threading.Event(), []
@@ -328,7 +328,7 @@ def test_folder_dialog_enters_a_plain_folder_instead_of_opening_it(qtbot, two_cl
                                                                     monkeypatch) -> None:
     from PySide6.QtWidgets import QFileDialog
 
-    from ecpfs_viewer.gui.open_dialogs import ask_index_folder
+    from ecpfs_viewer.gui.window.open_dialogs import ask_index_folder
 
     plain = two_clusters_copy.parent  # holds an index, but is none
     calls: list[tuple[str, str]] = []
@@ -354,8 +354,8 @@ def test_exports_say_where_and_label_rows_items_and_subset(qtbot, opened, two_cl
     import numpy as np
     from PySide6.QtGui import QImage
 
-    from ecpfs_viewer.model.hierarchy import Hierarchy
-    from ecpfs_viewer.model.stores import open_store
+    from ecpfs_viewer.model.storage.opening import open_store
+    from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
     win = opened(two_clusters_path)
     go(qtbot, win, "lvl_2/node_1/embeddings")
@@ -384,7 +384,7 @@ def test_exports_say_where_and_label_rows_items_and_subset(qtbot, opened, two_cl
 def test_csv_labels_of_a_strided_three_axis_subset(tmp_path: Path) -> None:
     import numpy as np
 
-    from ecpfs_viewer.model.export import CsvLabels, write_csv
+    from ecpfs_viewer.model.views.export import CsvLabels, write_csv
 
     write_csv(np.arange(8).reshape(2, 2, 2), tmp_path / "cube.csv", CsvLabels((4, 0, 1), (2, 1, 1)))
     assert (tmp_path / "cube.csv").read_text().splitlines() == [
@@ -413,9 +413,9 @@ def test_snippet_for_a_node_inside_a_zip(two_clusters_path: Path, tmp_path: Path
 
     import numpy as np
 
-    from ecpfs_viewer.gui.copy_paths import full_location, zarr_snippet
-    from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
-    from ecpfs_viewer.model.stores import open_store
+    from ecpfs_viewer.gui.window.copy_paths import full_location, zarr_snippet
+    from ecpfs_viewer.model.storage.opening import open_store
+    from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
 
     archive = tmp_path / "index.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -435,7 +435,7 @@ def test_help_lists_the_shortcuts_and_opens_the_documentation(qtbot, opened, two
     from PySide6.QtGui import QDesktopServices
     from PySide6.QtWidgets import QApplication, QMenu
 
-    from ecpfs_viewer.gui.help_dialogs import ShortcutsDialog
+    from ecpfs_viewer.gui.window.help_dialogs import ShortcutsDialog
 
     win = opened(two_clusters_path)
     # by title among the menu bar's menus: QAction.menu() of PySide6 before 6.11.2 destroys the menu

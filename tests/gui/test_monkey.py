@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from monkey import Monkey, build_stores
 
-from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.app import create_main_window
+from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.logs import configure_logging
 
 #: CI: this many actions with this seed; the environment variables choose others

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from monkey import build_stores
 
-from ecpfs_viewer.gui import settings as app_settings
 from ecpfs_viewer.gui.app import create_main_window
-from ecpfs_viewer.gui.main_window import MainWindow
-from ecpfs_viewer.gui.workers import thread_pool
-from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.stores import OpenedStore
+from ecpfs_viewer.gui.runtime import settings as app_settings
+from ecpfs_viewer.gui.runtime.workers import thread_pool
+from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.model.storage.opening import OpenedStore
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 OPENS = int(os.environ.get("ECPFS_SOAK_OPENS", 200))
 SELECTIONS = int(os.environ.get("ECPFS_SOAK_SELECTIONS", 2000))

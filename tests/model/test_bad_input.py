@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ecpfs_viewer.model import stores
-from ecpfs_viewer.model.chunks import ChunkStatsError, chunk_stats
-from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
-from ecpfs_viewer.model.stores import StoreOpenError, open_store
-from ecpfs_viewer.model.subset import SelectionError, read_subset
+from ecpfs_viewer.model.storage import opening as stores
+from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
+from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.subset import SelectionError, read_subset
 
 
 def test_missing_path(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_permission_denied_message_from_the_access_check(two_clusters_copy: Path
 
 _OPEN_AS_USER = """
 import sys
-from ecpfs_viewer.model.stores import StoreOpenError, open_store
+from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
 try:
     open_store(sys.argv[1])
 except StoreOpenError as exc:

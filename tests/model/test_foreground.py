@@ -91,7 +91,7 @@ def test_a_cancel_flag_is_a_checkpoint_but_a_set_one_answers_at_once(clock: Fake
 
 
 def test_store_reads_are_checkpoints(clock: FakeClock, tmp_path) -> None:
-    from ecpfs_viewer.model.store_io import read_file
+    from ecpfs_viewer.model.storage.counted_io import read_file
 
     (tmp_path / "zarr.json").write_bytes(b"{}")
     beat_from_another_thread()

@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ecpfs_viewer.model.chunks import chunk_stats
 from ecpfs_viewer.model.ecpfs import level_plan, level_stats, summarize
 from ecpfs_viewer.model.errors import UserError
-from ecpfs_viewer.model.hierarchy import Hierarchy, NodeKind
 from ecpfs_viewer.model.search import IndexReader, SearchParams
-from ecpfs_viewer.model.stores import open_store
-from ecpfs_viewer.model.subset import default_selection, read_subset
+from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.validation import validate
+from ecpfs_viewer.model.zarrtree.chunks import chunk_stats
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.subset import default_selection, read_subset
 
 SEED = 20250611
 CASES = 200
@@ -162,7 +162,7 @@ def _library(store: Path, stages: list[str]) -> None:
 
 
 def _chunk_stats(store: Path, stages: list[str]) -> None:
-    """model/chunks.py chunk_stats on every array."""
+    """model/zarrtree/chunks.py chunk_stats on every array."""
     h = Hierarchy(open_store(store))
     for path in _walk(h):
         stages.append(f"chunk_stats {path}")

@@ -79,11 +79,11 @@ def assert_clean(result: subprocess.CompletedProcess[str], *expected: str) -> st
 
 
 _LIBRARY = """
-from ecpfs_viewer.model.chunks import ChunkStatsError, chunk_stats
+from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.stores import StoreOpenError, open_store
-from ecpfs_viewer.model.subset import SelectionError, default_selection, read_subset
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
+from ecpfs_viewer.model.zarrtree.subset import SelectionError, default_selection, read_subset
 path, node = sys.argv[1], sys.argv[2]
 try:
     h = Hierarchy(open_store(path))

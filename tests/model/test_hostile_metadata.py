@@ -22,11 +22,11 @@ import pytest
 import zarr
 
 from ecpfs_viewer.model.ecpfs import Generation, level_plan, level_stats, summarize
-from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.read_guard import DeclaredArray, ReadTooLarge, check_read
-from ecpfs_viewer.model.sizing import capped_power, fan_out
-from ecpfs_viewer.model.stores import open_store
+from ecpfs_viewer.model.ecpfs.sizing import capped_power, fan_out
+from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.validation import validate
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read
 
 REPO = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT = 1024 * 2**20

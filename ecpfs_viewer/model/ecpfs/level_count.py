@@ -18,7 +18,7 @@ from ecpfs_viewer.model.ecpfs.levels import MAX_NODE_ID, _gaps
 from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
 @dataclass(frozen=True)

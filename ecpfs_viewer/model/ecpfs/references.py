@@ -18,7 +18,7 @@ from ecpfs_viewer.model.ecpfs.findings import Finding, error
 from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_IDS, LevelStats, level_stats
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
 def spread(items: list[Any], count: int) -> list[Any]:

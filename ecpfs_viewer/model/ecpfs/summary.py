@@ -19,9 +19,9 @@ from ecpfs_viewer.model.ecpfs.layout import (
     is_integer_type,
 )
 from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
+from ecpfs_viewer.model.ecpfs.sizing import capped_power, fan_out
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
-from ecpfs_viewer.model.hierarchy import Hierarchy, natural_key, writer_of
-from ecpfs_viewer.model.sizing import capped_power, fan_out
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, natural_key, writer_of
 
 LEGAL_METRICS = ("L2", "IP")
 #: Integer metric codes of the Python generations G0/G1 (§7).

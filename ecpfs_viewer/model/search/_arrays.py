@@ -31,11 +31,11 @@ import zarr
 from zarr.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore, StorePath
 
-from ecpfs_viewer.model import event_loop
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.hierarchy import ArrayReadError, Hierarchy, load_json_object
-from ecpfs_viewer.model.read_guard import DeclaredArray, check_read
-from ecpfs_viewer.model.stores import OpenedStore
+from ecpfs_viewer.model.storage import event_loop
+from ecpfs_viewer.model.storage.opening import OpenedStore
+from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, load_json_object
+from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, check_read
 
 #: Decoded bytes per decode call: bounds the memory a batch of padded leaf chunks takes.
 DECODE_BATCH_BYTES = 64 << 20

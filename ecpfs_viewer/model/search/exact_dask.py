@@ -27,8 +27,8 @@ from ecpfs_viewer.model.search.index import row_dots, score_block, squared_norms
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.remote import RemoteOptions
     from ecpfs_viewer.model.search.index import IndexReader
+    from ecpfs_viewer.model.storage.remote import RemoteOptions
 
 #: Leaves read and scored by one task (about 12,800 rows at 50 rows per leaf).
 LEAF_BLOCK = 256
@@ -56,7 +56,7 @@ class IndexSource:
 def _opened(source: IndexSource) -> IndexReader:
     """One reader per source and worker process, reused by every block that worker scores."""
     from ecpfs_viewer.model.search.index import IndexReader
-    from ecpfs_viewer.model.stores import open_store
+    from ecpfs_viewer.model.storage.opening import open_store
 
     return IndexReader(open_store(source.location, remote=source.remote))
 

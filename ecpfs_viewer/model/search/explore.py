@@ -35,7 +35,7 @@ from ecpfs_viewer.model.search.results import (
     SearchParams,
     SearchResult,
 )
-from ecpfs_viewer.model.subset import read_subset
+from ecpfs_viewer.model.zarrtree.subset import read_subset
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.index import IndexReader

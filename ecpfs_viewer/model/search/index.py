@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecpfs_viewer.model.hierarchy import Hierarchy
-from ecpfs_viewer.model.remote import ListingUnavailableError
 from ecpfs_viewer.model.search._arrays import ArrayBatchReader
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
@@ -27,7 +25,9 @@ from ecpfs_viewer.model.search.results import (
     SearchResult,
     UnknownItemError,
 )
-from ecpfs_viewer.model.stores import OpenedStore, open_store
+from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
+from ecpfs_viewer.model.storage.remote import ListingUnavailableError
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.exact import ExactNeighbours, LeafMatrix

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecpfs_viewer.model.hierarchy import natural_key
-from ecpfs_viewer.model.remote import ListingUnavailableError
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchError
+from ecpfs_viewer.model.storage.remote import ListingUnavailableError
+from ecpfs_viewer.model.zarrtree.hierarchy import natural_key
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.index import IndexReader

@@ -17,10 +17,10 @@ from ecpfs_viewer.model.ecpfs import (
     summarize,
 )
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.hierarchy import Hierarchy
 from ecpfs_viewer.model.validation.data_checks import check_data
 from ecpfs_viewer.model.validation.metadata_checks import check_counters, check_layout, check_levels, check_types
 from ecpfs_viewer.model.validation.report import SEVERITY_ORDER, Cancelled, Check, CheckProgress, ValidationReport
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
 def validate(h: Hierarchy, *, max_node_reads: int = 256, max_vectors: int = 4096,

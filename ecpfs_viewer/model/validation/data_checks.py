@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import zarr
 
-from ecpfs_viewer.model import event_loop
-from ecpfs_viewer.model.array_batch import read_whole_arrays
 from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, ChildReferences, IndexSummary, LevelStats, cap_findings, spread
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.formatting import count_noun
-from ecpfs_viewer.model.read_guard import check_rows, chunks_touched
-from ecpfs_viewer.model.read_scope import drained_reads
+from ecpfs_viewer.model.storage import event_loop
+from ecpfs_viewer.model.storage.read_scope import drained_reads
 from ecpfs_viewer.model.validation.report import Check
+from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
+from ecpfs_viewer.model.zarrtree.read_guard import check_rows, chunks_touched
 
 #: Tolerance on vector norms when is_normalized is set.
 NORM_TOLERANCE = 1e-2

@@ -12,7 +12,7 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
-from ecpfs_viewer.model.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,244 @@
+"""`ecpfs-viewer info` and `ecpfs-viewer check`: the index summary and validation on a terminal.
+
+`info` prints the lines `ecp info` prints (spec §5) first, so scripts reading those keep working,
+then what the viewer adds: format version, dimension, dtype, fan-out and a per-level table. On a
+remote store the leaf row counts the listed leaves only: their sizes need one request per leaf
+(`check` and `info --leaf-sizes` read them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError
+from ecpfs_viewer.cli.progress import TerminalProgress
+from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
+from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
+from ecpfs_viewer.model.formatting import format_age, format_value
+from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
+from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.validation import ValidationReport, validate
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+
+
+def add_info_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Register `info PATH [--json]`."""
+    parser = subparsers.add_parser("info", help="print the index summary (like `ecp info`, and more)",
+                                   description="Print the summary of an ecpfs index: what `ecp info` prints, "
+                                               "then format version, dimension, dtype, fan-out and "
+                                               "node statistics per level (from metadata only).")
+    parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs/az URL")
+    parser.add_argument("--json", action="store_true", help="print the same information as JSON")
+    parser.add_argument("--leaf-sizes", action=argparse.BooleanOptionalAction, default=None,
+                        help="read every leaf's metadata for the leaf sizes and their sum (default: on a folder "
+                             "or .zip, not on a remote store, where it is one request per leaf)")
+    add_remote_options(parser)
+    parser.set_defaults(func=run_info)
+    return parser
+
+
+def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Register `check PATH`."""
+    parser = subparsers.add_parser("check", help="validate an index (exit 0 ok, 1 errors, 2 cannot open)",
+                                   description="Validate an ecpfs index against the format checklist. "
+                                               "Exit status: 0 no errors, 1 errors found, 2 cannot open.")
+    parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs/az URL")
+    parser.add_argument("--max-node-reads", type=int, default=256, metavar="N",
+                        help="decode at most N nodes for the sampled checks (default 256)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
+    add_remote_options(parser)
+    parser.set_defaults(func=run_check)
+    return parser
+
+
+def add_remote_options(parser: argparse.ArgumentParser) -> None:
+    """--endpoint / --anon / --region / --timeout / --max-in-flight for commands that open a URL."""
+    group = parser.add_argument_group("remote stores (s3://, gs://, az://, http(s)://)")
+    group.add_argument("--endpoint", metavar="URL", help="S3-compatible or other custom endpoint "
+                       "(MinIO, a local emulator); credentials come from the environment or profile")
+    group.add_argument("--anon", action="store_true", help="public bucket: unsigned requests, no credentials")
+    group.add_argument("--region", metavar="REGION", help="bucket region (default: AWS_REGION or us-east-1)")
+    group.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                       help="seconds per request before it fails (default 30)")
+    group.add_argument("--max-in-flight", type=int, default=128, metavar="N",
+                       help="concurrent requests per store (default 128)")
+
+
+def remote_options(args: argparse.Namespace) -> RemoteOptions:
+    """The remote options of the command line; UsageError for a timeout or limit out of range."""
+    try:
+        return RemoteOptions(endpoint=args.endpoint, anon=args.anon, region=args.region,
+                             timeout_s=args.timeout, max_in_flight=args.max_in_flight)
+    except ValueError as exc:  # invalid --timeout / --max-in-flight
+        raise UsageError(str(exc)) from None
+
+
+def _open(path: str, args: argparse.Namespace) -> Hierarchy:
+    options = remote_options(args)
+    try:
+        return Hierarchy(open_store(path, remote=options))
+    except StoreOpenError as exc:
+        raise CannotOpen(str(exc)) from None
+
+
+def run_info(args: argparse.Namespace) -> int:
+    h = _open(args.path, args)
+    summary = summarize(h)
+    if summary.unread is not None:  # no header to show: say why, not 'not an index'
+        raise CannotOpen(f"{args.path}: {summary.unread}; retry")
+    leaf_sizes = args.leaf_sizes if args.leaf_sizes is not None else h.store.kind != "remote"
+    levels = collect_level_stats(h, summary, leaf_sizes=leaf_sizes)
+    if args.json:
+        print(json.dumps(info_dict(summary, levels), indent=2, default=_json_default))
+    else:
+        print(format_info(summary, levels))
+    return EXIT_OK if summary.layout.is_index and all(s.complete for s in levels) else EXIT_FAILED
+
+
+def run_check(args: argparse.Namespace) -> int:
+    h = _open(args.path, args)
+    with TerminalProgress(enabled=not args.quiet) as bar:
+        report = validate(h, max_node_reads=args.max_node_reads, progress=bar)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(format_report(report, location=args.path))
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+#: A row of the level table: full statistics, or the listed node count only (leaves not read)
+LevelRow = LevelStats | LevelCount
+
+
+def collect_level_stats(h: Hierarchy, summary: IndexSummary, leaf_sizes: bool = True) -> list[LevelRow]:
+    """Statistics of every level the index declares (none for a store that is not an index).
+
+    Without leaf_sizes the leaf level is only counted from its listing: no leaf document is read."""
+    if not summary.layout.is_index:
+        return []
+    return [level_count(h, level, summary) if not leaf_sizes and level == summary.levels
+            else level_stats(h, level, summary) for level in level_plan(summary).shown]
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars and enums (severity, generation) as plain JSON values; anything else as text."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Enum):
+        return value.value
+    return str(value)
+
+
+def info_dict(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> dict[str, Any]:
+    """What `info --json` prints: the summary plus one entry per level."""
+    result = summary.to_dict()
+    result["level_stats"] = [s.to_dict() for s in levels]
+    return result
+
+
+def _text(value: Any, absent: str = "-") -> str:
+    return format_value(value, absent)
+
+
+def format_info(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> str:
+    """The `info` text: `ecp info`'s lines, then the viewer's additions and a per-level table.
+
+    Shared with the builder's post-build summary, so both read the same.
+    """
+    lines: list[str] = []
+    layout = summary.layout
+    if not layout.supported:
+        lines.append(f"!! {layout.generation.value.upper()}: {layout.reason}")
+        lines.append("")
+    if layout.is_index or summary.levels is not None:
+        normalized = _text(summary.is_normalized) + ("" if summary.normalized_stored else " (absent, read as false)")
+        lines += [
+            f"Levels: {_text(summary.levels)}",
+            f"Metric: {_text(summary.metric)}",
+            f"Normalized: {normalized}",
+            f"Total Items: {_text(summary.total_items)}",
+            f"Next Item Id: {_text(summary.next_item_id)}",
+        ]
+        if summary.gap is not None and summary.gap > 0:
+            lines.append(f"  ({summary.gap} item ids reserved but never written; likely a crash during insert)")
+        lines.append(f"Total Representatives: {_text(summary.representatives)}")
+        lines.append("")
+        version = summary.format_version
+        lines += [
+            f"Format Version: {version if version is not None else 'missing'}"
+            + (" (treated as 1)" if layout.generation.name == "UNSTAMPED" else ""),
+            f"Dimension: {_text(summary.dim)}",
+            f"Stored Dtype: {_text(summary.dtype)}",
+            f"Fan-out: {_text(summary.fan_out)} (expected ceil(R^(1/L)) = {_text(summary.expected_fan_out)})",
+            f"Node Chunk Rows: {_text(summary.node_chunk_rows)}",
+            f"Representative Chunk Rows: {_text(summary.rep_chunk_rows)}",
+            f"Rep Embeddings: {'present' if summary.has_rep_embeddings else 'absent'}",
+            f"Writer: {_text(summary.writer, 'unknown')}",
+            f"Saved Queries: {summary.saved_query_count}",
+        ]
+        for query in summary.saved_queries:
+            age = "unknown age" if query.age_seconds is None else format_age(query.age_seconds)
+            lines.append(f"  query {query.query_id}: saved {age} ago, {_text(query.buffered_items, '0')} buffered "
+                         f"items, {_text(query.heap_entries, '0')} heap entries, exclude {query.exclude_size}")
+    if levels:
+        lines.append("")
+        lines.append(format_level_table(levels))
+        leaf = levels[-1]
+        if isinstance(leaf, LevelCount) and leaf.is_leaf:
+            lines.append(f"Sum of leaf sizes: not read ({leaf.node_count:,} leaf documents, one request each; "
+                         "`check` or `info --leaf-sizes` reads them)")
+        elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None and not leaf.complete:
+            known = f"{leaf.leaf_sum} over the leaves read" if leaf.node_count else "not known"
+            lines.append(f"Sum of leaf sizes: {known} (incomplete: the figures {leaf.lacking()}; retry)")
+        elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None:
+            match = "matches" if leaf.leaf_sum == summary.total_items else "DIFFERS from"
+            lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} ({match} Total Items {_text(summary.total_items)})")
+    problems = [f for f in summary.findings if f.severity is not Severity.INFO]
+    problems += [f for s in levels for f in s.findings]
+    if problems:
+        lines.append("")
+        lines.append("Problems:")
+        lines += [f"  {f.describe()}" for f in problems]
+    return "\n".join(lines)
+
+
+def format_level_table(levels: Sequence[LevelRow]) -> str:
+    """One row per level; size columns read '-' where the sizes were not read."""
+    header = ("Level", "Nodes", "Max", "Gaps", "Min", "Median", "Mean", "Max rows", "Rows", "Chunk rows")
+    rows = [header]
+    for s in levels:
+        counts = (s.path + (" (leaves)" if s.is_leaf else ""), str(s.node_count), _text(s.max_nodes),
+                  str(s.gap_count))
+        if isinstance(s, LevelCount):
+            rows.append((*counts, *("-",) * 6))
+            continue
+        rows.append((*counts, _text(s.min_size), _text(s.median_size), _text(s.mean_size),
+                     _text(s.max_size), str(s.total_rows), _text(s.chunk_rows)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
+                               for i, cell in enumerate(row)).rstrip() for row in rows)
+
+
+def format_report(report: ValidationReport, location: str = "") -> str:
+    """The `check` text: a verdict line, every finding with its path, then what was sampled."""
+    lines = []
+    verdict = "OK" if report.ok else "ERRORS"
+    head = f"{location}: " if location else ""
+    if report.headline:  # before any finding: the errors below may all come from it
+        verdict = f"INCOMPLETE: {report.headline}\n{head}{verdict}"
+    lines.append(f"{head}{verdict} - {len(report.errors)} error(s), {len(report.warnings)} warning(s)")
+    for finding in report.findings:
+        lines.append(f"  {finding.describe()}")
+    if report.checked:
+        lines.append("Checked:")
+        lines += [f"  {item}" for item in report.checked]
+    if report.cancelled:
+        lines.append("(cancelled: the report is incomplete)")
+    return "\n".join(lines)

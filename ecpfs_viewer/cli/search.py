@@ -1,0 +1,356 @@
+"""`ecpfs-viewer search`, `recall` and `locate`: eCP search, recall@k sweeps and item lookup.
+
+Work on every store the app opens (folder, zip, http(s), s3). Every failure is one line on stderr
+with the exit status of `cli.contract` (2 for a usage error or an index or file that cannot be
+opened, 1 for data that cannot be used), never a traceback. Imports stay light: `search --item 5`
+in a fresh process is mostly start-up time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, CommandError, UsageError, unusable_file
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ecpfs_viewer.cli.progress import TerminalProgress
+    from ecpfs_viewer.model.search import IndexReader, SearchResult
+
+
+def _run(body: Any, args: argparse.Namespace) -> int:
+    """Run a subcommand body; the model's expected failures become a CommandError (exit 1)."""
+    from ecpfs_viewer.model.errors import UserError, describe_exception
+
+    try:
+        return int(body(args))
+    except CommandError:
+        raise
+    except (UserError, ValueError, KeyError) as exc:
+        message = describe_exception(exc) if type(exc) is not KeyError else str(exc.args[0])
+        raise CommandError(message) from None
+    except OSError as exc:
+        raise CommandError(f"{exc.filename or args.index}: {exc.strerror or exc}") from None
+
+
+def _open(args: argparse.Namespace) -> IndexReader:
+    """The index named on the command line, opened with the remote options (read-only)."""
+    from ecpfs_viewer.cli.read import remote_options
+    from ecpfs_viewer.model.errors import UserError, describe_exception
+    from ecpfs_viewer.model.search import IndexReader
+    from ecpfs_viewer.model.storage.opening import open_store
+
+    location = args.index
+    options = remote_options(args)
+    try:
+        return IndexReader(open_store(location, remote=options))
+    except (UserError, OSError, ValueError) as exc:
+        message = describe_exception(exc)
+        raise CannotOpen(message if location in message else f"{location}: cannot open ({message})") from None
+
+
+def _ids(text: str, option: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"{option} must be comma-separated integers, got {text!r}") from None
+
+
+def _check_params(k: int, search_exps: list[int], max_increments: int) -> None:
+    if k < 1:
+        raise UsageError(f"--k must be at least 1 (got {k})")
+    if any(e < 0 for e in search_exps):
+        raise UsageError(f"--search-exp must be >= 0 (got {min(search_exps)})")
+    if max_increments < -1:
+        raise UsageError(f"--max-increments must be >= -1 (got {max_increments})")
+
+
+def load_queries(path: str) -> np.ndarray:
+    """A .npy of queries (1-D is one query), memory-mapped.
+
+    CannotOpen when path is no readable file (absent, a folder, a pipe); CommandError when the
+    file opens but holds no usable queries."""
+    from ecpfs_viewer.model.search import QueryError
+    from ecpfs_viewer.model.search.explore import load_npy
+
+    try:
+        return load_npy(path)
+    except QueryError as exc:
+        raise (CannotOpen if unusable_file(path) else CommandError)(str(exc)) from None
+
+
+def _subcommand(subparsers: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]
+                description: str) -> argparse.ArgumentParser:
+    """A subcommand parser whose first argument is the index location."""
+    p: argparse.ArgumentParser = subparsers.add_parser(name, help=summary, description=description)
+    p.add_argument("index", metavar="INDEX", help="index folder, .zip or URL")
+    from ecpfs_viewer.cli.read import add_remote_options
+
+    add_remote_options(p)
+    return p
+
+
+def _add_search_options(p: argparse.ArgumentParser, search_exp_help: str, search_exp_default: str) -> None:
+    p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
+    p.add_argument("--search-exp", default=search_exp_default, metavar="N", help=search_exp_help)
+    p.add_argument("--max-increments", type=int, default=-1, help="times search_exp may double (default -1: no limit)")
+    p.add_argument("--exclude", default="", metavar="ID,ID", help="item ids never to return")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
+
+
+def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scheduler", metavar="threads|tcp://HOST:PORT",
+                   help="compute the exact neighbours as a dask graph over blocks of leaves: 'threads' on this "
+                        "machine, or a dask.distributed scheduler address (needs the scale extra; workers open "
+                        "INDEX themselves, so it must be a URL or a path they share)")
+
+
+def _exact_with(reader: IndexReader, args: argparse.Namespace) -> Any:
+    """The exact-search function --scheduler asks for (None: the in-process one)."""
+    if args.scheduler is None:
+        return None
+    scheduler = str(args.scheduler).strip()
+    if scheduler != "threads" and "://" not in scheduler:
+        raise UsageError(f"--scheduler must be 'threads' or a scheduler address like tcp://HOST:PORT "
+                         f"(got {scheduler!r})")
+    from ecpfs_viewer.cli.read import remote_options
+    from ecpfs_viewer.model.search.exact_dask import exact_knn_dask, source_of
+
+    source = source_of(reader, remote_options(args)) if scheduler != "threads" else None
+
+    def exact(queries: Any, k: int, exclude: frozenset[int] = frozenset(), self_ids: Any = None,
+              progress: Any = None, cancel: Any = None) -> Any:
+        return exact_knn_dask(reader, queries, k, exclude, self_ids, scheduler=scheduler, source=source,
+                              progress=progress, cancel=cancel)
+
+    return exact
+
+
+# ------------------------------------------------------------------------------------ search
+
+
+def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """Register `search INDEX (--item ID | --query-file Q.npy [--query-row N] | --saved-query ID)`."""
+    p = _subcommand(
+        subparsers, "search", "eCP search with a trace, exact neighbours and why-missed",
+        "eCP search over an index (spec §4); prints item_id<TAB>score lines (lower is better). The query is "
+        "the stored vector of --item ID, row --query-row (default 0) of --query-file, or saved query "
+        "--saved-query ID. Without a file, --query-row N means --item N.",
+    )
+    q = p.add_mutually_exclusive_group()
+    q.add_argument("--item", type=int, metavar="ID", help="search with the stored vector of this item")
+    q.add_argument("--saved-query", metavar="ID", help="search with the vector of queries/ID")
+    p.add_argument("--query-file", metavar="Q.npy", help="2-D .npy of queries")
+    p.add_argument("--query-row", type=int, metavar="N", help="row of --query-file (default 0)")
+    _add_search_options(p, "leaves to visit before the stop test (default 4)", "4")
+    p.add_argument("--trace", action="store_true", help="also print the popped nodes (to stderr unless --json)")
+    p.add_argument("--explain", action="store_true",
+                   help="also compute the exact neighbours and say why each missed one was missed")
+    p.add_argument("--recall", type=int, metavar="N",
+                   help="sample N queries (from --query-file, else stored items) and print recall@k")
+    p.add_argument("--seed", type=int, default=0, help="seed for --recall sampling")
+    _add_scheduler_option(p)
+    p.set_defaults(func=lambda args: _run(_search, args))
+    return p
+
+
+def _search(args: argparse.Namespace) -> int:
+    from ecpfs_viewer.model.search import SearchParams
+
+    exclude = frozenset(_ids(args.exclude, "--exclude"))
+    search_exp = _single_exp(args.search_exp)
+    _check_params(args.k, [search_exp], args.max_increments)
+    if args.recall is not None:
+        return _legacy_recall(args, exclude, search_exp)
+    if args.item is None and args.saved_query is None and args.query_file is None and args.query_row is None:
+        raise UsageError("give --item ID, --query-file Q.npy [--query-row N] or --saved-query ID")
+    if args.query_file is not None and (args.item is not None or args.saved_query is not None):
+        raise UsageError("--query-file goes with --query-row, not with --item or --saved-query")
+    queries = load_queries(args.query_file) if args.query_file else None
+    reader = _open(args)
+    query = _query_vector(reader, args, queries)
+    params = SearchParams(args.k, search_exp, args.max_increments, exclude)
+    result = reader.search(query, params)
+    report: dict[str, Any] = result.to_dict()
+    misses: tuple[Any, ...] = ()
+    exact: tuple[Any, ...] = ()
+    if args.explain:
+        from ecpfs_viewer.model.search import explain_misses
+
+        with _progress_bar(args) as bar:
+            exact = (_exact_with(reader, args) or reader.exact)(query, args.k, exclude, progress=bar).hits(0)
+        misses = explain_misses(reader, query, result, exact)
+        report["exact"] = [h.to_dict() for h in exact]
+        report["missed"] = [m.to_dict() for m in misses]
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return EXIT_OK
+    for hit in result.hits:
+        print(f"{hit.item_id}\t{hit.score:.6g}")
+    if args.trace:
+        _print_trace(result)
+    if args.explain:
+        found = {h.item_id for h in result.hits}
+        print(f"# exact top-{args.k}: {sum(h.item_id in found for h in exact)} of {len(exact)} found by eCP search "
+              f"({result.leaves_visited} leaves visited)")
+        for h in exact:
+            print(f"# {h.item_id}\t{h.score:.6g}\tlvl_{reader.levels}/node_{h.leaf}\t"
+                  f"{'found' if h.item_id in found else 'missed'}")
+        for m in misses:
+            print(f"# {m.describe()}")
+    return EXIT_OK
+
+
+def _single_exp(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"--search-exp must be an integer, got {text!r}") from None
+
+
+def _query_vector(reader: IndexReader, args: argparse.Namespace, queries: np.ndarray | None) -> np.ndarray:
+    import numpy as np
+
+    from ecpfs_viewer.model.search import saved_queries
+
+    if args.saved_query is not None:
+        return saved_queries(reader, [args.saved_query]).vectors[0]  # type: ignore[no-any-return]
+    if queries is not None:
+        row = 0 if args.query_row is None else args.query_row
+        if not 0 <= row < len(queries):
+            raise CommandError(f"--query-row {row} is outside {args.query_file} ({len(queries)} rows)")
+        return np.asarray(queries[row])  # converted and checked by the reader
+    return reader.vector_for_item(args.item if args.item is not None else args.query_row)
+
+
+def _print_trace(result: SearchResult) -> None:
+    for v in result.trace:
+        print(f"# lvl_{v.level}/node_{v.node_id}\t{v.score:.6g}\t{'leaf' if v.is_leaf else ''}\t"
+              f"rank {v.rank}/{v.siblings}", file=sys.stderr)
+
+
+def _legacy_recall(args: argparse.Namespace, exclude: frozenset[int], search_exp: int) -> int:
+    """`search --recall N`: recall@k of N sampled queries at one search_exp (kept for old scripts)."""
+    import numpy as np
+
+    from ecpfs_viewer.model.search import queries_from_array, recall_sweep, sample_items
+
+    if args.recall < 1:
+        raise UsageError("--recall needs at least 1 query")
+    reader = _open(args)
+    if args.query_file:
+        queries = load_queries(args.query_file)
+        rng = np.random.default_rng(args.seed)
+        rows = np.sort(rng.choice(len(queries), size=min(args.recall, len(queries)), replace=False))
+        query_set = queries_from_array(reader, np.asarray(queries[rows], np.float32), args.query_file)
+    else:
+        query_set = sample_items(reader, args.recall, args.seed)
+    t = time.perf_counter()
+    report = recall_sweep(reader, query_set, args.k, (search_exp,), args.max_increments, exclude,
+                          exclude_self=False)
+    print(f"recall@{args.k}\t{report.rows[0].recall:.4f}\t({len(query_set)} queries, search_exp {search_exp}, "
+          f"{time.perf_counter() - t:.2f} s)")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------ recall
+
+
+def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """Register `recall INDEX [--queries Q.npy | --sample N [--seed S]] ...`."""
+    p = _subcommand(
+        subparsers, "recall", "recall@k of eCP search against exact search, per search_exp",
+        "Recall@k of eCP search against exact search, one row per search_exp, with the mean and 95th "
+        "percentile of leaves visited and milliseconds per query. Queries: rows of --queries, --sample N "
+        "stored items (each excluded from its own result lists unless --include-self), or by default the "
+        "index's saved queries (else 100 sampled items).",
+    )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--queries", metavar="Q.npy", help="2-D .npy of queries")
+    src.add_argument("--sample", type=int, metavar="N", help="sample N stored items as queries")
+    p.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
+    p.add_argument("--include-self", action="store_true",
+                   help="with sampled items, keep the query item in both result lists")
+    _add_search_options(p, "comma-separated search_exp values (default 1,2,4,8)", "1,2,4,8")
+    _add_scheduler_option(p)
+    p.set_defaults(func=lambda args: _run(_recall, args))
+    return p
+
+
+def _recall(args: argparse.Namespace) -> int:
+    from ecpfs_viewer.model.search import (
+        queries_from_array,
+        recall_sweep,
+        sample_items,
+        saved_queries,
+        saved_query_ids,
+    )
+
+    exps = _ids(args.search_exp, "--search-exp")
+    if not exps:
+        raise UsageError("--search-exp needs at least one value")
+    _check_params(args.k, exps, args.max_increments)
+    exclude = frozenset(_ids(args.exclude, "--exclude"))
+    if args.sample is not None and args.sample < 1:
+        raise UsageError(f"--sample must be at least 1 (got {args.sample})")
+    queries = load_queries(args.queries) if args.queries else None
+    reader = _open(args)
+    exact = _exact_with(reader, args)
+    with _progress_bar(args) as bar:
+        if exact is None:
+            reader.leaf_matrix(progress=bar)  # the ground truth needs every leaf: read them once, first
+        if queries is not None:
+            query_set = queries_from_array(reader, queries, args.queries)
+        elif args.sample is None and saved_query_ids(reader):
+            query_set = saved_queries(reader)
+        else:
+            query_set = sample_items(reader, 100 if args.sample is None else args.sample, args.seed)
+        report = recall_sweep(reader, query_set, args.k, exps, args.max_increments, exclude,
+                              exclude_self=not args.include_self, progress=bar, exact=exact)
+    if args.json:
+        print(json.dumps([row.to_dict() for row in report.rows], indent=2))
+        return EXIT_OK
+    print(f"{'search_exp':>10}  {f'recall@{args.k}':>9}  {'leaves mean':>11}  {'leaves p95':>10}  "
+          f"{'ms mean':>8}  {'ms p95':>8}")
+    for row in report.rows:
+        print(f"{row.search_exp:>10}  {row.recall:>9.4f}  {row.leaves_mean:>11.1f}  {row.leaves_p95:>10.1f}  "
+              f"{row.ms_mean:>8.2f}  {row.ms_p95:>8.2f}")
+    self_note = "" if query_set.self_ids[0] is None else (
+        "; query items kept in the lists" if args.include_self else "; each query item left out of its lists")
+    print(f"({len(query_set)} queries: {report.source}{self_note})")
+    return EXIT_OK
+
+
+def _progress_bar(args: argparse.Namespace) -> TerminalProgress:
+    """The bar for a long step: on a terminal's stderr, unless --quiet."""
+    from ecpfs_viewer.cli.progress import TerminalProgress
+
+    return TerminalProgress(enabled=not args.quiet)
+
+
+# ------------------------------------------------------------------------------------ locate
+
+
+def add_locate_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """Register `locate INDEX ITEM_ID [--json]`."""
+    p = _subcommand(
+        subparsers, "locate", "which leaf and row hold an item, and the path to it",
+        "Find an item's leaf, its row there, and the path from index_root, reading only ids arrays (never "
+        "leaf embeddings). Exit 1 when no leaf holds the item.",
+    )
+    p.add_argument("item", type=int, metavar="ITEM_ID")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=lambda args: _run(_locate, args))
+    return p
+
+
+def _locate(args: argparse.Namespace) -> int:
+    location = _open(args).locate(args.item)
+    print(json.dumps(location.to_dict(), indent=2) if args.json else location.describe())
+    return EXIT_OK

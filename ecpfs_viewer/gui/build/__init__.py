@@ -1,0 +1,1 @@
+"""The build dialog: the form, its preview and the build's progress."""

@@ -1,0 +1,1 @@
+"""The data pane: array subsets as plots, images, histograms and tables."""

@@ -1,0 +1,162 @@
+"""2-D numbers as a heatmap with a colour bar, and the profile of one row below it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from ecpfs_viewer.gui.data.plot_views.base import AXIS_WIDTH, BEST, PlotView, export_plot, fit_constant_y, index_axes
+from ecpfs_viewer.gui.widgets.colormaps import colormap, plot_colors, style_plot
+from ecpfs_viewer.model.views.plot_data import PlotData
+
+
+class HeatmapView(PlotView):
+    """The image of a 2-D subset (higher ranks flattened); a click on a row plots that row below."""
+
+    title = "Heatmap"
+    row_selected = Signal(int)  # absolute row index chosen in the heatmap
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._row: int | None = None  # selected row, relative to the subset
+        self.view = pg.GraphicsLayoutWidget()
+        self.heat_plot: pg.PlotItem = self.view.addPlot(row=0, col=0, axisItems=index_axes("left", "bottom"))
+        self.heat_plot.invertY(True)
+        self.heat_plot.setLabel("left", "row")
+        self.heat_plot.setLabel("bottom", "column")
+        self.heat_plot.setMenuEnabled(False)
+        self.image_item = pg.ImageItem(axisOrder="row-major")
+        self.heat_plot.addItem(self.image_item)
+        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(), interactive=True, width=16)
+        self.colorbar.setImageItem(self.image_item)
+        self.view.addItem(self.colorbar, row=0, col=1)  # own column: the row plot below stays aligned
+        self.row_marker = pg.InfiniteLine(angle=0, movable=False)
+        self.row_marker.setZValue(10)
+        self.heat_plot.addItem(self.row_marker)
+        self.row_plot: pg.PlotItem = self.view.addPlot(row=1, col=0, axisItems=index_axes("bottom"))
+        self.row_plot.setLabel("bottom", "column")
+        self.row_plot.setLabel("left", "value")
+        self.row_plot.setXLink(self.heat_plot)
+        self.row_plot.setClipToView(True)
+        self.row_plot.setMenuEnabled(False)
+        self.row_curve = self.row_plot.plot()
+        for plot in (self.heat_plot, self.row_plot):
+            plot.getAxis("left").setWidth(AXIS_WIDTH)
+        self.row_plot.getAxis("left").enableAutoSIPrefix(False)
+        self.view.ci.layout.setRowStretchFactor(0, 3)
+        self.view.ci.layout.setRowStretchFactor(1, 1)
+        self.view.scene().sigMouseClicked.connect(self._clicked)
+        self.view.scene().sigMouseMoved.connect(self.hover)
+        self.hover_label = QLabel(" ")
+        self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.hover_label)
+        self.apply_palette()
+
+    def priority(self, data: PlotData) -> int:
+        return BEST if data.image is not None else 0
+
+    def draw(self) -> None:
+        data = self._data
+        assert data is not None and data.image is not None and data.levels is not None
+        rows, cols = data.image.shape
+        self.image_item.setImage(data.image, levels=data.levels, autoLevels=False)
+        # cell (i, j) is centred on (j, i): ticks name cells, and the row profile lines up with the columns
+        self.image_item.setRect(QRectF(self.offset(1) - 0.5, self.offset(0) - 0.5, cols, rows))
+        # dragging the bar's handles moves the levels in steps of `rounding` (1 by default: far too
+        # coarse for embeddings in [-0.1, 0.1]); a thousandth of the span keeps adjustment smooth
+        self.colorbar.rounding = max(data.levels[1] - data.levels[0], 1e-12) / 1000
+        self.colorbar.setLevels(data.levels)
+        self.heat_plot.enableAutoRange()
+        self.heat_plot.autoRange(padding=0)
+        self.select_row(0)
+        self.row_plot.enableAutoRange()
+
+    def clear(self) -> None:
+        super().clear()
+        self._row = None
+        self.image_item.clear()
+        self.row_curve.setData([], [])
+        self.row_marker.hide()
+        self.row_plot.setTitle(None)
+        self.hover_label.setText(" ")
+
+    def selected_row(self) -> int | None:
+        """The row shown as a profile, as an absolute row index of the array."""
+        return None if self._row is None or self._data is None else self._row + self.offset(0)
+
+    def select_row(self, row: int) -> None:
+        """Show the profile of one row (relative to the subset; clamped to the rows there are)."""
+        data = self._data
+        if data is None or data.image is None or data.values is None:
+            return
+        row = max(0, min(int(row), data.values.shape[0] - 1))
+        self._row = row
+        values = data.values[row]
+        x0 = self.offset(1)
+        self.row_curve.setData(x=np.arange(x0, x0 + values.shape[0]), y=values, connect="finite")
+        self.row_plot.enableAutoRange()
+        fit_constant_y(self.row_plot, values)
+        self.row_marker.setValue(self.offset(0) + row)
+        self.row_marker.show()
+        self.row_plot.setTitle(f"row {self.offset(0) + row}")
+        style_plot(self.row_plot, self.palette())
+        self.row_selected.emit(self.offset(0) + row)
+
+    def apply_palette(self) -> None:
+        palette = self.palette()
+        background, text, accent = plot_colors(palette)
+        self.view.setBackground(background)
+        for plot in (self.heat_plot, self.row_plot):
+            style_plot(plot, palette)
+        self.colorbar.axis.setPen(pg.mkPen(text))
+        self.colorbar.axis.setTextPen(pg.mkPen(text))
+        self.row_curve.setPen(pg.mkPen(accent, width=1.5))
+        marker = pg.mkColor(text)
+        marker.setAlpha(200)
+        self.row_marker.setPen(pg.mkPen(marker, width=1, style=Qt.PenStyle.DashLine))
+
+    def export_png(self, path: str) -> None:
+        export_plot(self.view.scene(), self.width(), path)
+
+    def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
+        """(row, column) of the subset under a scene position, or None outside the image."""
+        image = self._data.image if self._data is not None else None
+        if image is None or not self.heat_plot.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        point = self.heat_plot.vb.mapSceneToView(scene_pos)
+        row = math.floor(point.y() + 0.5) - self.offset(0)
+        col = math.floor(point.x() + 0.5) - self.offset(1)
+        rows, cols = image.shape
+        return (row, col) if 0 <= row < rows and 0 <= col < cols else None
+
+    def hover(self, scene_pos: QPointF) -> None:
+        """Say which cell is under the cursor and its value (row and column as array indexes)."""
+        cell = self.cell_at(scene_pos)
+        if cell is None or self._data is None or self._data.values is None:
+            self.hover_label.setText(" ")
+            return
+        row, col = cell
+        value = self._data.values[row, col]
+        shown = f"{float(value):.6g}" if np.issubdtype(np.asarray(value).dtype, np.floating) else str(value)
+        self.hover_label.setText(f"row {row + self.offset(0)}, column {col + self.offset(1)}: {shown}")
+
+    def hover_text(self) -> str:
+        """What the line under the heatmap says about the cell under the cursor."""
+        return self.hover_label.text().strip()
+
+    def _clicked(self, event: Any) -> None:
+        """A left click on the heatmap shows that row's profile below it."""
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        cell = self.cell_at(event.scenePos())
+        if cell is not None:
+            self.select_row(cell[0])

@@ -1,0 +1,1 @@
+"""The metadata panel: zarr.json, decoded metadata and chunk statistics."""

@@ -1,0 +1,1 @@
+"""The overview panel: index, level and node pages and the projection view."""

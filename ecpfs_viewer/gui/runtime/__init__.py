@@ -1,0 +1,1 @@
+"""What keeps the window responsive: workers, their scheduling, the collector, settings."""

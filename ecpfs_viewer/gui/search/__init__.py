@@ -1,0 +1,1 @@
+"""The search panel: queries, the eCP path, recall and misses."""

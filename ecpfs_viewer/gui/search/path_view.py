@@ -1,0 +1,180 @@
+"""The path of one search: per level, the scores of each opened node's children with the ones the
+search went into highlighted; below, the leaves it scanned in order with their best item.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QShowEvent
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
+
+from ecpfs_viewer.gui.search.session import score_header, shown_score
+from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view
+from ecpfs_viewer.model.search.explore import Exploration, OpenedNode
+
+#: Width of one opened node's column of children in the level plots.
+_SPREAD = 0.7
+
+
+class SearchPathView(QWidget):
+    """Per-level children scores of every opened node, and the visited leaves table."""
+
+    node_requested = Signal(str)  # a leaf double-clicked in the table: select it in the tree
+
+    LEAF_HEADERS = ("visit", "leaf", "leaf score", "rank among siblings", "items scanned", "best item", "results")
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._exploration: Exploration | None = None
+        self.summary = QLabel("Run a search to see its path through the tree.")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics.setMinimumHeight(160)
+        self.plots: list[pg.PlotItem] = []  # one per level, reused
+        self._shown = 0
+        self._drawn = False  # the search set is drawn (the view draws when first shown)
+        self.leaves_model = RowsModel(self.LEAF_HEADERS, self)
+        self.leaves_view = rows_view(self.leaves_model, self._leaf_activated)
+        self.leaves_view.setToolTip("Leaves in the order the search scanned them; bold ones gave results. "
+                                    "Double-click to select one in the tree.")
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.graphics)
+        splitter.addWidget(self.leaves_view)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 0)
+        splitter.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.summary)
+        layout.addWidget(splitter, 1)
+        self._apply_background()
+
+    def clear(self) -> None:
+        self._exploration = None
+        for plot in self.plots[:self._shown]:
+            plot.clear()
+            self.graphics.removeItem(plot)  # out of the layout (kept for reuse): no empty column left
+        self._shown = 0
+        self.leaves_model.clear()
+        self.summary.setText("Run a search to see its path through the tree.")
+
+    def set_exploration(self, exploration: Exploration) -> None:
+        """Show one search's path (replaces the previous one); drawn when the view is on screen."""
+        self.clear()
+        self._exploration = exploration
+        self._drawn = False
+        if self.isVisible():
+            self._draw(exploration)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        if self._exploration is not None and not self._drawn:
+            self._draw(self._exploration)
+        super().showEvent(event)
+
+    def _draw(self, exploration: Exploration) -> None:
+        self._drawn = True
+        result = exploration.result
+        skipped = f", {len(result.skipped)} missing nodes skipped" if result.skipped else ""
+        self.summary.setText(
+            f"{exploration.label}: {len(result.trace)} nodes popped, {result.leaves_visited} leaves scanned{skipped} "
+            f"(k {exploration.params.k}, search_exp {exploration.params.search_exp}). Highlighted points are the "
+            f"children the search went into, numbered in visit order.")
+        for level in range(1, exploration.levels + 1):
+            parents = [o for o in exploration.opened if o.level == level - 1]
+            if parents:
+                self._plot_level(exploration, level, parents)
+        metric = exploration.metric
+        self.leaves_model.set_headers([*self.LEAF_HEADERS[:2], f"leaf {score_header(metric)}",
+                                       *self.LEAF_HEADERS[3:5], f"best item {score_header(metric)}",
+                                       self.LEAF_HEADERS[6]])
+        rows = [(v.visit, f"lvl_{exploration.levels}/node_{v.leaf}", shown_score(metric, v.score),
+                 f"{v.rank} of {v.siblings}", v.items, None if v.best is None else shown_score(metric, v.best), v.kept)
+                for v in exploration.leaves]
+        self.leaves_model.set_rows(rows, highlight=[i for i, v in enumerate(exploration.leaves) if v.kept])
+        fit_columns(self.leaves_view)
+        fit_table_pane(self.splitter, self.leaves_view, len(rows))
+
+    def level_rows(self) -> list[tuple[int, list[tuple[str, int, list[int]]]]]:
+        """What the level plots show: per child level, each opened parent with its number of children
+        and the children entered (in visit order)."""
+        exploration = self._exploration
+        if exploration is None:
+            return []
+        out = []
+        for level in range(1, exploration.levels + 1):
+            parents = [o for o in exploration.opened if o.level == level - 1]
+            if parents:
+                out.append((level, [(o.path, len(o.child_ids), sorted(o.entered, key=o.entered.__getitem__))
+                                    for o in parents]))
+        return out
+
+    def _plot_level(self, exploration: Exploration, level: int, parents: list[OpenedNode]) -> None:
+        _, text, accent = plot_colors(self.palette())
+        plot = self._next_plot()
+        what = "rows of index_root" if level == 1 else f"children of the opened lvl_{level - 1} nodes"
+        leaf = " (leaves)" if level == exploration.levels else ""
+        plot.setTitle(f"lvl_{level}{leaf}: {what}")
+        plot.setLabel("left", score_header(exploration.metric))
+        plot.showGrid(y=True, alpha=0.25)
+        plot.setMouseEnabled(x=True, y=False)
+        metric = exploration.metric
+        muted = QColor(text)
+        muted.setAlpha(110)
+        points: dict[bool, list[tuple[float, float, str]]] = {False: [], True: []}  # entered -> x, y, tip
+        for column, parent in enumerate(parents):
+            scores = np.asarray(parent.child_scores, np.float64)
+            order = np.argsort(scores, kind="stable")
+            n = max(len(order), 1)
+            for place, j in enumerate(order.tolist()):
+                x = column - _SPREAD / 2 + _SPREAD * (place + 0.5) / n
+                y = shown_score(metric, float(scores[j]))
+                child = int(parent.child_ids[j])
+                visit = parent.entered.get(child)
+                tip = (f"lvl_{level}/node_{child}: {score_header(metric)} {y:.6g}, rank {place + 1} of {n} under "
+                       f"{parent.path}" + ("" if visit is None else f"; visited #{visit}"))
+                points[visit is not None].append((x, y, tip))
+                if visit is not None:
+                    label = pg.TextItem(str(visit), color=text, anchor=(0.5, 1.2))
+                    label.setPos(x, y)
+                    plot.addItem(label)
+        for entered, size, brush, pen in ((False, 5, muted, pg.mkPen(None)), (True, 11, accent, pg.mkPen(text))):
+            xs, ys, tips = zip(*points[entered], strict=True) if points[entered] else ((), (), ())
+            plot.addItem(pg.ScatterPlotItem(x=list(xs), y=list(ys), data=list(tips), size=size,
+                                            brush=pg.mkBrush(brush), pen=pen, hoverable=True,
+                                            tip=lambda x, y, data: data))
+        ticks = [(i, "index_root" if p.level == 0 else f"node_{p.node_id} #{p.visit}") for i, p in enumerate(parents)]
+        plot.getAxis("bottom").setTicks([ticks])
+        plot.setXRange(-0.5, len(parents) - 0.5, padding=0.02)
+        style_plot(plot, self.palette())
+
+    def _next_plot(self) -> pg.PlotItem:
+        """A cleared plot for the next level, side by side (the dock is wide and low); plots are reused:
+        creating a pyqtgraph PlotItem costs about 10 ms."""
+        if self._shown == len(self.plots):
+            self.plots.append(pg.PlotItem())
+        plot = self.plots[self._shown]
+        self.graphics.addItem(plot, row=0, col=self._shown)
+        self._shown += 1
+        return plot
+
+    @property
+    def shown_plots(self) -> list[pg.PlotItem]:
+        """The level plots of the search on screen."""
+        return self.plots[:self._shown]
+
+    def _leaf_activated(self, row: int) -> None:
+        self.node_requested.emit(str(self.leaves_model.row(row)[1]))
+
+    def _apply_background(self) -> None:
+        self.graphics.setBackground(plot_colors(self.palette())[0])
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_background()
+            if self._exploration is not None:
+                self.set_exploration(self._exploration)
+        super().changeEvent(event)

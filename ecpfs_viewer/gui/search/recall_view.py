@@ -1,0 +1,339 @@
+"""Recall of eCP search against exact search: sampled queries over a list of search_exp values, with
+progress and cancel; recall@k and leaves visited plotted against search_exp; the true neighbours
+missed and why; the numbers exported as CSV or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ecpfs_viewer.gui.build.form import error_color
+from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.search.query_form import hbox, spin_box
+from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
+from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view, titled
+from ecpfs_viewer.model.search import QueryError, SearchProgress
+from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, recall_explore
+from ecpfs_viewer.model.search.results import ProgressCallback
+
+_SOURCES = (("Sampled stored items", "sample"), ("Rows of a .npy file", "file"), ("Saved queries", "saved"))
+
+
+def parse_exps(text: str) -> list[int]:
+    """'1, 2 4' -> [1, 2, 4] in the order given, without repeats; QueryError for anything else."""
+    found: list[int] = []
+    for part in text.replace(",", " ").split():
+        if not part.isdigit():
+            raise QueryError(f"search_exp values are whole numbers >= 0; {part!r} is not one")
+        if int(part) not in found:
+            found.append(int(part))
+    if not found:
+        raise QueryError("give at least one search_exp value, e.g. 1, 2, 4, 8")
+    return found
+
+
+def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int], exclude_self: bool,
+                progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> RecallOutcome:
+    return recall_explore(session.reader(), spec, k, exps, exclude_self, progress, cancel)
+
+
+class RecallView(QWidget):
+    """Runs recall sweeps in a worker and shows their numbers, plots and misses."""
+
+    row_requested = Signal(str, int)  # a missed neighbour double-clicked: its leaf and row
+    finished = Signal()  # a run ended: results, an error or a cancellation on screen
+
+    NUMBER_HEADERS = ("search_exp", "recall@k", "leaves mean", "leaves p95", "ms mean", "ms p95")
+    MISS_HEADERS = ("search_exp", "query", "exact rank", "item id", "distance", "leaf", "row", "why")
+
+    def __init__(self, session: SearchSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self._runner = BackgroundRunner(self)
+        self._outcome: RecallOutcome | None = None
+        self._metric = "L2"
+        self._build_form()
+        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics.setMinimumSize(360, 170)
+        self.recall_plot = self.graphics.addPlot(row=0, col=0)
+        self.leaves_plot = self.graphics.addPlot(row=0, col=1)
+        self.numbers_model = RowsModel(self.NUMBER_HEADERS, self)
+        self.numbers_view = rows_view(self.numbers_model)
+        self.miss_filter = QComboBox()
+        self.miss_filter.setToolTip("Show the misses of one search_exp")
+        self.miss_filter.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.miss_filter.currentIndexChanged.connect(self._show_misses)
+        self.misses_label = QLabel("True neighbours missed")
+        self.misses_model = RowsModel(self.MISS_HEADERS, self)
+        self.misses_view = rows_view(self.misses_model, self._miss_activated)
+        self.misses_view.setToolTip("Double-click to open the neighbour's leaf with its row selected")
+
+        misses = titled(self.misses_view, self.misses_label, self.miss_filter)
+        self.tables = tables = QSplitter(Qt.Orientation.Vertical)
+        tables.addWidget(self.numbers_view)
+        tables.addWidget(misses)
+        tables.setStretchFactor(0, 1)
+        tables.setStretchFactor(1, 2)
+        body = QSplitter(Qt.Orientation.Horizontal)
+        body.addWidget(self.graphics)
+        body.addWidget(tables)
+        body.setStretchFactor(0, 2)
+        body.setStretchFactor(1, 3)
+        body.setSizes([400, 600])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.form)
+        layout.addWidget(body, 1)
+        self._style_plots()
+        self.clear()
+
+    def _build_form(self) -> None:
+        self.source_combo = QComboBox()
+        for text, kind in _SOURCES:
+            self.source_combo.addItem(text, kind)
+        self.n_spin = spin_box(1, 100_000, 50, "How many queries (sampled without replacement)", "N ")
+        self.seed_spin = spin_box(0, 2**31 - 1, 0, "Seed of the sample: the same seed gives the same queries", "seed ")
+        self.file_edit = QLineEdit()
+        self.file_edit.setPlaceholderText("queries.npy (for 'Rows of a .npy file')")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        self.k_spin = spin_box(1, 10_000, 10, "recall@k: how many exact neighbours each search should find", "k ")
+        self.exps_edit = QLineEdit("1, 2, 4, 8, 16")
+        self.exps_edit.setToolTip("search_exp values to sweep")
+        self.exps_edit.returnPressed.connect(self.run)
+        self.self_check = QCheckBox("Leave each sampled item out of its own lists")
+        self.self_check.setChecked(True)
+        self.run_button = QPushButton("Run recall")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        self.status = QLabel()
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long text: tooltip
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.csv_button = QPushButton("Export CSV…")
+        self.csv_button.clicked.connect(lambda: self.export_csv())
+        self.json_button = QPushButton("Export JSON…")
+        self.json_button.clicked.connect(lambda: self.export_json())
+
+        self.form = QWidget()
+        form = QFormLayout(self.form)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.addRow("Queries", hbox(self.source_combo, self.n_spin, self.seed_spin, self.file_edit, browse, stretch=3))
+        form.addRow("Sweep", hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.self_check, stretch=2))
+        form.addRow("", hbox(self.run_button, self.cancel_button, self.progress, self.status, self.csv_button,
+                              self.json_button, stretch=3))
+
+    # -- running --------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Start a sweep with the form's settings (replacing any sweep still running)."""
+        try:
+            exps = parse_exps(self.exps_edit.text())
+            kind = str(self.source_combo.currentData())
+            if kind == "file" and not self.file_edit.text().strip():
+                raise QueryError("choose a .npy file of queries")
+        except QueryError as exc:
+            self._show_status(str(exc), error=True)
+            return
+        spec = RecallSpec(kind, self.n_spin.value(), self.seed_spin.value(), self.file_edit.text().strip())
+        self.clear()  # the numbers of the sweep this one replaces are no longer what the form says
+        self._runner.run(_recall_job, self.session, spec, self.k_spin.value(), exps, self.self_check.isChecked(),
+                         on_result=self._on_result, on_error=self._on_error, on_progress=self._on_progress,
+                         heavy=True)
+        self.progress.setRange(0, 0)
+        self.progress.setFormat("starting …")
+        self.progress.show()
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self._show_status(f"Measuring recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
+
+    def cancel(self) -> None:
+        """Stop the running sweep; nothing it computed is shown."""
+        if self._runner.busy:
+            self._runner.invalidate()
+            self._finish("Cancelled.")
+
+    @property
+    def busy(self) -> bool:
+        return self._runner.busy
+
+    def reset(self) -> None:
+        """Another store: drop the running sweep and what is shown."""
+        self._runner.invalidate()
+        self.progress.hide()
+        self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self.clear()
+
+    def set_metric(self, metric: str) -> None:
+        self._metric = metric
+
+    def _on_progress(self, progress: SearchProgress) -> None:
+        self.progress.setRange(0, max(progress.total, 1))
+        self.progress.setValue(min(progress.done, max(progress.total, 1)))
+        self.progress.setFormat(f"{progress.phase} {progress.done:,}/{progress.total:,}")
+
+    def _on_error(self, message: str) -> None:
+        self._finish(message, error=True)
+
+    def _finish(self, message: str, error: bool = False) -> None:
+        self.progress.hide()
+        self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self._show_status(message, error)
+        self.finished.emit()
+
+    def _on_result(self, outcome: RecallOutcome) -> None:
+        self._outcome = outcome
+        report = outcome.report
+        self.numbers_model.set_headers(["search_exp", f"recall@{report.k}", *self.NUMBER_HEADERS[2:]])
+        self.numbers_model.set_rows([(r.search_exp, round(r.recall, 4), r.leaves_mean, r.leaves_p95,
+                                      round(r.ms_mean, 3), round(r.ms_p95, 3)) for r in report.rows])
+        fit_columns(self.numbers_view)
+        fit_table_pane(self.tables, self.numbers_view, len(report.rows), share=0.45)
+        self._plot(outcome)
+        self.miss_filter.blockSignals(True)
+        self.miss_filter.clear()
+        self.miss_filter.addItem("every search_exp", None)
+        for row in report.rows:
+            self.miss_filter.addItem(f"search_exp {row.search_exp}", row.search_exp)
+        self.miss_filter.setCurrentIndex(1 if report.rows else 0)
+        self.miss_filter.blockSignals(False)
+        self._show_misses()
+        self.csv_button.setEnabled(True)
+        self.json_button.setEnabled(True)
+        queries = report.rows[0].queries if report.rows else 0
+        self._finish(f"recall@{report.k} over {queries} queries ({report.source}); {outcome.missed_total:,} "
+                     f"true neighbours missed in all.")
+
+    # -- showing ----------------------------------------------------------------------------------
+    def clear(self) -> None:
+        self._outcome = None
+        self.numbers_model.clear()
+        self.misses_model.clear()
+        self.miss_filter.clear()
+        self.recall_plot.clear()
+        self.leaves_plot.clear()
+        self.csv_button.setEnabled(False)
+        self.json_button.setEnabled(False)
+        self._show_status("Sample queries, then see how recall@k and the leaves visited grow with search_exp.")
+
+    @property
+    def outcome(self) -> RecallOutcome | None:
+        return self._outcome
+
+    def _plot(self, outcome: RecallOutcome) -> None:
+        rows = outcome.report.rows
+        exps = [r.search_exp for r in rows]
+        log = bool(exps) and min(exps) > 0
+        xs = [math.log2(e) if log else float(e) for e in exps]
+        ticks = [[(x, str(e)) for x, e in zip(xs, exps, strict=True)]]
+        _, text, accent = plot_colors(self.palette())
+        for plot in (self.recall_plot, self.leaves_plot):
+            plot.clear()
+            plot.getAxis("bottom").setTicks(ticks)
+            plot.setLabel("bottom", "search_exp" + (" (log scale)" if log else ""))
+        self.recall_plot.plot(xs, [r.recall for r in rows], pen=pg.mkPen(accent, width=2), symbol="o",
+                              symbolBrush=accent, symbolPen=None)
+        self.recall_plot.setYRange(0, 1.05, padding=0)
+        self.recall_plot.setTitle(f"recall@{outcome.report.k}")
+        if self.leaves_plot.legend is None:
+            self.leaves_plot.addLegend(offset=(8, 8), labelTextColor=text)
+        self.leaves_plot.plot(xs, [r.leaves_mean for r in rows], pen=pg.mkPen(accent, width=2), symbol="o",
+                              symbolBrush=accent, symbolPen=None, name="mean")
+        self.leaves_plot.plot(xs, [r.leaves_p95 for r in rows], pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine),
+                              symbol="t", symbolBrush=text, symbolPen=None, symbolSize=7, name="95th percentile")
+        self.leaves_plot.setTitle("leaves visited per query")
+        self._style_plots()
+
+    def _show_misses(self) -> None:
+        outcome = self._outcome
+        if outcome is None:
+            return
+        wanted = self.miss_filter.currentData()
+        shown = [m for m in outcome.misses if wanted is None or m.search_exp == wanted]
+        metric = self._metric
+        self.misses_model.set_headers([*self.MISS_HEADERS[:4], score_header(metric), *self.MISS_HEADERS[5:]])
+        self.misses_model.set_rows(
+            [(m.search_exp, m.query, m.miss.true_rank, m.miss.item_id, shown_score(metric, m.miss.score),
+              m.miss.location.leaf_path, m.miss.location.row, m.text) for m in shown],
+            tooltips=[m.text for m in shown])
+        fit_columns(self.misses_view)
+        kept = "" if outcome.missed_total == len(outcome.misses) else f" (first {len(outcome.misses):,} kept)"
+        self.misses_label.setText(f"True neighbours missed: {len(shown):,} shown of {outcome.missed_total:,}{kept}")
+
+    def _miss_activated(self, row: int) -> None:
+        values = self.misses_model.row(row)
+        self.row_requested.emit(str(values[5]), int(values[6]))
+
+    def _show_status(self, text: str, error: bool = False) -> None:
+        self.status.setText(text)
+        self.status.setToolTip(text)
+        self.status.setStyleSheet(f"color: {error_color(self)};" if error else "")
+
+    # -- export -----------------------------------------------------------------------------------
+    def export_csv(self, path: str | None = None) -> str | None:
+        """Save the sweep's numbers (one line per search_exp) as CSV."""
+        return self._export(path, "CSV file (*.csv)", ".csv", lambda o: o.csv_text())
+
+    def export_json(self, path: str | None = None) -> str | None:
+        """Save the numbers and every kept miss with its explanation as JSON."""
+        return self._export(path, "JSON file (*.json)", ".json", lambda o: json.dumps(o.to_dict(), indent=2) + "\n")
+
+    def _export(self, path: str | None, file_filter: str, suffix: str, render: object) -> str | None:
+        outcome = self._outcome
+        if outcome is None:
+            return None
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export recall", f"recall{suffix}", file_filter)
+            if not path:
+                return None
+        try:
+            Path(path).write_text(render(outcome), encoding="utf-8")  # type: ignore[operator]
+        except OSError as exc:
+            self._show_status(f"Could not write {path}: {exc.strerror or exc}", error=True)
+            return None
+        self._show_status(f"Saved {path}")
+        return path
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Queries (.npy)", self.file_edit.text(), "NumPy array (*.npy)")
+        if path:
+            self.file_edit.setText(path)
+            self.source_combo.setCurrentIndex(self.source_combo.findData("file"))
+
+    def _style_plots(self) -> None:
+        background, _, _ = plot_colors(self.palette())
+        self.graphics.setBackground(background)
+        for plot in (self.recall_plot, self.leaves_plot):
+            plot.showGrid(x=True, y=True, alpha=0.25)
+            style_plot(plot, self.palette())
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "graphics"):
+            self._style_plots()
+        super().changeEvent(event)

@@ -1,0 +1,1 @@
+"""The main window's shell: layout, actions and menus, dialogs, the start page."""

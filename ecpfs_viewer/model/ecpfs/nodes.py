@@ -1,0 +1,308 @@
+"""Where a node of an ecpfs index sits and what it holds: the model of the node page.
+
+A node ``lvl_N/node_M`` (N >= 2) is led by one row of a node at level N-1, the row whose
+``node_ids`` value is M; at level 1 it is row M of ``index_root/embeddings`` (format §1.4). The
+parent of a node is found from a per-Hierarchy map of each level built by decoding the level
+above's ``node_ids`` once, never by comparing embeddings. Everything a page shows is a frozen
+value; problems are :class:`Finding` values placed next to what they concern, and only the
+reads a user asks for (children, items, spread) decode chunks.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ecpfs_viewer.model.ecpfs import (
+    Finding,
+    IndexSummary,
+    Severity,
+    shared_level_stats,
+    summarize,
+)
+from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+
+Progress = Callable[[int, int], None]
+#: Concurrent array reads (overlaps requests on remote stores; local reads are cheap anyway).
+READ_BATCH = 64  # arrays per batch: the progress and cancel step
+_REF_RE = re.compile(r"^/*lvl_(\d+)/node_(\d+)(?:/.*)?$")
+_ROOT_RE = re.compile(r"^/*index_root(?:/.*)?$")
+
+
+class NodeError(UserError):
+    """A node page cannot be computed (no such node, unreadable array); the message says why."""
+
+
+class Cancelled(UserError):
+    """The caller set the cancel flag; nothing partial is returned."""
+
+
+@dataclass(frozen=True, order=True)
+class NodeRef:
+    """A node of the tree: level 0 is ``index_root`` (node id 0), levels 1..L are ``lvl_N``."""
+
+    level: int
+    node_id: int
+
+    @property
+    def is_root(self) -> bool:
+        return self.level == 0
+
+    @property
+    def path(self) -> str:
+        return "index_root" if self.is_root else f"lvl_{self.level}/node_{self.node_id}"
+
+    @property
+    def label(self) -> str:
+        return "index" if self.is_root else self.path
+
+    @classmethod
+    def parse(cls, text: str) -> NodeRef:
+        """'lvl_3/node_812' (or a path inside it, or 'index_root') as a NodeRef; NodeError otherwise."""
+        ref = node_ref_of(text)
+        if ref is None:
+            raise NodeError(f"{text!r} is not a node path (expected lvl_N/node_M or index_root)")
+        return ref
+
+
+ROOT = NodeRef(0, 0)
+
+
+def node_ref_of(path: str) -> NodeRef | None:
+    """The node a store path belongs to ('lvl_2/node_5/embeddings' -> lvl_2/node_5), else None."""
+    text = path.strip()
+    if _ROOT_RE.match(text):
+        return ROOT
+    match = _REF_RE.match(text)
+    if match is None or int(match.group(1)) < 1:
+        return None
+    return NodeRef(int(match.group(1)), int(match.group(2)))
+
+
+def _finding(severity: Severity, ref: NodeRef | str, message: str) -> Finding:
+    return Finding(severity, ref if isinstance(ref, str) else ref.path, message)
+
+
+def _check_cancel(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("cancelled")
+
+
+# -- concurrent reads ---------------------------------------------------------------------------
+
+
+def read_arrays(h: Hierarchy, paths: Sequence[str], *, progress: Progress | None = None,
+                cancel: threading.Event | None = None) -> list[np.ndarray | str]:
+    """Read whole arrays in batches (``array_batch.read_whole_arrays``: every request of a batch in
+    flight together); each result is the array or the message why it failed.
+
+    Reports (done, total) after each batch and stops before the next one when cancel is set.
+    """
+    results: list[np.ndarray | str] = []
+    _check_cancel(cancel)
+    for start in range(0, len(paths), READ_BATCH):
+        batch = paths[start:start + READ_BATCH]
+        results += [value if isinstance(value, np.ndarray) else str(value) for value in read_whole_arrays(h, batch)]
+        if progress is not None:
+            progress(len(results), len(paths))
+        _check_cancel(cancel)
+    return results
+
+
+# -- per-Hierarchy caches -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ParentMap:
+    """Which parent row leads each node of one level (from the level above's ``node_ids``).
+
+    Level 1 holds no arrays: node M is row M of ``index_root/embeddings`` for M below root_rows (an
+    arange of the declared row count allocated 8 GB for a declared 10^9 rows)."""
+
+    level: int  # the child level; its parents are at level - 1 (0 = index_root)
+    child_ids: np.ndarray  # int64, ascending
+    parent_ids: np.ndarray  # int64, node id of the parent of each child
+    rows: np.ndarray  # int64, row in the parent's embeddings
+    parents_read: int
+    parents_total: int
+    findings: tuple[Finding, ...] = ()
+    root_rows: int | None = None  # level 1: the rows of index_root/embeddings, each leading node M = row M
+
+    def lookup(self, node_id: int) -> tuple[NodeRef, int] | None:
+        """(parent, row) of node node_id, or None when no parent row references it."""
+        if self.root_rows is not None:
+            return (ROOT, node_id) if 0 <= node_id < self.root_rows else None
+        at = int(np.searchsorted(self.child_ids, node_id))
+        if at >= self.child_ids.size or self.child_ids[at] != node_id:
+            return None
+        return NodeRef(self.level - 1, int(self.parent_ids[at])), int(self.rows[at])
+
+
+class _Cache:
+    """What one Hierarchy computed once: its summary and parent maps, valid while the listings
+    they came from are the Hierarchy's current ones (``Hierarchy.refresh`` replaces those)."""
+
+    def __init__(self) -> None:
+        self.summary: tuple[object, IndexSummary] | None = None
+        self.maps: dict[int, tuple[object, ParentMap]] = {}
+
+
+_CACHES: weakref.WeakKeyDictionary[Hierarchy, _Cache] = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.RLock()  # held while computing, so a second caller waits and reuses
+
+
+def _listing_token(h: Hierarchy, path: str) -> object:
+    """The cached listing object of path (its identity changes when the Hierarchy re-lists)."""
+    return h.children(path)
+
+
+def index_summary(h: Hierarchy) -> IndexSummary:
+    """``ecpfs.summarize`` of h, computed once per root listing."""
+    with _CACHE_LOCK:
+        cache = _CACHES.setdefault(h, _Cache())
+        token = _listing_token(h, "")
+        if cache.summary is None or cache.summary[0] is not token:
+            cache.summary = (token, summarize(h))
+        return cache.summary[1]
+
+
+def forget_node_caches(h: Hierarchy, path: str = "") -> None:
+    """Drop parent maps and the summary that a refresh of path (and below) makes stale."""
+    path = path.strip("/")
+    ref = node_ref_of(path)
+    with _CACHE_LOCK:
+        cache = _CACHES.get(h)
+        if cache is None:
+            return
+        if not path or ref is None:
+            _CACHES.pop(h, None)
+        else:  # a node's node_ids define the parents of the level below it
+            cache.maps.pop(ref.level + 1, None)
+
+
+def parent_map(h: Hierarchy, level: int, *, progress: Progress | None = None,
+               cancel: threading.Event | None = None) -> ParentMap:
+    """The parent map of ``lvl_{level}``, cached per Hierarchy (decodes level-1's node_ids once)."""
+    if level < 1:
+        raise NodeError(f"level {level} has no parents (levels are numbered from 1)")
+    with _CACHE_LOCK:
+        cache = _CACHES.setdefault(h, _Cache())
+        token = _listing_token(h, "" if level == 1 else f"lvl_{level - 1}")
+        cached = cache.maps.get(level)
+        if cached is not None and cached[0] is token:
+            return cached[1]
+        built = _build_parent_map(h, level, progress, cancel)
+        cache.maps[level] = (token, built)
+        return built
+
+
+def _build_parent_map(h: Hierarchy, level: int, progress: Progress | None,
+                      cancel: threading.Event | None) -> ParentMap:
+    summary = index_summary(h)
+    if level == 1:
+        empty = np.zeros(0, dtype=np.int64)
+        return ParentMap(1, empty, empty, empty, 1, 1, root_rows=max(0, summary.fan_out or 0))
+    above = shared_level_stats(h, level - 1, summary)
+    parents = [int(i) for i in above.node_ids]
+    found = read_arrays(h, [f"{above.node_path(p)}/node_ids" for p in parents], progress=progress, cancel=cancel)
+    findings: list[Finding] = []
+    children: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    positions: list[np.ndarray] = []
+    read = 0
+    for parent, values in zip(parents, found, strict=True):
+        if isinstance(values, str):
+            findings.append(_finding(Severity.ERROR, f"{above.node_path(parent)}/node_ids", f"unreadable: {values}"))
+            continue
+        read += 1
+        ids = np.asarray(values).astype(np.int64, copy=False).ravel()
+        children.append(ids)
+        owners.append(np.full(ids.size, parent, dtype=np.int64))
+        positions.append(np.arange(ids.size, dtype=np.int64))
+    child = np.concatenate(children) if children else np.zeros(0, dtype=np.int64)
+    owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+    row = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
+    order = np.argsort(child, kind="stable")  # parents ascending within one child id
+    child, owner, row = child[order], owner[order], row[order]
+    repeated = np.flatnonzero(child[1:] == child[:-1]) + 1
+    for at in repeated[:10]:
+        findings.append(_finding(
+            Severity.ERROR, NodeRef(level, int(child[at])),
+            f"led by two rows: lvl_{level - 1}/node_{owner[at - 1]} row {row[at - 1]} and "
+            f"lvl_{level - 1}/node_{owner[at]} row {row[at]}; the first is used"))
+    keep = np.ones(child.size, dtype=bool)
+    keep[repeated] = False
+    return ParentMap(level, child[keep], owner[keep], row[keep], read, len(parents), tuple(findings))
+
+
+# -- parent, breadcrumb -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParentLink:
+    """The row that leads a node: parent None (with a finding) when nothing references it."""
+
+    child: NodeRef
+    parent: NodeRef | None
+    row: int | None
+    finding: Finding | None = None
+
+
+def parent_of(h: Hierarchy, ref: NodeRef, *, progress: Progress | None = None,
+              cancel: threading.Event | None = None) -> ParentLink:
+    """The parent node and row of ref (index_root has none)."""
+    if ref.is_root:
+        return ParentLink(ref, None, None)
+    found = parent_map(h, ref.level, progress=progress, cancel=cancel).lookup(ref.node_id)
+    if found is None:
+        where = "index_root/embeddings has no such row" if ref.level == 1 else \
+            f"no row of lvl_{ref.level - 1} references node id {ref.node_id}"
+        return ParentLink(ref, None, None, _finding(Severity.WARNING, ref, f"no parent: {where}"))
+    return ParentLink(ref, found[0], found[1])
+
+
+@dataclass(frozen=True)
+class Crumb:
+    """One step of a breadcrumb; ref None stands for levels whose node is unknown."""
+
+    ref: NodeRef | None
+    label: str
+    row: int | None = None  # the row of the previous crumb's node that leads here
+    finding: Finding | None = None
+
+
+@dataclass(frozen=True)
+class Breadcrumb:
+    crumbs: tuple[Crumb, ...]
+
+    @property
+    def text(self) -> str:
+        return " > ".join(c.label for c in self.crumbs)
+
+    @property
+    def complete(self) -> bool:
+        return all(c.ref is not None for c in self.crumbs)
+
+
+def breadcrumb(h: Hierarchy, ref: NodeRef, *, progress: Progress | None = None,
+               cancel: threading.Event | None = None) -> Breadcrumb:
+    """index > lvl_1/node_3 > lvl_2/node_50 > lvl_3/node_812, following parent maps upward."""
+    crumbs: list[Crumb] = []
+    current: NodeRef | None = ref
+    while current is not None and not current.is_root:
+        link = parent_of(h, current, progress=progress, cancel=cancel)
+        crumbs.append(Crumb(current, current.label, link.row, link.finding))
+        if link.parent is None:
+            if current.level > 1:
+                crumbs.append(Crumb(None, "?", None, link.finding))
+            break
+        current = link.parent
+    crumbs.append(Crumb(ROOT, ROOT.label))
+    return Breadcrumb(tuple(reversed(crumbs)))

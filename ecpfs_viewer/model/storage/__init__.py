@@ -1,0 +1,1 @@
+"""Opening stores and every byte read from them: counted, capped, guarded, remote."""

@@ -1,0 +1,427 @@
+"""The lowest layer of every read: a counter of requests and bytes, the zarr store wrapper that
+reports to it, and raw reads of local files (faster than any event loop for many small files)."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import stat
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, NoReturn, ParamSpec, TypeVar
+
+from zarr.abc.buffer import Buffer, BufferPrototype
+from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.buffer import default_buffer_prototype
+from zarr.storage import LocalStore, MemoryStore, WrapperStore
+
+from ecpfs_viewer.model.errors import TransportError, UserError
+from ecpfs_viewer.model.foreground import give_way
+from ecpfs_viewer.model.formatting import count_noun, format_bytes
+from ecpfs_viewer.model.limits import current_limits
+from ecpfs_viewer.model.storage import event_loop
+
+
+@dataclass(frozen=True)
+class IOStats:
+    """A snapshot of the I/O counter; subtract two to get what an action cost."""
+
+    requests: int = 0
+    bytes_read: int = 0
+    listings: int = 0
+    seconds: float = 0.0
+    unanswered: int = 0  # requests that failed on the way (no answer, a dropped connection)
+
+    def __sub__(self, other: IOStats) -> IOStats:
+        return IOStats(
+            self.requests - other.requests,
+            self.bytes_read - other.bytes_read,
+            self.listings - other.listings,
+            self.seconds - other.seconds,
+            self.unanswered - other.unanswered,
+        )
+
+    def describe(self) -> str:
+        return (f"{count_noun(self.requests, 'request')}, {format_bytes(self.bytes_read)} read, "
+                f"{count_noun(self.listings, 'listing')}")
+
+
+class ActionTally:
+    """What one action read: filled by the IOCounter while the action's code (and the event-loop
+    tasks and worker threads it starts with its context) runs, so overlapping actions of other
+    threads are not counted in it."""
+
+    def __init__(self, counter: IOCounter) -> None:
+        self.counter = counter
+        self.requests = 0
+        self.bytes_read = 0
+        self.listings = 0
+        self.unanswered = 0
+        self._started = time.perf_counter()
+        self._stopped: float | None = None
+
+    def stop(self) -> None:
+        self._stopped = time.perf_counter()
+
+    def stats(self) -> IOStats:
+        """The requests, bytes and listings counted so far, and the seconds since the action began."""
+        end = self._stopped if self._stopped is not None else time.perf_counter()
+        with self.counter.lock:
+            return IOStats(self.requests, self.bytes_read, self.listings, end - self._started, self.unanswered)
+
+
+# the tallies of the actions running in this context (innermost last); copied into the model's event-loop
+# tasks by asyncio, and into thread pools by carry_context
+_ACTIVE: contextvars.ContextVar[tuple[ActionTally, ...]] = contextvars.ContextVar("ecpfs_io_actions", default=())
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def carry_context(fn: Callable[P, R]) -> Callable[P, R]:
+    """fn, to be run in another thread (a ThreadPoolExecutor) inside the caller's context: the reads
+    it makes count for the caller's action. Each call runs in a fresh copy (a context cannot be
+    entered by two threads at once)."""
+    context = contextvars.copy_context()
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return context.copy().run(fn, *args, **kwargs)
+
+    return run
+
+
+class IOCounter:
+    """Thread-safe tally of requests and bytes, shared by every view of one opened store.
+
+    The totals count everything; :meth:`action` counts what one action read, by context, so the
+    status bar never charges an action for a background read that happened to overlap it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._requests = 0
+        self._bytes = 0
+        self._listings = 0
+        self._unanswered = 0
+        self._started = time.perf_counter()
+
+    def add_unanswered(self) -> None:
+        """One request that failed on the way (counted as a request too)."""
+        with self.lock:
+            self._requests += 1
+            self._unanswered += 1
+            for tally in _ACTIVE.get():
+                if tally.counter is self:
+                    tally.requests += 1
+                    tally.unanswered += 1
+
+    def add_read(self, nbytes: int, requests: int = 1) -> None:
+        with self.lock:
+            self._requests += requests
+            self._bytes += nbytes
+            for tally in _ACTIVE.get():
+                if tally.counter is self:
+                    tally.requests += requests
+                    tally.bytes_read += nbytes
+
+    def add_listing(self) -> None:
+        with self.lock:
+            self._requests += 1
+            self._listings += 1
+            for tally in _ACTIVE.get():
+                if tally.counter is self:
+                    tally.requests += 1
+                    tally.listings += 1
+
+    @contextmanager
+    def action(self) -> Iterator[ActionTally]:
+        """Count the reads made by the code inside the with block (this thread and what it starts)."""
+        tally = ActionTally(self)
+        token = _ACTIVE.set((*_ACTIVE.get(), tally))
+        try:
+            yield tally
+        finally:
+            tally.stop()
+            _ACTIVE.reset(token)
+
+    def snapshot(self) -> IOStats:
+        with self.lock:
+            return IOStats(self._requests, self._bytes, self._listings, time.perf_counter() - self._started,
+                           self._unanswered)
+
+
+class CountingStore(WrapperStore[Store]):
+    """A read-only wrapper that reports every request zarr-python makes to an IOCounter."""
+
+    def __init__(self, store: Store, counter: IOCounter | None = None) -> None:
+        super().__init__(store)
+        self.counter = counter or IOCounter()
+
+    def _with_store(self, store: Store) -> CountingStore:
+        return CountingStore(store, self.counter)
+
+    @property
+    def wrapped(self) -> Store:
+        """The store this one counts for (WrapperStore keeps it in a private attribute)."""
+        return self._store
+
+    async def get(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None:
+        give_way()  # a sleep, not an await: the loop's other coroutines would run Python too
+        try:
+            result = await self._store.get(key, prototype, byte_range)
+        except TransportError:
+            self.counter.add_unanswered()
+            raise
+        give_way()  # before zarr goes on to decode the value, in Python
+        self.counter.add_read(len(result) if result is not None else 0)
+        return result
+
+    def get_sync(self, key: str, *, prototype: BufferPrototype | None = None, byte_range: Any = None) -> Buffer | None:
+        prototype = prototype or default_buffer_prototype()
+        result: Buffer | None
+        # only these read synchronously in every supported zarr (3.4's WrapperStore has a get_sync
+        # that fails when the wrapped store has none, e.g. a remote or zip store)
+        if isinstance(self._store, LocalStore | MemoryStore):
+            result = self._store.get_sync(key, prototype=prototype, byte_range=byte_range)
+        else:
+            result = event_loop.run(self._store.get(key, prototype, byte_range))
+        self.counter.add_read(len(result) if result is not None else 0)
+        return result
+
+    async def get_partial_values(
+        self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
+    ) -> list[Buffer | None]:
+        results = await self._store.get_partial_values(prototype, key_ranges)
+        for result in results:
+            self.counter.add_read(len(result) if result is not None else 0)
+        return results
+
+    async def exists(self, key: str) -> bool:
+        self.counter.add_read(0)
+        return await self._store.exists(key)
+
+    async def getsize(self, key: str) -> int:
+        self.counter.add_read(0)
+        return await self._store.getsize(key)
+
+    def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        self.counter.add_listing()
+        return self._store.list_prefix(prefix)
+
+    def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        self.counter.add_listing()
+        return self._store.list_dir(prefix)
+
+
+#: The names of Zarr metadata documents (capped by Limits.max_metadata_bytes; every other key is a chunk).
+METADATA_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+# O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused right after, by fstat)
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+_ABSENT = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class UnreadableFile(UserError, OSError):
+    """A stored object that is refused or cannot be read: not a regular file, past a cap, a damaged
+    zip member. An OSError, so callers that keep one failed key in place keep this one too."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.message = f"{path}: {problem}"
+        self.strerror = problem
+        self.filename = path
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def is_metadata_key(key: str) -> bool:
+    """True when key names a metadata document (its last part is zarr.json, .zarray, ...)."""
+    return key.rsplit("/", 1)[-1] in METADATA_KEYS
+
+
+# a key or path ending so is a metadata document (a local path ends in os.sep or '/' + name)
+_METADATA_ENDINGS = tuple(sep + name for name in METADATA_KEYS for sep in {"/", os.sep})
+
+
+def cap_for(key: str) -> tuple[int, str]:
+    """The byte cap of one stored object (a key or a local path), and the name of that cap in Limits."""
+    limits = current_limits()
+    if key in METADATA_KEYS or key.endswith(_METADATA_ENDINGS):
+        return limits.max_metadata_bytes, "max_metadata_bytes"
+    return limits.max_chunk_bytes, "max_chunk_bytes"
+
+
+def check_size(path: str, key: str, size: int, what: str = "") -> None:
+    """Refuse (UnreadableFile) an object of `size` bytes past the cap for key; `what` says whose size."""
+    cap, name = cap_for(key)
+    if size > cap:
+        too_large(path, name, size, what)
+
+
+def too_large(path: str, name: str, size: int, what: str = "") -> NoReturn:
+    """Raise the UnreadableFile that says an object of `size` bytes is past the cap `name`."""
+    kind = "metadata document" if name == "max_metadata_bytes" else "chunk"
+    raise UnreadableFile(path, f"{what or 'the file'} is {format_bytes(size)}, over "
+                               f"{current_limits().describe(name)} for one {kind}; not read")
+
+
+def _regular_size(fd: int, path: str) -> int | None:
+    """The size of the regular file open at fd; None for a directory. A FIFO, device or socket is
+    refused (UnreadableFile) instead of blocking forever or streaming without end (/dev/zero)."""
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode):
+        return info.st_size
+    if stat.S_ISDIR(info.st_mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(info.st_mode)), "a special file")
+    raise UnreadableFile(path, f"not a regular file but {kind}; not read")
+
+
+def _open_regular(path: str) -> tuple[int, int] | None:
+    """(descriptor, size) of a regular file opened for reading; None when absent or a directory."""
+    try:
+        fd = os.open(path, _O_READ)
+    except _ABSENT:
+        return None
+    try:
+        size = _regular_size(fd, path)
+    except OSError:
+        os.close(fd)
+        raise
+    if size is None:
+        os.close(fd)
+        return None
+    return fd, size
+
+
+_FIRST_READ = 1 << 16
+
+
+def read_file(path: str) -> bytes | None:
+    """A whole local file, or None when it does not exist (or is a directory).
+
+    Only regular files are read, and only up to the cap for their kind (metadata or chunk, told by
+    the file name): a larger one raises UnreadableFile. Uses raw descriptors: listing 4,000 nodes
+    reads 4,000 small files, and a buffered open() per file costs about three times as much. A small
+    file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
+    EAGAIN), a device fills the first read, and both of those cases are told apart by fstat.
+    """
+    give_way()
+    try:
+        fd = os.open(path, _O_READ)
+    except _ABSENT:
+        return None
+    try:
+        cap, name = cap_for(path)
+        try:
+            data = os.read(fd, _FIRST_READ)
+        except BlockingIOError:  # a FIFO whose writer has written nothing yet
+            data = b""
+        if 0 < len(data) < _FIRST_READ:
+            if len(data) > cap:
+                too_large(path, name, len(data))
+            return data
+        size = _regular_size(fd, path)
+        if size is None:
+            return None
+        if size > cap:
+            too_large(path, name, size)
+        parts = [data]
+        total = len(data)
+        while block := os.read(fd, max(1 << 20, size - total + 1)):
+            parts.append(block)
+            total += len(block)
+            if total > cap:
+                too_large(path, name, total, "the file (still growing)")
+        return b"".join(parts)
+    except IsADirectoryError:  # Linux opens a directory read-only and fails on read
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_file_range(path: str, byte_range: ByteRequest) -> bytes | None:
+    """A byte range of a local regular file (clipped to its size), or None when it does not exist."""
+    opened = _open_regular(path)
+    if opened is None:
+        return None
+    fd, size = opened
+    try:
+        start, stop = bounds(byte_range, size)
+        check_size(path, path, stop - start, "the requested range")
+        os.lseek(fd, start, os.SEEK_SET)  # not os.pread: Windows has none
+        parts = []
+        while start < stop and (block := os.read(fd, stop - start)):
+            parts.append(block)
+            start += len(block)
+        return b"".join(parts)
+    except IsADirectoryError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def bounds(byte_range: ByteRequest, size: int) -> tuple[int, int]:
+    """[start, stop) of a byte request within an object of `size` bytes."""
+    if isinstance(byte_range, RangeByteRequest):
+        return min(byte_range.start, size), min(byte_range.end, size)
+    if isinstance(byte_range, OffsetByteRequest):
+        return min(byte_range.offset, size), size
+    return max(0, size - byte_range.suffix), size
+
+
+def cut_to_range(data: bytes, byte_range: ByteRequest | None) -> bytes:
+    """The requested bytes when a server ignored the Range header and sent the whole object."""
+    if isinstance(byte_range, RangeByteRequest) and len(data) > byte_range.end - byte_range.start:
+        return data[byte_range.start:byte_range.end]
+    if isinstance(byte_range, SuffixByteRequest) and len(data) > byte_range.suffix:
+        return data[len(data) - byte_range.suffix:]
+    return data
+
+
+def local_sizes(top: str, problems: list[str] | None = None) -> dict[str, int]:
+    """Size of every file below a directory, keyed by '/'-joined relative path.
+
+    A folder that cannot be listed below `top`, or an entry that cannot be examined (a dangling or
+    looping link), is left out and described in `problems` (when given); an unlistable `top` raises.
+    Linked folders are followed once: a link back up the tree is a loop, not an endless walk.
+    """
+    sizes: dict[str, int] = {}
+    seen: set[tuple[int, int]] = set()
+    stack = [("", top)]
+    while stack:
+        rel, directory = stack.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+            info = os.stat(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            if not rel or problems is None:
+                raise
+            problems.append(f"{rel}: cannot list ({exc.strerror or exc})")
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            if problems is not None:
+                problems.append(f"{rel}: a link to a folder already listed (a loop); skipped")
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        for entry in entries:
+            name = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                if entry.is_dir():
+                    stack.append((name, entry.path))
+                else:
+                    sizes[name] = entry.stat().st_size
+            except OSError as exc:
+                if problems is not None:
+                    problems.append(f"{name}: cannot examine ({exc.strerror or exc})")
+    return sizes

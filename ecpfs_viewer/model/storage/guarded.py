@@ -1,0 +1,92 @@
+"""zarr-python's local and zip stores, with every read bounded by the caps in model/limits.py.
+
+Chunk data is read through zarr-python, which would read a FIFO until a writer comes, /dev/zero
+until memory runs out, and a zip member whatever size it decompresses to. These stores read only
+regular files and refuse an object past its cap before reading it, with a message naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import zipfile
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from zarr.abc.buffer import Buffer, BufferPrototype
+from zarr.abc.store import ByteRequest
+from zarr.buffer import default_buffer_prototype
+from zarr.storage import LocalStore, WrapperStore, ZipStore
+
+from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.storage.counted_io import UnreadableFile, bounds, check_size, read_file, read_file_range
+
+# what a damaged, encrypted or oddly compressed member raises while it is decompressed
+_MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError, ValueError)
+
+
+class GuardedLocalStore(LocalStore):
+    """A LocalStore that reads regular files only, each within its cap (UnreadableFile otherwise)."""
+
+    def _read(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+        path = os.path.join(self.root, key)
+        return read_file(path) if byte_range is None else read_file_range(path, byte_range)
+
+    def get_sync(self, key: str, *, prototype: BufferPrototype | None = None,
+                 byte_range: ByteRequest | None = None) -> Buffer | None:
+        data = self._read(key, byte_range)
+        return None if data is None else (prototype or default_buffer_prototype()).buffer.from_bytes(data)
+
+    async def get(self, key: str, prototype: BufferPrototype | None = None,
+                  byte_range: ByteRequest | None = None) -> Buffer | None:
+        data = await asyncio.to_thread(self._read, key, byte_range)
+        return None if data is None else (prototype or default_buffer_prototype()).buffer.from_bytes(data)
+
+    async def get_partial_values(self, prototype: BufferPrototype,
+                                 key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:
+        return list(await asyncio.gather(*(self.get(key, prototype, byte_range) for key, byte_range in key_ranges)))
+
+
+class GuardedZipStore(WrapperStore[ZipStore]):
+    """A read-only zarr ZipStore that checks a member's declared size before decompressing it and
+    names the member when it is damaged.
+
+    A wrapper, not a subclass: the sizes come from the archive's central directory, read once when
+    the zip is opened (the ZipStore's own zipfile handle is private to zarr)."""
+
+    def __init__(self, store: ZipStore, members: dict[str, zipfile.ZipInfo]) -> None:
+        super().__init__(store)
+        self.members = members
+        self.path = store.path
+
+    def _with_store(self, store: ZipStore) -> GuardedZipStore:
+        return GuardedZipStore(store, self.members)
+
+    async def get(self, key: str, prototype: BufferPrototype,
+                  byte_range: ByteRequest | None = None) -> Buffer | None:
+        info = self.members.get(key)
+        if info is None or info.is_dir():
+            return None
+        where = f"{self.path}#{key}"
+        start, stop = (0, info.file_size) if byte_range is None else bounds(byte_range, info.file_size)
+        # seeking inside a compressed member decompresses everything before the range
+        needed = stop - start if info.compress_type == zipfile.ZIP_STORED else info.file_size
+        check_size(where, key, needed, "the member, uncompressed as the zip declares,")
+        try:
+            return await self._store.get(key, prototype, byte_range)
+        except _MEMBER_ERRORS as exc:
+            raise UnreadableFile(where, f"damaged zip member ({describe_exception(exc)})") from exc
+
+    async def get_partial_values(self, prototype: BufferPrototype,
+                                 key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:
+        # one member after another, as ZipStore does (it reads under one lock), each one guarded
+        return [await self.get(key, prototype, byte_range) for key, byte_range in key_ranges]
+
+
+async def open_guarded_zip(path: Path) -> GuardedZipStore:
+    """The zip at path opened read-only (its central directory read now), with guarded reads."""
+    store = await ZipStore.open(path, mode="r")
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: info for info in archive.infolist()}
+    return GuardedZipStore(store, members)

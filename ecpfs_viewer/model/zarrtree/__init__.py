@@ -1,0 +1,1 @@
+"""The generic Zarr hierarchy: node paths, documents, listing, chunks, array reads."""

@@ -1,0 +1,467 @@
+"""The Build dialog as a user meets it: preview numbers, errors beside fields, build, cancel, failure."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtWidgets import QMessageBox
+
+from ecpfs_viewer.gui.build import dialog as build_dialog
+from ecpfs_viewer.gui.build.dialog import BuildDialog
+from ecpfs_viewer.gui.runtime.settings import use_settings_dir
+from ecpfs_viewer.model.build.builder import build_index as real_build_index
+from ecpfs_viewer.model.build.builder import preview_build
+from ecpfs_viewer.model.formatting import format_bytes
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path: Path) -> None:
+    """Keep remembered parameters in a tmp folder, fresh for each test."""
+    use_settings_dir(tmp_path / "settings")
+
+
+@pytest.fixture
+def vectors(tmp_path: Path) -> Path:
+    """1000 x 16 float32 vectors with a fixed seed."""
+    path = tmp_path / "vectors.npy"
+    np.save(path, np.random.default_rng(7).standard_normal((1000, 16)).astype(np.float32))
+    return path
+
+
+def open_dialog(qtbot, input_path: Path | None = None) -> BuildDialog:
+    dialog = BuildDialog(None, input_path=str(input_path) if input_path else None)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    return dialog
+
+
+def wait_checked(qtbot, dialog: BuildDialog) -> None:
+    """Wait until the status line stops saying "Checking…": the check of the form as it is now arrived."""
+    qtbot.waitUntil(lambda: dialog.preview.status_label.text() != build_dialog.CHECKING, timeout=5000)
+
+
+def visible_errors(dialog: BuildDialog) -> dict[str, str]:
+    return {name: label.text() for name, label in dialog.form.field_errors.items() if label.isVisibleTo(dialog)}
+
+
+def set_params(dialog: BuildDialog, levels: int, target: int) -> None:
+    dialog.form.levels_spin.setValue(levels)
+    dialog.form.target_spin.setValue(target)
+
+
+def ready_dialog(qtbot, source: Path, output: Path, levels: int = 2, target: int = 10) -> BuildDialog:
+    """A dialog filled in and checked: the input, the parameters and an output in a folder that exists."""
+    output.parent.mkdir(exist_ok=True)
+    dialog = open_dialog(qtbot, source)
+    set_params(dialog, levels, target)
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    return dialog
+
+
+def phase_titles(dialog: BuildDialog) -> list[str]:
+    return [title for title, _text, _done in dialog.progress.phase_rows()]
+
+
+def test_preview_shows_the_numbers_of_a_known_file(qtbot, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    wait_checked(qtbot, dialog)
+    v = {key: label.text() for key, label in dialog.preview.values.items()}
+    assert v["rows"] == "1,000"
+    assert v["dim"] == "16"
+    assert v["dtype"] == "float32 → float32"
+    assert v["representatives"] == "100"  # ceil(1000 / 10)
+    assert v["fan_out"] == "10"  # ceil(100 ** (1/2))
+    assert v["nodes"] == "10 · 100"  # min(10^1, 100), min(10^2, 100)
+    # 512 KiB / (16 * 4 bytes) and 8 MiB / (16 * 4 bytes)
+    assert v["chunk_rows"] == "8,192 (nodes) · 131,072 (reps)"
+    preview = preview_build(vectors, dialog.params(), dialog.form.output())
+    on_disk, apparent = format_bytes(preview.estimated_bytes), format_bytes(preview.estimated_apparent_bytes)
+    assert v["size"] == f"about {on_disk} ({apparent} in {preview.estimated_files:,} files and folders)"
+    assert visible_errors(dialog) == {}
+    assert dialog.form.output_edit.text() == str(vectors.parent / "vectors.zarr")  # derived from the input
+    assert dialog.build_button.isEnabled()
+
+    dialog.form.dtype_combo.setCurrentIndex(dialog.form.dtype_combo.findData("uint8"))
+    wait_checked(qtbot, dialog)
+    assert dialog.preview.values["dtype"].text() == "float32 → uint8"
+    assert dialog.preview.values["chunk_rows"].text() == "32,768 (nodes) · 524,288 (reps)"
+    assert "loses precision" in dialog.preview.warnings_label.text()
+
+
+def test_shape_and_normalized_warnings(qtbot, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=7, target=10)  # R 100, fan-out ceil(100 ** (1/7)) = 2
+    dialog.form.normalized_check.setChecked(True)  # standard normal rows have norms near 4
+    wait_checked(qtbot, dialog)
+    warnings = dialog.preview.warnings_label.text()
+    assert dialog.preview.warnings_label.isVisibleTo(dialog)
+    assert "fan-out is 2" in warnings
+    assert "all depth and no breadth" in warnings
+    assert "not unit length" in warnings
+    assert dialog.build_button.isEnabled()  # warnings do not block a build
+
+
+def test_errors_are_shown_beside_their_fields_and_block_the_build(qtbot, tmp_path, vectors):
+    dialog = open_dialog(qtbot, tmp_path / "missing.npy")
+    set_params(dialog, levels=0, target=0)
+    wait_checked(qtbot, dialog)
+    errors = visible_errors(dialog)
+    assert errors["input"] == "file not found"
+    assert "levels must be at least 1" in errors["levels"]
+    assert "target_cluster_items must be at least 1" in errors["target"]
+    assert not dialog.build_button.isEnabled()
+
+    (tmp_path / "taken.zarr").mkdir()
+    dialog.form.input_edit.setText(str(vectors))
+    dialog.form.output_edit.setText(str(tmp_path / "taken.zarr"))
+    set_params(dialog, levels=2, target=5000)
+    wait_checked(qtbot, dialog)
+    errors = visible_errors(dialog)
+    assert set(errors) == {"output", "target"}
+    assert errors["output"].startswith("already exists")
+    assert "larger than the number of rows (1000)" in errors["target"]
+    assert not dialog.build_button.isEnabled()
+
+    dialog.form.advanced_button.setChecked(False)
+    dialog.form.node_chunk_spin.setValue(0)
+    dialog.form.output_edit.setText(str(tmp_path / "fresh.zarr"))
+    dialog.form.target_spin.setValue(10)
+    wait_checked(qtbot, dialog)
+    assert set(visible_errors(dialog)) == {"node_chunk"}
+    assert dialog.form.advanced.isVisibleTo(dialog)  # the Advanced section opens to show its error
+
+    dialog.form.node_chunk_spin.setValue(512)
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog) == {}
+    assert dialog.build_button.isEnabled()
+    assert dialog.preview.status_label.text() == "Ready to build."
+
+
+def test_build_through_the_dialog_emits_a_readable_index(qtbot, tmp_path, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "built.zarr"
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    with qtbot.waitSignal(dialog.index_built, timeout=20000) as signal:
+        qtbot.mouseClick(dialog.build_button, build_dialog.Qt.MouseButton.LeftButton)
+    assert signal.args == [str(output)]
+    assert dialog.result() == BuildDialog.DialogCode.Accepted
+    group = zarr.open_group(str(output), mode="r")
+    assert int(group["info/total_items"][()]) == 1000
+    assert int(group["info/levels"][()]) == 2
+    assert group["rep_embeddings"].shape == (100, 16)
+    leaf_rows = sum(group[f"lvl_2/{name}/item_ids"].shape[0] for name in group["lvl_2"].group_keys())
+    assert leaf_rows == 1000
+    rows = dialog.progress.phase_rows()
+    titles = phase_titles(dialog)
+    assert titles[0] == "Reading and checking rows" and titles[-1] == "Writing leaf nodes"
+    assert all(done == 1000 for _title, _text, done in rows)  # every phase shown complete
+    on_disk = sum(p.lstat().st_blocks * 512 for p in [output, *output.rglob("*")])  # as du counts
+    estimate = preview_build(vectors, dialog.params(), tmp_path / "same_disk.zarr").estimated_bytes
+    assert 0.75 * estimate <= on_disk <= 1.25 * estimate  # what the dialog said, within a quarter
+
+    # the next dialog remembers the parameters and the output folder
+    again = open_dialog(qtbot, vectors)
+    assert (again.form.levels_spin.value(), again.form.target_spin.value()) == (2, 10)
+    assert again.form.output_edit.text() == str(tmp_path / "vectors.zarr")
+    wait_checked(qtbot, again)
+    assert again.preview.values["representatives"].text() == "100"
+
+
+def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, monkeypatch):
+    reached_writing = threading.Event()
+
+    def build_that_pauses(*args, progress, cancel, **kwargs):
+        def hook(p):
+            if p.phase == "writing":
+                reached_writing.set()  # before the GUI can hear of it
+            progress(p)
+            if p.phase == "writing":
+                cancel.wait(10)  # hold the build here until the user cancels
+
+        return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", build_that_pauses)
+    output = tmp_path / "out" / "cancelled.zarr"
+    dialog = ready_dialog(qtbot, vectors, output)
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: "Writing leaf nodes" in phase_titles(dialog), timeout=10000)
+    assert reached_writing.is_set()
+    assert dialog.building and not dialog.build_button.isEnabled()
+    assert not dialog.form.isEnabled()
+    assert dialog.progress.speed_label.text().startswith("Elapsed")
+
+    qtbot.mouseClick(dialog.cancel_button, build_dialog.Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dialog.building, timeout=10000)
+    assert dialog.message.text() == "Cancelled, nothing written."
+    assert dialog.isVisible()  # cancelling the build does not close the dialog
+    assert list(output.parent.iterdir()) == []  # no index, no hidden temporary folder
+    assert dialog.form.isEnabled()
+
+
+def test_failed_build_says_which_input_and_row(qtbot, tmp_path):
+    data = np.ones((200, 8), dtype=np.float32)
+    data[37, 3] = np.nan
+    source = tmp_path / "bad.npy"
+    np.save(source, data)
+    dialog = open_dialog(qtbot, source)
+    set_params(dialog, levels=2, target=10)
+    wait_checked(qtbot, dialog)
+    assert dialog.build_button.isEnabled()  # the header is fine; the bad row shows only when read
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: dialog.message.isVisibleTo(dialog) and not dialog.building, timeout=10000)
+    assert dialog.message.text() == f"Build failed: {source}: row 37 contains NaN"
+    assert dialog.isVisible()
+    assert not (tmp_path / "bad.zarr").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "settings") == ["bad.npy"]
+
+
+def test_closing_during_a_build_cancels_it(qtbot, tmp_path, vectors, monkeypatch):
+    started = threading.Event()
+
+    def slow_build(*args, progress, cancel, **kwargs):
+        def hook(p):
+            progress(p)
+            started.set()
+            cancel.wait(10)
+
+        return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", slow_build)
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "closed.zarr"
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    dialog.build_button.click()
+    qtbot.waitUntil(started.is_set, timeout=10000)
+    dialog.reject()  # Escape or the window's close button
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=10000)
+    assert not dialog.building
+    assert not output.exists()
+    assert not any(p.name.startswith(".closed.zarr") for p in tmp_path.iterdir())
+
+
+def test_each_model_problem_is_shown_beside_its_field(qtbot, tmp_path, vectors):
+    """The dialog shows the builder's own problems (field + message) under the fields they name."""
+    (tmp_path / "taken.zarr").mkdir()
+    dialog = open_dialog(qtbot, vectors)
+    dialog.form.output_edit.setText(str(tmp_path / "taken.zarr"))
+    set_params(dialog, levels=0, target=10)
+    dialog.form.rep_chunk_spin.setValue(0)
+    wait_checked(qtbot, dialog)
+    params = dialog.params()
+    problems = preview_build(vectors, params, tmp_path / "taken.zarr").problems
+    assert {p.field for p in problems} == {"output", "levels", "rep_chunk"}
+    assert visible_errors(dialog) == {p.field: p.message for p in problems}  # the same words, in their place
+    assert dialog.preview.status_label.text() == "Fix the 3 fields marked in red to build."
+    assert not dialog.build_button.isEnabled()
+
+    dialog.form.output_edit.setText("relative/out.zarr")  # the dialog's own rule: a GUI has no working folder
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog)["output"] == "give the full path of the index folder to create"
+
+
+def test_build_error_at_build_time_is_shown(qtbot, tmp_path, vectors, monkeypatch):
+    """A problem the builder finds only when it starts (here: the output appeared meanwhile) is reported."""
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "late.zarr"
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    assert dialog.build_button.isEnabled()
+    output.mkdir()
+    (output / "thesis.txt").write_text("not an index")
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: dialog.message.isVisibleTo(dialog) and not dialog.building, timeout=10000)
+    assert dialog.message.text() == f"Build failed: {output}: already exists: choose a new name, or replace it"
+    wait_checked(qtbot, dialog)  # the form is checked again and now marks the field
+    assert visible_errors(dialog) == {"output": "already exists: choose a new name, or replace it"}
+    assert (output / "thesis.txt").exists()
+
+
+def test_built_index_opens_in_the_main_window(qtbot, tmp_path, vectors):
+    from ecpfs_viewer.gui.app import create_main_window
+
+    window = create_main_window()
+    qtbot.addWidget(window)
+    window.show()
+    window.open_build_dialog(str(vectors))  # what a drop of a .npy or File > Build does
+    dialog = window.findChild(BuildDialog)
+    assert dialog is not None and dialog.form.input_edit.text() == str(vectors)
+    set_params(dialog, levels=2, target=10)
+    output = tmp_path / "opened.zarr"
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: window.location is not None and window.hierarchy is not None, timeout=20000)
+    assert Path(window.location) == output
+    qtbot.waitUntil(lambda: window.findChild(BuildDialog) is None, timeout=5000)  # closed and deleted
+    window.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# papercuts: a writable default output, a form that does not jump, cancel, large builds
+
+
+@contextmanager
+def unwritable_folder(folder: Path) -> Iterator[None]:
+    """Make ``folder`` unwritable for this user for real: mode 555, or for root the immutable flag
+    (root ignores modes, but os.access and mkdir both honour ``chattr +i``)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)]).returncode != 0:
+        pytest.skip("no way to make a folder unwritable for root here (chattr +i unsupported)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_default_output_is_writable_when_the_input_folder_is_not(qtbot, tmp_path, vectors, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    source = shared / "vectors.npy"
+    shutil.copy(vectors, source)
+    with unwritable_folder(shared):
+        assert not os.access(shared, os.W_OK)
+        dialog = open_dialog(qtbot, source)
+        wait_checked(qtbot, dialog)
+        assert dialog.form.output_edit.text() == str(home / "vectors.zarr")  # not beside the input
+        assert str(shared) in dialog.form.output_edit.toolTip()
+        assert visible_errors(dialog) == {}
+        assert dialog.build_button.isEnabled()
+
+        # typing a path in the read-only folder is refused by the check, beside the field
+        dialog.form.output_edit.setText(str(shared / "here.zarr"))
+        wait_checked(qtbot, dialog)
+        assert visible_errors(dialog) == {"output": f"output folder {shared} cannot be written"}
+    # a writable input folder keeps the output beside the input
+    dialog = open_dialog(qtbot, vectors)
+    assert dialog.form.output_edit.text() == str(vectors.parent / "vectors.zarr")
+
+
+def _places(dialog: BuildDialog) -> dict[str, QRect]:
+    """Where the fields and buttons are, in dialog coordinates."""
+    widgets = {"input": dialog.form.input_edit, "output": dialog.form.output_edit, "levels": dialog.form.levels_spin,
+               "target": dialog.form.target_spin, "metric": dialog.form.metric_combo,
+               "build": dialog.build_button, "cancel": dialog.cancel_button}
+    return {name: QRect(w.mapTo(dialog, QPoint(0, 0)), w.size()) for name, w in widgets.items()}
+
+
+def test_hints_appear_and_go_without_moving_fields_or_buttons(qtbot, tmp_path, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=2, target=10)
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog) == {} and not dialog.preview.warnings_label.isVisibleTo(dialog)
+    calm = _places(dialog)
+    size = dialog.size()
+
+    dialog.form.input_edit.setText(str(tmp_path / "missing.npy"))  # an error under the first field
+    dialog.form.output_edit.setText(str(tmp_path / "out.zarr"))
+    set_params(dialog, levels=0, target=0)  # and under two more
+    wait_checked(qtbot, dialog)
+    assert set(visible_errors(dialog)) == {"input", "levels", "target"}
+    assert _places(dialog) == calm and dialog.size() == size
+
+    dialog.form.input_edit.setText(str(vectors))
+    set_params(dialog, levels=7, target=10)  # no errors, three warnings
+    dialog.form.normalized_check.setChecked(True)
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog) == {}
+    assert dialog.preview.warnings_label.text().count("⚠") == 3
+    assert _places(dialog) == calm and dialog.size() == size
+
+    dialog.form.normalized_check.setChecked(False)
+    set_params(dialog, levels=2, target=10)
+    wait_checked(qtbot, dialog)
+    assert not dialog.preview.warnings_label.isVisibleTo(dialog)
+    assert _places(dialog) == calm and dialog.size() == size
+
+
+def test_large_build_is_asked_about_first(qtbot, tmp_path, monkeypatch):
+    """16 levels of one-item clusters over 3,000 rows: nearly 1 GiB of near-empty nodes for 750 KiB of input."""
+    source = tmp_path / "rows.npy"
+    np.save(source, np.random.default_rng(1).standard_normal((3000, 64)).astype(np.float32))
+    started: list[str] = []
+
+    def build_cancelled_at_once(*args, cancel, **kwargs):  # the user presses Cancel as soon as it starts
+        started.append(str(args[1]))
+        cancel.set()
+        return real_build_index(*args, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", build_cancelled_at_once)
+    output = tmp_path / "out" / "huge.zarr"
+    dialog = ready_dialog(qtbot, source, output, levels=16, target=1)
+    assert dialog.build_button.isEnabled()  # allowed, but asked about
+
+    def question() -> QMessageBox:
+        qtbot.waitUntil(lambda: dialog.findChild(QMessageBox) is not None
+                        and dialog.findChild(QMessageBox).isVisible(), timeout=5000)
+        return dialog.findChild(QMessageBox)
+
+    dialog.build_button.click()
+    box = question()
+    reason = preview_build(source, dialog.params(), output).oversize  # about 970 MiB on ext4
+    assert box.text() == f"T{reason[1:]}."
+    assert "on disk in 248,291 files and folders" in reason and "times the 750.0 KiB of the input" in reason
+    qtbot.mouseClick(box.button(QMessageBox.StandardButton.Cancel), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.confirm_box is None, timeout=5000)
+    assert started == [] and not dialog.building
+    assert dialog.build_button.isEnabled() and dialog.form.levels_spin.value() == 16
+
+    dialog.build_button.click()
+    box = question()
+    anyway = next(b for b in box.buttons() if b.text() == build_dialog.BUILD_ANYWAY)
+    qtbot.mouseClick(anyway, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: started != [] and not dialog.building, timeout=10000)
+    assert started == [str(output)]
+    assert dialog.message.text() == build_dialog.CANCELLED
+    assert list(output.parent.iterdir()) == []
+
+
+def test_after_cancel_the_inputs_are_kept(qtbot, tmp_path, vectors, monkeypatch):
+    def build_then_cancel(*args, progress, cancel, **kwargs):
+        def hook(p):
+            progress(p)
+            cancel.set()  # the user cancels during the first phase
+
+        return real_build_index(*args, progress=hook, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", build_then_cancel)
+    dialog = open_dialog(qtbot, vectors)
+    set_params(dialog, levels=4, target=25)
+    dialog.form.metric_combo.setCurrentIndex(dialog.form.metric_combo.findData("IP"))
+    output = tmp_path / "kept.zarr"
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    before = (dialog.form.source(), dialog.form.output(), dialog.params())
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: dialog.message.text() == "Cancelled, nothing written.", timeout=10000)
+    assert dialog.message.isVisibleTo(dialog) and not dialog.building
+    assert dialog.progress.speed_label.text().endswith(" · cancelled")
+    assert (dialog.form.source(), dialog.form.output(), dialog.params()) == before
+    wait_checked(qtbot, dialog)
+    assert dialog.build_button.isEnabled() and dialog.form.isEnabled()
+    assert not output.exists()

@@ -1,0 +1,377 @@
+"""The plot pane: what it plots for each kind of array, the subset field, the cap, errors, export."""
+
+from __future__ import annotations
+
+import csv
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from PySide6.QtCore import QCoreApplication, QPointF, Qt
+from PySide6.QtGui import QColor, QImage, QPalette
+from PySide6.QtWidgets import QFileDialog
+
+from ecpfs_viewer.gui.data.plot_pane import PlotPane
+from ecpfs_viewer.gui.runtime.workers import thread_pool
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.views import plot_data as plot_data_module
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+
+RNG = np.random.default_rng(7)
+MATRIX = (RNG.normal(size=(300, 64)) + np.linspace(0, 3, 64)).astype(np.float32)
+VECTOR = (np.sin(np.arange(1000) / 30) * 100).astype(np.int32)
+NAMES = np.array(["alpha", "beta", "gamma, with comma", "δέλτα"])
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    path = tmp_path / "arrays.zarr"
+    root = zarr.open_group(path, mode="w")
+    root.create_array("matrix", shape=MATRIX.shape, chunks=(100, 64), dtype="float32")[:] = MATRIX
+    root.create_array("vector", shape=VECTOR.shape, chunks=(1000,), dtype="int32")[:] = VECTOR
+    root.create_array("scalar", shape=(), dtype="uint32")[...] = 42
+    root.create_array("label", shape=(), dtype=str)[...] = "L2"
+    root.create_array("names", shape=NAMES.shape, dtype=str)[:] = NAMES
+    root.create_array("flags", shape=(4, 5), dtype=bool)[:] = np.eye(4, 5, dtype=bool)
+    cube = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
+    root.create_array("cube", shape=cube.shape, dtype="float64")[:] = cube
+    with_nan = np.array([1.0, np.nan, 2.0, 2.5, np.inf, 3.0], dtype=np.float32)
+    root.create_array("with_nan", shape=with_nan.shape, dtype="float32")[:] = with_nan
+    root.create_array("all_nan", shape=(3,), dtype="float64")[:] = np.nan
+    return path
+
+
+@pytest.fixture
+def hierarchy(store_path: Path) -> Hierarchy:
+    return Hierarchy(open_store(store_path))
+
+
+@pytest.fixture
+def pane(show) -> PlotPane:
+    return show(PlotPane(), 900, 600)
+
+
+def show(qtbot, pane: PlotPane, h: Hierarchy, path: str, text: str | None = None) -> None:
+    """Ask for an array (or a selection of it) and wait until its pictures or its message are shown."""
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        if text is None:
+            pane.show_array(h, path)
+        else:
+            pane.show_selection(h, path, text)
+
+
+def press_enter(qtbot, pane: PlotPane) -> None:
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        qtbot.keyClick(pane.subset_edit, Qt.Key.Key_Return)
+
+
+def test_2d_array_shows_heatmap_of_default_subset(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    assert pane.current_view() == "Heatmap"
+    assert pane.offered_views() == ["Heatmap", "Histogram", "Table"]
+    assert pane.subset_edit.text() == "0:100, :"  # the default subset stays inside the first chunk
+    image = pane.image_item.image
+    assert image.dtype == np.float32 and image.flags.c_contiguous
+    np.testing.assert_array_equal(image, MATRIX[:100])
+    low, high = pane.image_item.levels
+    assert MATRIX[:100].min() <= low < high <= MATRIX[:100].max()
+    assert pane.heatmap.colorbar.levels() == pytest.approx((low, high))
+    assert "100 x 64 float32" in pane.summary_label.text()
+
+
+def click_heatmap(qtbot, pane: PlotPane, row: float, col: float) -> None:
+    heatmap = pane.heatmap
+    scene_pos = heatmap.heat_plot.vb.mapViewToScene(QPointF(col, row))
+    widget_pos = heatmap.view.mapFromScene(scene_pos)
+    qtbot.mouseClick(heatmap.view.viewport(), Qt.MouseButton.LeftButton, pos=widget_pos)
+
+
+def test_clicking_a_heatmap_row_plots_that_row(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    with qtbot.waitSignal(pane.row_selected) as signal:
+        click_heatmap(qtbot, pane, row=37.2, col=10.0)
+    assert signal.args == [37]
+    x, y = pane.curve_item.getData()
+    np.testing.assert_allclose(y, MATRIX[37])
+    np.testing.assert_array_equal(x, np.arange(64))
+
+
+def test_subset_field_reads_the_typed_selection(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    pane.subset_edit.clear()
+    qtbot.keyClicks(pane.subset_edit, "150:160, 8:16")
+    press_enter(qtbot, pane)
+    np.testing.assert_array_equal(pane.image_item.image, MATRIX[150:160, 8:16])
+    assert pane.current_subset().offsets == (150, 8)
+    # axes show array indexes: the image starts at column 8, row 150
+    rect = pane.image_item.mapRectToParent(pane.image_item.boundingRect())
+    assert (rect.left(), rect.top(), rect.width(), rect.height()) == (7.5, 149.5, 8, 10)  # cells centred on indexes
+    with qtbot.waitSignal(pane.row_selected) as signal:
+        click_heatmap(qtbot, pane, row=152.6, col=9.0)
+    assert signal.args == [153] and pane.selected_row() == 153
+    assert pane.heatmap.row_plot.titleLabel.text == "row 153"
+    x, y = pane.curve_item.getData()
+    np.testing.assert_allclose(y, MATRIX[153, 8:16])
+    np.testing.assert_array_equal(x, np.arange(8, 16))
+
+
+def test_1d_array_shows_a_line(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "vector")
+    assert pane.current_view() == "Line"
+    assert pane.offered_views() == ["Line", "Histogram", "Table"]
+    x, y = pane.curve_item.getData()
+    np.testing.assert_array_equal(y, VECTOR)
+    np.testing.assert_array_equal(x, np.arange(1000))
+    assert pane.curve_item.opts["symbol"] is None  # 1,000 points: no markers
+    show(qtbot, pane, hierarchy, "vector", "100:200")
+    x, y = pane.curve_item.getData()
+    np.testing.assert_array_equal(y, VECTOR[100:200])
+    assert x[0] == 100 and x[-1] == 199
+    assert pane.curve_item.opts["symbol"] == "o"  # 100 points: a marker on each
+    pane.line.step_check.setChecked(True)
+    x, y = pane.curve_item.getData()
+    np.testing.assert_array_equal(y, VECTOR[100:200])  # same values, drawn as steps:
+    assert len(x) == 101 and (x[0], x[-1]) == (99.5, 199.5)  # one edge more than values, around each index
+    assert pane.curve_item.opts["symbol"] is None
+
+
+def test_histogram_of_integers_has_one_bin_per_value(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "vector")
+    assert pane.show_view("Histogram")
+    assert pane.current_view() == "Histogram"
+    counts, _edges = pane.histogram_counts()
+    values, expected = np.unique(VECTOR, return_counts=True)
+    assert len(counts) == VECTOR.max() - VECTOR.min() + 1
+    np.testing.assert_array_equal(counts[values - VECTOR.min()], expected)
+    assert counts.sum() == VECTOR.size
+    _, shown = pane.histogram.item.getData()
+    np.testing.assert_array_equal(shown, counts)
+
+
+def test_histogram_of_floats_counts_finite_values(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "with_nan")
+    counts, edges = pane.histogram_counts()
+    assert counts.sum() == 4  # NaN and inf are left out
+    assert edges[0] == 1.0 and edges[-1] == 3.0
+    assert "2 NaN/inf" in pane.summary_label.text()
+
+
+def test_histogram_of_no_finite_value_is_empty_and_says_why(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "all_nan")
+    counts, _edges = pane.histogram_counts()
+    assert counts.size == 0
+    assert "3 NaN/inf" in pane.summary_label.text() and "min" not in pane.summary_label.text()
+    assert pane.show_view("Histogram")
+    _, shown = pane.histogram.item.getData()
+    assert shown.tolist() == [0]  # one flat bin, not a stale picture
+
+
+def test_the_tab_the_user_picked_stays_open_where_it_applies(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    qtbot.mouseClick(pane.tabs.tabBar(), Qt.MouseButton.LeftButton,
+                     pos=pane.tabs.tabBar().tabRect(pane.tabs.indexOf(pane.histogram)).center())
+    assert pane.current_view() == "Histogram"
+    show(qtbot, pane, hierarchy, "matrix", "0:10, :")
+    assert pane.current_view() == "Histogram"
+    show(qtbot, pane, hierarchy, "names")  # no histogram for strings: the best view opens
+    assert pane.current_view() == "Table" and pane.offered_views() == ["Table"]
+    assert not pane.show_view("Histogram")
+    show(qtbot, pane, hierarchy, "vector")
+    assert pane.current_view() == "Histogram"
+
+
+def test_rank0_value_is_shown_as_text(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "scalar")
+    assert pane.current_view() == "Value" and pane.offered_views() == ["Value"]
+    assert pane.value_text() == "42"
+    show(qtbot, pane, hierarchy, "label")
+    assert pane.value_text() == "L2"
+
+
+def test_string_array_is_shown_as_a_table(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "names")
+    assert pane.current_view() == "Table"
+    model = pane.table.table.model()
+    assert model.rowCount() == 4
+    assert [model.index(r, 0).data() for r in range(4)] == list(NAMES)
+    show(qtbot, pane, hierarchy, "names", "2:4")
+    assert [model.index(r, 0).data() for r in range(2)] == list(NAMES[2:])
+    assert model.headerData(0, Qt.Orientation.Vertical) == "2"  # rows named by their array index
+
+
+def test_bool_array_is_plotted_as_ints(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "flags")
+    assert pane.current_view() == "Heatmap"
+    np.testing.assert_array_equal(pane.image_item.image, np.eye(4, 5))
+
+
+def test_3d_array_flattens_trailing_axes_with_a_note(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "cube")
+    np.testing.assert_array_equal(pane.image_item.image, np.arange(24).reshape(2, 12))
+    assert "flattened" in pane.summary_label.text()
+
+
+def test_element_cap_refuses_with_a_message_and_the_pane_recovers(qtbot, pane, hierarchy) -> None:
+    pane.max_elements = 1000
+    show(qtbot, pane, hierarchy, "matrix", ":, :")
+    message = pane.message_text()
+    assert "19,200 elements" in message and "1,000" in message
+    assert pane.current_subset() is None
+    assert pane.subset_edit.isEnabled() and pane.subset_edit.text() == ":, :"
+    pane.subset_edit.setText("0:10, 0:10")
+    press_enter(qtbot, pane)
+    assert pane.message_text() == ""
+    np.testing.assert_array_equal(pane.image_item.image, MATRIX[:10, :10])
+
+
+def test_unparsable_selection_shows_why(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix", "rows 1 to 5")
+    message = pane.message_text()
+    assert message.startswith("Cannot show matrix [rows 1 to 5]:\ncannot parse")
+    assert "Traceback" not in message and "SelectionError" not in message
+    assert not pane.export_button.isEnabled()
+
+
+def test_corrupt_chunk_shows_a_message_then_next_array_works(qtbot, pane, store_path) -> None:
+    (store_path / "matrix" / "c" / "0" / "0").write_bytes(b"this is not zstd data")
+    h = Hierarchy(open_store(store_path))
+    show(qtbot, pane, h, "matrix")
+    message = pane.message_text()
+    assert "matrix" in message and message.startswith("Cannot show")
+    assert "Traceback" not in message
+    show(qtbot, pane, h, "vector")
+    assert pane.message_text() == ""
+    np.testing.assert_array_equal(pane.curve_item.getData()[1], VECTOR)
+
+
+def test_exports_write_the_subset(qtbot, pane, hierarchy, tmp_path, monkeypatch) -> None:
+    show(qtbot, pane, hierarchy, "matrix", "10:20, 0:5")
+    chosen: list[str] = []
+
+    def fake_dialog(parent, title, name, file_filter):
+        target = str(tmp_path / ("export" + Path(name).suffix))
+        chosen.append(target)
+        return target, file_filter
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(fake_dialog))
+    pane.export_npy_action.trigger()
+    np.testing.assert_array_equal(np.load(chosen[-1]), MATRIX[10:20, :5])
+    pane.export_csv_action.trigger()
+    table = np.loadtxt(chosen[-1], delimiter=",", dtype=np.float32, skiprows=1)  # a header line, then
+    np.testing.assert_allclose(table[:, 1:], MATRIX[10:20, :5])  # each row led by its index in the array
+    assert table[:, 0].tolist() == list(range(10, 20))
+    pane.export_png_action.trigger()
+    image = QImage(chosen[-1])
+    assert not image.isNull() and image.width() >= 200
+
+
+def test_csv_export_of_strings_round_trips(qtbot, pane, hierarchy, tmp_path) -> None:
+    show(qtbot, pane, hierarchy, "names")
+    target = tmp_path / "names.csv"
+    pane.export_csv(str(target))
+    with open(target, newline="", encoding="utf-8") as handle:
+        assert [row[1] for row in csv.reader(handle)] == ["value", *NAMES]
+
+
+def finish_background_work() -> None:
+    """Let every read end and deliver its (possibly stale) result to the GUI thread."""
+    assert thread_pool().waitForDone(10_000)
+    QCoreApplication.processEvents()
+
+
+def test_result_for_an_array_left_behind_is_dropped(qtbot, pane, hierarchy, monkeypatch) -> None:
+    real = plot_data_module.read_subset
+    release = threading.Event()
+    finished: list[str] = []
+
+    def gated_read(h, path, text, max_elements):
+        if path == "matrix":  # the first request ends only after the second one is on screen
+            assert release.wait(10)
+        result = real(h, path, text, max_elements=max_elements)
+        finished.append(path)
+        return result
+
+    monkeypatch.setattr(plot_data_module, "read_subset", gated_read)
+    pane.show_array(hierarchy, "matrix")
+    show(qtbot, pane, hierarchy, "vector")
+    release.set()
+    finish_background_work()
+    assert finished == ["vector", "matrix"]  # the matrix result did arrive, and was dropped
+    assert pane.current_subset().path == "vector"
+    assert pane.current_view() == "Line"
+    np.testing.assert_array_equal(pane.curve_item.getData()[1], VECTOR)
+
+
+def test_clear_drops_pending_result_and_shows_a_hint(qtbot, pane, hierarchy) -> None:
+    pane.show_array(hierarchy, "matrix")
+    pane.clear()
+    finish_background_work()
+    assert pane.current_subset() is None and not pane.busy
+    assert pane.message_text().startswith("Select an array")
+    assert not pane.export_button.isEnabled()
+    assert pane.image_item.image is None
+
+
+def test_plots_follow_a_dark_palette(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    dark = QPalette(pane.palette())
+    dark.setColor(QPalette.ColorRole.Base, QColor(30, 30, 30))
+    dark.setColor(QPalette.ColorRole.Text, QColor(230, 230, 230))
+    pane.setPalette(dark)
+    for view in (pane.heatmap.view, pane.line.view, pane.histogram.view):
+        assert view.backgroundBrush().color() == QColor(30, 30, 30)
+    axis = pane.heatmap.heat_plot.getAxis("left")
+    assert axis.textPen().color() == QColor(230, 230, 230)
+
+
+DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64",
+          "uint8", "uint16", "uint32", "uint64", "bool"]
+
+
+def _extremes(dtype: np.dtype) -> np.ndarray:
+    """404 x 128 values of dtype reaching both ends of its range (where a float32 would round)."""
+    if dtype.kind == "b":
+        return np.arange(404 * 128).reshape(404, 128) % 3 == 0
+    if dtype.kind == "f":  # a quarter of the range each way (the histogram's span stays finite), and 1 + eps
+        info = np.finfo(dtype)
+        ends = [-info.max / 4, info.max / 4, 0, 1, 1 + info.eps, info.tiny]
+    else:
+        info = np.iinfo(dtype)
+        ends = [info.min, info.max, 0, 1, info.max - 1]
+    values = np.resize(np.array(ends, dtype=dtype), 404 * 128).reshape(404, 128)
+    values[1:, :] = np.roll(values[1:, :], 1, axis=1)
+    return values
+
+
+@pytest.mark.parametrize("dtype_name", DTYPES)
+def test_export_menu_writes_and_the_statistics_line_reports_the_stored_dtype(
+        qtbot, pane, tmp_path, monkeypatch, dtype_name: str) -> None:
+    dtype = np.dtype(dtype_name)
+    values = _extremes(dtype)
+    root = zarr.open_group(tmp_path / "typed.zarr", mode="w")
+    for name in ("embeddings", "plain"):  # an ecpfs embeddings array was widened to float32 before
+        root.create_array(name, shape=values.shape, chunks=(404, 128), dtype=dtype)[...] = values
+    h = Hierarchy(open_store(tmp_path / "typed.zarr"))
+    chosen: list[str] = []
+
+    def save_dialog(parent, title, name, file_filter):
+        chosen.append(str(tmp_path / f"export{len(chosen)}{Path(name).suffix}"))
+        return chosen[-1], file_filter
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(save_dialog))
+    for name in ("embeddings", "plain"):
+        show(qtbot, pane, h, name, ":, :")
+        assert pane.summary_label.text().startswith(f"{name} [:, :]: 404 x 128 {dtype_name}")
+        pane.export_npy_action.trigger()
+        written = np.load(chosen[-1])
+        assert written.dtype == dtype
+        np.testing.assert_array_equal(written, values)
+        pane.export_csv_action.trigger()
+        with open(chosen[-1], newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))[1:]
+        parsed = np.array([[dtype.type(int(v)) if dtype.kind in "iub" else dtype.type(v) for v in row[1:]]
+                           for row in rows], dtype=dtype)
+        np.testing.assert_array_equal(parsed, values)  # the text reads back as the same stored values
+        assert [int(row[0]) for row in rows] == list(range(404))

@@ -1,0 +1,303 @@
+"""The Search panel as a user drives it: type an item id, run, read the results, double-click one, see the
+tree marks and the path; Go to Item; run a small recall sweep, see the plot, export it, cancel one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QInputDialog
+
+from ecpfs_viewer.gui.app import create_main_window
+from ecpfs_viewer.gui.runtime import settings as app_settings
+from ecpfs_viewer.gui.runtime.workers import thread_pool
+from ecpfs_viewer.gui.tree.marks import MarkKind
+from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.search import IndexReader
+
+
+@pytest.fixture(scope="module")
+def index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A three-level index of 2,000 clustered 6-D vectors (leaves of about 20 items)."""
+    tmp = tmp_path_factory.mktemp("search_gui")
+    rng = np.random.default_rng(3)
+    centers = rng.standard_normal((16, 6)) * 5
+    vectors = centers[rng.integers(0, 16, 2000)] + rng.standard_normal((2000, 6))
+    np.save(tmp / "vectors.npy", vectors.astype(np.float32))
+    build_index(tmp / "vectors.npy", tmp / "index.zarr", BuildParams(levels=3, target_cluster_items=20))
+    return tmp / "index.zarr"
+
+
+@pytest.fixture
+def window(qtbot, show, tmp_path: Path):
+    """window(location): the main window on a store, active (shortcuts reach only the active window)."""
+    app_settings.use_settings_dir(tmp_path / "settings")
+
+    def make(location: Path | str) -> MainWindow:
+        win = show(create_main_window(str(location)), 1280, 900)  # closed by qtbot after the test
+        win.activateWindow()
+        qtbot.waitUntil(lambda: win.isActiveWindow() and win.hierarchy is not None and not win.is_busy(),
+                        timeout=10000)
+        return win
+
+    return make
+
+
+def idle(qtbot, win: MainWindow, timeout: int = 20000) -> None:
+    qtbot.waitUntil(lambda: not win.is_busy(), timeout=timeout)
+
+
+def search_item(qtbot, win: MainWindow, item: str) -> None:
+    """Ctrl+Shift+F, type the item id, Ctrl+Enter; wait for the results."""
+    qtbot.keyClick(win, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    panel = win.search.panel
+    assert win.search.dock.isVisible() and panel.form.item_edit.hasFocus()
+    qtbot.keyClicks(panel.form.item_edit, item)
+    with qtbot.waitSignal(panel.finished, timeout=20000):
+        qtbot.keyClick(panel.form.item_edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    idle(qtbot, win)
+
+
+def double_click_row(qtbot, view, row: int) -> None:
+    rect = view.visualRect(view.model().index(row, 1))
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+
+
+def test_search_an_item_see_results_open_one_and_see_marks(qtbot, window, index_path):
+    win = window(index_path)
+    search_item(qtbot, win, "17")
+    panel = win.search.panel
+    rows = panel.results_model.texts()
+    assert len(rows) == 10
+    assert rows[0][:3] == ["1", "17", "0"]  # the item itself, at distance 0
+    assert [r[0] for r in rows] == [str(i) for i in range(1, 11)]
+    assert panel.results_model.headerData(2, Qt.Orientation.Horizontal) == "distance"
+    reader = IndexReader(index_path)
+    expected = reader.search(reader.vector_for_item(17), panel.form.params())
+    assert [int(r[1]) for r in rows] == [h.item_id for h in expected.hits]
+    assert "item 17: 10 results from" in panel.status_text() and "exact neighbours found" in panel.status_text()
+
+    trace = panel.exploration.result.trace
+    model = win.tree_model
+    for visit, node in enumerate(trace, 1):
+        marks = model.marks_at(node.path)
+        assert marks and marks[0].kind is MarkKind.VISITED and f"Search visit {visit} " in marks[0].tooltip
+    unvisited = next(n for n in range(len(IndexReader(index_path).root.ids)) if (1, n) not in
+                     {(v.level, v.node_id) for v in trace})
+    assert model.marks_at(f"lvl_1/node_{unvisited}") == []
+
+    hit = panel.exploration.result.hits[3]
+    double_click_row(qtbot, panel.results_view, 3)
+    target = f"lvl_3/node_{hit.leaf}/embeddings"
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == target, timeout=10000)
+    qtbot.waitUntil(lambda: win.plot.selected_row() == hit.row, timeout=10000)
+    assert win.tabs.currentIndex() == win.TAB_DATA
+    leaf_row = win.view_index(model.index_for_path(f"lvl_3/node_{hit.leaf}"))
+    assert leaf_row.isValid() and leaf_row.data(Qt.ItemDataRole.BackgroundRole) is not None  # tinted: visited
+    assert "Search visit" in leaf_row.data(Qt.ItemDataRole.ToolTipRole)
+
+
+def test_path_view_shows_levels_and_visited_leaves(qtbot, window, index_path):
+    win = window(index_path)
+    search_item(qtbot, win, "250")
+    panel = win.search.panel
+    panel.tabs.setCurrentIndex(panel.TAB_PATH)
+    view = panel.path_view
+    result = panel.exploration.result
+    levels = view.level_rows()
+    assert [level for level, _ in levels] == [1, 2, 3]
+    root_path, root_children, root_entered = levels[0][1][0]
+    assert root_path == "index_root" and root_children == len(IndexReader(index_path).root.ids)
+    assert root_entered == [v.node_id for v in result.trace if v.level == 1]
+    assert len(view.shown_plots) == 3
+    leaves = view.leaves_model.texts()
+    assert [r[1] for r in leaves] == [v.path for v in result.trace if v.is_leaf]
+    assert sum(int(r[6]) for r in leaves) == len(result.hits)
+    double_click_row(qtbot, view.leaves_view, 0)
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == leaves[0][1], timeout=10000)
+
+
+def test_a_replaced_query_never_shows(qtbot, window, index_path):
+    win = window(index_path)
+    panel = win.search.panel
+    win.search.show_panel()
+    shown = []
+    panel.finished.connect(lambda: shown.append(panel.exploration.label if panel.exploration else None))
+    panel.form.item_edit.setText("5")
+    panel.run()
+    panel.form.item_edit.setText("6")
+    panel.run()
+    qtbot.waitUntil(lambda: bool(shown), timeout=20000)
+    assert thread_pool().waitForDone(20000)
+    QApplication.processEvents()  # deliver anything the first search queued (it must be dropped)
+    assert shown == ["item 6"]
+
+
+def test_bad_queries_say_why(qtbot, window, index_path, tmp_path):
+    win = window(index_path)
+    panel = win.search.panel
+    win.search.show_panel()
+    panel.run()
+    assert panel.status_text() == "type an item id"
+    panel.form.item_edit.setText("123456")
+    with qtbot.waitSignal(panel.finished, timeout=20000):
+        panel.run()
+    assert "item 123456 is not in any leaf" in panel.status_text()
+    assert panel.results_model.rowCount() == 0
+    panel.form.set_kind("file")
+    np.save(tmp_path / "q.npy", np.ones((2, 3), np.float32))
+    panel.form.file_edit.setText(str(tmp_path / "q.npy"))
+    with qtbot.waitSignal(panel.finished, timeout=20000):
+        panel.run()
+    assert "3 dimensions, the index has 6" in panel.status_text()
+    panel.form.exclude_edit.setText("1, x")
+    panel.run()
+    assert "'x' is not an item id" in panel.status_text()
+
+
+def test_search_with_a_heatmap_row(qtbot, window, index_path):
+    win = window(index_path)
+    win.search.show_panel()
+    panel = win.search.panel
+    path = "lvl_3/node_2/embeddings"
+    win.tabs.setCurrentIndex(win.TAB_DATA)
+    win.reveal_path(path)
+    qtbot.waitUntil(lambda: win.plot.current_data() is not None and win.plot.current_subset().path == path,
+                    timeout=10000)
+    win.plot.select_row(4)  # as a click on heatmap row 4
+    assert panel.form.use_row_button.isEnabled() and win.search.search_row_action.isEnabled()
+    with qtbot.waitSignal(panel.finished, timeout=20000):
+        win.search.search_row_action.trigger()
+    assert panel.exploration.label == f"{path} row 4"
+    reader = IndexReader(index_path)
+    item = int(reader.node(3, 2).ids[4])
+    assert panel.results_model.texts()[0][1] == str(item)  # the stored row finds itself first
+
+
+def test_go_to_item(qtbot, window, index_path, monkeypatch):
+    win = window(index_path)
+    reader = IndexReader(index_path)
+    leaf, row = reader.locator.find_one(1234)
+    messages: list[str] = []
+    win.statusBar().messageChanged.connect(messages.append)
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kwargs: ("1234", True))
+    qtbot.keyClick(win, Qt.Key.Key_G, Qt.KeyboardModifier.ControlModifier)
+    target = f"lvl_3/node_{leaf}/embeddings"
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == target, timeout=10000)
+    qtbot.waitUntil(lambda: win.plot.selected_row() == row, timeout=10000)
+    assert any(m.startswith(f"item 1234 is in lvl_3/node_{leaf}, row {row}; path: index_root row") for m in messages)
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kwargs: ("99999", True))
+    win.search.go_to_action.trigger()
+    qtbot.waitUntil(lambda: win.statusBar().currentMessage() == "Item 99999 is not in this index", timeout=10000)
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kwargs: ("9223372036854775808", True))
+    win.search.go_to_action.trigger()  # outside the stored uint32 ids: refused in words, not numpy's overflow
+    qtbot.waitUntil(lambda: win.statusBar().currentMessage() == (
+        "item 9223372036854775808 cannot be in this index: its item ids are stored as uint32, "
+        "from 0 to 4,294,967,295"), timeout=10000)
+
+
+def test_recall_sweep_plot_misses_export_and_cancel(qtbot, window, index_path, tmp_path):
+    win = window(index_path)
+    win.search.show_panel()
+    panel = win.search.panel
+    panel.tabs.setCurrentIndex(panel.TAB_RECALL)
+    recall = panel.recall_view
+    recall.n_spin.setValue(12)
+    recall.exps_edit.setText("1, 4")
+    with qtbot.waitSignal(recall.finished, timeout=60000):
+        qtbot.mouseClick(recall.run_button, Qt.MouseButton.LeftButton)
+    idle(qtbot, win)
+    report = recall.outcome.report
+    assert [r.search_exp for r in report.rows] == [1, 4]
+    assert [row[0] for row in recall.numbers_model.texts()] == ["1", "4"]
+    xs, ys = recall.recall_plot.listDataItems()[0].getData()
+    assert list(ys) == pytest.approx([r.recall for r in report.rows])
+    assert list(xs) == pytest.approx([0.0, 2.0])  # log2 of search_exp
+    leaves_mean = recall.leaves_plot.listDataItems()[0].getData()[1]
+    assert list(leaves_mean) == pytest.approx([r.leaves_mean for r in report.rows])
+    assert "recall@10 over 12 queries" in recall.status.text()
+    shown = recall.misses_model.texts()
+    assert shown and all(r[0] == "1" for r in shown)  # the first search_exp's misses
+    assert len(shown) == round((1 - report.rows[0].recall) * 12 * 10)
+    assert "the search stopped after" in shown[0][7]
+    double_click_row(qtbot, recall.misses_view, 0)
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == f"{shown[0][5]}/embeddings",
+                    timeout=10000)
+    qtbot.waitUntil(lambda: win.plot.selected_row() == int(shown[0][6]), timeout=10000)
+
+    csv_path = recall.export_csv(str(tmp_path / "recall.csv"))
+    assert Path(csv_path).read_text().splitlines()[1].startswith("1,")
+    data = json.loads(Path(recall.export_json(str(tmp_path / "recall.json"))).read_text())
+    assert [row["search_exp"] for row in data["rows"]] == [1, 4] and data["missed"]
+
+    recall.n_spin.setValue(500)
+    recall.exps_edit.setText("1, 2, 4, 8, 16, 32")
+    with qtbot.waitSignal(recall.finished, timeout=10000):
+        recall.run()
+        qtbot.mouseClick(recall.cancel_button, Qt.MouseButton.LeftButton)
+    assert recall.status.text() == "Cancelled." and recall.outcome is None
+    assert recall.run_button.isEnabled() and not recall.cancel_button.isEnabled()
+    assert thread_pool().waitForDone(30000)
+
+
+def test_closing_or_changing_the_store_clears_the_search(qtbot, window, index_path, two_clusters_path):
+    win = window(index_path)
+    search_item(qtbot, win, "3")
+    assert win.tree_model.marks_at(win.search.panel.exploration.result.trace[0].path)
+    win.open_location(str(two_clusters_path))
+    qtbot.waitUntil(lambda: win.hierarchy is not None and not win.is_busy(), timeout=10000)
+    panel = win.search.panel
+    assert panel.exploration is None and panel.results_model.rowCount() == 0
+    panel.form.item_edit.setText("3")
+    with qtbot.waitSignal(panel.finished, timeout=20000):
+        panel.run()
+    assert panel.exploration.label == "item 3" and panel.exploration.levels == 2
+    win.close_store()
+    assert panel.exploration is None and panel.session.hierarchy is None
+    panel.run()
+    assert panel.status_text() == "Open an ecpfs index first."
+
+
+def test_a_plain_zarr_store_is_not_searchable(qtbot, window, tmp_path):
+    import zarr
+
+    zarr.create_array(str(tmp_path / "plain.zarr"), shape=(4, 2), dtype="float32")
+    win = window(tmp_path / "plain.zarr")
+    panel = win.search.panel
+    win.search.show_panel()
+    panel.form.item_edit.setText("1")
+    with qtbot.waitSignal(panel.finished, timeout=20000):
+        panel.run()
+    assert "cannot open index" in panel.status_text()
+
+
+def test_saved_queries_in_search_and_recall(qtbot, window, two_clusters_copy):
+    import zarr
+
+    group = zarr.open_group(two_clusters_copy, mode="a")
+    for qid, vector in (("0", [10.4, 10.4]), ("3", [0.0, 0.0])):
+        group.create_array(f"queries/{qid}/query", data=np.array(vector, np.float32))
+    win = window(two_clusters_copy)
+    win.search.show_panel()
+    panel = win.search.panel
+    panel.form.source_combo.setCurrentIndex(panel.form.source_combo.findText("Saved query"))
+    qtbot.waitUntil(lambda: panel.form.saved_combo.count() == 2, timeout=10000)
+    panel.form.saved_combo.setCurrentText("3")
+    panel.form.k_spin.setValue(3)
+    with qtbot.waitSignal(panel.finished, timeout=20000):
+        qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
+    assert panel.exploration.label == "saved query 3"
+    assert [r[1] for r in panel.results_model.texts()] == ["0", "1", "2"]  # nearest the origin
+    recall = panel.recall_view
+    recall.source_combo.setCurrentIndex(recall.source_combo.findData("saved"))
+    recall.k_spin.setValue(2)
+    recall.exps_edit.setText("0")
+    with qtbot.waitSignal(recall.finished, timeout=20000):
+        recall.run()
+    assert recall.numbers_model.texts()[0][:2] == ["0", "1"] and recall.outcome.report.source == "2 saved queries"
+    assert recall.recall_plot.listDataItems()[0].getData()[0].tolist() == [0.0]  # search_exp 0: linear axis

@@ -1,0 +1,207 @@
+"""Chunk grids that metadata declares far larger than what is stored (issue 19).
+
+- A grid of many tiny chunks: zarr-python starts one task per chunk; when one failed, the others
+  went on after the caller had its error, and a program ending meanwhile printed "Task was destroyed
+  but it is pending" and "cannot schedule new futures after shutdown".
+- A shard whose index declares 65,536 x 4,096 inner chunks: zarr-python allocates that index
+  (4 GiB) for any read of the shard; `check` reached 2.1 GB. It is refused from the metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+import zarr
+from model.test_hostile_metadata import run_cli  # tests/ is on sys.path (conftest)
+from numpy.lib import format as npy_format
+from remote_fixtures import serve_static
+from zarr.core.sync import sync
+
+from ecpfs_viewer.model.build.builder import BuildError
+from ecpfs_viewer.model.build.sources import inspect_source
+from ecpfs_viewer.model.derived_listing import MAX_DERIVED_LEVELS
+from ecpfs_viewer.model.ecpfs.nodes import ROOT, NodeRef, index_summary, parent_of
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.validation import validate
+from ecpfs_viewer.model.views.node_info import children_of
+from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
+from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def tiny_chunk_grid(store: Path, rows: int, *, fifo_first_chunk: bool = True) -> None:
+    """rep_embeddings of store declared as rows x 2 in 1 x 1 chunks; its stored chunk (one object,
+    for a far larger chunk) is replaced by a FIFO, which the store refuses at once."""
+    document_path = store / "rep_embeddings" / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["shape"] = [rows, 2]
+    document["chunk_grid"]["configuration"]["chunk_shape"] = [1, 1]
+    document_path.write_text(json.dumps(document))
+    if fifo_first_chunk:
+        first = store / "rep_embeddings" / "c" / "0" / "0"
+        first.unlink()
+        os.mkfifo(first)
+
+
+GIANT_SHARD = [65_536, 4_096]  # inner chunks of 1 x 1: 268 M index entries, 4 GiB of index per shard
+
+
+def giant_shard_index(store: Path, path: str = "rep_embeddings") -> None:
+    """The array at path rewritten as one real shard of 1 x 1 inner chunks, then its metadata edited
+    to declare shards of GIANT_SHARD (the shard stored keeps its small index)."""
+    values = zarr.open_array(store / path, mode="r")[...]
+    shutil.rmtree(store / path)
+    array = zarr.create_array(store / path, shape=values.shape, dtype=values.dtype, chunks=(1, 1), shards=values.shape)
+    array[...] = values
+    document_path = store / path / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["chunk_grid"]["configuration"]["chunk_shape"] = GIANT_SHARD
+    document_path.write_text(json.dumps(document))
+
+
+async def _other_tasks() -> int:
+    return len(asyncio.all_tasks()) - 1  # all but this one
+
+
+def test_a_failed_read_leaves_no_task_running(two_clusters_copy: Path) -> None:
+    tiny_chunk_grid(two_clusters_copy, 20_000)
+    h = Hierarchy(open_store(two_clusters_copy))
+    with pytest.raises(ArrayReadError, match=r"rep_embeddings.*c/0/0: not a regular file but a named pipe"):
+        h.read_array("rep_embeddings")
+    assert sync(_other_tasks()) == 0  # not 39,999 chunk reads still under way
+
+
+_READ_AND_LEAVE = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
+from ecpfs_viewer.model.derived_listing import MAX_DERIVED_LEVELS
+from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.views.node_info import children_of
+from ecpfs_viewer.model.ecpfs.nodes import ROOT, NodeRef, index_summary, parent_of
+from ecpfs_viewer.model.storage.opening import open_store
+try:
+    Hierarchy(open_store(sys.argv[1])).read_array("rep_embeddings")
+except ArrayReadError as exc:
+    print(exc)
+"""
+
+
+def test_a_program_ending_after_a_failed_read_prints_nothing_more(two_clusters_copy: Path) -> None:
+    tiny_chunk_grid(two_clusters_copy, 20_000)
+    done = subprocess.run([sys.executable, "-c", _READ_AND_LEAVE, str(two_clusters_copy), str(REPO)],
+                          capture_output=True, text=True, timeout=120)
+    assert "named pipe" in done.stdout
+    assert done.stderr == ""  # no "Task was destroyed but it is pending", no RuntimeError at exit
+    assert done.returncode == 0
+
+
+def test_check_on_a_tiny_chunk_grid_ends_with_its_report_and_nothing_else(two_clusters_copy: Path) -> None:
+    tiny_chunk_grid(two_clusters_copy, 50_000)  # 100,000 chunks: the most one read may touch
+    done = run_cli("check", str(two_clusters_copy))  # 1 GiB address space, 30 s
+    assert done.returncode == 1
+    assert "rep_embeddings: cannot read data:" in done.stdout and "named pipe (FIFO)" in done.stdout
+    assert done.stderr == ""
+
+
+def test_a_giant_shard_index_is_refused_from_the_metadata(two_clusters_copy: Path) -> None:
+    with pytest.raises(ReadTooLarge, match=r"each shard \[65536, 4096\] declares 4.0 GiB of index for "
+                                           r"268,435,456 inner chunks of \[1, 1\], over the 64 MB cap"):
+        check_read("a", DeclaredArray((4, 2), (1, 1), 4, tuple(GIANT_SHARD)), (0, slice(None)))
+    check_read("fine", DeclaredArray((4096, 128), (64, 128), 4, (4096, 128)))  # 64 inner chunks: 1 kB of index
+    giant_shard_index(two_clusters_copy)
+    h = Hierarchy(open_store(two_clusters_copy))
+    with pytest.raises(ArrayReadError, match=r"declares 4\.0 GiB of index"):
+        h.read_array("rep_embeddings", (slice(0, 1), slice(None)))
+    report = validate(Hierarchy(open_store(two_clusters_copy)))
+    assert any(f.path == "rep_embeddings" and "declares 4.0 GiB of index" in f.message for f in report.findings)
+
+
+@pytest.mark.parametrize("path", ["rep_embeddings", "lvl_2/node_2/embeddings"])
+def test_check_on_a_giant_shard_index_stays_within_the_memory_limit(two_clusters_copy: Path, path: str) -> None:
+    giant_shard_index(two_clusters_copy, path)
+    done = run_cli("check", str(two_clusters_copy))  # 1 GiB address space (it reached 2.1 GB resident)
+    assert done.returncode == 1, done.stderr
+    assert f"ERROR: {path}: cannot read data:" in done.stdout and "declares 4.0 GiB of index" in done.stdout
+    assert done.stderr == ""
+
+
+def _billion_root_rows(store: Path) -> None:
+    document_path = store / "index_root" / "embeddings" / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["shape"][0] = 10**9  # the fan-out as declared: an arange of it was 8 GB
+    document_path.write_text(json.dumps(document))
+
+
+def test_a_root_declaring_a_billion_rows_allocates_nothing_of_that_size(two_clusters_copy: Path) -> None:
+    _billion_root_rows(two_clusters_copy)
+    h = Hierarchy(open_store(two_clusters_copy))
+    assert index_summary(h).fan_out == 10**9
+    tracemalloc.start()
+    try:
+        link = parent_of(h, NodeRef(1, 1))
+        beyond = parent_of(h, NodeRef(1, 10**9))
+        children = children_of(h, ROOT)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (link.parent, link.row) == (ROOT, 1)
+    assert beyond.parent is None and beyond.finding is not None
+    assert "index_root/embeddings has no such row" in beyond.finding.message
+    assert children.rows == () and [f.message for f in children.findings] == [
+        "index_root/embeddings: 1,000,000,000 rows declared would take 238.4 GiB, over the 512 MB cap "
+        "(ECPFS_VIEWER_MAX_DECODED_READ_MB); not listed"]
+    assert peak < 64 << 20
+
+
+def test_a_server_without_listings_refuses_to_derive_a_billion_level_1_nodes(two_clusters_copy: Path) -> None:
+    _billion_root_rows(two_clusters_copy)
+    with serve_static(two_clusters_copy.parent) as (url, _tally):
+        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        assert [n.name for n in h.children("")][:3] == ["index_root", "info", "lvl_1"]
+        with pytest.raises(OSError, match=r"lvl_1: cannot derive the nodes: index_root/embeddings: "
+                                          r"1,000,000,000 rows \(level-1 nodes\) declared would take"):
+            h.children("lvl_1")
+        assert [n.name for n in h.children("index_root")] == ["embeddings"]  # the rest still derives
+
+
+def test_a_grid_whose_chunk_count_wraps_int64_is_not_probed_key_by_key(two_clusters_copy: Path) -> None:
+    document_path = two_clusters_copy / "lvl_2" / "node_2" / "embeddings" / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["shape"] = [2**32, 2**32]
+    document["chunk_grid"]["configuration"]["chunk_shape"] = [1, 1]  # 2^64 chunks: 0 as an int64 product
+    document_path.write_text(json.dumps(document))
+    with serve_static(two_clusters_copy.parent) as (url, _tally):
+        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        with pytest.raises(ChunkStatsError, match=r"18,446,744,073,709,551,616 chunks and no folder listing"):
+            chunk_stats(h, "lvl_2/node_2/embeddings")
+
+
+def test_a_npy_header_whose_size_wraps_int64_is_truncated_not_mapped(tmp_path: Path) -> None:
+    header = io.BytesIO()
+    npy_format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (2**32, 2**32)})
+    source = tmp_path / "wraps.npy"
+    source.write_bytes(header.getvalue() + bytes(64))  # 2^64 elements: 0 bytes as an int64 product
+    with pytest.raises(BuildError, match=r"file is truncated \(192 bytes, the header promises 73786976294838206592\)"):
+        inspect_source(str(source))
+
+
+def test_a_server_without_listings_probes_a_bounded_number_of_declared_levels(two_clusters_copy: Path) -> None:
+    zarr.open_array(two_clusters_copy / "info" / "levels", mode="r+")[...] = 4_000_000_000
+    with serve_static(two_clusters_copy.parent) as (url, _tally):
+        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        names = [n.name for n in h.children("")]
+    levels = [name for name in names if name.startswith("lvl_")]  # as declared: a server cannot say which exist
+    assert levels == [f"lvl_{n}" for n in range(1, MAX_DERIVED_LEVELS + 1)]  # not 4 billion names
+    assert [n for n in names if n not in levels] == ["index_root", "info", "rep_embeddings", "rep_item_ids"]
