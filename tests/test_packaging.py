@@ -123,8 +123,8 @@ def test_tests_pass_from_the_unpacked_sdist(sdist, tmp_path):
     where = subprocess.run([sys.executable, "-c", "import ecpfs_viewer; print(ecpfs_viewer.__file__)"],
                            capture_output=True, text=True, env=env, cwd=unpacked, timeout=60)
     assert Path(where.stdout.strip()).is_relative_to(unpacked), where.stdout + where.stderr
-    tests = ["tests/model/test_demo.py::test_demo_vectors_are_the_uci_digits",
-             "tests/model/test_stores.py::test_zip_written_by_us_under_a_folder",
+    tests = ["tests/model/build/test_demo.py::test_demo_vectors_are_the_uci_digits",
+             "tests/model/storage/test_stores.py::test_zip_written_by_us_under_a_folder",
              "tests/test_packaging.py::test_changelog_and_metainfo_releases_agree"]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
                           capture_output=True, text=True, env=env, cwd=unpacked, timeout=300)
