@@ -109,31 +109,27 @@ class IOCounter:
 
     def add_unanswered(self) -> None:
         """One request that failed on the way (counted as a request too)."""
-        with self.lock:
-            self._requests += 1
-            self._unanswered += 1
-            for tally in _ACTIVE.get():
-                if tally.counter is self:
-                    tally.requests += 1
-                    tally.unanswered += 1
+        self._add(requests=1, unanswered=1)
 
     def add_read(self, nbytes: int, requests: int = 1) -> None:
+        self._add(requests=requests, nbytes=nbytes)
+
+    def add_listing(self) -> None:
+        self._add(requests=1, listings=1)
+
+    def _add(self, requests: int, nbytes: int = 0, listings: int = 0, unanswered: int = 0) -> None:
+        """Add to the totals and to the tally of every action of this counter running in this context."""
         with self.lock:
             self._requests += requests
             self._bytes += nbytes
+            self._listings += listings
+            self._unanswered += unanswered
             for tally in _ACTIVE.get():
                 if tally.counter is self:
                     tally.requests += requests
                     tally.bytes_read += nbytes
-
-    def add_listing(self) -> None:
-        with self.lock:
-            self._requests += 1
-            self._listings += 1
-            for tally in _ACTIVE.get():
-                if tally.counter is self:
-                    tally.requests += 1
-                    tally.listings += 1
+                    tally.listings += listings
+                    tally.unanswered += unanswered
 
     @contextmanager
     def action(self) -> Iterator[ActionTally]:
