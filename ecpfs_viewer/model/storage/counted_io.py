@@ -107,6 +107,11 @@ class IOCounter:
         self._unanswered = 0
         self._started = time.perf_counter()
 
+    def __reduce__(self) -> tuple[type[IOCounter], tuple[()]]:
+        """A pickled counter arrives empty (with a lock of its own): it counts what the copy reads,
+        in the process that received it; the original never sees those reads."""
+        return IOCounter, ()
+
     def add_unanswered(self) -> None:
         """One request that failed on the way (counted as a request too)."""
         self._add(requests=1, unanswered=1)
