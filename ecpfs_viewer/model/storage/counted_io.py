@@ -375,7 +375,14 @@ def bounds(byte_range: ByteRequest, size: int) -> tuple[int, int]:
         return min(byte_range.start, size), min(byte_range.end, size)
     if isinstance(byte_range, OffsetByteRequest):
         return min(byte_range.offset, size), size
-    return max(0, size - byte_range.suffix), size
+    if isinstance(byte_range, SuffixByteRequest):
+        return max(0, size - byte_range.suffix), size
+    raise unexpected_range(byte_range)
+
+
+def unexpected_range(byte_range: object) -> TypeError:
+    """The error for a byte request of no known kind, in zarr's stores' words (its contract asks them)."""
+    return TypeError(f"Unexpected byte_range, got {byte_range!r}.")
 
 
 def cut_to_range(data: bytes, byte_range: ByteRequest | None) -> bytes:

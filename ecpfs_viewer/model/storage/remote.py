@@ -30,7 +30,7 @@ from zarr.storage import WrapperStore
 
 from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.storage.adaptive_limit import AdaptiveLimit, ServerHealth
-from ecpfs_viewer.model.storage.counted_io import UnreadableFile, cap_for, check_size, too_large
+from ecpfs_viewer.model.storage.counted_io import UnreadableFile, cap_for, check_size, too_large, unexpected_range
 from ecpfs_viewer.model.storage.remote_clients import RemoteOpenError as RemoteOpenError
 from ecpfs_viewer.model.storage.remote_clients import make_object_store as make_object_store
 
@@ -393,7 +393,7 @@ class BoundedStore(WrapperStore[Store]):
 
 def _offset(byte_range: ByteRequest) -> int:
     if not isinstance(byte_range, OffsetByteRequest):
-        raise TypeError(f"unknown byte range {byte_range!r}")
+        raise unexpected_range(byte_range)
     return byte_range.offset
 
 
@@ -418,7 +418,7 @@ def _cut(whole: Buffer, byte_range: ByteRequest) -> Buffer:
         return whole[byte_range.offset:]
     if isinstance(byte_range, SuffixByteRequest):
         return whole[max(size - byte_range.suffix, 0):]
-    raise TypeError(f"unknown byte range {byte_range!r}")
+    raise unexpected_range(byte_range)
 
 
 def open_remote(url: str, options: RemoteOptions) -> BoundedStore:

@@ -97,3 +97,24 @@ class TestCountingStore(_Contract):
         assert copy.counter.snapshot().requests == 1  # its own count, from unpickling on
         assert store.counter.snapshot().requests == 1
         assert isinstance(copy.counter, IOCounter)
+
+
+class TestGuardedLocalStore(_Contract):
+    """GuardedLocalStore: a LocalStore whose reads are its own (regular files only, capped)."""
+
+    store_cls = GuardedLocalStore
+
+    async def set(self, store: GuardedLocalStore, key: str, value: Buffer) -> None:
+        path = store.root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(value.to_bytes())
+
+    async def get(self, store: GuardedLocalStore, key: str) -> Buffer:
+        return Buffer.from_bytes((store.root / key).read_bytes())
+
+    @pytest.fixture
+    def store_kwargs(self, tmp_path: Path) -> dict[str, Any]:
+        return {"root": str(tmp_path)}
+
+    def test_store_repr(self, store: GuardedLocalStore) -> None:
+        assert repr(store) == f"LocalStore('file://{store.root.as_posix()}')"
