@@ -15,6 +15,7 @@ Failures become :class:`RemoteError` values whose message names the object and s
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import re
 import threading
@@ -217,8 +218,20 @@ class BoundedStore(WrapperStore[Store]):
         self._lock = threading.Lock()
         self._first_answer_s = 0.0  # a running mean of how long the server takes to answer
 
+    @classmethod
+    async def open(cls, store_cls: type[Store], *args: Any, **kwargs: Any) -> BoundedStore:
+        """The store store_cls.open(*args, **kwargs) gives, bounded: the keyword arguments url and
+        options (and lists) are this store's, the others store_cls's."""
+        url, options, lists = kwargs.pop("url"), kwargs.pop("options"), kwargs.pop("lists", True)
+        return cls(await store_cls.open(*args, **kwargs), url=url, options=options, lists=lists)
+
     def _with_store(self, store: Store) -> BoundedStore:
         return BoundedStore(store, url=self.url, options=self.options, lists=self.lists, health=self.health)
+
+    def __reduce__(self) -> tuple[Callable[[Store], BoundedStore], tuple[Store]]:
+        """A pickled store arrives as a new one over the same store, URL and options: its limits,
+        lock and what this one learnt of the server's health stay in the process that sent it."""
+        return functools.partial(BoundedStore, url=self.url, options=self.options, lists=self.lists), (self._store,)
 
     def _limit(self) -> AdaptiveLimit:
         loop_id = id(asyncio.get_running_loop())
