@@ -8,7 +8,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn, ParamSpec, TypeVar
@@ -153,7 +153,30 @@ class IOCounter:
                            self._unanswered)
 
 
-class CountingStore(WrapperStore[Store]):
+WrappedStore = TypeVar("WrappedStore", bound=Store)
+
+
+class ReadingWrapper(WrapperStore[WrappedStore]):
+    """A WrapperStore whose every read goes through its own ``get``. zarr's WrapperStore hands
+    ``get_ranges`` (zarr >= 3.2: the chunks of a partial shard) and ``_get_many`` straight to the
+    wrapped store, past what the wrapper does to a read (count, cap, retry)."""
+
+    async def get_ranges(self, key: str, byte_ranges: Sequence[ByteRequest | None], *, prototype: BufferPrototype,
+                         max_concurrency: int | None = None, max_gap_bytes: int | None = None,
+                         max_coalesced_bytes: int | None = None) -> AsyncIterator[Sequence[tuple[int, Buffer | None]]]:
+        given = {"max_concurrency": max_concurrency, "max_gap_bytes": max_gap_bytes,
+                 "max_coalesced_bytes": max_coalesced_bytes}
+        coalescing = {name: value for name, value in given.items() if value is not None}
+        async for group in Store.get_ranges(self, key, byte_ranges, prototype=prototype, **coalescing):
+            yield group
+
+    async def _get_many(self, requests: Iterable[tuple[str, BufferPrototype, ByteRequest | None]]
+                        ) -> AsyncGenerator[tuple[str, Buffer | None], None]:
+        async for found in Store._get_many(self, requests):
+            yield found
+
+
+class CountingStore(ReadingWrapper[Store]):
     """A read-only wrapper that reports every request zarr-python makes to an IOCounter."""
 
     def __init__(self, store: Store, counter: IOCounter | None = None) -> None:

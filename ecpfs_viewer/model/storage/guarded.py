@@ -18,10 +18,17 @@ from typing import Any
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest
 from zarr.buffer import default_buffer_prototype
-from zarr.storage import LocalStore, WrapperStore, ZipStore
+from zarr.storage import LocalStore, ZipStore
 
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.storage.counted_io import UnreadableFile, bounds, check_size, read_file, read_file_range
+from ecpfs_viewer.model.storage.counted_io import (
+    ReadingWrapper,
+    UnreadableFile,
+    bounds,
+    check_size,
+    read_file,
+    read_file_range,
+)
 
 # what a damaged, encrypted or oddly compressed member raises while it is decompressed
 _MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError, ValueError)
@@ -49,7 +56,7 @@ class GuardedLocalStore(LocalStore):
         return list(await asyncio.gather(*(self.get(key, prototype, byte_range) for key, byte_range in key_ranges)))
 
 
-class GuardedZipStore(WrapperStore[ZipStore]):
+class GuardedZipStore(ReadingWrapper[ZipStore]):
     """A read-only zarr ZipStore that checks a member's declared size before decompressing it and
     names the member when it is damaged.
 

@@ -27,11 +27,17 @@ from urllib.parse import urlsplit
 
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
-from zarr.storage import WrapperStore
 
 from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.storage.adaptive_limit import AdaptiveLimit, ServerHealth
-from ecpfs_viewer.model.storage.counted_io import UnreadableFile, cap_for, check_size, too_large, unexpected_range
+from ecpfs_viewer.model.storage.counted_io import (
+    ReadingWrapper,
+    UnreadableFile,
+    cap_for,
+    check_size,
+    too_large,
+    unexpected_range,
+)
 from ecpfs_viewer.model.storage.remote_clients import RemoteOpenError as RemoteOpenError
 from ecpfs_viewer.model.storage.remote_clients import make_object_store as make_object_store
 
@@ -201,7 +207,7 @@ class _Stalled(Exception):
     """An attempt given up: no answer long after the server answered other requests."""
 
 
-class BoundedStore(WrapperStore[Store]):
+class BoundedStore(ReadingWrapper[Store]):
     """Wraps a remote zarr Store: adaptive concurrency, retries within a timeout per request, errors
     as RemoteError."""
 

@@ -18,15 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import cloud_emulators
+import numpy as np
 import pytest
+import zarr
+import zarr.api.asynchronous
 from zarr.abc.store import Store
 from zarr.buffer import default_buffer_prototype
 from zarr.buffer.cpu import Buffer
-from zarr.storage import LocalStore, ObjectStore, ZipStore
+from zarr.storage import LocalStore, MemoryStore, ObjectStore, ZipStore
 from zarr.testing.store import StoreTests
 
+from ecpfs_viewer.model.limits import Limits, set_limits
 from ecpfs_viewer.model.storage import event_loop
-from ecpfs_viewer.model.storage.counted_io import CountingStore, IOCounter
+from ecpfs_viewer.model.storage.counted_io import CountingStore, IOCounter, UnreadableFile
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore, GuardedZipStore, open_guarded_zip
 from ecpfs_viewer.model.storage.remote import BoundedStore, RemoteOptions, make_object_store
 
@@ -82,6 +86,31 @@ class _Contract(StoreTests[Any, Buffer]):
     def test_store_supports_writes(self, store: Store) -> None:
         assert store.supports_writes
 
+    async def test_a_partial_shard_is_read_through_this_store(self, store: Store) -> None:
+        """zarr >= 3.2 reads the chunks of a partial shard with get_ranges, which zarr's WrapperStore
+        hands to the wrapped store: here each of those reads still meets the cap."""
+        await self._write_sharded(store)
+        array = await zarr.api.asynchronous.open_array(store=store, path="a", mode="r+")
+        set_limits(Limits(max_chunk_bytes=100))  # the shard's index (68 bytes) passes, a chunk (128) not
+        try:
+            with pytest.raises((UnreadableFile, BaseExceptionGroup)) as caught:
+                await array.getitem(slice(1, 40))
+        finally:
+            set_limits(None)
+        errors = caught.value.exceptions if isinstance(caught.value, BaseExceptionGroup) else (caught.value,)
+        assert any(isinstance(error, UnreadableFile) and "a/c/0" in str(error) for error in errors), errors
+
+    async def _write_sharded(self, store: Store) -> None:
+        """An array of one shard of four uncompressed chunks of 128 bytes, written with self.set."""
+        source = MemoryStore()
+        array = zarr.create_array(source, name="a", shape=(128,), chunks=(32,), shards=(128,), dtype="i4",
+                                  compressors=None)
+        array[:] = np.arange(128, dtype="i4")
+        async for key in source.list():
+            found = await source.get(key, default_buffer_prototype())
+            assert found is not None
+            await self.set(store, key, found)
+
     def test_store_supports_listing(self, store: Store) -> None:
         assert store.supports_listing
 
@@ -107,6 +136,14 @@ class TestCountingStore(_Contract):
 
     def test_store_repr(self, store: CountingStore) -> None:
         assert repr(store) == f"WrapperStore(LocalStore, '{store.wrapped}')"
+
+    async def test_a_partial_shard_is_read_through_this_store(self, store: CountingStore) -> None:
+        """As for the others, but a CountingStore has no cap: every byte of the read is counted."""
+        await self._write_sharded(store)
+        array = await zarr.api.asynchronous.open_array(store=store, path="a", mode="r+")
+        before = store.counter.snapshot()
+        assert (await array.getitem(slice(1, 40))).tolist() == list(range(1, 40))
+        assert (store.counter.snapshot() - before).bytes_read == 68 + 2 * 128  # the index, two chunks
 
     def test_a_pickled_store_reads_the_same_bytes_and_counts_afresh(self, store: CountingStore) -> None:
         event_loop.run(self.set(store, "c/0", Buffer.from_bytes(b"\x01\x02\x03")))
