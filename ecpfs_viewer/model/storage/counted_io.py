@@ -177,7 +177,8 @@ class ReadingWrapper(WrapperStore[WrappedStore]):
 
 
 class CountingStore(ReadingWrapper[Store]):
-    """A read-only wrapper that reports every request zarr-python makes to an IOCounter."""
+    """A read-only wrapper that reports every request zarr-python makes to an IOCounter. A pickled
+    one (a dask worker's) counts in a counter of its own, empty when it arrives."""
 
     def __init__(self, store: Store, counter: IOCounter | None = None) -> None:
         super().__init__(store)

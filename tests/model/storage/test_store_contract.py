@@ -1,10 +1,11 @@
-"""zarr-python's own store contract (``zarr.testing.store.StoreTests``), run on every store wrapper
-of ours, so a zarr release that changes what a store must do shows up here first.
+"""zarr-python's own store contract (``zarr.testing.store.StoreTests``), run on each store of ours
+that zarr reads through: CountingStore, GuardedLocalStore, GuardedZipStore and BoundedStore (on
+moto's S3 server on loopback), so a zarr release that asks more of a store shows up here first.
 
 The suite has no asyncio plugin: :class:`_Contract` runs StoreTests' coroutine tests and fixtures
-on the model's event loop (model/storage/event_loop.py), where the model runs its own reads.
-A wrapper that refuses writes runs the read-only part: the fixture data is written through the
-store it wraps, and each write test it cannot pass is overridden below with the reason.
+on the model's event loop (model/storage/event_loop.py), where the model runs its own reads. The
+fixture data of each test is written past the store under test, into the store it wraps; a test
+a wrapper cannot pass as written is overridden in its class, with the reason and its read-only part.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def _sync_io(store: Any) -> Any:
 
 
 class _Contract(StoreTests[Any, Buffer]):
+    """StoreTests with its coroutines run on the model's loop, and one test of ours: reads that
+    zarr makes through a newer API still go through the store under test."""
+
     buffer_cls = Buffer
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
