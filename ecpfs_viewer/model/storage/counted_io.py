@@ -157,9 +157,10 @@ WrappedStore = TypeVar("WrappedStore", bound=Store)
 
 
 class ReadingWrapper(WrapperStore[WrappedStore]):
-    """A WrapperStore whose every read goes through its own ``get``. zarr's WrapperStore hands
-    ``get_ranges`` (zarr >= 3.2: the chunks of a partial shard) and ``_get_many`` straight to the
-    wrapped store, past what the wrapper does to a read (count, cap, retry)."""
+    """A WrapperStore whose every read goes through its own ``get`` and every listing through its
+    own ``list_prefix``. zarr's WrapperStore hands ``get_ranges`` (zarr >= 3.2: the chunks of a
+    partial shard), ``_get_many``, ``list`` and ``is_empty`` straight to the wrapped store, past what
+    the wrapper does (count, cap, retry, refuse a listing the server cannot give)."""
 
     async def get_ranges(self, key: str, byte_ranges: Sequence[ByteRequest | None], *, prototype: BufferPrototype,
                          max_concurrency: int | None = None, max_gap_bytes: int | None = None,
@@ -174,6 +175,12 @@ class ReadingWrapper(WrapperStore[WrappedStore]):
                         ) -> AsyncGenerator[tuple[str, Buffer | None], None]:
         async for found in Store._get_many(self, requests):
             yield found
+
+    def list(self) -> AsyncIterator[str]:
+        return self.list_prefix("")
+
+    async def is_empty(self, prefix: str) -> bool:
+        return await Store.is_empty(self, prefix)
 
 
 class CountingStore(ReadingWrapper[Store]):

@@ -13,14 +13,16 @@ from __future__ import annotations
 import functools
 import inspect
 import pickle
+import re
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
 import cloud_emulators
 import numpy as np
 import pytest
+import remote_fixtures
 import zarr
 import zarr.api.asynchronous
 from zarr.abc.store import Store
@@ -33,7 +35,7 @@ from ecpfs_viewer.model.limits import Limits, set_limits
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.counted_io import CountingStore, IOCounter, UnreadableFile
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore, GuardedZipStore, open_guarded_zip
-from ecpfs_viewer.model.storage.remote import BoundedStore, RemoteOptions, make_object_store
+from ecpfs_viewer.model.storage.remote import BoundedStore, ListingUnavailableError, RemoteOptions, make_object_store
 
 
 def _on_the_model_loop(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
@@ -94,7 +96,7 @@ class _Contract(StoreTests[Any, Buffer]):
         """zarr >= 3.2 reads the chunks of a partial shard with get_ranges, which zarr's WrapperStore
         hands to the wrapped store: here each of those reads still meets the cap."""
         await self._write_sharded(store)
-        array = await zarr.api.asynchronous.open_array(store=store, path="a", mode="r+")
+        array = await zarr.api.asynchronous.open_array(store=store, path="a", mode="r" if store.read_only else "r+")
         set_limits(Limits(max_chunk_bytes=100))  # the shard's index (68 bytes) passes, a chunk (128) not
         try:
             with pytest.raises((UnreadableFile, BaseExceptionGroup)) as caught:
@@ -144,7 +146,7 @@ class TestCountingStore(_Contract):
     async def test_a_partial_shard_is_read_through_this_store(self, store: CountingStore) -> None:
         """As for the others, but a CountingStore has no cap: every byte of the read is counted."""
         await self._write_sharded(store)
-        array = await zarr.api.asynchronous.open_array(store=store, path="a", mode="r+")
+        array = await zarr.api.asynchronous.open_array(store=store, path="a", mode="r" if store.read_only else "r+")
         before = store.counter.snapshot()
         assert (await array.getitem(slice(1, 40))).tolist() == list(range(1, 40))
         assert (store.counter.snapshot() - before).bytes_read == 68 + 2 * 128  # the index, two chunks
@@ -160,18 +162,28 @@ class TestCountingStore(_Contract):
         assert isinstance(copy.counter, IOCounter)
 
 
-class TestGuardedLocalStore(_Contract):
+class _FilesOnDisk:
+    """StoreTests' set and get, on the files of a folder the store under test reads."""
+
+    def folder(self, store: Any) -> Path:
+        raise NotImplementedError
+
+    async def set(self, store: Any, key: str, value: Buffer) -> None:
+        path = self.folder(store) / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(value.to_bytes())
+
+    async def get(self, store: Any, key: str) -> Buffer:
+        return Buffer.from_bytes((self.folder(store) / key).read_bytes())
+
+
+class TestGuardedLocalStore(_FilesOnDisk, _Contract):
     """GuardedLocalStore: a LocalStore whose reads are its own (regular files only, capped)."""
 
     store_cls = GuardedLocalStore
 
-    async def set(self, store: GuardedLocalStore, key: str, value: Buffer) -> None:
-        path = store.root / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(value.to_bytes())
-
-    async def get(self, store: GuardedLocalStore, key: str) -> Buffer:
-        return Buffer.from_bytes((store.root / key).read_bytes())
+    def folder(self, store: GuardedLocalStore) -> Path:
+        return Path(store.root)
 
     @pytest.fixture
     def store_kwargs(self, tmp_path: Path) -> dict[str, Any]:
@@ -295,3 +307,101 @@ class TestBoundedStore(_Contract):
             event_loop.run(super().test_set_if_not_exists(store))
         else:
             pytest.skip("this moto overwrites an object on a write asking If-None-Match")
+
+
+@pytest.fixture(scope="module")
+def http_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A folder served by a static web server on loopback, and its URL."""
+    folder = tmp_path_factory.mktemp("served")
+    with remote_fixtures.serve_static(folder) as (url, _tally):
+        yield folder, url
+
+
+_NO_WRITES = "a static web server takes no writes (the viewer opens every remote store read-only)"
+
+
+def _refused(reason: str) -> Callable[..., None]:
+    """A StoreTests test this store cannot take, replaced by a skip that says why."""
+
+    def test(self: Any) -> None:
+        pytest.skip(reason)
+
+    return test
+
+
+class TestBoundedStoreOverHttp(_FilesOnDisk, _Contract):
+    """BoundedStore read-only over a static web server on loopback (python's http.server: no
+    listings, no writes, and no Range support, so each range is cut from the whole object), a
+    folder per test. Its write tests are replaced: by their read-only part where they have one,
+    else by a skip; its listing tests by the refusal it gives."""
+
+    store_cls = BoundedStore
+
+    def folder(self, store: BoundedStore) -> Path:
+        return self.served
+
+    @pytest.fixture
+    def open_kwargs(self, http_root: tuple[Path, str]) -> dict[str, Any]:
+        folder = uuid.uuid4().hex[:12]
+        self.served = http_root[0] / folder
+        self.served.mkdir()
+        url, options = f"{http_root[1]}/{folder}", RemoteOptions(timeout_s=10.0)
+        return {"store_cls": ObjectStore, "store": make_object_store(url, options), "read_only": True,
+                "url": url, "options": options, "lists": False}
+
+    @pytest.fixture
+    def store_kwargs(self, open_kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {"store": ObjectStore(open_kwargs["store"], read_only=True), "url": open_kwargs["url"],
+                "options": open_kwargs["options"], "lists": False}
+
+    def test_store_supports_writes(self, store: BoundedStore) -> None:
+        assert store.read_only
+
+    def test_store_repr(self, store: BoundedStore) -> None:
+        assert repr(store) == f"WrapperStore(ObjectStore, '{store._store}')"
+
+    def test_store_read_only(self, store: BoundedStore) -> None:
+        assert store.read_only
+        with pytest.raises(AttributeError):
+            store.read_only = False  # type: ignore[misc]
+
+    async def test_serializable_store(self, store: BoundedStore) -> None:
+        await self.set(store, "foo", Buffer.from_bytes(b"\x01\x02\x03\x04"))
+        copy = pickle.loads(pickle.dumps(store))
+        assert copy == store and copy.read_only
+        found = await copy.get("foo", prototype=default_buffer_prototype())
+        assert found is not None and found.to_bytes() == b"\x01\x02\x03\x04"
+
+    async def test_exists(self, store: BoundedStore) -> None:
+        assert not await store.exists("foo/zarr.json")
+        await self.set(store, "foo/zarr.json", Buffer.from_bytes(b"bar"))
+        assert await store.exists("foo/zarr.json")
+
+    @pytest.mark.parametrize("listing", ["list", "list_prefix", "list_dir", "is_empty", "getsize_prefix"])
+    async def test_a_listing_is_refused_naming_the_url(self, store: BoundedStore, listing: str) -> None:
+        async def ask() -> object:
+            if listing == "list":
+                return [key async for key in store.list()]
+            if listing in ("list_prefix", "list_dir"):
+                return [key async for key in getattr(store, listing)("foo/")]
+            return await getattr(store, listing)("foo")
+
+        with pytest.raises(ListingUnavailableError, match=re.escape(store.url)):
+            await ask()
+
+    _NO_LISTINGS = "a static web server lists no folders: test_a_listing_is_refused_naming_the_url"
+    test_list = _refused(_NO_LISTINGS)
+    test_list_prefix = _refused(_NO_LISTINGS)
+    test_list_dir = _refused(_NO_LISTINGS)
+    test_list_empty_path = _refused(_NO_LISTINGS)
+    test_is_empty = _refused(_NO_LISTINGS)
+    test_getsize_prefix = _refused(_NO_LISTINGS)
+    test_clear = _refused(_NO_WRITES)
+    test_delete = _refused(_NO_WRITES)
+    test_delete_dir = _refused(_NO_WRITES)
+    test_delete_nonexistent_key_does_not_raise = _refused(_NO_WRITES)
+    test_set = _refused(_NO_WRITES)
+    test_set_many = _refused(_NO_WRITES)
+    test_set_not_open = _refused(_NO_WRITES)
+    test_set_if_not_exists = _refused(_NO_WRITES)
+    test_with_read_only_store = _refused(_NO_WRITES)
