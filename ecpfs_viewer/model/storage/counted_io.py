@@ -8,7 +8,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn, ParamSpec, TypeVar
@@ -107,33 +107,34 @@ class IOCounter:
         self._unanswered = 0
         self._started = time.perf_counter()
 
+    def __reduce__(self) -> tuple[type[IOCounter], tuple[()]]:
+        """A pickled counter arrives empty (with a lock of its own): it counts what the copy reads,
+        in the process that received it; the original never sees those reads."""
+        return IOCounter, ()
+
     def add_unanswered(self) -> None:
         """One request that failed on the way (counted as a request too)."""
-        with self.lock:
-            self._requests += 1
-            self._unanswered += 1
-            for tally in _ACTIVE.get():
-                if tally.counter is self:
-                    tally.requests += 1
-                    tally.unanswered += 1
+        self._add(requests=1, unanswered=1)
 
     def add_read(self, nbytes: int, requests: int = 1) -> None:
+        self._add(requests=requests, nbytes=nbytes)
+
+    def add_listing(self) -> None:
+        self._add(requests=1, listings=1)
+
+    def _add(self, requests: int, nbytes: int = 0, listings: int = 0, unanswered: int = 0) -> None:
+        """Add to the totals and to the tally of every action of this counter running in this context."""
         with self.lock:
             self._requests += requests
             self._bytes += nbytes
+            self._listings += listings
+            self._unanswered += unanswered
             for tally in _ACTIVE.get():
                 if tally.counter is self:
                     tally.requests += requests
                     tally.bytes_read += nbytes
-
-    def add_listing(self) -> None:
-        with self.lock:
-            self._requests += 1
-            self._listings += 1
-            for tally in _ACTIVE.get():
-                if tally.counter is self:
-                    tally.requests += 1
-                    tally.listings += 1
+                    tally.listings += listings
+                    tally.unanswered += unanswered
 
     @contextmanager
     def action(self) -> Iterator[ActionTally]:
@@ -152,8 +153,39 @@ class IOCounter:
                            self._unanswered)
 
 
-class CountingStore(WrapperStore[Store]):
-    """A read-only wrapper that reports every request zarr-python makes to an IOCounter."""
+WrappedStore = TypeVar("WrappedStore", bound=Store)
+
+
+class ReadingWrapper(WrapperStore[WrappedStore]):
+    """A WrapperStore whose every read goes through its own ``get`` and every listing through its
+    own ``list_prefix``. zarr's WrapperStore hands ``get_ranges`` (zarr >= 3.2: the chunks of a
+    partial shard), ``_get_many``, ``list`` and ``is_empty`` straight to the wrapped store, past what
+    the wrapper does (count, cap, retry, refuse a listing the server cannot give)."""
+
+    async def get_ranges(self, key: str, byte_ranges: Sequence[ByteRequest | None], *, prototype: BufferPrototype,
+                         max_concurrency: int | None = None, max_gap_bytes: int | None = None,
+                         max_coalesced_bytes: int | None = None) -> AsyncIterator[Sequence[tuple[int, Buffer | None]]]:
+        given = {"max_concurrency": max_concurrency, "max_gap_bytes": max_gap_bytes,
+                 "max_coalesced_bytes": max_coalesced_bytes}
+        coalescing = {name: value for name, value in given.items() if value is not None}
+        async for group in Store.get_ranges(self, key, byte_ranges, prototype=prototype, **coalescing):
+            yield group
+
+    async def _get_many(self, requests: Iterable[tuple[str, BufferPrototype, ByteRequest | None]]
+                        ) -> AsyncGenerator[tuple[str, Buffer | None], None]:
+        async for found in Store._get_many(self, requests):
+            yield found
+
+    def list(self) -> AsyncIterator[str]:
+        return self.list_prefix("")
+
+    async def is_empty(self, prefix: str) -> bool:
+        return await Store.is_empty(self, prefix)
+
+
+class CountingStore(ReadingWrapper[Store]):
+    """A read-only wrapper that reports every request zarr-python makes to an IOCounter. A pickled
+    one (a dask worker's) counts in a counter of its own, empty when it arrives."""
 
     def __init__(self, store: Store, counter: IOCounter | None = None) -> None:
         super().__init__(store)
@@ -374,7 +406,14 @@ def bounds(byte_range: ByteRequest, size: int) -> tuple[int, int]:
         return min(byte_range.start, size), min(byte_range.end, size)
     if isinstance(byte_range, OffsetByteRequest):
         return min(byte_range.offset, size), size
-    return max(0, size - byte_range.suffix), size
+    if isinstance(byte_range, SuffixByteRequest):
+        return max(0, size - byte_range.suffix), size
+    raise unexpected_range(byte_range)
+
+
+def unexpected_range(byte_range: object) -> TypeError:
+    """The error for a byte request of no known kind, in zarr's stores' words (its contract asks them)."""
+    return TypeError(f"Unexpected byte_range, got {byte_range!r}.")
 
 
 def cut_to_range(data: bytes, byte_range: ByteRequest | None) -> bytes:

@@ -13,14 +13,22 @@ import zipfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest
 from zarr.buffer import default_buffer_prototype
-from zarr.storage import LocalStore, WrapperStore, ZipStore
+from zarr.storage import LocalStore, ZipStore
 
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.storage.counted_io import UnreadableFile, bounds, check_size, read_file, read_file_range
+from ecpfs_viewer.model.storage.counted_io import (
+    ReadingWrapper,
+    UnreadableFile,
+    bounds,
+    check_size,
+    read_file,
+    read_file_range,
+)
 
 # what a damaged, encrypted or oddly compressed member raises while it is decompressed
 _MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError, ValueError)
@@ -48,7 +56,7 @@ class GuardedLocalStore(LocalStore):
         return list(await asyncio.gather(*(self.get(key, prototype, byte_range) for key, byte_range in key_ranges)))
 
 
-class GuardedZipStore(WrapperStore[ZipStore]):
+class GuardedZipStore(ReadingWrapper[ZipStore]):
     """A read-only zarr ZipStore that checks a member's declared size before decompressing it and
     names the member when it is damaged.
 
@@ -60,8 +68,18 @@ class GuardedZipStore(WrapperStore[ZipStore]):
         self.members = members
         self.path = store.path
 
+    @classmethod
+    async def open(cls, store_cls: type[ZipStore], *args: Any, **kwargs: Any) -> GuardedZipStore:
+        """The ZipStore store_cls.open(*args, **kwargs) gives, its central directory read now."""
+        store = await store_cls.open(*args, **kwargs)
+        return cls(store, await asyncio.to_thread(_central_directory, store.path))
+
     def _with_store(self, store: ZipStore) -> GuardedZipStore:
         return GuardedZipStore(store, self.members)
+
+    def with_read_only(self, read_only: bool = False) -> GuardedZipStore:
+        """Not implemented, as for the ZipStore, in zarr's words naming this type (its contract asks)."""
+        raise NotImplementedError(f"with_read_only is not implemented for the {type(self)} store type.")
 
     async def get(self, key: str, prototype: BufferPrototype,
                   byte_range: ByteRequest | None = None) -> Buffer | None:
@@ -86,7 +104,14 @@ class GuardedZipStore(WrapperStore[ZipStore]):
 
 async def open_guarded_zip(path: Path) -> GuardedZipStore:
     """The zip at path opened read-only (its central directory read now), with guarded reads."""
-    store = await ZipStore.open(path, mode="r")
+    return await GuardedZipStore.open(ZipStore, path, mode="r")
+
+
+def _central_directory(path: Path | None) -> dict[str, zipfile.ZipInfo]:
+    """The members a zip declares; none for an archive not written yet (a store opened to write)."""
+    if path is None:
+        raise TypeError("a GuardedZipStore reads the central directory of a zip named by a path")
+    if not path.exists() or path.stat().st_size == 0:
+        return {}
     with zipfile.ZipFile(path) as archive:
-        members = {info.filename: info for info in archive.infolist()}
-    return GuardedZipStore(store, members)
+        return {info.filename: info for info in archive.infolist()}

@@ -15,6 +15,7 @@ Failures become :class:`RemoteError` values whose message names the object and s
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import re
 import threading
@@ -26,11 +27,17 @@ from urllib.parse import urlsplit
 
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
-from zarr.storage import WrapperStore
 
 from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.storage.adaptive_limit import AdaptiveLimit, ServerHealth
-from ecpfs_viewer.model.storage.counted_io import UnreadableFile, cap_for, check_size, too_large
+from ecpfs_viewer.model.storage.counted_io import (
+    ReadingWrapper,
+    UnreadableFile,
+    cap_for,
+    check_size,
+    too_large,
+    unexpected_range,
+)
 from ecpfs_viewer.model.storage.remote_clients import RemoteOpenError as RemoteOpenError
 from ecpfs_viewer.model.storage.remote_clients import make_object_store as make_object_store
 
@@ -200,7 +207,7 @@ class _Stalled(Exception):
     """An attempt given up: no answer long after the server answered other requests."""
 
 
-class BoundedStore(WrapperStore[Store]):
+class BoundedStore(ReadingWrapper[Store]):
     """Wraps a remote zarr Store: adaptive concurrency, retries within a timeout per request, errors
     as RemoteError."""
 
@@ -217,8 +224,20 @@ class BoundedStore(WrapperStore[Store]):
         self._lock = threading.Lock()
         self._first_answer_s = 0.0  # a running mean of how long the server takes to answer
 
+    @classmethod
+    async def open(cls, store_cls: type[Store], *args: Any, **kwargs: Any) -> BoundedStore:
+        """The store store_cls.open(*args, **kwargs) gives, bounded: the keyword arguments url and
+        options (and lists) are this store's, the others store_cls's."""
+        url, options, lists = kwargs.pop("url"), kwargs.pop("options"), kwargs.pop("lists", True)
+        return cls(await store_cls.open(*args, **kwargs), url=url, options=options, lists=lists)
+
     def _with_store(self, store: Store) -> BoundedStore:
         return BoundedStore(store, url=self.url, options=self.options, lists=self.lists, health=self.health)
+
+    def __reduce__(self) -> tuple[Callable[[Store], BoundedStore], tuple[Store]]:
+        """A pickled store arrives as a new one over the same store, URL and options: its limits,
+        lock and what this one learnt of the server's health stay in the process that sent it."""
+        return functools.partial(BoundedStore, url=self.url, options=self.options, lists=self.lists), (self._store,)
 
     def _limit(self) -> AdaptiveLimit:
         loop_id = id(asyncio.get_running_loop())
@@ -393,7 +412,7 @@ class BoundedStore(WrapperStore[Store]):
 
 def _offset(byte_range: ByteRequest) -> int:
     if not isinstance(byte_range, OffsetByteRequest):
-        raise TypeError(f"unknown byte range {byte_range!r}")
+        raise unexpected_range(byte_range)
     return byte_range.offset
 
 
@@ -418,7 +437,7 @@ def _cut(whole: Buffer, byte_range: ByteRequest) -> Buffer:
         return whole[byte_range.offset:]
     if isinstance(byte_range, SuffixByteRequest):
         return whole[max(size - byte_range.suffix, 0):]
-    raise TypeError(f"unknown byte range {byte_range!r}")
+    raise unexpected_range(byte_range)
 
 
 def open_remote(url: str, options: RemoteOptions) -> BoundedStore:
