@@ -24,10 +24,10 @@ _ZSTD_FRAME = 16  # header and end mark of one zstd frame, bytes
 class DiskEstimate:
     """The size of an index to come: on disk (blocks), apparent (file bytes), files and folders."""
 
-    bytes_on_disk: int = 0
-    apparent_bytes: int = 0
-    files: int = 0
-    folders: int = 0
+    bytes_on_disk: int
+    apparent_bytes: int
+    files: int
+    folders: int
 
 
 @dataclass(frozen=True)
