@@ -1,14 +1,14 @@
 """Every command on every hostile store: exit 0, 1 or 2, one message, no traceback, bounded time.
 
-The stores are those of tests/model/test_hostile_files.py and test_hostile_metadata.py. Each store
-gets one subprocess (1 GiB address space, as there) that runs info, check, build, search, recall
-and locate in turn through `ecpfs_viewer.cli.main`, timing each; permission cases run as
-`nobody` when the tests run as root. Remote stores that stall, cut or trickle are at the end.
+The stores are those of tests/model/test_hostile_files.py and test_hostile_metadata.py (built by
+tests/hostile_builders.py). Each store gets one subprocess (1 GiB address space, as there) that
+runs info, check, build, search, recall and locate in turn through `ecpfs_viewer.cli.main`, timing
+each; permission cases run as `nobody` when the tests run as root. Remote stores that stall, cut
+or trickle are at the end.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -23,8 +23,9 @@ import numpy as np
 import pytest
 import remote_fixtures
 import zarr
+from hostile_builders import giant_shard_index, set_scalar, set_shape, tiny_chunk_grid, write_zip_with_bomb
+from locations import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 MEMORY_MB = 1024
 SECONDS = 30  # each command
 NODE = "lvl_2/node_2/embeddings"
@@ -90,22 +91,8 @@ def assert_each_ends_with_one_message(results: list[dict[str, Any]]) -> None:
         assert r["seconds"] < SECONDS, where
 
 
-def _test_module(name: str) -> Any:
-    """tests/model/**/NAME.py (the hostile-store builders live there), loaded once."""
-    if name not in _MODULES:
-        (path,) = (REPO / "tests/model").rglob(f"{name}.py")
-        spec = importlib.util.spec_from_file_location(f"hostile_{name}", path)
-        assert spec is not None and spec.loader is not None
-        _MODULES[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_MODULES[name])
-    return _MODULES[name]
-
-
-_MODULES: dict[str, Any] = {}
-
-
 def _shape(path: str, shape: list[Any], chunks: list[int] | None = None) -> Callable[[Path], None]:
-    return lambda store: _test_module("test_hostile_metadata").set_shape(store, path, shape, chunks)
+    return lambda store: set_shape(store, path, shape, chunks)
 
 
 def _replace(path: str, old: str, new: str) -> Callable[[Path], None]:
@@ -117,7 +104,7 @@ def _replace(path: str, old: str, new: str) -> Callable[[Path], None]:
 
 
 def _scalar(path: str, value: int) -> Callable[[Path], None]:
-    return lambda store: _test_module("test_hostile_metadata").set_scalar(store, path, value)
+    return lambda store: set_scalar(store, path, value)
 
 
 def _fifos(store: Path) -> None:
@@ -195,7 +182,7 @@ def test_every_command_on_a_broken_copy(name: str, two_clusters_copy: Path, tmp_
 
 def _zip_bomb(source: Path, tmp_path: Path, key: str, prefix: bytes, fill: bytes, total: int) -> Path:
     bomb = tmp_path / "bomb.zip"
-    _test_module("test_hostile_files").write_zip_with_bomb(bomb, source, key, prefix, fill, total)
+    write_zip_with_bomb(bomb, source, key, prefix, fill, total)
     return bomb
 
 
@@ -215,14 +202,13 @@ def _huge_grid(tmp_path: Path) -> Path:
 
 
 def _grid_store(source: Path, tmp_path: Path, change: str) -> Path:
-    """A copy of two_clusters broken by a builder of tests/model/test_hostile_grids.py."""
+    """A copy of two_clusters broken by a chunk-grid builder of tests/hostile_builders.py."""
     store = tmp_path / "two_clusters.zarr"
     shutil.copytree(source, store)
-    grids = _test_module("test_hostile_grids")
     if change == "tiny":
-        grids.tiny_chunk_grid(store, 50_000)
+        tiny_chunk_grid(store, 50_000)
     else:
-        grids.giant_shard_index(store, change)
+        giant_shard_index(store, change)
     return store
 
 
@@ -256,9 +242,6 @@ OTHER_STORES: dict[str, Callable[[Path, Path], Path]] = {
 def test_every_command_on_a_hostile_file(name: str, two_clusters_path: Path, tmp_path: Path) -> None:
     store = OTHER_STORES[name](two_clusters_path, tmp_path)
     assert_each_ends_with_one_message(run_commands(commands(str(store), tmp_path / "out.zarr")))
-
-
-world_readable_copy = _test_module("test_hostile_metadata").world_readable_copy  # a fixture: a copy 'nobody' reads
 
 
 @pytest.mark.parametrize("locked", ["lvl_2", "lvl_2/node_3", "info", "lvl_2/node_1", f"{NODE}/c/0/0", ""])
