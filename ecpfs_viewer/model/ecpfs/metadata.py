@@ -22,7 +22,7 @@ class ArrayMeta:
     """Shape, data type and chunk rows of an array, parsed straight from its stored document.
 
     ``Hierarchy.details`` builds zarr's full metadata object; for thousands of node arrays a
-    plain ``json.loads`` of the cached bytes is much cheaper.
+    plain ``json.loads`` of the cached bytes is much cheaper (benchmarks/bench_design.py).
     """
 
     path: str
