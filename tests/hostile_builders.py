@@ -149,7 +149,7 @@ def _dev_zero(store: Path) -> None:
 def _padded(path: str) -> Callable[[Path], None]:
     def change(store: Path) -> None:
         document = store / path / "zarr.json"
-        document.write_text(document.read_text() + " " * (3 << 20))  # 3 MB, over the 2 MB cap set below
+        document.write_text(document.read_text() + " " * (3 << 20))  # 3 MB: over the 2 MB cap set for "over-cap"
 
     return change
 
@@ -219,7 +219,7 @@ def _huge_grid(tmp_path: Path) -> Path:
 
 
 def _grid_store(source: Path, tmp_path: Path, change: str) -> Path:
-    """A copy of two_clusters broken by a chunk-grid builder of tests/hostile_builders.py."""
+    """A copy of two_clusters broken by one of the chunk-grid builders above."""
     store = tmp_path / "two_clusters.zarr"
     shutil.copytree(source, store)
     if change == "tiny":
