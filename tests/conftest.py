@@ -20,10 +20,12 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / "data"
-TWO_CLUSTERS = DATA / "two_clusters.zarr"
-PEER_DATA = DATA / "peer-data"
+# helper modules of tests/ (locations, command_runs, hostile_builders, remote_fixtures...) import
+# by their names from every test folder
+sys.path.insert(0, str(Path(__file__).parent))
+import cloud_emulators
+import remote_fixtures
+from locations import DATA, REPO, TWO_CLUSTERS
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +53,19 @@ def two_clusters_copy(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture
+def world_readable_copy(two_clusters_path: Path) -> Iterator[Path]:
+    """A copy under /tmp that the 'nobody' user can reach (root ignores permissions)."""
+    base = Path(tempfile.mkdtemp(prefix="ecpfs-hostile-"))
+    base.chmod(0o755)
+    target = base / "index.zarr"
+    shutil.copytree(two_clusters_path, target)
+    yield target
+    for folder, _dirs, _files in os.walk(base):
+        os.chmod(folder, 0o755)
+    shutil.rmtree(base)
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -65,10 +80,6 @@ def http_data_url() -> Iterator[str]:
 
 
 # -- remote stores: loopback servers (tests/remote_fixtures.py, tests/cloud_emulators.py) -------------
-sys.path.insert(0, str(Path(__file__).parent))
-import cloud_emulators  # noqa: E402
-import remote_fixtures  # noqa: E402
-
 #: the object every cloud emulator holds: two_clusters, at <scheme>://ecpfs/two_clusters.zarr
 CLOUD_BUCKET, CLOUD_PATH = "ecpfs", "two_clusters.zarr"
 

@@ -1,4 +1,5 @@
-"""Small indexes built for tests that need more than the two_clusters fixture."""
+"""Indexes for tests: small ones built for tests that need more than the two_clusters fixture, and the
+one way a test opens a Hierarchy on a path."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
 def build_clustered_index(folder: Path, items: int, dim: int, clusters: int = 12, seed: int = 5) -> Path:
@@ -17,3 +20,8 @@ def build_clustered_index(folder: Path, items: int, dim: int, clusters: int = 12
     np.save(folder / "data.npy", data)
     build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=2, target_cluster_items=25))
     return folder / "idx.zarr"
+
+
+def hierarchy(path: Path) -> Hierarchy:
+    """A fresh Hierarchy (no cached listing or document) on the store at path."""
+    return Hierarchy(open_store(path))

@@ -10,7 +10,6 @@ the application is patched.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import random
 import shutil
@@ -21,7 +20,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TextIO
 
 import numpy as np
@@ -45,24 +43,11 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.window.go_to import GoToPathDialog
 from ecpfs_viewer.gui.window.main_window import MainWindow
 
-TESTS = Path(__file__).resolve().parent
-_MODULES: dict[str, ModuleType] = {}
-
-
-def _tests_module(relative: str) -> ModuleType:
-    """A test module of the suite by file (the hostile-store builders live in tests/cli/test_hostile_cli.py)."""
-    if relative not in _MODULES:
-        spec = importlib.util.spec_from_file_location(f"monkey_{Path(relative).stem}", TESTS / relative)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _MODULES[relative] = module
-    return _MODULES[relative]
-
 
 def build_stores(folder: Path, two_clusters: Path, hostile: bool = True) -> dict[str, Path]:
     """name -> store for the monkey: good indexes (folder, zip, a built one) and, with hostile, every
-    broken copy and hostile file of tests/test_hostile_cli.py, a missing path and an empty folder."""
+    broken copy and hostile file of tests/hostile_builders.py, a missing path and an empty folder."""
+    from hostile_builders import BROKEN_COPIES, OTHER_STORES
     from index_factory import build_clustered_index
 
     stores: dict[str, Path] = {}
@@ -77,13 +62,12 @@ def build_stores(folder: Path, two_clusters: Path, hostile: bool = True) -> dict
     stores["vectors.npy"] = folder / "vectors.npy"  # dropped: the Build dialog opens prefilled
     if not hostile:
         return stores
-    cli = _tests_module("cli/test_hostile_cli.py")
-    for name, breaks in cli.BROKEN_COPIES.items():
+    for name, breaks in BROKEN_COPIES.items():
         copy = folder / "broken" / name / "two_clusters.zarr"
         shutil.copytree(two_clusters, copy)
         breaks(copy)
         stores[name] = copy
-    for name, make in cli.OTHER_STORES.items():
+    for name, make in OTHER_STORES.items():
         place = folder / "other" / name
         place.mkdir(parents=True)
         stores[name] = make(two_clusters, place)

@@ -66,8 +66,8 @@ def tune_interpreter_for_gui() -> GuiThreadCollector:
 
     Garbage is collected on the GUI thread in short pauses (see gui/runtime/collector.py; give it the
     window's store_opened and store_dropped with follow_index). A shorter GIL switch interval lets
-    the GUI thread in sooner while several workers decode chunks (benchmarks/bench_gui_stalls.py:
-    a longest stall of 324 ms under load became 100 ms).
+    the GUI thread in sooner while several workers decode chunks (benchmarks/bench_gui_stalls.py
+    measures the longest stall with and without it).
     """
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     return GuiThreadCollector()

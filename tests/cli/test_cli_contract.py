@@ -17,17 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from command_runs import run  # tests/ is on sys.path (conftest)
+from locations import REPO  # tests/ is on sys.path (conftest)
 
-from ecpfs_viewer.cli import main
-
-REPO = Path(__file__).resolve().parents[2]
 PREFIX = "ecpfs-viewer: error: "
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _one_error_line(err: str) -> str:

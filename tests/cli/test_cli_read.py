@@ -11,14 +11,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from command_runs import run  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.cli import main
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_info_prints_ecp_info_lines_first(capsys, two_clusters_path: Path) -> None:

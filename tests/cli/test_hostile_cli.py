@@ -1,33 +1,30 @@
 """Every command on every hostile store: exit 0, 1 or 2, one message, no traceback, bounded time.
 
-The stores are those of tests/model/test_hostile_files.py and test_hostile_metadata.py. Each store
-gets one subprocess (1 GiB address space, as there) that runs info, check, build, search, recall
-and locate in turn through `ecpfs_viewer.cli.main`, timing each; permission cases run as
-`nobody` when the tests run as root. Remote stores that stall, cut or trickle are at the end.
+The stores are those of tests/model/test_hostile_files.py and test_hostile_metadata.py (built by
+tests/hostile_builders.py). Each store gets one subprocess (1 GiB address space, as there) that
+runs info, check, build, search, recall and locate in turn through `ecpfs_viewer.cli.main`, timing
+each; permission cases run as `nobody` when the tests run as root. Remote stores that stall, cut
+or trickle are at the end.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import remote_fixtures
-import zarr
+from hostile_builders import BROKEN_COPIES, NODE, OTHER_STORES
+from locations import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 MEMORY_MB = 1024
 SECONDS = 30  # each command
-NODE = "lvl_2/node_2/embeddings"
 
 # runs each command line of argv[1] (JSON) in this process and prints one JSON line per command
 _DRIVER = """
@@ -90,99 +87,6 @@ def assert_each_ends_with_one_message(results: list[dict[str, Any]]) -> None:
         assert r["seconds"] < SECONDS, where
 
 
-def _test_module(name: str) -> Any:
-    """tests/model/**/NAME.py (the hostile-store builders live there), loaded once."""
-    if name not in _MODULES:
-        (path,) = (REPO / "tests/model").rglob(f"{name}.py")
-        spec = importlib.util.spec_from_file_location(f"hostile_{name}", path)
-        assert spec is not None and spec.loader is not None
-        _MODULES[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_MODULES[name])
-    return _MODULES[name]
-
-
-_MODULES: dict[str, Any] = {}
-
-
-def _shape(path: str, shape: list[Any], chunks: list[int] | None = None) -> Callable[[Path], None]:
-    return lambda store: _test_module("test_hostile_metadata").set_shape(store, path, shape, chunks)
-
-
-def _replace(path: str, old: str, new: str) -> Callable[[Path], None]:
-    def change(store: Path) -> None:
-        document = store / path / "zarr.json"
-        document.write_text(json.dumps(json.loads(document.read_text())).replace(old, new, 1))
-
-    return change
-
-
-def _scalar(path: str, value: int) -> Callable[[Path], None]:
-    return lambda store: _test_module("test_hostile_metadata").set_scalar(store, path, value)
-
-
-def _fifos(store: Path) -> None:
-    for key in ("lvl_2/node_1/zarr.json", f"{NODE}/c/0/0"):
-        (store / key).unlink()
-        os.mkfifo(store / key)
-
-
-def _dev_zero(store: Path) -> None:
-    for key in ("zarr.json", "lvl_2/node_1/zarr.json", f"{NODE}/c/0/0"):
-        (store / key).unlink()
-        (store / key).symlink_to("/dev/zero")
-
-
-def _padded(path: str) -> Callable[[Path], None]:
-    def change(store: Path) -> None:
-        document = store / path / "zarr.json"
-        document.write_text(document.read_text() + " " * (3 << 20))  # 3 MB, over the 2 MB cap set below
-
-    return change
-
-
-def _scalar_chunk_folder(store: Path) -> None:
-    (store / "info/levels/c").unlink()
-    (store / "info/levels/c").mkdir()
-
-
-def _link_loops(store: Path) -> None:
-    (store / "lvl_2/node_1/zarr.json").unlink()
-    (store / "lvl_2/node_1/zarr.json").symlink_to("zarr.json")
-    (store / NODE / "c/loop").symlink_to("..")
-    (store / "lvl_2/node_9").symlink_to("node_9")
-
-
-def _levels_loop(store: Path) -> None:
-    shutil.rmtree(store / "info/levels")
-    os.symlink(store / "info/levels", store / "info/levels")
-
-
-#: name -> how a copy of two_clusters is broken
-BROKEN_COPIES: dict[str, Callable[[Path], None]] = {
-    "fifo": _fifos,
-    "dev-zero": _dev_zero,
-    "node-metadata-over-cap": _padded(NODE),
-    "root-metadata-over-cap": _padded(""),
-    "million-row-leaf": lambda s: (_shape(f"{NODE}", [10**6, 2], [1, 1])(s),
-                                   _shape("lvl_2/node_2/item_ids", [10**6], [1])(s)),
-    "petabyte-root": _shape("index_root/embeddings", [10**15, 2]),
-    "ten-billion-representatives": lambda s: (_shape("rep_item_ids", [10**10])(s),
-                                              _shape("index_root/embeddings", [10**5, 2])(s)),
-    "four-billion-levels": _scalar("info/levels", 2**32 - 1),
-    "zero-levels": _scalar("info/levels", 0),
-    "scalar-chunk-folder": _scalar_chunk_folder,
-    "negative-dimension": _shape("rep_embeddings", [4, -2]),
-    "negative-rows": _shape("rep_item_ids", [-4]),
-    "shape-1e400": _replace("rep_item_ids", '"shape": [', '"shape": [1e400, '),
-    "shape-2.5": _replace("rep_item_ids", '"shape": [', '"shape": [2.5, '),
-    "chunk-shape-0": _replace("rep_item_ids", '"chunk_shape": [', '"chunk_shape": [0, '),
-    "deep-nesting": _replace("rep_item_ids", '"attributes": {',
-                             '"attributes": {"deep": ' + "[" * 100_000 + "]" * 100_000 + ", "),
-    "symlink-loops": _link_loops,
-    "levels-symlink-loop": _levels_loop,
-}
-
-
 @pytest.mark.parametrize("name", list(BROKEN_COPIES))
 def test_every_command_on_a_broken_copy(name: str, two_clusters_copy: Path, tmp_path: Path) -> None:
     BROKEN_COPIES[name](two_clusters_copy)
@@ -193,72 +97,10 @@ def test_every_command_on_a_broken_copy(name: str, two_clusters_copy: Path, tmp_
         assert results[1]["code"] == 1 and "/: unreadable metadata: zarr.json: cannot read" in results[1]["stdout"]
 
 
-def _zip_bomb(source: Path, tmp_path: Path, key: str, prefix: bytes, fill: bytes, total: int) -> Path:
-    bomb = tmp_path / "bomb.zip"
-    _test_module("test_hostile_files").write_zip_with_bomb(bomb, source, key, prefix, fill, total)
-    return bomb
-
-
-def _damaged_zips(source: Path, tmp_path: Path) -> list[Path]:
-    whole = tmp_path / "whole.zip"
-    shutil.make_archive(str(whole.with_suffix("")), "zip", source)
-    data = whole.read_bytes()
-    (tmp_path / "truncated.zip").write_bytes(data[: len(data) // 2])
-    return [tmp_path / "truncated.zip"]
-
-
-def _huge_grid(tmp_path: Path) -> Path:
-    store = tmp_path / "grid.zarr"
-    leaf = zarr.create_array(store, name="leaf", shape=(10**6, 128), chunks=(1, 1), dtype="float32")
-    leaf[0, 0:3] = 1
-    return store
-
-
-def _grid_store(source: Path, tmp_path: Path, change: str) -> Path:
-    """A copy of two_clusters broken by a builder of tests/model/test_hostile_grids.py."""
-    store = tmp_path / "two_clusters.zarr"
-    shutil.copytree(source, store)
-    grids = _test_module("test_hostile_grids")
-    if change == "tiny":
-        grids.tiny_chunk_grid(store, 50_000)
-    else:
-        grids.giant_shard_index(store, change)
-    return store
-
-
-def _self_loop(tmp_path: Path) -> Path:
-    loop = tmp_path / "self.zarr"
-    loop.symlink_to(loop)
-    return loop
-
-
-def _fifo_store(tmp_path: Path) -> Path:
-    os.mkfifo(tmp_path / "fifo.zarr")
-    return tmp_path / "fifo.zarr"
-
-
-OTHER_STORES: dict[str, Callable[[Path, Path], Path]] = {
-    "zip-bomb-chunk": lambda src, tmp: _zip_bomb(src, tmp, f"{NODE}/c/0/0", b"", b"\0", 2 << 30),
-    "zip-bomb-zarr-json": lambda src, tmp: _zip_bomb(src, tmp, "lvl_2/node_1/zarr.json",
-                                                     b'{"zarr_format": 3, "node_type": "group"}', b" ", 1 << 30),
-    "truncated-zip": lambda src, tmp: _damaged_zips(src, tmp)[0],
-    "plain-zarr-128-million-chunks": lambda src, tmp: _huge_grid(tmp),
-    "store-linked-to-itself": lambda src, tmp: _self_loop(tmp),
-    "store-is-a-fifo": lambda src, tmp: _fifo_store(tmp),
-    "store-is-dev-zero": lambda src, tmp: Path("/dev/zero"),
-    "rep-embeddings-of-100-thousand-chunks-one-failing": lambda src, tmp: _grid_store(src, tmp, "tiny"),
-    "rep-embeddings-shard-index-of-4-gib": lambda src, tmp: _grid_store(src, tmp, "rep_embeddings"),
-    "leaf-shard-index-of-4-gib": lambda src, tmp: _grid_store(src, tmp, NODE),
-}
-
-
 @pytest.mark.parametrize("name", list(OTHER_STORES))
 def test_every_command_on_a_hostile_file(name: str, two_clusters_path: Path, tmp_path: Path) -> None:
     store = OTHER_STORES[name](two_clusters_path, tmp_path)
     assert_each_ends_with_one_message(run_commands(commands(str(store), tmp_path / "out.zarr")))
-
-
-world_readable_copy = _test_module("test_hostile_metadata").world_readable_copy  # a fixture: a copy 'nobody' reads
 
 
 @pytest.mark.parametrize("locked", ["lvl_2", "lvl_2/node_3", "info", "lvl_2/node_1", f"{NODE}/c/0/0", ""])

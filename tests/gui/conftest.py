@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QWidget
 
 from ecpfs_viewer.gui.overview.panel import IndexOverviewPanel
+from ecpfs_viewer.gui.runtime.settings import use_settings_dir
 from ecpfs_viewer.gui.runtime.workers import wait_for_workers
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path: Path) -> None:
+    """Recent files, layout and remembered parameters go to this test's folder, never the user's."""
+    use_settings_dir(tmp_path / "settings")
 
 
 @pytest.fixture

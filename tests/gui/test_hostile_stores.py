@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from model.zarrtree.test_hostile_grids import giant_shard_index, tiny_chunk_grid  # tests/ is on sys.path (conftest)
+from hostile_builders import giant_shard_index, tiny_chunk_grid  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.window.main_window import MainWindow

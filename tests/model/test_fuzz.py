@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from locations import TWO_CLUSTERS  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.ecpfs import level_plan, level_stats, summarize
 from ecpfs_viewer.model.errors import UserError
@@ -31,7 +32,6 @@ from ecpfs_viewer.model.zarrtree.subset import default_selection, read_subset
 SEED = 20250611
 CASES = 200
 LONG_CASES = 5000
-TWO_CLUSTERS = Path(__file__).resolve().parents[1] / "data" / "two_clusters.zarr"
 DOCUMENTS = sorted(p.relative_to(TWO_CLUSTERS).as_posix() for p in TWO_CLUSTERS.rglob("zarr.json"))
 
 Mutator = Callable[[random.Random, bytes], bytes]

@@ -10,73 +10,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
 import subprocess
-import sys
 import tempfile
 import zipfile
-import zlib
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import zarr
+from command_runs import assert_clean, run_cli, run_limited  # tests/ is on sys.path (conftest)
+from hostile_builders import write_zip_with_bomb
 
 from ecpfs_viewer.model.limits import Limits, limits_from_env
 
-REPO = Path(__file__).resolve().parents[2]
-MEMORY_MB = 1024  # address space of each run: the issue's "peak RSS under ~1 GB"
-SECONDS = 30  # every local command ends within this
 NODE = "lvl_2/node_2/embeddings"  # an ecpfs leaf array of two_clusters, one chunk c/0/0
-
-_PRELUDE = """
-import resource, sys
-limit = {limit} << 20
-resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-"""
-_ON_PATH = "sys.path.insert(0, {repo!r})\n"
-
-_CLI = """
-import runpy
-sys.argv = ["ecpfs-viewer", *sys.argv[1:]]
-try:
-    runpy.run_module("ecpfs_viewer", run_name="__main__")
-except SystemExit as exc:
-    sys.exit(exc.code)
-"""
-
-
-def run_limited(code: str, *args: str, env: dict[str, str] | None = None,
-                nobody: Any = None) -> subprocess.CompletedProcess[str]:
-    """Run python code (after the memory-limit prelude) with args; fails the test past SECONDS.
-
-    With `nobody` (the nobody_python fixture) the code runs as uid 65534, with the interpreter and
-    checkout that user can read (this one may live under /root)."""
-    extra = {"MALLOC_ARENA_MAX": "2", **(env or {})}  # arenas reserve address space
-    try:
-        if nobody is not None:
-            script = _PRELUDE.format(limit=MEMORY_MB) + code
-            return nobody.run(["-c", script, *args], capture_output=True, timeout=SECONDS, env=extra)
-        script = _PRELUDE.format(limit=MEMORY_MB) + _ON_PATH.format(repo=str(REPO)) + code
-        return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                              timeout=SECONDS, env={**os.environ, **extra})
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"did not end within {SECONDS} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return run_limited(_CLI, *args, env=env)
-
-
-def assert_clean(result: subprocess.CompletedProcess[str], *expected: str) -> str:
-    """No traceback, no MemoryError; every expected text in the output; returns the output."""
-    output = result.stdout + result.stderr
-    assert "Traceback" not in output and "MemoryError" not in output, output
-    for text in expected:
-        assert text in output, output
-    return output
-
 
 _LIBRARY = """
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
@@ -154,50 +101,6 @@ def test_limits_come_from_one_place() -> None:
 
 
 # -- zip bombs -------------------------------------------------------------------------------------------
-def _deflated(prefix: bytes, fill: bytes, total: int) -> tuple[bytes, int]:
-    """Raw deflate data of prefix + fill repeated up to `total` bytes, and its CRC-32, made without
-    compressing `total` bytes: a fully flushed block of 1 MiB is repeated."""
-    block = fill * (1 << 20)
-    head = zlib.compressobj(9, zlib.DEFLATED, -15)
-    first = head.compress(prefix) + head.flush(zlib.Z_FULL_FLUSH)
-    body = zlib.compressobj(9, zlib.DEFLATED, -15)
-    repeated = body.compress(block) + body.flush(zlib.Z_FULL_FLUSH)
-    blocks = (total - len(prefix)) // len(block)
-    crc = zlib.crc32(prefix)
-    for _ in range(blocks):
-        crc = zlib.crc32(block, crc)
-    return first + repeated * blocks + zlib.compressobj(9, zlib.DEFLATED, -15).flush(), crc
-
-
-def write_zip_with_bomb(target: Path, source: Path, bomb_key: str, prefix: bytes, fill: bytes, total: int) -> None:
-    """A zip of every file of `source`, with bomb_key replaced by a deflated member of `total` bytes."""
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(source.rglob("*")):
-            key = path.relative_to(source).as_posix()
-            if path.is_file() and key != bomb_key:
-                archive.write(path, key)
-    data, crc = _deflated(prefix, fill, total)
-    size = len(prefix) + (total - len(prefix)) // (1 << 20) * (1 << 20)
-    with open(target, "r+b") as file:  # append the member by hand, then rewrite the central directory
-        with zipfile.ZipFile(file) as archive:
-            infos = archive.infolist()
-            offset = archive.start_dir
-        file.seek(offset)
-        name = bomb_key.encode()
-        file.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(data), size, len(name), 0)
-                   + name + data)
-        central = file.tell()
-        entries = [(i.filename.encode(), i.CRC, i.compress_size, i.file_size, i.header_offset) for i in infos]
-        entries.append((name, crc, len(data), size, offset))
-        for entry_name, entry_crc, stored, plain, header in entries:
-            file.write(struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, entry_crc, stored, plain,
-                                   len(entry_name), 0, 0, 0, 0, 0, header) + entry_name)
-        end = file.tell()
-        file.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries), end - central,
-                               central, 0))
-        file.truncate()
-
-
 def test_a_zip_bomb_chunk_is_refused_before_decompressing(two_clusters_path: Path, tmp_path: Path) -> None:
     bomb = tmp_path / "bomb.zip"
     write_zip_with_bomb(bomb, two_clusters_path, f"{NODE}/c/0/0", b"", b"\0", 2 << 30)

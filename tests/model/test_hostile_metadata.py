@@ -13,13 +13,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import zarr
+from command_runs import SECONDS, run_cli_cleanly  # tests/ is on sys.path (conftest)
+from hostile_builders import set_scalar, set_shape
+from locations import REPO
 
 from ecpfs_viewer.model.ecpfs import Generation, level_plan, level_stats, summarize
 from ecpfs_viewer.model.ecpfs.sizing import capped_power, fan_out
@@ -27,58 +27,6 @@ from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read
-
-REPO = Path(__file__).resolve().parents[2]
-MEMORY_LIMIT = 1024 * 2**20
-TIME_LIMIT = 30
-
-_LIMITED_CLI = """
-import resource, sys
-limit = int(sys.argv[1])
-resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-if sys.argv[2]:
-    sys.path.insert(0, sys.argv[2])
-from ecpfs_viewer.cli import main
-sys.exit(main(sys.argv[3:]))
-"""
-
-
-def run_cli(*args: str, nobody: Any = None) -> subprocess.CompletedProcess[str]:
-    """`ecpfs-viewer ARGS` in a subprocess limited to MEMORY_LIMIT bytes and TIME_LIMIT seconds.
-
-    With `nobody` (the nobody_python fixture) it runs as uid 65534, with the interpreter and
-    checkout that user can read (this one may live under /root)."""
-    if nobody is not None:
-        result = nobody.run(["-c", _LIMITED_CLI, str(MEMORY_LIMIT), "", *args], capture_output=True,
-                            timeout=TIME_LIMIT, env={"QT_QPA_PLATFORM": "offscreen"})
-    else:
-        result = subprocess.run(
-            [sys.executable, "-c", _LIMITED_CLI, str(MEMORY_LIMIT), str(REPO), *args],
-            capture_output=True, text=True, timeout=TIME_LIMIT,
-            env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
-        )
-    assert "Traceback" not in result.stderr + result.stdout, result.stderr
-    return result
-
-
-def edit(store: Path, path: str, change: Callable[[dict[str, Any]], None]) -> None:
-    document_path = store / path / "zarr.json"
-    document = json.loads(document_path.read_text())
-    change(document)
-    document_path.write_text(json.dumps(document))
-
-
-def set_shape(store: Path, path: str, shape: list[Any], chunks: list[int] | None = None) -> None:
-    def change(document: dict[str, Any]) -> None:
-        document["shape"] = shape
-        if chunks is not None:
-            document["chunk_grid"]["configuration"]["chunk_shape"] = chunks
-
-    edit(store, path, change)
-
-
-def set_scalar(store: Path, path: str, value: int) -> None:
-    zarr.open_array(str(store / path), mode="r+")[...] = value
 
 
 def summary_of(store: Path) -> Any:
@@ -89,7 +37,7 @@ def summary_of(store: Path) -> Any:
 
 def test_root_declaring_a_petabyte_is_not_read_whole(two_clusters_copy: Path) -> None:
     set_shape(two_clusters_copy, "index_root/embeddings", [10**15, 2])
-    result = run_cli("check", str(two_clusters_copy))
+    result = run_cli_cleanly("check", str(two_clusters_copy))
     assert result.returncode == 1
     assert "index_root/embeddings: the read touches 15,258,789,063 chunks" in result.stdout
     assert "(ECPFS_VIEWER_MAX_CHUNKS_PER_READ) on chunks per read; not read" in result.stdout
@@ -99,20 +47,20 @@ def test_root_declaring_a_petabyte_is_not_read_whole(two_clusters_copy: Path) ->
 def test_ten_billion_representatives_do_not_allocate_the_gap_map(two_clusters_copy: Path) -> None:
     set_shape(two_clusters_copy, "rep_item_ids", [10**10])
     set_shape(two_clusters_copy, "index_root/embeddings", [10**5, 2])  # min(ns^2, R) = 10^10
-    result = run_cli("info", "--json", str(two_clusters_copy))
+    result = run_cli_cleanly("info", "--json", str(two_clusters_copy))
     levels = json.loads(result.stdout)["level_stats"]
     assert levels[1]["max_nodes"] == 10**10
     assert levels[1]["gap_count"] == 10**10 - 4
     assert levels[1]["gap_ids"][:3] == [4, 5, 6]  # two_clusters' leaves are node_0 .. node_3
-    run_cli("check", str(two_clusters_copy))
+    run_cli_cleanly("check", str(two_clusters_copy))
 
 
 def test_four_billion_declared_levels_examine_the_stored_ones(two_clusters_copy: Path) -> None:
     set_scalar(two_clusters_copy, "info/levels", 2**32 - 1)
-    info = run_cli("info", str(two_clusters_copy))
+    info = run_cli_cleanly("info", str(two_clusters_copy))
     assert "lvl_2" in info.stdout and "lvl_12: level does not exist" in info.stdout
     assert "lvl_13" not in info.stdout
-    check = run_cli("check", str(two_clusters_copy))
+    check = run_cli_cleanly("check", str(two_clusters_copy))
     assert check.returncode == 1
     assert "info/levels: declares 4,294,967,295 levels but 2 levels are stored; 4,294,967,293 are missing" \
         in check.stdout
@@ -123,7 +71,7 @@ def test_four_billion_declared_levels_examine_the_stored_ones(two_clusters_copy:
 def test_a_leaf_of_128_million_chunks_is_not_walked(two_clusters_copy: Path) -> None:
     set_shape(two_clusters_copy, "lvl_2/node_2/embeddings", [10**6, 128], [1, 1])
     set_shape(two_clusters_copy, "lvl_2/node_2/item_ids", [10**6])
-    result = run_cli("check", "--max-node-reads", "1000", str(two_clusters_copy))
+    result = run_cli_cleanly("check", "--max-node-reads", "1000", str(two_clusters_copy))
     assert result.returncode == 1
     assert "touches 128,000,000 chunks, over the 100,000 cap" in result.stdout
 
@@ -148,7 +96,7 @@ def test_sizing_refuses_instead_of_going_complex_or_looping() -> None:
 def test_odd_level_counts_give_messages(two_clusters_copy: Path, value: int) -> None:
     set_scalar(two_clusters_copy, "info/levels", value)
     for command in ("info", "check"):
-        assert run_cli(command, str(two_clusters_copy)).returncode in (0, 1)
+        assert run_cli_cleanly(command, str(two_clusters_copy)).returncode in (0, 1)
 
 
 def test_a_scalar_whose_chunk_is_a_folder(two_clusters_copy: Path) -> None:
@@ -158,7 +106,7 @@ def test_a_scalar_whose_chunk_is_a_folder(two_clusters_copy: Path) -> None:
     summary = summary_of(two_clusters_copy)
     assert any(f.path == "info/levels" and "info/levels/c is a folder, not a stored value" in f.message
                for f in summary.findings)
-    assert run_cli("check", str(two_clusters_copy)).returncode == 1
+    assert run_cli_cleanly("check", str(two_clusters_copy)).returncode == 1
 
 
 def test_negative_dimension_is_an_error_node_not_a_complex_fan_out(two_clusters_copy: Path) -> None:
@@ -166,20 +114,7 @@ def test_negative_dimension_is_an_error_node_not_a_complex_fan_out(two_clusters_
     summary = summary_of(two_clusters_copy)
     assert summary.layout.is_index and summary.representatives is None and summary.expected_fan_out is None
     assert any("shape value -4 is out of range" in f.message for f in summary.findings)
-    assert run_cli("info", str(two_clusters_copy)).returncode == 0
-
-
-@pytest.fixture
-def world_readable_copy(two_clusters_path: Path) -> Iterator[Path]:
-    """A copy under /tmp that the 'nobody' user can reach (root ignores permissions)."""
-    base = Path(tempfile.mkdtemp(prefix="ecpfs-hostile-"))
-    base.chmod(0o755)
-    target = base / "index.zarr"
-    shutil.copytree(two_clusters_path, target)
-    yield target
-    for folder, _dirs, _files in os.walk(base):
-        os.chmod(folder, 0o755)
-    shutil.rmtree(base)
+    assert run_cli_cleanly("info", str(two_clusters_copy)).returncode == 0
 
 
 @pytest.mark.parametrize("locked", ["lvl_2", "lvl_2/node_3", "info"])
@@ -187,7 +122,7 @@ def test_permission_denied_is_reported_as_such(world_readable_copy: Path, locked
                                               request: pytest.FixtureRequest) -> None:
     (world_readable_copy / locked).chmod(0)
     nobody = request.getfixturevalue("nobody_python") if os.geteuid() == 0 else None
-    result = run_cli("check", str(world_readable_copy), nobody=nobody)
+    result = run_cli_cleanly("check", str(world_readable_copy), nobody=nobody)
     assert result.returncode == 1
     assert "Permission denied" in result.stdout
     assert f"{locked}: missing" not in result.stdout and ": missing (required" not in result.stdout
@@ -199,7 +134,7 @@ def test_check_into_a_closed_pipe_exits_quietly(two_clusters_path: Path) -> None
     command = f"{sys.executable} -m ecpfs_viewer check {two_clusters_path} --max-node-reads 4 | head -c 1"
     for _ in range(3):  # the race between writer and reader: try a few times
         result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True,
-                                timeout=TIME_LIMIT, cwd=REPO)
+                                timeout=SECONDS, cwd=REPO)
         assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
 
 

@@ -10,6 +10,7 @@ BackgroundRunner; a failed read becomes a message in the pane.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -254,34 +255,36 @@ class PlotPane(QWidget):
     def export_png(self, path: str | None = None) -> str | None:
         """Save a picture of the current view; asks for a file name when none is given."""
         page = self.tabs.currentWidget()
-        if self._data is None or not isinstance(page, PlotView):
+        if not isinstance(page, PlotView):
             return None
-        path = path or self._ask_path("Save snapshot", "PNG image (*.png)", ".png")
-        if path:
-            page.export_png(path)
-            subset = self._data.subset
-            add_title(path, f"/{subset.path} [{subset.text}]")
-            self.exported.emit(path)
-        return path or None
+
+        def snapshot(subset: Subset, target: str) -> None:
+            page.export_png(target)
+            add_title(target, f"/{subset.path} [{subset.text}]")
+
+        return self._export(path, "Save snapshot", "PNG image (*.png)", ".png", snapshot)
 
     def export_npy(self, path: str | None = None) -> str | None:
         """Save the subset's data as a numpy .npy file."""
-        if self._data is None:
-            return None
-        path = path or self._ask_path("Save subset as .npy", "NumPy array (*.npy)", ".npy")
-        if path:
-            write_npy(self._data.subset.data, path)
-            self.exported.emit(path)
-        return path or None
+        return self._export(path, "Save subset as .npy", "NumPy array (*.npy)", ".npy",
+                            lambda subset, target: write_npy(subset.data, target))
 
     def export_csv(self, path: str | None = None) -> str | None:
         """Save the subset's data as CSV, one line per row."""
+        def write(subset: Subset, target: str) -> None:
+            labels = subset_labels(self._hierarchy, subset) if self._hierarchy is not None else None
+            write_csv(subset.data, target, labels)
+
+        return self._export(path, "Save subset as .csv", "CSV file (*.csv)", ".csv", write)
+
+    def _export(self, path: str | None, title: str, file_filter: str, suffix: str,
+                write: Callable[[Subset, str], None]) -> str | None:
+        """One export flow for every format: nothing without data, ask for a name unless given, say so."""
         if self._data is None:
             return None
-        path = path or self._ask_path("Save subset as .csv", "CSV file (*.csv)", ".csv")
+        path = path or self._ask_path(title, file_filter, suffix)
         if path:
-            labels = subset_labels(self._hierarchy, self._data.subset) if self._hierarchy is not None else None
-            write_csv(self._data.subset.data, path, labels)
+            write(self._data.subset, path)
             self.exported.emit(path)
         return path or None
 

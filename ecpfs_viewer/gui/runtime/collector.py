@@ -4,7 +4,7 @@ Python's collector runs on whatever thread allocates. A Qt object it frees on a 
 destroyed later on the GUI thread at an arbitrary point, where PySide can deadlock; so automatic
 collection is turned off and a GUI-thread timer collects instead (as pyqtgraph's
 GarbageCollector does). A full collection walks every tracked object: with a 4,000-node level
-open that is about 200,000 objects and 70 ms during which the window cannot repaint, and it grows
+open that is hundreds of thousands of objects, a pause in which the window cannot repaint, and it grows
 with the index. Objects that survive a full collection are long-lived (the tree, caches, the
 opened store), so they are frozen (:func:`gc.freeze`) and later full collections walk only what
 came after. When the user opens or closes an index, most of them become garbage: then
@@ -44,7 +44,7 @@ class GuiThreadCollector(QObject):
 
     def follow_index(self, opened: SignalInstance, dropped: SignalInstance) -> None:
         """Freeze what exists once an index has opened (the window and the index live on, so the
-        first full collection need not walk them: 83 ms measured), and collect everything once
+        first full collection need not walk them), and collect everything once
         one was dropped; each after the event that emitted the signal has finished."""
         opened.connect(lambda *_: QTimer.singleShot(0, gc.freeze))
         dropped.connect(lambda *_: QTimer.singleShot(0, self.collect_everything))

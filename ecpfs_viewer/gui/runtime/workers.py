@@ -32,8 +32,9 @@ class _HeavyTurns:
     """Long CPU-bound Python jobs (decoding a level's node_ids, searches) run one at a time.
 
     Every Python call Qt makes in the GUI thread (model index/data, paint overrides) must take the
-    GIL, and with several threads busy in Python the GUI thread waits behind all of them (stalls of
-    200-300 ms). Waiting for a turn releases the GIL, so queued jobs cost nothing meanwhile. The
+    GIL, and with several threads busy in Python the GUI thread waits behind all of them (the
+    stalls benchmarks/bench_gui_stalls.py measures). Waiting for a turn releases the GIL, so queued
+    jobs cost nothing meanwhile. The
     jobs running or waiting are counted: background jobs wait until there are none.
     """
 

@@ -153,7 +153,7 @@ class SearchPathView(QWidget):
 
     def _next_plot(self) -> pg.PlotItem:
         """A cleared plot for the next level, side by side (the dock is wide and low); plots are reused:
-        creating a pyqtgraph PlotItem costs about 10 ms."""
+        creating a pyqtgraph PlotItem is slow (benchmarks/bench_design.py)."""
         if self._shown == len(self.plots):
             self.plots.append(pg.PlotItem())
         plot = self.plots[self._shown]

@@ -35,7 +35,7 @@ class TreeColumns(QObject):
     def note_names(self, names: Iterable[str], depth: int) -> None:
         """Names just listed at depth (0 = the root row): widen the name column if they need it."""
         metrics = self.tree.fontMetrics()
-        # the longest few by characters: measuring all 4,000 names of a level took 10 ms
+        # the longest few by characters: measuring every name of a large level is too slow (benchmarks/bench_design.py)
         widest = max((metrics.horizontalAdvance(name) for name in heapq.nlargest(8, names, key=len)), default=0)
         icon = self.tree.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize)
         needed = self.tree.indentation() * (depth + 1) + icon + widest + 16

@@ -47,5 +47,16 @@ def style_plot(plot: pg.PlotItem, palette: QPalette) -> None:
         plot.titleLabel.setText(plot.titleLabel.text)
 
 
+def style_filled_steps(view: pg.PlotWidget, plot: pg.PlotItem, item: pg.PlotDataItem, palette: QPalette) -> None:
+    """A plot of filled steps (a histogram, a spread of sizes) in the palette: one look for all of them."""
+    background, _, accent = plot_colors(palette)
+    view.setBackground(background)
+    style_plot(plot, palette)
+    fill = pg.mkColor(accent)
+    fill.setAlpha(110)
+    item.setPen(pg.mkPen(accent, width=1))
+    item.setBrush(pg.mkBrush(fill))
+
+
 def is_dark(palette: QPalette) -> bool:
     return palette.color(QPalette.ColorRole.Window).lightness() < 128

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 _Index = QModelIndex | QPersistentModelIndex
-#: Rows measured when columns are fitted to their contents (Qt's default, 1,000, takes ~100 ms).
+#: Rows measured when columns are fitted to their contents (Qt's default, 1,000, is slow with a Python model).
 RESIZE_PRECISION = 64
 
 
@@ -143,7 +143,7 @@ def fit_columns(view: QTableView, columns: Iterable[int] | None = None) -> None:
     """Size columns (all by default) to their widest text, over every row.
 
     Qt's resizeColumnsToContents asks the model for every role of every cell it measures (4,000
-    Python calls for 64 rows of 8 columns: 15 ms, more while workers run). A model that can name
+    Python calls for 64 rows of 8 columns, slower still while workers run). A model that can name
     its longest texts (``longest_texts(column)``, as RowsModel and the node listing do) is asked
     for those only, and they are measured here; another model is left to Qt.
     """

@@ -53,7 +53,8 @@ __all__ = [
 ]
 
 #: Narrowed input up to this size is kept in memory between passes; above it the input is
-#: streamed again for each group of leaves (the path that keeps a huge build under 1 GB).
+#: streamed again for each group of leaves (the path that keeps a huge build's memory bounded;
+#: benchmarks/bench_build.py --big measures its peak).
 DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024
 
 

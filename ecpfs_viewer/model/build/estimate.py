@@ -1,8 +1,8 @@
 """How much disk a build will take, counted file by file as the writer lays the index out.
 
 An index is mostly small files (six per node, plus seven folders), so its size on disk is
-dominated by block rounding and folders, not by the vectors: a 1.1 GiB index of 100-row leaves
-takes 1.5 GiB on disk. The estimate follows :mod:`._build_writer` exactly for the layout and the
+dominated by block rounding and folders, not by the vectors (an index of small leaves takes
+markedly more disk than its bytes). The estimate follows :mod:`.writer` exactly for the layout and the
 metadata sizes, assumes chunks do not compress (random floats barely do; it is an upper bound
 for the data), and rounds every file up to the filesystem's block.
 """
@@ -24,10 +24,10 @@ _ZSTD_FRAME = 16  # header and end mark of one zstd frame, bytes
 class DiskEstimate:
     """The size of an index to come: on disk (blocks), apparent (file bytes), files and folders."""
 
-    bytes_on_disk: int = 0
-    apparent_bytes: int = 0
-    files: int = 0
-    folders: int = 0
+    bytes_on_disk: int
+    apparent_bytes: int
+    files: int
+    folders: int
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ def single_threaded_blas() -> Iterator[None]:
     """Run BLAS on one thread while routing.
 
     Routing makes thousands of small matrix products; OpenBLAS wakes its worker threads for
-    each and, on a 2-core machine, that made a 1000x128 by 128x10 product 15 times slower
-    (12 ms instead of 0.7 ms). The limit is process-wide; threadpoolctl restores it afterwards.
+    each, which on a machine with few cores makes each product many times slower (the figures:
+    benchmarks/README.md). The limit is process-wide; threadpoolctl restores it afterwards.
     """
     with threadpool_limits(limits=1, user_api="blas"):
         yield

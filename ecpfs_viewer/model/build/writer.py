@@ -2,9 +2,10 @@
 the same codecs zarr-python uses (``bytes`` little endian + numcodecs Zstd level 3, no checksum)
 and written straight to files from a small thread pool.
 
-Going through zarr-python's create_group / create_array / ``a[:] = ...`` costs about 19 ms per
-node, which turns a 4,000-node index into a minute of writing; the files produced here are the
-same bytes (checked against the upstream fixture and read back through zarr-python in tests).
+Going through zarr-python's create_group / create_array / ``a[:] = ...`` per node is far slower
+(benchmarks/bench_build.py prints it as its baseline), which turns a large index into minutes of
+writing; the files produced here are the same bytes (checked against the upstream fixture and
+read back through zarr-python in tests).
 """
 
 from __future__ import annotations

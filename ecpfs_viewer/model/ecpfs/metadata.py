@@ -21,8 +21,8 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node, NodeKind, loa
 class ArrayMeta:
     """Shape, data type and chunk rows of an array, parsed straight from its stored document.
 
-    ``Hierarchy.details`` builds zarr's full metadata object (about 0.3 ms per array); for
-    thousands of node arrays a plain ``json.loads`` of the cached bytes is ten times cheaper.
+    ``Hierarchy.details`` builds zarr's full metadata object; for thousands of node arrays a
+    plain ``json.loads`` of the cached bytes is much cheaper (benchmarks/bench_design.py).
     """
 
     path: str

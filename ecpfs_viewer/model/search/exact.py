@@ -131,7 +131,7 @@ def exact_knn(index: IndexReader, queries: Any, k: int, exclude: frozenset[int] 
 
 def _one_blas_thread() -> Any:
     """Skinny products (queries x 64) run faster on one BLAS thread than on several, most of all
-    on a busy machine (measured: 0.16 s against 0.5-0.7 s for 100 queries x 200,000 items)."""
+    on a busy machine (the figures: benchmarks/README.md)."""
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     return threadpool_limits(limits=1, user_api="blas")

@@ -341,7 +341,7 @@ def read_file(path: str) -> bytes | None:
 
     Only regular files are read, and only up to the cap for their kind (metadata or chunk, told by
     the file name): a larger one raises UnreadableFile. Uses raw descriptors: listing 4,000 nodes
-    reads 4,000 small files, and a buffered open() per file costs about three times as much. A small
+    reads 4,000 small files, and a buffered open() per file costs markedly more (benchmarks/bench_design.py). A small
     file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
     EAGAIN), a device fills the first read, and both of those cases are told apart by fstat.
     """

@@ -183,7 +183,7 @@ class OpenedStore:
         a call that failed gives its exception in place (cancellation and interrupts propagate).
 
         max_in_flight workers take the calls in turn: 8,000 reads are 128 tasks, not 8,000 made at
-        once (a burst of Python that held the interpreter for 150 ms while the GUI waited)."""
+        once (a burst of Python that holds the interpreter while the GUI waits)."""
         if not calls:
             return []
         found: list[T | BaseException | None] = [None] * len(calls)

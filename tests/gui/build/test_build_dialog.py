@@ -18,16 +18,9 @@ from PySide6.QtWidgets import QMessageBox
 
 from ecpfs_viewer.gui.build import dialog as build_dialog
 from ecpfs_viewer.gui.build.dialog import BuildDialog
-from ecpfs_viewer.gui.runtime.settings import use_settings_dir
 from ecpfs_viewer.model.build.builder import build_index as real_build_index
 from ecpfs_viewer.model.build.builder import preview_build
 from ecpfs_viewer.model.formatting import format_bytes
-
-
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path: Path) -> None:
-    """Keep remembered parameters in a tmp folder, fresh for each test."""
-    use_settings_dir(tmp_path / "settings")
 
 
 @pytest.fixture

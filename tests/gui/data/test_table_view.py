@@ -15,16 +15,10 @@ from PySide6.QtGui import QGuiApplication
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.data.plot_pane import PlotPane
-from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 BIG = np.arange(200_000 * 3, dtype=np.int64).reshape(200_000, 3)
-
-
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path: Path) -> None:
-    app_settings.use_settings_dir(tmp_path / "settings")
 
 
 @pytest.fixture

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import zarr
+from locations import PEER_DATA  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.gui.metadata.panel import MetadataPanel
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
-PEER = Path(__file__).parents[2] / "data" / "peer-data" / "generated" / "zarr_python_3.4.2_v2.zarr"
+PEER = PEER_DATA / "generated" / "zarr_python_3.4.2_v2.zarr"
 
 
 def shown(qtbot, path: Path, node: str) -> MetadataPanel:

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import QApplication
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.overview.node_page import NodePage
 from ecpfs_viewer.gui.overview.projection_view import ProjectionView
-from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.window.go_to import GoToPathDialog
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
@@ -22,11 +21,6 @@ from ecpfs_viewer.model.ecpfs.nodes import NodeRef
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views.projection import ProjectionKind
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-
-
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path: Path) -> None:
-    app_settings.use_settings_dir(tmp_path / "settings")
 
 
 @pytest.fixture(scope="module")

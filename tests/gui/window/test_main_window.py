@@ -25,12 +25,6 @@ from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.zarrtree.hierarchy import NodeKind
 
 
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path: Path) -> None:
-    """Recent files and layout go to this test's folder, never the user's settings."""
-    app_settings.use_settings_dir(tmp_path / "settings")
-
-
 @pytest.fixture
 def window(qtbot):
     windows: list[MainWindow] = []

@@ -3,20 +3,10 @@ static web server."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from ecpfs_viewer.gui.app import create_main_window
-from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.tree.item_model import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.derived_listing import DERIVED_NOTE
-
-
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path: Path) -> None:
-    app_settings.use_settings_dir(tmp_path / "settings")
 
 
 def _open_via_dialog(qtbot, monkeypatch, url: str, endpoint: str = "") -> MainWindow:

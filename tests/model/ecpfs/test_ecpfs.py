@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from index_factory import hierarchy  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.ecpfs import (
     ChildReferences,
@@ -22,13 +23,8 @@ from ecpfs_viewer.model.ecpfs import (
     shared_level_stats,
     summarize,
 )
-from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-
-
-def hierarchy(path: Path) -> Hierarchy:
-    return Hierarchy(open_store(path))
 
 
 def put(root: Path, name: str, value, dtype) -> None:

@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
+from locations import PEER_DATA as PEER  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.chunks import chunk_stats
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.subset import SelectionError, default_selection, read_subset
 
-PEER = Path(__file__).resolve().parents[2] / "data" / "peer-data"
 with open(PEER / "MANIFEST.tsv", newline="") as _handle:
     STORES = [row["path"] for row in csv.DictReader(_handle, delimiter="\t")]
 

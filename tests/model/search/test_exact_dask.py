@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cloud_emulators import free_port  # tests/ is on sys.path (conftest)
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.cli import main
@@ -101,7 +102,7 @@ def test_cli_scheduler_errors_are_one_line(index_path: Path, capsys: pytest.Capt
     assert main([*base, "--scheduler", "cluster-please"]) == 2  # a usage error
     assert "--scheduler must be 'threads' or a scheduler address" in capsys.readouterr().err
     pytest.importorskip("distributed")
-    port = _free_port()
+    port = free_port()
     assert main([*base, "--scheduler", f"tcp://127.0.0.1:{port}"]) == 1
     assert f"cannot reach the dask scheduler at tcp://127.0.0.1:{port}" in capsys.readouterr().err
 
@@ -110,11 +111,3 @@ def test_memory_store_cannot_go_to_workers() -> None:
     reader_store = open_memory({})
     with pytest.raises(SchedulerError, match="in-memory store"):
         source_of(type("R", (), {"store": reader_store})())  # type: ignore[arg-type]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])

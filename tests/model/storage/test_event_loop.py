@@ -8,13 +8,12 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
+from locations import REPO  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.storage import event_loop
 
-REPO = Path(__file__).resolve().parents[3]
 _WHO = contextvars.ContextVar("who", default="nobody")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import remote_fixtures
+from locations import DATA  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.derived_listing import DerivedState, is_derived
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
@@ -18,8 +19,6 @@ from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
-
-DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def test_listing_state_lives_on_the_store_and_the_hierarchy(static_http_url: str, two_clusters_path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import remote_fixtures
+from cloud_emulators import free_port  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.ecpfs import level_stats, shared_level_stats, summarize
 from ecpfs_viewer.model.errors import TransportError, transport_failure
@@ -32,17 +33,11 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.contextmanager
 def python_http_server(directory: Path) -> Iterator[str]:
     """`python3 -m http.server --bind 127.0.0.1 PORT --directory D`, as a user starts it: the
     standard library's server with its shipped defaults (a listen backlog of 5, HTTP/1.0)."""
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port),
                                "--directory", str(directory)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from locations import ZARRITA_V3  # tests/ is on sys.path (conftest)
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore
@@ -27,9 +28,6 @@ from ecpfs_viewer.model.storage.opening import (
     open_store,
 )
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
-
-DATA = Path(__file__).resolve().parents[2] / "data"
-ZARRITA_V3 = DATA / "peer-data" / "zarrita.js" / "fixtures" / "v3"
 
 
 def walk(h: Hierarchy, path: str = "") -> list[str]:

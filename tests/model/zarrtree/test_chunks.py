@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from index_factory import hierarchy  # tests/ is on sys.path (conftest)
+from locations import DATA, ZARRITA_V3  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.storage.opening import open_memory, open_store
 from ecpfs_viewer.model.zarrtree.chunks import (
@@ -20,13 +22,6 @@ from ecpfs_viewer.model.zarrtree.chunks import (
     is_node_array,
 )
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-
-DATA = Path(__file__).resolve().parents[2] / "data"
-ZARRITA_V3 = DATA / "peer-data" / "zarrita.js" / "fixtures" / "v3"
-
-
-def hierarchy(path: Path) -> Hierarchy:
-    return Hierarchy(open_store(path))
 
 
 # -- two_clusters --------------------------------------------------------------------------------------

@@ -8,18 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_factory import hierarchy  # tests/ is on sys.path (conftest)
+from locations import DATA  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, NodeKind, natural_key
 
-DATA = Path(__file__).resolve().parents[2] / "data"
 ZARRS = DATA / "peer-data" / "zarrs" / "zarrs" / "tests" / "data"
-
-
-def hierarchy(path: Path) -> Hierarchy:
-    return Hierarchy(open_store(path))
 
 
 def test_two_clusters_tree_as_in_the_format_document(two_clusters_path: Path) -> None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tracemalloc
@@ -21,7 +19,9 @@ from pathlib import Path
 
 import pytest
 import zarr
-from model.test_hostile_metadata import run_cli  # tests/ is on sys.path (conftest)
+from command_runs import run_cli_cleanly  # tests/ is on sys.path (conftest)
+from hostile_builders import GIANT_SHARD, giant_shard_index, tiny_chunk_grid
+from locations import REPO
 from numpy.lib import format as npy_format
 from remote_fixtures import serve_static
 from zarr.core.sync import sync
@@ -36,38 +36,6 @@ from ecpfs_viewer.model.views.node_info import children_of
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read
-
-REPO = Path(__file__).resolve().parents[3]
-
-
-def tiny_chunk_grid(store: Path, rows: int, *, fifo_first_chunk: bool = True) -> None:
-    """rep_embeddings of store declared as rows x 2 in 1 x 1 chunks; its stored chunk (one object,
-    for a far larger chunk) is replaced by a FIFO, which the store refuses at once."""
-    document_path = store / "rep_embeddings" / "zarr.json"
-    document = json.loads(document_path.read_text())
-    document["shape"] = [rows, 2]
-    document["chunk_grid"]["configuration"]["chunk_shape"] = [1, 1]
-    document_path.write_text(json.dumps(document))
-    if fifo_first_chunk:
-        first = store / "rep_embeddings" / "c" / "0" / "0"
-        first.unlink()
-        os.mkfifo(first)
-
-
-GIANT_SHARD = [65_536, 4_096]  # inner chunks of 1 x 1: 268 M index entries, 4 GiB of index per shard
-
-
-def giant_shard_index(store: Path, path: str = "rep_embeddings") -> None:
-    """The array at path rewritten as one real shard of 1 x 1 inner chunks, then its metadata edited
-    to declare shards of GIANT_SHARD (the shard stored keeps its small index)."""
-    values = zarr.open_array(store / path, mode="r")[...]
-    shutil.rmtree(store / path)
-    array = zarr.create_array(store / path, shape=values.shape, dtype=values.dtype, chunks=(1, 1), shards=values.shape)
-    array[...] = values
-    document_path = store / path / "zarr.json"
-    document = json.loads(document_path.read_text())
-    document["chunk_grid"]["configuration"]["chunk_shape"] = GIANT_SHARD
-    document_path.write_text(json.dumps(document))
 
 
 async def _other_tasks() -> int:
@@ -109,7 +77,7 @@ def test_a_program_ending_after_a_failed_read_prints_nothing_more(two_clusters_c
 
 def test_check_on_a_tiny_chunk_grid_ends_with_its_report_and_nothing_else(two_clusters_copy: Path) -> None:
     tiny_chunk_grid(two_clusters_copy, 50_000)  # 100,000 chunks: the most one read may touch
-    done = run_cli("check", str(two_clusters_copy))  # 1 GiB address space, 30 s
+    done = run_cli_cleanly("check", str(two_clusters_copy))  # 1 GiB address space, 30 s
     assert done.returncode == 1
     assert "rep_embeddings: cannot read data:" in done.stdout and "named pipe (FIFO)" in done.stdout
     assert done.stderr == ""
@@ -131,7 +99,7 @@ def test_a_giant_shard_index_is_refused_from_the_metadata(two_clusters_copy: Pat
 @pytest.mark.parametrize("path", ["rep_embeddings", "lvl_2/node_2/embeddings"])
 def test_check_on_a_giant_shard_index_stays_within_the_memory_limit(two_clusters_copy: Path, path: str) -> None:
     giant_shard_index(two_clusters_copy, path)
-    done = run_cli("check", str(two_clusters_copy))  # 1 GiB address space (it reached 2.1 GB resident)
+    done = run_cli_cleanly("check", str(two_clusters_copy))  # 1 GiB address space (it reached 2.1 GB resident)
     assert done.returncode == 1, done.stderr
     assert f"ERROR: {path}: cannot read data:" in done.stdout and "declares 4.0 GiB of index" in done.stdout
     assert done.stderr == ""

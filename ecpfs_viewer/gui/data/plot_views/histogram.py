@@ -7,7 +7,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.data.plot_views.base import ALSO, PlotView, export_plot
-from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.colormaps import style_filled_steps
 from ecpfs_viewer.model.views.plot_data import PlotData
 
 _EMPTY = (np.array([0.0, 1.0]), np.zeros(1))  # what an empty histogram draws: one flat bin
@@ -49,13 +49,7 @@ class HistogramView(PlotView):
         self.item.setData(*_EMPTY)
 
     def apply_palette(self) -> None:
-        background, _, accent = plot_colors(self.palette())
-        self.view.setBackground(background)
-        style_plot(self.plot, self.palette())
-        fill = pg.mkColor(accent)
-        fill.setAlpha(110)
-        self.item.setPen(pg.mkPen(accent, width=1))
-        self.item.setBrush(pg.mkBrush(fill))
+        style_filled_steps(self.view, self.plot, self.item, self.palette())
 
     def export_png(self, path: str) -> None:
         export_plot(self.plot, self.width(), path)

@@ -1,0 +1,81 @@
+"""Running the ecpfs-viewer command in tests: in this process (exit code and captured output), or
+code in a subprocess with an address-space and a time limit, so a regression on a hostile store
+fails the test instead of taking the machine down."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from locations import REPO
+
+from ecpfs_viewer.cli import main
+
+MEMORY_MB = 1024  # address space of each run: the issue's "peak RSS under ~1 GB"
+SECONDS = 30  # every local command ends within this
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`ecpfs-viewer ARGV` in this process: its exit code, stdout and stderr."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+_PRELUDE = """
+import resource, sys
+limit = {limit} << 20
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+"""
+_ON_PATH = "sys.path.insert(0, {repo!r})\n"
+
+_CLI = """
+import runpy
+sys.argv = ["ecpfs-viewer", *sys.argv[1:]]
+try:
+    runpy.run_module("ecpfs_viewer", run_name="__main__")
+except SystemExit as exc:
+    sys.exit(exc.code)
+"""
+
+
+def run_limited(code: str, *args: str, env: dict[str, str] | None = None,
+                nobody: Any = None) -> subprocess.CompletedProcess[str]:
+    """Run python code (after the memory-limit prelude) with args; fails the test past SECONDS.
+
+    With `nobody` (the nobody_python fixture) the code runs as uid 65534, with the interpreter and
+    checkout that user can read (this one may live under /root)."""
+    extra = {"MALLOC_ARENA_MAX": "2", **(env or {})}  # arenas reserve address space
+    try:
+        if nobody is not None:
+            script = _PRELUDE.format(limit=MEMORY_MB) + code
+            return nobody.run(["-c", script, *args], capture_output=True, timeout=SECONDS, env=extra)
+        script = _PRELUDE.format(limit=MEMORY_MB) + _ON_PATH.format(repo=str(REPO)) + code
+        return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                              timeout=SECONDS, env={**os.environ, **extra})
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"did not end within {SECONDS} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, nobody: Any = None) -> subprocess.CompletedProcess[str]:
+    """`ecpfs-viewer ARGS` within the limits (see run_limited)."""
+    return run_limited(_CLI, *args, env=env, nobody=nobody)
+
+
+def run_cli_cleanly(*args: str, nobody: Any = None) -> subprocess.CompletedProcess[str]:
+    """run_cli, failing the test on a traceback in the output."""
+    result = run_cli(*args, env={"QT_QPA_PLATFORM": "offscreen"}, nobody=nobody)
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    return result
+
+
+def assert_clean(result: subprocess.CompletedProcess[str], *expected: str) -> str:
+    """No traceback, no MemoryError; every expected text in the output; returns the output."""
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and "MemoryError" not in output, output
+    for text in expected:
+        assert text in output, output
+    return output
