@@ -7,10 +7,12 @@ import threading
 
 import pytest
 
+from ecpfs_viewer.model.build.builder import BuildProgress
 from ecpfs_viewer.model.build.errors import BuildCancelled
 from ecpfs_viewer.model.errors import UserError
-from ecpfs_viewer.model.search import SearchCancelled, SearchError
-from ecpfs_viewer.model.tasks import Cancelled, CancelToken, TaskError, checkpoint
+from ecpfs_viewer.model.search import SearchCancelled, SearchError, SearchProgress
+from ecpfs_viewer.model.tasks import Cancelled, CancelToken, Progress, TaskError, checkpoint
+from ecpfs_viewer.model.validation.report import CheckProgress
 from ecpfs_viewer.model.zarrtree.subset import SelectionError, SelectionTooLarge
 
 
@@ -78,3 +80,12 @@ def test_a_task_error_is_its_message_with_the_exceptions_type_and_traceback() ->
     except ValueError as exc:
         assert TaskError.of(exc) == "ValueError: the index is on fire"
     assert TaskError("stopped", BuildCancelled).cancelled
+
+
+def test_every_progress_report_has_the_one_shape() -> None:
+    def shown(progress: Progress) -> str:
+        return f"{progress.message} {progress.done}/{progress.total}"
+
+    assert shown(SearchProgress("exact search", 2, 5)) == "exact search 2/5"
+    assert shown(BuildProgress("route", 3, 9, "level 2")) == "level 2 3/9"
+    assert shown(CheckProgress(1, 4, "levels")) == "levels 1/4"

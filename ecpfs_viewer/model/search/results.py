@@ -126,6 +126,11 @@ class SearchProgress:
     done: int
     total: int
 
+    @property
+    def message(self) -> str:
+        """What the run does now (the shape of model.tasks.Progress)."""
+        return self.phase
+
 
 ProgressCallback = Callable[[SearchProgress], None]
 
