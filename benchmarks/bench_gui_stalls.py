@@ -8,7 +8,10 @@ Item, a recall sweep with its plot and misses).
 Target: no stall above 100 ms. The baseline is the same model work done on the GUI thread,
 which is how long the window would freeze without background workers.
 
-    .venv-newest/bin/python benchmarks/bench_gui_stalls.py [--remote [--delay-ms 50]]
+    .venv-newest/bin/python benchmarks/bench_gui_stalls.py [--remote [--delay-ms 50]] [--off KNOB,...]
+
+--off turns knobs of the responsiveness policy off (gui/runtime/scheduling.py names them:
+heavy_turns, give_way, nice, switch_interval, gc_freeze), to measure what each one is worth.
 
 --remote opens the same index from a loopback web server that lists no folders and adds a fixed
 delay to every request (benchmarks/_remote_server.py): the tree is derived, every read is a
@@ -38,6 +41,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
 from ecpfs_viewer.cli import leave_process
 from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
+from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.workers import stop_workers
 from ecpfs_viewer.gui.tree.item_model import LoadState
@@ -243,7 +247,10 @@ def main() -> int:
                         help="sample the GUI thread's stack during stalls and print where each one over MS "
                              f"(default {STALL_LIMIT_MS}) was spent")
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request with --remote (default 50)")
+    parser.add_argument("--off", default="", metavar="KNOB,...",
+                        help=f"turn scheduling knobs off: {', '.join(scheduling.KNOBS)}")
     args = parser.parse_args()
+    scheduling.use_knobs(scheduling.Knobs.without(args.off))
     index = bench_index_path()
     with contextlib.ExitStack() as stack:
         if args.remote:
@@ -329,7 +336,7 @@ def run(path: str, where: str, explain: float | None = None) -> int:
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
     print(f"GUI event-loop stalls on {where} (timer every {TICK_MS} ms; target: none above "
-          f"{STALL_LIMIT_MS} ms)")
+          f"{STALL_LIMIT_MS} ms; {scheduling.KNOBS_ON.describe()})")
     print(f"{'phase':58s} {'wall':>8s} {'longest stall':>14s} {'GUI CPU in it':>14s} {'stalls >100ms':>14s}")
     for name, seconds, longest, busy, over in results:
         print(f"{name:58s} {seconds * 1000:6.0f} ms {longest:11.0f} ms {busy:11.0f} ms {over:14d}")

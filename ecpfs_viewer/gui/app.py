@@ -10,6 +10,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
+from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.collector import GuiThreadCollector
 from ecpfs_viewer.gui.runtime.workers import stop_workers
@@ -57,19 +58,13 @@ def create_main_window(location: str | None = None, demo: bool = False,
     return window
 
 
-#: seconds a thread may hold the GIL while another waits for it (Python's default is 5 ms)
-GIL_SWITCH_INTERVAL_S = 0.001
-
-
 def tune_interpreter_for_gui() -> GuiThreadCollector:
-    """Set the interpreter up for a responsive window; keep the collector returned.
+    """Set the interpreter up for a responsive window (gui/runtime/scheduling.py); keep the collector.
 
     Garbage is collected on the GUI thread in short pauses (see gui/runtime/collector.py; give it the
-    window's store_opened and store_dropped with follow_index). A shorter GIL switch interval lets
-    the GUI thread in sooner while several workers decode chunks (benchmarks/bench_gui_stalls.py
-    measures the longest stall with and without it).
+    window's store_opened and store_dropped with follow_index).
     """
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    scheduling.tune_interpreter()
     return GuiThreadCollector()
 
 

@@ -36,11 +36,12 @@ from ecpfs_viewer.gui.data.export_image import add_title
 from ecpfs_viewer.gui.data.plot_views import HeatmapView, HistogramView, LineView, PlotView, TableView, ValueView
 from ecpfs_viewer.gui.data.plot_views.table import Reader
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.model.tasks import TaskError
 from ecpfs_viewer.model.views.export import subset_labels, write_csv, write_npy
 from ecpfs_viewer.model.views.plot_data import DEFAULT_MAX_ELEMENTS, PlotData, join_notes, prepare_plot, prepare_table
 from ecpfs_viewer.model.views.table_data import TableWindow, read_table_rows
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-from ecpfs_viewer.model.zarrtree.subset import Subset
+from ecpfs_viewer.model.zarrtree.subset import SelectionTooLarge, Subset
 
 
 class PlotPane(QWidget):
@@ -326,14 +327,15 @@ class PlotPane(QWidget):
             selection = f" [{self._pending_text}]" if self._pending_text else ""
             self.show_message(f"Reading {self._path}{selection}…")
 
-    def _on_error(self, message: str) -> None:
+    def _on_error(self, error: TaskError) -> None:
         self._busy_timer.stop()
         self._drop_data()
+        message = error.message
         if self._path and message.startswith(f"{self._path}: "):
             message = message[len(self._path) + 2:]  # the header already names the array
         selection = f" [{self._pending_text}]" if self._pending_text else ""
         self.show_message(f"Cannot show {self._path}{selection}:\n{message}")
-        self.table_button.setVisible("elements; the limit is" in message)
+        self.table_button.setVisible(error.is_a(SelectionTooLarge))  # a table pages through it
         self.shown.emit()
 
     def _on_result(self, data: PlotData) -> None:

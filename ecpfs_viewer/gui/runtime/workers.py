@@ -1,71 +1,31 @@
 """Run model calls off the GUI thread and hand results back by signal, dropping stale ones.
 
-Every panel owns a :class:`BackgroundRunner`. ``runner.run(fn, on_result)`` executes ``fn`` on a
-thread pool; ``on_result`` is called in the GUI thread, unless a newer request was started with
-``supersede=True`` (the default) or :meth:`BackgroundRunner.invalidate` was called since: results
-for a node the user already left are thrown away (a generation counter, as napari does).
+Every panel owns a :class:`BackgroundRunner`. ``runner.run(fn, *args, on_result=..., on_error=...)``
+executes ``fn`` on the one thread pool; ``on_result`` gets its value and ``on_error`` a
+:class:`~ecpfs_viewer.model.tasks.TaskError`, in the GUI thread, unless a newer request was started
+with ``supersede=True`` (the default) or :meth:`BackgroundRunner.invalidate` was called since:
+results for a node the user already left are thrown away (a generation counter, as napari does).
+How workers share the interpreter with the window is scheduling.py's business.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import sys
 import threading
 import time
-import traceback
 import weakref
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
 
-from ecpfs_viewer.model import foreground
-from ecpfs_viewer.model.errors import UserError, describe_exception
+from ecpfs_viewer.gui.runtime import scheduling
+from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.tasks import Cancelled, CancelToken, TaskError
 
 log = logging.getLogger(__name__)
 _POOL: QThreadPool | None = None
-
-
-class _HeavyTurns:
-    """Long CPU-bound Python jobs (decoding a level's node_ids, searches) run one at a time.
-
-    Every Python call Qt makes in the GUI thread (model index/data, paint overrides) must take the
-    GIL, and with several threads busy in Python the GUI thread waits behind all of them (the
-    stalls benchmarks/bench_gui_stalls.py measures). Waiting for a turn releases the GIL, so queued
-    jobs cost nothing meanwhile. The
-    jobs running or waiting are counted: background jobs wait until there are none.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._changed = threading.Condition()
-        self._count = 0
-
-    @contextlib.contextmanager
-    def turn(self) -> Iterator[None]:
-        """Wait for this job's turn and hold it (counted from the moment it starts waiting)."""
-        self._add(1)
-        try:
-            with self._lock:
-                yield
-        finally:
-            self._add(-1)
-
-    def wait_for_none(self, cancel: threading.Event) -> None:
-        """Return once no heavy job runs or waits (or cancel is set); waiting releases the GIL."""
-        with self._changed:
-            while self._count and not cancel.is_set():
-                self._changed.wait(0.05)
-
-    def _add(self, n: int) -> None:
-        with self._changed:
-            self._count += n
-            self._changed.notify_all()
-
-
-_HEAVY = _HeavyTurns()
 
 
 def thread_pool() -> QThreadPool:
@@ -73,7 +33,7 @@ def thread_pool() -> QThreadPool:
     global _POOL
     if _POOL is None:
         _POOL = QThreadPool()
-        _POOL.setMaxThreadCount(6)  # heavy jobs waiting their turn must not starve I/O requests
+        _POOL.setMaxThreadCount(scheduling.MAX_WORKER_THREADS)
     return _POOL
 
 
@@ -81,7 +41,7 @@ def thread_pool() -> QThreadPool:
 #: abandons them: close to exit stays under 2 s
 QUIT_WAIT_MS, LAST_WAIT_MS = 700, 300
 # the cancel flag of every task queued or running, so quitting can ask all of them to stop
-_LIVE: weakref.WeakSet[threading.Event] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[CancelToken] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
 
 
@@ -95,7 +55,7 @@ def cancel_all_workers() -> int:
     with _LIVE_LOCK:
         flags = list(_LIVE)
     for flag in flags:
-        flag.set()
+        flag.cancel()
     return len(flags)
 
 
@@ -111,76 +71,30 @@ def stop_workers(timeout_ms: int = LAST_WAIT_MS) -> bool:
     return wait_for_workers(timeout_ms)
 
 
-#: nice value of worker threads: the GUI thread (nice 0) gets a core first when all are busy
-WORKER_NICENESS = 10
-_LOWERED = threading.local()
+def _any_live() -> bool:
+    with _LIVE_LOCK:
+        return bool(_LIVE)
 
 
-def lower_thread_priority() -> None:
-    """Give the calling worker thread a lower CPU priority than the GUI thread, once per thread.
-
-    On a machine with few cores, workers decoding chunks (and the threads zarr and obstore start
-    from them, which inherit the value) would otherwise take an equal share of the CPU from the
-    GUI thread: it then needs 3 to 5 times its own work in wall time to paint. Linux only (where a
-    thread id names one thread for setpriority); elsewhere, nothing changes.
-    """
-    if getattr(_LOWERED, "done", False):
-        return
-    _LOWERED.done = True
-    if not sys.platform.startswith("linux"):
-        return
-    tid = threading.get_native_id()
-    try:
-        current = os.getpriority(os.PRIO_PROCESS, tid)
-        if current < WORKER_NICENESS:
-            os.setpriority(os.PRIO_PROCESS, tid, WORKER_NICENESS)
-    except OSError as exc:  # a sandbox may refuse it: the thread runs at normal priority
-        log.debug("could not lower a worker thread's priority: %s", exc)
+_HEARTBEAT = scheduling.Heartbeat(scheduling.GIVE_WAY, _any_live)
 
 
-class _Heartbeat:
-    """Beats for model.foreground from the GUI thread while any background task is live, so that
-    workers give way to the GUI thread whenever it falls behind (see that module)."""
-
-    INTERVAL_MS = 10
-
-    def __init__(self) -> None:
-        self._timer: QTimer | None = None
-
-    def start(self) -> None:
-        """Beat now and every INTERVAL_MS until no task is live (call from the GUI thread)."""
-        if self._timer is None:
-            self._timer = QTimer()
-            self._timer.setInterval(self.INTERVAL_MS)
-            self._timer.timeout.connect(self._beat)
-        foreground.beat()
-        if not self._timer.isActive():
-            self._timer.start()
-
-    def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.stop()
-        foreground.stop_beating()
-
-    def _beat(self) -> None:
-        with _LIVE_LOCK:
-            live = bool(_LIVE)
-        if live:
-            foreground.beat()
-        else:
-            self.stop()
+R = TypeVar("R")
 
 
-_HEARTBEAT = _Heartbeat()
+@dataclass(frozen=True)
+class _Request(Generic[R]):
+    """The callbacks and the cancel token of one request."""
 
-
-# on_result, on_error, on_progress and the cancel flag of one request
-_Callbacks = tuple[Callable[[Any], None], Callable[[str], None] | None, Callable[[Any], None] | None, threading.Event]
+    on_result: Callable[[R], None]
+    on_error: Callable[[TaskError], None] | None
+    on_progress: Callable[[Any], None] | None
+    cancel: CancelToken
 
 
 class _TaskSignals(QObject):
     result = Signal(int, object, float)
-    error = Signal(int, str, str)
+    error = Signal(int, object)
     progress = Signal(int, object)
 
 
@@ -191,12 +105,12 @@ class _Task:
     caches and, for a zip, its open file."""
 
     def __init__(self, request: int, fn: Callable[..., Any], args: tuple[Any, ...], signals: _TaskSignals,
-                 wants_progress: bool, cancel: threading.Event, heavy: bool, background: bool) -> None:
+                 wants_progress: bool, cancel: CancelToken, heavy: bool, background: bool) -> None:
         self.request, self.fn, self.args, self.signals = request, fn, args, signals
         self.wants_progress, self.cancel, self.heavy, self.background = wants_progress, cancel, heavy, background
 
     def run(self) -> None:
-        lower_thread_priority()
+        scheduling.lower_thread_priority()
         try:
             self._run_in_turn()
         finally:
@@ -205,15 +119,15 @@ class _Task:
 
     def _report(self, progress: Any) -> None:
         if self.background:  # a point where the job holds nothing a heavy job may wait for
-            _HEAVY.wait_for_none(self.cancel)
+            scheduling.HEAVY.wait_for_none(self.cancel)
         self.signals.progress.emit(self.request, progress)
 
     def _run_in_turn(self) -> None:
         if self.heavy:
-            with _HEAVY.turn():
+            with scheduling.HEAVY.turn():
                 if self.cancel.is_set():  # superseded while waiting its turn (e.g. the user moved on)
                     log.debug("%s: cancelled before it started", _name(self.fn))
-                    self.signals.error.emit(self.request, "cancelled before it started", "")
+                    self.signals.error.emit(self.request, TaskError("cancelled before it started", Cancelled))
                     return
                 self._run()
         else:
@@ -226,17 +140,17 @@ class _Task:
                 value = self.fn(*self.args, progress=self._report, cancel=self.cancel)
             else:
                 value = self.fn(*self.args)
-        except BaseException as exc:  # every failure becomes a message the UI can show
-            message = describe_exception(exc)
+        except BaseException as exc:  # every failure becomes a value the UI can show and decide on
+            error = TaskError.of(exc)
             # a job stopped on request is no error; a UserError is an answer written for the user (a
             # bad id, a damaged node), logged as such; anything else is a bug: its traceback is logged
             if self.cancel.is_set():
-                log.debug("%s failed: %s", _name(self.fn), message, exc_info=True)
+                log.debug("%s failed: %s", _name(self.fn), error, exc_info=True)
             elif isinstance(exc, UserError):
-                log.info("%s: %s", _name(self.fn), message)
+                log.info("%s: %s", _name(self.fn), error)
             else:
-                log.error("%s failed: %s", _name(self.fn), message, exc_info=True)
-            self.signals.error.emit(self.request, message, traceback.format_exc())
+                log.error("%s failed: %s", _name(self.fn), error, exc_info=True)
+            self.signals.error.emit(self.request, error)
             return
         seconds = time.perf_counter() - started
         log.debug("%s done in %.3f s", _name(self.fn), seconds)
@@ -257,18 +171,19 @@ class BackgroundRunner(QObject):
         super().__init__(parent)
         self._next = 0
         self._generation_floor = 0  # results of requests below this are dropped
-        self._callbacks: dict[int, _Callbacks] = {}
+        self._requests: dict[int, _Request[Any]] = {}
         self._signals = _TaskSignals()
         self._signals.result.connect(self._on_result)
         self._signals.error.connect(self._on_error)
         self._signals.progress.connect(self._on_progress)
         self.last_seconds = 0.0
 
-    def run(self, fn: Callable[..., Any], *args: Any, on_result: Callable[[Any], None],
-            on_error: Callable[[str], None] | None = None, on_progress: Callable[[Any], None] | None = None,
+    def run(self, fn: Callable[..., R], *args: Any, on_result: Callable[[R], None],
+            on_error: Callable[[TaskError], None] | None = None, on_progress: Callable[[Any], None] | None = None,
             supersede: bool = True, heavy: bool = False, background: bool = False) -> int:
         """Start fn(*args) in the pool. With on_progress, fn is called with progress= and cancel=.
 
+        on_error gets a TaskError: a str (the message to show), with the exception's type to decide on.
         heavy=True: fn is CPU-bound Python; it waits for the other heavy jobs to finish first.
         background=True: work the user did not just ask for (validating the index they opened);
         at each progress report it waits while a heavy job runs, so those come first. fn must
@@ -279,8 +194,8 @@ class BackgroundRunner(QObject):
         request = self._next
         if supersede:
             self.invalidate(keep_from=request)
-        cancel = foreground.YieldingEvent()  # each look at it is a checkpoint where the task gives way
-        self._callbacks[request] = (on_result, on_error, on_progress, cancel)
+        cancel = scheduling.GIVE_WAY.token()
+        self._requests[request] = _Request(on_result, on_error, on_progress, cancel)
         self.busy_changed.emit(True)
         with _LIVE_LOCK:
             _LIVE.add(cancel)
@@ -293,24 +208,24 @@ class BackgroundRunner(QObject):
         """Drop results of every request started before keep_from (all, by default); ask them to stop."""
         floor = self._next + 1 if keep_from is None else keep_from
         self._generation_floor = max(self._generation_floor, floor)
-        for request in [r for r in self._callbacks if r < self._generation_floor]:
-            self._callbacks.pop(request)[3].set()
-        if not self._callbacks:
+        for request in [r for r in self._requests if r < self._generation_floor]:
+            self._requests.pop(request).cancel.cancel()
+        if not self._requests:
             self.busy_changed.emit(False)
 
     def cancel(self, request: int) -> None:
-        """Ask one running request to stop (fn sees cancel.is_set()); its result is still delivered."""
-        entry = self._callbacks.get(request)
+        """Ask one running request to stop (at its next checkpoint); its result is still delivered."""
+        entry = self._requests.get(request)
         if entry is not None:
-            entry[3].set()
+            entry.cancel.cancel()
 
     @property
     def busy(self) -> bool:
-        return bool(self._callbacks)
+        return bool(self._requests)
 
-    def _finish(self, request: int) -> _Callbacks | None:
-        entry = self._callbacks.pop(request, None)
-        if not self._callbacks:
+    def _finish(self, request: int) -> _Request[Any] | None:
+        entry = self._requests.pop(request, None)
+        if not self._requests:
             self.busy_changed.emit(False)
         return entry
 
@@ -319,16 +234,16 @@ class BackgroundRunner(QObject):
         entry = self._finish(request)
         if entry is not None:
             self.last_seconds = seconds
-            entry[0](value)
+            entry.on_result(value)
 
-    @Slot(int, str, str)
-    def _on_error(self, request: int, message: str, details: str) -> None:
+    @Slot(int, object)
+    def _on_error(self, request: int, error: TaskError) -> None:
         entry = self._finish(request)
-        if entry is not None and entry[1] is not None:
-            entry[1](message)
+        if entry is not None and entry.on_error is not None:
+            entry.on_error(error)
 
     @Slot(int, object)
     def _on_progress(self, request: int, value: Any) -> None:
-        entry = self._callbacks.get(request)
-        if entry is not None and entry[2] is not None:
-            entry[2](value)
+        entry = self._requests.get(request)
+        if entry is not None and entry.on_progress is not None:
+            entry.on_progress(value)

@@ -35,6 +35,7 @@ from ecpfs_viewer.model.build.sources import EmbeddingSource, check_finite, narr
 from ecpfs_viewer.model.build.writer import IndexWriter
 from ecpfs_viewer.model.ecpfs import sizing
 from ecpfs_viewer.model.formatting import format_bytes
+from ecpfs_viewer.model.tasks import checkpoint
 
 __all__ = [
     "PROBLEM_FIELDS",
@@ -101,8 +102,7 @@ class _Reporter:
         self._log = log
 
     def check(self) -> None:
-        if self._cancel is not None and self._cancel.is_set():
-            raise BuildCancelled("build cancelled")
+        checkpoint(self._cancel, BuildCancelled)
 
     def report(self, phase: str, done: int, total: int, message: str = "") -> None:
         self.check()

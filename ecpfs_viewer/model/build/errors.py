@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.tasks import Cancelled
 
 #: The build settings a problem can concern: the input, the output, or one parameter.
 ProblemField = Literal["input", "output", "levels", "target", "metric", "dtype", "rep_selection",
@@ -47,5 +48,8 @@ def input_error(label: str, message: str) -> BuildError:
     return BuildError(BuildProblem("input", message, label))
 
 
-class BuildCancelled(Exception):
+class BuildCancelled(Cancelled):
     """The caller asked the build to stop; nothing was left on disk."""
+
+    def __init__(self, message: str = "build cancelled") -> None:
+        super().__init__(message)

@@ -13,7 +13,6 @@ from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warn
 from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE, NodeArrays, check_node, read_node_arrays
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
-from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.histogram import histogram
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
@@ -331,9 +330,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     empty: list[str] = []
     broken: set[int] = set()
     unread: dict[int, str] = {}
-    for number, node in enumerate(nodes):
-        if number % 128 == 0:
-            give_way()
+    for node in nodes:
         if node.unread is not None:
             unread[node.node_id] = node.unread
             continue

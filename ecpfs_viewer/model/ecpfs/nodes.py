@@ -26,6 +26,7 @@ from ecpfs_viewer.model.ecpfs import (
     summarize,
 )
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.tasks import checkpoint
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -38,10 +39,6 @@ _ROOT_RE = re.compile(r"^/*index_root(?:/.*)?$")
 
 class NodeError(UserError):
     """A node page cannot be computed (no such node, unreadable array); the message says why."""
-
-
-class Cancelled(UserError):
-    """The caller set the cancel flag; nothing partial is returned."""
 
 
 @dataclass(frozen=True, order=True)
@@ -90,11 +87,6 @@ def _finding(severity: Severity, ref: NodeRef | str, message: str) -> Finding:
     return Finding(severity, ref if isinstance(ref, str) else ref.path, message)
 
 
-def _check_cancel(cancel: threading.Event | None) -> None:
-    if cancel is not None and cancel.is_set():
-        raise Cancelled("cancelled")
-
-
 # -- concurrent reads ---------------------------------------------------------------------------
 
 
@@ -106,13 +98,13 @@ def read_arrays(h: Hierarchy, paths: Sequence[str], *, progress: Progress | None
     Reports (done, total) after each batch and stops before the next one when cancel is set.
     """
     results: list[np.ndarray | str] = []
-    _check_cancel(cancel)
+    checkpoint(cancel)
     for start in range(0, len(paths), READ_BATCH):
         batch = paths[start:start + READ_BATCH]
         results += [value if isinstance(value, np.ndarray) else str(value) for value in read_whole_arrays(h, batch)]
         if progress is not None:
             progress(len(results), len(paths))
-        _check_cancel(cancel)
+        checkpoint(cancel)
     return results
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.tasks import Cancelled, checkpoint
 
 
 class SearchError(UserError):
@@ -33,7 +34,7 @@ class ItemIdRangeError(QueryError):
     """An item id the index's item_ids cannot hold (outside their stored data type's range)."""
 
 
-class SearchCancelled(SearchError):
+class SearchCancelled(SearchError, Cancelled):
     """A long run stopped because its cancel flag was set."""
 
 
@@ -125,6 +126,11 @@ class SearchProgress:
     done: int
     total: int
 
+    @property
+    def message(self) -> str:
+        """What the run does now (the shape of model.tasks.Progress)."""
+        return self.phase
+
 
 ProgressCallback = Callable[[SearchProgress], None]
 
@@ -137,8 +143,7 @@ class Reporter:
         self._cancel = cancel
 
     def check(self) -> None:
-        if self._cancel is not None and self._cancel.is_set():
-            raise SearchCancelled("cancelled")
+        checkpoint(self._cancel, SearchCancelled)
 
     def report(self, phase: str, done: int, total: int) -> None:
         self.check()

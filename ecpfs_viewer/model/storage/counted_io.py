@@ -19,7 +19,6 @@ from zarr.buffer import default_buffer_prototype
 from zarr.storage import LocalStore, MemoryStore, WrapperStore
 
 from ecpfs_viewer.model.errors import TransportError, UserError
-from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage import event_loop
@@ -202,13 +201,11 @@ class CountingStore(ReadingWrapper[Store]):
     async def get(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
-        give_way()  # a sleep, not an await: the loop's other coroutines would run Python too
         try:
             result = await self._store.get(key, prototype, byte_range)
         except TransportError:
             self.counter.add_unanswered()
             raise
-        give_way()  # before zarr goes on to decode the value, in Python
         self.counter.add_read(len(result) if result is not None else 0)
         return result
 
@@ -345,7 +342,6 @@ def read_file(path: str) -> bytes | None:
     file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
     EAGAIN), a device fills the first read, and both of those cases are told apart by fstat.
     """
-    give_way()
     try:
         fd = os.open(path, _O_READ)
     except _ABSENT:

@@ -17,9 +17,10 @@ from ecpfs_viewer.model.ecpfs import (
     summarize,
 )
 from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.tasks import Cancelled
 from ecpfs_viewer.model.validation.data_checks import check_data
 from ecpfs_viewer.model.validation.metadata_checks import check_counters, check_layout, check_levels, check_types
-from ecpfs_viewer.model.validation.report import SEVERITY_ORDER, Cancelled, Check, CheckProgress, ValidationReport
+from ecpfs_viewer.model.validation.report import SEVERITY_ORDER, Check, CheckProgress, ValidationReport
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 

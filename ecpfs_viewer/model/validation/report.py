@@ -12,6 +12,7 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
+from ecpfs_viewer.model.tasks import checkpoint
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
@@ -151,10 +152,6 @@ class ValidationReport:
                 "findings": [f.to_dict() for f in self.findings]}
 
 
-class Cancelled(Exception):
-    pass
-
-
 class Check:
     """State of one validation run: findings, the work budget and progress reporting."""
 
@@ -175,8 +172,7 @@ class Check:
         self.findings.append(Finding(Severity.WARNING, path, message, sampled))
 
     def step(self, message: str) -> None:
-        if self.cancel is not None and self.cancel.is_set():
-            raise Cancelled()
+        checkpoint(self.cancel)
         self.done += 1
         if self.progress is not None:
             self.progress(CheckProgress(min(self.done, self.total), self.total, message))

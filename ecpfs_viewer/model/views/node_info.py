@@ -16,7 +16,6 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, Finding, LevelStats, Severity, shared_level_stats
 from ecpfs_viewer.model.ecpfs.nodes import (
-    Cancelled,
     NodeError,
     NodeRef,
     Progress,
@@ -25,6 +24,7 @@ from ecpfs_viewer.model.ecpfs.nodes import (
 )
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.histogram import SPREAD_BINS_CAP, freedman_diaconis_bins
+from ecpfs_viewer.model.tasks import checkpoint
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_allocation
 
@@ -353,8 +353,7 @@ def node_spread(h: Hierarchy, ref: NodeRef, *, bins_cap: int = SPREAD_BINS_CAP, 
     step = max(details.chunk_shape[0] if details.chunk_shape else rows, 1)
     parts: list[np.ndarray] = []
     for start in range(0, rows, step):
-        if cancel is not None and cancel.is_set():
-            raise Cancelled("cancelled")
+        checkpoint(cancel)
         stop = min(rows, start + step)
         try:
             block = h.read_array(path, slice(start, stop))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ecpfs_viewer.model.ecpfs import cached_level_stats, parse_array_meta
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.opening import join_key
+from ecpfs_viewer.model.tasks import Cancelled, checkpoint
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node, NodeKind, parent_path
 
 #: How many summaries a worker hands back at a time (one GUI update per batch).
@@ -54,7 +55,9 @@ def summarize_nodes(hierarchy: Hierarchy, paths: list[str], *,
             hierarchy.prefetch([*part, *(join_key(p, "embeddings") for p in part
                                          if _ECPFS_NODE_RE.search(p) and known.rows(p) is None)])
         for path in part:
-            if cancel.is_set():
+            try:
+                checkpoint(cancel)
+            except Cancelled:  # a cancelled listing hands back nothing
                 return []
             batch.append(summarize_node(hierarchy, path, known))
         if len(batch) >= SUMMARY_BATCH:

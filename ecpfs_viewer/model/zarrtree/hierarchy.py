@@ -25,7 +25,6 @@ from zarr.storage import MemoryStore, StorePath
 
 from ecpfs_viewer.model.derived_listing import DerivedState
 from ecpfs_viewer.model.errors import MetadataError, TransportError, UserError, describe_exception, transport_failure
-from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.storage import event_loop
@@ -333,8 +332,6 @@ class Hierarchy:
         nodes: list[Node | None] = [None] * len(paths)
         missing: list[int] = []
         for i, raw in enumerate(v3):
-            if i % 64 == 0:
-                give_way()
             if raw is None:
                 missing.append(i)
             elif isinstance(raw, Exception):
@@ -596,7 +593,6 @@ def _parse_metadata(document: dict[str, Any], zarr_format: int) -> Any:
 
 
 def _array_details(document: dict[str, Any], zarr_format: int) -> ArrayDetails:
-    give_way()  # zarr's parse is slow Python (a 4,000-node level parses 8,000 of these)
     if zarr_format == 3:
         meta = _parse_metadata(document, 3)
         codecs: list[dict[str, Any]] = [c if isinstance(c, dict) else {"name": str(c)}

@@ -31,6 +31,14 @@ class SelectionError(UserError, ValueError):
     """A selection cannot be parsed or read; the message is meant for the user."""
 
 
+class SelectionTooLarge(SelectionError):
+    """A selection of more elements than the caller allows (a table can still page through it)."""
+
+    def __init__(self, elements: int, limit: int) -> None:
+        super().__init__(f"selection has {elements:,} elements; the limit is {limit:,}")
+        self.elements, self.limit = elements, limit
+
+
 @dataclass(frozen=True)
 class Subset:
     """Data read for a selection, with where each kept axis starts in the array."""
@@ -165,7 +173,7 @@ def read_subset(h: Hierarchy, path: str, text: str, max_elements: int = DEFAULT_
     selection = parse_selection(text, details.shape)
     elements = selection_elements(selection)
     if elements > max_elements:
-        raise SelectionError(f"selection has {elements:,} elements; the limit is {max_elements:,}")
+        raise SelectionTooLarge(elements, max_elements)
     try:  # before zarr-python: a chunk the metadata declares huge is refused, not decoded
         check_read(path, details, selection)
     except ReadTooLarge as exc:

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from ecpfs_viewer.gui.runtime.workers import WORKER_NICENESS, BackgroundRunner, thread_pool, wait_for_workers
+from ecpfs_viewer.gui.runtime import scheduling
+from ecpfs_viewer.gui.runtime.scheduling import WORKER_NICENESS
+from ecpfs_viewer.gui.runtime.workers import BackgroundRunner, thread_pool, wait_for_workers
 from ecpfs_viewer.logs import LOG_DIR_ENV, configure_logging
-from ecpfs_viewer.model import foreground
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.tasks import Cancelled, TaskError
+from ecpfs_viewer.model.zarrtree.subset import SelectionTooLarge
 
 
 def test_heavy_jobs_run_one_at_a_time_while_light_jobs_go_on(qtbot):
@@ -145,37 +148,40 @@ def test_the_gui_thread_beats_while_a_task_runs_and_stops_after(qtbot) -> None:
     release = threading.Event()
     results: list[str] = []
     runner.run(lambda: release.wait(5) and "done", on_result=results.append)
-    qtbot.waitUntil(foreground.is_beating, timeout=5000)
+    qtbot.waitUntil(lambda: scheduling.GIVE_WAY.beating, timeout=5000)
     release.set()
     qtbot.waitUntil(lambda: results == ["done"], timeout=5000)
-    qtbot.waitUntil(lambda: not foreground.is_beating(), timeout=5000)  # no task: no timer waking the GUI
+    qtbot.waitUntil(lambda: not scheduling.GIVE_WAY.beating, timeout=5000)  # no task: no timer waking the GUI
 
 
-def test_a_task_pauses_at_its_checkpoints_while_the_gui_thread_is_busy(qtbot) -> None:
-    """A worker looking at its cancel flag in a loop stops taking turns with a busy GUI thread."""
+def test_a_cancelled_task_stops_at_its_next_checkpoint_with_the_one_cancelled_type(qtbot) -> None:
+    runner = BackgroundRunner()
+    looping = threading.Event()
+    errors: list[TaskError] = []
+
+    def loop(progress, cancel) -> None:
+        while True:
+            looping.set()
+            cancel.checkpoint()
+
+    request = runner.run(loop, on_result=lambda _: None, on_error=errors.append, on_progress=lambda _: None)
+    qtbot.waitUntil(looping.is_set, timeout=5000)
+    runner.cancel(request)
+    qtbot.waitUntil(lambda: bool(errors), timeout=5000)
+    assert errors[0].kind is Cancelled and errors[0].cancelled and errors[0] == "cancelled"
+    assert wait_for_workers()
+
+
+def test_the_error_callback_gets_the_exceptions_type_and_traceback(qtbot) -> None:
+    def refuse() -> None:
+        raise SelectionTooLarge(10, 5)
 
     runner = BackgroundRunner()
-    stop = threading.Event()
-    passed: list[float] = []  # when the worker passed each checkpoint
-
-    def loop(progress, cancel) -> int:
-        while not stop.is_set() and not cancel.is_set():
-            passed.append(time.perf_counter())
-        return len(passed)
-
-    done: list[int] = []
-    runner.run(loop, on_result=done.append, on_progress=lambda _: None)
-    qtbot.waitUntil(lambda: len(passed) > 100, timeout=5000)
-    foreground.beat()  # as the timer would: the give-up time (250 ms) is counted from here
-    started = time.perf_counter()
-    while time.perf_counter() - started < 0.2:  # the GUI thread works in Python, without an event loop
-        sum(range(1000))
-    stop.set()
-    qtbot.waitUntil(lambda: bool(done), timeout=5000)
-    # after the beat became late (25 ms; 60 allows for a slow timer) the worker waited
-    during = [t for t in passed if started + 0.06 < t < started + 0.2]
-    assert during == []
-    assert any(t < started for t in passed)
+    errors: list[TaskError] = []
+    runner.run(refuse, on_result=lambda _: None, on_error=errors.append)
+    qtbot.waitUntil(lambda: bool(errors), timeout=5000)
+    assert errors[0].is_a(SelectionTooLarge) and "in refuse" in errors[0].traceback
+    assert wait_for_workers()
 
 
 def test_a_background_job_waits_at_its_progress_reports_while_a_heavy_job_runs(qtbot) -> None:

@@ -15,7 +15,6 @@ from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.ecpfs import Severity, shared_level_stats
 from ecpfs_viewer.model.ecpfs.nodes import (
     ROOT,
-    Cancelled,
     NodeError,
     NodeRef,
     breadcrumb,
@@ -26,6 +25,7 @@ from ecpfs_viewer.model.ecpfs.nodes import (
     read_arrays,
 )
 from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.tasks import Cancelled
 from ecpfs_viewer.model.views.node_info import (
     children_of,
     distances_to,

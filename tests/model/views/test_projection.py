@@ -12,8 +12,9 @@ import zarr
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.ecpfs import shared_level_stats
-from ecpfs_viewer.model.ecpfs.nodes import ROOT, Cancelled, NodeError, NodeRef
+from ecpfs_viewer.model.ecpfs.nodes import ROOT, NodeError, NodeRef
 from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.tasks import Cancelled
 from ecpfs_viewer.model.views.projection import ProjectionKind, pca_2d, project_level, project_node
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
