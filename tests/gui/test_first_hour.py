@@ -319,7 +319,7 @@ def test_screenshot_runs_are_not_added_to_recent(two_clusters_path: Path, tmp_pa
     done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", str(two_clusters_path), "--screenshot",
                            str(tmp_path / "shot.png")], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    read = subprocess.run([sys.executable, "-c", "from ecpfs_viewer.gui import settings as s; "
+    read = subprocess.run([sys.executable, "-c", "from ecpfs_viewer.gui.runtime import settings as s; "
                            "print(repr(s.recent_locations()))"], env=env, capture_output=True, text=True, timeout=60)
     assert read.stdout.strip() == "[]", read.stdout + read.stderr
 
