@@ -204,10 +204,6 @@ class NodePage(QWidget):
         self.spread_curve.setData([0.0, 1.0], [0.0])
 
     @property
-    def ref(self) -> NodeRef | None:
-        return self._ref
-
-    @property
     def data(self) -> NodePageData | None:
         return self._data
 
