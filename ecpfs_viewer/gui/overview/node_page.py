@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGridLayout,
@@ -352,9 +352,7 @@ class NodePage(QWidget):
         self.spread_curve.setPen(pg.mkPen(accent, width=1))
         self.spread_curve.setBrush(pg.mkBrush(fill))
 
-    def changeEvent(self, event: Any) -> None:
-        from PySide6.QtCore import QEvent
-
+    def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:
             self._apply_palette()
         super().changeEvent(event)
