@@ -50,7 +50,7 @@ _MODULES: dict[str, ModuleType] = {}
 
 
 def _tests_module(relative: str) -> ModuleType:
-    """A test module of the suite by file (the hostile-store builders live in tests/test_hostile_cli.py)."""
+    """A test module of the suite by file (the hostile-store builders live in tests/cli/test_hostile_cli.py)."""
     if relative not in _MODULES:
         spec = importlib.util.spec_from_file_location(f"monkey_{Path(relative).stem}", TESTS / relative)
         assert spec is not None and spec.loader is not None
@@ -62,7 +62,7 @@ def _tests_module(relative: str) -> ModuleType:
 
 def build_stores(folder: Path, two_clusters: Path, hostile: bool = True) -> dict[str, Path]:
     """name -> store for the monkey: good indexes (folder, zip, a built one) and, with hostile, every
-    broken copy and hostile file of tests/test_hostile_cli.py, a missing path and an empty folder."""
+    broken copy and hostile file of tests/cli/test_hostile_cli.py, a missing path and an empty folder."""
     from index_factory import build_clustered_index
 
     stores: dict[str, Path] = {}
@@ -77,7 +77,7 @@ def build_stores(folder: Path, two_clusters: Path, hostile: bool = True) -> dict
     stores["vectors.npy"] = folder / "vectors.npy"  # dropped: the Build dialog opens prefilled
     if not hostile:
         return stores
-    cli = _tests_module("test_hostile_cli.py")
+    cli = _tests_module("cli/test_hostile_cli.py")
     for name, breaks in cli.BROKEN_COPIES.items():
         copy = folder / "broken" / name / "two_clusters.zarr"
         shutil.copytree(two_clusters, copy)
