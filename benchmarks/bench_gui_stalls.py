@@ -284,7 +284,7 @@ def run(path: str, where: str, explain: float | None = None) -> int:
     model = window.tree_model
 
     def expand_level() -> None:
-        window.tree.expand(window.view_index(model.index_for_path("lvl_3")))
+        window.tree_panel.tree.expand(window.tree_panel.view_index(model.index_for_path("lvl_3")))
 
     def level_described() -> bool:
         item = model.item(model.index_for_path("lvl_3"))

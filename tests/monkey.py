@@ -316,7 +316,7 @@ class Monkey:
     def click_tree(self) -> str:
         """A click on one of the rows shown (its name, or its expand arrow), a double or a right click."""
         pick, kind = self.rng.random(), self.rng.choice(["left", "left", "arrow", "double", "right"])
-        tree = self.window.tree
+        tree = self.window.tree_panel.tree
         viewport = tree.viewport()
         if not viewport.isVisible():
             return "tree not shown"
@@ -343,9 +343,9 @@ class Monkey:
 
     def tree_key(self) -> str:
         key = self.rng.choice(_KEYS)
-        if not self.window.tree.isVisible():
+        if not self.window.tree_panel.tree.isVisible():
             return "tree not shown"
-        QTest.keyClick(self.window.tree, key)
+        QTest.keyClick(self.window.tree_panel.tree, key)
         return f"key {QKeySequence(key).toString()!r} on the tree"
 
     def click_tab(self) -> str:
@@ -382,12 +382,12 @@ class Monkey:
         if location in self._dialog_hangs:
             return f"not typed into the file dialog: {location} (Qt's dialog hangs on it)"
         plan.file, plan.accept = location, True
-        (self.window.open_zip_action if zipped else self.window.open_folder_action).trigger()
+        (self.window.commands.open_zip_action if zipped else self.window.commands.open_folder_action).trigger()
         return f"open {'zip' if zipped else 'folder'} {location}"
 
     def go_to_path(self) -> str:
         plan = self._plan_dialog()
-        self.window.go_to_action.trigger()
+        self.window.commands.go_to_action.trigger()
         return f"go to path {plan.path!r} ({'Return' if plan.accept else 'Escape'})"
 
     def go_to_item(self) -> str:
@@ -446,7 +446,7 @@ class Monkey:
 
     def filter_tree(self) -> str:
         text = self.rng.choice([*_TEXTS[8:13], ""])
-        edit = self.window.filter_edit
+        edit = self.window.tree_panel.filter_edit
         if not edit.isVisible():
             return "filter not shown"
         edit.setFocus()

@@ -48,7 +48,7 @@ def create_main_window(location: str | None = None, demo: bool = False,
     select: a path to select once the store is open (``--select lvl_3/node_812``)."""
     ensure_application()
     window = MainWindow()
-    window.remember_recent = remember_recent
+    window.session.remember_recent = remember_recent
     if select:
         window.store_opened.connect(lambda *_: window.reveal_path(select))
     if location:

@@ -39,7 +39,8 @@ def opened(qtbot, tmp_path: Path):
 
 
 def settle(qtbot, win: MainWindow) -> None:
-    qtbot.waitUntil(lambda: win.hierarchy is not None and not win.is_busy() and not win.overview.busy, timeout=15000)
+    qtbot.waitUntil(lambda: win.session.hierarchy is not None and not win.is_busy() and not win.overview.busy,
+                    timeout=15000)
 
 
 def go(qtbot, win: MainWindow, path: str) -> None:
@@ -50,7 +51,7 @@ def go(qtbot, win: MainWindow, path: str) -> None:
 
 def proxy_names(win: MainWindow, *rows: int) -> list[str]:
     """Names shown under the view row reached by following rows from the top."""
-    model, parent = win.tree.model(), win.tree.rootIndex()
+    model, parent = win.tree_panel.tree.model(), win.tree_panel.tree.rootIndex()
     for row in rows:
         parent = model.index(row, 0, parent)
     return [model.index(r, 0, parent).data() for r in range(model.rowCount(parent))]
@@ -238,25 +239,25 @@ def test_an_index_opened_at_a_level_is_validated_too(qtbot, tmp_path: Path, two_
 # -- 6. the filter --------------------------------------------------------------------------------
 def test_filter_exact_glob_count_and_overview_kept(qtbot, opened, two_clusters_path: Path) -> None:
     win = opened(two_clusters_path)
-    win.tree.expand(win.view_index(win.tree_model.index_for_path("lvl_2")))
+    win.tree_panel.tree.expand(win.tree_panel.view_index(win.tree_model.index_for_path("lvl_2")))
     qtbot.waitUntil(lambda: win.tree_model.is_loaded("lvl_2/node_3"), timeout=5000)
     settle(qtbot, win)
     assert win.tabs.currentIndex() == win.TAB_OVERVIEW
-    win.filter_edit.setText("node_1")
+    win.tree_panel.filter_edit.setText("node_1")
     assert win.tabs.currentIndex() == win.TAB_OVERVIEW  # typing does not switch the right pane
     assert win.overview.stack.currentWidget() is win.overview.index_page and not win.overview.busy
-    assert win.filter_status.text().startswith("1 match (name contains)")
-    assert "the contents of 7 groups not listed yet are not searched" in win.filter_status.text()
-    win.filter_edit.setText("=NODE_1")
+    assert win.tree_panel.filter_status.text().startswith("1 match (name contains)")
+    assert "the contents of 7 groups not listed yet are not searched" in win.tree_panel.filter_status.text()
+    win.tree_panel.filter_edit.setText("=NODE_1")
     assert proxy_names(win, 0) == ["lvl_2"] and proxy_names(win, 0, 0) == ["node_1"]
-    assert win.filter_status.text().startswith("1 match (exact name)")
-    win.filter_edit.setText('"node"')
-    assert win.filter_status.text().startswith("0 matches (exact name)")
-    win.filter_edit.setText("node_?")
+    assert win.tree_panel.filter_status.text().startswith("1 match (exact name)")
+    win.tree_panel.filter_edit.setText('"node"')
+    assert win.tree_panel.filter_status.text().startswith("0 matches (exact name)")
+    win.tree_panel.filter_edit.setText("node_?")
     assert proxy_names(win, 0, 0) == ["node_0", "node_1", "node_2", "node_3"]
-    assert win.filter_status.text().startswith("4 matches (glob)")
-    win.filter_edit.clear()
-    assert win.filter_status.isHidden()
+    assert win.tree_panel.filter_status.text().startswith("4 matches (glob)")
+    win.tree_panel.filter_edit.clear()
+    assert win.tree_panel.filter_status.isHidden()
 
 
 # -- 7. layout ------------------------------------------------------------------------------------
@@ -265,13 +266,13 @@ def test_long_names_widen_the_name_column_and_keep_a_tooltip(qtbot, opened, two_
     (two_clusters_copy / "rep_item_ids").rename(two_clusters_copy / long_name)
     win = opened(two_clusters_copy)
     win.splitter.setSizes([700, 580])
-    qtbot.waitUntil(lambda: win.tree.viewport().width() > 600, timeout=3000)
-    needed = win.tree.fontMetrics().horizontalAdvance(long_name)
-    qtbot.waitUntil(lambda: win.tree.columnWidth(0) > needed, timeout=3000)
-    assert win.tree.columnWidth(1) >= win.tree_columns.detail_width - 1  # details still readable
+    qtbot.waitUntil(lambda: win.tree_panel.tree.viewport().width() > 600, timeout=3000)
+    needed = win.tree_panel.tree.fontMetrics().horizontalAdvance(long_name)
+    qtbot.waitUntil(lambda: win.tree_panel.tree.columnWidth(0) > needed, timeout=3000)
+    assert win.tree_panel.tree.columnWidth(1) >= win.tree_panel.tree_columns.detail_width - 1  # details still readable
     assert long_name in win.tree_model.index_for_path(long_name).data(3)
     win.splitter.setSizes([260, 1020])  # a narrow pane: the name is cut, the tooltip still names it
-    qtbot.waitUntil(lambda: win.tree.columnWidth(0) < needed, timeout=3000)
+    qtbot.waitUntil(lambda: win.tree_panel.tree.columnWidth(0) < needed, timeout=3000)
 
 
 def test_summary_values_wrap_instead_of_scrolling_sideways(qtbot, opened, two_clusters_path: Path) -> None:
@@ -398,13 +399,13 @@ def test_copy_full_path_and_a_snippet_that_opens_the_array(qtbot, opened, two_cl
 
     win = opened(two_clusters_path)
     go(qtbot, win, "lvl_2/node_1/embeddings")
-    win.copy_location_action.trigger()
+    win.commands.copy_location_action.trigger()
     full = QGuiApplication.clipboard().text()
     assert Path(full) == two_clusters_path.resolve() / "lvl_2" / "node_1" / "embeddings" and Path(full).is_dir()
-    win.copy_snippet_action.trigger()
+    win.commands.copy_snippet_action.trigger()
     namespace: dict[str, object] = {}
     exec(QGuiApplication.clipboard().text(), namespace)  # the copied snippet, run as a user would
-    expected = win.hierarchy.read_array("lvl_2/node_1/embeddings")
+    expected = win.session.hierarchy.read_array("lvl_2/node_1/embeddings")
     np.testing.assert_array_equal(namespace["data"], expected)
 
 
@@ -442,7 +443,7 @@ def test_help_lists_the_shortcuts_and_opens_the_documentation(qtbot, opened, two
     help_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&Help")
     assert [a.text() for a in help_menu.actions() if a.text()] == [
         "&Keyboard Shortcuts", "&Documentation (README)", "&About ecpfs-viewer"]
-    win.shortcuts_action.trigger()
+    win.commands.shortcuts_action.trigger()
     qtbot.waitUntil(lambda: any(isinstance(w, ShortcutsDialog) and w.isVisible()
                                 for w in QApplication.topLevelWidgets()), timeout=3000)
     dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, ShortcutsDialog))
@@ -452,5 +453,5 @@ def test_help_lists_the_shortcuts_and_opens_the_documentation(qtbot, opened, two
     dialog.close()
     opened_urls: list[str] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened_urls.append(url.toString()) or True)
-    win.docs_action.trigger()
+    win.commands.docs_action.trigger()
     assert opened_urls == ["https://github.com/ecpfs-viewer/ecpfs-viewer#readme"]

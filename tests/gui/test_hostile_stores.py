@@ -29,7 +29,7 @@ def _opened(qtbot, store: Path) -> MainWindow:
     qtbot.addWidget(win)
     win.resize(1280, 800)
     win.show()
-    qtbot.waitUntil(lambda: win.location == str(store) and not win.is_busy(), timeout=20_000)
+    qtbot.waitUntil(lambda: win.session.location == str(store) and not win.is_busy(), timeout=20_000)
     return win
 
 

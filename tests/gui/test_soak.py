@@ -110,8 +110,8 @@ def test_opening_closing_and_selecting_leaks_no_memory_threads_or_files(qtbot, t
                            if not item.placeholder and not item.error)
             select(qtbot, window, rng.choice(paths))
             selections += 1
-        window.close_action.trigger()
-        assert window.hierarchy is None and window.stack.currentWidget() is window.start_page
+        window.commands.close_action.trigger()
+        assert window.session.hierarchy is None and window.stack.currentWidget() is window.start_page
     after = settled(qtbot, window)
     growth = after["rss"] - before["rss"]  # type: ignore[operator]
     report = (f"{OPENS} opens, {selections} selections: RSS {before['rss']:.1f} -> {after['rss']:.1f} MB "

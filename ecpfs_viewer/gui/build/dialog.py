@@ -20,9 +20,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QVBoxLayout, QWidget
 from superqt.utils import qdebounced
 
-from ecpfs_viewer.gui.build.form import BuildForm, PreviewBox, error_color
+from ecpfs_viewer.gui.build.form import BuildForm, PreviewBox
 from ecpfs_viewer.gui.build.progress import BuildProgressBox
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.model.build.builder import (
     BuildCancelled,
     BuildError,

@@ -30,17 +30,12 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.runtime.settings import settings
-from ecpfs_viewer.gui.widgets.colormaps import is_dark
+from ecpfs_viewer.gui.widgets.colormaps import error_color, is_dark
 from ecpfs_viewer.model.build.builder import PROBLEM_FIELDS, BuildParams, BuildPreview, BuildProblem
 from ecpfs_viewer.model.ecpfs import sizing
 from ecpfs_viewer.model.formatting import format_bytes
 
 SETTINGS_GROUP = "build_dialog"
-
-
-def error_color(widget: QWidget) -> str:
-    """Red text that reads on the widget's palette (light or dark)."""
-    return "#ff7b72" if is_dark(widget.palette()) else "#c62828"
 
 
 def _warning_color(widget: QWidget) -> str:

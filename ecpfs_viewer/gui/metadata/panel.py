@@ -206,10 +206,6 @@ class MetadataPanel(QWidget):
 
     # -- public -------------------------------------------------------------------------------
     @property
-    def path(self) -> str | None:
-        return self._path
-
-    @property
     def chunk_stats(self) -> ChunkStats | None:
         return self._stats
 

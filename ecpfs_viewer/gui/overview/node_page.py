@@ -11,16 +11,13 @@ user already left are dropped and its running work is cancelled.
 
 from __future__ import annotations
 
-import heapq
 import html
-import re
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QRect, Qt, Signal
-from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtCore import QEvent, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGridLayout,
@@ -28,20 +25,19 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QSplitter,
-    QStyledItemDelegate,
-    QStyleOptionViewItem,
     QTableView,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from ecpfs_viewer.gui.overview.node_listing import ListingModel, SizeBarDelegate
+from ecpfs_viewer.gui.overview.node_text import crumb_html, fact_rows, link, plain_text
 from ecpfs_viewer.gui.overview.projection_view import ProjectionView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.display import FindingsList, tab_page
 from ecpfs_viewer.gui.widgets.rows_table import fit_columns
-from ecpfs_viewer.model.ecpfs import Finding
 from ecpfs_viewer.model.ecpfs.nodes import Breadcrumb, NodeRef, breadcrumb
 from ecpfs_viewer.model.views.node_info import (
     Children,
@@ -54,10 +50,6 @@ from ecpfs_viewer.model.views.node_info import (
     node_spread,
 )
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-
-_ROOT = QModelIndex()
-PATH_ROLE = Qt.ItemDataRole.UserRole
-BAR_ROLE = Qt.ItemDataRole.UserRole + 2  # fraction of the largest child, for the size bar
 
 
 @dataclass(frozen=True)
@@ -92,174 +84,6 @@ def load_node_page(h: Hierarchy, ref: NodeRef, *, progress: Any, cancel: threadi
 
 def load_spread(h: Hierarchy, ref: NodeRef, *, progress: Any, cancel: threading.Event) -> Spread:
     return node_spread(h, ref, progress=lambda done, total: progress((done, total)), cancel=cancel)
-
-
-def link(path: str, text: str | None = None) -> str:
-    return f'<a href="{html.escape(path)}">{html.escape(text or path)}</a>'
-
-
-def fact_rows(info: NodeInfo) -> list[tuple[str, str]]:
-    """(label, rich text) rows of the facts grid; paths are links."""
-    rows: list[tuple[str, str]] = [("Node", html.escape(info.ref.path))]
-    kind = "unknown" if info.is_leaf is None else "leaf (holds items)" if info.is_leaf else "internal (leads nodes)"
-    rows.append(("Level", f"{info.ref.level}" + ("" if info.ref.is_root else f", node id {info.ref.node_id}")
-                 + f" · {kind}"))
-    if not info.exists:
-        rows.append(("Exists", "no: see the findings"))
-    if info.rows is not None:
-        size = f"{info.rows:,} rows"
-        if info.relative_size is not None and info.level_median:
-            size += f" · {info.relative_size:.2f} x the level's median ({info.level_median:,.0f} rows, " \
-                    f"{info.level_nodes:,} nodes)"
-        rows.append(("Size", size))
-    if info.dim is not None:
-        rows.append(("Vectors", f"{info.dim} dimensions, {html.escape(info.dtype or '?')}"))
-    rep = info.representative
-    if rep is not None:
-        parent = "index_root/embeddings" if rep.parent.is_root else f"{rep.parent.path}/embeddings"
-        text = f"row {rep.row} of {link(parent)}"
-        if rep.item_id is not None:
-            text += f" · item id {rep.item_id:,} (rep_item_ids[{rep.rep_row:,}])"
-        elif rep.note:
-            text += f" · item id unknown: {html.escape(rep.note)}"
-        rows.append(("Representative", text))
-    if info.chunk_use is not None:
-        use = info.chunk_use
-        share = "" if use.fraction is None else f" ({use.fraction:.1%} used)" if use.fraction < 0.1 else \
-            f" ({use.fraction:.0%} used)"
-        rows.append(("Chunk use", f"{use.rows:,} rows in {use.chunks:,} chunk{'s' if use.chunks != 1 else ''} "
-                                  f"of {use.chunk_rows:,} rows{share}"))
-    return rows
-
-
-def crumb_html(crumbs: Breadcrumb) -> str:
-    """index > lvl_1/node_3 > lvl_2/node_50 > ..., each known node a link (the last one plain)."""
-    parts = []
-    for i, crumb in enumerate(crumbs.crumbs):
-        last = i == len(crumbs.crumbs) - 1
-        if crumb.ref is None:
-            tip = html.escape(crumb.finding.message) if crumb.finding else "unknown"
-            parts.append(f'<span title="{tip}">?</span>')
-        elif last:
-            parts.append(f"<b>{html.escape(crumb.label)}</b>")
-        else:
-            parts.append(link("/" if crumb.ref.is_root else crumb.ref.path, crumb.label))
-    return " &gt; ".join(parts)
-
-
-class SizeBarDelegate(QStyledItemDelegate):
-    """Draws a horizontal bar of the fraction in BAR_ROLE (the child's size against the largest)."""
-
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
-              ) -> None:
-        super().paint(painter, option, index)
-        fraction = index.data(BAR_ROLE)
-        if fraction is None:
-            return
-        rect: QRect = option.rect.adjusted(3, 4, -3, -4)
-        rect.setWidth(max(1, int(rect.width() * float(fraction))))
-        painter.save()
-        painter.fillRect(rect, option.palette.color(QPalette.ColorRole.Highlight))
-        painter.restore()
-
-
-class ListingModel(QAbstractTableModel):
-    """Children (row, child, rows, size bar, finding) or leaf members (row, item id, finding)."""
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._headers: list[str] = []
-        self._children: Children | None = None
-        self._items: LeafItems | None = None
-        self._problems: dict[int, Finding] = {}
-        self._largest = 1
-
-    def set_children(self, children: Children | None) -> None:
-        self.beginResetModel()
-        self._children, self._items = children, None
-        self._headers = ["Row", "Child node", "Rows", "Size", "Finding"]
-        sizes = [r.rows for r in children.rows if r.rows is not None] if children else []
-        self._largest = max(sizes, default=1) or 1
-        self.endResetModel()
-
-    def set_items(self, items: LeafItems | None) -> None:
-        self.beginResetModel()
-        self._children, self._items = None, items
-        self._headers = ["Row", "Item id", "Finding"]
-        self._problems = {p.row: p.finding for p in items.problems} if items else {}
-        self.endResetModel()
-
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
-        if parent.isValid():
-            return 0
-        if self._children is not None:
-            return len(self._children.rows)
-        return self._items.count if self._items is not None else 0
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self._headers)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self._headers[section]
-        return None
-
-    def path_at(self, row: int) -> str | None:
-        """The child a row leads (None for leaf members)."""
-        return self._children.rows[row].ref.path if self._children is not None else None
-
-    def finding_at(self, row: int) -> Finding | None:
-        if self._children is not None:
-            return self._children.rows[row].finding
-        return self._problems.get(row)
-
-    def _text(self, row: int, column: int) -> str:
-        """What a cell shows."""
-        finding = self.finding_at(row)
-        message = finding.message if finding else ""
-        if self._children is not None:
-            child = self._children.rows[row]
-            return [str(child.row), child.ref.path, "—" if child.rows is None else f"{child.rows:,}", "",
-                    message][column]
-        if self._items is not None:
-            return [str(row), str(int(self._items.ids[row])), message][column]
-        return ""
-
-    def longest_texts(self, column: int, count: int = 3) -> list[str]:
-        """The longest texts of a column (for fit_columns), found without formatting every leaf member."""
-        if self._children is not None:
-            texts = (self._text(row, column) for row in range(len(self._children.rows)))
-            return heapq.nlargest(count, texts, key=len)
-        if self._items is None or self._items.count == 0:
-            return []
-        if column == 0:
-            return [str(self._items.count - 1)]
-        if column == 1:
-            return [str(int(self._items.ids.max())), str(int(self._items.ids.min()))]
-        return heapq.nlargest(count, (finding.message for finding in self._problems.values()), key=len)
-
-    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        row, column = index.row(), index.column()
-        finding = self.finding_at(row)
-        if role == PATH_ROLE:
-            return self.path_at(row)
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self._text(row, column)
-        if self._children is not None:
-            child = self._children.rows[row]
-            if role == BAR_ROLE and column == 3 and child.rows is not None:
-                return child.rows / self._largest
-            if role == Qt.ItemDataRole.ToolTipRole:
-                return (finding.message + "\n" if finding else "") + f"Double-click to open {child.ref.path}"
-        elif self._items is not None and role == Qt.ItemDataRole.ToolTipRole and finding:
-            return finding.message
-        if role == Qt.ItemDataRole.ForegroundRole and finding is not None:
-            return pg.mkColor("#d62728")
-        if role == Qt.ItemDataRole.TextAlignmentRole and column < 3 and (column != 1 or self._items is not None):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
 
 
 class NodePage(QWidget):
@@ -380,10 +204,6 @@ class NodePage(QWidget):
         self.spread_curve.setData([0.0, 1.0], [0.0])
 
     @property
-    def ref(self) -> NodeRef | None:
-        return self._ref
-
-    @property
     def data(self) -> NodePageData | None:
         return self._data
 
@@ -397,10 +217,10 @@ class NodePage(QWidget):
 
     def facts_text(self) -> str:
         """The facts as 'label: value' lines, as read."""
-        return "\n".join(f"{_plain(key.text())}: {_plain(value.text())}" for key, value in self._fact_labels)
+        return "\n".join(f"{plain_text(key.text())}: {plain_text(value.text())}" for key, value in self._fact_labels)
 
     def crumb_text(self) -> str:
-        return _plain(self.crumbs.text())
+        return plain_text(self.crumbs.text())
 
     def open_crumb(self, path: str) -> None:
         """Follow a breadcrumb link, as a click on it would."""
@@ -532,15 +352,7 @@ class NodePage(QWidget):
         self.spread_curve.setPen(pg.mkPen(accent, width=1))
         self.spread_curve.setBrush(pg.mkBrush(fill))
 
-    def changeEvent(self, event: Any) -> None:
-        from PySide6.QtCore import QEvent
-
+    def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:
             self._apply_palette()
         super().changeEvent(event)
-
-
-def _plain(text: str) -> str:
-    """Rich text as read: tags removed, entities decoded."""
-    return html.unescape(re.sub(r"<[^>]+>", "", text.replace("<br>", "\n")))
-

@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.build.form import error_color
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.path_view import SearchPathView
 from ecpfs_viewer.gui.search.query_form import QueryForm
 from ecpfs_viewer.gui.search.recall_view import RecallView
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score, visited_marks
+from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, rows_view, titled
 from ecpfs_viewer.model.search import QueryError, SearchParams, SearchProgress, saved_query_ids
 from ecpfs_viewer.model.search.explore import Exploration, QuerySpec, compare_exact, explore

@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QWidget
 
 COLORMAP_NAME = "viridis"
 MISSING_RGB = (128, 128, 128)  # a missing chunk (reads as fill): neutral grey, hatched darker
@@ -60,3 +61,8 @@ def style_filled_steps(view: pg.PlotWidget, plot: pg.PlotItem, item: pg.PlotData
 
 def is_dark(palette: QPalette) -> bool:
     return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def error_color(widget: QWidget) -> str:
+    """Red text that reads on the widget's palette (light or dark)."""
+    return "#ff7b72" if is_dark(widget.palette()) else "#c62828"

@@ -300,8 +300,8 @@ def test_built_index_opens_in_the_main_window(qtbot, tmp_path, vectors):
     dialog.form.output_edit.setText(str(output))
     wait_checked(qtbot, dialog)
     dialog.build_button.click()
-    qtbot.waitUntil(lambda: window.location is not None and window.hierarchy is not None, timeout=20000)
-    assert Path(window.location) == output
+    qtbot.waitUntil(lambda: window.session.location is not None and window.session.hierarchy is not None, timeout=20000)
+    assert Path(window.session.location) == output
     qtbot.waitUntil(lambda: window.findChild(BuildDialog) is None, timeout=5000)  # closed and deleted
     window.close()
 

@@ -49,7 +49,7 @@ def test_node_ids_open_as_a_table_and_a_click_selects_the_child(qtbot, two_clust
     qtbot.addWidget(win)
     win.resize(1280, 800)
     win.show()
-    qtbot.waitUntil(lambda: win.hierarchy is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: win.session.hierarchy is not None, timeout=10_000)
     win.reveal_path("lvl_1/node_1/node_ids")
     qtbot.waitUntil(lambda: win.plot.current_data() is not None
                     and win.plot.current_data().subset.path == "lvl_1/node_1/node_ids", timeout=10_000)

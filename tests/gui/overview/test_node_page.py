@@ -45,7 +45,7 @@ def window(qtbot):
         win.resize(1280, 800)
         win.show()
         made.append(win)
-        qtbot.waitUntil(lambda: win.hierarchy is not None, timeout=10_000)
+        qtbot.waitUntil(lambda: win.session.hierarchy is not None, timeout=10_000)
         return win
 
     yield make
@@ -149,10 +149,10 @@ def test_go_to_path_completes_from_listed_paths_and_selects(qtbot, window, two_c
         return 1
 
     monkeypatch.setattr(GoToPathDialog, "exec", type_path)
-    win.go_to_action.trigger()
+    win.commands.go_to_action.trigger()
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_1/node_0/embeddings",
                     timeout=10_000)
-    assert win.go_to_action.shortcut().toString() == "Ctrl+L"
+    assert win.commands.go_to_action.shortcut().toString() == "Ctrl+L"
 
 
 def test_go_to_path_says_why_a_path_cannot_be_gone_to_and_stays_open(qtbot, window, two_clusters_path) -> None:
@@ -170,7 +170,7 @@ def test_go_to_path_says_why_a_path_cannot_be_gone_to_and_stays_open(qtbot, wind
         qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
 
     QTimer.singleShot(0, type_into_dialog)  # runs inside the dialog's own event loop
-    win.go_to_action.trigger()
+    win.commands.go_to_action.trigger()
     assert seen == ["'../..': '..' is not a node name; a path goes down from the root, e.g. lvl_1/node_2"]
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_1/node_1",
                     timeout=10_000)

@@ -70,7 +70,7 @@ def test_an_open_index_is_frozen_and_closing_it_collects_everything(qtbot, two_c
     tuned.follow_index(window.store_opened, window.store_dropped)
     try:
         window.open_location(str(two_clusters_path))
-        qtbot.waitUntil(lambda: window.hierarchy is not None and gc.get_freeze_count() > 0, timeout=10_000)
+        qtbot.waitUntil(lambda: window.session.hierarchy is not None and gc.get_freeze_count() > 0, timeout=10_000)
         frozen = Node()  # a cycle of the old index's objects
         gc.freeze()
         ref = weakref.ref(frozen)

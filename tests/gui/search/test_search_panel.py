@@ -40,7 +40,7 @@ def window(qtbot, show, tmp_path: Path):
     def make(location: Path | str) -> MainWindow:
         win = show(create_main_window(str(location)), 1280, 900)  # closed by qtbot after the test
         win.activateWindow()
-        qtbot.waitUntil(lambda: win.isActiveWindow() and win.hierarchy is not None and not win.is_busy(),
+        qtbot.waitUntil(lambda: win.isActiveWindow() and win.session.hierarchy is not None and not win.is_busy(),
                         timeout=10000)
         return win
 
@@ -97,7 +97,7 @@ def test_search_an_item_see_results_open_one_and_see_marks(qtbot, window, index_
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == target, timeout=10000)
     qtbot.waitUntil(lambda: win.plot.selected_row() == hit.row, timeout=10000)
     assert win.tabs.currentIndex() == win.TAB_DATA
-    leaf_row = win.view_index(model.index_for_path(f"lvl_3/node_{hit.leaf}"))
+    leaf_row = win.tree_panel.view_index(model.index_for_path(f"lvl_3/node_{hit.leaf}"))
     assert leaf_row.isValid() and leaf_row.data(Qt.ItemDataRole.BackgroundRole) is not None  # tinted: visited
     assert "Search visit" in leaf_row.data(Qt.ItemDataRole.ToolTipRole)
 
@@ -250,7 +250,7 @@ def test_closing_or_changing_the_store_clears_the_search(qtbot, window, index_pa
     search_item(qtbot, win, "3")
     assert win.tree_model.marks_at(win.search.panel.exploration.result.trace[0].path)
     win.open_location(str(two_clusters_path))
-    qtbot.waitUntil(lambda: win.hierarchy is not None and not win.is_busy(), timeout=10000)
+    qtbot.waitUntil(lambda: win.session.hierarchy is not None and not win.is_busy(), timeout=10000)
     panel = win.search.panel
     assert panel.exploration is None and panel.results_model.rowCount() == 0
     panel.form.item_edit.setText("3")

@@ -64,8 +64,8 @@ def select(qtbot, win: MainWindow, path: str) -> None:
 
 
 def expand(qtbot, win: MainWindow, path: str) -> None:
-    index = win.view_index(win.tree_model.index_for_path(path))
-    win.tree.expand(index)
+    index = win.tree_panel.view_index(win.tree_model.index_for_path(path))
+    win.tree_panel.tree.expand(index)
     qtbot.waitUntil(lambda: win.tree_model.item(win.tree_model.index_for_path(path)).state is LoadState.LISTED,
                     timeout=5000)
     wait_idle(qtbot, win)
@@ -102,7 +102,7 @@ def test_the_overview_is_usable_once_an_index_opens(qtbot, window, two_clusters_
     win = window()
     assert not win.tabs.isTabEnabled(win.TAB_OVERVIEW)
     win.open_location(str(two_clusters_path))
-    qtbot.waitUntil(lambda: win.hierarchy is not None and win.tabs.isTabEnabled(win.TAB_OVERVIEW), timeout=8000)
+    qtbot.waitUntil(lambda: win.session.hierarchy is not None and win.tabs.isTabEnabled(win.TAB_OVERVIEW), timeout=8000)
     assert win.overview.isEnabled() and win.overview.index_page.findings.isEnabled()
     assert win.tabs.currentIndex() == win.TAB_OVERVIEW
 
@@ -110,7 +110,7 @@ def test_the_overview_is_usable_once_an_index_opens(qtbot, window, two_clusters_
 def test_open_through_folder_dialog(qtbot, window, two_clusters_path, monkeypatch):
     win = window()
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(two_clusters_path))
-    win.open_folder_action.trigger()
+    win.commands.open_folder_action.trigger()
     wait_idle(qtbot, win)
     assert win.tree_model.index(0, 0).data() == "two_clusters.zarr"
     assert "lvl_2" in tree_names(win, "")
@@ -124,7 +124,7 @@ def test_open_a_zip_through_its_dialog(qtbot, window, two_clusters_path, tmp_pat
                 zf.write(file, "two_clusters.zarr/" + file.relative_to(two_clusters_path).as_posix())
     win = window()
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(archive), ""))
-    win.open_zip_action.trigger()
+    win.commands.open_zip_action.trigger()
     wait_idle(qtbot, win)
     assert "lvl_1" in tree_names(win, "")
     expand(qtbot, win, "lvl_1")
@@ -183,59 +183,59 @@ def test_filter_with_ctrl_f_matches_loaded_nodes_only(qtbot, window, two_cluster
     win = window(two_clusters_path)
     expand(qtbot, win, "lvl_2")
     qtbot.keyClick(win, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
-    assert win.filter_edit.hasFocus()
-    qtbot.keyClicks(win.filter_edit, "node_2")
-    proxy = win.proxy
+    assert win.tree_panel.filter_edit.hasFocus()
+    qtbot.keyClicks(win.tree_panel.filter_edit, "node_2")
+    proxy = win.tree_panel.proxy
     root = proxy.index(0, 0)
     assert [proxy.index(r, 0, root).data() for r in range(proxy.rowCount(root))] == ["lvl_2"]
     level = proxy.index(0, 0, root)
     assert [proxy.index(r, 0, level).data() for r in range(proxy.rowCount(level))] == ["node_2"]
-    assert win.tree.isExpanded(level)
+    assert win.tree_panel.tree.isExpanded(level)
     model = win.tree_model
     for unexpanded in ("lvl_1", "lvl_2/node_2", "info"):  # filtering fetched nothing new
         assert model.item(model.index_for_path(unexpanded)).state is LoadState.UNLISTED
-    win.filter_edit.clear()  # everything is back, lvl_2 still expanded
+    win.tree_panel.filter_edit.clear()  # everything is back, lvl_2 still expanded
     assert tree_names(win, "")[:4] == ["index_root", "info", "lvl_1", "lvl_2"]
-    assert win.tree.isExpanded(win.view_index(model.index_for_path("lvl_2")))
+    assert win.tree_panel.tree.isExpanded(win.tree_panel.view_index(model.index_for_path("lvl_2")))
 
 
 def test_a_store_opened_while_a_filter_is_typed_is_listed_and_filtered(qtbot, window, two_clusters_path):
     """Found by the monkey test: the root row, hidden by a filter it does not match, was never listed,
     so the newly opened store showed nothing."""
     win = window()
-    qtbot.keyClicks(win.filter_edit, "rep_*")
+    qtbot.keyClicks(win.tree_panel.filter_edit, "rep_*")
     win.open_location(str(two_clusters_path))
     qtbot.waitUntil(lambda: win.tree_model.is_loaded("rep_item_ids"), timeout=10_000)
     wait_idle(qtbot, win)
-    root = win.proxy.index(0, 0)
-    assert [win.proxy.index(r, 0, root).data() for r in range(win.proxy.rowCount(root))] == [
+    root = win.tree_panel.proxy.index(0, 0)
+    assert [win.tree_panel.proxy.index(r, 0, root).data() for r in range(win.tree_panel.proxy.rowCount(root))] == [
         "rep_embeddings", "rep_item_ids"]
-    assert win.tree.isExpanded(root)
+    assert win.tree_panel.tree.isExpanded(root)
 
 
 def test_going_to_a_node_the_filter_hides_clears_the_filter(qtbot, window, two_clusters_path):
     """Found by the monkey test: Go to Path (or a link) to a row the typed filter hides did nothing."""
     win = window(two_clusters_path)
-    qtbot.keyClicks(win.filter_edit, "=node_2")
+    qtbot.keyClicks(win.tree_panel.filter_edit, "=node_2")
     win.reveal_path("lvl_2/node_3/embeddings")
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2/node_3/embeddings",
                     timeout=10_000)
-    assert win.filter_edit.text() == "" and win.tree.model() is win.tree_model
-    win.filter_edit.setText("node_3")  # a row the filter shows is selected with the filter kept
+    assert win.tree_panel.filter_edit.text() == "" and win.tree_panel.tree.model() is win.tree_model
+    win.tree_panel.filter_edit.setText("node_3")  # a row the filter shows is selected with the filter kept
     win.reveal_path("lvl_2/node_3")
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_2/node_3",
                     timeout=10_000)
-    assert win.filter_edit.text() == "node_3"
+    assert win.tree_panel.filter_edit.text() == "node_3"
 
 
 def test_a_closed_index_is_freed(qtbot, window, two_clusters_path):
     """Found by the soak test: PySide kept the Python side of started tasks alive, and with them each
     task's arguments, so every index opened and closed stayed in memory (caches, an open zip)."""
     win = window(two_clusters_path)
-    gone = weakref.ref(win.hierarchy)
+    gone = weakref.ref(win.session.hierarchy)
     for path in ("lvl_2/node_3/embeddings", "lvl_1/node_0", "info/levels", "rep_embeddings", "lvl_2"):
         select(qtbot, win, path)
-    win.close_action.trigger()
+    win.commands.close_action.trigger()
     wait_idle(qtbot, win)
     assert thread_pool().waitForDone(10_000)
     gc.collect()
@@ -245,7 +245,7 @@ def test_a_closed_index_is_freed(qtbot, window, two_clusters_path):
 def test_copy_path_shortcut(qtbot, window, two_clusters_path):
     win = window(two_clusters_path)
     select(qtbot, win, "lvl_1/node_1/node_ids")
-    win.tree.setFocus()
+    win.tree_panel.tree.setFocus()
     qtbot.keyClick(win, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     assert QGuiApplication.clipboard().text() == "/lvl_1/node_1/node_ids"
 
@@ -255,15 +255,16 @@ def test_recent_list_close_reopen_and_clear(qtbot, window, two_clusters_path, tw
     win.open_location(str(two_clusters_copy))
     wait_idle(qtbot, win)
     assert app_settings.recent_locations() == [str(two_clusters_copy), str(two_clusters_path)]
-    assert [a.text() for a in win.recent_menu.actions()][:2] == [str(two_clusters_copy), str(two_clusters_path)]
+    recent = [a.text() for a in win.commands.recent_menu.actions()]
+    assert recent[:2] == [str(two_clusters_copy), str(two_clusters_path)]
     qtbot.keyClick(win, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
-    assert win.stack.currentWidget() is win.start_page and win.hierarchy is None
+    assert win.stack.currentWidget() is win.start_page and win.session.hierarchy is None
     recent = win.start_page.recent
     assert [recent.item(i).text() for i in range(recent.count())] == [str(two_clusters_copy), str(two_clusters_path)]
     rect = recent.visualItemRect(recent.item(1))
     qtbot.mouseClick(recent.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     wait_idle(qtbot, win)
-    assert win.location == str(two_clusters_path) and "lvl_2" in tree_names(win, "")
+    assert win.session.location == str(two_clusters_path) and "lvl_2" in tree_names(win, "")
     win.close_store()
     qtbot.mouseClick(win.start_page.clear_button, Qt.MouseButton.LeftButton)
     assert app_settings.recent_locations() == []
@@ -288,12 +289,12 @@ def test_drop_folder_url_and_text(qtbot, window, two_clusters_path, two_clusters
     mime.setUrls([QUrl.fromLocalFile(str(two_clusters_path))])
     assert drop(win, mime)
     wait_idle(qtbot, win)
-    assert win.location == str(two_clusters_path) and "lvl_1" in tree_names(win, "")
+    assert win.session.location == str(two_clusters_path) and "lvl_1" in tree_names(win, "")
     text = QMimeData()
     text.setText(f"{two_clusters_copy}\n")
     assert drop(win, text)
     wait_idle(qtbot, win)
-    assert win.location == str(two_clusters_copy) and "lvl_1" in tree_names(win, "")
+    assert win.session.location == str(two_clusters_copy) and "lvl_1" in tree_names(win, "")
 
 
 def test_drop_npy_opens_the_build_dialog_prefilled(qtbot, window, tmp_path):
@@ -305,7 +306,7 @@ def test_drop_npy_opens_the_build_dialog_prefilled(qtbot, window, tmp_path):
     assert drop(win, mime)
     dialog = win.findChild(BuildDialog)
     assert dialog is not None and dialog.isVisible()
-    assert str(source) in [w.text() for w in dialog.findChildren(type(win.filter_edit))]
+    assert str(source) in [w.text() for w in dialog.findChildren(type(win.tree_panel.filter_edit))]
     dialog.close()
 
 
@@ -314,12 +315,12 @@ def test_f5_shows_a_node_added_while_open(qtbot, window, two_clusters_copy):
     expand(qtbot, win, "lvl_2")
     select(qtbot, win, "lvl_2")
     shutil.copytree(two_clusters_copy / "lvl_2" / "node_3", two_clusters_copy / "lvl_2" / "node_12")
-    qtbot.keyClick(win.tree, Qt.Key.Key_F5)
+    qtbot.keyClick(win.tree_panel.tree, Qt.Key.Key_F5)
     qtbot.waitUntil(lambda: tree_names(win, "lvl_2")[-1:] == ["node_12"], timeout=5000)
     assert tree_names(win, "lvl_2") == ["node_0", "node_1", "node_2", "node_3", "node_12"]
     wait_idle(qtbot, win)
     assert win.current_item().path == "lvl_2"
-    assert win.tree.isExpanded(win.view_index(win.tree_model.index_for_path("lvl_2")))
+    assert win.tree_panel.tree.isExpanded(win.tree_panel.view_index(win.tree_model.index_for_path("lvl_2")))
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "not_zarr", "not_zip"])
@@ -399,7 +400,7 @@ def test_layout_is_remembered(qtbot, window, two_clusters_path):
 
 
 def test_demo_action_opens_what_the_demo_builder_returns(qtbot, window, two_clusters_path, monkeypatch):
-    import ecpfs_viewer.gui.window.main_window as main_window
+    import ecpfs_viewer.gui.window.session as session
 
     calls = []
 
@@ -407,10 +408,10 @@ def test_demo_action_opens_what_the_demo_builder_returns(qtbot, window, two_clus
         calls.append(progress is not None and cancel is not None)
         return two_clusters_path
 
-    monkeypatch.setattr(main_window, "ensure_demo_index", fake_demo)
+    monkeypatch.setattr(session, "ensure_demo_index", fake_demo)
     win = window()
     qtbot.mouseClick(win.start_page.buttons["demo"], Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: win.location == str(two_clusters_path), timeout=5000)
+    qtbot.waitUntil(lambda: win.session.location == str(two_clusters_path), timeout=5000)
     wait_idle(qtbot, win)
     assert calls == [True] and "lvl_2" in tree_names(win, "")
 
@@ -434,8 +435,8 @@ def test_open_url_dialog_opens_a_store_over_http(qtbot, window, http_data_url, m
 
     monkeypatch.setattr(open_dialogs.OpenUrlDialog, "exec", accept_with_url)
     win = window()
-    win.open_url_dialog()
-    qtbot.waitUntil(lambda: win.location == url and not win.is_busy(), timeout=10_000)
+    win.commands.open_url_dialog()
+    qtbot.waitUntil(lambda: win.session.location == url and not win.is_busy(), timeout=10_000)
     wait_idle(qtbot, win)
     assert tree_names(win, "") == ["index_root", "info", "lvl_1", "lvl_2", "rep_embeddings", "rep_item_ids"]
     expand(qtbot, win, "lvl_2")

@@ -22,14 +22,14 @@ def _open_via_dialog(qtbot, monkeypatch, url: str, endpoint: str = "") -> MainWi
     win = create_main_window(None)
     qtbot.addWidget(win)
     win.show()
-    win.open_url_dialog()
-    qtbot.waitUntil(lambda: win.location == url and not win.is_busy(), timeout=15_000)
+    win.commands.open_url_dialog()
+    qtbot.waitUntil(lambda: win.session.location == url and not win.is_busy(), timeout=15_000)
     return win
 
 
 def _listed_names(qtbot, win: MainWindow, path: str) -> list[str]:
     model = win.tree_model
-    win.tree.expand(win.view_index(model.index_for_path(path)))
+    win.tree_panel.tree.expand(win.tree_panel.view_index(model.index_for_path(path)))
     qtbot.waitUntil(lambda: model.item(model.index_for_path(path)).state is LoadState.LISTED, timeout=10_000)
     qtbot.waitUntil(lambda: not win.is_busy(), timeout=10_000)
     parent = model.index_for_path(path)

@@ -54,7 +54,7 @@ def ready():
         return False
     if case == "stalled":
         return win.is_busy()
-    if "runner" not in state and win.location and not win.is_busy():
+    if "runner" not in state and win.session.location and not win.is_busy():
         state["runner"] = BackgroundRunner(win)
         state["runner"].run(ignores_cancel, on_result=print, heavy=True)
     return started.is_set()
