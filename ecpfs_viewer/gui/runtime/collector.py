@@ -3,14 +3,15 @@
 Python's collector runs on whatever thread allocates. A Qt object it frees on a worker thread is
 destroyed later on the GUI thread at an arbitrary point, where PySide can deadlock; so automatic
 collection is turned off and a GUI-thread timer collects instead (as pyqtgraph's
-GarbageCollector does). A full collection walks every tracked object: with a 4,000-node level
-open that is hundreds of thousands of objects, a pause in which the window cannot repaint, and it grows
-with the index. Objects that survive a full collection are long-lived (the tree, caches, the
-opened store), so they are frozen (:func:`gc.freeze`, the ``gc_freeze`` knob of scheduling.py) and later full collections walk only what
-came after. When the user opens or closes an index, most of them become garbage: then
-:meth:`GuiThreadCollector.collect_everything` unfreezes and collects all, once, at a moment the
-user expects work. It does not freeze again: a cancelled task may still hold the old index for a
-while, and the next full collection that comes due frees it then, before freezing what is left.
+GarbageCollector does). A full collection walks every tracked object: with a 4,000-node level open
+that is hundreds of thousands of objects, a pause in which the window cannot repaint, and it grows
+with the index. Objects that survive a full collection are long-lived (the tree, caches, the opened
+store), so they are frozen (:func:`gc.freeze`, the ``gc_freeze`` knob of scheduling.py) and later
+full collections walk only what came after. When the user opens or closes an index, most of them
+become garbage: then :meth:`GuiThreadCollector.collect_everything` unfreezes and collects all, once,
+at a moment the user expects work. It does not freeze again: a cancelled task may still hold the old
+index for a while, and the next full collection that comes due frees it then, before freezing what
+is left.
 """
 
 from __future__ import annotations
