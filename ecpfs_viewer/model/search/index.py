@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecpfs_viewer.model.search._arrays import ArrayBatchReader
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
     QueryError,
@@ -27,6 +26,7 @@ from ecpfs_viewer.model.search.results import (
 )
 from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
 from ecpfs_viewer.model.storage.remote import ListingUnavailableError
+from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import pytest
 import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
 
-from ecpfs_viewer.model.search._arrays import ArrayBatchReader
 from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
 
 RNG = np.random.default_rng(7)
