@@ -1,18 +1,22 @@
-"""Read many whole arrays at once: metadata and chunks in two batched store reads, one decode call.
+"""Read many whole arrays at once: documents in one batch, chunks in batched store reads, few decode calls.
 
-Search, locate and exact search read thousands of small node arrays. One zarr ``getitem`` per
-array costs about half a millisecond of event-loop bookkeeping, so 4,000 leaves took seconds.
-Here the ``zarr.json`` documents and then every chunk of every array are fetched with
-:meth:`OpenedStore.read_many_or_errors` (concurrent on remote stores, counted by its I/O counter)
-and decoded without zarr's per-chunk bookkeeping. zarr's public API decodes a chunk only through an
-array (its codec pipeline wants an ``ArraySpec`` from zarr.core, which is internal, and 3.4 removed
-the ``get_chunk_spec`` that made one), so: the common chains (``bytes`` then zstd, gzip or blosc, what
-ecpfs indexes use) are decoded with the numcodecs codecs zarr itself uses for them, built from the
-metadata; any other chain by putting the chunks side by side, along the first axis, in an in-memory
-array of that layout, read back with one ``getitem``. Arrays the batch path does not cover
-(sharding, irregular grids) are read one by one through :class:`Hierarchy`; ecpfs arrays are
-always Zarr v3, so a path without ``zarr.json`` holds no array.
+The one batch reader of the app: search, locate and exact search read thousands of small node
+arrays, validation and the node pages read hundreds. One zarr ``getitem`` per array costs about
+half a millisecond of event-loop bookkeeping, and reading arrays one after another costs two round
+trips each on a remote store. Here the documents come from the :class:`Hierarchy` (read in one
+batch and held there, so other readers do not ask again), then every chunk of every array is
+fetched with :meth:`OpenedStore.read_many_or_errors` (concurrent on remote stores, counted by its
+I/O counter) and decoded without zarr's per-chunk bookkeeping. zarr's public API decodes a chunk
+only through an array (its codec pipeline wants an ``ArraySpec`` from zarr.core, which is
+internal, and 3.4 removed the ``get_chunk_spec`` that made one), so: the common chains (``bytes``
+then zstd, gzip or blosc, what ecpfs indexes use) are decoded with the numcodecs codecs zarr itself
+uses for them, built from the metadata; any other chain by putting the chunks side by side, along
+the first axis, in an in-memory array of that layout, read back with one ``getitem``. Arrays the
+batch path does not cover (Zarr v2, sharding, irregular grids, scalars, documents zarr refuses)
+are read through the Hierarchy's own arrays, all at once on the model's event loop. The read caps
+of ``read_guard`` apply to every array before anything is allocated or fetched.
 """
+
 
 from __future__ import annotations
 
@@ -32,11 +36,17 @@ import zarr
 from zarr.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore, StorePath
 
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.storage.read_scope import drained_reads
-from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, array_read_error, load_json_object
+from ecpfs_viewer.model.zarrtree.hierarchy import (
+    ArrayReadError,
+    Hierarchy,
+    NodeKind,
+    Unanswered,
+    array_read_error,
+)
 from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read
 
 #: Decoded bytes per decode call: bounds the memory a batch of padded leaf chunks takes.
@@ -57,8 +67,12 @@ class _Template:
     decode_one: Callable[[bytes], np.ndarray] | None  # numcodecs decoding of one chunk, when the chain allows
 
 
+#: What the batch reader holds per path: the array, why it could not be read, or None (nothing stored).
+Found = np.ndarray | ArrayReadError | None
+
+
 class ArrayBatchReader:
-    """Decodes whole arrays in batches through one opened store; parsed documents are cached."""
+    """Decodes whole arrays in batches through one Hierarchy; parsed documents are cached."""
 
     def __init__(self, hierarchy: Hierarchy) -> None:
         self.hierarchy = hierarchy
@@ -69,37 +83,67 @@ class ArrayBatchReader:
 
     def read(self, paths: list[str], check: Callable[[], None] | None = None) -> list[np.ndarray | None]:
         """Every array at paths as numpy, or None where no array is stored; raises ArrayReadError."""
+        found = self.read_each(paths, check, isolate=False)
+        failed = next((value for value in found if isinstance(value, ArrayReadError)), None)
+        if failed is not None:
+            raise failed
+        return found  # type: ignore[return-value]  # no ArrayReadError left
+
+    def read_each(self, paths: Sequence[str], check: Callable[[], None] | None = None, *,
+                  isolate: bool = True) -> list[Found]:
+        """Every array at paths, its failure in place (naming the path) or None where nothing is stored.
+
+        A failure that happened on the way (no answer) is an :class:`ArrayUnanswered`, not a fact
+        about the array. With ``isolate`` a chunk that breaks a shared decode call is found by
+        decoding that call's chunks one by one, so it fails only its own array; without, the
+        first failure is enough (the caller raises it). ``check`` runs before every chunk batch:
+        it stops the read by raising (cancellation)."""
         if not paths:
             return []
-        docs = self.store.read_many_or_errors([self.store.key(p, "zarr.json") for p in paths])
-        results: list[np.ndarray | None] = [None] * len(paths)
+        unread = self.hierarchy.prefetch(paths)
+        results: list[Found] = [None] * len(paths)
         batch: list[tuple[int, _Template, tuple[int, ...]]] = []
-        for i, (path, raw) in enumerate(zip(paths, docs, strict=True)):
-            if isinstance(raw, Exception):
-                raise ArrayReadError(f"{path}/zarr.json: cannot read ({describe_exception(raw)})")
-            if raw is None:  # ecpfs arrays are Zarr v3: no zarr.json means no array
-                continue
-            template, shape = self._template(path, raw)
-            if template is None:
-                results[i] = self.hierarchy.read_array(path)
+        fallback: list[int] = []
+        for i, path in enumerate(paths):
+            node = self.hierarchy.held(path) or unread.get(path.strip("/"))
+            if node is None or node.kind is NodeKind.IMPLICIT_GROUP:
+                continue  # nothing stored there
+            if node.unread:
+                results[i] = array_read_error(path, Unanswered(node.error or f"{path}: could not be read"))
+            elif node.kind is NodeKind.ARRAY and node.zarr_format == 3 and node.raw is not None:
+                template, shape = self._template(path, node.raw)
+                if template is None:
+                    fallback.append(i)
+                else:
+                    batch.append((i, template, shape))
             else:
-                batch.append((i, template, shape))
+                fallback.append(i)  # v2 arrays, groups and broken documents: the Hierarchy says why
         if batch:
-            for i, value in zip([b[0] for b in batch], self._read_chunks(paths, batch, check), strict=True):
+            for i, value in zip([b[0] for b in batch], self._read_chunks(paths, batch, check, isolate), strict=True):
+                results[i] = value
+        if fallback:
+            if check is not None:
+                check()
+            for i, value in zip(fallback, _read_through_hierarchy(self.hierarchy, [paths[i] for i in fallback]),
+                                strict=True):
                 results[i] = value
         return results
 
     def _template(self, path: str, raw: bytes) -> tuple[_Template | None, tuple[int, ...]]:
         """The parsed template of a document and the array's shape; parsing is shared by every
-        document that differs only in shape (4,000 leaves have a few hundred distinct sizes)."""
+        document that differs only in shape (4,000 leaves have a few hundred distinct sizes).
+        (None, ()) for a document the batch path leaves to the Hierarchy (which says what is wrong)."""
         with self._lock:
             known = self._by_raw.get(raw)
         if known is not None:
             return known
-        document = _load(path, raw)
-        shape = document.get("shape")
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None, ()
+        shape = document.get("shape") if isinstance(document, dict) else None
         if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
-            raise ArrayReadError(f"{path}/zarr.json: shape must be a list of non-negative integers, got {shape!r}")
+            return None, ()
         layout = json.dumps({k: v for k, v in document.items() if k != "shape"}, sort_keys=True)
         with self._lock:
             seen = layout in self._by_layout
@@ -107,20 +151,23 @@ class ArrayBatchReader:
         if not seen:
             template = _parse(path, document)
         if template is not None and len(template.chunk_shape) != len(shape):
-            raise ArrayReadError(f"{path}/zarr.json: shape {shape} does not match chunk shape {template.chunk_shape}")
+            template = None
         found = (template, tuple(shape))
         with self._lock:
             self._by_layout[layout] = template
             self._by_raw[raw] = found
         return found
 
-    def _read_chunks(self, paths: list[str], batch: list[tuple[int, _Template, tuple[int, ...]]],
-                     check: Callable[[], None] | None) -> list[np.ndarray]:
-        outputs: list[np.ndarray] = []
+    def _read_chunks(self, paths: Sequence[str], batch: list[tuple[int, _Template, tuple[int, ...]]],
+                     check: Callable[[], None] | None, isolate: bool) -> list[np.ndarray | ArrayReadError]:
+        outputs: list[np.ndarray | ArrayReadError] = []
         jobs: list[tuple[int, tuple[int, ...], str]] = []  # (output index, chunk coords, key)
         for n, (i, t, shape) in enumerate(batch):
-            # a shape is what metadata claims: refuse before allocating for it
-            check_read(paths[i], DeclaredArray(shape, t.chunk_shape, int(t.dtype.itemsize)))
+            try:  # a shape is what metadata claims: refuse before allocating for it
+                check_read(paths[i] or "/", DeclaredArray(shape, t.chunk_shape, int(t.dtype.itemsize)))
+            except ReadTooLarge as exc:
+                outputs.append(ArrayReadError(str(exc)))
+                continue
             outputs.append(np.empty(shape, dtype=t.dtype))
             grid = [range(-(-s // c)) if c else range(0) for s, c in zip(shape, t.chunk_shape, strict=True)]
             for coords in itertools.product(*grid):
@@ -129,44 +176,107 @@ class ArrayBatchReader:
         for start in range(0, len(jobs), per_call):
             if check is not None:
                 check()
-            part = jobs[start:start + per_call]
+            part = [job for job in jobs[start:start + per_call] if isinstance(outputs[job[0]], np.ndarray)]
             raws = self.store.read_many_or_errors([key for _, _, key in part])
-            decoded = self._decode(batch, part, raws)
+            decoded = self._decode(batch, part, raws, isolate)
             for (n, coords, _key), chunk in zip(part, decoded, strict=True):
+                output = outputs[n]
+                if not isinstance(output, np.ndarray):
+                    continue  # failed in this call
+                if isinstance(chunk, ArrayReadError):
+                    outputs[n] = chunk
+                    if not isolate:
+                        return outputs
+                    continue
                 t, shape = batch[n][1], batch[n][2]
                 region = tuple(slice(c * size, min((c + 1) * size, extent))
                                for c, size, extent in zip(coords, t.chunk_shape, shape, strict=True))
                 if chunk is None:  # no chunk stored: all fill value (§1.1)
-                    outputs[n][region] = t.fill_value
+                    output[region] = t.fill_value
                 else:
-                    outputs[n][region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
+                    output[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
         return outputs
 
     def _decode(self, batch: list[tuple[int, _Template, tuple[int, ...]]], part: list[tuple[int, tuple[int, ...], str]],
-                raws: list[bytes | Exception | None]) -> list[np.ndarray | None]:
+                raws: list[bytes | Exception | None], isolate: bool) -> list[np.ndarray | ArrayReadError | None]:
         """Decode one batch of chunks, grouped by codec pipeline, in as few decode calls as possible."""
+        decoded: list[np.ndarray | ArrayReadError | None] = [None] * len(part)
         groups: dict[str, list[int]] = {}
         for j, (n, _coords, key) in enumerate(part):
             raw = raws[j]
             if isinstance(raw, Exception):
-                raise ArrayReadError(f"{key}: cannot read ({describe_exception(raw)})")
-            if raw is not None:
+                decoded[j] = (array_read_error(key, raw) if transport_failure(raw) is not None
+                              else ArrayReadError(f"{key}: cannot read ({describe_exception(raw)})"))
+            elif raw is not None:
                 groups.setdefault(batch[n][1].decode_key, []).append(j)
-        decoded: list[np.ndarray | None] = [None] * len(part)
         for members in groups.values():
             template = batch[part[members[0]][0]][1]
             chunks: list[bytes] = [raws[j] for j in members]  # type: ignore[misc]  # no None or error left
             try:
-                if template.decode_one is not None:
-                    out = [template.decode_one(raw) for raw in chunks]
-                else:
-                    out = _decode_side_by_side(template, chunks)
+                out: list[np.ndarray | ArrayReadError] = list(_decode_all(template, chunks))
             except Exception as exc:  # a corrupt chunk: the codec raises its own type
-                raise ArrayReadError(f"{part[members[0]][2]} (or a chunk read with it): "
-                                     f"cannot decode ({describe_exception(exc)})") from exc
+                if not isolate:
+                    out = [ArrayReadError(f"{part[members[0]][2]} (or a chunk read with it): "
+                                          f"cannot decode ({describe_exception(exc)})")] * len(members)
+                else:
+                    out = [_decode_alone(template, raw, part[j][2]) for j, raw in zip(members, chunks, strict=True)]
             for j, chunk in zip(members, out, strict=True):
                 decoded[j] = chunk
         return decoded
+
+
+def _decode_all(template: _Template, chunks: list[bytes]) -> list[np.ndarray]:
+    if template.decode_one is not None:
+        return [template.decode_one(raw) for raw in chunks]
+    return _decode_side_by_side(template, chunks)
+
+
+def _decode_alone(template: _Template, raw: bytes, key: str) -> np.ndarray | ArrayReadError:
+    """One chunk of a decode call that failed, decoded by itself: the chunk, or why it is broken."""
+    try:
+        return _decode_all(template, [raw])[0]
+    except Exception as exc:  # the codec raises its own type
+        return ArrayReadError(f"{key}: cannot decode ({describe_exception(exc)})")
+
+
+def _read_through_hierarchy(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | ArrayReadError]:
+    """Arrays the batch path does not decode, read as the Hierarchy's zarr arrays, all at once on
+    the model's event loop; a failure is given in place, naming the path."""
+    results: list[np.ndarray | ArrayReadError] = [ArrayReadError("not read")] * len(paths)
+    pending: list[tuple[int, Any]] = []
+    for i, path in enumerate(paths):
+        try:
+            check_read(path or "/", h.array_details(path), ...)
+            pending.append((i, h.open_async_array(path)))
+        except ReadTooLarge as exc:
+            results[i] = ArrayReadError(str(exc))
+        except Exception as exc:
+            results[i] = array_read_error(path, exc)
+
+    async def all_of() -> list[Any]:
+        return list(await asyncio.gather(*(array.getitem(...) for _, array in pending), return_exceptions=True))
+
+    with drained_reads():  # the chunk reads a failed array left running end with the batch
+        values = event_loop.run(all_of()) if pending else []
+    for (i, _), value in zip(pending, values, strict=True):
+        if isinstance(value, BaseException) and not isinstance(value, Exception):
+            raise value  # cancellation, interrupts
+        if isinstance(value, Exception):
+            results[i] = array_read_error(paths[i], value)
+        else:
+            results[i] = np.asarray(value)
+    return results
+
+
+def read_whole_arrays(h: Hierarchy, paths: Sequence[str],
+                      check: Callable[[], None] | None = None) -> list[np.ndarray | ArrayReadError]:
+    """Each whole array at paths, or the ArrayReadError (naming the path) that reading it raised;
+    a path where nothing is stored gives the Hierarchy's reason."""
+    found = ArrayBatchReader(h).read_each(paths, check)
+    missing = [i for i, value in enumerate(found) if value is None]
+    for i, value in zip(missing, _read_through_hierarchy(h, [paths[i] for i in missing]), strict=True):
+        found[i] = value
+    return found  # type: ignore[return-value]  # no None left
 
 
 def _decode_side_by_side(template: _Template, chunks: list[bytes]) -> list[np.ndarray]:
@@ -184,17 +294,9 @@ def _decode_side_by_side(template: _Template, chunks: list[bytes]) -> list[np.nd
     return [whole[i * first:(i + 1) * first] for i in range(len(chunks))]
 
 
-def _load(path: str, raw: bytes) -> dict[str, Any]:
-    document = load_json_object(raw, f"{path}/zarr.json")  # bad JSON or deep nesting: a message
-    if isinstance(document, str):
-        raise ArrayReadError(document)
-    if document.get("node_type") != "array":
-        raise ArrayReadError(f"{path}: expected an array, found {document.get('node_type')}")
-    return document
-
-
 def _parse(path: str, document: dict[str, Any]) -> _Template | None:
-    """The template of a plain Zarr v3 array document, None when the batch path cannot read it."""
+    """The template of a plain Zarr v3 array document, None when the batch path cannot read it
+    (or zarr refuses the document)."""
     codecs = document.get("codecs") or []
     if document.get("zarr_format") != 3 or any(isinstance(c, dict) and c.get("name") == "sharding_indexed"
                                                for c in codecs):
@@ -206,8 +308,8 @@ def _parse(path: str, document: dict[str, Any]) -> _Template | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             array = zarr.AsyncArray.from_dict(StorePath(MemoryStore(), path), dict(document))
-    except Exception as exc:  # zarr raises many types for metadata it refuses
-        raise ArrayReadError(f"{path}/zarr.json: {describe_exception(exc)}") from exc
+    except Exception:  # zarr raises many types for metadata it refuses: the Hierarchy says why
+        return None
     chunk_shape = tuple(int(c) for c in array.metadata.chunk_grid.chunk_shape)
     if not chunk_shape:  # a scalar: nothing to put side by side
         return None
@@ -259,38 +361,3 @@ def _numcodecs_decoder(codecs: list[Any], dtype: np.dtype[Any], chunk_shape: tup
         return flat.reshape(chunk_shape).astype(dtype, copy=False)
 
     return decode
-
-
-def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | ArrayReadError]:
-    """Each whole array at paths, or the ArrayReadError (naming the path) that reading it raised.
-
-    The documents the Hierarchy does not hold yet are read in one batch and kept; then every
-    array's chunks are read on the model's event loop at once.
-    """
-    if not paths:
-        return []
-    h.prefetch(paths)
-    results: list[np.ndarray | ArrayReadError] = [ArrayReadError("not read")] * len(paths)
-    pending: list[tuple[int, Any]] = []
-    for i, path in enumerate(paths):
-        try:
-            check_read(path or "/", h.array_details(path), ...)
-            pending.append((i, h.open_async_array(path)))
-        except ReadTooLarge as exc:
-            results[i] = ArrayReadError(str(exc))
-        except Exception as exc:
-            results[i] = array_read_error(path, exc)
-
-    async def all_of() -> list[Any]:
-        return list(await asyncio.gather(*(array.getitem(...) for _, array in pending), return_exceptions=True))
-
-    with drained_reads():  # the chunk reads a failed array left running end with the batch
-        values = event_loop.run(all_of()) if pending else []
-    for (i, _), value in zip(pending, values, strict=True):
-        if isinstance(value, BaseException) and not isinstance(value, Exception):
-            raise value  # cancellation, interrupts
-        if isinstance(value, Exception):
-            results[i] = array_read_error(paths[i], value)
-        else:
-            results[i] = np.asarray(value)
-    return results
