@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_path
+from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_name, node_path
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ class ItemLocation:
 
     @property
     def leaf_path(self) -> str:
-        return self.path[-1].path if self.path else f"node_{self.leaf}"
+        return self.path[-1].path if self.path else node_name(self.leaf)
 
     def describe(self) -> str:
         """'item 5 is in lvl_3/node_812, row 3; path: index_root row 3 > lvl_1/node_3 > ...'."""
