@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 from ecpfs_viewer.gui.search.session import score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view
-from ecpfs_viewer.model.ecpfs.paths import level_path, node_path
+from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, level_path, node_name, node_path
 from ecpfs_viewer.model.search.explore import Exploration, OpenedNode
 
 #: Width of one opened node's column of children in the level plots.
@@ -147,7 +147,8 @@ class SearchPathView(QWidget):
             plot.addItem(pg.ScatterPlotItem(x=list(xs), y=list(ys), data=list(tips), size=size,
                                             brush=pg.mkBrush(brush), pen=pen, hoverable=True,
                                             tip=lambda x, y, data: data))
-        ticks = [(i, "index_root" if p.level == 0 else f"node_{p.node_id} #{p.visit}") for i, p in enumerate(parents)]
+        ticks = [(i, INDEX_ROOT if p.level == 0 else f"{node_name(p.node_id)} #{p.visit}")
+                 for i, p in enumerate(parents)]
         plot.getAxis("bottom").setTicks([ticks])
         plot.setXRange(-0.5, len(parents) - 0.5, padding=0.02)
         style_plot(plot, self.palette())
