@@ -95,9 +95,9 @@ class ArrayBatchReader:
 
         A failure that happened on the way (no answer) is an :class:`ArrayUnanswered`, not a fact
         about the array. With ``isolate`` a chunk that breaks a shared decode call is found by
-        decoding that call's chunks one by one, so it fails only its own array; without, the
-        first failure is enough (the caller raises it). ``check`` runs before every chunk batch:
-        it stops the read by raising (cancellation)."""
+        decoding that call's chunks one by one, so it fails only its own array; without, reading
+        stops at the first failure (what :meth:`read` raises) and the other values are not to be
+        used. ``check`` runs before every chunk batch: it stops the read by raising (cancellation)."""
         if not paths:
             return []
         unread = self.hierarchy.prefetch(paths)
