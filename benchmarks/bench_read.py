@@ -81,7 +81,7 @@ def main() -> None:
 
     def stats_ours() -> object:
         h = Hierarchy(open_store(index))
-        return chunk_stats(h, NODE)
+        return chunk_stats(h, NODE, node_array=True)
 
     ours, stats = median_ms(stats_ours, args.repeat * 3)
 

@@ -38,6 +38,7 @@ from ecpfs_viewer.model.build.builder import (
     build_index,
     preview_build,
 )
+from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.ecpfs.sizing import DTYPE_CHOICES
 
 
@@ -195,7 +196,7 @@ def format_build_summary(result: BuildResult) -> str:
             f"Normalized: {str(result.is_normalized).lower()}", f"Total Items: {result.rows}",
             f"Total Representatives: {result.representatives}",
             f"Dimension: {result.dim}  stored dtype: {result.stored_dtype}  fan-out: {result.fan_out}",
-            "Nodes per level: " + ", ".join(f"lvl_{i}={n}" for i, n in enumerate(result.nodes_per_level, 1)),
+            "Nodes per level: " + ", ".join(f"{level_path(i)}={n}" for i, n in enumerate(result.nodes_per_level, 1)),
         ]
     return "\n".join(lines)
 

@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, CommandError, UsageError, unusable_file
+from ecpfs_viewer.model.ecpfs.paths import node_path
 
 if TYPE_CHECKING:
     import numpy as np
@@ -200,7 +201,7 @@ def _search(args: argparse.Namespace) -> int:
         print(f"# exact top-{args.k}: {sum(h.item_id in found for h in exact)} of {len(exact)} found by eCP search "
               f"({result.leaves_visited} leaves visited)")
         for h in exact:
-            print(f"# {h.item_id}\t{h.score:.6g}\tlvl_{reader.levels}/node_{h.leaf}\t"
+            print(f"# {h.item_id}\t{h.score:.6g}\t{node_path(reader.levels, h.leaf)}\t"
                   f"{'found' if h.item_id in found else 'missed'}")
         for m in misses:
             print(f"# {m.describe()}")
@@ -231,7 +232,7 @@ def _query_vector(reader: IndexReader, args: argparse.Namespace, queries: np.nda
 
 def _print_trace(result: SearchResult) -> None:
     for v in result.trace:
-        print(f"# lvl_{v.level}/node_{v.node_id}\t{v.score:.6g}\t{'leaf' if v.is_leaf else ''}\t"
+        print(f"# {node_path(v.level, v.node_id)}\t{v.score:.6g}\t{'leaf' if v.is_leaf else ''}\t"
               f"rank {v.rank}/{v.siblings}", file=sys.stderr)
 
 

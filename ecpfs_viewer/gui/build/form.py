@@ -33,6 +33,7 @@ from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.widgets.colormaps import error_color, is_dark
 from ecpfs_viewer.model.build.builder import PROBLEM_FIELDS, BuildParams, BuildPreview, BuildProblem
 from ecpfs_viewer.model.ecpfs import sizing
+from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.formatting import format_bytes
 
 SETTINGS_GROUP = "build_dialog"
@@ -392,7 +393,7 @@ class PreviewBox(QGroupBox):
         v["representatives"].setText(f"{p.representatives:,}" if complete else "—")
         v["fan_out"].setText(f"{p.fan_out:,}" if complete else "—")
         v["nodes"].setText(" · ".join(f"{n:,}" for n in p.max_nodes_per_level) if complete else "—")
-        v["nodes"].setToolTip("\n".join(f"lvl_{i}: at most {n:,} nodes"
+        v["nodes"].setToolTip("\n".join(f"{level_path(i)}: at most {n:,} nodes"
                                         for i, n in enumerate(p.max_nodes_per_level, 1)) if complete else "")
         v["chunk_rows"].setText(f"{p.node_chunk_rows:,} (nodes) · {p.rep_chunk_rows:,} (reps)"
                                 if complete else "—")

@@ -8,6 +8,7 @@ left is dropped by the runner. Error nodes show their message in a banner at the
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import json
 from typing import Any
@@ -31,6 +32,7 @@ from ecpfs_viewer.gui.metadata.json_highlighter import JsonHighlighter
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import MessageBanner, tab_page
+from ecpfs_viewer.model.ecpfs.paths import is_node_array
 from ecpfs_viewer.model.formatting import format_bytes, format_shape
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStats, chunk_stats
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeDetails, NodeKind
@@ -251,7 +253,8 @@ class MetadataPanel(QWidget):
             return
         assert self._hierarchy is not None and self._path is not None
         self._set_chunk_message("Listing chunks…")
-        self._stats_runner.run(measured, self._hierarchy.store, chunk_stats, self._hierarchy, self._path,
+        stats_of = functools.partial(chunk_stats, node_array=is_node_array(self._path))
+        self._stats_runner.run(measured, self._hierarchy.store, stats_of, self._hierarchy, self._path,
                                on_result=self._on_stats, on_error=self._on_stats_failed)
 
     def _on_details_failed(self, message: str) -> None:

@@ -41,6 +41,7 @@ from ecpfs_viewer.model.ecpfs import (
     shared_level_stats,
     summarize,
 )
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_name
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.validation import ValidationReport, oversized_leaves
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -132,8 +133,8 @@ def compute_level_view(h: Hierarchy, level: int) -> LevelView:
 
 def references_button_text(level: int) -> str:
     """What the reference check does, named after the levels it reads and checks."""
-    above = "the root" if level == 1 else f"lvl_{level - 1}"
-    return f"Check {above} references to lvl_{level} nodes"
+    above = "the root" if level == 1 else level_path(level - 1)
+    return f"Check {above} references to {level_path(level)} nodes"
 
 
 def _missing_children(h: Hierarchy, view: LevelView, *, progress: Callable[[tuple[int, int]], None],
@@ -258,11 +259,11 @@ class LevelPage(QSplitter):
         self.clear()
         self._hierarchy = hierarchy
         self.report = report
-        above = "the root" if level == 1 else f"lvl_{level - 1}"
+        above = "the root" if level == 1 else level_path(level - 1)
         self.refs_button.setText(references_button_text(level))
         self.refs_button.setToolTip(
             f"Decode the node_ids of {above} (the only step here that reads chunks) and list the "
-            f"lvl_{level} nodes they reference that do not exist")
+            f"{level_path(level)} nodes they reference that do not exist")
         # Not a heavy job: validation computes every level's statistics first and shares them, so
         # this is usually a lookup, and it must not wait for a whole (remote) validation to finish.
         self._level_runner.run(measured, hierarchy.store, compute_level_view, hierarchy, level,
@@ -308,7 +309,7 @@ class LevelPage(QSplitter):
         if view is None or self._hierarchy is None:
             return
         self.refs_button.setEnabled(False)
-        above = "the root" if view.stats.level == 1 else f"lvl_{view.stats.level - 1}"
+        above = "the root" if view.stats.level == 1 else level_path(view.stats.level - 1)
         self.refs_label.setText(f"Decoding the node_ids of {above} …")
         self._refs_runner.run(
             _missing_children,
@@ -326,7 +327,7 @@ class LevelPage(QSplitter):
         self.refs_button.setEnabled(True)
         read = "" if refs.complete else f" (read {refs.parents_read:,} of {refs.parents_total:,} parents)"
         if refs.missing_count:
-            shown = ", ".join(f"node_{i}" for i in refs.missing_ids[:10])
+            shown = ", ".join(node_name(i) for i in refs.missing_ids[:10])
             text = (
                 f"{refs.missing_count:,} of {refs.referenced:,} referenced children do not exist: {shown}"
                 f"{', …' if refs.missing_count > 10 else ''}{read}. Search skips them."

@@ -27,6 +27,7 @@ from ecpfs_viewer.gui.overview.index_page import IndexPage
 from ecpfs_viewer.gui.overview.level_page import LevelPage
 from ecpfs_viewer.gui.widgets.display import MessageBanner
 from ecpfs_viewer.model.ecpfs import Generation, IndexSummary, Severity
+from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.validation import ValidationReport
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -124,7 +125,7 @@ class IndexOverviewPanel(QWidget):
         self.clear()
         self._shown = (hierarchy, level)
         self.stack.setCurrentWidget(self.level_page)
-        self._start_waiting(hierarchy, f"the metadata of lvl_{level}")
+        self._start_waiting(hierarchy, f"the metadata of {level_path(level)}")
         report = self._report if self._report_for is hierarchy else None
         self.level_page.show_level(hierarchy, level, report)
 

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef, Progress
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_path
 from ecpfs_viewer.model.views.projection import Projection, ProjectionKind, project_level, project_node
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -147,7 +148,7 @@ class ProjectionView(QWidget):
         else:
             self.mode.addItem("this node: rows coloured by child", NODE)
         level = max(1, ref.level)
-        self.mode.addItem(f"lvl_{level}: every representative, coloured by parent", LEVEL)
+        self.mode.addItem(f"{level_path(level)}: every representative, coloured by parent", LEVEL)
         self.mode.blockSignals(False)
         self.members_check.setVisible(not leaf)
 
@@ -279,7 +280,7 @@ class ProjectionView(QWidget):
             level = request.ref.level + 2
         else:
             level = request.ref.level + 1
-        return f"lvl_{level}/node_{int(p.ids[i])}"
+        return node_path(level, int(p.ids[i]))
 
     def point_at(self, scene_pos: QPointF) -> int | None:
         """The point nearest a scene position within HOVER_PIXELS, or None."""

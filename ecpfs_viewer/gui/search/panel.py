@@ -26,6 +26,7 @@ from ecpfs_viewer.gui.search.recall_view import RecallView
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score, visited_marks
 from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, rows_view, titled
+from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import QueryError, SearchParams, SearchProgress, saved_query_ids
 from ecpfs_viewer.model.search.explore import Exploration, QuerySpec, compare_exact, explore
 from ecpfs_viewer.model.search.results import ProgressCallback
@@ -223,7 +224,7 @@ class SearchPanel(QWidget):
         exact_rank = {h.item_id: i for i, h in enumerate(exploration.exact or (), 1)}
         self.results_model.set_headers([*self.RESULT_HEADERS[:2], score, *self.RESULT_HEADERS[3:]])
         self.results_model.set_rows(
-            [(i, h.item_id, shown_score(metric, h.score), f"lvl_{exploration.levels}/node_{h.leaf}", h.row,
+            [(i, h.item_id, shown_score(metric, h.score), node_path(exploration.levels, h.leaf), h.row,
               exact_rank.get(h.item_id) if exploration.exact is not None else "")
              for i, h in enumerate(result.hits, 1)])
         fit_columns(self.results_view)

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 from ecpfs_viewer.gui.search.session import score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view
+from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, level_path, node_name, node_path
 from ecpfs_viewer.model.search.explore import Exploration, OpenedNode
 
 #: Width of one opened node's column of children in the level plots.
@@ -91,7 +92,7 @@ class SearchPathView(QWidget):
         self.leaves_model.set_headers([*self.LEAF_HEADERS[:2], f"leaf {score_header(metric)}",
                                        *self.LEAF_HEADERS[3:5], f"best item {score_header(metric)}",
                                        self.LEAF_HEADERS[6]])
-        rows = [(v.visit, f"lvl_{exploration.levels}/node_{v.leaf}", shown_score(metric, v.score),
+        rows = [(v.visit, node_path(exploration.levels, v.leaf), shown_score(metric, v.score),
                  f"{v.rank} of {v.siblings}", v.items, None if v.best is None else shown_score(metric, v.best), v.kept)
                 for v in exploration.leaves]
         self.leaves_model.set_rows(rows, highlight=[i for i, v in enumerate(exploration.leaves) if v.kept])
@@ -115,9 +116,9 @@ class SearchPathView(QWidget):
     def _plot_level(self, exploration: Exploration, level: int, parents: list[OpenedNode]) -> None:
         _, text, accent = plot_colors(self.palette())
         plot = self._next_plot()
-        what = "rows of index_root" if level == 1 else f"children of the opened lvl_{level - 1} nodes"
+        what = "rows of index_root" if level == 1 else f"children of the opened {level_path(level - 1)} nodes"
         leaf = " (leaves)" if level == exploration.levels else ""
-        plot.setTitle(f"lvl_{level}{leaf}: {what}")
+        plot.setTitle(f"{level_path(level)}{leaf}: {what}")
         plot.setLabel("left", score_header(exploration.metric))
         plot.showGrid(y=True, alpha=0.25)
         plot.setMouseEnabled(x=True, y=False)
@@ -134,7 +135,7 @@ class SearchPathView(QWidget):
                 y = shown_score(metric, float(scores[j]))
                 child = int(parent.child_ids[j])
                 visit = parent.entered.get(child)
-                tip = (f"lvl_{level}/node_{child}: {score_header(metric)} {y:.6g}, rank {place + 1} of {n} under "
+                tip = (f"{node_path(level, child)}: {score_header(metric)} {y:.6g}, rank {place + 1} of {n} under "
                        f"{parent.path}" + ("" if visit is None else f"; visited #{visit}"))
                 points[visit is not None].append((x, y, tip))
                 if visit is not None:
@@ -146,7 +147,8 @@ class SearchPathView(QWidget):
             plot.addItem(pg.ScatterPlotItem(x=list(xs), y=list(ys), data=list(tips), size=size,
                                             brush=pg.mkBrush(brush), pen=pen, hoverable=True,
                                             tip=lambda x, y, data: data))
-        ticks = [(i, "index_root" if p.level == 0 else f"node_{p.node_id} #{p.visit}") for i, p in enumerate(parents)]
+        ticks = [(i, INDEX_ROOT if p.level == 0 else f"{node_name(p.node_id)} #{p.visit}")
+                 for i, p in enumerate(parents)]
         plot.getAxis("bottom").setTicks([ticks])
         plot.setXRange(-0.5, len(parents) - 0.5, padding=0.02)
         style_plot(plot, self.palette())

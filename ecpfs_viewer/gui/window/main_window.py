@@ -9,7 +9,6 @@ through :class:`BackgroundRunner`, and the status bar shows what the last action
 from __future__ import annotations
 
 import contextlib
-import re
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDragMoveEvent, QDropEvent
@@ -44,12 +43,12 @@ from ecpfs_viewer.gui.window.start_page import StartPage
 from ecpfs_viewer.model.build.builder import BuildProgress
 from ecpfs_viewer.model.derived_listing import listing_note
 from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
+from ecpfs_viewer.model.ecpfs.paths import parse_level
 from ecpfs_viewer.model.storage.opening import is_url
 from ecpfs_viewer.model.storage.remote import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
 
-_LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 WINDOW_TITLE = "ecpfs-viewer"
 
 
@@ -331,9 +330,9 @@ class MainWindow(QMainWindow):
         if path == "":
             self.overview.show_index(hierarchy)
             return True
-        match = _LEVEL_RE.match(path)
-        if match:
-            self.overview.show_level(hierarchy, int(match.group(1)))
+        level = parse_level(path)
+        if level is not None:
+            self.overview.show_level(hierarchy, level)
             return True
         return False
 

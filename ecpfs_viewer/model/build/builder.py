@@ -34,6 +34,7 @@ from ecpfs_viewer.model.build.routing import NodeTable, Router, group_rows, sing
 from ecpfs_viewer.model.build.sources import EmbeddingSource, check_finite, narrow
 from ecpfs_viewer.model.build.writer import IndexWriter
 from ecpfs_viewer.model.ecpfs import sizing
+from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.tasks import checkpoint
 
@@ -224,7 +225,7 @@ def _run_build(src: EmbeddingSource, params: BuildParams, stored: str, R: int, n
     writer.scalar("info/next_item_id", "uint32", N)
     writer.group("index_root")
     for level in range(1, L + 1):
-        writer.group(f"lvl_{level}")
+        writer.group(level_path(level))
 
     # pass 1: validate every row, collect representatives, keep the data if it fits
     t = time.perf_counter()

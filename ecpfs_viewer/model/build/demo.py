@@ -21,6 +21,7 @@ import platformdirs
 
 from ecpfs_viewer import APP_DIR_NAME
 from ecpfs_viewer.model.build.builder import BuildError, BuildParams, BuildProgress, build_index
+from ecpfs_viewer.model.ecpfs.paths import level_path
 
 #: Environment variable that overrides the cache directory (tests point it at a tmp dir).
 CACHE_ENV = "ECPFS_VIEWER_CACHE"
@@ -60,10 +61,10 @@ def demo_index_is_complete(path: Path | None = None) -> bool:
     path = demo_index_path() if path is None else path
     wanted = ["zarr.json", "info/zarr.json", "info/total_items/zarr.json", "rep_embeddings/zarr.json",
               "rep_item_ids/zarr.json", "index_root/embeddings/zarr.json"]
-    wanted += [f"lvl_{level}/zarr.json" for level in range(1, DEMO_PARAMS.levels + 1)]
+    wanted += [f"{level_path(level)}/zarr.json" for level in range(1, DEMO_PARAMS.levels + 1)]
     if not all((path / name).is_file() for name in wanted):
         return False
-    leaf_level = path / f"lvl_{DEMO_PARAMS.levels}"
+    leaf_level = path / level_path(DEMO_PARAMS.levels)
     return any(child.name.startswith("node_") for child in leaf_level.iterdir())
 
 

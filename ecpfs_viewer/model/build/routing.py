@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
+from ecpfs_viewer.model.ecpfs.paths import node_path
+
 #: Candidates whose float64 score lies within this fraction of the score scale are re-scored.
 _CLOSE = 1e-6
 
@@ -106,7 +108,7 @@ class Router:
                 node_id = int(sorted_ids[s])
                 node = nodes.get(node_id)
                 if node is None:
-                    raise RuntimeError(f"corrupt tree: route reached missing node lvl_{level}/node_{node_id}")
+                    raise RuntimeError(f"corrupt tree: route reached missing node {node_path(level, node_id)}")
                 rows = order[s:e]
                 nxt[rows] = node.ids[nearest(node, x[rows], x_sq[rows], self.use_dot)]
             cur = nxt

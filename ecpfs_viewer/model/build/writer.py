@@ -23,6 +23,7 @@ import numcodecs
 import numpy as np
 
 from ecpfs_viewer import __version__
+from ecpfs_viewer.model.ecpfs.paths import node_path
 
 _SENTINEL = -987654321
 _ZSTD_CODEC: dict[str, object] = {"name": "zstd", "configuration": {"level": 3, "checksum": False}}
@@ -211,7 +212,7 @@ class IndexWriter:
 
     def node(self, level: int, node_id: int, emb: np.ndarray, ids: np.ndarray, leaf: bool) -> None:
         """Queue ``lvl_N/node_M`` with its group, embeddings, ids and empty border array."""
-        self.submit(self._node_job, f"lvl_{level}/node_{node_id}", emb, ids,
+        self.submit(self._node_job, node_path(level, node_id), emb, ids,
                     "item_ids" if leaf else "node_ids")
 
     def pair_array(self, rel: str, data: np.ndarray, kind: ChunkedArrayKind) -> None:

@@ -9,7 +9,8 @@ Format reference: ``docs/ecpfs-format.md`` (§1 layout, §5 ``ecp info``, §7 ol
 
 Submodules: ``findings`` (Finding, Severity), ``metadata`` (reading documents and scalars),
 ``layout`` (which generation wrote a store), ``summary`` (the index header), ``levels`` and
-``node_arrays`` (per-level statistics, cached per Hierarchy), ``references`` (decoding node_ids).
+``node_arrays`` (per-level statistics, cached per Hierarchy), ``references`` (decoding node_ids),
+``paths`` (the lvl_N/node_M path grammar).
 This package re-exports their public names.
 """
 
@@ -17,7 +18,6 @@ from ecpfs_viewer.model.ecpfs.findings import Finding, Severity, cap_findings
 from ecpfs_viewer.model.ecpfs.layout import (
     INFO_INTEGERS,
     REQUIRED_ARRAYS,
-    ROOT_EMBEDDINGS,
     SUPPORTED_FORMAT_VERSION,
     Generation,
     IndexLayout,
@@ -36,6 +36,7 @@ from ecpfs_viewer.model.ecpfs.levels import (
     shared_level_stats,
 )
 from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, MetadataReader, parse_array_meta
+from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS
 from ecpfs_viewer.model.ecpfs.references import ChildReferences, ReferencedChildren, referenced_children, spread
 from ecpfs_viewer.model.ecpfs.summary import (
     LEGACY_METRIC_CODES,

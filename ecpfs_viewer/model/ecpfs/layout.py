@@ -15,7 +15,6 @@ SUPPORTED_FORMAT_VERSION = 1
 REQUIRED_ARRAYS = ("info/levels", "info/metric", "info/total_items", "info/next_item_id",
                    "rep_item_ids", "index_root/embeddings")
 INFO_INTEGERS = ("info/format_version", "info/levels", "info/total_items", "info/next_item_id")
-ROOT_EMBEDDINGS = "index_root/embeddings"
 UNSTAMPED_MESSAGE = ("missing; every other version 1 array is present, so it is read as version 1 "
                      "(upstream's Index::load would stamp it)")
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, error
 from ecpfs_viewer.model.ecpfs.levels import MAX_NODE_ID, _gaps
-from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE
+from ecpfs_viewer.model.ecpfs.paths import level_path, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -47,7 +47,7 @@ class LevelCount:
 
 def level_count(h: Hierarchy, level: int, summary: IndexSummary) -> LevelCount:
     """The nodes ``lvl_{level}`` lists (node_<id> containers), from the listing alone; never raises."""
-    path = f"lvl_{level}"
+    path = level_path(level)
     leaf = None if summary.levels is None else level == summary.levels
     limit = summary.max_nodes(level)
     try:
@@ -57,8 +57,8 @@ def level_count(h: Hierarchy, level: int, summary: IndexSummary) -> LevelCount:
     except Exception as exc:  # a store that cannot be listed: said, not raised
         return LevelCount(level, path, leaf, 0, limit, 0, (error(path, f"cannot list: {describe_exception(exc)}"),),
                           listed=False)
-    ids = [int(m.group(1)) for m in (NODE_RE.match(child.name) for child in listed if child.kind.is_container)
-           if m is not None and int(m.group(1)) <= MAX_NODE_ID]
+    ids = [i for i in (parse_node_name(child.name) for child in listed if child.kind.is_container)
+           if i is not None and i <= MAX_NODE_ID]
     node_ids = np.asarray(sorted(ids), dtype=np.int64)
     gap_count = _gaps(node_ids, limit)[0] if limit is not None else 0
     return LevelCount(level, path, leaf, int(node_ids.size), limit, gap_count)

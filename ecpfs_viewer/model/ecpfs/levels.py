@@ -10,7 +10,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warning
-from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE, NodeArrays, check_node, read_node_arrays
+from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays, check_node, read_node_arrays
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_name, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.formatting import count_noun
@@ -97,7 +98,7 @@ class LevelStats:
         return self.total_rows if self.is_leaf else None
 
     def node_path(self, node_id: int) -> str:
-        return f"{self.path}/node_{node_id}"
+        return f"{self.path}/{node_name(node_id)}"
 
     def histogram(self, max_bins: int = 40) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Counts and bin edges of node sizes; one bin per size when the sizes span few values."""
@@ -167,7 +168,7 @@ def level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -
     """
     started = time.perf_counter()
     summary = summary if summary is not None else summarize(h)
-    path = f"lvl_{level}"
+    path = level_path(level)
     try:
         stats = _level_stats(h, level, path, summary)
     except Exception as exc:  # never let a bad store escape to the caller
@@ -306,21 +307,21 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     nodes: list[NodeArrays] = []
     others: list[str] = []
     for child in listed:
-        match = NODE_RE.match(child.name)
-        if match is not None and int(match.group(1)) > MAX_NODE_ID:
+        node_id = parse_node_name(child.name)
+        if node_id is not None and node_id > MAX_NODE_ID:
             findings.append(warning(child.path, f"node id is larger than {MAX_NODE_ID:,}; not part of the index"))
-            match = None
-        if match is not None and child.unread:
-            nodes.append(NodeArrays(int(match.group(1)), child.path, names=set(), unread=child.error))
+            node_id = None
+        if node_id is not None and child.unread:
+            nodes.append(NodeArrays(node_id, child.path, names=set(), unread=child.error))
             continue
-        if match is None or not child.kind.is_container:
+        if node_id is None or not child.kind.is_container:
             others.append(child.name)
             if child.kind is NodeKind.ERROR:
                 findings.append(error(child.path, f"unreadable metadata: {child.error}"))
             continue
         if child.kind is NodeKind.ERROR:
             findings.append(error(child.path, f"unreadable group metadata: {child.error}"))
-        nodes.append(NodeArrays(int(match.group(1)), child.path))
+        nodes.append(NodeArrays(node_id, child.path))
     expected_ids = "item_ids" if leaf else "node_ids" if leaf is not None else None
     read_node_arrays(h, nodes, expected_ids)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, error
@@ -11,8 +10,6 @@ from ecpfs_viewer.model.ecpfs.sizing import STORED_DTYPES
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind, Unanswered
-
-NODE_RE = re.compile(r"^node_(\d+)$")
 
 
 @dataclass

@@ -10,7 +10,6 @@ reads a user asks for (children, items, spread) decode chunks.
 
 from __future__ import annotations
 
-import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from ecpfs_viewer.model.ecpfs import (
     shared_level_stats,
     summarize,
 )
+from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, is_inside_root, level_path, node_containing, node_path
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.tasks import checkpoint
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
@@ -33,8 +33,6 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 Progress = Callable[[int, int], None]
 #: Concurrent array reads (overlaps requests on remote stores; local reads are cheap anyway).
 READ_BATCH = 64  # arrays per batch: the progress and cancel step
-_REF_RE = re.compile(r"^/*lvl_(\d+)/node_(\d+)(?:/.*)?$")
-_ROOT_RE = re.compile(r"^/*index_root(?:/.*)?$")
 
 
 class NodeError(UserError):
@@ -54,7 +52,7 @@ class NodeRef:
 
     @property
     def path(self) -> str:
-        return "index_root" if self.is_root else f"lvl_{self.level}/node_{self.node_id}"
+        return INDEX_ROOT if self.is_root else node_path(self.level, self.node_id)
 
     @property
     def label(self) -> str:
@@ -75,12 +73,12 @@ ROOT = NodeRef(0, 0)
 def node_ref_of(path: str) -> NodeRef | None:
     """The node a store path belongs to ('lvl_2/node_5/embeddings' -> lvl_2/node_5), else None."""
     text = path.strip()
-    if _ROOT_RE.match(text):
+    if is_inside_root(text):
         return ROOT
-    match = _REF_RE.match(text)
-    if match is None or int(match.group(1)) < 1:
+    found = node_containing(text)
+    if found is None or found[0] < 1:
         return None
-    return NodeRef(int(match.group(1)), int(match.group(2)))
+    return NodeRef(*found)
 
 
 def _finding(severity: Severity, ref: NodeRef | str, message: str) -> Finding:
@@ -186,7 +184,7 @@ def parent_map(h: Hierarchy, level: int, *, progress: Progress | None = None,
         raise NodeError(f"level {level} has no parents (levels are numbered from 1)")
     with _CACHE_LOCK:
         cache = _CACHES.setdefault(h, _Cache())
-        token = _listing_token(h, "" if level == 1 else f"lvl_{level - 1}")
+        token = _listing_token(h, "" if level == 1 else level_path(level - 1))
         cached = cache.maps.get(level)
         if cached is not None and cached[0] is token:
             return cached[1]
@@ -227,8 +225,8 @@ def _build_parent_map(h: Hierarchy, level: int, progress: Progress | None,
     for at in repeated[:10]:
         findings.append(_finding(
             Severity.ERROR, NodeRef(level, int(child[at])),
-            f"led by two rows: lvl_{level - 1}/node_{owner[at - 1]} row {row[at - 1]} and "
-            f"lvl_{level - 1}/node_{owner[at]} row {row[at]}; the first is used"))
+            f"led by two rows: {node_path(level - 1, owner[at - 1])} row {row[at - 1]} and "
+            f"{node_path(level - 1, owner[at])} row {row[at]}; the first is used"))
     keep = np.ones(child.size, dtype=bool)
     keep[repeated] = False
     return ParentMap(level, child[keep], owner[keep], row[keep], read, len(parents), tuple(findings))
@@ -255,7 +253,7 @@ def parent_of(h: Hierarchy, ref: NodeRef, *, progress: Progress | None = None,
     found = parent_map(h, ref.level, progress=progress, cancel=cancel).lookup(ref.node_id)
     if found is None:
         where = "index_root/embeddings has no such row" if ref.level == 1 else \
-            f"no row of lvl_{ref.level - 1} references node id {ref.node_id}"
+            f"no row of {level_path(ref.level - 1)} references node id {ref.node_id}"
         return ParentLink(ref, None, None, _finding(Severity.WARNING, ref, f"no parent: {where}"))
     return ParentLink(ref, found[0], found[1])
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -12,13 +11,13 @@ import numpy as np
 from ecpfs_viewer.model.ecpfs.findings import Finding, error
 from ecpfs_viewer.model.ecpfs.layout import (
     REQUIRED_ARRAYS,
-    ROOT_EMBEDDINGS,
     Generation,
     IndexLayout,
     detect,
     is_integer_type,
 )
 from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
+from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS, parse_level
 from ecpfs_viewer.model.ecpfs.sizing import capped_power, fan_out
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, natural_key, writer_of
@@ -26,7 +25,6 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, natural_key, writer
 LEGAL_METRICS = ("L2", "IP")
 #: Integer metric codes of the Python generations G0/G1 (§7).
 LEGACY_METRIC_CODES = {0: "L2", 1: "IP", 2: "COS"}
-_LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 #: Saved queries whose persisted_at scalar is read; the rest are only counted.
 MAX_QUERIES_READ = 200
 
@@ -172,7 +170,7 @@ def _summarize(reader: MetadataReader, now: float) -> IndexSummary:
             values["writer"] = writer_of(meta.attributes)
             break
     root_names = reader.children("") or {}
-    values["level_paths"] = tuple(sorted((n for n in root_names if _LEVEL_RE.match(n)), key=natural_key))
+    values["level_paths"] = tuple(sorted((n for n in root_names if parse_level(n) is not None), key=natural_key))
     queries, count = _saved_queries(reader, now)
     values["saved_queries"], values["saved_query_count"] = queries, count
     return IndexSummary(layout, findings=tuple(reader.findings), **values)

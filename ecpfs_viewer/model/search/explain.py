@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search.locate import ItemLocation
 from ecpfs_viewer.model.search.results import SearchHit, SearchResult
 
@@ -48,8 +49,8 @@ class MissedNeighbour:
         if self.reason == "outranked":
             return f"{where}, which the search scanned; it tied with or fell below the k items returned"
         assert self.left_at is not None and self.parent is not None
-        left = f"lvl_{self.left_at[0]}/node_{self.left_at[1]}"
-        under = "index_root" if self.parent[0] == 0 else f"lvl_{self.parent[0]}/node_{self.parent[1]}"
+        left = node_path(*self.left_at)
+        under = "index_root" if self.parent[0] == 0 else node_path(*self.parent)
         head = where if left == self.location.leaf_path else f"{where} under {left}"
         return (f"{head} (rank {self.rank} of {self.siblings} under {under}); the search stopped after "
                 f"{self.leaves_visited} {'leaf' if self.leaves_visited == 1 else 'leaves'}, before reaching it")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search.explain import MissedNeighbour, explain_misses
 from ecpfs_viewer.model.search.queries import (
     QuerySet,
@@ -134,7 +135,7 @@ class OpenedNode:
 
     @property
     def path(self) -> str:
-        return "index_root" if self.level == 0 else f"lvl_{self.level}/node_{self.node_id}"
+        return "index_root" if self.level == 0 else node_path(self.level, self.node_id)
 
 
 @dataclass(frozen=True)

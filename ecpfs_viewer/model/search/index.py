@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecpfs_viewer.model.search._arrays import ArrayBatchReader
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
     QueryError,
@@ -27,6 +27,7 @@ from ecpfs_viewer.model.search.results import (
 )
 from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
 from ecpfs_viewer.model.storage.remote import ListingUnavailableError
+from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 if TYPE_CHECKING:
@@ -132,14 +133,14 @@ class IndexReader:
                    ) -> list[NodeData | None]:
         """Read nodes of one level in one batch, bypassing the cache (exact search keeps its own copy)."""
         ids_name = "item_ids" if level == self.levels else "node_ids"
-        paths = [f"lvl_{level}/node_{n}/{name}" for n in node_ids for name in ("embeddings", ids_name)]
+        paths = [node_array_path(level, n, name) for n in node_ids for name in ("embeddings", ids_name)]
         arrays = self.arrays.read(paths, None if reporter is None else reporter.check)
         return [self._make_node(level, n, ids_name, arrays[2 * j], arrays[2 * j + 1])
                 for j, n in enumerate(node_ids)]
 
     def _make_node(self, level: int, node_id: int, ids_name: str, vectors: np.ndarray | None,
                    ids: np.ndarray | None) -> NodeData | None:
-        base = f"lvl_{level}/node_{node_id}"
+        base = node_path(level, node_id)
         if vectors is None:
             return None  # missing node: search skips it (§4.3)
         if ids is None:
@@ -156,11 +157,11 @@ class IndexReader:
             if level in self._level_ids:
                 return self._level_ids[level]
         try:
-            entries = self.store.list_dir(f"lvl_{level}")
+            entries = self.store.list_dir(level_path(level))
         except FileNotFoundError:
             entries = []
         except ListingUnavailableError:  # a static web server: the hierarchy derives the level
-            entries = [(node.name, True) for node in self.hierarchy.children(f"lvl_{level}")]
+            entries = [(node.name, True) for node in self.hierarchy.children(level_path(level))]
         found = sorted(int(name[5:]) for name, is_dir in entries
                        if is_dir is not False and name.startswith("node_") and name[5:].isdigit())
         with self._lock:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_name, node_path
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class PathStep:
 
     @property
     def path(self) -> str:
-        return f"lvl_{self.level}/node_{self.node_id}"
+        return node_path(self.level, self.node_id)
 
     def to_dict(self) -> dict[str, int]:
         return {"level": self.level, "node_id": self.node_id, "row": self.row}
@@ -72,7 +73,7 @@ class ItemLocation:
 
     @property
     def leaf_path(self) -> str:
-        return self.path[-1].path if self.path else f"node_{self.leaf}"
+        return self.path[-1].path if self.path else node_name(self.leaf)
 
     def describe(self) -> str:
         """'item 5 is in lvl_3/node_812, row 3; path: index_root row 3 > lvl_1/node_3 > ...'."""
@@ -130,7 +131,7 @@ class ItemLocator:
 
     def _read_id_range(self) -> ItemIdRange:
         leaves = self.index.leaf_ids()
-        details = (self.index.hierarchy.details(f"lvl_{self.index.levels}/node_{leaves[0]}/item_ids").array
+        details = (self.index.hierarchy.details(node_array_path(self.index.levels, leaves[0], "item_ids")).array
                    if leaves else None)
         try:
             info = np.iinfo(np.dtype(details.dtype)) if details is not None else None
@@ -167,7 +168,7 @@ class ItemLocator:
     def _read_batch(self, reporter: Reporter | None) -> None:
         leaves = self.index.leaf_ids()
         part = leaves[self._next:self._next + LEAF_BATCH]
-        arrays = self.index.arrays.read([f"lvl_{self.index.levels}/node_{n}/item_ids" for n in part],
+        arrays = self.index.arrays.read([node_array_path(self.index.levels, n, "item_ids") for n in part],
                                         None if reporter is None else reporter.check)
         present = [(leaf, np.asarray(ids, np.int64).reshape(-1)) for leaf, ids in zip(part, arrays, strict=True)
                    if ids is not None]
@@ -221,7 +222,7 @@ class ItemLocator:
         with self._lock:
             if level not in self._parents:
                 above = self.index.level_node_ids(level - 1)
-                arrays = self.index.arrays.read([f"lvl_{level - 1}/node_{n}/node_ids" for n in above])
+                arrays = self.index.arrays.read([node_array_path(level - 1, n, "node_ids") for n in above])
                 links: dict[int, tuple[int, int]] = {}
                 for parent, ids in zip(above, arrays, strict=True):
                     if ids is not None:

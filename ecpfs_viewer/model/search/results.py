@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
 
@@ -91,7 +92,7 @@ class VisitedNode:
 
     @property
     def path(self) -> str:
-        return f"lvl_{self.level}/node_{self.node_id}"
+        return node_path(self.level, self.node_id)
 
     def to_dict(self) -> dict[str, Any]:
         return {"level": self.level, "node_id": self.node_id, "score": self.score, "is_leaf": self.is_leaf,

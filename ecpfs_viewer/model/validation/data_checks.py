@@ -10,6 +10,7 @@ import numpy as np
 import zarr
 
 from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, ChildReferences, IndexSummary, LevelStats, cap_findings, spread
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_name
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.storage import event_loop
@@ -65,7 +66,7 @@ def check_data(
         missing_first = root_refs.missing(by_level[1].node_ids)
         if missing_first:
             count = root_refs.missing_count(by_level[1].node_ids)
-            check.warning("lvl_1", f"{count} root entries lead to no node (e.g. node_{missing_first[0]})")
+            check.warning(level_path(1), f"{count} root entries lead to no node (e.g. {node_name(missing_first[0])})")
     if internal_total == 0 and not internal:
         check.checked.append("no internal levels to decode")
     if leaves is not None:
@@ -179,7 +180,7 @@ def _check_internal_level(
     if child is not None:
         missing = refs.missing(child.node_ids)
         if missing:
-            examples = ", ".join(f"node_{m}" for m in missing[:5])
+            examples = ", ".join(node_name(m) for m in missing[:5])
             check.warning(
                 child.path,
                 f"{refs.missing_count(child.node_ids):,} of {count_noun(refs.referenced, 'referenced child node')} "

@@ -16,6 +16,7 @@ from ecpfs_viewer.model.ecpfs import (
     level_plan,
     shared_level_stats,
 )
+from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.ecpfs.sizing import STORED_DTYPES
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.validation.report import Check
@@ -123,19 +124,19 @@ def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) ->
     count = summary.levels or 0
     check.total = len(plan.stored) + 1
     if count >= 1 and 1 in plan.missing:
-        check.error("lvl_1", "missing; an index needs at least level 1")
+        check.error(level_path(1), "missing; an index needs at least level 1")
     if plan.extra and summary.levels is not None:
         check.warning(plan.extra[0], f"{', '.join(plan.extra)} not part of an index with "
                                      f"{count_noun(count, 'level')}; ignored")
     for level in plan.missing[:MAX_LISTED_LEVELS]:
         if level > 1:
-            check.warning(f"lvl_{level}", "missing level group; every node at this level is absent")
+            check.warning(level_path(level), "missing level group; every node at this level is absent")
     if plan.missing_count > len(plan.missing):
         check.warning("info/levels", f"declares {count:,} levels but {count_noun(len(plan.stored), 'level')} "
                                      f"are stored; {plan.missing_count:,} are missing")
     stats: list[LevelStats] = []
     for level in plan.stored:
-        check.step(f"reading metadata of lvl_{level}")
+        check.step(f"reading metadata of {level_path(level)}")
         level_result = shared_level_stats(check.h, level, summary)
         stats.append(level_result)
         check.findings += level_result.findings

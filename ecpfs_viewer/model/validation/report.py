@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity
+from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.tasks import checkpoint
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -125,7 +126,7 @@ class ValidationReport:
 
     def level_findings(self, level: int) -> tuple[Finding, ...]:
         """The findings of ``lvl_{level}`` and of every node and array inside it."""
-        return findings_under(self.findings, f"lvl_{level}")
+        return findings_under(self.findings, level_path(level))
 
     @cached_property
     def _by_path(self) -> dict[str, PathFindings]:

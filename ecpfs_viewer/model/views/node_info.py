@@ -22,6 +22,7 @@ from ecpfs_viewer.model.ecpfs.nodes import (
     index_summary,
     parent_of,
 )
+from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.histogram import SPREAD_BINS_CAP, freedman_diaconis_bins
 from ecpfs_viewer.model.tasks import checkpoint
@@ -270,7 +271,7 @@ def leaf_items(h: Hierarchy, ref: NodeRef) -> LeafItems:
     """A leaf's item ids; ids at or above next_item_id and repeated ids are flagged in place."""
     summary = index_summary(h)
     if summary.levels is not None and ref.level != summary.levels:
-        raise NodeError(f"{ref.path} is not a leaf (the leaves are lvl_{summary.levels})")
+        raise NodeError(f"{ref.path} is not a leaf (the leaves are {level_path(summary.levels)})")
     ids = _ids_of(h, ref, "item_ids")
     if isinstance(ids, Finding):
         return LeafItems(ref, np.zeros(0, dtype=np.int64), findings=(ids,))

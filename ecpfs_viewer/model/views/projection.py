@@ -24,6 +24,7 @@ from ecpfs_viewer.model.ecpfs.nodes import (
     parent_of,
     read_arrays,
 )
+from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.views.node_info import rep_item_id
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -249,7 +250,7 @@ def project_level(h: Hierarchy, level: int, *, max_points: int = DEFAULT_MAX_POI
     parent holding them; when there are more than max_points, a seeded choice of parents is read."""
     summary = index_summary(h)
     if level < 1 or (summary.levels is not None and level > summary.levels):
-        raise NodeError(f"lvl_{level} is not a level of this index (1..{summary.levels})")
+        raise NodeError(f"{level_path(level)} is not a level of this index (1..{summary.levels})")
     if level == 1:
         parents, sizes = [ROOT], np.array([summary.fan_out or 0])
     else:
@@ -273,4 +274,4 @@ def project_level(h: Hierarchy, level: int, *, max_points: int = DEFAULT_MAX_POI
             continue
         points.add(got[0], got[1], items=False, cls=cls)
     points.total = max(points.total, total)
-    return _finish(points, ProjectionKind.LEVEL, f"lvl_{level}: representatives by parent", max_points, seed)
+    return _finish(points, ProjectionKind.LEVEL, f"{level_path(level)}: representatives by parent", max_points, seed)

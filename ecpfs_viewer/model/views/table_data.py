@@ -10,16 +10,13 @@ scrolling a 10-million-row array reads a few chunks, not the array. No Qt.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS, parse_node_array
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.subset import Index, SelectionError, format_selection, parse_selection
-
-_NODE_RE = re.compile(r"^lvl_(\d+)/node_\d+/(embeddings|node_ids|item_ids)$")
-_ROOT_EMBEDDINGS = "index_root/embeddings"
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,22 +30,22 @@ class RowIds:
 
 def link_level(path: str) -> int | None:
     """The level of the nodes a node_ids array's values name (lvl_2/node_5/node_ids -> 3), else None."""
-    match = _NODE_RE.match(path.strip("/"))
-    if match is None or match.group(2) != "node_ids":
+    found = parse_node_array(path.strip("/"))
+    if found is None or found[1] != "node_ids":
         return None
-    return int(match.group(1)) + 1
+    return found[0] + 1
 
 
 def _row_ids_source(h: Hierarchy, path: str) -> tuple[str | None, str, int | None] | None:
     """(ids array or None for row numbers, column name, link level) for an embeddings array."""
     path = path.strip("/")
-    if path == _ROOT_EMBEDDINGS:
+    if path == ROOT_EMBEDDINGS:
         return None, "child node", 1
-    match = _NODE_RE.match(path)
-    if match is None or match.group(2) != "embeddings":
+    found = parse_node_array(path)
+    if found is None or found[1] != "embeddings":
         return None
     folder = path.rsplit("/", 1)[0]
-    for name, label, level in (("item_ids", "item id", None), ("node_ids", "child node", int(match.group(1)) + 1)):
+    for name, label, level in (("item_ids", "item id", None), ("node_ids", "child node", found[0] + 1)):
         try:
             h.array_details(f"{folder}/{name}")
         except Exception:  # not there (or unreadable): try the other one; no id column at worst

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ecpfs_viewer.model.ecpfs import cached_level_stats, parse_array_meta
+from ecpfs_viewer.model.ecpfs.paths import ends_in_node, parse_level, parse_node_name
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.opening import join_key
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
@@ -20,8 +21,6 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node, NodeKind, par
 
 #: How many summaries a worker hands back at a time (one GUI update per batch).
 SUMMARY_BATCH = 250
-_ECPFS_NODE_RE = re.compile(r"(^|/)lvl_\d+/node_\d+$")
-_LEVEL_PATH_RE = re.compile(r"^lvl_(\d+)$")  # a level of the index at the store's root
 _SHAPE_RE = re.compile(rb'"shape"\s*:\s*\[\s*(\d+)\s*[,\]]')
 _ARRAY_TYPE_RE = re.compile(rb'"node_type"\s*:\s*"array"')
 
@@ -40,7 +39,7 @@ class NodeSummary:
 
 def needs_summary(node: Node) -> bool:
     """True for nodes whose summary says something: arrays and ecpfs nodes (lvl_N/node_M)."""
-    return node.kind is NodeKind.ARRAY or (node.kind.is_container and bool(_ECPFS_NODE_RE.search(node.path)))
+    return node.kind is NodeKind.ARRAY or (node.kind.is_container and ends_in_node(node.path))
 
 
 def summarize_nodes(hierarchy: Hierarchy, paths: list[str], *,
@@ -53,7 +52,7 @@ def summarize_nodes(hierarchy: Hierarchy, paths: list[str], *,
         part = paths[start:start + SUMMARY_BATCH]
         if hierarchy.store.local_path is None:  # remote: one batch of documents, not two round trips a node
             hierarchy.prefetch([*part, *(join_key(p, "embeddings") for p in part
-                                         if _ECPFS_NODE_RE.search(p) and known.rows(p) is None)])
+                                         if ends_in_node(p) and known.rows(p) is None)])
         for path in part:
             try:
                 checkpoint(cancel)
@@ -75,16 +74,15 @@ class LevelRows:
 
     def rows(self, path: str) -> int | None:
         """Rows of the ecpfs node at path, if its level's statistics are cached (no I/O)."""
-        level_path, _, name = path.rpartition("/")
-        if level_path not in self._levels:
-            match = _LEVEL_PATH_RE.match(level_path)
-            stats = cached_level_stats(self.hierarchy, int(match.group(1))) if match else None
-            self._levels[level_path] = None if stats is None else dict(
+        level, _, name = path.rpartition("/")
+        if level not in self._levels:
+            number = parse_level(level)  # a level of the index at the store's root
+            stats = cached_level_stats(self.hierarchy, number) if number is not None else None
+            self._levels[level] = None if stats is None else dict(
                 zip(stats.node_ids.tolist(), stats.sizes.tolist(), strict=False))
-        sizes = self._levels[level_path]
-        if sizes is None or not name.startswith("node_") or not name[5:].isdigit():
-            return None
-        return sizes.get(int(name[5:]))
+        sizes = self._levels[level]
+        node_id = parse_node_name(name)
+        return None if sizes is None or node_id is None else sizes.get(node_id)
 
 
 def summarize_node(hierarchy: Hierarchy, path: str, known: LevelRows | None = None) -> NodeSummary:
@@ -96,7 +94,7 @@ def summarize_node(hierarchy: Hierarchy, path: str, known: LevelRows | None = No
             if details.error or details.array is None:
                 return NodeSummary(path, node.kind, error=details.error or f"{path}: no array metadata")
             return NodeSummary(path, node.kind, shape=details.array.describe_shape(), dtype=details.array.dtype)
-        if node.kind.is_container and _ECPFS_NODE_RE.search(path):
+        if node.kind.is_container and ends_in_node(path):
             rows = known.rows(path) if known is not None else None
             if rows is None:
                 rows = _node_rows(hierarchy, join_key(path, "embeddings"))

@@ -1,34 +1,247 @@
-"""Whole arrays of many paths read as one batch: metadata in one multi-key read, chunks concurrently.
+"""Read many whole arrays at once: documents in one batch, chunks in batched store reads, few decode calls.
 
-Reading arrays one after another costs two round trips each (document, then chunk), which is
-what makes a remote store slow; here every request of the batch is in flight together, bounded
-by the store (``max_in_flight``). The read caps of ``read_guard`` apply to each array as in
-:meth:`Hierarchy.read_array`, and a failure is given in place, never raised.
+The one batch reader of the app: search, locate and exact search read thousands of small node
+arrays, validation and the node pages read hundreds. One zarr ``getitem`` per array costs about
+half a millisecond of event-loop bookkeeping, and reading arrays one after another costs two round
+trips each on a remote store. Here the documents come from the :class:`Hierarchy` (read in one
+batch and held there, so other readers do not ask again), then every chunk of every array is
+fetched with :meth:`OpenedStore.read_many_or_errors` (concurrent on remote stores, counted by its
+I/O counter) and decoded without zarr's per-chunk bookkeeping. zarr's public API decodes a chunk
+only through an array (its codec pipeline wants an ``ArraySpec`` from zarr.core, which is
+internal, and 3.4 removed the ``get_chunk_spec`` that made one), so: the common chains (``bytes``
+then zstd, gzip or blosc, what ecpfs indexes use) are decoded with the numcodecs codecs zarr itself
+uses for them, built from the metadata; any other chain by putting the chunks side by side, along
+the first axis, in an in-memory array of that layout, read back with one ``getitem``. Arrays the
+batch path does not cover (Zarr v2, sharding, irregular grids, scalars, documents zarr refuses)
+are read through the Hierarchy's own arrays, all at once on the model's event loop. The read caps
+of ``read_guard`` apply to every array before anything is allocated or fetched.
 """
+
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import itertools
+import json
+import math
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numcodecs
 import numpy as np
+import zarr
+from zarr.buffer.cpu import Buffer as CpuBuffer
+from zarr.storage import MemoryStore, StorePath
 
+from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.storage import event_loop
+from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.storage.read_scope import drained_reads
-from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, array_read_error
-from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
+from ecpfs_viewer.model.zarrtree.hierarchy import (
+    ArrayReadError,
+    Hierarchy,
+    NodeKind,
+    Unanswered,
+    array_read_error,
+)
+from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read
+
+#: Decoded bytes per decode call: bounds the memory a batch of padded leaf chunks takes.
+DECODE_BATCH_BYTES = 64 << 20
 
 
-def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | ArrayReadError]:
-    """Each whole array at paths, or the ArrayReadError (naming the path) that reading it raised.
+@dataclass(frozen=True)
+class _Template:
+    """A parsed array document shared by every array stored with the same bytes."""
 
-    The documents the Hierarchy does not hold yet are read in one batch and kept; then every
-    array's chunks are read on the model's event loop at once.
-    """
-    if not paths:
-        return []
-    h.prefetch(paths)
+    array: Any  # zarr AsyncArray (v3) of the document: its metadata (chunk keys)
+    layout: dict[str, Any]  # the document without its shape (and attributes): what decoding depends on
+    chunk_shape: tuple[int, ...]
+    fill_value: Any  # what a chunk that is not stored reads as
+    dtype: np.dtype[Any]
+    decode_key: str  # arrays with equal codecs, data type and chunk shape decode in one call
+    chunk_nbytes: int
+    decode_one: Callable[[bytes], np.ndarray] | None  # numcodecs decoding of one chunk, when the chain allows
+
+
+#: What the batch reader holds per path: the array, why it could not be read, or None (nothing stored).
+Found = np.ndarray | ArrayReadError | None
+
+
+class ArrayBatchReader:
+    """Decodes whole arrays in batches through one Hierarchy; parsed documents are cached."""
+
+    def __init__(self, hierarchy: Hierarchy) -> None:
+        self.hierarchy = hierarchy
+        self.store: OpenedStore = hierarchy.store
+        self._lock = threading.Lock()
+        self._by_raw: dict[bytes, tuple[_Template | None, tuple[int, ...]]] = {}
+        self._by_layout: dict[str, _Template | None] = {}  # documents that differ only in shape
+
+    def read(self, paths: list[str], check: Callable[[], None] | None = None) -> list[np.ndarray | None]:
+        """Every array at paths as numpy, or None where no array is stored; raises ArrayReadError."""
+        found = self.read_each(paths, check, isolate=False)
+        failed = next((value for value in found if isinstance(value, ArrayReadError)), None)
+        if failed is not None:
+            raise failed
+        return found  # type: ignore[return-value]  # no ArrayReadError left
+
+    def read_each(self, paths: Sequence[str], check: Callable[[], None] | None = None, *,
+                  isolate: bool = True) -> list[Found]:
+        """Every array at paths, its failure in place (naming the path) or None where nothing is stored.
+
+        A failure that happened on the way (no answer) is an :class:`ArrayUnanswered`, not a fact
+        about the array. With ``isolate`` a chunk that breaks a shared decode call is found by
+        decoding that call's chunks one by one, so it fails only its own array; without, reading
+        stops at the first failure (what :meth:`read` raises) and the other values are not to be
+        used. ``check`` runs before every chunk batch: it stops the read by raising (cancellation)."""
+        if not paths:
+            return []
+        unread = self.hierarchy.prefetch(paths)
+        results: list[Found] = [None] * len(paths)
+        batch: list[tuple[int, _Template, tuple[int, ...]]] = []
+        fallback: list[int] = []
+        for i, path in enumerate(paths):
+            node = self.hierarchy.held(path) or unread.get(path.strip("/"))
+            if node is None or node.kind is NodeKind.IMPLICIT_GROUP:
+                continue  # nothing stored there
+            if node.unread:
+                results[i] = array_read_error(path, Unanswered(node.error or f"{path}: could not be read"))
+            elif node.kind is NodeKind.ARRAY and node.zarr_format == 3 and node.raw is not None:
+                template, shape = self._template(path, node.raw)
+                if template is None:
+                    fallback.append(i)
+                else:
+                    batch.append((i, template, shape))
+            else:
+                fallback.append(i)  # v2 arrays, groups and broken documents: the Hierarchy says why
+        if batch:
+            for i, value in zip([b[0] for b in batch], self._read_chunks(paths, batch, check, isolate), strict=True):
+                results[i] = value
+        if fallback:
+            if check is not None:
+                check()
+            for i, value in zip(fallback, _read_through_hierarchy(self.hierarchy, [paths[i] for i in fallback]),
+                                strict=True):
+                results[i] = value
+        return results
+
+    def _template(self, path: str, raw: bytes) -> tuple[_Template | None, tuple[int, ...]]:
+        """The parsed template of a document and the array's shape; parsing is shared by every
+        document that differs only in shape (4,000 leaves have a few hundred distinct sizes).
+        (None, ()) for a document the batch path leaves to the Hierarchy (which says what is wrong)."""
+        with self._lock:
+            known = self._by_raw.get(raw)
+        if known is not None:
+            return known
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None, ()
+        shape = document.get("shape") if isinstance(document, dict) else None
+        if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+            return None, ()
+        layout = json.dumps({k: v for k, v in document.items() if k != "shape"}, sort_keys=True)
+        with self._lock:
+            seen = layout in self._by_layout
+            template = self._by_layout.get(layout)
+        if not seen:
+            template = _parse(path, document)
+        if template is not None and len(template.chunk_shape) != len(shape):
+            template = None
+        found = (template, tuple(shape))
+        with self._lock:
+            self._by_layout[layout] = template
+            self._by_raw[raw] = found
+        return found
+
+    def _read_chunks(self, paths: Sequence[str], batch: list[tuple[int, _Template, tuple[int, ...]]],
+                     check: Callable[[], None] | None, isolate: bool) -> list[np.ndarray | ArrayReadError]:
+        outputs: list[np.ndarray | ArrayReadError] = []
+        jobs: list[tuple[int, tuple[int, ...], str]] = []  # (output index, chunk coords, key)
+        for n, (i, t, shape) in enumerate(batch):
+            try:  # a shape is what metadata claims: refuse before allocating for it
+                check_read(paths[i] or "/", DeclaredArray(shape, t.chunk_shape, int(t.dtype.itemsize)))
+            except ReadTooLarge as exc:
+                outputs.append(ArrayReadError(str(exc)))
+                continue
+            outputs.append(np.empty(shape, dtype=t.dtype))
+            grid = [range(-(-s // c)) if c else range(0) for s, c in zip(shape, t.chunk_shape, strict=True)]
+            for coords in itertools.product(*grid):
+                jobs.append((n, coords, self.store.key(paths[i], t.array.metadata.encode_chunk_key(coords))))
+        per_call = max(1, DECODE_BATCH_BYTES // max(1, max(b[1].chunk_nbytes for b in batch)))
+        for start in range(0, len(jobs), per_call):
+            if check is not None:
+                check()
+            part = [job for job in jobs[start:start + per_call] if isinstance(outputs[job[0]], np.ndarray)]
+            raws = self.store.read_many_or_errors([key for _, _, key in part])
+            decoded = self._decode(batch, part, raws, isolate)
+            for (n, coords, _key), chunk in zip(part, decoded, strict=True):
+                output = outputs[n]
+                if not isinstance(output, np.ndarray):
+                    continue  # failed in this call
+                if isinstance(chunk, ArrayReadError):
+                    outputs[n] = chunk
+                    if not isolate:
+                        return outputs
+                    continue
+                t, shape = batch[n][1], batch[n][2]
+                region = tuple(slice(c * size, min((c + 1) * size, extent))
+                               for c, size, extent in zip(coords, t.chunk_shape, shape, strict=True))
+                if chunk is None:  # no chunk stored: all fill value (§1.1)
+                    output[region] = t.fill_value
+                else:
+                    output[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
+        return outputs
+
+    def _decode(self, batch: list[tuple[int, _Template, tuple[int, ...]]], part: list[tuple[int, tuple[int, ...], str]],
+                raws: list[bytes | Exception | None], isolate: bool) -> list[np.ndarray | ArrayReadError | None]:
+        """Decode one batch of chunks, grouped by codec pipeline, in as few decode calls as possible."""
+        decoded: list[np.ndarray | ArrayReadError | None] = [None] * len(part)
+        groups: dict[str, list[int]] = {}
+        for j, (n, _coords, key) in enumerate(part):
+            raw = raws[j]
+            if isinstance(raw, Exception):
+                decoded[j] = (array_read_error(key, raw) if transport_failure(raw) is not None
+                              else ArrayReadError(f"{key}: cannot read ({describe_exception(raw)})"))
+            elif raw is not None:
+                groups.setdefault(batch[n][1].decode_key, []).append(j)
+        for members in groups.values():
+            template = batch[part[members[0]][0]][1]
+            chunks: list[bytes] = [raws[j] for j in members]  # type: ignore[misc]  # no None or error left
+            try:
+                out: list[np.ndarray | ArrayReadError] = list(_decode_all(template, chunks))
+            except Exception as exc:  # a corrupt chunk: the codec raises its own type
+                if not isolate:
+                    out = [ArrayReadError(f"{part[members[0]][2]} (or a chunk read with it): "
+                                          f"cannot decode ({describe_exception(exc)})")] * len(members)
+                else:
+                    out = [_decode_alone(template, raw, part[j][2]) for j, raw in zip(members, chunks, strict=True)]
+            for j, chunk in zip(members, out, strict=True):
+                decoded[j] = chunk
+        return decoded
+
+
+def _decode_all(template: _Template, chunks: list[bytes]) -> list[np.ndarray]:
+    if template.decode_one is not None:
+        return [template.decode_one(raw) for raw in chunks]
+    return _decode_side_by_side(template, chunks)
+
+
+def _decode_alone(template: _Template, raw: bytes, key: str) -> np.ndarray | ArrayReadError:
+    """One chunk of a decode call that failed, decoded by itself: the chunk, or why it is broken."""
+    try:
+        return _decode_all(template, [raw])[0]
+    except Exception as exc:  # the codec raises its own type
+        return ArrayReadError(f"{key}: cannot decode ({describe_exception(exc)})")
+
+
+def _read_through_hierarchy(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | ArrayReadError]:
+    """Arrays the batch path does not decode, read as the Hierarchy's zarr arrays, all at once on
+    the model's event loop; a failure is given in place, naming the path."""
     results: list[np.ndarray | ArrayReadError] = [ArrayReadError("not read")] * len(paths)
     pending: list[tuple[int, Any]] = []
     for i, path in enumerate(paths):
@@ -53,3 +266,98 @@ def read_whole_arrays(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | A
         else:
             results[i] = np.asarray(value)
     return results
+
+
+def read_whole_arrays(h: Hierarchy, paths: Sequence[str],
+                      check: Callable[[], None] | None = None) -> list[np.ndarray | ArrayReadError]:
+    """Each whole array at paths, or the ArrayReadError (naming the path) that reading it raised;
+    a path where nothing is stored gives the Hierarchy's reason."""
+    found = ArrayBatchReader(h).read_each(paths, check)
+    missing = [i for i, value in enumerate(found) if value is None]
+    for i, value in zip(missing, _read_through_hierarchy(h, [paths[i] for i in missing]), strict=True):
+        found[i] = value
+    return found  # type: ignore[return-value]  # no None left
+
+
+def _decode_side_by_side(template: _Template, chunks: list[bytes]) -> list[np.ndarray]:
+    """The stored chunks of one layout, decoded: stored as chunks 0..n-1 along the first axis of an
+    in-memory array of that layout and read back whole, with one getitem (one codec-pipeline call)."""
+    first = template.chunk_shape[0]
+    document = dict(template.layout, shape=[first * len(chunks), *template.chunk_shape[1:]])
+    tail = (0,) * (len(template.chunk_shape) - 1)
+    encode = template.array.metadata.encode_chunk_key
+    store = MemoryStore({encode((i, *tail)): CpuBuffer.from_bytes(raw) for i, raw in enumerate(chunks)})
+    with warnings.catch_warnings(), zarr.config.set({"codec_pipeline.batch_size": 1 << 16}):
+        warnings.simplefilter("ignore")
+        array = zarr.AsyncArray.from_dict(StorePath(store, ""), document)
+    whole = np.asarray(event_loop.run(array.getitem(...)))
+    return [whole[i * first:(i + 1) * first] for i in range(len(chunks))]
+
+
+def _parse(path: str, document: dict[str, Any]) -> _Template | None:
+    """The template of a plain Zarr v3 array document, None when the batch path cannot read it
+    (or zarr refuses the document)."""
+    codecs = document.get("codecs") or []
+    if document.get("zarr_format") != 3 or any(isinstance(c, dict) and c.get("name") == "sharding_indexed"
+                                               for c in codecs):
+        return None
+    grid = document.get("chunk_grid")
+    if not isinstance(grid, dict) or grid.get("name") != "regular":
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            array = zarr.AsyncArray.from_dict(StorePath(MemoryStore(), path), dict(document))
+    except Exception:  # zarr raises many types for metadata it refuses: the Hierarchy says why
+        return None
+    chunk_shape = tuple(int(c) for c in array.metadata.chunk_grid.chunk_shape)
+    if not chunk_shape:  # a scalar: nothing to put side by side
+        return None
+    dtype = array.metadata.dtype.to_native_dtype()
+    layout = {k: v for k, v in document.items() if k not in ("shape", "attributes")}
+    decode_key = json.dumps([codecs, str(dtype), chunk_shape], sort_keys=True, default=str)
+    chunk_nbytes = math.prod(chunk_shape) * int(dtype.itemsize)  # Python ints: a hostile chunk shape cannot overflow
+    return _Template(array, layout, chunk_shape, array.metadata.fill_value, dtype, decode_key, chunk_nbytes,
+                     _numcodecs_decoder(codecs, dtype, chunk_shape))
+
+
+# the bytes-to-bytes codecs zarr-python runs through numcodecs (zarr.codecs.ZstdCodec, GzipCodec,
+# BloscCodec wrap these very classes); decoding needs no parameter the stream does not carry
+_NUMCODECS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "zstd": lambda config: numcodecs.Zstd(level=int(config.get("level", 0))),
+    "gzip": lambda config: numcodecs.GZip(level=int(config.get("level", 5))),
+    "blosc": lambda config: numcodecs.Blosc(),
+}
+
+
+def _numcodecs_decoder(codecs: list[Any], dtype: np.dtype[Any], chunk_shape: tuple[int, ...]
+                       ) -> Callable[[bytes], np.ndarray] | None:
+    """A decoder of one stored chunk for a chain of `bytes` then known bytes codecs; None otherwise."""
+    first = codecs[0] if codecs else None
+    if dtype.kind not in "biufc" or not isinstance(first, dict) or first.get("name") != "bytes":
+        return None
+    endian = (first.get("configuration") or {}).get("endian", "little")
+    if endian not in ("little", "big"):
+        return None
+    stored = dtype.newbyteorder("<" if endian == "little" else ">") if dtype.itemsize > 1 else dtype
+    steps = []
+    for codec in codecs[1:]:
+        make = _NUMCODECS.get(str(codec.get("name"))) if isinstance(codec, dict) else None
+        if make is None:
+            return None
+        try:
+            steps.append(make(codec.get("configuration") or {}))
+        except (TypeError, ValueError):  # an odd configuration: zarr's own path says what is wrong
+            return None
+    expected = math.prod(chunk_shape) * dtype.itemsize
+
+    def decode(raw: bytes) -> np.ndarray:
+        data: Any = raw
+        for step in reversed(steps):
+            data = step.decode(data)
+        flat = np.frombuffer(data, dtype=stored)
+        if flat.nbytes != expected:
+            raise ValueError(f"the chunk decodes to {flat.nbytes:,} bytes, expected {expected:,}")
+        return flat.reshape(chunk_shape).astype(dtype, copy=False)
+
+    return decode

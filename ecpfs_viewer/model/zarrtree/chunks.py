@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +31,6 @@ MAX_ENUMERATED_CHUNKS = 1_000_000
 MAX_SHARD_INDEXES = 10_000
 
 _EMPTY = np.uint64(2**64 - 1)
-_NODE_ARRAY_RE = re.compile(r"(^|/)(lvl_\d+/node_\d+/(embeddings|node_ids|item_ids)|index_root/embeddings)$")
 
 
 class ChunkStatsError(UserError):
@@ -167,13 +165,12 @@ def key_encoding_of(details: ArrayDetails) -> tuple[str, str]:
     return name, str(config.get("separator", default_separator))
 
 
-def is_node_array(path: str) -> bool:
-    """True for the arrays of an ecpfs node (lvl_N/node_M/embeddings|node_ids|item_ids, index_root/embeddings)."""
-    return bool(_NODE_ARRAY_RE.search(path.strip("/")))
+def chunk_stats(h: Hierarchy, path: str, *, node_array: bool = False) -> ChunkStats:
+    """Chunk statistics of the array at path, from one listing (plus one ranged read per shard).
 
-
-def chunk_stats(h: Hierarchy, path: str) -> ChunkStats:
-    """Chunk statistics of the array at path, from one listing (plus one ranged read per shard)."""
+    ``node_array``: the caller knows the array's rows fill its first-axis chunks from the top, as
+    an ecpfs node's rows do (``ecpfs.paths.is_node_array``); then how much of them is used is told.
+    """
     path = path.strip("/")
     details = h.array_details(path, ChunkStatsError)
     encoding = key_encoding_of(details)
@@ -197,6 +194,8 @@ def chunk_stats(h: Hierarchy, path: str) -> ChunkStats:
         stats = _plain_stats(path, details, encoding, sizes)
     else:
         stats = _sharded_stats(h.store, path, details, encoding, sizes, h.details(path).document or {})
+    if not node_array:
+        stats = dataclasses.replace(stats, underfill=None)
     if not stats.complete:
         objects = sum(1 for key in sizes if not is_metadata_key(key))
         notes.insert(0, f"{stats.n_chunks:,} chunks declared; statistics computed from the "
@@ -383,7 +382,7 @@ def _finish(path: str, details: ArrayDetails, encoding: tuple[str, str], grid: t
         n_chunks=n_chunks, n_present=n_present, n_missing=n_chunks - n_present, stored_bytes_total=total,
         logical_bytes=details.logical_bytes, compression_ratio=ratio, stored=stored, key_encoding=encoding,
         shape=details.shape, fill_value=details.fill_value,
-        underfill=_underfill(path, details, grid, n_present), from_shard_index=from_shard_index,
+        underfill=_underfill(details, grid, n_present), from_shard_index=from_shard_index,
         stored_rows=mapped_rows, notes=tuple(notes), problems=problems,
     )
 
@@ -408,8 +407,8 @@ def _present_logical_elements(details: ArrayDetails, grid: tuple[int, ...], stor
     return int(elements[stored >= 0].sum())
 
 
-def _underfill(path: str, details: ArrayDetails, grid: tuple[int, ...], n_present: int) -> NodeUnderfill | None:
-    if not is_node_array(path) or not details.shape:
+def _underfill(details: ArrayDetails, grid: tuple[int, ...], n_present: int) -> NodeUnderfill | None:
+    if not details.shape:
         return None
     rows = details.shape[0]
     chunk_rows = details.chunk_shape[0]

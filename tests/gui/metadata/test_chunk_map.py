@@ -133,7 +133,7 @@ def test_1d_grid_wraps_into_rows_and_keeps_indexes(chunk_map, hierarchy, qtbot) 
 
 
 def test_underfilled_node_chunk_is_drawn_partly_filled(chunk_map, hierarchy) -> None:
-    stats = chunk_stats(hierarchy, "lvl_1/node_3/embeddings")
+    stats = chunk_stats(hierarchy, "lvl_1/node_3/embeddings", node_array=True)
     chunk_map.set_stats(stats)
     assert chunk_map.cell_count() == 1
     assert "37 of 256 chunk rows used" in chunk_map.caption_text()
@@ -158,7 +158,7 @@ def test_partial_cell_reads_as_used_and_unused_in_a_light_palette(chunk_map, hie
                         (QPalette.ColorRole.Text, "#000000")):
         palette.setColor(role, QColor(color))
     chunk_map.setPalette(palette)
-    chunk_map.set_stats(chunk_stats(hierarchy, "lvl_1/node_3/embeddings"))
+    chunk_map.set_stats(chunk_stats(hierarchy, "lvl_1/node_3/embeddings", node_array=True))
     rect = chunk_map.cell_rect((0, 0))
     x = rect.center().x()
     used = pixel(chunk_map, x, rect.top() + 1)
@@ -189,7 +189,7 @@ def test_a_nearly_empty_chunk_keeps_a_visible_sliver(chunk_map) -> None:
 
 
 def test_one_chunk_is_drawn_as_a_big_cell(chunk_map, hierarchy) -> None:
-    chunk_map.set_stats(chunk_stats(hierarchy, "lvl_1/node_3/embeddings"))
+    chunk_map.set_stats(chunk_stats(hierarchy, "lvl_1/node_3/embeddings", node_array=True))
     rect = chunk_map.cell_rect((0, 0))
     assert rect.width() == rect.height() >= 120
     assert rect.height() <= chunk_map.canvas.height()

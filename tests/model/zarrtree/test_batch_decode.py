@@ -1,4 +1,4 @@
-"""Search's batch reader decodes whole arrays exactly as zarr-python reads them, whatever the codecs.
+"""The batch reader decodes whole arrays exactly as zarr-python reads them, whatever the codecs.
 
 The common chains (bytes + zstd / gzip / blosc) are decoded with numcodecs, others by zarr through
 an in-memory array of the same layout; both must give zarr's own values, fill for missing chunks,
@@ -14,8 +14,8 @@ import pytest
 import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
 
-from ecpfs_viewer.model.search._arrays import ArrayBatchReader
 from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader, read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
 
 RNG = np.random.default_rng(7)
@@ -69,3 +69,24 @@ def test_missing_chunks_read_as_fill_and_a_damaged_one_is_named(store_dir: Path)
         (store_dir / name / key).write_bytes(b"junk")
         with pytest.raises(ArrayReadError, match=f"{name}/{key} \\(or a chunk read with it\\): cannot decode"):
             ArrayBatchReader(Hierarchy(open_store(store_dir))).read([name])
+
+
+def test_in_place_a_damaged_chunk_fails_only_its_own_array(store_dir: Path) -> None:
+    root = zarr.open_group(store_dir, mode="r+")
+    data = RNG.normal(size=(6, 4)).astype("float32")
+    for name in ("side_a", "side_b"):  # one layout the batch decodes side by side, in one call
+        array = root.create_array(name, shape=data.shape, dtype=data.dtype, chunks=(3, 4), compressors=[ZstdCodec()],
+                                  filters=[TransposeCodec(order=(1, 0))], fill_value=0)
+        array[...] = data
+    (store_dir / "side_a/c/1/0").write_bytes(b"junk")
+    h = Hierarchy(open_store(store_dir))
+    broken, whole, missing = read_whole_arrays(h, ["side_a", "side_b", "no_such_array"])
+    assert isinstance(broken, ArrayReadError) and "side_a/c/1/0: cannot decode" in str(broken)
+    assert isinstance(whole, np.ndarray)
+    np.testing.assert_array_equal(whole, data)
+    assert isinstance(missing, ArrayReadError) and "no_such_array" in str(missing)
+    assert h.held("side_b") is not None  # the documents read stay in the Hierarchy
+    fresh = ArrayBatchReader(Hierarchy(open_store(store_dir)))
+    assert fresh.read_each(["no_such_array", "side_a"])[0] is None  # nothing stored: no failure
+    with pytest.raises(ArrayReadError, match=r"side_[ab]/c/[01]/0 \(or a chunk read with it\): cannot decode"):
+        fresh.read(["side_b", "side_a"])

@@ -13,20 +13,26 @@ import zarr
 from index_factory import hierarchy  # tests/ is on sys.path (conftest)
 from locations import DATA, ZARRITA_V3  # tests/ is on sys.path (conftest)
 
+from ecpfs_viewer.model.ecpfs.paths import is_node_array
 from ecpfs_viewer.model.storage.opening import open_memory, open_store
 from ecpfs_viewer.model.zarrtree.chunks import (
     MAX_ENUMERATED_CHUNKS,
+    ChunkStats,
     ChunkStatsError,
     chunk_key,
     chunk_stats,
-    is_node_array,
 )
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
+def node_stats(h: Hierarchy, path: str) -> ChunkStats:
+    """Chunk statistics as the metadata panel asks for them: node use told for ecpfs node arrays."""
+    return chunk_stats(h, path, node_array=is_node_array(path))
+
+
 # -- two_clusters --------------------------------------------------------------------------------------
 def test_node_whose_only_chunk_is_all_fill(two_clusters_path: Path) -> None:
-    stats = chunk_stats(hierarchy(two_clusters_path), "lvl_1/node_0/embeddings")
+    stats = node_stats(hierarchy(two_clusters_path), "lvl_1/node_0/embeddings")
     assert stats.grid_shape == (1, 1) and stats.chunk_shape == (65536, 2)
     assert (stats.n_chunks, stats.n_present, stats.n_missing) == (1, 0, 1)
     assert stats.stored.tolist() == [[-1]] and stats.stored_bytes_total == 0
@@ -38,7 +44,7 @@ def test_node_whose_only_chunk_is_all_fill(two_clusters_path: Path) -> None:
 
 
 def test_node_with_one_padded_chunk(two_clusters_path: Path) -> None:
-    stats = chunk_stats(hierarchy(two_clusters_path), "lvl_1/node_1/embeddings")
+    stats = node_stats(hierarchy(two_clusters_path), "lvl_1/node_1/embeddings")
     on_disk = (two_clusters_path / "lvl_1/node_1/embeddings/c/0/0").stat().st_size
     assert (stats.n_chunks, stats.n_present, stats.n_missing) == (1, 1, 0)
     assert stats.stored.tolist() == [[on_disk]] and stats.stored_bytes_total == on_disk
@@ -57,12 +63,13 @@ def test_node_with_one_padded_chunk(two_clusters_path: Path) -> None:
 
 def test_ids_and_root_arrays_have_underfill_others_not(two_clusters_path: Path) -> None:
     h = hierarchy(two_clusters_path)
-    assert chunk_stats(h, "lvl_2/node_0/item_ids").underfill.rows_used == 2
-    assert chunk_stats(h, "lvl_1/node_1/node_ids").underfill.rows_used == 3
-    assert chunk_stats(h, "index_root/embeddings").underfill.rows_used == 2
-    assert chunk_stats(h, "rep_embeddings").underfill is None
-    assert chunk_stats(h, "lvl_1/node_0/border").underfill is None
+    assert node_stats(h, "lvl_2/node_0/item_ids").underfill.rows_used == 2
+    assert node_stats(h, "lvl_1/node_1/node_ids").underfill.rows_used == 3
+    assert node_stats(h, "index_root/embeddings").underfill.rows_used == 2
+    assert node_stats(h, "rep_embeddings").underfill is None
+    assert node_stats(h, "lvl_1/node_0/border").underfill is None
     assert is_node_array("lvl_12/node_340/embeddings") and not is_node_array("lvl_1/node_1/border")
+    assert chunk_stats(h, "lvl_2/node_0/item_ids").underfill is None  # told only when the caller asks
 
 
 def test_rank0_scalars(two_clusters_path: Path) -> None:
@@ -321,7 +328,7 @@ def test_node_use_counts_every_chunk(tmp_path: Path) -> None:
     """3,295 rows in 2 chunks of 2,048: 3,295 of 4,096 rows used, not 'of 2,048'."""
     root = zarr.open_group(tmp_path / "i.zarr", mode="w")
     root.create_array("lvl_3/node_15/embeddings", shape=(3295, 2), chunks=(2048, 2), dtype="float32")[:] = 1
-    underfill = chunk_stats(hierarchy(tmp_path / "i.zarr"), "lvl_3/node_15/embeddings").underfill
+    underfill = node_stats(hierarchy(tmp_path / "i.zarr"), "lvl_3/node_15/embeddings").underfill
     assert (underfill.rows_used, underfill.chunks, underfill.rows_allocated) == (3295, 2, 4096)
     assert underfill.describe().startswith("3,295 of 4,096 chunk rows used in 2 chunks of 2,048 (80.44%)")
 

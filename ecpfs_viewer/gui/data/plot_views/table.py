@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QAbstractItemView, QLabel, QTableView, QVBoxLayout
 
 from ecpfs_viewer.gui.data.plot_views.base import ALSO, BEST, PlotView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.views.plot_data import PlotData
 from ecpfs_viewer.model.views.table_data import RowIds, TableWindow, link_level
 
@@ -261,7 +262,7 @@ class ArrayTableModel(QAbstractTableModel):
             value = None if raw is None else int(raw)
         else:
             return None
-        return None if level is None or value is None else f"lvl_{level}/node_{value}"
+        return None if level is None or value is None else node_path(level, value)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role != Qt.ItemDataRole.DisplayRole:
