@@ -28,7 +28,7 @@ from _remote_server import serve_static_child
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import open_store
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 

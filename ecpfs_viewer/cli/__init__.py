@@ -189,7 +189,7 @@ def _run_gui(args_list: list[str]) -> int:
             raise mistyped
     parser = build_gui_parser()
     args = parser.parse_args(args_list)
-    from ecpfs_viewer.model.storage.remote import RemoteOptions
+    from ecpfs_viewer.model.storage.options import RemoteOptions
 
     try:
         remote = None if args.timeout is None else RemoteOptions(timeout_s=args.timeout)

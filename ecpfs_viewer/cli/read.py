@@ -22,7 +22,7 @@ from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_p
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport, validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 

@@ -14,7 +14,7 @@ from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.collector import GuiThreadCollector
 from ecpfs_viewer.gui.runtime.workers import stop_workers
 from ecpfs_viewer.gui.window.main_window import MainWindow
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 
 
 def application_icon() -> QIcon | None:

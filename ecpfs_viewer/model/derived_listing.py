@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ecpfs_viewer.model.errors import transport_failure
-from ecpfs_viewer.model.storage.remote import listing_unavailable
+from ecpfs_viewer.model.storage.opening import listing_unavailable
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_allocation
 
 if TYPE_CHECKING:

@@ -65,7 +65,7 @@ from ecpfs_viewer.model.derived_listing import listing_note
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
 from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
 from ecpfs_viewer.model.storage.opening import is_url, open_store
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
 

@@ -28,7 +28,7 @@ from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Repo
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.index import IndexReader
-    from ecpfs_viewer.model.storage.remote import RemoteOptions
+    from ecpfs_viewer.model.storage.options import RemoteOptions
 
 #: Leaves read and scored by one task (about 12,800 rows at 50 rows per leaf).
 LEAF_BLOCK = 256

@@ -22,8 +22,7 @@ from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
-from ecpfs_viewer.model.storage.opening import OpenedStore
-from ecpfs_viewer.model.storage.remote import listing_unavailable
+from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayDetails, Hierarchy
 
 #: Grids larger than this are counted from the listing but only partly mapped into ``stored``.

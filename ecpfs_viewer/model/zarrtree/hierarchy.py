@@ -29,9 +29,8 @@ from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.storage import event_loop
-from ecpfs_viewer.model.storage.opening import METADATA_KEYS, OpenedStore, join_key
+from ecpfs_viewer.model.storage.opening import METADATA_KEYS, OpenedStore, join_key, listing_unavailable
 from ecpfs_viewer.model.storage.read_scope import drained_reads
-from ecpfs_viewer.model.storage.remote import listing_unavailable
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
 
 

@@ -13,7 +13,7 @@ import remote_fixtures
 from PySide6.QtCore import Qt
 
 from ecpfs_viewer.model.storage.opening import open_store
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")

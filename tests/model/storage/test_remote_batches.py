@@ -11,8 +11,7 @@ import remote_fixtures
 
 from ecpfs_viewer.model.derived_listing import DerivedState, is_derived
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
-from ecpfs_viewer.model.storage.opening import open_store
-from ecpfs_viewer.model.storage.remote import listing_unavailable
+from ecpfs_viewer.model.storage.opening import listing_unavailable, open_store
 from ecpfs_viewer.model.validation import data_checks, validate
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy

@@ -13,7 +13,8 @@ from cloud_emulators import AZURITE_KEY, CloudServer
 from ecpfs_viewer.model.ecpfs import summarize
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
-from ecpfs_viewer.model.storage.remote import RemoteAccessError, RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.model.storage.remote import RemoteAccessError
 from ecpfs_viewer.model.storage.remote_clients import azure_account
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy

@@ -13,9 +13,9 @@ from ecpfs_viewer.model.derived_listing import DERIVED_NOTE, UNREACHED_NOTE, is_
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import OpenedStore, StoreOpenError, open_store
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote import (
     RemoteAccessError,
-    RemoteOptions,
     RemoteTimeoutError,
     open_remote,
     translate_error,

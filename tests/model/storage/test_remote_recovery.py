@@ -20,8 +20,8 @@ import remote_fixtures
 from ecpfs_viewer.model.ecpfs import level_stats, shared_level_stats, summarize
 from ecpfs_viewer.model.errors import TransportError, transport_failure
 from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote import (
-    RemoteOptions,
     RemoteTimeoutError,
     ServerNotAnsweringError,
     open_remote,
