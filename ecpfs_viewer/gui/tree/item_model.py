@@ -493,7 +493,3 @@ class HierarchyTreeModel(QAbstractItemModel):
             current = found
         self._reveal = None
         self.path_revealed.emit(self.createIndex(current.row, 0, current))
-
-
-# The filter proxy lives in tree_filter; importable from here as before (after the names it uses).
-from ecpfs_viewer.gui.tree.filter_proxy import TreeFilterProxy as TreeFilterProxy  # noqa: E402

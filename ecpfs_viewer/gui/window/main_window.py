@@ -48,8 +48,8 @@ from ecpfs_viewer.gui.runtime.action_cost import Measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.wiring import SearchFeature
 from ecpfs_viewer.gui.tree.columns import TreeColumns
-from ecpfs_viewer.gui.tree.filter_proxy import count_filter_matches
-from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState, TreeFilterProxy, TreeItem
+from ecpfs_viewer.gui.tree.filter_proxy import TreeFilterProxy, count_filter_matches
+from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState, TreeItem
 from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_marks
 from ecpfs_viewer.gui.widgets.display import MessageBanner
 from ecpfs_viewer.gui.widgets.icons import standard_icon
