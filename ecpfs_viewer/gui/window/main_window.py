@@ -61,7 +61,7 @@ from ecpfs_viewer.gui.window.open_dialogs import OpenUrlDialog, ask_index_folder
 from ecpfs_viewer.gui.window.start_page import StartPage
 from ecpfs_viewer.model.build.builder import BuildProgress
 from ecpfs_viewer.model.build.demo import ensure_demo_index
-from ecpfs_viewer.model.derived_listing import listing_note
+from ecpfs_viewer.model.derived_listing import index_hierarchy, listing_note
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
 from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
 from ecpfs_viewer.model.storage.opening import is_url, open_store
@@ -84,7 +84,7 @@ class OpenedIndex:
 
 def open_hierarchy(location: str, remote: RemoteOptions | None = None) -> OpenedIndex:
     """Open a store and probe its root and index layout (runs in a worker)."""
-    hierarchy = Hierarchy(open_store(location, remote=remote))
+    hierarchy = index_hierarchy(open_store(location, remote=remote))
     hierarchy.root()
     return OpenedIndex(location, hierarchy, detect_index(hierarchy))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.model.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search._arrays import ArrayBatchReader
 from ecpfs_viewer.model.search.results import (
     QueryError,
@@ -75,7 +76,7 @@ class NodeReader:
         if isinstance(source, Hierarchy):
             self.hierarchy = source
         else:
-            self.hierarchy = Hierarchy(source if isinstance(source, OpenedStore) else open_store(source))
+            self.hierarchy = index_hierarchy(source if isinstance(source, OpenedStore) else open_store(source))
         self.store = self.hierarchy.store
         self.label = self.store.label
         self.arrays = ArrayBatchReader(self.hierarchy)

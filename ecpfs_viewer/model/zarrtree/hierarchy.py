@@ -17,19 +17,17 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import zarr
 from zarr.storage import MemoryStore, StorePath
 
-from ecpfs_viewer.model.derived_listing import DerivedState
 from ecpfs_viewer.model.errors import MetadataError, TransportError, UserError, describe_exception, transport_failure
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import format_shape
-from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.storage import event_loop
-from ecpfs_viewer.model.storage.opening import METADATA_KEYS, OpenedStore, join_key, listing_unavailable
+from ecpfs_viewer.model.storage.opening import METADATA_KEYS, OpenedStore, join_key
 from ecpfs_viewer.model.storage.read_scope import drained_reads
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
 
@@ -152,19 +150,39 @@ def writer_of(attributes: dict[str, Any]) -> str | None:
     return None
 
 
-class Hierarchy:
-    """Lazy, cached view of the nodes of one opened store."""
+class Lister(Protocol):
+    """Children of a group found without listing it, for a store that cannot list folders (a
+    static web server): e.g. derived from what an index's own arrays say (model/ecpfs)."""
 
-    def __init__(self, store: OpenedStore) -> None:
+    def __call__(self, h: Hierarchy, path: str, /) -> list[Node]: ...
+
+
+class PathCache(Protocol):
+    """What others derive from a hierarchy and keep beside it (see :meth:`Hierarchy.cache`)."""
+
+    def forget(self, path: str, /) -> None:
+        """Drop what a refresh of path (and below) makes stale."""
+
+
+_Cache = TypeVar("_Cache", bound=PathCache)
+
+
+class Hierarchy:
+    """Lazy, cached view of the nodes of one opened store.
+
+    ``lister`` gives the children of a group when the store cannot list folders; whoever opens
+    the store knows what it holds and passes one (an ecpfs index derives its tree)."""
+
+    def __init__(self, store: OpenedStore, lister: Lister | None = None) -> None:
         self.store = store
+        self.lister = lister
         self._lock = threading.RLock()
         self._children: dict[str, list[Node]] = {}
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
         self._arrays: dict[str, zarr.AsyncArray[Any]] = {}
         self._unread_until: dict[str, float] = {}  # listings holding unanswered children: kept until then
-        self.level_stats_cache = LevelStatsCache()  # statistics derived from the listings, dropped by refresh
-        self.derived = DerivedState()  # what was derived where the store lists no folders
+        self._caches: dict[type[PathCache], PathCache] = {}  # kept beside the nodes, dropped by refresh
 
     # -- listing --------------------------------------------------------------------------------
     def root(self) -> Node:
@@ -255,10 +273,8 @@ class Hierarchy:
                 cached = None
         if cached is not None:
             return cached
-        if listing_unavailable(self.store):  # static HTTP: derived from the index (model/derived_listing.py)
-            from ecpfs_viewer.model.derived_listing import derived_children
-
-            derived = derived_children(self, path)
+        if self.lister is not None:  # a store that cannot list (static HTTP): found another way
+            derived = self.lister(self, path)
             with self._lock:
                 self._keep_listing(path, derived)
                 self._nodes.update((n.path, n) for n in derived if n.raw is not None and not n.unread)
@@ -311,9 +327,19 @@ class Hierarchy:
             for cache in (self._children, self._nodes, self._details, self._arrays, self._unread_until):
                 for key in [k for k in cache if k == path or k.startswith(prefix)]:
                     del cache[key]
-            self.level_stats_cache.forget(path)
-            self.derived.forget(path)
+            for derived in self._caches.values():
+                derived.forget(path)
         self.store.retry()  # a server taken for not answering is asked again
+
+    def cache(self, kind: type[_Cache]) -> _Cache:
+        """The one ``kind()`` kept beside this hierarchy (made on first use), so what others derive
+        from its nodes (level statistics, a derived tree) lives and is refreshed with them."""
+        with self._lock:
+            found = self._caches.get(kind)
+            if found is None:
+                found = self._caches[kind] = kind()
+            assert isinstance(found, kind)
+            return found
 
     def _probe(self, path: str, is_dir: bool | None) -> Node | None:
         found = self._probe_many([path], [is_dir])

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import zarr
 
+from ecpfs_viewer.model.derived_listing import index_hierarchy
 from ecpfs_viewer.model.storage.opening import open_memory, open_store
 from ecpfs_viewer.model.zarrtree.chunks import (
     MAX_ENUMERATED_CHUNKS,
@@ -231,7 +232,7 @@ def test_sharded_peer_data_agrees_with_zarr_python() -> None:
 def test_sharded_arrays_in_zip_and_over_http(http_data_url: str) -> None:
     h_dir = hierarchy(ZARRITA_V3 / "data.zarr")
     h_zip = hierarchy(ZARRITA_V3 / "data.zipped_from_within.zarr.zip")
-    h_http = Hierarchy(open_store(f"{http_data_url}/peer-data/zarrita.js/fixtures/v3/data.zarr"))
+    h_http = index_hierarchy(open_store(f"{http_data_url}/peer-data/zarrita.js/fixtures/v3/data.zarr"))
     path = "2d.chunked.compressed.sharded.filled.i2"
     expected = chunk_stats(h_dir, path)
     for other in (h_zip, h_http):  # python's http.server ignores Range: the index is cut from the body
