@@ -25,8 +25,8 @@ import numpy as np
 from _bench_index import bench_index_path
 from _remote_server import serve_static_child
 
-from ecpfs_viewer.model.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions

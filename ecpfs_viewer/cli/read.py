@@ -18,8 +18,8 @@ import numpy as np
 
 from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError
 from ecpfs_viewer.cli.progress import TerminalProgress
-from ecpfs_viewer.model.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store

@@ -61,8 +61,8 @@ from ecpfs_viewer.gui.window.open_dialogs import OpenUrlDialog, ask_index_folder
 from ecpfs_viewer.gui.window.start_page import StartPage
 from ecpfs_viewer.model.build.builder import BuildProgress
 from ecpfs_viewer.model.build.demo import ensure_demo_index
-from ecpfs_viewer.model.derived_listing import index_hierarchy, listing_note
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy, listing_note
 from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
 from ecpfs_viewer.model.storage.opening import is_url, open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions

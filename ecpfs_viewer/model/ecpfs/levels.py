@@ -10,13 +10,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warning
+from ecpfs_viewer.model.ecpfs.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.ecpfs.node_arrays import NODE_RE, NodeArrays, check_node, read_node_arrays
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.histogram import histogram
-from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
 
 #: At most this many gap ids are kept (the count is always exact).

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.derived_listing import index_hierarchy
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search._arrays import ArrayBatchReader
 from ecpfs_viewer.model.search.results import (
     QueryError,

@@ -12,7 +12,7 @@ import pytest
 import remote_fixtures
 from PySide6.QtCore import Qt
 
-from ecpfs_viewer.model.derived_listing import index_hierarchy
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions
 

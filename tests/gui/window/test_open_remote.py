@@ -11,7 +11,7 @@ from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.tree.item_model import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
-from ecpfs_viewer.model.derived_listing import DERIVED_NOTE
+from ecpfs_viewer.model.ecpfs.derived_listing import DERIVED_NOTE
 
 
 @pytest.fixture(autouse=True)

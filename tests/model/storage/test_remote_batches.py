@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import remote_fixtures
 
-from ecpfs_viewer.model.derived_listing import DerivedState, derived_state, index_hierarchy, is_derived
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import DerivedState, derived_state, index_hierarchy, is_derived
 from ecpfs_viewer.model.storage.opening import listing_unavailable, open_store
 from ecpfs_viewer.model.validation import data_checks, validate
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays

@@ -10,8 +10,8 @@ import pytest
 import remote_fixtures
 from cloud_emulators import AZURITE_KEY, CloudServer
 
-from ecpfs_viewer.model.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs import summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 import remote_fixtures
 
-from ecpfs_viewer.model.derived_listing import DERIVED_NOTE, UNREACHED_NOTE, index_hierarchy, is_derived, listing_note
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import (
+    DERIVED_NOTE,
+    UNREACHED_NOTE,
+    index_hierarchy,
+    is_derived,
+    listing_note,
+)
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import OpenedStore, StoreOpenError, open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions

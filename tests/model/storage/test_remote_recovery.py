@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import remote_fixtures
 
-from ecpfs_viewer.model.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs import level_stats, shared_level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.errors import TransportError, transport_failure
 from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions

@@ -17,7 +17,7 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteReques
 from zarr.core.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore
 
-from ecpfs_viewer.model.derived_listing import index_hierarchy
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.storage.opening import (
     DEFAULT_MAX_IN_FLIGHT,

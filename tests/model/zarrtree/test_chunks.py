@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import zarr
 
-from ecpfs_viewer.model.derived_listing import index_hierarchy
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.storage.opening import open_memory, open_store
 from ecpfs_viewer.model.zarrtree.chunks import (
     MAX_ENUMERATED_CHUNKS,

@@ -28,7 +28,7 @@ from zarr.core.sync import sync
 
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.build.sources import inspect_source
-from ecpfs_viewer.model.derived_listing import MAX_DERIVED_LEVELS, index_hierarchy
+from ecpfs_viewer.model.ecpfs.derived_listing import MAX_DERIVED_LEVELS, index_hierarchy
 from ecpfs_viewer.model.ecpfs.nodes import ROOT, NodeRef, index_summary, parent_of
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.validation import validate
@@ -86,7 +86,7 @@ _READ_AND_LEAVE = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
-from ecpfs_viewer.model.derived_listing import MAX_DERIVED_LEVELS
+from ecpfs_viewer.model.ecpfs.derived_listing import MAX_DERIVED_LEVELS
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.views.node_info import children_of
 from ecpfs_viewer.model.ecpfs.nodes import ROOT, NodeRef, index_summary, parent_of
