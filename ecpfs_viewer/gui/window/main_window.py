@@ -67,7 +67,8 @@ from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
 from ecpfs_viewer.model.storage.opening import is_url, open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 _LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 WINDOW_TITLE = "ecpfs-viewer"

@@ -18,7 +18,8 @@ import numpy as np
 from ecpfs_viewer.model.errors import transport_failure
 from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node, NodeKind, natural_key
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, natural_key
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_allocation
 
 DERIVED_NOTE = "tree derived from the index (index_root rows, node_ids), not listed: the server lists no folders"

@@ -17,7 +17,8 @@ from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.foreground import give_way
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.histogram import histogram
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 #: At most this many gap ids are kept (the count is always exact).
 MAX_LISTED_IDS = 1000

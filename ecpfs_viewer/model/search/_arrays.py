@@ -34,7 +34,8 @@ from zarr.storage import MemoryStore, StorePath
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import OpenedStore
-from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, load_json_object
+from ecpfs_viewer.model.zarrtree.documents import load_json_object
+from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, check_read
 
 #: Decoded bytes per decode call: bounds the memory a batch of padded leaf chunks takes.

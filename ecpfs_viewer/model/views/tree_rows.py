@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from ecpfs_viewer.model.ecpfs import cached_level_stats, parse_array_meta
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.opening import join_key
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node, NodeKind, parent_path
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, parent_path
 
 #: How many summaries a worker hands back at a time (one GUI update per batch).
 SUMMARY_BATCH = 250

@@ -25,7 +25,8 @@ from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
-from ecpfs_viewer.model.zarrtree.hierarchy import ArrayDetails, Hierarchy
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails
 
 #: Grids larger than this are counted from the listing but only partly mapped into ``stored``.
 MAX_ENUMERATED_CHUNKS = 1_000_000

@@ -14,7 +14,8 @@ from ecpfs_viewer.gui.tree.filter_proxy import TreeFilterProxy
 from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState
 from ecpfs_viewer.model.ecpfs import cached_level_stats, shared_level_stats
 from ecpfs_viewer.model.storage.opening import open_store
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 GROUP = json.dumps({"zarr_format": 3, "node_type": "group"})
 

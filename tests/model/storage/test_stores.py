@@ -27,7 +27,8 @@ from ecpfs_viewer.model.storage.opening import (
     open_memory,
     open_store,
 )
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 ZARRITA_V3 = DATA / "peer-data" / "zarrita.js" / "fixtures" / "v3"
