@@ -27,6 +27,8 @@ from ecpfs_viewer.cli.contract import (
     report,
 )
 from ecpfs_viewer.logs import configure_logging
+from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.process_exit import abandoned_remote_requests, leave_process
 
 log = logging.getLogger(__name__)
@@ -152,8 +154,6 @@ def run_subcommand(args_list: list[str], as_program: bool = False) -> int:
 
 
 def _describe(exc: BaseException) -> str:
-    from ecpfs_viewer.model.errors import describe_exception
-
     if isinstance(exc, KeyError) and type(exc) is KeyError and exc.args:
         return str(exc.args[0])
     if isinstance(exc, OSError) and exc.strerror and exc.filename:
@@ -169,8 +169,6 @@ def _run_gui(args_list: list[str]) -> int:
             raise mistyped
     parser = build_gui_parser()
     args = parser.parse_args(args_list)
-    from ecpfs_viewer.model.storage.options import RemoteOptions
-
     try:
         remote = None if args.timeout is None else RemoteOptions(timeout_s=args.timeout)
     except ValueError as exc:  # a timeout of 0 or less
