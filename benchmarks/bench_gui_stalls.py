@@ -39,7 +39,6 @@ from _bench_index import bench_index_path
 from _remote_server import serve_static_child
 from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
-from ecpfs_viewer.cli import leave_process
 from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
 from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
@@ -51,6 +50,7 @@ from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, re
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views.tree_rows import summarize_nodes
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.process_exit import leave_process
 
 TICK_MS = 10
 STALL_LIMIT_MS = 100

@@ -26,9 +26,10 @@ from _bench_index import bench_index_path
 from _remote_server import serve_static_child
 
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import open_store
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -38,7 +39,7 @@ TARGETS = {"open + index summary": 1.0, "leaf level listed (derived)": 2.0, "lev
 
 def actions(url: str, options: RemoteOptions) -> dict[str, Callable[[], object]]:
     def fresh() -> Hierarchy:
-        return Hierarchy(open_store(url, remote=options))
+        return index_hierarchy(open_store(url, remote=options))
 
     def open_summary() -> object:
         return summarize(fresh()).levels

@@ -8,7 +8,6 @@ the way `cli.contract` says (exit codes, the one error line, the JSON error obje
 from __future__ import annotations
 
 import argparse
-import contextlib
 import difflib
 import importlib
 import logging
@@ -16,7 +15,6 @@ import os
 import platform
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from ecpfs_viewer import __version__
 from ecpfs_viewer.cli.contract import (
@@ -29,6 +27,9 @@ from ecpfs_viewer.cli.contract import (
     report,
 )
 from ecpfs_viewer.logs import configure_logging
+from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.process_exit import abandoned_remote_requests, leave_process
 
 log = logging.getLogger(__name__)
 
@@ -104,25 +105,6 @@ def _silence_stdout() -> None:
         pass
 
 
-def leave_process(code: int) -> NoReturn:
-    """End the process at once with code, output and log flushed, skipping interpreter shutdown.
-
-    For a process whose threads may still be inside a call that cannot be interrupted (a request
-    to a stalled server, a long computation): shutting the interpreter down under them waits for
-    them or crashes (pyo3 panics when such a call returns into a finalised interpreter)."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    logging.shutdown()
-    os._exit(code)
-
-
-def abandoned_remote_requests() -> int:
-    """Requests to remote stores given up at their deadline whose client call may still run."""
-    remote = sys.modules.get("ecpfs_viewer.model.storage.remote")  # not imported: no remote store was used
-    return int(remote.abandoned_requests()) if remote is not None else 0
-
-
 def version_text() -> str:
     """What --version prints (the About box shows the same number)."""
     return f"ecpfs-viewer {__version__}"
@@ -172,8 +154,6 @@ def run_subcommand(args_list: list[str], as_program: bool = False) -> int:
 
 
 def _describe(exc: BaseException) -> str:
-    from ecpfs_viewer.model.errors import describe_exception
-
     if isinstance(exc, KeyError) and type(exc) is KeyError and exc.args:
         return str(exc.args[0])
     if isinstance(exc, OSError) and exc.strerror and exc.filename:
@@ -189,8 +169,6 @@ def _run_gui(args_list: list[str]) -> int:
             raise mistyped
     parser = build_gui_parser()
     args = parser.parse_args(args_list)
-    from ecpfs_viewer.model.storage.remote import RemoteOptions
-
     try:
         remote = None if args.timeout is None else RemoteOptions(timeout_s=args.timeout)
     except ValueError as exc:  # a timeout of 0 or less

@@ -19,10 +19,11 @@ import numpy as np
 from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport, validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -83,7 +84,7 @@ def remote_options(args: argparse.Namespace) -> RemoteOptions:
 def _open(path: str, args: argparse.Namespace) -> Hierarchy:
     options = remote_options(args)
     try:
-        return Hierarchy(open_store(path, remote=options))
+        return index_hierarchy(open_store(path, remote=options))
     except StoreOpenError as exc:
         raise CannotOpen(str(exc)) from None
 

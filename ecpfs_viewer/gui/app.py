@@ -15,7 +15,8 @@ from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.collector import GuiThreadCollector
 from ecpfs_viewer.gui.runtime.workers import stop_workers
 from ecpfs_viewer.gui.window.main_window import MainWindow
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.process_exit import abandoned_remote_requests, leave_process
 
 
 def application_icon() -> QIcon | None:
@@ -91,8 +92,6 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
         _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))
     code = int(app.exec())
     collector.timer.stop()
-    from ecpfs_viewer.cli import abandoned_remote_requests, leave_process
-
     if not stop_workers() or abandoned_remote_requests():
         app_settings.settings().sync()  # the layout and recent list saved on close
         leave_process(code)

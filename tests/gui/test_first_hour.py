@@ -416,7 +416,8 @@ def test_snippet_for_a_node_inside_a_zip(two_clusters_path: Path, tmp_path: Path
 
     from ecpfs_viewer.gui.window.copy_paths import full_location, zarr_snippet
     from ecpfs_viewer.model.storage.opening import open_store
-    from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+    from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+    from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
     archive = tmp_path / "index.zip"
     with zipfile.ZipFile(archive, "w") as zf:

@@ -19,7 +19,8 @@ import pytest
 from ecpfs_viewer.model.storage import opening as stores
 from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 from ecpfs_viewer.model.zarrtree.subset import SelectionError, read_subset
 
 

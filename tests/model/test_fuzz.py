@@ -26,7 +26,8 @@ from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.chunks import chunk_stats
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 from ecpfs_viewer.model.zarrtree.subset import default_selection, read_subset
 
 SEED = 20250611

@@ -35,7 +35,8 @@ from ecpfs_viewer.gui.widgets.display import MessageBanner, tab_page
 from ecpfs_viewer.model.ecpfs.paths import is_node_array
 from ecpfs_viewer.model.formatting import format_bytes, format_shape
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStats, chunk_stats
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeDetails, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeDetails, NodeKind
 
 
 def monospace_font() -> QFont:

@@ -64,7 +64,7 @@ def stop_workers(timeout_ms: int = LAST_WAIT_MS) -> bool:
 
     False when some task is still running (a request to a stalled server, a computation that does
     not look at its cancel flag): the caller must then leave without interpreter shutdown
-    (``ecpfs_viewer.cli.leave_process``), which would wait for that task or crash under it."""
+    (``ecpfs_viewer.process_exit.leave_process``), which would wait for that task or crash under it."""
     _HEARTBEAT.stop()  # the GUI thread now blocks on purpose: no task should wait for it
     cancel_all_workers()
     thread_pool().clear()  # queued, not started: never run them

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
+from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState, TreeItem
 from ecpfs_viewer.model.formatting import count_noun
-
-if TYPE_CHECKING:  # tree_model imports this module to re-export the proxy
-    from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, TreeItem
 
 _Index = QModelIndex | QPersistentModelIndex
 
@@ -78,8 +76,6 @@ class FilterCount:
 
 def count_filter_matches(model: HierarchyTreeModel, name_filter: NameFilter) -> FilterCount:
     """Matches among the loaded rows, and the groups never listed (whose children are not searched)."""
-    from ecpfs_viewer.gui.tree.item_model import LoadState
-
     matches = unlisted = 0
     for item in model.loaded_items():
         if name_filter.matches(item):

@@ -34,7 +34,8 @@ from ecpfs_viewer.gui.widgets.icons import kind_icon
 from ecpfs_viewer.model.ecpfs import forget_level_stats
 from ecpfs_viewer.model.storage.opening import join_key
 from ecpfs_viewer.model.views.tree_rows import NodeSummary, needs_summary, summarize_nodes
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node, NodeKind, base_name
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, base_name
 from ecpfs_viewer.model.zarrtree.paths import NodePathError, parse_node_path
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -493,7 +494,3 @@ class HierarchyTreeModel(QAbstractItemModel):
             current = found
         self._reveal = None
         self.path_revealed.emit(self.createIndex(current.row, 0, current))
-
-
-# The filter proxy lives in tree_filter; importable from here as before (after the names it uses).
-from ecpfs_viewer.gui.tree.filter_proxy import TreeFilterProxy as TreeFilterProxy  # noqa: E402

@@ -7,7 +7,7 @@ from functools import cache
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QStyle
 
-from ecpfs_viewer.model.zarrtree.hierarchy import NodeKind
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 _STANDARD = {
     NodeKind.GROUP: QStyle.StandardPixmap.SP_DirIcon,

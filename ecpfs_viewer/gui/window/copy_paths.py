@@ -4,7 +4,7 @@ path or URL) and a Python snippet that opens it with zarr. Plain text, no Qt."""
 from __future__ import annotations
 
 from ecpfs_viewer.model.storage.opening import OpenedStore
-from ecpfs_viewer.model.zarrtree.hierarchy import NodeKind
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 
 def full_location(store: OpenedStore, path: str) -> str:

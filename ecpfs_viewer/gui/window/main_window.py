@@ -41,13 +41,14 @@ from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_label, location_from_drop
 from ecpfs_viewer.gui.window.start_page import StartPage
 from ecpfs_viewer.model.build.builder import BuildProgress
-from ecpfs_viewer.model.derived_listing import listing_note
+from ecpfs_viewer.model.ecpfs.derived_listing import listing_note
 from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
 from ecpfs_viewer.model.ecpfs.paths import parse_level
 from ecpfs_viewer.model.storage.opening import is_url
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 WINDOW_TITLE = "ecpfs-viewer"
 

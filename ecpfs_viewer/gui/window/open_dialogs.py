@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.model.storage.counted_io import METADATA_KEYS
 from ecpfs_viewer.model.storage.opening import is_url
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 
 
 def holds_zarr_metadata(folder: str) -> bool:

@@ -18,8 +18,9 @@ from ecpfs_viewer.gui.runtime.action_cost import Measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.model.build.demo import ensure_demo_index
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.storage.opening import is_url, open_store
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
@@ -34,7 +35,7 @@ class OpenedIndex:
 
 def open_hierarchy(location: str, remote: RemoteOptions | None = None) -> OpenedIndex:
     """Open a store and probe its root and index layout (runs in a worker)."""
-    hierarchy = Hierarchy(open_store(location, remote=remote))
+    hierarchy = index_hierarchy(open_store(location, remote=remote))
     hierarchy.root()
     return OpenedIndex(location, hierarchy, detect_index(hierarchy))
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, Severity
 from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 SUPPORTED_FORMAT_VERSION = 1
 #: Arrays the upstream loader needs besides ``info/format_version`` (§1.5), in upstream's order.

@@ -10,13 +10,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warning
+from ecpfs_viewer.model.ecpfs.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays, check_node, read_node_arrays
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.histogram import histogram
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 #: At most this many gap ids are kept (the count is always exact).
 MAX_LISTED_IDS = 1000
@@ -185,13 +187,18 @@ def level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -
 def shared_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -> LevelStats:
     """:func:`level_stats`, computed once per Hierarchy and level and then reused; never raises.
 
-    Kept in ``h.level_stats_cache`` until ``Hierarchy.refresh`` of the level (or above) drops it;
+    Kept beside h (:func:`level_stats_cache`) until ``Hierarchy.refresh`` of the level (or above) drops it;
     statistics that lack what could not be read on the way are not kept (asked again next time).
     """
     summary = summary if summary is not None else summarize(h)
-    return h.level_stats_cache.get_or_compute(
+    return level_stats_cache(h).get_or_compute(
         level, _summary_key(summary, level), lambda: level_stats(h, level, summary), keep=lambda s: s.complete
     )
+
+
+def level_stats_cache(h: Hierarchy) -> LevelStatsCache[LevelStats]:
+    """The shared level statistics of h, dropped with its nodes by ``Hierarchy.refresh``."""
+    return h.cache(LevelStatsCache)
 
 
 def _unread_message(exc: BaseException) -> str:
@@ -203,12 +210,12 @@ def cached_level_stats(h: Hierarchy, level: int) -> LevelStats | None:
 
     While another thread computes statistics this waits for it (so a caller that would otherwise
     parse the same documents itself gets the result instead of competing for the interpreter)."""
-    return h.level_stats_cache.get(level)
+    return level_stats_cache(h).get(level)
 
 
 def forget_level_stats(h: Hierarchy, path: str = "") -> None:
     """Drop shared statistics that a refresh of path (and below) makes stale."""
-    h.level_stats_cache.forget(path)
+    level_stats_cache(h).forget(path)
 
 
 def _gaps(node_ids: np.ndarray, limit: int) -> tuple[int, tuple[int, ...]]:

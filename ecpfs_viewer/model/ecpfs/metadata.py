@@ -14,7 +14,9 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, error
 from ecpfs_viewer.model.errors import MetadataError, describe_exception, transport_failure
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node, NodeKind, load_json_object
+from ecpfs_viewer.model.zarrtree.documents import load_json_object
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, parse_array_meta
 from ecpfs_viewer.model.ecpfs.sizing import STORED_DTYPES
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind, Unanswered
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Unanswered
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 
 @dataclass

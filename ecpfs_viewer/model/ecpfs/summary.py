@@ -20,7 +20,8 @@ from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
 from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS, parse_level
 from ecpfs_viewer.model.ecpfs.sizing import capped_power, fan_out
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, natural_key, writer_of
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import natural_key, writer_of
 
 LEGAL_METRICS = ("L2", "IP")
 #: Integer metric codes of the Python generations G0/G1 (§7).

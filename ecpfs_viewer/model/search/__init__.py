@@ -1,7 +1,8 @@
 """eCP search over a stored index (spec §4), locate, exact search for ground truth, recall@k, and
 why a search missed a neighbour. Read-only and Qt-free; works on every store the app opens.
 
-- ``index``: :class:`IndexReader` (info, cached nodes, scores), the entry point;
+- ``reader``: :class:`NodeReader` (info, cached nodes, scores), what the algorithms read through;
+- ``index``: :class:`IndexReader`, the entry point: the reader with every operation below;
 - ``ecp``: the search itself, with a trace of popped nodes;
 - ``locate``: item id -> leaf, row, ancestor path, from ids arrays only;
 - ``exact``: exact k nearest neighbours in float32 blocks;
@@ -10,11 +11,12 @@ why a search missed a neighbour. Read-only and Qt-free; works on every store the
 """
 
 from ecpfs_viewer.model.search.ecp import ecp_search
-from ecpfs_viewer.model.search.exact import ExactNeighbours, LeafMatrix, exact_knn
+from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
 from ecpfs_viewer.model.search.explain import MissedNeighbour, explain_misses
-from ecpfs_viewer.model.search.index import IndexReader, NodeData
+from ecpfs_viewer.model.search.index import IndexReader
 from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator, PathStep
 from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array, sample_items, saved_queries, saved_query_ids
+from ecpfs_viewer.model.search.reader import LeafMatrix, NodeData, NodeReader
 from ecpfs_viewer.model.search.recall import RecallReport, RecallRow, recall_at_k, recall_sweep
 from ecpfs_viewer.model.search.results import (
     ItemIdRangeError,
@@ -38,6 +40,7 @@ __all__ = [
     "LeafMatrix",
     "MissedNeighbour",
     "NodeData",
+    "NodeReader",
     "PathStep",
     "QueryError",
     "QuerySet",

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import heapq
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.search.results import QueryError, SearchHit, SearchParams, SearchResult, VisitedNode
-
-if TYPE_CHECKING:
-    from ecpfs_viewer.model.search.index import IndexReader
 
 # heap entry: (score, push counter, is_leaf, level 1-based, node id, rank, siblings, parent id or -1)
 _Entry = tuple[float, int, bool, int, int, int, int, int]
@@ -30,7 +28,7 @@ def sibling_ranks(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def ecp_search(index: IndexReader, query: Any, params: SearchParams | None = None) -> SearchResult:
+def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None) -> SearchResult:
     """One incremental_search pass of a new query: the first k items and the trace."""
     params = params or SearchParams()
     problems = params.problems()

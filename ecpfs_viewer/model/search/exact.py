@@ -10,15 +10,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ecpfs_viewer.model.search.index import NodeData, row_dots, score_block, squared_norms
+from ecpfs_viewer.model.search.reader import LeafMatrix, NodeReader, row_dots, score_block, squared_norms
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchHit
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.search.index import IndexReader
+    from ecpfs_viewer.model.search.locate import ItemLocator
 
 #: Leaves read per batch (embeddings and item_ids): one progress step each.
 LEAF_READ_BATCH = 200
@@ -29,31 +29,22 @@ RESCORE_MARGIN = 16
 _NO_ID = np.iinfo(np.int64).max  # sorts padding after every real item with the same key
 
 
-@dataclass(frozen=True)
-class LeafMatrix:
-    """Every stored item: vectors (float32), squared norms, item ids, and where each row lives."""
+class LeafSource(Protocol):
+    """What exact search needs of a reader: its scoring rule and every leaf in one matrix (cached)."""
 
-    vectors: np.ndarray  # (N, dim)
-    sq_norms: np.ndarray  # (N,)
-    ids: np.ndarray  # (N,) int64
-    leaves: np.ndarray  # (N,) int64 leaf node id of each row
-    rows: np.ndarray  # (N,) int64 row inside that leaf
-    offsets: dict[int, tuple[int, int]]  # leaf id -> [start, stop) in the matrix
+    metric: str
+    is_normalized: bool
 
-    def __len__(self) -> int:
-        return len(self.ids)
+    def prepare_queries(self, queries: Any) -> np.ndarray: ...
 
-    def node(self, leaf: int) -> NodeData | None:
-        """A leaf as a node view into the matrix (no copy), None when the leaf does not exist."""
-        span = self.offsets.get(leaf)
-        if span is None:
-            return None
-        start, stop = span
-        return NodeData(self.vectors[start:stop], self.sq_norms[start:stop], self.ids[start:stop])
+    def leaf_matrix(self, progress: ProgressCallback | None = None,
+                    cancel: threading.Event | None = None) -> LeafMatrix: ...
 
 
-def load_leaves(index: IndexReader, reporter: Reporter) -> LeafMatrix:
-    """Read every leaf (embeddings and item_ids) and stack them; reports progress, honours cancel."""
+def load_leaves(index: NodeReader, locator: ItemLocator, reporter: Reporter) -> LeafMatrix:
+    """Read every leaf (embeddings and item_ids) and stack them; reports progress, honours cancel.
+
+    The locator is given the item ids read, so locating an item afterwards reads nothing."""
     leaves = index.leaf_ids()
     vectors: list[np.ndarray] = []
     norms: list[np.ndarray] = []
@@ -80,7 +71,7 @@ def load_leaves(index: IndexReader, reporter: Reporter) -> LeafMatrix:
         rows=np.concatenate([np.arange(n) for n in sizes]) if sizes else np.empty(0, np.int64),
         offsets={leaf: (int(bounds[j]), int(bounds[j + 1])) for j, leaf in enumerate(present)},
     )
-    index.locator.learn(present, ids)
+    locator.learn(present, ids)
     return matrix
 
 
@@ -100,7 +91,7 @@ class ExactNeighbours:
             strict=True))
 
 
-def exact_knn(index: IndexReader, queries: Any, k: int, exclude: frozenset[int] = frozenset(),
+def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] = frozenset(),
               self_ids: Sequence[int | None] | None = None, progress: ProgressCallback | None = None,
               cancel: threading.Event | None = None) -> ExactNeighbours:
     """Exact top-k for each query row over every stored item.
@@ -137,7 +128,7 @@ def _one_blas_thread() -> Any:
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _scan(index: IndexReader, data: LeafMatrix, q: np.ndarray, blocks: range, keep: int, own: np.ndarray | None,
+def _scan(index: LeafSource, data: LeafMatrix, q: np.ndarray, blocks: range, keep: int, own: np.ndarray | None,
           excluded: np.ndarray | None, reporter: Reporter) -> tuple[np.ndarray, np.ndarray]:
     """The best `keep` ranking keys and matrix positions per query over every block of items."""
     best_key = np.full((len(q), keep), np.inf, np.float32)
@@ -160,7 +151,7 @@ def _scan(index: IndexReader, data: LeafMatrix, q: np.ndarray, blocks: range, ke
     return best_key, best_pos
 
 
-def _ranking_keys(index: IndexReader, q: np.ndarray, vectors: np.ndarray, sq_norms: np.ndarray) -> np.ndarray:
+def _ranking_keys(index: LeafSource, q: np.ndarray, vectors: np.ndarray, sq_norms: np.ndarray) -> np.ndarray:
     """Per (query, item) a float32 key ordered like the score (lower is better), without the sqrt."""
     key: np.ndarray = q @ vectors.T
     if index.metric == "IP" or index.is_normalized:
@@ -186,7 +177,7 @@ def _merge(best_key: np.ndarray, best_pos: np.ndarray, rows: np.ndarray, keys: n
     return all_keys[chosen].reshape(nq, keep), all_pos[chosen].reshape(nq, keep)
 
 
-def _final(index: IndexReader, data: LeafMatrix, q: np.ndarray, key: np.ndarray, pos: np.ndarray,
+def _final(index: LeafSource, data: LeafMatrix, q: np.ndarray, key: np.ndarray, pos: np.ndarray,
            k: int) -> ExactNeighbours:
     """Score the candidates the way search does, order by (score, item id), keep k, pad the rest."""
     valid = (pos >= 0) & np.isfinite(key)

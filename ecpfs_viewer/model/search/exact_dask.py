@@ -23,12 +23,13 @@ import numpy as np
 
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.search.exact import RESCORE_MARGIN, ExactNeighbours
-from ecpfs_viewer.model.search.index import row_dots, score_block, squared_norms
+from ecpfs_viewer.model.search.index import IndexReader
+from ecpfs_viewer.model.search.reader import row_dots, score_block, squared_norms
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter
+from ecpfs_viewer.model.storage.opening import open_store
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.search.index import IndexReader
-    from ecpfs_viewer.model.storage.remote import RemoteOptions
+    from ecpfs_viewer.model.storage.options import RemoteOptions
 
 #: Leaves read and scored by one task (about 12,800 rows at 50 rows per leaf).
 LEAF_BLOCK = 256
@@ -55,9 +56,6 @@ class IndexSource:
 @functools.lru_cache(maxsize=4)
 def _opened(source: IndexSource) -> IndexReader:
     """One reader per source and worker process, reused by every block that worker scores."""
-    from ecpfs_viewer.model.search.index import IndexReader
-    from ecpfs_viewer.model.storage.opening import open_store
-
     return IndexReader(open_store(source.location, remote=source.remote))
 
 

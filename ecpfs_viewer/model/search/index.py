@@ -1,8 +1,8 @@
-"""Read-only access to an index for search: info scalars, decoded nodes (cached), scores (§4.1).
+"""An opened index with its search operations: eCP search, locate, exact search (each in its own module).
 
-Everything is read through one :class:`OpenedStore` (folder, zip, http(s), s3, memory) and its
-:class:`Hierarchy`, so every request is counted like the rest of the app's I/O. Vectors are
-widened to float32. Thread-safe: a GUI may run searches in worker threads on one reader.
+:class:`IndexReader` is the entry point: a :class:`~ecpfs_viewer.model.search.reader.NodeReader`
+(info, cached nodes, scores) that also keeps the item locator and the leaf matrix, shared by
+every operation run on it. The algorithms read through the node reader only.
 """
 
 from __future__ import annotations
@@ -10,208 +10,34 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
+from ecpfs_viewer.model.search.ecp import ecp_search
+from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn, load_leaves
+from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator
+from ecpfs_viewer.model.search.reader import LeafMatrix, NodeReader
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
-    QueryError,
     Reporter,
-    SearchError,
     SearchParams,
     SearchResult,
     UnknownItemError,
 )
-from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
-from ecpfs_viewer.model.storage.remote import ListingUnavailableError
-from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
+from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
-if TYPE_CHECKING:
-    from ecpfs_viewer.model.search.exact import ExactNeighbours, LeafMatrix
-    from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator
 
-#: Nodes read per batch when many are wanted at once (preloading, sampling).
-NODE_BATCH = 256
-
-
-@dataclass(frozen=True)
-class NodeData:
-    """One decoded node: float32 rows, their squared norms, and the ids (item or node) per row."""
-
-    vectors: np.ndarray  # (n, dim) float32, C-contiguous
-    sq_norms: np.ndarray  # (n,) float32
-    ids: np.ndarray  # (n,) int64
-
-    @staticmethod
-    def make(vectors: np.ndarray, ids: np.ndarray) -> NodeData:
-        v = np.ascontiguousarray(vectors, dtype=np.float32)
-        return NodeData(v, squared_norms(v), np.asarray(ids, dtype=np.int64))
-
-
-class IndexReader:
+class IndexReader(NodeReader):
     """An opened index for eCP search, locate and exact search; caches every decoded node."""
 
     def __init__(self, source: str | os.PathLike[str] | OpenedStore | Hierarchy) -> None:
-        if isinstance(source, Hierarchy):
-            self.hierarchy = source
-        else:
-            self.hierarchy = Hierarchy(source if isinstance(source, OpenedStore) else open_store(source))
-        self.store = self.hierarchy.store
-        self.label = self.store.label
-        self.arrays = ArrayBatchReader(self.hierarchy)
-        self._lock = threading.RLock()
-        self.levels = int(self._scalar("info/levels"))
-        if self.levels < 1:
-            raise SearchError(f"{self.label}: info/levels is {self.levels}, an index has at least 1 level")
-        metric = self._scalar("info/metric")
-        if metric not in ("L2", "IP"):
-            raise SearchError(f"{self.label}: info/metric must be L2 or IP, found {metric!r}")
-        self.metric: str = str(metric)
-        normalized = self._scalar("info/is_normalized", required=False)
-        self.is_normalized = bool(normalized) if normalized is not None else False  # absent means false
-        total = self._scalar("info/total_items", required=False)
-        self.total_items: int | None = None if total is None else int(total)
-        root = self.arrays.read(["index_root/embeddings"])[0]
-        if root is None or root.ndim != 2:
-            what = "missing" if root is None else f"of shape {root.shape}, expected (rows, dim)"
-            raise SearchError(f"{self.label}: index_root/embeddings is {what}")
-        self.root = NodeData.make(root, np.arange(root.shape[0]))
-        self.dim = int(root.shape[1])
-        self.stored_dtype = str(root.dtype)
-        self._nodes: dict[tuple[int, int], NodeData | None] = {}
-        self._level_ids: dict[int, list[int]] = {}
+        super().__init__(source)
         self._locator: ItemLocator | None = None
-        self._leaf_matrix: LeafMatrix | None = None
 
-    def _scalar(self, path: str, required: bool = True) -> Any:
-        info = self.hierarchy.details(path)
-        if info.array is None:
-            if not required and info.node.error is not None and "no such node" in info.node.error:
-                return None
-            raise SearchError(f"{self.label}: cannot open index ({info.error or path + ' is not an array'})")
-        return self.hierarchy.read_scalar(path)
-
-    # -- nodes ----------------------------------------------------------------------------------
-    def node(self, level: int, node_id: int) -> NodeData | None:
-        """Decoded node ``lvl_{level}/node_{node_id}``, or None when it does not exist (a gap)."""
-        key = (level, node_id)
-        cached = self._nodes.get(key, False)
-        if cached is not False:
-            return cached  # type: ignore[return-value]
-        if level == self.levels and self._leaf_matrix is not None:
-            return self._leaf_matrix.node(node_id)
-        return self.nodes(level, [node_id])[0]
-
-    def nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None) -> list[NodeData | None]:
-        """Several nodes of one level, read in batches; cached like :meth:`node`."""
-        out: dict[int, NodeData | None] = {}
-        wanted = []
-        for node_id in node_ids:
-            cached = self._nodes.get((level, node_id), False)
-            if cached is not False:
-                out[node_id] = cached  # type: ignore[assignment]
-            elif level == self.levels and self._leaf_matrix is not None:
-                out[node_id] = self._leaf_matrix.node(node_id)
-            else:
-                wanted.append(node_id)
-        for start in range(0, len(wanted), NODE_BATCH):
-            part = wanted[start:start + NODE_BATCH]
-            read = self.read_nodes(level, part, reporter)
-            with self._lock:
-                for node_id, node in zip(part, read, strict=True):
-                    self._nodes[(level, node_id)] = node
-                    out[node_id] = node
-            if reporter is not None:
-                reporter.report("reading nodes", min(start + NODE_BATCH, len(wanted)), len(wanted))
-        return [out[n] for n in node_ids]
-
-    def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None
-                   ) -> list[NodeData | None]:
-        """Read nodes of one level in one batch, bypassing the cache (exact search keeps its own copy)."""
-        ids_name = "item_ids" if level == self.levels else "node_ids"
-        paths = [node_array_path(level, n, name) for n in node_ids for name in ("embeddings", ids_name)]
-        arrays = self.arrays.read(paths, None if reporter is None else reporter.check)
-        return [self._make_node(level, n, ids_name, arrays[2 * j], arrays[2 * j + 1])
-                for j, n in enumerate(node_ids)]
-
-    def _make_node(self, level: int, node_id: int, ids_name: str, vectors: np.ndarray | None,
-                   ids: np.ndarray | None) -> NodeData | None:
-        base = node_path(level, node_id)
-        if vectors is None:
-            return None  # missing node: search skips it (§4.3)
-        if ids is None:
-            raise SearchError(f"{base}: has embeddings but no {ids_name} (corrupt node)")
-        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
-            raise SearchError(f"{base}/embeddings: shape {vectors.shape}, expected (rows, {self.dim})")
-        if ids.shape != (vectors.shape[0],):
-            raise SearchError(f"{base}: {ids_name} has shape {ids.shape}, embeddings {vectors.shape[0]} rows")
-        return NodeData.make(vectors, ids)
-
-    def level_node_ids(self, level: int) -> list[int]:
-        """Node ids present at a level, from one directory listing, ascending."""
-        with self._lock:
-            if level in self._level_ids:
-                return self._level_ids[level]
-        try:
-            entries = self.store.list_dir(level_path(level))
-        except FileNotFoundError:
-            entries = []
-        except ListingUnavailableError:  # a static web server: the hierarchy derives the level
-            entries = [(node.name, True) for node in self.hierarchy.children(level_path(level))]
-        found = sorted(int(name[5:]) for name, is_dir in entries
-                       if is_dir is not False and name.startswith("node_") and name[5:].isdigit())
-        with self._lock:
-            self._level_ids[level] = found
-        return found
-
-    def leaf_ids(self) -> list[int]:
-        """Node ids present at the leaf level."""
-        return self.level_node_ids(self.levels)
-
-    def preload_internal(self, reporter: Reporter | None = None) -> None:
-        """Read every internal node now (few and small), so timed searches do not pay for them."""
-        for level in range(1, self.levels):
-            self.nodes(level, self.level_node_ids(level), reporter)
-
-    # -- queries and scores (§4.1) ----------------------------------------------------------------
-    def prepare_query(self, query: Any) -> tuple[np.ndarray, np.float32]:
-        """The query as a float32 vector and its squared norm; QueryError when it cannot be one."""
-        q = self.prepare_queries(np.asarray(query).reshape(1, -1) if np.ndim(query) <= 1 else query)
-        if q.shape[0] != 1:
-            raise QueryError(f"expected one query vector, got {q.shape[0]}")
-        return q[0], squared_norms(q)[0]
-
-    def prepare_queries(self, queries: Any) -> np.ndarray:
-        """Queries as a C-contiguous float32 (n, dim) matrix, checked for dimension and finiteness."""
-        raw = np.asarray(queries)
-        if raw.dtype.kind not in "fiub":
-            raise QueryError(f"a query must be numeric, got {raw.dtype}")
-        if raw.ndim == 1:
-            raw = raw[None, :]
-        if raw.ndim != 2:
-            raise QueryError(f"queries must be a vector or a 2-D array, got shape {raw.shape}")
-        if raw.shape[1] != self.dim:
-            raise QueryError(f"query has {raw.shape[1]} dimensions, the index has {self.dim}")
-        with np.errstate(over="ignore", invalid="ignore"):  # too large for float32: caught just below
-            q = np.ascontiguousarray(raw, dtype=np.float32)
-        bad = ~np.isfinite(q).all(axis=1)
-        if bad.any():
-            raise QueryError(f"query row {int(np.argmax(bad))} has NaN or Inf values (after conversion to float32)")
-        return q
-
-    def scores(self, node: NodeData, q: np.ndarray, q_sq: np.float32) -> np.ndarray:
-        """Lower-is-better scores of a node's rows: L2 distance, or the negated dot product for IP."""
-        return score_block(self.metric, self.is_normalized, row_dots(node.vectors, q), node.sq_norms, q_sq)
-
-    # -- the operations (each in its own module) ---------------------------------------------------
     def search(self, query: Any, params: SearchParams | None = None) -> SearchResult:
         """One eCP search pass of a new query (§4.3), with the trace of popped nodes."""
-        from ecpfs_viewer.model.search.ecp import ecp_search
-
         return ecp_search(self, query, params)
 
     @property
@@ -219,8 +45,6 @@ class IndexReader:
         """Item id -> leaf, row and ancestors, from item_ids arrays only (read on demand, cached)."""
         with self._lock:
             if self._locator is None:
-                from ecpfs_viewer.model.search.locate import ItemLocator
-
                 self._locator = ItemLocator(self)
             return self._locator
 
@@ -260,9 +84,7 @@ class IndexReader:
         with self._lock:
             if self._leaf_matrix is not None:
                 return self._leaf_matrix
-        from ecpfs_viewer.model.search.exact import load_leaves
-
-        matrix = load_leaves(self, Reporter(progress, cancel))
+        matrix = load_leaves(self, self.locator, Reporter(progress, cancel))
         with self._lock:
             self._leaf_matrix = matrix
             for key in [key for key in self._nodes if key[0] == self.levels]:
@@ -278,44 +100,4 @@ class IndexReader:
               self_ids: Sequence[int | None] | None = None, progress: ProgressCallback | None = None,
               cancel: threading.Event | None = None) -> ExactNeighbours:
         """Exact k nearest neighbours of each query row (see :func:`exact.exact_knn`)."""
-        from ecpfs_viewer.model.search.exact import exact_knn
-
         return exact_knn(self, queries, k, exclude, self_ids, progress, cancel)
-
-    def close(self) -> None:
-        self.store.close()
-
-
-def row_dots(vectors: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Dot products of float32 rows with a query, accumulated in float64 and rounded to float32.
-
-    Products of float32 values are exact in float64, so the rounded result does not depend on the
-    summation order BLAS picks for a given matrix shape: search (one node at a time) and exact
-    search (candidates from anywhere) give the same score to the same item, bit for bit.
-    """
-    dots: np.ndarray = (vectors.astype(np.float64) @ q.astype(np.float64)).astype(np.float32)
-    return dots
-
-
-def squared_norms(vectors: np.ndarray) -> np.ndarray:
-    """Squared norm of each row, computed like :func:`row_dots` (float64 sum, float32 result)."""
-    v = vectors.astype(np.float64)
-    norms: np.ndarray = np.einsum("ij,ij->i", v, v).astype(np.float32)
-    return norms
-
-
-def score_block(metric: str, is_normalized: bool, dots: np.ndarray, sq_norms: np.ndarray,
-                q_sq: np.float32 | np.ndarray) -> np.ndarray:
-    """Scores from dot products (§4.1), lower is better; the L2 radicand is clamped at 0 (a
-    documented divergence: upstream aborts on the NaN), and NaN from stored NaN rows becomes +inf.
-
-    ``dots`` is (n,) for one query or (queries, n) with ``q_sq`` of shape (queries, 1).
-    """
-    if metric == "IP":
-        scores = -dots
-    else:
-        base = np.float32(1.0) if is_normalized else sq_norms
-        scores = np.sqrt(np.maximum(base - np.float32(2.0) * dots + q_sq, np.float32(0.0)))
-    if np.isnan(scores).any():
-        scores = np.where(np.isnan(scores), np.float32(np.inf), scores)
-    return scores

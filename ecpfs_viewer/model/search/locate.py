@@ -10,15 +10,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_name, node_path
+from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
-
-if TYPE_CHECKING:
-    from ecpfs_viewer.model.search.index import IndexReader
 
 #: Leaves whose item_ids are read per batch; a lookup stops at the first batch that answers it.
 LEAF_BATCH = 500
@@ -90,7 +88,7 @@ class ItemLocation:
 class ItemLocator:
     """Item id -> (leaf, row), learnt from item_ids arrays batch by batch; parents from node_ids."""
 
-    def __init__(self, index: IndexReader) -> None:
+    def __init__(self, index: NodeReader) -> None:
         self.index = index
         self._lock = threading.RLock()
         self._next = 0  # leaves read so far, in ascending leaf id order

@@ -10,7 +10,7 @@ import numpy as np
 
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchError
 from ecpfs_viewer.model.storage.remote import ListingUnavailableError
-from ecpfs_viewer.model.zarrtree.hierarchy import natural_key
+from ecpfs_viewer.model.zarrtree.nodes import natural_key
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.index import IndexReader

@@ -8,7 +8,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn, ParamSpec, TypeVar
@@ -158,7 +158,7 @@ WrappedStore = TypeVar("WrappedStore", bound=Store)
 class ReadingWrapper(WrapperStore[WrappedStore]):
     """A WrapperStore whose every read goes through its own ``get`` and every listing through its
     own ``list_prefix``. zarr's WrapperStore hands ``get_ranges`` (zarr >= 3.2: the chunks of a
-    partial shard), ``_get_many``, ``list`` and ``is_empty`` straight to the wrapped store, past what
+    partial shard), ``list`` and ``is_empty`` straight to the wrapped store, past what
     the wrapper does (count, cap, retry, refuse a listing the server cannot give)."""
 
     async def get_ranges(self, key: str, byte_ranges: Sequence[ByteRequest | None], *, prototype: BufferPrototype,
@@ -169,11 +169,6 @@ class ReadingWrapper(WrapperStore[WrappedStore]):
         coalescing = {name: value for name, value in given.items() if value is not None}
         async for group in Store.get_ranges(self, key, byte_ranges, prototype=prototype, **coalescing):
             yield group
-
-    async def _get_many(self, requests: Iterable[tuple[str, BufferPrototype, ByteRequest | None]]
-                        ) -> AsyncGenerator[tuple[str, Buffer | None], None]:
-        async for found in Store._get_many(self, requests):
-            yield found
 
     def list(self) -> AsyncIterator[str]:
         return self.list_prefix("")

@@ -24,6 +24,7 @@ from zarr.storage import MemoryStore
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.storage import event_loop
+from ecpfs_viewer.model.storage import remote as remote_stores
 from ecpfs_viewer.model.storage.counted_io import (
     METADATA_KEYS,
     CountingStore,
@@ -36,7 +37,7 @@ from ecpfs_viewer.model.storage.counted_io import (
     read_file_range,
 )
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore, open_guarded_zip
-from ecpfs_viewer.model.storage.remote import RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
 
 # The counter, its wrapper store and the file reads live in store_io; they are still used as stores.*
 __all__ = [
@@ -115,7 +116,7 @@ class OpenedStore:
         # stored size of every member of that zip, from its central directory (what the ZipStore reads)
         self.archive_sizes = archive_sizes
         self.max_in_flight = max_in_flight
-        self.unlisted: RemoteOptions | None = None  # set (remote.mark_unlisted) when the store lists no folders
+        self.unlisted: RemoteOptions | None = None  # set when the store lists no folders (plain HTTP)
 
     # -- keys -----------------------------------------------------------------------------------
     def key(self, path: str, *rest: str) -> str:
@@ -289,6 +290,11 @@ class OpenedStore:
         return f"OpenedStore({self.label!r}, kind={self.kind!r}, root={self.root!r})"
 
 
+def listing_unavailable(opened: OpenedStore) -> bool:
+    """True when the opened store cannot list folders."""
+    return opened.unlisted is not None
+
+
 def is_url(location: str) -> bool:
     match = _URL_RE.match(location)
     return match is not None and match.group("scheme").lower() != "file"
@@ -411,20 +417,19 @@ def zip_root(names: list[str]) -> str | None:
 
 
 def _open_url(url: str, remote: RemoteOptions | None = None) -> OpenedStore:
-    from ecpfs_viewer.model.storage import remote as remote_stores
     scheme = _URL_RE.match(url).group("scheme").lower()  # type: ignore[union-attr]
     if scheme not in REMOTE_SCHEMES:
         raise StoreOpenError(f"{url}: unsupported URL scheme '{scheme}' (use http, https, s3, gs or az)")
     if not remote_stores.obstore_available():
         raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs obstore; {REMOTE_EXTRA_HINT}")
     try:
-        settings = remote or remote_stores.RemoteOptions()
+        settings = remote or RemoteOptions()
         bounded = remote_stores.open_remote(url, settings)
     except remote_stores.RemoteOpenError as exc:
         raise StoreOpenError(str(exc)) from exc
     opened = OpenedStore(bounded, label=url, kind="remote", max_in_flight=settings.max_in_flight)
     if not bounded.lists:
-        remote_stores.mark_unlisted(opened, settings)
+        opened.unlisted = settings
     _check_remote_metadata(opened, url, first=["zarr.json"])
     return opened
 

@@ -21,8 +21,7 @@ import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from zarr.abc.buffer import Buffer, BufferPrototype
@@ -38,11 +37,9 @@ from ecpfs_viewer.model.storage.counted_io import (
     too_large,
     unexpected_range,
 )
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote_clients import RemoteOpenError as RemoteOpenError
 from ecpfs_viewer.model.storage.remote_clients import make_object_store as make_object_store
-
-if TYPE_CHECKING:
-    from ecpfs_viewer.model.storage.opening import OpenedStore
 
 OBSTORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https"})
 UNLISTED_SCHEMES = frozenset({"http", "https"})  # a static web server answers 404 for a folder
@@ -55,25 +52,6 @@ MAX_ATTEMPTS = 6
 #: an attempt with no answer after this long (doubled per attempt), while the server answered
 #: other requests about then, is given up and made again
 STALL_S = 2.0
-
-
-@dataclass(frozen=True)
-class RemoteOptions:
-    """How to reach a remote store; the same fields as the CLI options and the Open URL dialog."""
-
-    endpoint: str | None = None  # e.g. http://127.0.0.1:9000 for MinIO, moto or another S3 clone
-    anon: bool = False  # public bucket: send unsigned requests, look for no credentials
-    region: str | None = None
-    timeout_s: float = 30.0  # per request, retries included
-    # concurrent requests per opened store: object stores serve thousands; 128 halves the round
-    # trips of a level's 8,000 documents against 64
-    max_in_flight: int = 128
-
-    def __post_init__(self) -> None:
-        if self.timeout_s <= 0:
-            raise ValueError("timeout must be positive")
-        if self.max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
 
 
 class RemoteError(UserError, OSError):
@@ -122,21 +100,6 @@ def abandoned_requests() -> int:
     finishing while the interpreter shuts down makes pyo3 panic (a message on stderr)."""
     with _ABANDONED_LOCK:
         return _ABANDONED[0]
-
-
-def mark_unlisted(opened: OpenedStore, options: RemoteOptions) -> None:
-    """Remember on the opened store that it has no directory listing (so trees are derived)."""
-    opened.unlisted = options
-
-
-def listing_unavailable(opened: OpenedStore) -> bool:
-    """True when the opened store cannot list folders."""
-    return opened.unlisted is not None
-
-
-def unlisted_options(opened: OpenedStore) -> RemoteOptions:
-    """The options an unlisted store was opened with (defaults for any other store)."""
-    return opened.unlisted or RemoteOptions()
 
 
 def credential_hint(scheme: str) -> str:

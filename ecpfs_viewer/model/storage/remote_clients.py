@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from ecpfs_viewer.model.errors import UserError
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.storage.remote import RemoteOptions
+    from ecpfs_viewer.model.storage.options import RemoteOptions
 
 #: Environment variables through which obstore's GCS client is given credentials explicitly.
 GCS_CREDENTIAL_VARS = ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH",

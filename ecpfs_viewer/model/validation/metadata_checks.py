@@ -20,7 +20,7 @@ from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.ecpfs.sizing import STORED_DTYPES
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.validation.report import Check
-from ecpfs_viewer.model.zarrtree.hierarchy import NodeKind
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 #: A leaf is reported as slowing search when it spans at least this many chunks ...
 DRIFT_MIN_CHUNKS = 3

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, base_name, parent_path
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import base_name, parent_path
 from ecpfs_viewer.model.zarrtree.subset import Subset
 
 # embeddings array name -> the arrays beside it that name its rows, in the order tried

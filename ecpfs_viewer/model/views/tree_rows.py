@@ -17,7 +17,8 @@ from ecpfs_viewer.model.ecpfs.paths import ends_in_node, parse_level, parse_node
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.opening import join_key
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node, NodeKind, parent_path
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, parent_path
 
 #: How many summaries a worker hands back at a time (one GUI update per batch).
 SUMMARY_BATCH = 250

@@ -40,13 +40,8 @@ from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.storage.read_scope import drained_reads
-from ecpfs_viewer.model.zarrtree.hierarchy import (
-    ArrayReadError,
-    Hierarchy,
-    NodeKind,
-    Unanswered,
-    array_read_error,
-)
+from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, Unanswered, array_read_error
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read
 
 #: Decoded bytes per decode call: bounds the memory a batch of padded leaf chunks takes.

@@ -8,6 +8,7 @@ really uses. zarr-python's ``nchunks_initialized`` tests every possible key agai
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import math
@@ -20,10 +21,11 @@ from zarr.abc.store import ByteRequest, RangeByteRequest, SuffixByteRequest
 from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.limits import current_limits
+from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
-from ecpfs_viewer.model.storage.opening import OpenedStore
-from ecpfs_viewer.model.storage.remote import listing_unavailable
-from ecpfs_viewer.model.zarrtree.hierarchy import ArrayDetails, Hierarchy
+from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails
 
 #: Grids larger than this are counted from the listing but only partly mapped into ``stored``.
 MAX_ENUMERATED_CHUNKS = 1_000_000
@@ -177,8 +179,6 @@ def chunk_stats(h: Hierarchy, path: str, *, node_array: bool = False) -> ChunkSt
     problems: list[str] = []
     try:
         if listing_unavailable(h.store):  # a static web server: ask each key of the grid instead
-            from ecpfs_viewer.model.derived_listing import probed_chunk_sizes
-
             outer = details.shard_shape or details.chunk_shape
             sizes = probed_chunk_sizes(h, path, _grid(details.shape, outer), encoding)
         else:
@@ -422,3 +422,36 @@ def _underfill(details: ArrayDetails, grid: tuple[int, ...], n_present: int) -> 
         bytes_decoded_to_read_node=n_present * chunk_elements * itemsize,
         bytes_used=rows * row_elements * itemsize if details.itemsize else None,
     )
+
+
+#: Chunk keys asked one by one at most, for an array on a store that cannot list folders.
+MAX_PROBED_CHUNKS = 65_536
+
+
+def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], encoding: tuple[str, str]
+                       ) -> dict[str, int]:
+    """Stored size of every chunk (or shard) key of an array, asked one HEAD request per key.
+
+    For chunk statistics where the server lists no folders: the keys come from the chunk grid,
+    the requests run concurrently (bounded by the store), and an absent key is left out.
+    """
+    total = math.prod(grid_shape)  # exact: numpy's int64 product wraps (2^32 x 2^32 chunks gave 0)
+    if total > MAX_PROBED_CHUNKS:
+        raise OSError(f"{path}: {total:,} chunks and no folder listing; too many to ask one by one")
+    keys = [chunk_key(tuple(index), *encoding) for index in itertools.product(*(range(n) for n in grid_shape))]
+    store = h.store.zarr_store
+
+    async def size(key: str) -> tuple[str, int | None]:
+        try:
+            return key, await store.getsize(h.store.key(path, key))
+        except FileNotFoundError:
+            return key, None
+        except Exception as exc:
+            if type(exc).__name__ == "NotFoundError":
+                return key, None
+            raise
+
+    async def all_sizes() -> list[tuple[str, int | None]]:
+        return list(await asyncio.gather(*(size(k) for k in keys)))
+
+    return {key: found for key, found in event_loop.run(all_sizes()) if found is not None}

@@ -7,164 +7,58 @@ A child whose metadata cannot be read or parsed becomes an error node; its sibli
 
 from __future__ import annotations
 
-import json
-import math
-import re
-import sys
 import threading
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import zarr
-from zarr.storage import MemoryStore, StorePath
+from zarr.storage import StorePath
 
-from ecpfs_viewer.model.derived_listing import DerivedState
 from ecpfs_viewer.model.errors import MetadataError, TransportError, UserError, describe_exception, transport_failure
-from ecpfs_viewer.model.formatting import format_shape
-from ecpfs_viewer.model.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import METADATA_KEYS, OpenedStore, join_key
 from ecpfs_viewer.model.storage.read_scope import drained_reads
-from ecpfs_viewer.model.storage.remote import listing_unavailable
+from ecpfs_viewer.model.zarrtree.documents import classify_v2, classify_v3, parse_details
+from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails, Node, NodeDetails, NodeKind, natural_key
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
 
 
-class NodeKind(StrEnum):
-    GROUP = "group"
-    ARRAY = "array"
-    IMPLICIT_GROUP = "implicit group"
-    ERROR = "error"
+class Lister(Protocol):
+    """Children of a group found without listing it, for a store that cannot list folders (a
+    static web server): e.g. derived from what an index's own arrays say (model/ecpfs)."""
 
-    @property
-    def is_container(self) -> bool:
-        return self in (NodeKind.GROUP, NodeKind.IMPLICIT_GROUP)
+    def __call__(self, h: Hierarchy, path: str, /) -> list[Node]: ...
 
 
-_NODE_TYPE_RE = re.compile(rb'"node_type"\s*:\s*"(group|array)"')
-_NATURAL_RE = re.compile(r"(\d+)")
-_NAME_NUMBER_RE = re.compile(r"(\D*)(\d+)$")
+class PathCache(Protocol):
+    """What others derive from a hierarchy and keep beside it (see :meth:`Hierarchy.cache`)."""
+
+    def forget(self, path: str, /) -> None:
+        """Drop what a refresh of path (and below) makes stale."""
 
 
-def natural_key(name: str) -> tuple[Any, ...]:
-    """Sort key that puts node_2 before node_10 and lvl_2 before lvl_10."""
-    simple = _NAME_NUMBER_RE.match(name)
-    if simple:  # fast path for the common 'node_123': same key the general split gives
-        return (simple.group(1).lower(), int(simple.group(2)), "")
-    return tuple(int(part) if part.isdigit() else part.lower() for part in _NATURAL_RE.split(name))
-
-
-
-
-def parent_path(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
-def base_name(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
-
-
-@dataclass(frozen=True)
-class Node:
-    """One entry of the hierarchy as the listing found it (kind known, details parsed later)."""
-
-    path: str  # relative to the Zarr root; '' is the root
-    kind: NodeKind
-    zarr_format: int | None  # 3, 2, or None for an implicit group / unreadable node
-    raw: bytes | None = None  # the metadata document exactly as stored (zarr.json or .zarray/.zgroup)
-    raw_attrs: bytes | None = None  # v2 .zattrs, if any
-    error: str | None = None
-    #: the metadata could not be read on the way (no answer, a dropped connection): the node is
-    #: "could not be read", never missing or invalid, and is not kept (asked again next time)
-    unread: bool = False
-
-    @property
-    def name(self) -> str:
-        return base_name(self.path) if self.path else "/"
-
-    @property
-    def metadata_key(self) -> str | None:
-        if self.zarr_format == 3:
-            return "zarr.json"
-        if self.zarr_format == 2:
-            return ".zarray" if self.kind is NodeKind.ARRAY else ".zgroup"
-        return None
-
-
-@dataclass(frozen=True)
-class ArrayDetails:
-    """What the metadata says about an array, decoded without reading any chunk."""
-
-    shape: tuple[int, ...]
-    dtype: str  # numpy-style name, or the Zarr data type name when numpy has none
-    chunk_shape: tuple[int, ...]  # the read chunk (inner chunk of a shard)
-    shard_shape: tuple[int, ...] | None
-    fill_value: Any
-    codecs: list[dict[str, Any]]  # as stored: name + configuration
-    dimension_names: tuple[str | None, ...] | None
-    chunk_key_encoding: dict[str, Any]
-    zarr_format: int
-    itemsize: int | None
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)  # exact (numpy's int64 product wraps on a declared 10^10 x 10^10)
-
-    @property
-    def logical_bytes(self) -> int | None:
-        return None if self.itemsize is None else self.size * self.itemsize
-
-    def describe_shape(self) -> str:
-        return format_shape(self.shape)
-
-
-@dataclass(frozen=True)
-class NodeDetails:
-    """A node with its parsed metadata; for arrays, ArrayDetails; error set when parsing failed."""
-
-    node: Node
-    document: dict[str, Any] | None
-    attributes: dict[str, Any] = field(default_factory=dict)
-    array: ArrayDetails | None = None
-    error: str | None = None
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def writer(self) -> str | None:
-        """The library that wrote the node, from its attributes, e.g. 'zarrs 0.23.14'."""
-        return writer_of(self.attributes) if isinstance(self.attributes, dict) else None
-
-
-def writer_of(attributes: dict[str, Any]) -> str | None:
-    """The library that wrote an array, from its attributes ('zarrs 0.23.14', 'ecpfs-viewer 0.1')."""
-    for key, name in (("_zarrs", "zarrs"), ("_ecpfs_viewer", "ecpfs-viewer")):
-        info = attributes.get(key)
-        if isinstance(info, dict):
-            return f"{name} {info.get('version', '?')}"
-    return None
+_Cache = TypeVar("_Cache", bound=PathCache)
 
 
 class Hierarchy:
-    """Lazy, cached view of the nodes of one opened store."""
+    """Lazy, cached view of the nodes of one opened store.
 
-    def __init__(self, store: OpenedStore) -> None:
+    ``lister`` gives the children of a group when the store cannot list folders; whoever opens
+    the store knows what it holds and passes one (an ecpfs index derives its tree)."""
+
+    def __init__(self, store: OpenedStore, lister: Lister | None = None) -> None:
         self.store = store
+        self.lister = lister
         self._lock = threading.RLock()
         self._children: dict[str, list[Node]] = {}
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
         self._arrays: dict[str, zarr.AsyncArray[Any]] = {}
         self._unread_until: dict[str, float] = {}  # listings holding unanswered children: kept until then
-        self.level_stats_cache = LevelStatsCache()  # statistics derived from the listings, dropped by refresh
-        self.derived = DerivedState()  # what was derived where the store lists no folders
+        self._caches: dict[type[PathCache], PathCache] = {}  # kept beside the nodes, dropped by refresh
 
     # -- listing --------------------------------------------------------------------------------
     def root(self) -> Node:
@@ -255,10 +149,8 @@ class Hierarchy:
                 cached = None
         if cached is not None:
             return cached
-        if listing_unavailable(self.store):  # static HTTP: derived from the index (model/derived_listing.py)
-            from ecpfs_viewer.model.derived_listing import derived_children
-
-            derived = derived_children(self, path)
+        if self.lister is not None:  # a store that cannot list (static HTTP): found another way
+            derived = self.lister(self, path)
             with self._lock:
                 self._keep_listing(path, derived)
                 self._nodes.update((n.path, n) for n in derived if n.raw is not None and not n.unread)
@@ -311,9 +203,19 @@ class Hierarchy:
             for cache in (self._children, self._nodes, self._details, self._arrays, self._unread_until):
                 for key in [k for k in cache if k == path or k.startswith(prefix)]:
                     del cache[key]
-            self.level_stats_cache.forget(path)
-            self.derived.forget(path)
+            for derived in self._caches.values():
+                derived.forget(path)
         self.store.retry()  # a server taken for not answering is asked again
+
+    def cache(self, kind: type[_Cache]) -> _Cache:
+        """The one ``kind()`` kept beside this hierarchy (made on first use), so what others derive
+        from its nodes (level statistics, a derived tree) lives and is refreshed with them."""
+        with self._lock:
+            found = self._caches.get(kind)
+            if found is None:
+                found = self._caches[kind] = kind()
+            assert isinstance(found, kind)
+            return found
 
     def _probe(self, path: str, is_dir: bool | None) -> Node | None:
         found = self._probe_many([path], [is_dir])
@@ -337,7 +239,7 @@ class Hierarchy:
             elif isinstance(raw, Exception):
                 nodes[i] = _unreadable(paths[i], "zarr.json", raw)
             else:
-                nodes[i] = _classify_v3(paths[i], raw)
+                nodes[i] = classify_v3(paths[i], raw)
         if missing:
             keys = [bases[i] + name for i in missing for name in (".zarray", ".zgroup", ".zattrs")]
             found = self.store.read_many_or_errors(keys)
@@ -348,9 +250,9 @@ class Hierarchy:
                 if failed is not None:
                     nodes[i] = _unreadable(paths[i], "metadata", failed)
                 elif zarray is not None:
-                    nodes[i] = _classify_v2(paths[i], zarray, zattrs, NodeKind.ARRAY)  # type: ignore[arg-type]
+                    nodes[i] = classify_v2(paths[i], zarray, zattrs, NodeKind.ARRAY)  # type: ignore[arg-type]
                 elif zgroup is not None:
-                    nodes[i] = _classify_v2(paths[i], zgroup, zattrs, NodeKind.GROUP)  # type: ignore[arg-type]
+                    nodes[i] = classify_v2(paths[i], zgroup, zattrs, NodeKind.GROUP)  # type: ignore[arg-type]
                 elif is_dirs[i] is None and paths[i]:
                     unknown.append(i)
                 else:
@@ -463,184 +365,3 @@ def _unreadable(path: str, what: str, exc: Exception) -> Node:
                     unread=True)
     reason = getattr(exc, "strerror", None) or describe_exception(exc)
     return Node(path, NodeKind.ERROR, None, error=f"{where}: cannot read ({reason})")
-
-
-_KIND_OF_DOCUMENT: dict[bytes, NodeKind] = {}  # small documents seen before (sibling groups repeat)
-
-
-def _classify_v3(path: str, raw: bytes) -> Node:
-    known = _KIND_OF_DOCUMENT.get(raw)
-    if known is not None:
-        return Node(path, known, 3, raw=raw)
-    node = _classify_v3_document(path, raw)
-    if node.kind is not NodeKind.ERROR and len(raw) <= 256 and len(_KIND_OF_DOCUMENT) < 4096:
-        _KIND_OF_DOCUMENT[raw] = node.kind
-    return node
-
-
-def _classify_v3_document(path: str, raw: bytes) -> Node:
-    first = raw.find(b'"node_type"')
-    if first >= 0 and raw.find(b'"node_type"', first + 11) < 0:
-        # The common case, one node_type field: decide without parsing the whole document.
-        value = raw[first + 11: first + 48].lstrip(b" \t\r\n")
-        if value.startswith(b":"):
-            value = value[1:].lstrip(b" \t\r\n")
-            if value.startswith(b'"group"'):
-                return Node(path, NodeKind.GROUP, 3, raw=raw)
-            if value.startswith(b'"array"'):
-                return Node(path, NodeKind.ARRAY, 3, raw=raw)
-    matches = _NODE_TYPE_RE.findall(raw)
-    if matches:  # nested documents (consolidated metadata): only the top-level field counts
-        try:
-            top = json.loads(raw).get("node_type")
-        except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
-            top = None
-        if top in ("group", "array"):
-            return Node(path, NodeKind.GROUP if top == "group" else NodeKind.ARRAY, 3, raw=raw)
-    error = _document_error(path, raw, "zarr.json")
-    return Node(path, NodeKind.ERROR, 3, raw=raw, error=error)
-
-
-def _classify_v2(path: str, raw: bytes, attrs: bytes | None, kind: NodeKind) -> Node:
-    return Node(path, kind, 2, raw=raw, raw_attrs=attrs)
-
-
-def load_json_object(raw: bytes, where: str) -> dict[str, Any] | str:
-    """A stored metadata document as a dict, or the message saying why it is not one."""
-    try:
-        document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return f"{where}: not valid JSON ({exc})"
-    except RecursionError:
-        return f"{where}: nested too deeply to read (more than about {sys.getrecursionlimit()} levels)"
-    if not isinstance(document, dict):
-        return f"{where}: metadata must be a JSON object"
-    return document
-
-
-def _document_error(path: str, raw: bytes, key: str) -> str:
-    document = load_json_object(raw, join_key(path, key) or key)
-    if isinstance(document, str):
-        return document
-    where = join_key(path, key) or key
-    node_type = document.get("node_type")
-    if node_type is None:
-        return f"{where}: no node_type field"
-    return f"{where}: unknown node_type {node_type!r} (expected 'group' or 'array')"
-
-
-def parse_details(node: Node) -> NodeDetails:
-    """Decode a node's stored metadata; failures become an error value, never an exception."""
-    if node.kind is NodeKind.IMPLICIT_GROUP:
-        return NodeDetails(node, None)
-    if node.raw is None:
-        return NodeDetails(node, None, error=node.error or f"{node.path or '/'}: no metadata")
-    key = node.metadata_key or "zarr.json"
-    where = join_key(node.path, key) or key
-    document = load_json_object(node.raw, where)
-    if isinstance(document, str):
-        return NodeDetails(node, None, error=document)
-    if node.kind is NodeKind.ERROR:
-        return NodeDetails(node, document, error=node.error)
-    attributes: dict[str, Any] = {}
-    if node.zarr_format == 3:
-        attributes = document.get("attributes") or {}
-        if document.get("zarr_format") != 3:
-            return NodeDetails(node, document, attributes,
-                               error=f"{where}: zarr_format is {document.get('zarr_format')!r}, expected 3")
-    elif node.raw_attrs:
-        try:
-            attributes = json.loads(node.raw_attrs)
-        except (ValueError, RecursionError) as exc:
-            return NodeDetails(node, document, error=f"{join_key(node.path, '.zattrs')}: not valid JSON ({exc})")
-    if not isinstance(attributes, dict):
-        return NodeDetails(node, document, error=f"{where}: attributes must be a JSON object")
-    if node.kind is not NodeKind.ARRAY:
-        return NodeDetails(node, document, attributes)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            array = _array_details(document, node.zarr_format or 3)
-        except Exception as exc:  # zarr raises many types for bad metadata; all become an error node
-            return NodeDetails(node, document, attributes, error=f"{where}: {describe_exception(exc)}")
-    return NodeDetails(node, document, attributes, array, warnings=tuple(str(w.message) for w in caught))
-
-
-# A parsed metadata object of each format, from a minimal document: its from_dict (the public
-# zarr.abc.metadata.Metadata contract) parses and refuses documents. The metadata classes live in
-# zarr.core, which is internal; AsyncArray.from_dict would do too, but it also builds a codec
-# pipeline and a config, a cost paid again for each of a level's thousands of documents.
-_MINIMAL_ARRAYS: dict[int, dict[str, Any]] = {
-    3: {"zarr_format": 3, "node_type": "array", "shape": [1], "data_type": "uint8",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]},
-    2: {"zarr_format": 2, "shape": [1], "chunks": [1], "dtype": "|u1", "compressor": None, "fill_value": 0,
-        "order": "C", "filters": None},
-}
-_METADATA_PARSERS: dict[int, Any] = {}
-
-
-def _parse_metadata(document: dict[str, Any], zarr_format: int) -> Any:
-    """zarr's parsed metadata of an array document of zarr_format (2 or 3); raises for a bad one."""
-    if document.get("zarr_format") != zarr_format:
-        raise ValueError(f"zarr_format is {document.get('zarr_format')!r}, expected {zarr_format}")
-    parser = _METADATA_PARSERS.get(zarr_format)
-    if parser is None:
-        nowhere = StorePath(MemoryStore(), "")
-        parser = _METADATA_PARSERS[zarr_format] = zarr.AsyncArray.from_dict(
-            nowhere, dict(_MINIMAL_ARRAYS[zarr_format])).metadata
-    return parser.from_dict(dict(document))
-
-
-def _array_details(document: dict[str, Any], zarr_format: int) -> ArrayDetails:
-    if zarr_format == 3:
-        meta = _parse_metadata(document, 3)
-        codecs: list[dict[str, Any]] = [c if isinstance(c, dict) else {"name": str(c)}
-                                        for c in document.get("codecs", [])]
-        chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)
-        shard_shape = None
-        for codec in codecs:
-            if codec.get("name") == "sharding_indexed":
-                shard_shape = chunk_shape
-                chunk_shape = tuple(int(c) for c in codec.get("configuration", {}).get("chunk_shape", chunk_shape))
-        dtype = _dtype_name(meta.data_type, document.get("data_type"))
-        itemsize = _itemsize(meta.data_type)
-        encoding = document.get("chunk_key_encoding", {"name": "default"})
-        names = meta.dimension_names
-        fill = document.get("fill_value")
-    else:
-        meta2 = _parse_metadata(document, 2)
-        codecs = []
-        for f in document.get("filters") or []:
-            codecs.append({"name": f.get("id", "?"), "configuration": {k: v for k, v in f.items() if k != "id"}})
-        if document.get("compressor"):
-            comp = document["compressor"]
-            codecs.append({"name": comp.get("id", "?"), "configuration": {k: v for k, v in comp.items() if k != "id"}})
-        chunk_shape = tuple(int(c) for c in meta2.chunks)
-        shard_shape = None
-        dtype = _dtype_name(meta2.dtype, document.get("dtype"))
-        itemsize = _itemsize(meta2.dtype)
-        encoding = {"name": "v2", "configuration": {"separator": document.get("dimension_separator", ".")}}
-        names = None
-        fill = document.get("fill_value")
-        meta = meta2
-    shape = tuple(int(s) for s in meta.shape)
-    return ArrayDetails(shape, dtype, chunk_shape, shard_shape, fill, codecs, names, encoding, zarr_format, itemsize)
-
-
-def _dtype_name(data_type: Any, stored: Any) -> str:
-    try:
-        native = data_type.to_native_dtype()
-        if native.kind == "T":
-            return "string"
-        return str(native.name if native.kind != "U" and native.kind != "S" else native.str)
-    except Exception:
-        return stored if isinstance(stored, str) else json.dumps(stored)
-
-
-def _itemsize(data_type: Any) -> int | None:
-    try:
-        native = data_type.to_native_dtype()
-        return None if native.kind in "TO" else int(native.itemsize)
-    except Exception:
-        return None

@@ -16,7 +16,8 @@ import numpy as np
 
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.storage import event_loop
-from ecpfs_viewer.model.zarrtree.hierarchy import ArrayDetails, ArrayReadError, Hierarchy
+from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
 
 DEFAULT_MAX_ELEMENTS = 4_000_000

@@ -12,9 +12,9 @@ import pytest
 import remote_fixtures
 from PySide6.QtCore import Qt
 
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.storage.opening import open_store
-from ecpfs_viewer.model.storage.remote import RemoteOptions
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.storage.options import RemoteOptions
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
@@ -38,7 +38,7 @@ def _click(qtbot, button) -> None:
 
 def test_a_level_missing_an_unanswered_node_says_so_once_and_retry_reads_it(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p.startswith("two_clusters.zarr/lvl_2/node_1/")) as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
+        h = index_hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         on.set()
         panel.show_level(h, 2)
         qtbot.waitUntil(lambda: not panel.busy and panel.banner.isVisible(), timeout=20000)
@@ -58,7 +58,7 @@ def test_a_level_missing_an_unanswered_node_says_so_once_and_retry_reads_it(qtbo
 
 def test_a_page_waiting_on_the_server_says_for_what_and_cancels(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p != "two_clusters.zarr/zarr.json") as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=10.0)))
+        h = index_hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=10.0)))
         on.set()
         panel.show_level(h, 2)
         host = url.removeprefix("http://")
@@ -76,7 +76,7 @@ def test_a_page_waiting_on_the_server_says_for_what_and_cancels(qtbot, panel, tw
 
 def test_an_unanswered_index_header_is_said_with_retry_not_as_not_an_index(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p != "two_clusters.zarr/zarr.json") as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
+        h = index_hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         on.set()  # the server stops answering
         panel.show_index(h)
         panel.validate(h)
@@ -96,7 +96,7 @@ def test_an_unanswered_index_header_is_said_with_retry_not_as_not_an_index(qtbot
 def test_a_server_that_stops_answering_is_one_banner_naming_it(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p.startswith(("two_clusters.zarr/lvl_",
                                                                     "two_clusters.zarr/index_root"))) as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
+        h = index_hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         on.set()
         panel.show_level(h, 2)
         qtbot.waitUntil(lambda: not panel.busy and panel.banner.isVisible(), timeout=30000)

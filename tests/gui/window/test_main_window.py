@@ -22,7 +22,7 @@ from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.workers import thread_pool
 from ecpfs_viewer.gui.tree.item_model import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
-from ecpfs_viewer.model.zarrtree.hierarchy import NodeKind
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 
 @pytest.fixture

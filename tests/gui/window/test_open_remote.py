@@ -6,7 +6,7 @@ from __future__ import annotations
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.tree.item_model import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
-from ecpfs_viewer.model.derived_listing import DERIVED_NOTE
+from ecpfs_viewer.model.ecpfs.derived_listing import DERIVED_NOTE
 
 
 def _open_via_dialog(qtbot, monkeypatch, url: str, endpoint: str = "") -> MainWindow:

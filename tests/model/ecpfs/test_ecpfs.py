@@ -23,6 +23,7 @@ from ecpfs_viewer.model.ecpfs import (
     shared_level_stats,
     summarize,
 )
+from ecpfs_viewer.model.ecpfs.levels import level_stats_cache
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -329,7 +330,7 @@ def test_level_stats_computed_across_a_refresh_are_not_kept(two_clusters_copy: P
         h.refresh("lvl_2")  # e.g. the user pressed F5 while a worker was computing
         return stats
 
-    stale = h.level_stats_cache.get_or_compute(2, (), refreshed_meanwhile)
+    stale = level_stats_cache(h).get_or_compute(2, (), refreshed_meanwhile)
     assert stale.node_count == 4  # the caller still gets what it computed...
     assert cached_level_stats(h, 2) is None  # ...but nobody else is handed the stale result
     assert shared_level_stats(h, 2).node_count == 3

@@ -10,10 +10,9 @@ import pytest
 import remote_fixtures
 from locations import DATA  # tests/ is on sys.path (conftest)
 
-from ecpfs_viewer.model.derived_listing import DerivedState, is_derived
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
-from ecpfs_viewer.model.storage.opening import open_store
-from ecpfs_viewer.model.storage.remote import listing_unavailable
+from ecpfs_viewer.model.ecpfs.derived_listing import DerivedState, derived_state, index_hierarchy, is_derived
+from ecpfs_viewer.model.storage.opening import listing_unavailable, open_store
 from ecpfs_viewer.model.validation import data_checks, validate
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
@@ -22,24 +21,24 @@ pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 
 def test_listing_state_lives_on_the_store_and_the_hierarchy(static_http_url: str, two_clusters_path: Path) -> None:
-    remote = Hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
+    remote = index_hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
     local = Hierarchy(open_store(two_clusters_path))
     assert remote.store.unlisted is not None and listing_unavailable(remote.store)
     assert local.store.unlisted is None and not listing_unavailable(local.store)
-    assert isinstance(remote.derived, DerivedState)
+    assert isinstance(derived_state(remote), DerivedState)
     remote.children("lvl_2")
-    assert is_derived(remote, "lvl_2") and "lvl_2" in remote.derived
+    assert is_derived(remote, "lvl_2") and "lvl_2" in derived_state(remote)
     remote.refresh("lvl_2")
-    assert not is_derived(remote, "lvl_2") and remote.derived.index  # the index flag outlives a level refresh
+    assert not is_derived(remote, "lvl_2") and derived_state(remote).index  # the index flag outlives a level refresh
     remote.refresh("")
-    assert remote.derived.index is None
+    assert derived_state(remote).index is None
     remote.children("lvl_2")
-    assert is_derived(remote, "lvl_2") and remote.derived.index
+    assert is_derived(remote, "lvl_2") and derived_state(remote).index
 
 
 def test_level_statistics_ask_no_document_twice() -> None:
     with remote_fixtures.serve_static(DATA) as (url, tally):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr"))
+        h = index_hierarchy(open_store(f"{url}/two_clusters.zarr"))
         summary = summarize(h)
         first = level_stats(h, 1, summary)
         before = tally.total
@@ -52,7 +51,7 @@ def test_level_statistics_ask_no_document_twice() -> None:
 
 
 def test_read_whole_arrays_gives_failures_in_place(static_http_url: str) -> None:
-    h = Hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
+    h = index_hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
     found = read_whole_arrays(h, ["lvl_1/node_0/node_ids", "lvl_9/node_0/embeddings", "lvl_2/node_1/item_ids"])
     assert isinstance(found[0], np.ndarray) and isinstance(found[2], np.ndarray)
     assert isinstance(found[1], ArrayReadError) and "lvl_9/node_0/embeddings" in str(found[1])

@@ -15,7 +15,8 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteReques
 from ecpfs_viewer.model.limits import Limits, set_limits
 from ecpfs_viewer.model.storage.counted_io import UnreadableFile
 from ecpfs_viewer.model.storage.opening import OpenedStore
-from ecpfs_viewer.model.storage.remote import RemoteOptions, open_remote
+from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.model.storage.remote import open_remote
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 

@@ -11,9 +11,11 @@ import remote_fixtures
 from cloud_emulators import AZURITE_KEY, CloudServer
 
 from ecpfs_viewer.model.ecpfs import summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
-from ecpfs_viewer.model.storage.remote import RemoteAccessError, RemoteOptions
+from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.model.storage.remote import RemoteAccessError
 from ecpfs_viewer.model.storage.remote_clients import azure_account
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -24,7 +26,7 @@ def _url(cloud: CloudServer) -> str:
 
 
 def _open(cloud: CloudServer, url: str | None = None, anon: bool = False) -> Hierarchy:
-    return Hierarchy(open_store(url or _url(cloud), remote=RemoteOptions(endpoint=cloud.endpoint, anon=anon)))
+    return index_hierarchy(open_store(url or _url(cloud), remote=RemoteOptions(endpoint=cloud.endpoint, anon=anon)))
 
 
 def test_index_browses_like_its_folder(cloud: CloudServer, two_clusters_path: Path) -> None:

@@ -9,13 +9,19 @@ import numpy as np
 import pytest
 import remote_fixtures
 
-from ecpfs_viewer.model.derived_listing import DERIVED_NOTE, UNREACHED_NOTE, is_derived, listing_note
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import (
+    DERIVED_NOTE,
+    UNREACHED_NOTE,
+    index_hierarchy,
+    is_derived,
+    listing_note,
+)
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.storage.opening import OpenedStore, StoreOpenError, open_store
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote import (
     RemoteAccessError,
-    RemoteOptions,
     RemoteTimeoutError,
     open_remote,
     translate_error,
@@ -27,7 +33,7 @@ pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 
 def test_index_without_listings_browses_completely(static_http_url: str, two_clusters_path: Path) -> None:
-    remote = Hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
+    remote = index_hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
     local = Hierarchy(open_store(two_clusters_path))
     with pytest.raises(OSError, match="does not list folders"):
         remote.store.list_dir("lvl_1")  # the server really lists nothing
@@ -41,7 +47,7 @@ def test_index_without_listings_browses_completely(static_http_url: str, two_clu
 def test_derived_index_summarises_checks_and_searches_like_its_folder(static_http_url: str,
                                                                      two_clusters_path: Path) -> None:
     url = f"{static_http_url}/two_clusters.zarr"
-    remote = Hierarchy(open_store(url))
+    remote = index_hierarchy(open_store(url))
     local = Hierarchy(open_store(two_clusters_path))
     summary = summarize(remote)
     assert summary.to_dict() == summarize(local).to_dict()
@@ -56,7 +62,7 @@ def test_derived_index_summarises_checks_and_searches_like_its_folder(static_htt
 
 
 def test_derived_node_reads_its_real_metadata_when_selected(static_http_url: str) -> None:
-    h = Hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
+    h = index_hierarchy(open_store(f"{static_http_url}/two_clusters.zarr"))
     node = next(n for n in h.children("lvl_2") if n.name == "node_2")
     assert node.raw is None  # named by lvl_1's node_ids, not read yet
     details = h.details("lvl_2/node_2")
@@ -64,7 +70,7 @@ def test_derived_node_reads_its_real_metadata_when_selected(static_http_url: str
 
 
 def test_plain_zarr_without_listings_shows_what_metadata_reaches(static_http_url: str) -> None:
-    h = Hierarchy(open_store(f"{static_http_url}/peer-data/generated/zarr_python_3.4.2.zarr"))
+    h = index_hierarchy(open_store(f"{static_http_url}/peer-data/generated/zarr_python_3.4.2.zarr"))
     assert h.root().kind.value == "group"
     assert h.children("") == []
     assert listing_note(h) == UNREACHED_NOTE
@@ -72,7 +78,7 @@ def test_plain_zarr_without_listings_shows_what_metadata_reaches(static_http_url
 
 def test_static_server_counts_requests_not_listings(two_clusters_path: Path) -> None:
     with remote_fixtures.serve_static(two_clusters_path.parent) as (url, tally):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr"))
+        h = index_hierarchy(open_store(f"{url}/two_clusters.zarr"))
         remote_fixtures.tree_kinds(h)
         assert tally.total == h.store.stats().requests > 0
 

@@ -19,16 +19,16 @@ import remote_fixtures
 from cloud_emulators import free_port  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model.ecpfs import level_stats, shared_level_stats, summarize
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.errors import TransportError, transport_failure
 from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote import (
-    RemoteOptions,
     RemoteTimeoutError,
     ServerNotAnsweringError,
     open_remote,
 )
 from ecpfs_viewer.model.validation import validate
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
@@ -178,7 +178,7 @@ def test_a_leaf_that_does_not_answer_is_could_not_be_read_not_missing(two_cluste
         return path.startswith("two_clusters.zarr/lvl_2/node_1/")
 
     with switchable_stall(two_clusters_path.parent, stalled) as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
+        h = index_hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         stats = level_stats(h, 2)
         report = validate(h)
         on.clear()  # the server answers again: nothing of the failure was kept
@@ -201,7 +201,7 @@ def test_unanswered_info_levels_is_not_kept_as_not_an_index(two_clusters_path: P
     """F5 after a stall must not turn a healthy index into 'not a valid ecpfs index' from a cache."""
     with switchable_stall(two_clusters_path.parent, lambda path: path.startswith("two_clusters.zarr/info/")) \
             as (url, on):
-        h = Hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
+        h = index_hierarchy(open_store(f"{url}/two_clusters.zarr", remote=RemoteOptions(timeout_s=3.0)))
         with pytest.raises(OSError, match="could not be read"):
             h.children("")
         on.clear()

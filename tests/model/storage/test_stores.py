@@ -18,6 +18,7 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteReques
 from zarr.core.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore
 
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.storage.opening import (
     DEFAULT_MAX_IN_FLIGHT,
@@ -27,7 +28,8 @@ from ecpfs_viewer.model.storage.opening import (
     open_memory,
     open_store,
 )
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 
 def walk(h: Hierarchy, path: str = "") -> list[str]:
@@ -127,7 +129,7 @@ def test_zip_written_by_us_under_a_folder(tmp_path: Path, two_clusters_path: Pat
 def test_http_url_opens_lists_and_reads(http_data_url: str) -> None:
     opened = open_store(f"{http_data_url}/two_clusters.zarr")
     assert opened.kind == "remote"
-    h = Hierarchy(opened)
+    h = index_hierarchy(opened)
     assert h.read_scalar("info/metric") == "L2"
     assert h.read_scalar("info/levels") == 2
     assert np.allclose(h.read_array("lvl_2/node_2/embeddings"), [[10, 10], [10.4, 10.4]])

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views.tree_rows import NodeSummary, needs_summary, scan_rows, summarize_node, summarize_nodes
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, NodeKind
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 
 def test_arrays_nodes_and_groups(two_clusters_path: Path) -> None:

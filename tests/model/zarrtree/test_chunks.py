@@ -13,6 +13,7 @@ import zarr
 from index_factory import hierarchy  # tests/ is on sys.path (conftest)
 from locations import DATA, ZARRITA_V3  # tests/ is on sys.path (conftest)
 
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs.paths import is_node_array
 from ecpfs_viewer.model.storage.opening import open_memory, open_store
 from ecpfs_viewer.model.zarrtree.chunks import (
@@ -233,7 +234,7 @@ def test_sharded_peer_data_agrees_with_zarr_python() -> None:
 def test_sharded_arrays_in_zip_and_over_http(http_data_url: str) -> None:
     h_dir = hierarchy(ZARRITA_V3 / "data.zarr")
     h_zip = hierarchy(ZARRITA_V3 / "data.zipped_from_within.zarr.zip")
-    h_http = Hierarchy(open_store(f"{http_data_url}/peer-data/zarrita.js/fixtures/v3/data.zarr"))
+    h_http = index_hierarchy(open_store(f"{http_data_url}/peer-data/zarrita.js/fixtures/v3/data.zarr"))
     path = "2d.chunked.compressed.sharded.filled.i2"
     expected = chunk_stats(h_dir, path)
     for other in (h_zip, h_http):  # python's http.server ignores Range: the index is cut from the body

@@ -14,7 +14,8 @@ from locations import DATA  # tests/ is on sys.path (conftest)
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.storage.opening import open_store
-from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, NodeKind, natural_key
+from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import NodeKind, natural_key
 
 ZARRS = DATA / "peer-data" / "zarrs" / "zarrs" / "tests" / "data"
 

@@ -28,7 +28,7 @@ from zarr.core.sync import sync
 
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.build.sources import inspect_source
-from ecpfs_viewer.model.derived_listing import MAX_DERIVED_LEVELS
+from ecpfs_viewer.model.ecpfs.derived_listing import MAX_DERIVED_LEVELS, index_hierarchy
 from ecpfs_viewer.model.ecpfs.nodes import ROOT, NodeRef, index_summary, parent_of
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.validation import validate
@@ -54,7 +54,7 @@ _READ_AND_LEAVE = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
-from ecpfs_viewer.model.derived_listing import MAX_DERIVED_LEVELS
+from ecpfs_viewer.model.ecpfs.derived_listing import MAX_DERIVED_LEVELS
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
 from ecpfs_viewer.model.views.node_info import children_of
 from ecpfs_viewer.model.ecpfs.nodes import ROOT, NodeRef, index_summary, parent_of
@@ -136,7 +136,7 @@ def test_a_root_declaring_a_billion_rows_allocates_nothing_of_that_size(two_clus
 def test_a_server_without_listings_refuses_to_derive_a_billion_level_1_nodes(two_clusters_copy: Path) -> None:
     _billion_root_rows(two_clusters_copy)
     with serve_static(two_clusters_copy.parent) as (url, _tally):
-        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        h = index_hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
         assert [n.name for n in h.children("")][:3] == ["index_root", "info", "lvl_1"]
         with pytest.raises(OSError, match=r"lvl_1: cannot derive the nodes: index_root/embeddings: "
                                           r"1,000,000,000 rows \(level-1 nodes\) declared would take"):
@@ -151,7 +151,7 @@ def test_a_grid_whose_chunk_count_wraps_int64_is_not_probed_key_by_key(two_clust
     document["chunk_grid"]["configuration"]["chunk_shape"] = [1, 1]  # 2^64 chunks: 0 as an int64 product
     document_path.write_text(json.dumps(document))
     with serve_static(two_clusters_copy.parent) as (url, _tally):
-        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        h = index_hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
         with pytest.raises(ChunkStatsError, match=r"18,446,744,073,709,551,616 chunks and no folder listing"):
             chunk_stats(h, "lvl_2/node_2/embeddings")
 
@@ -168,7 +168,7 @@ def test_a_npy_header_whose_size_wraps_int64_is_truncated_not_mapped(tmp_path: P
 def test_a_server_without_listings_probes_a_bounded_number_of_declared_levels(two_clusters_copy: Path) -> None:
     zarr.open_array(two_clusters_copy / "info" / "levels", mode="r+")[...] = 4_000_000_000
     with serve_static(two_clusters_copy.parent) as (url, _tally):
-        h = Hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
+        h = index_hierarchy(open_store(f"{url}/{two_clusters_copy.name}"))
         names = [n.name for n in h.children("")]
     levels = [name for name in names if name.startswith("lvl_")]  # as declared: a server cannot say which exist
     assert levels == [f"lvl_{n}" for n in range(1, MAX_DERIVED_LEVELS + 1)]  # not 4 billion names

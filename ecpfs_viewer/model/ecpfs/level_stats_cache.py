@@ -1,10 +1,9 @@
 """Level statistics kept per Hierarchy, so that validation, the level overview and the tree's row
 counts share one computation per level.
 
-Parsing the 8,000 node documents of a 4,000-node level takes a third of a second, so it is done
-once per Hierarchy and level. The Hierarchy creates the cache and drops entries when it is
-refreshed; this module imports no other model module, so the Hierarchy can own it without an
-import cycle (the statistics themselves are computed in ``ecpfs.levels``).
+Parsing a level's node documents is slow Python, so it is done once per Hierarchy and level. The
+cache is kept beside the Hierarchy (``Hierarchy.cache``), which drops its entries when refreshed;
+the statistics themselves are computed in ``ecpfs.levels``, whatever type they have here.
 """
 
 from __future__ import annotations
@@ -12,25 +11,24 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
-if TYPE_CHECKING:
-    from ecpfs_viewer.model.ecpfs.levels import LevelStats
+_Stats = TypeVar("_Stats")
 
 _LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 
 
-class LevelStatsCache:
+class LevelStatsCache(Generic[_Stats]):
     """Statistics of each level of one store, valid until a refresh of that level (or above)."""
 
     def __init__(self) -> None:
         self._computing = threading.Lock()  # held while computing, so a second caller waits and reuses
         self._lock = threading.Lock()  # guards the entries only, never held while reading the store
-        self._entries: dict[int, tuple[tuple[Any, ...], LevelStats]] = {}
+        self._entries: dict[int, tuple[tuple[Any, ...], _Stats]] = {}
         self._generation = 0  # bumped by forget, so a result computed across a refresh is not kept
 
-    def get_or_compute(self, level: int, key: tuple[Any, ...], compute: Callable[[], LevelStats],
-                       keep: Callable[[LevelStats], bool] = lambda stats: True) -> LevelStats:
+    def get_or_compute(self, level: int, key: tuple[Any, ...], compute: Callable[[], _Stats],
+                       keep: Callable[[_Stats], bool] = lambda stats: True) -> _Stats:
         """The entry of a level computed with the same key, else compute(), kept unless a refresh
         intervened or keep() says no (statistics lacking what could not be read)."""
         with self._computing:
@@ -45,7 +43,7 @@ class LevelStatsCache:
                     self._entries[level] = (key, stats)
             return stats
 
-    def get(self, level: int) -> LevelStats | None:
+    def get(self, level: int) -> _Stats | None:
         """The entry of a level, without computing; waits while another thread computes one."""
         with self._computing, self._lock:
             entry = self._entries.get(level)

@@ -10,19 +10,17 @@ marked derived, so the UI can say the tree was derived rather than listed.
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ecpfs_viewer.model.errors import transport_failure
-from ecpfs_viewer.model.storage.remote import listing_unavailable
+from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
+from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
+from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, natural_key
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_allocation
-
-if TYPE_CHECKING:
-    from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy, Node
 
 DERIVED_NOTE = "tree derived from the index (index_root rows, node_ids), not listed: the server lists no folders"
 UNREACHED_NOTE = "listing unavailable: the server lists no folders; showing what the metadata reaches"
@@ -32,8 +30,13 @@ _INFO_NAMES = ("format_version", "levels", "metric", "is_normalized", "total_ite
 _LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 _NODE_RE = re.compile(r"^lvl_(\d+)/node_(\d+)$")
 
+def index_hierarchy(store: OpenedStore) -> Hierarchy:
+    """The Hierarchy of a store opened as an ecpfs index: its tree derived where it cannot be listed."""
+    return Hierarchy(store, lister=derived_children if listing_unavailable(store) else None)
+
+
 class DerivedState:
-    """What was derived for one hierarchy (owned by it as ``Hierarchy.derived``): the paths whose
+    """What was derived for one hierarchy (kept beside it, see :func:`derived_state`): the paths whose
     children were derived, and whether the store holds an index (read once from info/levels)."""
 
     def __init__(self) -> None:
@@ -59,27 +62,30 @@ class DerivedState:
                 self.levels, self.index = None, None
 
 
+def derived_state(h: Hierarchy) -> DerivedState:
+    """What was derived for h, dropped with its nodes by ``Hierarchy.refresh``."""
+    return h.cache(DerivedState)
+
+
 def is_derived(h: Hierarchy, path: str = "") -> bool:
     """True when the children of path were derived, not listed."""
-    return path.strip("/") in h.derived
+    return path.strip("/") in derived_state(h)
 
 
 def listing_note(h: Hierarchy) -> str | None:
     """What the UI should say about the tree of h: None when the store lists folders."""
     if not listing_unavailable(h.store):
         return None
-    return DERIVED_NOTE if h.derived.index else UNREACHED_NOTE
+    return DERIVED_NOTE if derived_state(h).index else UNREACHED_NOTE
 
 
 def derived_children(h: Hierarchy, path: str) -> list[Node]:
     """The children of path found from the index's own metadata and arrays, in natural order."""
-    from ecpfs_viewer.model.zarrtree.hierarchy import natural_key
-
     return sorted(_derive(h, path), key=lambda node: natural_key(node.name))
 
 
 def _derive(h: Hierarchy, path: str) -> list[Node]:
-    state = h.derived
+    state = derived_state(h)
     state.add(path)
     if path == "":
         return _root_children(h, state)
@@ -122,15 +128,11 @@ def _levels(h: Hierarchy, state: DerivedState) -> int | None:
 
 def _probed_arrays(h: Hierarchy, paths: list[str]) -> list[Node]:
     """Paths probed concurrently; those with no metadata at all are left out."""
-    from ecpfs_viewer.model.zarrtree.hierarchy import NodeKind
-
     nodes = h._probe_many(paths, [False] * len(paths))
     return [n for n in nodes if n.kind is not NodeKind.IMPLICIT_GROUP]
 
 
 def _root_children(h: Hierarchy, state: DerivedState) -> list[Node]:
-    from ecpfs_viewer.model.zarrtree.hierarchy import Node, NodeKind
-
     levels = _levels(h, state)
     if levels is None:
         return _consolidated_children(h, "")
@@ -156,8 +158,6 @@ def _level_children(h: Hierarchy, level: int) -> list[Node]:
 
     The node groups themselves are not read here (4,000 requests); selecting one reads it.
     """
-    from ecpfs_viewer.model.zarrtree.hierarchy import Node, NodeKind
-
     if level == 1:
         rows = h.array_details("index_root/embeddings").shape[0]
         try:  # one node per row the root declares: a declared 10^9 is refused, not made into a set
@@ -178,8 +178,6 @@ def _referenced_ids(h: Hierarchy, parents: list[str]) -> set[int]:
 
     The node_ids documents read here stay in the Hierarchy, so level statistics do not ask again.
     """
-    from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
-
     if not parents:
         return set()
     found = read_whole_arrays(h, [f"{p}/node_ids" for p in parents])
@@ -204,41 +202,3 @@ def _consolidated_children(h: Hierarchy, path: str) -> list[Node]:
     prefix = f"{path}/" if path else ""
     names = sorted({key for key in entries if key.startswith(prefix) and "/" not in key[len(prefix):]})
     return h._probe_many(names, [None] * len(names)) if names else []
-
-
-MAX_PROBED_CHUNKS = 65_536
-
-
-def probed_chunk_sizes(h: Hierarchy, path: str, grid_shape: tuple[int, ...], encoding: tuple[str, str]
-                       ) -> dict[str, int]:
-    """Stored size of every chunk (or shard) key of an array, asked one HEAD request per key.
-
-    For chunk statistics where the server lists no folders: the keys come from the chunk grid,
-    the requests run concurrently (bounded by the store), and an absent key is left out.
-    """
-    import asyncio
-    import itertools
-
-    from ecpfs_viewer.model.storage import event_loop
-    from ecpfs_viewer.model.zarrtree.chunks import chunk_key
-
-    total = math.prod(grid_shape)  # exact: numpy's int64 product wraps (2^32 x 2^32 chunks gave 0)
-    if total > MAX_PROBED_CHUNKS:
-        raise OSError(f"{path}: {total:,} chunks and no folder listing; too many to ask one by one")
-    keys = [chunk_key(tuple(index), *encoding) for index in itertools.product(*(range(n) for n in grid_shape))]
-    store = h.store.zarr_store
-
-    async def size(key: str) -> tuple[str, int | None]:
-        try:
-            return key, await store.getsize(h.store.key(path, key))
-        except FileNotFoundError:
-            return key, None
-        except Exception as exc:
-            if type(exc).__name__ == "NotFoundError":
-                return key, None
-            raise
-
-    async def all_sizes() -> list[tuple[str, int | None]]:
-        return list(await asyncio.gather(*(size(k) for k in keys)))
-
-    return {key: found for key, found in event_loop.run(all_sizes()) if found is not None}
