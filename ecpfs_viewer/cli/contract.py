@@ -39,26 +39,22 @@ class CommandError(Exception):
     code = EXIT_FAILED
     kind = "failed"
 
+    def __init_subclass__(cls, *, code: int | None = None, kind: str | None = None, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.code = cls.code if code is None else code
+        cls.kind = cls.kind if kind is None else kind
 
-class UsageError(CommandError):
+
+class UsageError(CommandError, code=EXIT_CANNOT_START, kind="usage"):
     """The command line itself is wrong: an unknown command, a missing or bad option value."""
 
-    code = EXIT_CANNOT_START
-    kind = "usage"
 
-
-class CannotOpen(CommandError):
+class CannotOpen(CommandError, code=EXIT_CANNOT_START, kind="cannot_open"):
     """A store, index or file named on the command line cannot be opened."""
 
-    code = EXIT_CANNOT_START
-    kind = "cannot_open"
 
-
-class Interrupted(CommandError):
+class Interrupted(CommandError, code=EXIT_INTERRUPTED, kind="interrupted"):
     """The user pressed Ctrl+C."""
-
-    code = EXIT_INTERRUPTED
-    kind = "interrupted"
 
 
 def report(error: CommandError, as_json: bool) -> int:

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QLabel,
     QPlainTextEdit,
-    QSplitter,
     QStackedWidget,
     QTabWidget,
     QTextBrowser,
@@ -31,7 +30,7 @@ from ecpfs_viewer.gui.metadata.chunk_map import ChunkMapWidget
 from ecpfs_viewer.gui.metadata.json_highlighter import JsonHighlighter
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
-from ecpfs_viewer.gui.widgets.display import MessageBanner, tab_page
+from ecpfs_viewer.gui.widgets.display import MessageBanner, panes, tab_page
 from ecpfs_viewer.model.ecpfs.paths import is_node_array
 from ecpfs_viewer.model.formatting import format_bytes, format_shape
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStats, chunk_stats
@@ -190,12 +189,7 @@ class MetadataPanel(QWidget):
         self.tabs.addTab(raw_page, "zarr.json")
         self._raw_chosen = False  # the user picked the raw tab: keep it for every node
         self.tabs.tabBarClicked.connect(lambda index: setattr(self, "_raw_chosen", index == 1))
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.addWidget(self.summary)
-        self.splitter.addWidget(self.tabs)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setChildrenCollapsible(False)
+        self.splitter = panes(Qt.Orientation.Vertical, (self.summary, 1), (self.tabs, 1))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.banner)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QScrollArea,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QTreeWidget,
@@ -283,3 +284,13 @@ def tab_page(header: QWidget, body: QWidget) -> QWidget:
     layout.addWidget(header)
     layout.addWidget(body, 1)
     return page
+
+
+def panes(orientation: Qt.Orientation, *parts: tuple[QWidget, int]) -> QSplitter:
+    """A splitter of (widget, stretch) parts that the user resizes but never collapses to nothing."""
+    splitter = QSplitter(orientation)
+    for index, (widget, stretch) in enumerate(parts):
+        splitter.addWidget(widget)
+        splitter.setStretchFactor(index, stretch)
+    splitter.setChildrenCollapsible(False)
+    return splitter

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QProgressBar,
-    QSplitter,
     QStackedWidget,
     QTabWidget,
     QVBoxLayout,
@@ -35,7 +34,7 @@ from ecpfs_viewer.gui.search.wiring import SearchFeature
 from ecpfs_viewer.gui.tree.item_model import TreeItem
 from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_marks
-from ecpfs_viewer.gui.widgets.display import MessageBanner
+from ecpfs_viewer.gui.widgets.display import MessageBanner, panes
 from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_label, location_from_drop
@@ -139,12 +138,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)  # until an index opens
         self.tabs.setCurrentIndex(self.TAB_METADATA)
 
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(self.tree_panel)
-        self.splitter.addWidget(self.tabs)
-        self.splitter.setStretchFactor(0, 0)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setChildrenCollapsible(False)
+        self.splitter = panes(Qt.Orientation.Horizontal, (self.tree_panel, 0), (self.tabs, 1))
         self.splitter.setSizes([340, 940])
         self.browser = self.splitter
 
