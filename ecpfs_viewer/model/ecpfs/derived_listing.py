@@ -10,11 +10,11 @@ marked derived, so the UI can say the tree was derived rather than listed.
 from __future__ import annotations
 
 import json
-import re
 import threading
 
 import numpy as np
 
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_path, parse_level, parse_node_path
 from ecpfs_viewer.model.errors import transport_failure
 from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
@@ -27,8 +27,6 @@ UNREACHED_NOTE = "listing unavailable: the server lists no folders; showing what
 
 _ROOT_NAMES = ("info", "index_root", "rep_embeddings", "rep_item_ids")
 _INFO_NAMES = ("format_version", "levels", "metric", "is_normalized", "total_items", "next_item_id")
-_LEVEL_RE = re.compile(r"^lvl_(\d+)$")
-_NODE_RE = re.compile(r"^lvl_(\d+)/node_(\d+)$")
 
 def index_hierarchy(store: OpenedStore) -> Hierarchy:
     """The Hierarchy of a store opened as an ecpfs index: its tree derived where it cannot be listed."""
@@ -94,12 +92,12 @@ def _derive(h: Hierarchy, path: str) -> list[Node]:
     if path == "index_root":
         return _probed_arrays(h, ["index_root/embeddings"])
     levels = _levels(h, state)
-    level = _LEVEL_RE.match(path)
-    if level and levels is not None and 1 <= int(level.group(1)) <= levels:
-        return _level_children(h, int(level.group(1)))
-    node = _NODE_RE.match(path)
-    if node and levels is not None:
-        leaf = int(node.group(1)) == levels
+    level = parse_level(path)
+    if level is not None and levels is not None and 1 <= level <= levels:
+        return _level_children(h, level)
+    node = parse_node_path(path)
+    if node is not None and levels is not None:
+        leaf = node[0] == levels
         first, second = ("item_ids", "node_ids") if leaf else ("node_ids", "item_ids")
         found = _probed_arrays(h, [f"{path}/{name}" for name in ("border", "embeddings", first)])
         if not any(n.name == first for n in found):
@@ -136,7 +134,7 @@ def _root_children(h: Hierarchy, state: DerivedState) -> list[Node]:
     levels = _levels(h, state)
     if levels is None:
         return _consolidated_children(h, "")
-    names = [*_ROOT_NAMES, *(f"lvl_{n}" for n in range(1, min(levels, MAX_DERIVED_LEVELS) + 1))]
+    names = [*_ROOT_NAMES, *(level_path(n) for n in range(1, min(levels, MAX_DERIVED_LEVELS) + 1))]
     found = {n.path: n for n in h._probe_many(names, [True] * len(names))}
     nodes: list[Node] = []
     for name in names:
@@ -163,12 +161,12 @@ def _level_children(h: Hierarchy, level: int) -> list[Node]:
         try:  # one node per row the root declares: a declared 10^9 is refused, not made into a set
             check_allocation("index_root/embeddings", rows, "rows (level-1 nodes)", _NODE_ROW_BYTES)
         except ReadTooLarge as exc:
-            raise OSError(f"lvl_1: cannot derive the nodes: {exc}") from exc
+            raise OSError(f"{level_path(1)}: cannot derive the nodes: {exc}") from exc
         ids = set(range(rows))
     else:
-        parents = [n.path for n in h.children(f"lvl_{level - 1}") if _NODE_RE.match(n.path)]
+        parents = [n.path for n in h.children(level_path(level - 1)) if parse_node_path(n.path) is not None]
         ids = _referenced_ids(h, parents)
-    return [Node(f"lvl_{level}/node_{i}", NodeKind.GROUP, None) for i in sorted(ids)]
+    return [Node(node_path(level, i), NodeKind.GROUP, None) for i in sorted(ids)]
 
 
 def _referenced_ids(h: Hierarchy, parents: list[str]) -> set[int]:

@@ -8,14 +8,14 @@ the statistics themselves are computed in ``ecpfs.levels``, whatever type they h
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from ecpfs_viewer.model.ecpfs.paths import parse_level
+
 _Stats = TypeVar("_Stats")
 
-_LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 
 
 class LevelStatsCache(Generic[_Stats]):
@@ -52,10 +52,10 @@ class LevelStatsCache(Generic[_Stats]):
     def forget(self, path: str = "") -> None:
         """Drop what a refresh of path makes stale: its level, or every level for a path outside them."""
         path = path.strip("/")
-        match = _LEVEL_RE.match(path.split("/", 1)[0]) if path else None
+        level = parse_level(path.split("/", 1)[0]) if path else None
         with self._lock:
             self._generation += 1
-            if match is None:
+            if level is None:
                 self._entries.clear()
             else:
-                self._entries.pop(int(match.group(1)), None)
+                self._entries.pop(level, None)
