@@ -45,11 +45,11 @@ from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.workers import stop_workers
 from ecpfs_viewer.gui.tree.item_model import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, recall_explore
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views.tree_rows import summarize_nodes
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.process_exit import leave_process
 
 TICK_MS = 10
@@ -219,7 +219,7 @@ def gui_thread_baseline(path: str) -> list[tuple[str, float]]:
     """The same model work done synchronously: how long the GUI would freeze without workers."""
     figures = []
     started = time.perf_counter()
-    hierarchy = Hierarchy(open_store(path))
+    hierarchy = index_hierarchy(open_store(path))  # derives the tree where the server lists no folders
     hierarchy.root()
     from ecpfs_viewer.model.ecpfs import detect_index
 
