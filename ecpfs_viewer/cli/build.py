@@ -29,6 +29,7 @@ from ecpfs_viewer.cli.contract import (
     unusable_file,
 )
 from ecpfs_viewer.cli.progress import TerminalProgress
+from ecpfs_viewer.model.blas import scan_libraries
 from ecpfs_viewer.model.build.builder import (
     BuildCancelled,
     BuildError,
@@ -145,6 +146,7 @@ def run_build(args: argparse.Namespace) -> int:
     result: BuildResult | None = None
     stop: _StopRequest | None = None
     try:
+        scan_libraries()  # threadpoolctl's scan runs ctypes callbacks, where a stop signal's raise is lost
         with bar, _stop_signals_interrupt() as stop:
             result = build_index(args.input, args.output, params, overwrite=args.overwrite,
                                  progress=bar, cancel=stop.cancel, log=logs.append)

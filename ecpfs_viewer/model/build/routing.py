@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
+from ecpfs_viewer.model.blas import one_blas_thread
 from ecpfs_viewer.model.ecpfs.paths import node_path
 
 #: Candidates whose float64 score lies within this fraction of the score scale are re-scored.
@@ -30,7 +30,7 @@ def single_threaded_blas() -> Iterator[None]:
     each, which on a machine with few cores makes each product many times slower (the figures:
     benchmarks/README.md). The limit is process-wide; threadpoolctl restores it afterwards.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         yield
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ecpfs_viewer.model.blas import one_blas_thread
 from ecpfs_viewer.model.search.reader import LeafMatrix, NodeReader, row_dots, score_block, squared_norms
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchHit
 
@@ -123,9 +124,7 @@ def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] =
 def _one_blas_thread() -> Any:
     """Skinny products (queries x 64) run faster on one BLAS thread than on several, most of all
     on a busy machine (the figures: benchmarks/README.md)."""
-    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
-
-    return threadpool_limits(limits=1, user_api="blas")
+    return one_blas_thread()
 
 
 def _scan(index: LeafSource, data: LeafMatrix, q: np.ndarray, blocks: range, keep: int, own: np.ndarray | None,
