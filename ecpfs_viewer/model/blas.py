@@ -1,5 +1,9 @@
 """One BLAS thread for the skinny matrix products of routing and exact search.
 
+Routing makes thousands of small products and exact search scores queries x 64 blocks; OpenBLAS
+wakes its worker threads for each, which on a machine with few cores makes each product slower
+(the figures: benchmarks/README.md). The limit is process-wide and restored after the block.
+
 threadpoolctl finds the BLAS libraries by scanning the loaded ones in a ctypes callback. Here the
 scan runs once per process (``threadpool_limits`` scans again at every call), and a program that
 installs signal handlers scans first (:func:`scan_libraries`): Python prints and swallows an

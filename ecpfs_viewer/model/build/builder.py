@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ecpfs_viewer.model.blas import one_blas_thread
 from ecpfs_viewer.model.build.checks import (
     BuildParams,
     BuildPreview,
@@ -30,7 +31,7 @@ from ecpfs_viewer.model.build.checks import (
 )
 from ecpfs_viewer.model.build.errors import PROBLEM_FIELDS, BuildCancelled, BuildError, BuildProblem, ProblemField
 from ecpfs_viewer.model.build.output import commit_output, discard_output, prepare_output, remove_stale_builds
-from ecpfs_viewer.model.build.routing import NodeTable, Router, group_rows, single_threaded_blas
+from ecpfs_viewer.model.build.routing import NodeTable, Router, group_rows
 from ecpfs_viewer.model.build.sources import EmbeddingSource, check_finite, narrow
 from ecpfs_viewer.model.build.writer import IndexWriter
 from ecpfs_viewer.model.ecpfs import sizing
@@ -167,7 +168,7 @@ def build_index(
                 f"R={R}, fan-out={ns}, levels={params.levels}, Rn={rn}, Rr={rr}")
         writer = IndexWriter(tmp, info.dim, stored, rn, rr, workers=workers)
         phases: dict[str, float] = {}
-        with single_threaded_blas():
+        with one_blas_thread():
             result_nodes = _run_build(src, params, stored, R, ns, writer, rep, memory_budget_bytes,
                                       warnings, phases)
         t = time.perf_counter()

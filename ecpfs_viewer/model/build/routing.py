@@ -9,29 +9,15 @@ exactly (and the last one wins) whatever the batch composition.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
-from ecpfs_viewer.model.blas import one_blas_thread
 from ecpfs_viewer.model.ecpfs.paths import node_path
 
 #: Candidates whose float64 score lies within this fraction of the score scale are re-scored.
 _CLOSE = 1e-6
 
-
-@contextmanager
-def single_threaded_blas() -> Iterator[None]:
-    """Run BLAS on one thread while routing.
-
-    Routing makes thousands of small matrix products; OpenBLAS wakes its worker threads for
-    each, which on a machine with few cores makes each product many times slower (the figures:
-    benchmarks/README.md). The limit is process-wide; threadpoolctl restores it afterwards.
-    """
-    with one_blas_thread():
-        yield
 
 
 @dataclass

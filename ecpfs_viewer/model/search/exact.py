@@ -115,16 +115,12 @@ def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] =
     own = np.array([-1 if s is None else s for s in self_ids], np.int64) if self_ids is not None else None
     excluded = np.fromiter(exclude, np.int64, len(exclude)) if exclude else None
     blocks = range(0, len(data), ITEM_BLOCK)
-    with _one_blas_thread():
+    with one_blas_thread():
         best_key, best_pos = _scan(index, data, q, blocks, keep, own, excluded, reporter)
     reporter.report("exact search", len(blocks), len(blocks))
     return _final(index, data, q, best_key, best_pos, k)
 
 
-def _one_blas_thread() -> Any:
-    """Skinny products (queries x 64) run faster on one BLAS thread than on several, most of all
-    on a busy machine (the figures: benchmarks/README.md)."""
-    return one_blas_thread()
 
 
 def _scan(index: LeafSource, data: LeafMatrix, q: np.ndarray, blocks: range, keep: int, own: np.ndarray | None,
