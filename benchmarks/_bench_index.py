@@ -1,13 +1,15 @@
-"""The benchmark index (200,000 x 64 float32, levels 3, target_cluster_items 50), built once and cached.
+"""The benchmark indexes (200,000 or 2,000,000 x 64 float32, levels 3, target_cluster_items 50), built once and cached.
 
-Shared by the read and GUI-stall benchmarks. It is built with the project's own builder
-(`ecpfs_viewer.model.build.builder.build_index`) into benchmarks/.cache/ (git-ignored) and reused while
-its stamp file matches the parameters below.
+Shared by the read, scale and GUI-stall benchmarks. They are built with the project's own builder
+(`ecpfs_viewer.model.build.builder.build_index`) into benchmarks/.cache/ (git-ignored; the
+ECPFS_BENCH_CACHE environment variable names another folder, so worktrees can share one 2.5 GB
+index) and reused while the stamp file matches the parameters below.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -18,29 +20,37 @@ DIM = 64
 LEVELS = 3
 TARGET_CLUSTER_ITEMS = 50
 SEED = 20250601
-CACHE = Path(__file__).resolve().parent / ".cache"
-_STAMP = {"rows": ROWS, "dim": DIM, "levels": LEVELS, "target_cluster_items": TARGET_CLUSTER_ITEMS, "seed": SEED}
+SCALE_ROWS = 2_000_000
+CACHE = Path(os.environ.get("ECPFS_BENCH_CACHE") or Path(__file__).resolve().parent / ".cache")
 
 
-def _vectors() -> np.ndarray:
+def _stamp(rows: int) -> dict[str, int]:
+    return {"rows": rows, "dim": DIM, "levels": LEVELS, "target_cluster_items": TARGET_CLUSTER_ITEMS, "seed": SEED}
+
+
+def _vectors(rows: int) -> np.ndarray:
     """Clustered float32 vectors (so the tree is not degenerate), reproducible from SEED."""
     rng = np.random.default_rng(SEED)
     centres = rng.normal(0, 10, size=(512, DIM)).astype(np.float32)
-    labels = rng.integers(0, len(centres), size=ROWS)
-    return centres[labels] + rng.normal(0, 1, size=(ROWS, DIM)).astype(np.float32)
+    labels = rng.integers(0, len(centres), size=rows)
+    return centres[labels] + rng.normal(0, 1, size=(rows, DIM)).astype(np.float32)
 
 
-def bench_index_path(progress: bool = True) -> Path:
-    """The path of the cached benchmark index, building it on first use (about a minute)."""
-    index = CACHE / "bench_200k_64_l3_t50.zarr"
-    stamp = CACHE / "bench_200k_64_l3_t50.json"
-    if index.is_dir() and stamp.is_file() and json.loads(stamp.read_text()) == _STAMP:
+def bench_index_path(progress: bool = True, rows: int = ROWS) -> Path:
+    """The path of the cached benchmark index of `rows` items, building it on first use.
+
+    200,000 rows take about a minute to build; 2,000,000 about ten times as long.
+    """
+    name = f"bench_{rows // 1000}k_64_l3_t50" if rows < 1_000_000 else f"bench_{rows // 1_000_000}m_64_l3_t50"
+    index = CACHE / f"{name}.zarr"
+    stamp = CACHE / f"{name}.json"
+    if index.is_dir() and stamp.is_file() and json.loads(stamp.read_text()) == _stamp(rows):
         return index
     from ecpfs_viewer.model.build.builder import BuildParams, build_index
 
     CACHE.mkdir(parents=True, exist_ok=True)
-    source = CACHE / "bench_200k_64.npy"
-    np.save(source, _vectors())
+    source = CACHE / f"{name}.npy"
+    np.save(source, _vectors(rows))
     if progress:
         print(f"building the benchmark index into {index} ...", file=sys.stderr, flush=True)
     params = BuildParams(levels=LEVELS, target_cluster_items=TARGET_CLUSTER_ITEMS, metric="L2")
@@ -48,9 +58,9 @@ def bench_index_path(progress: bool = True) -> Path:
     if progress:
         print(f"built in {result.seconds:.1f} s: nodes per level {result.nodes_per_level}", file=sys.stderr)
     source.unlink()
-    stamp.write_text(json.dumps(_STAMP))
+    stamp.write_text(json.dumps(_stamp(rows)))
     return index
 
 
 if __name__ == "__main__":
-    print(bench_index_path())
+    print(bench_index_path(rows=int(sys.argv[1]) if len(sys.argv) > 1 else ROWS))
