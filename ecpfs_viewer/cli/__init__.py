@@ -29,7 +29,7 @@ from ecpfs_viewer.cli.contract import (
 from ecpfs_viewer.logs import configure_logging
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.options import RemoteOptions
-from ecpfs_viewer.process_exit import abandoned_remote_requests, leave_process
+from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def run_subcommand(args_list: list[str], as_program: bool = False) -> int:
     except Exception as exc:  # an error the command did not expect: one line here, the traceback in the log
         log.error("%s failed", args_list[0], exc_info=True)
         code = report(CommandError(_describe(exc)), as_json)
-    if as_program and abandoned_remote_requests():  # run as the program: leave now
+    if as_program and remote_clients_made():  # run as the program: leave now
         leave_process(code)
     return code
 

@@ -16,7 +16,7 @@ from ecpfs_viewer.gui.runtime.collector import GuiThreadCollector
 from ecpfs_viewer.gui.runtime.workers import stop_workers
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.storage.options import RemoteOptions
-from ecpfs_viewer.process_exit import abandoned_remote_requests, leave_process
+from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
 
 def application_icon() -> QIcon | None:
@@ -92,7 +92,7 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
         _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))
     code = int(app.exec())
     collector.timer.stop()
-    if not stop_workers() or abandoned_remote_requests():
+    if not stop_workers() or remote_clients_made():
         app_settings.settings().sync()  # the layout and recent list saved on close
         leave_process(code)
     return code

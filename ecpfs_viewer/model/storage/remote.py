@@ -84,24 +84,6 @@ class ListingUnavailableError(RemoteError):
     """The server cannot list folders (plain HTTP); the hierarchy must be derived instead."""
 
 
-_ABANDONED = [0]  # requests our deadline gave up on whose client call may still be running
-_ABANDONED_LOCK = threading.Lock()
-
-
-def _note_abandoned() -> None:
-    with _ABANDONED_LOCK:
-        _ABANDONED[0] += 1
-
-
-def abandoned_requests() -> int:
-    """How many requests were abandoned at our deadline, their client call maybe still running.
-
-    A process that made any should leave with os._exit after flushing its output: such a call
-    finishing while the interpreter shuts down makes pyo3 panic (a message on stderr)."""
-    with _ABANDONED_LOCK:
-        return _ABANDONED[0]
-
-
 def credential_hint(scheme: str) -> str:
     """Which credentials a scheme reads, for an access-denied message (names, never values)."""
     if scheme in ("s3", "s3a"):
@@ -262,8 +244,6 @@ class BoundedStore(ReadingWrapper[Store]):
                                            "retry, or raise --timeout")
                 error.__cause__ = exc
             except Exception as exc:
-                if isinstance(exc, TimeoutError):
-                    _note_abandoned()
                 error = translate_error(exc, self.where(key), self.scheme, self.options.timeout_s)
                 if error is not exc:
                     error.__cause__ = exc
@@ -298,7 +278,6 @@ class BoundedStore(ReadingWrapper[Store]):
                 if done:
                     return task.result()
                 if self.health.last_answer() > started - patience:  # others were answered meanwhile
-                    _note_abandoned()
                     raise _Stalled(f"no answer after {time.monotonic() - started:.1f} s")
                 patience = 0.25
         finally:
