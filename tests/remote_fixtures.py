@@ -140,13 +140,14 @@ def _serve(directory: Path, attributes: dict[str, Any]) -> Iterator[tuple[str, R
 
 
 @contextlib.contextmanager
-def serve_stalled() -> Iterator[str]:
-    """A server that accepts connections and never answers; yields its base URL."""
+def serve_stalled() -> Iterator[tuple[str, RequestTally]]:
+    """A server that accepts connections and never answers; yields (base URL, tally of connections)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
     held: list[socket.socket] = []
     stop = threading.Event()
+    tally = RequestTally()
 
     def accept() -> None:
         listener.settimeout(0.1)
@@ -156,11 +157,12 @@ def serve_stalled() -> Iterator[str]:
             except (TimeoutError, OSError):
                 continue
             held.append(connection)  # read nothing, answer nothing
+            tally.add("connect")
 
     thread = threading.Thread(target=accept, daemon=True, name="stalled-http")
     thread.start()
     try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", tally
     finally:
         stop.set()
         thread.join(5)

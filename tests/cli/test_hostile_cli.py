@@ -1,10 +1,12 @@
-"""Every command on every hostile store: exit 0, 1 or 2, one message, no traceback, bounded time.
+"""Every command on every hostile store: exit 0, 1 or 2, one message, no traceback, bounded work.
 
 The stores are those of tests/model/test_hostile_files.py and test_hostile_metadata.py (built by
 tests/hostile_builders.py). Each store gets one subprocess (1 GiB address space, as there) that
-runs info, check, build, search, recall and locate in turn through `ecpfs_viewer.cli.main`, timing
-each; permission cases run as `nobody` when the tests run as root. Remote stores that stall, cut
-or trickle are at the end.
+runs info, check, build, search, recall and locate in turn through `ecpfs_viewer.cli.main`,
+measuring each one's CPU time (work done, which another process loading the cores does not
+stretch; a command that hangs without working is caught by the subprocess's own limit);
+permission cases run as `nobody` when the tests run as root. Remote stores that stall, cut or
+trickle are at the end.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from hostile_builders import BROKEN_COPIES, NODE, OTHER_STORES
 from locations import REPO
 
 MEMORY_MB = 1024
-SECONDS = 30  # each command
+CPU_SECONDS = 30  # each command's work at most (on a two-cluster store, whatever it declares)
+WALL_SECONDS = 120  # each command's share of the subprocess's limit: a guard against hangs only
 
 # runs each command line of argv[1] (JSON) in this process and prints one JSON line per command
 _DRIVER = """
@@ -36,7 +38,7 @@ if sys.argv[2]:
 from ecpfs_viewer.cli import main
 for args in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(args)
@@ -45,6 +47,7 @@ for args in json.loads(sys.argv[1]):
         except BaseException:
             code, _ = None, err.write(traceback.format_exc())
     print(json.dumps({"args": args, "code": code, "seconds": time.perf_counter() - started,
+                      "cpu_seconds": time.process_time() - cpu_started,
                       "stdout": out.getvalue(), "stderr": err.getvalue()}), flush=True)
 """
 
@@ -66,10 +69,10 @@ def run_commands(lines: list[list[str]], env: dict[str, str] | None = None,
     try:
         if nobody is not None:
             done = nobody.run(["-c", _DRIVER, json.dumps(lines), ""], capture_output=True,
-                              timeout=SECONDS * len(lines), env=extra)
+                              timeout=WALL_SECONDS * len(lines), env=extra)
         else:
             done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(lines), str(REPO)], capture_output=True,
-                                  text=True, timeout=SECONDS * len(lines), env={**os.environ, **extra})
+                                  text=True, timeout=WALL_SECONDS * len(lines), env={**os.environ, **extra})
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"a command did not end: after {exc.stdout!r}\n{exc.stderr!r}")
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -84,7 +87,7 @@ def assert_each_ends_with_one_message(results: list[dict[str, Any]]) -> None:
         assert "Traceback" not in r["stdout"] + r["stderr"] and "MemoryError" not in r["stderr"], where
         assert len(r["stderr"].strip().splitlines()) <= 1, where  # one message, or none (a report)
         assert r["code"] == 0 or (r["stderr"] + r["stdout"]).strip(), where  # a failure says why
-        assert r["seconds"] < SECONDS, where
+        assert r["cpu_seconds"] < CPU_SECONDS, where
 
 
 @pytest.mark.parametrize("name", list(BROKEN_COPIES))
@@ -188,19 +191,12 @@ def test_every_command_on_a_hostile_server(two_clusters_path: Path, tmp_path: Pa
 
 @pytest.mark.parametrize("command", ["info", "check", "search"])
 def test_a_stalled_server_as_the_program_leaves_cleanly(command: str) -> None:
-    """As a program (console script): ends within the timeout, one message, no pyo3 panic at exit."""
+    """As a program (console script): ends at its request timeout, one message, no pyo3 panic at exit."""
     pytest.importorskip("obstore", reason="obstore is part of the remote extra")
     extra = ["--item", "0"] if command == "search" else []
 
-    def run(url: str) -> tuple[subprocess.CompletedProcess[str], float]:
-        started = time.perf_counter()
+    with remote_fixtures.serve_stalled() as (url, _connections):  # never answers: only the timeout ends it
         done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", command, f"{url}/x.zarr", "--timeout", TIMEOUT,
                                *extra], capture_output=True, text=True, timeout=60, cwd=REPO)
-        return done, time.perf_counter() - started
-
-    with remote_fixtures.serve_static(REPO / "tests" / "data") as (url, _tally):
-        _, start_up = run(url)  # the same program told at once that x.zarr is not there: start-up and exit
-    with remote_fixtures.serve_stalled() as url:
-        done, elapsed = run(url)
-    assert done.returncode in (1, 2) and elapsed < start_up + float(TIMEOUT) + 5, (elapsed, start_up)
+    assert done.returncode in (1, 2), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "no answer within 2 s" in done.stderr, done.stderr

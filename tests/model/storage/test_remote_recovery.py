@@ -70,16 +70,14 @@ def many_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_python_http_server_with_defaults_answers_every_read(many_files: Path) -> None:
     """128 in flight (the default) against a 5-connection backlog: dropped connections are given up
-    early and asked again with fewer in flight, so every read answers, well within the timeout."""
+    early and asked again with fewer in flight, so every read answers. The timeout covers all the
+    attempts of a read, so a read that waited out a dropped connection's timeout would fail."""
     with python_http_server(many_files) as url:
         store = _opened(url)
-        started = time.perf_counter()
         found = store.read_many_or_errors([f"doc_{i}.json" for i in range(2000)])
-        elapsed = time.perf_counter() - started
     failures = [f for f in found if isinstance(f, BaseException)]
     assert failures == []
     assert found[1234] == b'{"n": 1234}'
-    assert elapsed < RemoteOptions().timeout_s  # no read waited out its timeout
 
 
 class _BusyHandler(http.server.SimpleHTTPRequestHandler):
@@ -138,24 +136,23 @@ def test_one_stalled_object_fails_alone(two_clusters_path: Path) -> None:
 def test_a_server_that_stops_answering_is_said_once_then_retried_on_request() -> None:
     """A burst that stalls together is not yet a dead server; a request made after that also
     unanswered is: later requests fail at once, naming the host, until a retry."""
-    with remote_fixtures.serve_stalled() as url:
+    with remote_fixtures.serve_stalled() as (url, connections):
         store = _opened(f"{url}/index.zarr", timeout_s=1.0)
         first = store.read_many_or_errors(["a/zarr.json", "b/zarr.json", "c/zarr.json"])
         first += store.read_many_or_errors(["x/zarr.json"])  # made after the failure was known: unanswered too
-        started = time.perf_counter()
+        asked = connections.total
         later = store.read_many_or_errors(["d/zarr.json", "e/zarr.json"])
-        at_once = time.perf_counter() - started
+        asked_later = connections.total
         store.zarr_store._store.retry()  # what F5, Retry and --retry do
-        started = time.perf_counter()
         again = store.read_many_or_errors(["f/zarr.json"])[0]
-        asked_again = time.perf_counter() - started
+        asked_again = connections.total
     assert all(isinstance(f, RemoteTimeoutError) for f in first)
-    assert at_once < 0.5  # not requested
+    assert asked_later == asked  # not requested: no connection reached the server
     assert all(isinstance(f, ServerNotAnsweringError) for f in later), later
     host = url.removeprefix("http://")
     assert f"the server at {host} is not answering" in str(later[0])
     assert isinstance(again, RemoteTimeoutError) and not isinstance(again, ServerNotAnsweringError), again
-    assert asked_again >= 0.9  # it waited for an answer again
+    assert asked_again > asked_later  # asked the server again, and waited for its answer again
     assert all(isinstance(transport_failure(f), TransportError) for f in [*first, *later, again])
 
 
