@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, Qt
 
 from ecpfs_viewer.gui.overview.panel import IndexOverviewPanel
 from ecpfs_viewer.model.storage.opening import open_store
@@ -133,7 +133,7 @@ def test_largest_and_smallest_tables_show_whole_numbers(qtbot, panel: IndexOverv
     panel.stack.setCurrentWidget(panel.level_page)
     nodes = [NodeSize(i, f"lvl_3/node_{123_450 + i}", 1_234_567 - i) for i in range(10)]
     panel.level_page.largest.set_nodes(nodes)
-    qtbot.wait(50)
+    QCoreApplication.processEvents()  # the columns resized to their contents
     table = panel.level_page.largest
     metrics = table.fontMetrics()
     for row in range(table.topLevelItemCount()):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import QCoreApplication, QModelIndex, Qt
 from PySide6.QtWidgets import QTreeView
 
 from ecpfs_viewer.gui.runtime.workers import thread_pool
@@ -181,7 +181,7 @@ def test_stale_listing_after_close_is_dropped(qtbot, model, tmp_path):
     model.fetchMore(model.index(0, 0, root))
     model.clear()  # the store is closed while lvl_1 is being listed
     assert thread_pool().waitForDone(5000)
-    qtbot.wait(50)  # let queued results arrive: they must be ignored
+    QCoreApplication.processEvents()  # deliver the queued results: they must be ignored
     assert model.rowCount() == 0
 
 
@@ -218,7 +218,8 @@ def test_filter_matches_loaded_rows_without_listing_more(qtbot, model, two_clust
     assert [proxy.index(r, 0, plvl).data() for r in range(proxy.rowCount(plvl))] == ["node_3"]
     proxy.set_filter_text("LVL_2/NODE_0")  # paths match too, case-insensitively
     assert [proxy.index(r, 0, plvl).data() for r in range(proxy.rowCount(plvl))] == ["node_0"]
-    qtbot.wait(50)
+    assert thread_pool().waitForDone(5000)  # a listing the filter started would have ended
+    QCoreApplication.processEvents()
     hierarchy = model.hierarchy
     assert not hierarchy.is_listed("lvl_1") and not hierarchy.is_listed("lvl_2/node_0")
     proxy.set_filter_text("")
