@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import traceback as _traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
@@ -39,6 +40,19 @@ class Progress(Protocol):
 
     @property
     def message(self) -> str: ...
+
+
+#: what long model work calls after each step
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The Progress of work in plain units (arrays read, rows measured, parents decoded)."""
+
+    done: int
+    total: int
+    message: str = ""
 
 
 class CancelToken(threading.Event):

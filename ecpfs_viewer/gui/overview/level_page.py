@@ -9,7 +9,6 @@ bars are links that emit ``node_requested(path)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from threading import Event
 from typing import Any
@@ -43,6 +42,7 @@ from ecpfs_viewer.model.ecpfs import (
 )
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name
 from ecpfs_viewer.model.formatting import count_noun
+from ecpfs_viewer.model.tasks import ProgressCallback
 from ecpfs_viewer.model.validation import ValidationReport, oversized_leaves
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -137,7 +137,7 @@ def references_button_text(level: int) -> str:
     return f"Check {above} references to {level_path(level)} nodes"
 
 
-def _missing_children(h: Hierarchy, view: LevelView, *, progress: Callable[[tuple[int, int]], None],
+def _missing_children(h: Hierarchy, view: LevelView, *, progress: ProgressCallback,
                       cancel: Event) -> ReferencedChildren:
     """Referenced-but-missing children of a level (decodes the parents' node_ids), for the worker."""
     return referenced_children(
@@ -145,7 +145,7 @@ def _missing_children(h: Hierarchy, view: LevelView, *, progress: Callable[[tupl
         view.stats.level,
         view.summary,
         view.stats,
-        progress=lambda done, total: progress((done, total)),
+        progress=progress,
         cancel=cancel,
     )
 
@@ -318,7 +318,7 @@ class LevelPage(QSplitter):
             on_result=self._on_refs,
             on_error=lambda message: self.refs_label.setText(f"Failed: {message}"),
             on_progress=lambda p: self.refs_label.setText(
-                f"Decoding the node_ids of {above}: {p[0]:,} of {p[1]:,} nodes …"
+                f"Decoding the node_ids of {above}: {p.done:,} of {p.total:,} nodes …"
             ),
             heavy=True,
         )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import html
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QModelIndex, Qt, Signal
@@ -39,6 +38,7 @@ from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.display import FindingsList, tab_page
 from ecpfs_viewer.gui.widgets.rows_table import fit_columns
 from ecpfs_viewer.model.ecpfs.nodes import Breadcrumb, NodeRef, breadcrumb
+from ecpfs_viewer.model.tasks import Progress, ProgressCallback
 from ecpfs_viewer.model.views.node_info import (
     Children,
     LeafItems,
@@ -63,12 +63,10 @@ class NodePageData:
     problem: str = ""  # why children or items could not be listed
 
 
-def load_node_page(h: Hierarchy, ref: NodeRef, *, progress: Any, cancel: threading.Event) -> NodePageData:
+def load_node_page(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback,
+                   cancel: threading.Event) -> NodePageData:
     """Read a node's page (in a worker; the first node of a level decodes the level above's ids)."""
-    def report(done: int, total: int) -> None:
-        progress((done, total))
-
-    info = node_info(h, ref, progress=report, cancel=cancel)
+    info = node_info(h, ref, progress=progress, cancel=cancel)
     crumbs = breadcrumb(h, ref, cancel=cancel)
     children = items = None
     problem = ""
@@ -82,8 +80,8 @@ def load_node_page(h: Hierarchy, ref: NodeRef, *, progress: Any, cancel: threadi
     return NodePageData(info, crumbs, children, items, problem)
 
 
-def load_spread(h: Hierarchy, ref: NodeRef, *, progress: Any, cancel: threading.Event) -> Spread:
-    return node_spread(h, ref, progress=lambda done, total: progress((done, total)), cancel=cancel)
+def load_spread(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback, cancel: threading.Event) -> Spread:
+    return node_spread(h, ref, progress=progress, cancel=cancel)
 
 
 class NodePage(QWidget):
@@ -231,9 +229,9 @@ class NodePage(QWidget):
         self._open_row(self.listing_model.index(row, 1))
 
     # -- results -------------------------------------------------------------------------------
-    def _on_progress(self, value: tuple[int, int]) -> None:
-        self.progress.setRange(0, max(value[1], 1))
-        self.progress.setValue(value[0])
+    def _on_progress(self, value: Progress) -> None:
+        self.progress.setRange(0, max(value.total, 1))
+        self.progress.setValue(value.done)
 
     def _on_failed(self, message: str) -> None:
         self.progress.hide()

@@ -32,8 +32,9 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
-from ecpfs_viewer.model.ecpfs.nodes import NodeRef, Progress
+from ecpfs_viewer.model.ecpfs.nodes import NodeRef
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_path
+from ecpfs_viewer.model.tasks import Progress, ProgressCallback
 from ecpfs_viewer.model.views.projection import Projection, ProjectionKind, project_level, project_node
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -58,14 +59,13 @@ class ProjectionRequest:
     leaf: bool
 
 
-def compute_projection(h: Hierarchy, request: ProjectionRequest, *, progress: Any,
+def compute_projection(h: Hierarchy, request: ProjectionRequest, *, progress: ProgressCallback,
                        cancel: threading.Event) -> Projection:
-    """Run the projection a request names (in a worker); progress gets (done, total)."""
-    report: Progress = lambda done, total: progress((done, total))  # noqa: E731
+    """Run the projection a request names (in a worker)."""
     if request.what == LEVEL:
-        return project_level(h, max(1, request.ref.level), progress=report, cancel=cancel)
+        return project_level(h, max(1, request.ref.level), progress=progress, cancel=cancel)
     return project_node(h, request.ref, members=request.what == MEMBERS and not request.leaf,
-                        progress=report, cancel=cancel)
+                        progress=progress, cancel=cancel)
 
 
 class ProjectionView(QWidget):
@@ -207,10 +207,9 @@ class ProjectionView(QWidget):
         self.progress.hide()
         self.cancel_button.hide()
 
-    def _on_progress(self, value: tuple[int, int]) -> None:
-        done, total = value
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
+    def _on_progress(self, value: Progress) -> None:
+        self.progress.setRange(0, max(value.total, 1))
+        self.progress.setValue(value.done)
 
     def _on_error(self, message: str) -> None:
         self._finish()

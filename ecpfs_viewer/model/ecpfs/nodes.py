@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,11 +26,10 @@ from ecpfs_viewer.model.ecpfs import (
 )
 from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, is_inside_root, level_path, node_containing, node_path
 from ecpfs_viewer.model.errors import UserError
-from ecpfs_viewer.model.tasks import checkpoint
+from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
-Progress = Callable[[int, int], None]
 #: Concurrent array reads (overlaps requests on remote stores; local reads are cheap anyway).
 READ_BATCH = 64  # arrays per batch: the progress and cancel step
 
@@ -88,12 +87,12 @@ def _finding(severity: Severity, ref: NodeRef | str, message: str) -> Finding:
 # -- concurrent reads ---------------------------------------------------------------------------
 
 
-def read_arrays(h: Hierarchy, paths: Sequence[str], *, progress: Progress | None = None,
+def read_arrays(h: Hierarchy, paths: Sequence[str], *, progress: ProgressCallback | None = None,
                 cancel: threading.Event | None = None) -> list[np.ndarray | str]:
     """Read whole arrays in batches (``array_batch.read_whole_arrays``: every request of a batch in
     flight together); each result is the array or the message why it failed.
 
-    Reports (done, total) after each batch and stops before the next one when cancel is set.
+    Reports the arrays read after each batch and stops before the next one when cancel is set.
     """
     results: list[np.ndarray | str] = []
     checkpoint(cancel)
@@ -101,7 +100,7 @@ def read_arrays(h: Hierarchy, paths: Sequence[str], *, progress: Progress | None
         batch = paths[start:start + READ_BATCH]
         results += [value if isinstance(value, np.ndarray) else str(value) for value in read_whole_arrays(h, batch)]
         if progress is not None:
-            progress(len(results), len(paths))
+            progress(Counted(len(results), len(paths), "arrays read"))
         checkpoint(cancel)
     return results
 
@@ -177,7 +176,7 @@ def forget_node_caches(h: Hierarchy, path: str = "") -> None:
             cache.maps.pop(ref.level + 1, None)
 
 
-def parent_map(h: Hierarchy, level: int, *, progress: Progress | None = None,
+def parent_map(h: Hierarchy, level: int, *, progress: ProgressCallback | None = None,
                cancel: threading.Event | None = None) -> ParentMap:
     """The parent map of ``lvl_{level}``, cached per Hierarchy (decodes level-1's node_ids once)."""
     if level < 1:
@@ -193,7 +192,7 @@ def parent_map(h: Hierarchy, level: int, *, progress: Progress | None = None,
         return built
 
 
-def _build_parent_map(h: Hierarchy, level: int, progress: Progress | None,
+def _build_parent_map(h: Hierarchy, level: int, progress: ProgressCallback | None,
                       cancel: threading.Event | None) -> ParentMap:
     summary = index_summary(h)
     if level == 1:
@@ -245,7 +244,7 @@ class ParentLink:
     finding: Finding | None = None
 
 
-def parent_of(h: Hierarchy, ref: NodeRef, *, progress: Progress | None = None,
+def parent_of(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None = None,
               cancel: threading.Event | None = None) -> ParentLink:
     """The parent node and row of ref (index_root has none)."""
     if ref.is_root:
@@ -281,7 +280,7 @@ class Breadcrumb:
         return all(c.ref is not None for c in self.crumbs)
 
 
-def breadcrumb(h: Hierarchy, ref: NodeRef, *, progress: Progress | None = None,
+def breadcrumb(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None = None,
                cancel: threading.Event | None = None) -> Breadcrumb:
     """index > lvl_1/node_3 > lvl_2/node_50 > lvl_3/node_812, following parent maps upward."""
     crumbs: list[Crumb] = []

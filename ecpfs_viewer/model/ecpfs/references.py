@@ -8,7 +8,6 @@ same :class:`ChildReferences`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from ecpfs_viewer.model.ecpfs.findings import Finding, error
 from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_IDS, LevelStats, level_stats
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.tasks import Counted, ProgressCallback
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
@@ -110,7 +110,7 @@ def referenced_children(
     stats: LevelStats | None = None,
     *,
     max_parents: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> ReferencedChildren:
     """Decode the parents' node_ids (root rows for level 1) and find referenced-but-missing children."""
@@ -138,7 +138,7 @@ def referenced_children(
                 continue
             parents_read += 1
             if progress is not None:
-                progress(done + 1, len(parents))
+                progress(Counted(done + 1, len(parents), "parents' node_ids decoded"))
     missing = refs.missing(stats.node_ids)
     return ReferencedChildren(
         level,

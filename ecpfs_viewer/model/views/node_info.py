@@ -18,14 +18,13 @@ from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, Finding, LevelStats, Sever
 from ecpfs_viewer.model.ecpfs.nodes import (
     NodeError,
     NodeRef,
-    Progress,
     index_summary,
     parent_of,
 )
 from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.histogram import SPREAD_BINS_CAP, freedman_diaconis_bins
-from ecpfs_viewer.model.tasks import checkpoint
+from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_allocation
 
@@ -113,7 +112,7 @@ class NodeInfo:
         return "item_ids" if self.is_leaf else "node_ids"
 
 
-def node_info(h: Hierarchy, ref: NodeRef, *, progress: Progress | None = None,
+def node_info(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None = None,
               cancel: threading.Event | None = None) -> NodeInfo:
     """Everything the node page header shows; the first call for a level decodes the level above's
     node_ids (progress, cancel), later calls read metadata and one rep_item_ids element."""
@@ -333,7 +332,7 @@ def distances_to(rows: np.ndarray, centre: np.ndarray, metric: str | None) -> np
 
 
 def node_spread(h: Hierarchy, ref: NodeRef, *, bins_cap: int = SPREAD_BINS_CAP, farthest: int = 5,
-                progress: Progress | None = None, cancel: threading.Event | None = None) -> Spread:
+                progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Spread:
     """Distances of every row of ref to its representative vector (the parent's row), read chunk by
     chunk; raises NodeError when the node or its representative cannot be read, Cancelled on cancel."""
     metric = index_summary(h).metric
@@ -362,7 +361,7 @@ def node_spread(h: Hierarchy, ref: NodeRef, *, bins_cap: int = SPREAD_BINS_CAP, 
             raise NodeError(describe_exception(exc)) from exc
         parts.append(distances_to(block, centre, metric))
         if progress is not None:
-            progress(stop, rows)
+            progress(Counted(stop, rows, "rows measured"))
     values = np.concatenate(parts)
     counts, edges = np.histogram(values, bins=freedman_diaconis_bins(values, bins_cap))
     far = np.argsort(-values, kind="stable")[:farthest]

@@ -19,12 +19,12 @@ from ecpfs_viewer.model.ecpfs.nodes import (
     ROOT,
     NodeError,
     NodeRef,
-    Progress,
     index_summary,
     parent_of,
     read_arrays,
 )
 from ecpfs_viewer.model.ecpfs.paths import level_path
+from ecpfs_viewer.model.tasks import ProgressCallback
 from ecpfs_viewer.model.views.node_info import rep_item_id
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -160,7 +160,7 @@ def _finish(points: _Points, kind: ProjectionKind, title: str, max_points: int, 
                       pca.explained, max(points.total, len(vectors)), seed, tuple(points.findings))
 
 
-def _read_pairs(h: Hierarchy, paths: list[tuple[str, str]], progress: Progress | None,
+def _read_pairs(h: Hierarchy, paths: list[tuple[str, str]], progress: ProgressCallback | None,
                 cancel: threading.Event | None) -> list[tuple[np.ndarray, np.ndarray] | str]:
     """(embeddings, ids) of several nodes read concurrently; a message for a node that failed."""
     flat = read_arrays(h, [p for pair in paths for p in pair], progress=progress, cancel=cancel)
@@ -179,7 +179,7 @@ def _node_pair(ref: NodeRef, leaf: bool) -> tuple[str, str]:
     return f"{ref.path}/embeddings", f"{ref.path}/{'item_ids' if leaf else 'node_ids'}"
 
 
-def _read_node(h: Hierarchy, ref: NodeRef, leaf: bool, progress: Progress | None,
+def _read_node(h: Hierarchy, ref: NodeRef, leaf: bool, progress: ProgressCallback | None,
                cancel: threading.Event | None) -> tuple[np.ndarray, np.ndarray] | str:
     """(embeddings, ids) of one node; index_root's ids are its row numbers (= lvl_1 node ids)."""
     if not ref.is_root:
@@ -189,7 +189,7 @@ def _read_node(h: Hierarchy, ref: NodeRef, leaf: bool, progress: Progress | None
 
 
 def project_node(h: Hierarchy, ref: NodeRef, *, members: bool = False, max_points: int = DEFAULT_MAX_POINTS,
-                 seed: int = 0, progress: Progress | None = None, cancel: threading.Event | None = None
+                 seed: int = 0, progress: ProgressCallback | None = None, cancel: threading.Event | None = None
                  ) -> Projection:
     """A node's rows coloured by the child each leads (with members: plus a sample of each child's
     rows, coloured by child, representatives marked); a leaf's items with its representative marked."""
@@ -245,7 +245,7 @@ def _leaf_projection(h: Hierarchy, ref: NodeRef, vectors: np.ndarray, ids: np.nd
 
 
 def project_level(h: Hierarchy, level: int, *, max_points: int = DEFAULT_MAX_POINTS, seed: int = 0,
-                  progress: Progress | None = None, cancel: threading.Event | None = None) -> Projection:
+                  progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Projection:
     """The representatives of every node of lvl_{level} (rows of the level above), coloured by the
     parent holding them; when there are more than max_points, a seeded choice of parents is read."""
     summary = index_summary(h)

@@ -124,7 +124,7 @@ def test_parent_maps_are_cached_per_hierarchy_until_refresh(built: Path) -> None
 def test_parent_map_reports_progress_and_cancels(built: Path) -> None:
     h = Hierarchy(open_store(built))
     seen: list[tuple[int, int]] = []
-    parent_map(h, 3, progress=lambda done, total: seen.append((done, total)))
+    parent_map(h, 3, progress=lambda p: seen.append((p.done, p.total)))
     total = shared_level_stats(h, 2).node_count
     assert seen[-1] == (total, total) and all(t == total for _, t in seen)
     cancel = threading.Event()
@@ -262,7 +262,7 @@ def test_spread_of_a_leaf_matches_numpy_with_progress_and_cancel(built: Path) ->
     centre = read(built, f"{link.parent.path}/embeddings")[link.row]
     rows = read(built, f"lvl_3/node_{node}/embeddings")
     seen: list[tuple[int, int]] = []
-    spread = node_spread(h, NodeRef(3, node), progress=lambda d, t: seen.append((d, t)))
+    spread = node_spread(h, NodeRef(3, node), progress=lambda p: seen.append((p.done, p.total)))
     np.testing.assert_allclose(spread.distances, np.linalg.norm(rows - centre, axis=1), rtol=1e-6)
     assert seen[-1] == (len(rows), len(rows)) and spread.counts.sum() == len(rows)
     cancel = threading.Event()

@@ -143,7 +143,7 @@ def test_projection_errors_progress_and_cancel(blobs_index: tuple[Path, np.ndarr
     with pytest.raises(NodeError):
         project_node(h, NodeRef(3, 10**6))
     seen: list[tuple[int, int]] = []
-    project_level(h, 3, progress=lambda done, total: seen.append((done, total)))
+    project_level(h, 3, progress=lambda p: seen.append((p.done, p.total)))
     assert seen and seen[-1][0] == seen[-1][1]
     cancel = threading.Event()
     cancel.set()
