@@ -107,7 +107,7 @@ class NodeReader:
     def _scalar(self, path: str, required: bool = True) -> Any:
         info = self.hierarchy.details(path)
         if info.array is None:
-            if not required and info.node.error is not None and "no such node" in info.node.error:
+            if not required and info.node.missing:
                 return None
             raise SearchError(f"{self.label}: cannot open index ({info.error or path + ' is not an array'})")
         return self.hierarchy.read_scalar(path)

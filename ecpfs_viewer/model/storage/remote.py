@@ -71,9 +71,13 @@ class RemoteTimeoutError(TransportError, RemoteError):
 
 
 class RemoteBusyError(TransportError, RemoteError):
-    """429 or 503: the server asks for fewer requests; worth a retry."""
+    """A status worth a retry (429 and 503 ask for fewer requests); `status` is the code."""
 
     retryable = True
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ServerNotAnsweringError(RemoteTimeoutError):
@@ -128,7 +132,8 @@ def translate_error(exc: BaseException, where: str, scheme: str, timeout_s: floa
         return RemoteTimeoutError(f"{where}: the connection failed ({text}); retry")
     answered = _STATUS_RE.search(first)
     if answered and int(answered.group(1)) in RETRY_STATUSES:
-        return RemoteBusyError(f"{where}: the server answered {answered.group(1)} {answered.group(2).strip()}; retry")
+        return RemoteBusyError(f"{where}: the server answered {answered.group(1)} {answered.group(2).strip()}; retry",
+                               int(answered.group(1)))
     if isinstance(exc, obs_errors.BaseError):
         return RemoteError(f"{where}: {text}")
     return exc
@@ -144,7 +149,7 @@ CONGESTION_STATUSES = frozenset({429, 503})
 def congested(error: BaseException) -> bool:
     """True when a failure asks for fewer requests in flight (no answer, a dropped connection, 429, 503)."""
     if isinstance(error, RemoteBusyError):
-        return any(f" {code} " in str(error) for code in CONGESTION_STATUSES)
+        return error.status in CONGESTION_STATUSES
     return isinstance(error, RemoteTimeoutError)
 
 

@@ -79,7 +79,7 @@ class Hierarchy:
         if found is not None and found.kind is NodeKind.IMPLICIT_GROUP and not self._has_entries(path):
             found = None  # nothing is stored there: a path that does not exist is not an implicit group
         if found is None:
-            found = Node(path, NodeKind.ERROR, None, error=f"{path}: no such node")
+            found = Node(path, NodeKind.ERROR, None, error=f"{path}: no such node", missing=True)
         if found.unread:
             return found
         with self._lock:

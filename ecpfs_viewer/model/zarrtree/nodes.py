@@ -61,6 +61,8 @@ class Node:
     #: the metadata could not be read on the way (no answer, a dropped connection): the node is
     #: "could not be read", never missing or invalid, and is not kept (asked again next time)
     unread: bool = False
+    #: nothing is stored at path (an ERROR node that says so, as opposed to one that cannot be read)
+    missing: bool = False
 
     @property
     def name(self) -> str:
