@@ -127,6 +127,13 @@ def _stop_signals_interrupt() -> Iterator[_StopRequest]:
             signal.signal(s, handler)
 
 
+def _stopped_by(signum: int, complete: str | None) -> int:
+    """Say which signal stopped the build and what it left; the exit status a shell expects."""
+    written = f"the index was complete: {complete}" if complete is not None else "nothing was written"
+    _err(f"build stopped by {signal.Signals(signum).name}; {written}")
+    return 128 + signum
+
+
 def run_build(args: argparse.Namespace) -> int:
     """Build the index; each problem with the input, parameters or output is one line on stderr."""
     if args.node_chunk_kb < 1 or args.rep_chunk_mb < 1:
@@ -155,14 +162,11 @@ def run_build(args: argparse.Namespace) -> int:
             _err(str(problem))
         return max(_problem_code(problem, args.input) for problem in exc.problems)
     except _Interrupted as exc:
-        written = f"the index was complete: {args.output}" if result is not None else "nothing was written"
-        _err(f"build stopped by {signal.Signals(exc.signum).name}; {written}")
-        return 128 + exc.signum
-    except BuildCancelled:
+        return _stopped_by(exc.signum, args.output if result is not None else None)
+    except BuildCancelled:  # the signal's raise was swallowed; the checkpoint saw its cancel event
         if stop is None or stop.signum is None:
             raise Interrupted("build interrupted; nothing was written") from None
-        _err(f"build stopped by {signal.Signals(stop.signum).name}; nothing was written")
-        return 128 + stop.signum
+        return _stopped_by(stop.signum, None)
     except KeyboardInterrupt:
         raise Interrupted("build interrupted; nothing was written") from None
     except OSError as exc:
