@@ -75,6 +75,8 @@ def build_subcommand_parser(only: Sequence[str] | None = None) -> argparse.Argum
     for name in only or SUBCOMMANDS:
         module, function = _REGISTRARS[name]
         getattr(importlib.import_module(f"ecpfs_viewer.cli.{module}"), function)(subparsers)
+    # `completion` describes every subcommand: it is handed this builder rather than importing its dispatcher
+    parser.set_defaults(whole_parser=build_subcommand_parser)
     return parser
 
 

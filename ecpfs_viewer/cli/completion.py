@@ -29,15 +29,12 @@ def add_completion_parser(subparsers: argparse._SubParsersAction[argparse.Argume
     return parser
 
 
-def completion_script(shell: str) -> str:
-    """The completion script for shell, covering every subcommand and option."""
+def completion_script(shell: str, parser: argparse.ArgumentParser) -> str:
+    """The completion script for shell, covering every subcommand and option of parser."""
     try:
         import shtab
     except ImportError:
         raise CannotOpen("shell completion needs the shtab package, which is not installed") from None
-    from ecpfs_viewer.cli import build_subcommand_parser
-
-    parser = build_subcommand_parser()
     for action in _all_actions(parser):
         if action.dest in PATH_ARGUMENTS:
             action.complete = shtab.FILE  # type: ignore[attr-defined]
@@ -45,7 +42,7 @@ def completion_script(shell: str) -> str:
 
 
 def run_completion(args: argparse.Namespace) -> int:
-    print(completion_script(args.shell))
+    print(completion_script(args.shell, args.whole_parser()))
     return EXIT_OK
 
 
