@@ -1,0 +1,536 @@
+"""The actions of issue 21 at 200,000 and at 2,000,000 items, side by side: figures, not pass/fail.
+
+    ECPFS_BENCH_CACHE=/work/bench-data/scale .venv-newest/bin/python benchmarks/bench_scale.py \
+        [--rows-small 200000] [--rows-large 2000000] [--only ACTION,...] [--repeat 2] [--json OUT]
+
+Both indexes come from benchmarks/_bench_index.py (64-d float32, levels 3, target 50), built on
+first use. Every figure is a fresh process, as a user runs it: the real command line
+(`python -m ecpfs_viewer ...`), or a small child for the window, timed from outside, the best of
+--repeat runs, with the child's peak resident memory (from ``os.wait4``) and the machine's load
+average when that run started. Each run gets an empty cache folder unless the action is about the
+second process (then one untimed run fills it first). Remote actions read the index over
+benchmarks/_remote_server.py with a delay per request (50 ms unless --delay-ms) and count the
+requests the server answered; the request floor is requests / in flight x delay.
+
+Beside each figure: the issue's target, the issue's figure from before, and zarr-python doing the
+same job where there is one (one run each): reading every leaf's item_ids (locate), reading every
+leaf's embeddings and a numpy brute force (exact search), reading every zarr.json (info, check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _bench_index import DIM, ROWS, SCALE_ROWS, bench_index_path
+from _remote_server import ChildServer, serve_static_child
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+IN_FLIGHT = 128  # the command line's default --max-in-flight
+NODE_ID = 100  # the leaf whose page the window opens (the issue's screenshot shows it); else the first one
+CHILD_TIMEOUT_S = 1800.0
+
+
+# ------------------------------------------------------------------------------------ figures
+
+
+@dataclass(frozen=True)
+class Run:
+    """One child process: wall time, peak resident memory, exit status and output."""
+
+    seconds: float
+    rss_mb: float
+    returncode: int
+    stdout: str
+    stderr: str
+    load: float
+
+
+@dataclass
+class Figure:
+    """The best run of an action on one index (None seconds: not measured, the note says why)."""
+
+    seconds: float | None
+    rss_mb: float | None = None
+    load: float | None = None
+    note: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def text(self) -> str:
+        if self.seconds is None:
+            return "-"
+        value = f"{self.seconds * 1000:.0f} ms" if self.extra.get("is_ms") else f"{self.seconds:.2f} s"
+        memory = f" {self.rss_mb:,.0f} MB" if self.rss_mb is not None else ""
+        return f"{value}{memory} (load {self.load:.1f})"
+
+
+def loadavg() -> float:
+    """The one-minute load average (/proc/loadavg, or os.getloadavg where there is none)."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except OSError:
+        return os.getloadavg()[0]
+
+
+def run_child(command: list[str], env: dict[str, str], timeout: float = CHILD_TIMEOUT_S) -> Run:
+    """Run command to its end; its own peak RSS comes from wait4 (RUSAGE_CHILDREN would mix runs)."""
+    load = loadavg()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=REPO, env=env)
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                process.kill()
+                os.wait4(process.pid, 0)
+                raise TimeoutError(f"{' '.join(command)} ran over {timeout:.0f} s")
+            time.sleep(0.01)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        out.seek(0)
+        err.seek(0)
+        return Run(seconds, usage.ru_maxrss / 1024, process.returncode, out.read(), err.read(), load)
+
+
+def child_env(cache: Path) -> dict[str, str]:
+    """This checkout's code, an offscreen Qt, and the app's cache folder (all of it) under cache."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            "QT_QPA_PLATFORM": "offscreen", "ECPFS_VIEWER_CACHE": str(cache), "XDG_CACHE_HOME": str(cache / "xdg")}
+
+
+def failure(run: Run) -> str:
+    lines = (run.stderr.strip() or run.stdout.strip()).splitlines()
+    return f"exit {run.returncode}: {lines[-1] if lines else 'no output'}"
+
+
+# ------------------------------------------------------------------------------------ one index
+
+
+@dataclass
+class Case:
+    """One benchmark index and what the runs on it share."""
+
+    rows: int
+    index: Path
+    repeat: int
+    delay_s: float
+    work: Path  # scratch folder: query files, cache folders, key lists
+    baselines: dict[str, Figure] = field(default_factory=dict)  # zarr-python figures, shared by actions
+
+    @property
+    def absent_id(self) -> int:
+        return self.rows + 1000  # inside uint32, the item_ids type, and held by no leaf
+
+    def leaf_path(self) -> str:
+        """lvl_L/node_NODE_ID of the deepest level, or its first node where that id is not there."""
+        level = max((p for p in self.index.glob("lvl_*") if p.name[4:].isdigit()), key=lambda p: int(p.name[4:]))
+        if (level / f"node_{NODE_ID}").is_dir():
+            return f"{level.name}/node_{NODE_ID}"
+        nodes = [p.name for p in level.iterdir() if p.name.startswith("node_") and p.name[5:].isdigit()]
+        return f"{level.name}/{min(nodes, key=lambda name: int(name[5:]))}"
+
+    def cache(self) -> Path:
+        return Path(tempfile.mkdtemp(prefix="app-cache-", dir=self.work))
+
+    def cli(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "ecpfs_viewer", *args]
+
+    def best(self, command: list[str], *, ok: tuple[int, ...] = (0,),
+             warm: bool = False, server: ChildServer | None = None,
+             measure: Callable[[Run], float] | None = None) -> Figure:
+        """The best of `repeat` fresh processes; warm: one untimed run fills a cache folder they share."""
+        cache = self.cache()
+        runs: list[tuple[float, Run, int]] = []
+        if warm:
+            run = run_child(command, child_env(cache))
+            if run.returncode not in ok:
+                return Figure(None, note=f"warm-up {failure(run)}")
+        for _ in range(self.repeat):
+            if not warm:
+                cache = self.cache()
+            before = server.requests() if server else 0
+            run = run_child(command, child_env(cache))
+            if run.returncode not in ok:
+                return Figure(None, note=failure(run))
+            runs.append((measure(run) if measure else run.seconds, run, (server.requests() - before) if server else 0))
+        seconds, run, requests = min(runs, key=lambda r: r[0])
+        figure = Figure(seconds, max(r.rss_mb for _, r, _ in runs), run.load)
+        if server:
+            floor = requests / IN_FLIGHT * self.delay_s
+            figure.note = f"{requests:,} requests, floor {floor:.1f} s"
+            figure.extra.update(requests=requests, floor_s=floor)
+        return figure
+
+    @contextlib.contextmanager
+    def served(self) -> Iterator[tuple[ChildServer, str]]:
+        with serve_static_child(self.index.parent, self.delay_s) as server:
+            yield server, f"{server.base}/{self.index.name}"
+
+    def query_file(self) -> Path:
+        import numpy as np
+
+        path = self.work / "query.npy"
+        if not path.exists():
+            np.save(path, np.random.default_rng(3).normal(0, 10, (1, DIM)).astype(np.float32))
+        return path
+
+    def zarr_baseline(self, job: str, *args: str, server: ChildServer | None = None) -> Figure:
+        """zarr-python doing the job in a child (one run), with what it read as its note."""
+        if job in self.baselines:
+            return self.baselines[job]
+        before = server.requests() if server else 0
+        run = run_child([sys.executable, str(Path(__file__).resolve()), "--child", job, *args], child_env(self.cache()))
+        if run.returncode != 0:
+            figure = Figure(None, note=failure(run))
+        else:
+            figure = Figure(run.seconds, run.rss_mb, run.load, note=run.stdout.strip().splitlines()[-1])
+            if server:
+                figure.note += f", {server.requests() - before:,} requests"
+        self.baselines[job] = figure
+        return figure
+
+    def document_keys(self) -> Path:
+        """Every zarr.json of the index (relative keys), one a line, listed once from the local folder."""
+        path = self.work / "documents.txt"
+        if not path.exists():
+            keys = [os.path.relpath(os.path.join(top, "zarr.json"), self.index)
+                    for top, _dirs, files in os.walk(self.index) if "zarr.json" in files]
+            path.write_text("\n".join(sorted(keys)))
+        return path
+
+
+# ------------------------------------------------------------------------------------ actions
+
+
+@dataclass(frozen=True)
+class Action:
+    title: str
+    target: str  # from the issue
+    before: str  # the issue's figures, 200k / 2M
+    measure: Callable[[Case], tuple[Figure, Figure | None]]  # ours, zarr-python's (None: no such job)
+
+
+def locate_first(case: Case) -> tuple[Figure, Figure | None]:
+    ours = case.best(case.cli("locate", str(case.index), str(case.absent_id)), ok=(1,))
+    return ours, case.zarr_baseline("zarr-item-ids", str(case.index))
+
+
+def locate_again(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("locate", str(case.index), str(case.absent_id)), ok=(1,), warm=True), None
+
+
+def search_item(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("search", str(case.index), "--item", "5")), case.zarr_baseline(
+        "zarr-item-ids", str(case.index))
+
+
+def search_query_file(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("search", str(case.index), "--query-file", str(case.query_file()))), None
+
+
+def recall(case: Case) -> tuple[Figure, Figure | None]:
+    ours = case.best(case.cli("recall", str(case.index), "--sample", "100", "--search-exp", "1,2,4,8"))
+    return ours, case.zarr_baseline("zarr-exact", str(case.index))
+
+
+def explain(case: Case) -> tuple[Figure, Figure | None]:
+    ours = case.best(case.cli("search", str(case.index), "--item", "17", "--explain"))
+    return ours, case.zarr_baseline("zarr-exact", str(case.index))
+
+
+def node_page(case: Case) -> tuple[Figure, Figure | None]:
+    def page_seconds(run: Run) -> float:
+        return float(json.loads(run.stdout.strip().splitlines()[-1])["page_s"])
+
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", "node-page", str(case.index),
+               case.leaf_path()]
+    figure = case.best(command, measure=page_seconds)
+    figure.note = figure.note or case.leaf_path()
+    return figure, None
+
+
+def leaf_stall(case: Case) -> tuple[Figure, Figure | None]:
+    """bench_gui_stalls.py as a child; only its 'expand lvl_N' row is read from what it prints."""
+    script = HERE / "bench_gui_stalls.py"
+    env = {**child_env(case.cache()), "ECPFS_BENCH_CACHE": str(case.index.parent)}
+    where = index_argument(script, env, case.index)
+    if where is None:
+        if case.rows != ROWS:
+            return Figure(None, note="bench_gui_stalls.py takes no index path"), None
+        where = []  # its own index: the ROWS one, from the same cache folder
+    best: Figure | None = None
+    for _ in range(case.repeat):
+        run = run_child([sys.executable, str(script), *where], env)
+        found = re.search(r"^expand lvl_\d.*?(\d+) ms\s+(\d+) ms\s+(\d+) ms\s+(\d+)\s*$", run.stdout, re.M)
+        if run.returncode != 0 or not found:
+            return Figure(None, note=failure(run) if run.returncode else "no 'expand lvl_' row printed"), None
+        stall = float(found.group(2)) / 1000
+        if best is None or best.seconds is None or stall < best.seconds:
+            best = Figure(stall, run.rss_mb, run.load, note=f"expanding took {found.group(1)} ms",
+                          extra={"is_ms": 1})
+    return best or Figure(None, note="--repeat 0"), None
+
+
+def index_argument(script: Path, env: dict[str, str], index: Path) -> list[str] | None:
+    """How bench_gui_stalls.py takes an index, read from its --help (None: it takes none)."""
+    usage = run_child([sys.executable, str(script), "--help"], env).stdout
+    if re.search(r"--index\b", usage):
+        return ["--index", str(index)]
+    tokens = usage.split("options:")[0].split()
+    for before, token in itertools.pairwise(tokens):
+        if token.strip("[]") in ("INDEX", "PATH", "LOCATION", "PATH_OR_URL", "index", "location") and not (
+                before.lstrip("[").startswith("-")):
+            return [str(index)]
+    return None
+
+
+def remote(command: str, *extra: str, warm: bool = False, baseline: bool = True) -> Callable[[Case], tuple]:
+    def measure(case: Case) -> tuple[Figure, Figure | None]:
+        with case.served() as (server, url):
+            ours = case.best(case.cli(command, url, *extra), warm=warm, server=server)
+            theirs = (case.zarr_baseline("zarr-documents", url, str(case.document_keys()), server=server)
+                      if baseline else None)
+        return ours, theirs
+
+    return measure
+
+
+ACTIONS: dict[str, Action] = {
+    "locate": Action("locate an absent id, first process", "2M <= 3 s", "0.76 s / 12.1 s", locate_first),
+    "locate-again": Action("locate an absent id, a later process", "<= 0.5 s", "(new)", locate_again),
+    "search-item": Action("search --item 5, cold", "2M <= 3 s", "0.61 s / 5.51 s", search_item),
+    "search-query": Action("search --query-file, cold", "no growth", "0.29 s / 0.29 s", search_query_file),
+    "recall": Action("recall --sample 100 --search-exp 1,2,4,8", "2M <= 8 s, <= 500 MB",
+                     "1.90 s 254 MB / 15.8 s 1,399 MB", recall),
+    "explain": Action("search --item 17 --explain", "memory bounded (<= 500 MB)",
+                      "1.75 s 216 MB / 15.8 s 1,336 MB", explain),
+    "node-page": Action(f"node page loaded in the window (node_{NODE_ID})", "<= 1 s", "0.52 s / 3.06 s", node_page),
+    "leaf-stall": Action("longest stall expanding the leaf level", "<= 100 ms", "37 ms / 110-142 ms", leaf_stall),
+    "remote-info": Action("info over the delay", "summary only", "5.4 s / 41 s", remote("info")),
+    "remote-check": Action("check over the delay", "<= 1.5 x floor", "6.0 s / 44 s", remote("check")),
+    "remote-info-again": Action("info over the delay, a later process", "<= 5 s", "(new)",
+                                remote("info", warm=True, baseline=False)),
+    "remote-check-again": Action("check over the delay, a later process", "<= 5 s", "(new)",
+                                 remote("check", warm=True, baseline=False)),
+    "remote-explain": Action("search --item 17 --explain over the delay", "", "15.1 s / 134.9 s",
+                             remote("search", "--item", "17", "--explain", baseline=False)),
+}
+
+
+# ------------------------------------------------------------------------------------ children
+
+
+def child_node_page(index: str, node: str) -> None:
+    """Open the index in the window, select node, and time until its page is loaded (JSON on stdout)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
+    from ecpfs_viewer.gui.runtime import settings as app_settings
+    from ecpfs_viewer.gui.runtime.workers import stop_workers
+    from ecpfs_viewer.process_exit import leave_process
+
+    def wait_until(condition: Callable[[], bool], timeout: float = 300.0) -> None:
+        loop, poll = QEventLoop(), QTimer()
+        deadline = time.perf_counter() + timeout
+        poll.setInterval(5)
+        poll.timeout.connect(lambda: (condition() or time.perf_counter() > deadline) and loop.quit())
+        poll.start()
+        loop.exec()
+        poll.stop()
+        if not condition():
+            raise TimeoutError(f"the window did not finish in {timeout:.0f} s")
+
+    app_settings.use_settings_dir(tempfile.mkdtemp(prefix="ecpfs-bench-settings-"))
+    ensure_application()
+    collector = tune_interpreter_for_gui()
+    window = create_main_window()
+    collector.follow_index(window.store_opened, window.store_dropped)
+    window.resize(1280, 800)
+    window.show()
+    started = time.perf_counter()
+    window.open_location(index)
+    wait_until(lambda: not window.is_busy() and window.tree_model.is_loaded(node.rsplit("/", 1)[0]))
+    opened = time.perf_counter()
+    window.reveal_path(node)
+    wait_until(lambda: window.current_item() is not None and window.current_item().path == node
+               and window.node_page.data is not None)
+    loaded = time.perf_counter()
+    print(json.dumps({"open_s": opened - started, "page_s": loaded - opened}), flush=True)
+    window.close()
+    stop_workers()
+    leave_process(0)
+
+
+async def _leaf_arrays(index: str, names: tuple[str, ...]) -> list[list[object]]:
+    """Every leaf's arrays `names`, read with zarr-python's async API, 64 reads at a time."""
+    import zarr
+    import zarr.api.asynchronous as zarr_async
+
+    zarr.config.set({"async.concurrency": 64})
+    root = await zarr_async.open_group(store=index, mode="r")
+    levels = [int(name[4:]) async for name in root.group_keys() if name.startswith("lvl_")]
+    level = await root.getitem(f"lvl_{max(levels)}")
+    leaves = [node async for _name, node in level.members()]
+    gate = asyncio.Semaphore(64)
+
+    async def read(leaf: object) -> list[object]:
+        async with gate:
+            return [await (await leaf.getitem(name)).getitem(slice(None)) for name in names]  # type: ignore[attr-defined]
+
+    return list(await asyncio.gather(*(read(leaf) for leaf in leaves)))
+
+
+def child_item_ids(index: str) -> None:
+    import numpy as np
+
+    ids = np.concatenate([arrays[0] for arrays in asyncio.run(_leaf_arrays(index, ("item_ids",)))])
+    print(f"every leaf's item_ids: {len(ids):,} ids")
+
+
+def child_exact(index: str) -> None:
+    """Read every leaf's embeddings, then a numpy brute force of 100 sampled items' top 10."""
+    import numpy as np
+
+    leaves = asyncio.run(_leaf_arrays(index, ("item_ids", "embeddings")))
+    ids = np.concatenate([leaf[0] for leaf in leaves])
+    vectors = np.concatenate([leaf[1] for leaf in leaves]).astype(np.float32, copy=False)
+    del leaves
+    queries = vectors[np.random.default_rng(0).choice(len(vectors), 100, replace=False)]
+    norms = np.einsum("ij,ij->i", vectors, vectors)
+    best = np.full((len(queries), 10), np.inf, np.float32), np.zeros((len(queries), 10), np.int64)
+    for start in range(0, len(vectors), 100_000):  # blocks, so the figure is the reading, not a 100 x N matrix
+        d = norms[None, start:start + 100_000] - 2 * (queries @ vectors[start:start + 100_000].T)
+        both = np.concatenate([best[0], d], axis=1)
+        rows = np.concatenate([best[1], np.broadcast_to(np.arange(start, start + d.shape[1]), d.shape)], axis=1)
+        keep = np.argpartition(both, 9, axis=1)[:, :10]
+        best = np.take_along_axis(both, keep, 1), np.take_along_axis(rows, keep, 1)
+    print(f"every leaf's embeddings: {len(ids):,} x {vectors.shape[1]}, top 10 of 100 queries")
+
+
+def child_documents(url: str, keys_file: str) -> None:
+    """Read every zarr.json over HTTP through zarr-python's ObjectStore, IN_FLIGHT at a time."""
+    from obstore.store import HTTPStore
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.storage import ObjectStore
+
+    keys = Path(keys_file).read_text().split()
+
+    async def read_all() -> int:
+        store = ObjectStore(HTTPStore.from_url(url, client_options={"allow_http": True}), read_only=True)
+        gate, prototype = asyncio.Semaphore(IN_FLIGHT), default_buffer_prototype()
+
+        async def one(key: str) -> int:
+            async with gate:
+                buffer = await store.get(key, prototype=prototype)
+                return 0 if buffer is None else len(buffer.to_bytes())
+
+        return sum(await asyncio.gather(*(one(key) for key in keys)))
+
+    size = asyncio.run(read_all())
+    print(f"every zarr.json: {len(keys):,} documents, {size / 1e6:.1f} MB")
+
+
+CHILDREN: dict[str, Callable[..., None]] = {"node-page": child_node_page, "zarr-item-ids": child_item_ids,
+                                            "zarr-exact": child_exact, "zarr-documents": child_documents}
+
+
+# ------------------------------------------------------------------------------------ the table
+
+
+def size_name(rows: int) -> str:
+    return f"{rows // 1_000_000}M" if rows >= 1_000_000 and rows % 1_000_000 == 0 else f"{rows / 1000:g}k"
+
+
+def growth(small: Figure, large: Figure) -> str:
+    if not small.seconds or large.seconds is None:
+        return "-"
+    return f"{large.seconds / small.seconds:.1f}x"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows-small", type=int, default=ROWS, help=f"items of the small index (default {ROWS:,})")
+    parser.add_argument("--rows-large", type=int, default=SCALE_ROWS,
+                        help=f"items of the large index (default {SCALE_ROWS:,})")
+    parser.add_argument("--only", default="", metavar="ACTION,...", help=f"some actions: {', '.join(ACTIONS)}")
+    parser.add_argument("--repeat", type=int, default=2, help="fresh processes per figure, best kept (default 2)")
+    parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request of the remote actions")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the figures to OUT as JSON")
+    parser.add_argument("--child", nargs="+", metavar=("JOB", "ARG"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        CHILDREN[args.child[0]](*args.child[1:])
+        return 0
+    names = [name.strip() for name in args.only.split(",") if name.strip()] or list(ACTIONS)
+    unknown = sorted(set(names) - set(ACTIONS))
+    if unknown:
+        parser.error(f"unknown action {', '.join(unknown)}; choose from {', '.join(ACTIONS)}")
+    work = Path(tempfile.mkdtemp(prefix="ecpfs-bench-scale-"))
+    try:
+        cases = []
+        for rows in (args.rows_small, args.rows_large):
+            scratch = work / size_name(rows)
+            scratch.mkdir()
+            cases.append(Case(rows, bench_index_path(rows=rows), args.repeat, args.delay_ms / 1000, scratch))
+        return report(cases, names, args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int:
+    import numpy
+    import zarr
+
+    small, large = (size_name(case.rows) for case in cases)
+    print(f"issue 21 at size: {', '.join(case.index.name for case in cases)}; best of {args.repeat} fresh processes, "
+          f"peak RSS, load average at the run; remote: {args.delay_ms:g} ms per request, {IN_FLIGHT} in flight; "
+          f"Python {sys.version.split()[0]}, zarr {zarr.__version__}, numpy {numpy.__version__}, "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'action':<44} {small:<28} {large:<28} {'growth':>7}  {'target':<26} issue before ({small} / {large})")
+    results = []
+    for name in names:
+        action = ACTIONS[name]
+        figures = [action.measure(case) for case in cases]
+        ours, theirs = [f[0] for f in figures], [f[1] for f in figures]
+        print(f"{action.title:<44} {ours[0].text():<28} {ours[1].text():<28} {growth(*ours):>7}  "
+              f"{action.target:<26} {action.before}", flush=True)
+        for label, figure in zip((small, large), ours, strict=True):
+            if figure.note:
+                print(f"    {label}: {figure.note}")
+        if theirs[0] is not None and theirs[1] is not None:
+            print(f"    {'zarr-python, one run':<40} {theirs[0].text():<28} {theirs[1].text():<28} "
+                  f"{growth(*theirs):>7}", flush=True)
+            for label, figure in zip((small, large), theirs, strict=True):
+                print(f"        {label}: {figure.note}")
+        results.append({"action": name, "title": action.title, "target": action.target, "before": action.before,
+                        "figures": {label: asdict(f) for label, f in zip((small, large), ours, strict=True)},
+                        "zarr_python": {label: asdict(f) for label, f in zip((small, large), theirs, strict=True)
+                                        if f is not None}})
+    if args.json:
+        args.json.write_text(json.dumps({"sizes": [small, large], "repeat": args.repeat, "results": results},
+                                        indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
