@@ -293,10 +293,10 @@ def leaf_stall(case: Case) -> tuple[Figure, Figure | None]:
 
 def index_argument(script: Path, env: dict[str, str], index: Path) -> list[str] | None:
     """How bench_gui_stalls.py takes an index, read from its --help (None: it takes none)."""
-    usage = run_child([sys.executable, str(script), "--help"], env).stdout
+    usage = run_child([sys.executable, str(script), "--help"], env).stdout.split("\n\n")[0]  # the usage lines
     if re.search(r"--index\b", usage):
         return ["--index", str(index)]
-    tokens = usage.split("options:")[0].split()
+    tokens = usage.split()
     for before, token in itertools.pairwise(tokens):
         if token.strip("[]") in ("INDEX", "PATH", "LOCATION", "PATH_OR_URL", "index", "location") and not (
                 before.lstrip("[").startswith("-")):
@@ -462,7 +462,7 @@ def size_name(rows: int) -> str:
 
 
 def growth(small: Figure, large: Figure) -> str:
-    if not small.seconds or large.seconds is None:
+    if small is large or not small.seconds or large.seconds is None:
         return "-"
     return f"{large.seconds / small.seconds:.1f}x"
 
@@ -471,7 +471,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows-small", type=int, default=ROWS, help=f"items of the small index (default {ROWS:,})")
     parser.add_argument("--rows-large", type=int, default=SCALE_ROWS,
-                        help=f"items of the large index (default {SCALE_ROWS:,})")
+                        help=f"items of the large index (default {SCALE_ROWS:,}; 0: the small one only)")
     parser.add_argument("--only", default="", metavar="ACTION,...", help=f"some actions: {', '.join(ACTIONS)}")
     parser.add_argument("--repeat", type=int, default=2, help="fresh processes per figure, best kept (default 2)")
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request of the remote actions")
@@ -488,7 +488,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ecpfs-bench-scale-"))
     try:
         cases = []
-        for rows in (args.rows_small, args.rows_large):
+        for rows in (rows for rows in (args.rows_small, args.rows_large) if rows > 0):
             scratch = work / size_name(rows)
             scratch.mkdir()
             cases.append(Case(rows, bench_index_path(rows=rows), args.repeat, args.delay_ms / 1000, scratch))
@@ -501,35 +501,39 @@ def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int
     import numpy
     import zarr
 
-    small, large = (size_name(case.rows) for case in cases)
+    sizes = [size_name(case.rows) for case in cases]
     print(f"issue 21 at size: {', '.join(case.index.name for case in cases)}; best of {args.repeat} fresh processes, "
           f"peak RSS, load average at the run; remote: {args.delay_ms:g} ms per request, {IN_FLIGHT} in flight; "
           f"Python {sys.version.split()[0]}, zarr {zarr.__version__}, numpy {numpy.__version__}, "
           f"{os.cpu_count()} CPUs")
-    print(f"{'action':<44} {small:<28} {large:<28} {'growth':>7}  {'target':<26} issue before ({small} / {large})")
+    print(f"{'action':<44} {''.join(f'{size:<29}' for size in sizes)}{'growth':>7}  {'target':<26} "
+          f"issue before (200k / 2M)")
     results = []
     for name in names:
         action = ACTIONS[name]
         figures = [action.measure(case) for case in cases]
         ours, theirs = [f[0] for f in figures], [f[1] for f in figures]
-        print(f"{action.title:<44} {ours[0].text():<28} {ours[1].text():<28} {growth(*ours):>7}  "
-              f"{action.target:<26} {action.before}", flush=True)
-        for label, figure in zip((small, large), ours, strict=True):
+        print(f"{action.title:<44} {row(ours)}  {action.target:<26} {action.before}", flush=True)
+        for size, figure in zip(sizes, ours, strict=True):
             if figure.note:
-                print(f"    {label}: {figure.note}")
-        if theirs[0] is not None and theirs[1] is not None:
-            print(f"    {'zarr-python, one run':<40} {theirs[0].text():<28} {theirs[1].text():<28} "
-                  f"{growth(*theirs):>7}", flush=True)
-            for label, figure in zip((small, large), theirs, strict=True):
-                print(f"        {label}: {figure.note}")
+                print(f"    {size}: {figure.note}")
+        if all(figure is not None for figure in theirs):
+            known = [figure for figure in theirs if figure is not None]
+            print(f"    {'zarr-python, one run':<40} {row(known)}", flush=True)
+            for size, figure in zip(sizes, known, strict=True):
+                print(f"        {size}: {figure.note}")
         results.append({"action": name, "title": action.title, "target": action.target, "before": action.before,
-                        "figures": {label: asdict(f) for label, f in zip((small, large), ours, strict=True)},
-                        "zarr_python": {label: asdict(f) for label, f in zip((small, large), theirs, strict=True)
+                        "figures": {size: asdict(f) for size, f in zip(sizes, ours, strict=True)},
+                        "zarr_python": {size: asdict(f) for size, f in zip(sizes, theirs, strict=True)
                                         if f is not None}})
     if args.json:
-        args.json.write_text(json.dumps({"sizes": [small, large], "repeat": args.repeat, "results": results},
-                                        indent=2))
+        args.json.write_text(json.dumps({"sizes": sizes, "repeat": args.repeat, "results": results}, indent=2))
     return 0
+
+
+def row(figures: list[Figure]) -> str:
+    """The figures of the sizes in columns, then the growth from the first to the last."""
+    return "".join(f"{figure.text():<29}" for figure in figures) + f"{growth(figures[0], figures[-1]):>7}"
 
 
 if __name__ == "__main__":
