@@ -71,12 +71,13 @@ class Figure:
     rss_mb: float | None = None
     load: float | None = None
     note: str = ""
+    unit: str = "s"  # or "ms", for stalls
     extra: dict[str, float] = field(default_factory=dict)
 
     def text(self) -> str:
         if self.seconds is None:
             return "-"
-        value = f"{self.seconds * 1000:.0f} ms" if self.extra.get("is_ms") else f"{self.seconds:.2f} s"
+        value = f"{self.seconds * 1000:.0f} ms" if self.unit == "ms" else f"{self.seconds:.2f} s"
         memory = f" {self.rss_mb:,.0f} MB" if self.rss_mb is not None else ""
         return f"{value}{memory} (load {self.load:.1f})"
 
@@ -286,8 +287,7 @@ def leaf_stall(case: Case) -> tuple[Figure, Figure | None]:
             return Figure(None, note=failure(run) if run.returncode else "no 'expand lvl_' row printed"), None
         stall = float(found.group(2)) / 1000
         if best is None or best.seconds is None or stall < best.seconds:
-            best = Figure(stall, run.rss_mb, run.load, note=f"expanding took {found.group(1)} ms",
-                          extra={"is_ms": 1})
+            best = Figure(stall, run.rss_mb, run.load, note=f"expanding took {found.group(1)} ms", unit="ms")
     return best or Figure(None, note="--repeat 0"), None
 
 
