@@ -136,6 +136,7 @@ class Case:
     repeat: int
     delay_s: float
     work: Path  # scratch folder: query files, cache folders, key lists
+    with_zarr: bool = True
     baselines: dict[str, Figure] = field(default_factory=dict)  # zarr-python figures, shared by actions
 
     @property
@@ -195,8 +196,10 @@ class Case:
             np.save(path, np.random.default_rng(3).normal(0, 10, (1, DIM)).astype(np.float32))
         return path
 
-    def zarr_baseline(self, job: str, *args: str, server: ChildServer | None = None) -> Figure:
+    def zarr_baseline(self, job: str, *args: str, server: ChildServer | None = None) -> Figure | None:
         """zarr-python doing the job in a child (one run), with what it read as its note."""
+        if not self.with_zarr:
+            return None
         if job in self.baselines:
             return self.baselines[job]
         before = server.requests() if server else 0
@@ -309,7 +312,7 @@ def remote(command: str, *extra: str, warm: bool = False, baseline: bool = True)
         with case.served() as (server, url):
             ours = case.best(case.cli(command, url, *extra), warm=warm, server=server)
             theirs = (case.zarr_baseline("zarr-documents", url, str(case.document_keys()), server=server)
-                      if baseline else None)
+                      if baseline and case.with_zarr else None)
         return ours, theirs
 
     return measure
@@ -475,6 +478,7 @@ def main() -> int:
     parser.add_argument("--only", default="", metavar="ACTION,...", help=f"some actions: {', '.join(ACTIONS)}")
     parser.add_argument("--repeat", type=int, default=2, help="fresh processes per figure, best kept (default 2)")
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request of the remote actions")
+    parser.add_argument("--no-zarr", action="store_true", help="leave zarr-python's figures out (they take long)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the figures to OUT as JSON")
     parser.add_argument("--child", nargs="+", metavar=("JOB", "ARG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -491,7 +495,8 @@ def main() -> int:
         for rows in (rows for rows in (args.rows_small, args.rows_large) if rows > 0):
             scratch = work / size_name(rows)
             scratch.mkdir()
-            cases.append(Case(rows, bench_index_path(rows=rows), args.repeat, args.delay_ms / 1000, scratch))
+            cases.append(Case(rows, bench_index_path(rows=rows), args.repeat, args.delay_ms / 1000, scratch,
+                              with_zarr=not args.no_zarr))
         return report(cases, names, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
