@@ -484,7 +484,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         CHILDREN[args.child[0]](*args.child[1:])
-        return 0
+        sys.stdout.flush()  # then no interpreter shutdown: obstore's threads aborted it now and then (zarr 3.1)
+        os._exit(0)
     names = [name.strip() for name in args.only.split(",") if name.strip()] or list(ACTIONS)
     unknown = sorted(set(names) - set(ACTIONS))
     if unknown:
