@@ -464,6 +464,14 @@ def size_name(rows: int) -> str:
     return f"{rows // 1_000_000}M" if rows >= 1_000_000 and rows % 1_000_000 == 0 else f"{rows / 1000:g}k"
 
 
+def stamped_rows(index: Path, parser: argparse.ArgumentParser) -> int:
+    """The rows of an index that _bench_index.py built, from the stamp it wrote beside it."""
+    try:
+        return int(json.loads(index.with_suffix(".json").read_text())["rows"])
+    except (OSError, ValueError, KeyError) as exc:
+        parser.error(f"{index}: no stamp of _bench_index.py beside it ({exc})")
+
+
 def growth(small: Figure, large: Figure) -> str:
     if small is large or not small.seconds or large.seconds is None:
         return "-"
@@ -475,6 +483,9 @@ def main() -> int:
     parser.add_argument("--rows-small", type=int, default=ROWS, help=f"items of the small index (default {ROWS:,})")
     parser.add_argument("--rows-large", type=int, default=SCALE_ROWS,
                         help=f"items of the large index (default {SCALE_ROWS:,}; 0: the small one only)")
+    parser.add_argument("--index", type=Path, action="append", default=[], metavar="PATH",
+                        help="a built benchmark index instead of --rows-small/--rows-large (give one or two; "
+                             "the stamp beside it, NAME.json, tells its rows)")
     parser.add_argument("--only", default="", metavar="ACTION,...", help=f"some actions: {', '.join(ACTIONS)}")
     parser.add_argument("--repeat", type=int, default=2, help="fresh processes per figure, best kept (default 2)")
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request of the remote actions")
@@ -492,12 +503,13 @@ def main() -> int:
         parser.error(f"unknown action {', '.join(unknown)}; choose from {', '.join(ACTIONS)}")
     work = Path(tempfile.mkdtemp(prefix="ecpfs-bench-scale-"))
     try:
+        indexes = [(stamped_rows(path, parser), path.resolve()) for path in args.index] or [
+            (rows, bench_index_path(rows=rows)) for rows in (args.rows_small, args.rows_large) if rows > 0]
         cases = []
-        for rows in (rows for rows in (args.rows_small, args.rows_large) if rows > 0):
-            scratch = work / size_name(rows)
+        for number, (rows, index) in enumerate(indexes):
+            scratch = work / str(number)
             scratch.mkdir()
-            cases.append(Case(rows, bench_index_path(rows=rows), args.repeat, args.delay_ms / 1000, scratch,
-                              with_zarr=not args.no_zarr))
+            cases.append(Case(rows, index, args.repeat, args.delay_ms / 1000, scratch, with_zarr=not args.no_zarr))
         return report(cases, names, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
