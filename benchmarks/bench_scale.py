@@ -180,6 +180,7 @@ class Case:
         if server:
             floor = requests / IN_FLIGHT * self.delay_s
             figure.note = f"{requests:,} requests, floor {floor:.1f} s"
+            figure.note += f", {seconds / floor:.1f} x the floor" if floor else ""
             figure.extra.update(requests=requests, floor_s=floor)
         return figure
 
