@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -22,6 +24,7 @@ def _env(cache: Path) -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
+@pytest.mark.timeout(400)  # eight fresh processes: about 30 s alone, 110 s at a load of 14 on 2 cores
 def test_bench_scale_prints_both_sizes_with_zarr_python_beside(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     done = subprocess.run(
