@@ -1,8 +1,8 @@
 """The actions of issue 21 at 200,000 and at 2,000,000 items, side by side: figures, not pass/fail.
 
-    ECPFS_BENCH_CACHE=/work/bench-data/scale .venv-newest/bin/python benchmarks/bench_scale.py \
-        [--rows-small 200000] [--rows-large 2000000 | --index A.zarr --index B.zarr] [--only ACTION,...] \
-        [--repeat 2] [--delay-ms 50] [--no-zarr] [--json OUT]
+    ECPFS_BENCH_CACHE=/work/bench-data/scale .venv-newest/bin/python benchmarks/bench_scale.py
+        [--rows-small 200000] [--rows-large 2000000 | --index A.zarr --index B.zarr]
+        [--only ACTION,...] [--repeat 2] [--delay-ms 50] [--no-zarr] [--json OUT]
 
 Both indexes come from benchmarks/_bench_index.py (64-d float32, levels 3, target 50), built on
 first use. Every figure is a fresh process, as a user runs it: the real command line
