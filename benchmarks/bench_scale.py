@@ -1,0 +1,437 @@
+"""The actions of issue 21 at 200,000 and at 2,000,000 items, side by side: figures, not pass/fail.
+
+    ECPFS_BENCH_CACHE=/work/bench-data/scale .venv-newest/bin/python benchmarks/bench_scale.py
+        [--rows-small 200000] [--rows-large 2000000 | --index A.zarr --index B.zarr]
+        [--only ACTION,...] [--repeat 2] [--delay-ms 50] [--no-zarr] [--json OUT]
+
+Both indexes come from benchmarks/_bench_index.py (64-d float32, levels 3, target 50), built on
+first use. Every figure is a fresh process, as a user runs it: the real command line
+(`python -m ecpfs_viewer ...`), or a small child for the window, timed from outside, the best of
+--repeat runs, with the child's peak resident memory (from ``os.wait4``) and the machine's load
+average when that run started. Each run gets an empty cache folder unless the action is about the
+second process (then one untimed run fills it first). Remote actions read the index over
+benchmarks/_remote_server.py with a delay per request (50 ms unless --delay-ms) and count the
+requests the server answered; the request floor is requests / in flight x delay.
+
+Beside each figure: the issue's target, the issue's figure from before, and zarr-python doing the
+same job where there is one (one run each): reading every leaf's item_ids (locate), reading every
+leaf's embeddings and a numpy brute force (exact search), reading every zarr.json (info, check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _bench_index import DIM, ROWS, SCALE_ROWS, bench_index_path
+from _remote_server import ChildServer, serve_static_child
+from _scale_children import IN_FLIGHT
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+CHILDREN = HERE / "_scale_children.py"  # what the children that are not the command line do
+
+NODE_ID = 100  # the leaf whose page the window opens (the issue's screenshot shows it); else the first one
+CHILD_TIMEOUT_S = 1800.0
+
+
+# ------------------------------------------------------------------------------------ figures
+
+
+@dataclass(frozen=True)
+class Run:
+    """One child process: wall time, peak resident memory, exit status and output."""
+
+    seconds: float
+    rss_mb: float
+    returncode: int
+    stdout: str
+    stderr: str
+    load: float
+
+
+@dataclass
+class Figure:
+    """The best run of an action on one index (None seconds: not measured, the note says why)."""
+
+    seconds: float | None
+    rss_mb: float | None = None
+    load: float | None = None
+    note: str = ""
+    unit: str = "s"  # or "ms", for stalls
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def text(self) -> str:
+        if self.seconds is None:
+            return "-"
+        value = f"{self.seconds * 1000:.0f} ms" if self.unit == "ms" else f"{self.seconds:.2f} s"
+        memory = f" {self.rss_mb:,.0f} MB" if self.rss_mb is not None else ""
+        return f"{value}{memory} (load {self.load:.1f})"
+
+
+def loadavg() -> float:
+    """The one-minute load average (/proc/loadavg, or os.getloadavg where there is none)."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except OSError:
+        return os.getloadavg()[0]
+
+
+def run_child(command: list[str], env: dict[str, str], timeout: float = CHILD_TIMEOUT_S) -> Run:
+    """Run command to its end; its own peak RSS comes from wait4 (RUSAGE_CHILDREN would mix runs)."""
+    load = loadavg()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=REPO, env=env)
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                process.kill()
+                os.wait4(process.pid, 0)
+                raise TimeoutError(f"{' '.join(command)} ran over {timeout:.0f} s")
+            time.sleep(0.01)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        out.seek(0)
+        err.seek(0)
+        return Run(seconds, usage.ru_maxrss / 1024, process.returncode, out.read(), err.read(), load)
+
+
+def child_env(cache: Path) -> dict[str, str]:
+    """This checkout's code, an offscreen Qt, and the app's cache folder (all of it) under cache."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            "QT_QPA_PLATFORM": "offscreen", "ECPFS_VIEWER_CACHE": str(cache), "XDG_CACHE_HOME": str(cache / "xdg")}
+
+
+def failure(run: Run) -> str:
+    lines = (run.stderr.strip() or run.stdout.strip()).splitlines()
+    return f"exit {run.returncode}: {lines[-1] if lines else 'no output'}"
+
+
+# ------------------------------------------------------------------------------------ one index
+
+
+@dataclass
+class Case:
+    """One benchmark index and what the runs on it share."""
+
+    rows: int
+    index: Path
+    repeat: int
+    delay_s: float
+    work: Path  # scratch folder: query files, cache folders, key lists
+    with_zarr: bool = True
+    baselines: dict[str, Figure] = field(default_factory=dict)  # zarr-python figures, shared by actions
+
+    @property
+    def absent_id(self) -> int:
+        return self.rows + 1000  # inside uint32, the item_ids type, and held by no leaf
+
+    def leaf_path(self) -> str:
+        """lvl_L/node_NODE_ID of the deepest level, or its first node where that id is not there."""
+        level = max((p for p in self.index.glob("lvl_*") if p.name[4:].isdigit()), key=lambda p: int(p.name[4:]))
+        if (level / f"node_{NODE_ID}").is_dir():
+            return f"{level.name}/node_{NODE_ID}"
+        nodes = [p.name for p in level.iterdir() if p.name.startswith("node_") and p.name[5:].isdigit()]
+        return f"{level.name}/{min(nodes, key=lambda name: int(name[5:]))}"
+
+    def cache(self) -> Path:
+        return Path(tempfile.mkdtemp(prefix="app-cache-", dir=self.work))
+
+    def cli(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "ecpfs_viewer", *args]
+
+    def best(self, command: list[str], *, ok: tuple[int, ...] = (0,),
+             warm: bool = False, server: ChildServer | None = None,
+             measure: Callable[[Run], float] | None = None) -> Figure:
+        """The best of `repeat` fresh processes; warm: one untimed run fills a cache folder they share."""
+        cache = self.cache()
+        runs: list[tuple[float, Run, int]] = []
+        if warm:
+            run = run_child(command, child_env(cache))
+            if run.returncode not in ok:
+                return Figure(None, note=f"warm-up {failure(run)}")
+        for _ in range(self.repeat):
+            if not warm:
+                cache = self.cache()
+            before = server.requests() if server else 0
+            run = run_child(command, child_env(cache))
+            if run.returncode not in ok:
+                return Figure(None, note=failure(run))
+            runs.append((measure(run) if measure else run.seconds, run, (server.requests() - before) if server else 0))
+        seconds, run, requests = min(runs, key=lambda r: r[0])
+        figure = Figure(seconds, max(r.rss_mb for _, r, _ in runs), run.load)
+        if server:
+            floor = requests / IN_FLIGHT * self.delay_s
+            figure.note = f"{requests:,} requests, floor {floor:.1f} s"
+            figure.note += f", {seconds / floor:.1f} x the floor" if floor else ""
+            figure.extra.update(requests=requests, floor_s=floor)
+        return figure
+
+    @contextlib.contextmanager
+    def served(self) -> Iterator[tuple[ChildServer, str]]:
+        with serve_static_child(self.index.parent, self.delay_s) as server:
+            yield server, f"{server.base}/{self.index.name}"
+
+    def query_file(self) -> Path:
+        import numpy as np
+
+        path = self.work / "query.npy"
+        if not path.exists():
+            np.save(path, np.random.default_rng(3).normal(0, 10, (1, DIM)).astype(np.float32))
+        return path
+
+    def zarr_baseline(self, job: str, *args: str, server: ChildServer | None = None) -> Figure | None:
+        """zarr-python doing the job in a child (one run), with what it read as its note."""
+        if not self.with_zarr:
+            return None
+        if job in self.baselines:
+            return self.baselines[job]
+        before = server.requests() if server else 0
+        run = run_child([sys.executable, str(CHILDREN), job, *args], child_env(self.cache()))
+        if run.returncode != 0:
+            figure = Figure(None, note=failure(run))
+        else:
+            figure = Figure(run.seconds, run.rss_mb, run.load, note=run.stdout.strip().splitlines()[-1])
+            if server:
+                figure.note += f", {server.requests() - before:,} requests"
+        self.baselines[job] = figure
+        return figure
+
+    def document_keys(self) -> Path:
+        """Every zarr.json of the index (relative keys), one a line, listed once from the local folder."""
+        path = self.work / "documents.txt"
+        if not path.exists():
+            keys = [os.path.relpath(os.path.join(top, "zarr.json"), self.index)
+                    for top, _dirs, files in os.walk(self.index) if "zarr.json" in files]
+            path.write_text("\n".join(sorted(keys)))
+        return path
+
+
+# ------------------------------------------------------------------------------------ actions
+
+
+@dataclass(frozen=True)
+class Action:
+    title: str
+    target: str  # from the issue
+    before: str  # the issue's figures, 200k / 2M
+    measure: Callable[[Case], tuple[Figure, Figure | None]]  # ours, zarr-python's (None: no such job)
+
+
+def locate_first(case: Case) -> tuple[Figure, Figure | None]:
+    ours = case.best(case.cli("locate", str(case.index), str(case.absent_id)), ok=(1,))
+    return ours, case.zarr_baseline("zarr-item-ids", str(case.index))
+
+
+def locate_again(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("locate", str(case.index), str(case.absent_id)), ok=(1,), warm=True), None
+
+
+def search_item(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("search", str(case.index), "--item", "5")), case.zarr_baseline(
+        "zarr-item-ids", str(case.index))
+
+
+def search_query_file(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("search", str(case.index), "--query-file", str(case.query_file()))), None
+
+
+def recall(case: Case) -> tuple[Figure, Figure | None]:
+    ours = case.best(case.cli("recall", str(case.index), "--sample", "100", "--search-exp", "1,2,4,8"))
+    return ours, case.zarr_baseline("zarr-exact", str(case.index))
+
+
+def explain(case: Case) -> tuple[Figure, Figure | None]:
+    ours = case.best(case.cli("search", str(case.index), "--item", "17", "--explain"))
+    return ours, case.zarr_baseline("zarr-exact", str(case.index))
+
+
+def node_page(case: Case) -> tuple[Figure, Figure | None]:
+    def page_seconds(run: Run) -> float:
+        return float(json.loads(run.stdout.strip().splitlines()[-1])["page_s"])
+
+    command = [sys.executable, str(CHILDREN), "node-page", str(case.index), case.leaf_path()]
+    figure = case.best(command, measure=page_seconds)
+    figure.note = figure.note or case.leaf_path()
+    return figure, None
+
+
+def leaf_stall(case: Case) -> tuple[Figure, Figure | None]:
+    """bench_gui_stalls.py as a child; only its 'expand lvl_N' row is read from what it prints."""
+    script = HERE / "bench_gui_stalls.py"
+    env = {**child_env(case.cache()), "ECPFS_BENCH_CACHE": str(case.index.parent)}
+    where = index_argument(script, env, case.index)
+    if where is None:
+        if case.rows != ROWS:
+            return Figure(None, note="bench_gui_stalls.py takes no index path"), None
+        where = []  # its own index: the ROWS one, from the same cache folder
+    best: Figure | None = None
+    for _ in range(case.repeat):
+        run = run_child([sys.executable, str(script), *where], env)
+        found = re.search(r"^expand lvl_\d.*?(\d+) ms\s+(\d+) ms\s+(\d+) ms\s+(\d+)\s*$", run.stdout, re.M)
+        if run.returncode != 0 or not found:
+            return Figure(None, note=failure(run) if run.returncode else "no 'expand lvl_' row printed"), None
+        stall = float(found.group(2)) / 1000
+        if best is None or best.seconds is None or stall < best.seconds:
+            best = Figure(stall, run.rss_mb, run.load, note=f"expanding took {found.group(1)} ms", unit="ms")
+    return best or Figure(None, note="--repeat 0"), None
+
+
+def index_argument(script: Path, env: dict[str, str], index: Path) -> list[str] | None:
+    """How bench_gui_stalls.py takes an index, read from its --help (None: it takes none)."""
+    usage = run_child([sys.executable, str(script), "--help"], env).stdout.split("\n\n")[0]  # the usage lines
+    if re.search(r"--index\b", usage):
+        return ["--index", str(index)]
+    tokens = usage.split()
+    for before, token in itertools.pairwise(tokens):
+        if token.strip("[]") in ("INDEX", "PATH", "LOCATION", "PATH_OR_URL", "index", "location") and not (
+                before.lstrip("[").startswith("-")):
+            return [str(index)]
+    return None
+
+
+def remote(command: str, *extra: str, warm: bool = False, baseline: bool = True) -> Callable[[Case], tuple]:
+    def measure(case: Case) -> tuple[Figure, Figure | None]:
+        with case.served() as (server, url):
+            ours = case.best(case.cli(command, url, *extra), warm=warm, server=server)
+            theirs = (case.zarr_baseline("zarr-documents", url, str(case.document_keys()), server=server)
+                      if baseline and case.with_zarr else None)
+        return ours, theirs
+
+    return measure
+
+
+ACTIONS: dict[str, Action] = {
+    "locate": Action("locate an absent id, first process", "2M <= 3 s", "0.76 s / 12.1 s", locate_first),
+    "locate-again": Action("locate an absent id, a later process", "<= 0.5 s", "(new)", locate_again),
+    "search-item": Action("search --item 5, cold", "2M <= 3 s", "0.61 s / 5.51 s", search_item),
+    "search-query": Action("search --query-file, cold", "no growth", "0.29 s / 0.29 s", search_query_file),
+    "recall": Action("recall --sample 100 --search-exp 1,2,4,8", "2M <= 8 s, <= 500 MB",
+                     "1.90 s 254 MB / 15.8 s 1,399 MB", recall),
+    "explain": Action("search --item 17 --explain", "memory bounded (<= 500 MB)",
+                      "1.75 s 216 MB / 15.8 s 1,336 MB", explain),
+    "node-page": Action(f"node page loaded in the window (node_{NODE_ID})", "<= 1 s", "0.52 s / 3.06 s", node_page),
+    "leaf-stall": Action("longest stall expanding the leaf level", "<= 100 ms", "37 ms / 110-142 ms", leaf_stall),
+    "remote-info": Action("info over the delay", "summary only", "5.4 s / 41 s", remote("info")),
+    "remote-check": Action("check over the delay", "<= 1.5 x floor", "6.0 s / 44 s", remote("check")),
+    "remote-info-again": Action("info over the delay, a later process", "<= 5 s", "(new)",
+                                remote("info", warm=True, baseline=False)),
+    "remote-check-again": Action("check over the delay, a later process", "<= 5 s", "(new)",
+                                 remote("check", warm=True, baseline=False)),
+    "remote-explain": Action("search --item 17 --explain over the delay", "", "15.1 s / 134.9 s",
+                             remote("search", "--item", "17", "--explain", baseline=False)),
+}
+
+
+# ------------------------------------------------------------------------------------ the table
+
+
+def size_name(rows: int) -> str:
+    return f"{rows // 1_000_000}M" if rows >= 1_000_000 and rows % 1_000_000 == 0 else f"{rows / 1000:g}k"
+
+
+def stamped_rows(index: Path, parser: argparse.ArgumentParser) -> int:
+    """The rows of an index that _bench_index.py built, from the stamp it wrote beside it."""
+    try:
+        return int(json.loads(index.with_suffix(".json").read_text())["rows"])
+    except (OSError, ValueError, KeyError) as exc:
+        parser.error(f"{index}: no stamp of _bench_index.py beside it ({exc})")
+
+
+def growth(small: Figure, large: Figure) -> str:
+    if small is large or not small.seconds or large.seconds is None:
+        return "-"
+    return f"{large.seconds / small.seconds:.1f}x"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows-small", type=int, default=ROWS, help=f"items of the small index (default {ROWS:,})")
+    parser.add_argument("--rows-large", type=int, default=SCALE_ROWS,
+                        help=f"items of the large index (default {SCALE_ROWS:,}; 0: the small one only)")
+    parser.add_argument("--index", type=Path, action="append", default=[], metavar="PATH",
+                        help="a built benchmark index instead of --rows-small/--rows-large (give one or two; "
+                             "the stamp beside it, NAME.json, tells its rows)")
+    parser.add_argument("--only", default="", metavar="ACTION,...", help=f"some actions: {', '.join(ACTIONS)}")
+    parser.add_argument("--repeat", type=int, default=2, help="fresh processes per figure, best kept (default 2)")
+    parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request of the remote actions")
+    parser.add_argument("--no-zarr", action="store_true", help="leave zarr-python's figures out (they take long)")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the figures to OUT as JSON")
+    args = parser.parse_args()
+    names = [name.strip() for name in args.only.split(",") if name.strip()] or list(ACTIONS)
+    unknown = sorted(set(names) - set(ACTIONS))
+    if unknown:
+        parser.error(f"unknown action {', '.join(unknown)}; choose from {', '.join(ACTIONS)}")
+    work = Path(tempfile.mkdtemp(prefix="ecpfs-bench-scale-"))
+    try:
+        indexes = [(stamped_rows(path, parser), path.resolve()) for path in args.index] or [
+            (rows, bench_index_path(rows=rows)) for rows in (args.rows_small, args.rows_large) if rows > 0]
+        cases = []
+        for number, (rows, index) in enumerate(indexes):
+            scratch = work / str(number)
+            scratch.mkdir()
+            cases.append(Case(rows, index, args.repeat, args.delay_ms / 1000, scratch, with_zarr=not args.no_zarr))
+        return report(cases, names, args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int:
+    import numpy
+    import zarr
+
+    sizes = [size_name(case.rows) for case in cases]
+    print(f"issue 21 at size: {', '.join(case.index.name for case in cases)}; best of {args.repeat} fresh processes, "
+          f"peak RSS, load average at the run; remote: {args.delay_ms:g} ms per request, {IN_FLIGHT} in flight; "
+          f"Python {sys.version.split()[0]}, zarr {zarr.__version__}, numpy {numpy.__version__}, "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'action':<44} {''.join(f'{size:<29}' for size in sizes)}{'growth':>7}  {'target':<26} "
+          f"issue before (200k / 2M)")
+    results = []
+    for name in names:
+        action = ACTIONS[name]
+        figures = [action.measure(case) for case in cases]
+        ours, theirs = [f[0] for f in figures], [f[1] for f in figures]
+        print(f"{action.title:<44} {row(ours)}  {action.target:<26} {action.before}", flush=True)
+        for size, figure in zip(sizes, ours, strict=True):
+            if figure.note:
+                print(f"    {size}: {figure.note}")
+        if all(figure is not None for figure in theirs):
+            known = [figure for figure in theirs if figure is not None]
+            print(f"    {'zarr-python, one run':<40} {row(known)}", flush=True)
+            for size, figure in zip(sizes, known, strict=True):
+                print(f"        {size}: {figure.note}")
+        results.append({"action": name, "title": action.title, "target": action.target, "before": action.before,
+                        "figures": {size: asdict(f) for size, f in zip(sizes, ours, strict=True)},
+                        "zarr_python": {size: asdict(f) for size, f in zip(sizes, theirs, strict=True)
+                                        if f is not None}})
+    if args.json:
+        args.json.write_text(json.dumps({"sizes": sizes, "repeat": args.repeat, "results": results}, indent=2))
+    return 0
+
+
+def row(figures: list[Figure]) -> str:
+    """The figures of the sizes in columns, then the growth from the first to the last."""
+    return "".join(f"{figure.text():<29}" for figure in figures) + f"{growth(figures[0], figures[-1]):>7}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
