@@ -137,7 +137,7 @@ def test_screenshot_of_a_hostile_server_exits_1_within_the_timeout(tmp_path: Pat
         return done, time.perf_counter() - started
 
     with remote_fixtures.serve_static(two_clusters_path.parent) as (url, _tally):
-        healthy, healthy_seconds = screenshot(url)  # start-up, the 2 s settle and the picture, at this load
+        healthy, healthy_seconds = screenshot(url)  # start-up, the pages loading and the picture, at this load
     assert healthy.returncode == 0, healthy.stderr
     shot.unlink()
     with remote_fixtures.serve_hostile(two_clusters_path.parent, mode) as (url, _tally):
