@@ -54,8 +54,7 @@ _FOREGROUND = Qt.ItemDataRole.ForegroundRole
 _BACKGROUND = Qt.ItemDataRole.BackgroundRole
 _DETAIL_ROLES = [Qt.ItemDataRole.DisplayRole]
 _ANSWERED_ROLES = frozenset({_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, _BACKGROUND, PATH_ROLE, KIND_ROLE})
-#: a listing of this many rows or more is frozen out of garbage collection once linked in
-LARGE_LISTING = 1000
+LARGE_LISTING = 1000  # rows from which a listing is frozen out of garbage collection once linked in
 
 
 class LoadState(Enum):
@@ -341,7 +340,7 @@ class HierarchyTreeModel(QAbstractItemModel):
             self._by_path[item.children[0].path] = item.children[0]
         item.state = LoadState.LISTED
         if len(listing.rows) >= LARGE_LISTING:
-            keep_long_lived()  # the rows (and the nodes behind them) live as long as the index
+            keep_long_lived()  # its rows (and the nodes behind them) live as long as the index
         self.listing_finished.emit(item.path, replace(result, value=len(listing.rows)))
         if listing.wanted and self._hierarchy is not None:
             # Started on the next event-loop turn, after the view has laid out the new rows: a worker
