@@ -98,8 +98,11 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
         window.resize(1280, 800)  # the same picture on every machine
     window.show()
     if screenshot:
-        capture_when_loaded(window, select, lambda code: (window.grab().save(screenshot), app.exit(code)),
-                            waiting=bool(location or demo))
+        def capture(code: int) -> None:
+            window.grab().save(screenshot)
+            app.exit(code)
+
+        capture_when_loaded(window, select, capture, waiting=bool(location or demo))
     code = int(app.exec())
     clean = shut_down(window, [collector.timer])
     if crash_trace is not None:
