@@ -127,9 +127,12 @@ def page_loaded(window: MainWindow, select: str | None) -> bool:
 def capture_when_loaded(window: MainWindow, select: str | None, capture: Callable[[int], None],
                         waiting: bool = True, patience_s: float = SCREENSHOT_PATIENCE_S) -> None:
     """Call capture(code) once, when the selected page has loaded after the store opened (0), the
-    store failed to open (1), or patience_s passed with the page still loading (3)."""
+    store failed to open (1), or patience_s passed with the page still loading (3).
+
+    Loaded means loaded at two polls in a row: what the last result put on the page is laid out
+    (and what it replaced deleted) by the event loop in between, so the picture shows it."""
     started = time.monotonic()
-    state = {"opened": not waiting, "done": False}
+    state = {"opened": not waiting, "done": False, "loaded_once": False}
     poll = QTimer(window)
     poll.setInterval(50)
 
@@ -140,9 +143,11 @@ def capture_when_loaded(window: MainWindow, select: str | None, capture: Callabl
             capture(code)
 
     def check() -> None:
-        if state["opened"] and page_loaded(window, select if waiting else None):
+        loaded = state["opened"] and page_loaded(window, select if waiting else None)
+        if loaded and state["loaded_once"]:
             finish(0)
-        elif time.monotonic() - started > patience_s:
+        state["loaded_once"] = loaded
+        if not state["done"] and time.monotonic() - started > patience_s:
             print(f"ecpfs-viewer: the page was still loading after {patience_s:g} s; saved it as it was",
                   file=sys.stderr)
             finish(3)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QLabel
 
 from ecpfs_viewer.gui.app import capture_when_loaded, create_main_window
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
@@ -99,7 +100,8 @@ def test_the_screenshot_of_a_selected_node_is_taken_once_its_page_has_loaded(qtb
     def capture(code: int) -> None:
         page = window.node_page
         taken.update(code=code, path=page.data.info.ref.path if page.data else None,
-                     listing=page.listing_label.text(), rows=page.listing_model.rowCount(),
+                     listing=page.listing_label.text(), rows=page.listing_model.rowCount(), facts=page.facts_text(),
+                     labels=len(page.facts.findChildren(QLabel)),
                      current=window.overview_stack.currentWidget() is page, image=window.grab().toImage())
 
     capture_when_loaded(window, "lvl_3/node_1", capture)
@@ -108,6 +110,8 @@ def test_the_screenshot_of_a_selected_node_is_taken_once_its_page_has_loaded(qtb
     items = window.node_page.data.items
     assert items is not None and taken["rows"] == items.count > 0
     assert str(taken["listing"]).startswith(f"{items.count:,} items") and "Reading" not in str(taken["listing"])
+    assert "x the level's median" in str(taken["facts"])  # the comparison with the level, once it arrived
+    assert taken["labels"] == 2 * len(str(taken["facts"]).splitlines())  # the labels it replaced are gone
     assert not taken["image"].isNull()
 
 
