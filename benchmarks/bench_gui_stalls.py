@@ -259,7 +259,8 @@ def main() -> int:
     parser.add_argument("--remote", action="store_true", help="open a local index over a delayed loopback web server")
     parser.add_argument("--explain", nargs="?", type=float, const=STALL_LIMIT_MS, default=None, metavar="MS",
                         help="sample the GUI thread's stack during stalls and print where each one over MS "
-                             f"(default {STALL_LIMIT_MS}) was spent")
+                             f"(default {STALL_LIMIT_MS}) was spent (the sampler reads other threads' frames: on "
+                             "Python 3.13 it crashed a run once; the crash trace named at the start shows it)")
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request with --remote (default 50)")
     parser.add_argument("--off", default="", metavar="KNOB,...",
                         help=f"turn scheduling knobs off: {', '.join(scheduling.KNOBS)}")
