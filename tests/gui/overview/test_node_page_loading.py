@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
+from index_factory import build_clustered_index
 
 from ecpfs_viewer.gui.overview.node_page import NodePage
-from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.ecpfs import held_level_stats, shared_level_stats
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef
 from ecpfs_viewer.model.storage.opening import open_store
@@ -18,13 +17,9 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("pageload")
-    rng = np.random.default_rng(7)
-    centres = rng.normal(0, 8, size=(6, 8))
-    data = (centres[rng.integers(0, 6, 2000)] + rng.normal(0, 1, size=(2000, 8))).astype(np.float32)
-    np.save(folder / "data.npy", data)
-    build_index(folder / "data.npy", folder / "index.zarr", BuildParams(levels=3, target_cluster_items=10))
-    return folder / "index.zarr"
+    """3 levels, 2,000 vectors of 8 dimensions, about 10 items per leaf."""
+    return build_clustered_index(tmp_path_factory.mktemp("pageload"), 2000, 8, clusters=6, seed=7,
+                                 levels=3, target_cluster_items=10)
 
 
 def test_a_leaf_page_shows_before_its_level_is_measured_then_compares_with_it(qtbot, show, built) -> None:

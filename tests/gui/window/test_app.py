@@ -7,13 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+from index_factory import build_clustered_index
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel
 
 from ecpfs_viewer.gui.app import capture_when_loaded, create_main_window
-from ecpfs_viewer.model.build.builder import BuildParams, build_index
 
 
 def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -80,13 +79,9 @@ def test_the_running_application_collects_garbage_on_the_gui_thread_only(tmp_pat
 
 @pytest.fixture(scope="module")
 def three_levels(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("shot")
-    rng = np.random.default_rng(3)
-    centres = rng.normal(0, 8, size=(6, 8))
-    data = (centres[rng.integers(0, 6, 2000)] + rng.normal(0, 1, size=(2000, 8))).astype(np.float32)
-    np.save(folder / "data.npy", data)
-    build_index(folder / "data.npy", folder / "index.zarr", BuildParams(levels=3, target_cluster_items=10))
-    return folder / "index.zarr"
+    """3 levels, 2,000 vectors of 8 dimensions, about 10 items per leaf."""
+    return build_clustered_index(tmp_path_factory.mktemp("shot"), 2000, 8, clusters=6, seed=3,
+                                 levels=3, target_cluster_items=10)
 
 
 def test_the_screenshot_of_a_selected_node_is_taken_once_its_page_has_loaded(qtbot, three_levels: Path) -> None:
