@@ -46,7 +46,7 @@ def shut_down(window: QWidget | None, timers: Iterable[QTimer] = ()) -> bool:
     for timer in timers:
         timer.stop()
     clean = stop_workers() and not abandoned_remote_requests()
-    if window is not None:
+    if clean and window is not None:  # else the process leaves at once: no time spent on destructors
         window.deleteLater()  # now, in order, not in interpreter shutdown (Qt's destructors crashed there)
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     return clean

@@ -63,6 +63,7 @@ def test_shutting_down_stops_timers_and_waits_for_tasks_that_stop(qtbot) -> None
             time.sleep(0.005)
         return "stopped"
 
+    qtbot.waitUntil(lambda: workers.thread_pool().activeThreadCount() == 0, timeout=30_000)  # earlier tests' tasks
     runner.run(polite, on_result=results.append, on_progress=lambda _v: None)
     qtbot.waitUntil(lambda: workers.thread_pool().activeThreadCount() > 0, timeout=5_000)
     assert shut_down(window, [timer]) is True
