@@ -1,19 +1,25 @@
-"""How long the GUI's event loop stalls while a user browses the 200,000-vector benchmark index.
+"""How long the GUI's event loop stalls while a user browses an index (the 200,000-vector
+benchmark index unless one is named).
 
 A 10 ms QTimer records the gap between its ticks; the longest gap is the longest time the window
-could not repaint or react. Phases: opening the index, expanding its 4,000-node lvl_3 (rows and
+could not repaint or react. Phases: opening the index, expanding its leaf level (rows and
 their row counts), selecting nodes (metadata, chunk map, overview), previewing node data, and the
 Search panel (a search compared with exact search, opening results' leaves at their rows, Go to
 Item, a recall sweep with its plot and misses).
 Target: no stall above 100 ms. The baseline is the same model work done on the GUI thread,
 which is how long the window would freeze without background workers.
 
-    .venv-newest/bin/python benchmarks/bench_gui_stalls.py [--remote [--delay-ms 50]] [--off KNOB,...]
+    .venv-newest/bin/python benchmarks/bench_gui_stalls.py [INDEX] [--remote [--delay-ms 50]] [--off KNOB,...]
+
+INDEX is a folder, a zip or a URL of an ecpfs index with 3 levels (default: the 200,000-item
+benchmark index; ``python benchmarks/_bench_index.py 2000000`` prints the 2,000,000-item one).
+A phase that does not finish within --timeout seconds ends the run: the figures so far are
+printed and the window shuts down as the application's does (exit 1).
 
 --off turns knobs of the responsiveness policy off (gui/runtime/scheduling.py names them:
 heavy_turns, give_way, nice, switch_interval, gc_freeze), to measure what each one is worth.
 
---remote opens the same index from a loopback web server that lists no folders and adds a fixed
+--remote opens a local index from a loopback web server that lists no folders and adds a fixed
 delay to every request (benchmarks/_remote_server.py): the tree is derived, every read is a
 round trip, and the window must stay as responsive as on a local folder.
 """
@@ -37,12 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import bench_index_path
 from _remote_server import serve_static_child
-from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
+from PySide6.QtCore import QEventLoop, QTimer
 
 from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
 from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
-from ecpfs_viewer.gui.runtime.workers import stop_workers
+from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
 from ecpfs_viewer.gui.tree.item_model import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
@@ -162,12 +168,16 @@ def _frame(line: str) -> str:
     return f"{Path(path).stem}:{name}:{number}"
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 120.0) -> None:
+#: seconds one wait of a phase may take (--timeout)
+WAIT_LIMIT_S = 600.0
+
+
+def wait_until(condition: Callable[[], bool]) -> None:
     """Run the event loop (never sleep: that would be a stall we cause) until condition holds."""
     loop = QEventLoop()
     poll = QTimer()
     poll.setInterval(5)
-    deadline = time.perf_counter() + timeout
+    deadline = time.perf_counter() + WAIT_LIMIT_S
 
     def check() -> None:
         if condition() or time.perf_counter() > deadline:
@@ -178,7 +188,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 120.0) -> None:
     loop.exec()
     poll.stop()
     if not condition():
-        raise TimeoutError("the window did not finish in time")
+        raise TimeoutError(f"the window did not finish within {WAIT_LIMIT_S:g} s")
 
 
 def idle(window: MainWindow) -> bool:
@@ -195,27 +205,28 @@ def phase(meter: StallMeter, name: str, action: Callable[[], None], done: Callab
     return name, seconds, meter.longest, meter.longest_busy, meter.over(STALL_LIMIT_MS)
 
 
-def search(window: MainWindow, go_to: tuple[int, int]) -> None:
+def search(window: MainWindow, items: tuple[int, ...], leaf_level: str, go_to: tuple[int, tuple[int, int]]) -> None:
     """What a user does in the Search panel: search items, open results at their rows, go to an item."""
     feature = window.search
     panel = feature.panel
     feature.show_panel()
-    for item in ("17", "123456", "199999"):
+    for item in map(str, items):
         panel.form.item_edit.setText(item)
         panel.run()
         wait_until(lambda i=item: idle(window) and panel.exploration is not None
                    and panel.exploration.label == f"item {i}")
         for row in (1, 5):
             hit = panel.exploration.result.hits[row]
-            feature.show_leaf_row(f"lvl_3/node_{hit.leaf}", hit.row)
+            feature.show_leaf_row(f"{leaf_level}/node_{hit.leaf}", hit.row)
             wait_until(lambda h=hit: idle(window) and window.plot.selected_row() == h.row)
-    feature.go_to_item(GO_TO_ITEM)
-    leaf, row = go_to
+    item, (leaf, row) = go_to
+    feature.go_to_item(item)
     wait_until(lambda: idle(window) and window.current_item() is not None
-               and window.current_item().path == f"lvl_3/node_{leaf}/embeddings" and window.plot.selected_row() == row)
+               and window.current_item().path == f"{leaf_level}/node_{leaf}/embeddings"
+               and window.plot.selected_row() == row)
 
 
-def gui_thread_baseline(path: str) -> list[tuple[str, float]]:
+def gui_thread_baseline(path: str, leaf_level: str) -> list[tuple[str, float]]:
     """The same model work done synchronously: how long the GUI would freeze without workers."""
     figures = []
     started = time.perf_counter()
@@ -227,9 +238,9 @@ def gui_thread_baseline(path: str) -> list[tuple[str, float]]:
     hierarchy.children("")
     figures.append(("open (store, root, index detection, root listing)", time.perf_counter() - started))
     started = time.perf_counter()
-    nodes = hierarchy.children("lvl_3")
+    nodes = hierarchy.children(leaf_level)
     summarize_nodes(hierarchy, [node.path for node in nodes], progress=lambda batch: None, cancel=threading.Event())
-    figures.append((f"list lvl_3 ({len(nodes):,} nodes) with row counts", time.perf_counter() - started))
+    figures.append((f"list {leaf_level} ({len(nodes):,} nodes) with row counts", time.perf_counter() - started))
     started = time.perf_counter()
     reader = IndexReader(hierarchy)
     explore(reader, QuerySpec("item", item_id=17), SearchParams(), compare=True)
@@ -241,99 +252,71 @@ def gui_thread_baseline(path: str) -> list[tuple[str, float]]:
 
 
 def main() -> int:
+    global WAIT_LIMIT_S
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--remote", action="store_true", help="open the index over a delayed loopback web server")
+    parser.add_argument("index", nargs="?", help="a folder, zip or URL of an ecpfs index (default: the 200,000-item "
+                                                 "benchmark index)")
+    parser.add_argument("--remote", action="store_true", help="open a local index over a delayed loopback web server")
     parser.add_argument("--explain", nargs="?", type=float, const=STALL_LIMIT_MS, default=None, metavar="MS",
                         help="sample the GUI thread's stack during stalls and print where each one over MS "
-                             f"(default {STALL_LIMIT_MS}) was spent")
+                             f"(default {STALL_LIMIT_MS}) was spent (the sampler reads other threads' frames: on "
+                             "Python 3.13 it crashed a run once; the crash trace named at the start shows it)")
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request with --remote (default 50)")
     parser.add_argument("--off", default="", metavar="KNOB,...",
                         help=f"turn scheduling knobs off: {', '.join(scheduling.KNOBS)}")
+    parser.add_argument("--timeout", type=float, default=WAIT_LIMIT_S,
+                        help=f"seconds one step of a phase may take before the run ends (default {WAIT_LIMIT_S:g})")
     args = parser.parse_args()
     scheduling.use_knobs(scheduling.Knobs.without(args.off))
-    index = bench_index_path()
+    WAIT_LIMIT_S = args.timeout
+    index = args.index or str(bench_index_path())
     with contextlib.ExitStack() as stack:
-        if args.remote:
-            server = stack.enter_context(serve_static_child(index.parent, args.delay_ms / 1000, niceness=10))
-            location = f"{server.base}/{index.name}"
-            where = f"{index.name} over loopback HTTP without listings, {args.delay_ms:g} ms per request"
+        if "://" in index:
+            if args.remote:
+                parser.error("--remote serves a local index; a URL is opened as it is")
+            location, where = index, index
+        elif args.remote:
+            local = Path(index).resolve()
+            server = stack.enter_context(serve_static_child(local.parent, args.delay_ms / 1000, niceness=10))
+            location = f"{server.base}/{local.name}"
+            where = f"{local.name} over loopback HTTP without listings, {args.delay_ms:g} ms per request"
         else:
-            location, where = str(index), index.name
+            location, where = index, Path(index).name
         return run(location, where, args.explain)
 
 
 def run(path: str, where: str, explain: float | None = None) -> int:
+    """Browse path in the window phase by phase, print the stalls; 1 when a phase did not finish.
+
+    The window is shut down as the application shuts it down (gui/runtime/shutdown.py) whether the
+    phases finished or not, and a crash leaves its stacks in the file named at the start."""
     settings_dir = tempfile.TemporaryDirectory(prefix="ecpfs-bench-settings-")  # removed at exit
+    crash_trace = enable_crash_trace(Path(settings_dir.name))
+    if crash_trace is not None:
+        print(f"a crash would leave its stacks in {crash_trace.path}", file=sys.stderr, flush=True)
     app_settings.use_settings_dir(settings_dir.name)
     ensure_application()
     collector = tune_interpreter_for_gui()  # as the application does
+    reader = IndexReader(path)  # its size and leaf level name what the phases do (not timed)
+    leaf_level = f"lvl_{reader.levels}"
+    total = reader.total_items or 200_000
+    items = (17, min(123_456, total // 2 + 17), total - 1)
     meter = StallMeter(explain)
-    results = []
-
+    results: list[tuple] = []
+    failure = ""
     window = create_main_window()  # building the widgets is start-up, not browsing: outside the meter
     collector.follow_index(window.store_opened, window.store_dropped)
     window.resize(1280, 800)
     window.show()
-    wait_until(lambda: True)
-
-    def open_index() -> None:
-        window.open_location(path)
-
-    results.append(phase(meter, "open the index (root listed, overview shown)", open_index,
-                         lambda: idle(window) and window.tree_model.is_loaded("lvl_3")))
-    model = window.tree_model
-
-    def expand_level() -> None:
-        window.tree_panel.tree.expand(window.tree_panel.view_index(model.index_for_path("lvl_3")))
-
-    def level_described() -> bool:
-        item = model.item(model.index_for_path("lvl_3"))
-        return item.state is LoadState.LISTED and idle(window) and bool(item.children[-1].detail)
-
-    results.append(phase(meter, "expand lvl_3 (4,000 nodes, then their row counts)", expand_level, level_described))
-    level = model.item(model.index_for_path("lvl_3"))
-    picks = [level.children[i].path for i in range(0, len(level.children), max(1, len(level.children) // 20))]
-
-    def select_nodes() -> None:
-        for node in picks:
-            window.reveal_path(node)
-            wait_until(lambda n=node: window.current_item() is not None and window.current_item().path == n
-                       and idle(window))
-        window.reveal_path("lvl_3")  # the level overview (4,000 node sizes)
-        wait_until(lambda: window.current_item().path == "lvl_3" and idle(window))
-
-    results.append(phase(meter, f"select {len(picks)} nodes, then lvl_3 (metadata, overview)", select_nodes,
-                         lambda: idle(window)))
-
-    def preview() -> None:
-        window.tabs.setCurrentIndex(window.TAB_DATA)
-        for node in [*picks[:10], "rep_embeddings", "index_root/embeddings"]:
-            target = f"{node}/embeddings" if node.startswith("lvl_") else node
-            window.reveal_path(target)
-            wait_until(lambda t=target: window.current_item() is not None and window.current_item().path == t
-                       and idle(window) and window.plot.current_data() is not None)
-
-    results.append(phase(meter, "preview 12 embeddings arrays (metadata, chunk map, heatmap)", preview,
-                         lambda: idle(window)))
-    go_to = IndexReader(path).locator.find_one(GO_TO_ITEM)  # where Go to Item must land (not timed)
-    results.append(phase(meter, "search: 3 items vs exact, open 3 results, Go to Item", lambda: search(window, go_to),
-                         lambda: idle(window)))
-    recall = window.search.panel.recall_view
-
-    def sweep() -> None:
-        window.search.panel.tabs.setCurrentIndex(window.search.panel.TAB_RECALL)
-        recall.n_spin.setValue(50)
-        recall.exps_edit.setText("1, 2, 4, 8, 16")
-        recall.run()
-
-    results.append(phase(meter, "recall: 50 sampled items x 5 search_exp (plot, misses)", sweep,
-                         lambda: idle(window) and recall.outcome is not None))
-    meter.close()
-    window.close()
-    collector.timer.stop()
-    stop_workers()
-    window.deleteLater()  # now, in order, not in interpreter shutdown (which crashed in Qt's destructors)
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    try:
+        wait_until(lambda: True)
+        browse(window, meter, results, path, leaf_level, items, reader)
+    except TimeoutError as exc:
+        failure = f"phase {len(results) + 1} did not finish: {exc}"
+    finally:
+        meter.close()
+        window.close()
+        clean = shut_down(window, [collector.timer, meter.timer])
 
     print(f"GUI event-loop stalls on {where} (timer every {TICK_MS} ms; target: none above "
           f"{STALL_LIMIT_MS} ms; {scheduling.KNOBS_ON.describe()})")
@@ -346,10 +329,76 @@ def run(path: str, where: str, explain: float | None = None) -> int:
         print(f"\nstall of {gap:.0f} ms; the GUI thread was in ({len(stacks)} samples, 20 ms apart):")
         for stack, count in collections.Counter(stacks).most_common(4):
             print(f"  {count:3d} x {stack}")
-    print("\nbaseline: the same model work on the GUI thread (the freeze without background workers)")
-    for name, seconds in gui_thread_baseline(path):
-        print(f"{name:58s} {seconds * 1000:6.0f} ms")
-    return 0
+    if not clean:
+        print("\nsome background task was still running after the shutdown wait (abandoned)")
+    if failure:
+        print(f"\n{failure}")
+    else:
+        print("\nbaseline: the same model work on the GUI thread (the freeze without background workers)")
+        for name, seconds in gui_thread_baseline(path, leaf_level):
+            print(f"{name:58s} {seconds * 1000:6.0f} ms")
+    if crash_trace is not None:
+        crash_trace.close()
+    return 1 if failure else 0
+
+
+def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: str, leaf_level: str,
+           items: tuple[int, ...], reader: IndexReader) -> None:
+    """The phases, each appended to results as it ends."""
+    def open_index() -> None:
+        window.open_location(path)
+
+    results.append(phase(meter, "open the index (root listed, overview shown)", open_index,
+                         lambda: idle(window) and window.tree_model.is_loaded(leaf_level)))
+    model = window.tree_model
+
+    def expand_level() -> None:
+        window.tree_panel.tree.expand(window.tree_panel.view_index(model.index_for_path(leaf_level)))
+
+    def level_described() -> bool:
+        item = model.item(model.index_for_path(leaf_level))
+        return item.state is LoadState.LISTED and idle(window) and bool(item.children[-1].detail)
+
+    result = phase(meter, "", expand_level, level_described)
+    level = model.item(model.index_for_path(leaf_level))
+    results.append((f"expand {leaf_level} ({len(level.children):,} nodes, then their row counts)", *result[1:]))
+    picks = [level.children[i].path for i in range(0, len(level.children), max(1, len(level.children) // 20))]
+
+    def select_nodes() -> None:
+        for node in picks:
+            window.reveal_path(node)
+            wait_until(lambda n=node: window.current_item() is not None and window.current_item().path == n
+                       and idle(window))
+        window.reveal_path(leaf_level)  # the level overview (a size per node)
+        wait_until(lambda: window.current_item().path == leaf_level and idle(window))
+
+    results.append(phase(meter, f"select {len(picks)} nodes, then {leaf_level} (metadata, overview)", select_nodes,
+                         lambda: idle(window)))
+
+    def preview() -> None:
+        window.tabs.setCurrentIndex(window.TAB_DATA)
+        for node in [*picks[:10], "rep_embeddings", "index_root/embeddings"]:
+            target = f"{node}/embeddings" if node.startswith("lvl_") else node
+            window.reveal_path(target)
+            wait_until(lambda t=target: window.current_item() is not None and window.current_item().path == t
+                       and idle(window) and window.plot.current_data() is not None)
+
+    results.append(phase(meter, "preview 12 embeddings arrays (metadata, chunk map, heatmap)", preview,
+                         lambda: idle(window)))
+    item = min(GO_TO_ITEM, items[-1])
+    go_to = item, reader.locator.find_one(item)  # where Go to Item must land (not timed)
+    results.append(phase(meter, f"search: {len(items)} items vs exact, open 3 results, Go to Item",
+                         lambda: search(window, items, leaf_level, go_to), lambda: idle(window)))
+    recall = window.search.panel.recall_view
+
+    def sweep() -> None:
+        window.search.panel.tabs.setCurrentIndex(window.search.panel.TAB_RECALL)
+        recall.n_spin.setValue(50)
+        recall.exps_edit.setText("1, 2, 4, 8, 16")
+        recall.run()
+
+    results.append(phase(meter, "recall: 50 sampled items x 5 search_exp (plot, misses)", sweep,
+                         lambda: idle(window) and recall.outcome is not None))
 
 
 if __name__ == "__main__":

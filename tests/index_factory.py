@@ -12,13 +12,15 @@ from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
-def build_clustered_index(folder: Path, items: int, dim: int, clusters: int = 12, seed: int = 5) -> Path:
-    """Build a 2-level index of `items` float32 vectors drawn around `clusters` centres; its path."""
+def build_clustered_index(folder: Path, items: int, dim: int, clusters: int = 12, seed: int = 5, *,
+                          levels: int = 2, target_cluster_items: int = 25) -> Path:
+    """Build an index (2 levels by default) of `items` float32 vectors drawn around `clusters` centres; its path."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((clusters, dim)) * 4
     data = (centres[rng.integers(0, clusters, items)] + rng.standard_normal((items, dim))).astype(np.float32)
     np.save(folder / "data.npy", data)
-    build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=2, target_cluster_items=25))
+    params = BuildParams(levels=levels, target_cluster_items=target_cluster_items)
+    build_index(folder / "data.npy", folder / "idx.zarr", params)
     return folder / "idx.zarr"
 
 

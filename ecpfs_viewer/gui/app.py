@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 
@@ -13,10 +15,13 @@ from PySide6.QtWidgets import QApplication
 from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.collector import GuiThreadCollector
-from ecpfs_viewer.gui.runtime.workers import stop_workers
+from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.storage.options import RemoteOptions
-from ecpfs_viewer.process_exit import leave_process, remote_clients_made
+from ecpfs_viewer.process_exit import leave_process
+
+#: how long --screenshot waits for the selected page to load before it takes the picture anyway
+SCREENSHOT_PATIENCE_S = 120.0
 
 
 def application_icon() -> QIcon | None:
@@ -73,14 +78,18 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
             select: str | None = None, remote: RemoteOptions | None = None) -> int:
     """Run the application until the window closes; returns the exit code.
 
-    With screenshot, the window is saved to that PNG once the store has opened (or failed to),
-    and the application quits: exit 0 when it opened, 1 when it could not. Packaging smoke tests
-    and the README's pictures use it. remote: options for a URL (the per-request timeout).
+    With screenshot, the window is saved to that PNG once the selected page has loaded (or the
+    store failed to open), and the application quits: exit 0 when it opened, 1 when it could
+    not, 3 when the page was still loading after SCREENSHOT_PATIENCE_S (the picture shows how
+    far it got). Packaging smoke tests and the README's pictures use it. remote: options for a
+    URL (the per-request timeout).
 
     Quitting never waits on a stuck task: background work is cancelled and given about a second;
     a task still running after that (a stalled server, a long computation) is abandoned and the
     process leaves at once (settings and log flushed), as interpreter shutdown would wait for it.
+    A crash leaves the stacks of every thread in the log folder (gui/runtime/shutdown.py).
     """
+    crash_trace = enable_crash_trace()
     app = ensure_application()
     collector = tune_interpreter_for_gui()
     window = create_main_window(location, demo, remote, select=select, remember_recent=not screenshot)
@@ -89,24 +98,64 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
         window.resize(1280, 800)  # the same picture on every machine
     window.show()
     if screenshot:
-        _capture_when_settled(app, window, screenshot, waiting=bool(location or demo))
+        def capture(code: int) -> None:
+            window.grab().save(screenshot)
+            app.exit(code)
+
+        capture_when_loaded(window, select, capture, waiting=bool(location or demo))
     code = int(app.exec())
-    collector.timer.stop()
-    if not stop_workers() or remote_clients_made():
+    clean = shut_down(window, [collector.timer])
+    if crash_trace is not None:
+        crash_trace.close()
+    if not clean:
         app_settings.settings().sync()  # the layout and recent list saved on close
         leave_process(code)
     return code
 
 
-def _capture_when_settled(app: QApplication, window: MainWindow, path: str, waiting: bool) -> None:
-    """Save the window to path after opening settles, then quit with 0 (opened) or 1 (failed)."""
-    settle_ms, give_up_ms = 2000, 120_000
+def page_loaded(window: MainWindow, select: str | None) -> bool:
+    """The selected node (select, once revealed) and the pages showing it have finished reading."""
+    if window.session.busy:
+        return False
+    item = window.current_item()
+    if select is not None and (item is None or item.path != select.strip("/")):
+        return False
+    overview = window.node_page if window.overview_stack.currentWidget() is window.node_page else window.overview
+    return not (overview.busy or window.metadata.is_busy() or window.plot.busy)
 
-    def capture(code: int) -> None:
-        QTimer.singleShot(settle_ms, lambda: (window.grab().save(path), app.exit(code)))
 
-    window.store_opened.connect(lambda *_: capture(0))
-    window.open_failed.connect(lambda *_: capture(1))
-    if not waiting:
-        capture(0)
-    QTimer.singleShot(give_up_ms, lambda: app.exit(3))
+def capture_when_loaded(window: MainWindow, select: str | None, capture: Callable[[int], None],
+                        waiting: bool = True, patience_s: float = SCREENSHOT_PATIENCE_S) -> None:
+    """Call capture(code) once, when the selected page has loaded after the store opened (0), the
+    store failed to open (1), or patience_s passed with the page still loading (3).
+
+    Loaded means loaded at two polls in a row: what the last result put on the page is laid out
+    (and what it replaced deleted) by the event loop in between, so the picture shows it."""
+    started = time.monotonic()
+    state = {"opened": not waiting, "done": False, "loaded_once": False}
+    poll = QTimer(window)
+    poll.setInterval(50)
+
+    def finish(code: int) -> None:
+        if not state["done"]:
+            state["done"] = True
+            poll.stop()
+            capture(code)
+
+    def check() -> None:
+        loaded = state["opened"] and page_loaded(window, select if waiting else None)
+        if loaded and state["loaded_once"]:
+            finish(0)
+        state["loaded_once"] = loaded
+        if not state["done"] and time.monotonic() - started > patience_s:
+            print(f"ecpfs-viewer: the page was still loading after {patience_s:g} s; saved it as it was",
+                  file=sys.stderr)
+            finish(3)
+
+    def opened() -> None:
+        state["opened"] = True
+
+    window.store_opened.connect(lambda *_: opened())
+    window.open_failed.connect(lambda *_: QTimer.singleShot(0, lambda: finish(1)))  # after the message shows
+    poll.timeout.connect(check)
+    poll.start()

@@ -166,7 +166,8 @@ class LevelPage(QSplitter):
         self._level_runner = BackgroundRunner(self)
         self._refs_runner = BackgroundRunner(self)
         self._hierarchy: Hierarchy | None = None
-        self._profile_paths: list[str] = []
+        self._profile_ids = np.zeros(0, dtype=np.int64)  # node id of each profile bar, largest first
+        self._profile_level = ""
         self.view: LevelView | None = None
         self.report: ValidationReport | None = None
 
@@ -348,7 +349,7 @@ class LevelPage(QSplitter):
             self.profile_bars.setData([], [])
             self.median_line.hide()
             self.chunk_line.hide()
-            self._profile_paths = []
+            self._profile_ids = np.zeros(0, dtype=np.int64)
             return
         counts, edges = stats.histogram()
         self.histogram_bars.setOpts(x0=edges[:-1], x1=edges[1:], height=counts)
@@ -358,7 +359,7 @@ class LevelPage(QSplitter):
         order = np.argsort(-stats.sizes, kind="stable")
         sizes = stats.sizes[order]
         self.profile_bars.setData(np.arange(sizes.size + 1) - 0.5, sizes.astype(np.float64))
-        self._profile_paths = [stats.node_path(int(i)) for i in stats.node_ids[order]]
+        self._profile_ids, self._profile_level = stats.node_ids[order], stats.path  # paths made when clicked
         if stats.chunk_rows and stats.chunk_rows <= 2 * int(sizes.max()):
             self.chunk_line.setValue(stats.chunk_rows)
             _set_label(self.chunk_line, f"chunk rows {stats.chunk_rows:,}")
@@ -370,11 +371,13 @@ class LevelPage(QSplitter):
 
     def bar_path(self, index: int) -> str | None:
         """The node drawn as bar `index` of the sorted profile (largest first)."""
-        return self._profile_paths[index] if 0 <= index < len(self._profile_paths) else None
+        if not 0 <= index < self._profile_ids.size:
+            return None
+        return f"{self._profile_level}/{node_name(int(self._profile_ids[index]))}"
 
     def _on_profile_clicked(self, event: Any) -> None:
         vb = self.profile_plot.getViewBox()
-        if not self._profile_paths or not vb.sceneBoundingRect().contains(event.scenePos()):
+        if not self._profile_ids.size or not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         x = vb.mapSceneToView(event.scenePos()).x()
         path = self.bar_path(round(x))

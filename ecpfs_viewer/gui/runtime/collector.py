@@ -5,13 +5,12 @@ destroyed later on the GUI thread at an arbitrary point, where PySide can deadlo
 collection is turned off and a GUI-thread timer collects instead (as pyqtgraph's
 GarbageCollector does). A full collection walks every tracked object: with a 4,000-node level open
 that is hundreds of thousands of objects, a pause in which the window cannot repaint, and it grows
-with the index. Objects that survive a full collection are long-lived (the tree, caches, the opened
+with the index. Objects that survive two passes are long-lived (the tree, caches, the opened
 store), so they are frozen (:func:`gc.freeze`, the ``gc_freeze`` knob of scheduling.py) and later
-full collections walk only what came after. When the user opens or closes an index, most of them
-become garbage: then :meth:`GuiThreadCollector.collect_everything` unfreezes and collects all, once,
-at a moment the user expects work. It does not freeze again: a cancelled task may still hold the old
-index for a while, and the next full collection that comes due frees it then, before freezing what
-is left.
+passes walk only what came after; the rows of a large level just listed are frozen at once. When
+the user opens or closes an index, most of them become garbage: then
+:meth:`GuiThreadCollector.collect_everything` unfreezes and collects all, once, at a moment the user
+expects work.
 """
 
 from __future__ import annotations
@@ -22,6 +21,12 @@ from PySide6.QtCore import QObject, QTimer, SignalInstance
 
 from ecpfs_viewer.gui.runtime import scheduling
 
+#: how often the GUI thread looks whether a collection is due: a generation-0 pass walks every
+#: object that survived since the last one, so the pause grows with what workers allocated meanwhile
+COLLECT_EVERY_S = 0.2
+#: young passes after which generation 1 is collected (Python's default threshold is 10)
+MIDDLE_AFTER = 2
+
 
 def _freeze() -> None:
     """Walk what exists now no more in full collections (unless the gc_freeze knob is off)."""
@@ -29,10 +34,17 @@ def _freeze() -> None:
         gc.freeze()
 
 
+def keep_long_lived() -> None:
+    """What exists now lives as long as the index (the rows of a 40,000-node level just listed, and
+    the nodes behind them): freeze it, so no collection walks it again (unless gc_freeze is off).
+    Otherwise the next passes on the GUI thread walk them all, a pause that grows with the level."""
+    _freeze()
+
+
 class GuiThreadCollector(QObject):
     """Turns automatic collection off and collects generation by generation on a timer."""
 
-    def __init__(self, interval_s: float = 1.0, parent: QObject | None = None) -> None:
+    def __init__(self, interval_s: float = COLLECT_EVERY_S, parent: QObject | None = None) -> None:
         super().__init__(parent)
         gc.disable()
         self.timer = QTimer(self)
@@ -42,14 +54,18 @@ class GuiThreadCollector(QObject):
 
     def collect_due(self) -> None:
         """Collect the oldest generation whose allocation count passed its threshold (and the
-        younger ones with it), as Python's own collector would have."""
+        younger ones with it), as Python's own collector would have; but generation 1 comes due
+        after MIDDLE_AFTER young passes, and what survives it is frozen: every object is walked
+        twice at most, so a pass walks what workers allocated lately, never the whole index."""
         counts, thresholds = gc.get_count(), gc.get_threshold()
-        for generation in (2, 1, 0):
-            if counts[generation] > thresholds[generation]:
-                gc.collect(generation)
-                if generation == 2:
-                    _freeze()  # what survived a full collection is long-lived: walk it no more
-                return
+        if counts[2] > thresholds[2]:
+            gc.collect(2)
+            _freeze()
+        elif counts[1] >= min(thresholds[1], MIDDLE_AFTER):
+            gc.collect(1)
+            _freeze()  # survived two passes: long-lived (cycles that die later wait for collect_everything)
+        elif counts[0] > thresholds[0]:
+            gc.collect(0)
 
     def follow_index(self, opened: SignalInstance, dropped: SignalInstance) -> None:
         """Freeze what exists once an index has opened (the window and the index live on, so the

@@ -28,6 +28,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
+from ecpfs_viewer.gui.runtime.collector import keep_long_lived
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tree.marks import RowMark, TreeMarks
 from ecpfs_viewer.gui.widgets.icons import kind_icon
@@ -53,6 +54,7 @@ _FOREGROUND = Qt.ItemDataRole.ForegroundRole
 _BACKGROUND = Qt.ItemDataRole.BackgroundRole
 _DETAIL_ROLES = [Qt.ItemDataRole.DisplayRole]
 _ANSWERED_ROLES = frozenset({_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, _BACKGROUND, PATH_ROLE, KIND_ROLE})
+LARGE_LISTING = 1000  # rows from which a listing is frozen out of garbage collection once linked in
 
 
 class LoadState(Enum):
@@ -337,6 +339,8 @@ class HierarchyTreeModel(QAbstractItemModel):
         if item.children:  # the first row may be the reused placeholder object
             self._by_path[item.children[0].path] = item.children[0]
         item.state = LoadState.LISTED
+        if len(listing.rows) >= LARGE_LISTING:
+            keep_long_lived()  # its rows (and the nodes behind them) live as long as the index
         self.listing_finished.emit(item.path, replace(result, value=len(listing.rows)))
         if listing.wanted and self._hierarchy is not None:
             # Started on the next event-loop turn, after the view has laid out the new rows: a worker

@@ -31,8 +31,10 @@ from ecpfs_viewer.model.ecpfs.levels import (
     NodeSize,
     cached_level_stats,
     forget_level_stats,
+    held_level_stats,
     level_plan,
     level_stats,
+    nodes_stats,
     shared_level_stats,
 )
 from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, MetadataReader, parse_array_meta
@@ -74,8 +76,10 @@ __all__ = [
     "cap_findings",
     "detect_index",
     "forget_level_stats",
+    "held_level_stats",
     "level_plan",
     "level_stats",
+    "nodes_stats",
     "parse_array_meta",
     "referenced_children",
     "shared_level_stats",

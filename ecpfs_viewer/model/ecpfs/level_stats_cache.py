@@ -22,7 +22,9 @@ class LevelStatsCache(Generic[_Stats]):
     """Statistics of each level of one store, valid until a refresh of that level (or above)."""
 
     def __init__(self) -> None:
-        self._computing = threading.Lock()  # held while computing, so a second caller waits and reuses
+        # one per level, held while computing it: a second caller waits and reuses, and a level above
+        # (a node page's parents) is not kept waiting behind a leaf level that takes seconds
+        self._computing: dict[int, threading.Lock] = {}
         self._lock = threading.Lock()  # guards the entries only, never held while reading the store
         self._entries: dict[int, tuple[tuple[Any, ...], _Stats]] = {}
         self._generation = 0  # bumped by forget, so a result computed across a refresh is not kept
@@ -31,7 +33,7 @@ class LevelStatsCache(Generic[_Stats]):
                        keep: Callable[[_Stats], bool] = lambda stats: True) -> _Stats:
         """The entry of a level computed with the same key, else compute(), kept unless a refresh
         intervened or keep() says no (statistics lacking what could not be read)."""
-        with self._computing:
+        with self._computing_lock(level):
             with self._lock:
                 entry = self._entries.get(level)
                 if entry is not None and entry[0] == key:
@@ -43,11 +45,21 @@ class LevelStatsCache(Generic[_Stats]):
                     self._entries[level] = (key, stats)
             return stats
 
+    def peek(self, level: int, key: tuple[Any, ...]) -> _Stats | None:
+        """The entry of a level computed with key, or None; never waits for a computation."""
+        with self._lock:
+            entry = self._entries.get(level)
+            return entry[1] if entry is not None and entry[0] == key else None
+
     def get(self, level: int) -> _Stats | None:
         """The entry of a level, without computing; waits while another thread computes one."""
-        with self._computing, self._lock:
+        with self._computing_lock(level), self._lock:
             entry = self._entries.get(level)
             return None if entry is None else entry[1]
+
+    def _computing_lock(self, level: int) -> threading.Lock:
+        with self._lock:
+            return self._computing.setdefault(level, threading.Lock())
 
     def forget(self, path: str = "") -> None:
         """Drop what a refresh of path makes stale: its level, or every level for a path outside them."""

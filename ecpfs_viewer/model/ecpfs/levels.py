@@ -56,6 +56,8 @@ class LevelStats:
     unread_ids: frozenset[int] = frozenset()
     #: why something could not be read on the way (the first such failure); None when all was read
     unread: str | None = None
+    #: statistics of a few named nodes (:func:`nodes_stats`), not of the whole level
+    subset: bool = False
 
     @property
     def complete(self) -> bool:
@@ -196,6 +198,13 @@ def shared_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = 
     )
 
 
+def held_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -> LevelStats | None:
+    """The shared statistics of a level if computed already for this summary; never waits, reads
+    nothing (while another thread computes them: None)."""
+    summary = summary if summary is not None else summarize(h)
+    return level_stats_cache(h).peek(level, _summary_key(summary, level))
+
+
 def level_stats_cache(h: Hierarchy) -> LevelStatsCache[LevelStats]:
     """The shared level statistics of h, dropped with its nodes by ``Hierarchy.refresh``."""
     return h.cache(LevelStatsCache)
@@ -300,6 +309,62 @@ def _empty_level(level: int, path: str, summary: IndexSummary, findings: tuple[F
     )
 
 
+_Measured = tuple[list[int], list[int], dict[int, int], list[str], set[int], dict[int, str]]
+
+
+def _measure(nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary, findings: list[Finding]) -> _Measured:
+    """Ids and sizes of the nodes that have embeddings, the commonest chunk rows, the empty, broken
+    and unread nodes; each node's problems appended to findings."""
+    ids: list[int] = []
+    sizes: list[int] = []
+    chunk_rows: dict[int, int] = {}
+    empty: list[str] = []
+    broken: set[int] = set()
+    unread: dict[int, str] = {}
+    for node in nodes:
+        if node.unread is not None:
+            unread[node.node_id] = node.unread
+            continue
+        for message in node.errors:
+            findings.append(error(node.path, message))
+        if node.emb is None and node.ids is None:
+            if not node.errors:
+                empty.append(node.path)
+            continue
+        check_node(node, leaf, summary, findings)
+        if node.errors or node.emb is None or node.ids is None:
+            broken.add(node.node_id)
+        if node.emb is not None:
+            ids.append(node.node_id)
+            sizes.append(node.emb.rows)
+            if node.emb.chunk_rows is not None:
+                chunk_rows[node.emb.chunk_rows] = chunk_rows.get(node.emb.chunk_rows, 0) + 1
+    return ids, sizes, chunk_rows, empty, broken, unread
+
+
+def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSummary | None = None) -> LevelStats:
+    """The statistics of a few named nodes of ``lvl_{level}`` (``subset`` set; no gaps, no level
+    totals): what one node's page needs without parsing every node of a 40,000-node level."""
+    summary = summary if summary is not None else summarize(h)
+    path = level_path(level)
+    leaf: bool | None = None if summary.levels is None else level == summary.levels
+    nodes = [NodeArrays(node_id, f"{path}/{node_name(node_id)}") for node_id in dict.fromkeys(node_ids)]
+    findings: list[Finding] = []
+    try:
+        read_node_arrays(h, nodes, "item_ids" if leaf else "node_ids" if leaf is not None else None)
+    except Exception as exc:
+        return replace(_empty_level(level, path, summary, (error(path, _unread_message(exc)),)),
+                       subset=True, unread=describe_exception(exc))
+    ids, sizes, chunk_rows, empty, broken, unread = _measure(nodes, leaf, summary, findings)
+    empty = [node for node in empty if h.node(node).kind is not NodeKind.ERROR]  # absent: no empty group
+    order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
+    common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
+    return LevelStats(level, path, leaf, np.asarray(ids, dtype=np.int64)[order],
+                      np.asarray(sizes, dtype=np.int64)[order], None, 0, (), (), common_rows, summary.total_items,
+                      tuple(empty), (), cap_findings(findings), broken_ids=frozenset(broken),
+                      unread_ids=frozenset(unread), unread=next(iter(unread.values()), None), subset=True)
+
+
 def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> LevelStats:
     findings: list[Finding] = []
     try:
@@ -331,31 +396,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         nodes.append(NodeArrays(node_id, child.path))
     expected_ids = "item_ids" if leaf else "node_ids" if leaf is not None else None
     read_node_arrays(h, nodes, expected_ids)
-
-    ids: list[int] = []
-    sizes: list[int] = []
-    chunk_rows: dict[int, int] = {}
-    empty: list[str] = []
-    broken: set[int] = set()
-    unread: dict[int, str] = {}
-    for node in nodes:
-        if node.unread is not None:
-            unread[node.node_id] = node.unread
-            continue
-        for message in node.errors:
-            findings.append(error(node.path, message))
-        if node.emb is None and node.ids is None:
-            if not node.errors:
-                empty.append(node.path)
-            continue
-        check_node(node, leaf, summary, findings)
-        if node.errors or node.emb is None or node.ids is None:
-            broken.add(node.node_id)
-        if node.emb is not None:
-            ids.append(node.node_id)
-            sizes.append(node.emb.rows)
-            if node.emb.chunk_rows is not None:
-                chunk_rows[node.emb.chunk_rows] = chunk_rows.get(node.emb.chunk_rows, 0) + 1
+    ids, sizes, chunk_rows, empty, broken, unread = _measure(nodes, leaf, summary, findings)
     if unread:
         first = min(unread)
         findings.append(error(path, f"{count_noun(len(unread), 'node')} of {len(nodes):,} could not be read "

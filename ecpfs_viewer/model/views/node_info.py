@@ -14,7 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, Finding, LevelStats, Severity, shared_level_stats
+from ecpfs_viewer.model.ecpfs import (
+    ROOT_EMBEDDINGS,
+    Finding,
+    IndexSummary,
+    LevelStats,
+    Severity,
+    held_level_stats,
+    nodes_stats,
+    shared_level_stats,
+)
 from ecpfs_viewer.model.ecpfs.nodes import (
     NodeError,
     NodeRef,
@@ -40,6 +49,14 @@ def _node_findings(stats: LevelStats, node_id: int) -> list[Finding]:
     if not found and node_id in stats.broken_ids:
         found.append(Finding(Severity.ERROR, path, "an array is missing or unreadable (see the level's findings)"))
     return found
+
+
+def _stats_for(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSummary, whole_level: bool) -> LevelStats:
+    """The level's statistics (whole_level, or already computed), else those of the named nodes
+    only: a page shows at once on a level of 40,000 nodes, whose statistics take seconds."""
+    if whole_level:
+        return shared_level_stats(h, level, summary)
+    return held_level_stats(h, level, summary) or nodes_stats(h, level, node_ids, summary)
 
 
 def _exists(stats: LevelStats, node_id: int) -> tuple[bool, int]:
@@ -113,16 +130,19 @@ class NodeInfo:
 
 
 def node_info(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None = None,
-              cancel: threading.Event | None = None) -> NodeInfo:
+              cancel: threading.Event | None = None, whole_level: bool = True) -> NodeInfo:
     """Everything the node page header shows; the first call for a level decodes the level above's
-    node_ids (progress, cancel), later calls read metadata and one rep_item_ids element."""
+    node_ids (progress, cancel), later calls read metadata and one rep_item_ids element.
+
+    whole_level False: the level's statistics only if computed already, else the node's own
+    documents (level_median None and level_nodes 0: the comparison with the level comes later)."""
     summary = index_summary(h)
     findings: list[Finding] = []
     if ref.is_root:
         chunk_use = _chunk_use(h, ROOT_EMBEDDINGS, findings)
         return NodeInfo(ref, summary.fan_out is not None, summary.levels == 0 if summary.levels is not None else None,
                         summary.fan_out, summary.dim, summary.dtype, 1, None, None, chunk_use, tuple(findings))
-    stats = shared_level_stats(h, ref.level, summary)
+    stats = _stats_for(h, ref.level, [ref.node_id], summary, whole_level)
     exists, at = _exists(stats, ref.node_id)
     findings += _node_findings(stats, ref.node_id)
     if not exists and not findings:
@@ -137,9 +157,9 @@ def node_info(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None =
         representative = Representative(link.parent, link.row, ref.node_id, item_id, note)
     return NodeInfo(
         ref, exists, None if summary.levels is None else ref.level == summary.levels,
-        int(stats.sizes[at]) if exists else None, summary.dim, summary.dtype, stats.node_count,
-        stats.median_size, representative, _chunk_use(h, f"{ref.path}/embeddings", findings) if exists else None,
-        tuple(findings))
+        int(stats.sizes[at]) if exists else None, summary.dim, summary.dtype, 0 if stats.subset else stats.node_count,
+        None if stats.subset else stats.median_size, representative,
+        _chunk_use(h, f"{ref.path}/embeddings", findings) if exists else None, tuple(findings))
 
 
 def rep_item_id(h: Hierarchy, rep_row: int, representatives: int | None) -> tuple[int | None, str]:
@@ -212,15 +232,16 @@ def _root_ids(rows: int) -> np.ndarray | Finding:
     return np.arange(rows, dtype=np.int64)
 
 
-def children_of(h: Hierarchy, ref: NodeRef) -> Children:
-    """The child of each row of an internal node (index_root included), with its row count."""
+def children_of(h: Hierarchy, ref: NodeRef, whole_level: bool = True) -> Children:
+    """The child of each row of an internal node (index_root included), with its row count
+    (whole_level False: from the children's own documents unless their level's statistics are held)."""
     summary = index_summary(h)
     if summary.levels is not None and ref.level >= summary.levels:
         raise NodeError(f"{ref.path} is a leaf (level {ref.level} of {summary.levels}): it has items, not children")
     ids = _root_ids(summary.fan_out or 0) if ref.is_root else _ids_of(h, ref, "node_ids")
     if isinstance(ids, Finding):
         return Children(ref, (), (ids,))
-    stats = shared_level_stats(h, ref.level + 1, summary)
+    stats = _stats_for(h, ref.level + 1, ids.tolist(), summary, whole_level)
     rows: list[ChildRow] = []
     for row, child_id in enumerate(ids.tolist()):
         child = NodeRef(ref.level + 1, child_id)
@@ -266,8 +287,9 @@ class MemberProblem:
     finding: Finding
 
 
-def leaf_items(h: Hierarchy, ref: NodeRef) -> LeafItems:
-    """A leaf's item ids; ids at or above next_item_id and repeated ids are flagged in place."""
+def leaf_items(h: Hierarchy, ref: NodeRef, whole_level: bool = True) -> LeafItems:
+    """A leaf's item ids; ids at or above next_item_id and repeated ids are flagged in place
+    (whole_level: see :func:`node_info`)."""
     summary = index_summary(h)
     if summary.levels is not None and ref.level != summary.levels:
         raise NodeError(f"{ref.path} is not a leaf (the leaves are {level_path(summary.levels)})")
@@ -286,7 +308,7 @@ def leaf_items(h: Hierarchy, ref: NodeRef) -> LeafItems:
     problems = tuple(MemberProblem(row, int(ids[row]), Finding(Severity.ERROR, f"{ref.path}/item_ids", text))
                      for row, text in sorted(bad.items())[:MAX_LISTED_PROBLEMS])
     beyond = int((ids >= summary.next_item_id).sum()) if summary.next_item_id is not None else 0
-    findings = tuple(_node_findings(shared_level_stats(h, ref.level, summary), ref.node_id))
+    findings = tuple(_node_findings(_stats_for(h, ref.level, [ref.node_id], summary, whole_level), ref.node_id))
     return LeafItems(ref, ids, problems, beyond + int(repeats.size), findings)
 
 

@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from index_factory import build_clustered_index
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QLabel
+
+from ecpfs_viewer.gui.app import capture_when_loaded, create_main_window
 
 
 def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -70,3 +75,54 @@ def test_the_running_application_collects_garbage_on_the_gui_thread_only(tmp_pat
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True", "0.001"]
+
+
+@pytest.fixture(scope="module")
+def three_levels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3 levels, 2,000 vectors of 8 dimensions, about 10 items per leaf."""
+    return build_clustered_index(tmp_path_factory.mktemp("shot"), 2000, 8, clusters=6, seed=3,
+                                 levels=3, target_cluster_items=10)
+
+
+def test_the_screenshot_of_a_selected_node_is_taken_once_its_page_has_loaded(qtbot, three_levels: Path) -> None:
+    """What `--select lvl_3/node_1 --screenshot PNG` draws: that node's page, read, not "Reading …"."""
+    window = create_main_window(str(three_levels), select="lvl_3/node_1", remember_recent=False)
+    qtbot.addWidget(window)
+    window.resize(1280, 800)
+    window.show()
+    taken: dict[str, object] = {}
+
+    def capture(code: int) -> None:
+        page = window.node_page
+        taken.update(code=code, path=page.data.info.ref.path if page.data else None,
+                     listing=page.listing_label.text(), rows=page.listing_model.rowCount(), facts=page.facts_text(),
+                     labels=len(page.facts.findChildren(QLabel)),
+                     current=window.overview_stack.currentWidget() is page, image=window.grab().toImage())
+
+    capture_when_loaded(window, "lvl_3/node_1", capture)
+    qtbot.waitUntil(lambda: "code" in taken, timeout=60_000)
+    assert taken["code"] == 0 and taken["path"] == "lvl_3/node_1" and taken["current"]
+    items = window.node_page.data.items
+    assert items is not None and taken["rows"] == items.count > 0
+    assert str(taken["listing"]).startswith(f"{items.count:,} items") and "Reading" not in str(taken["listing"])
+    assert "x the level's median" in str(taken["facts"])  # the comparison with the level, once it arrived
+    assert taken["labels"] == 2 * len(str(taken["facts"]).splitlines())  # the labels it replaced are gone
+    assert not taken["image"].isNull()
+
+
+def test_a_screenshot_that_waits_too_long_is_taken_anyway_with_exit_3(qtbot, three_levels: Path) -> None:
+    window = create_main_window(str(three_levels), select="lvl_3/node_1", remember_recent=False)
+    qtbot.addWidget(window)
+    window.show()
+    codes: list[int] = []
+    capture_when_loaded(window, "lvl_3/no_such_node", codes.append, patience_s=0.5)  # never selected
+    qtbot.waitUntil(lambda: bool(codes), timeout=30_000)
+    assert codes == [3]
+
+
+def test_the_command_line_screenshot_of_a_node_exits_0(three_levels: Path, tmp_path: Path) -> None:
+    shot = tmp_path / "node.png"
+    done = _run(str(three_levels), "--select", "lvl_3/node_1", "--screenshot", str(shot), tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    image = QImage(str(shot))
+    assert (image.width(), image.height()) == (1280, 800)
