@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import zarr
 
-from ecpfs_viewer.model.histogram import finite_values, histogram
+from ecpfs_viewer.model.histogram import finite_values, histogram, log_histogram
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views.export import write_csv, write_npy
 from ecpfs_viewer.model.views.plot_data import image_levels, plot_data, prepare_plot
@@ -236,3 +236,18 @@ def test_integer_percentiles_and_no_finite_value() -> None:
     huge = plot_data(subset(np.array([-1.7e308, 1.7e308]))).stats
     assert huge is not None and huge.percentile(50) == 0.0
     assert huge.percentile(99) == pytest.approx(1.666e308, rel=1e-3)  # interpolated without overflowing
+
+
+def test_log_histogram_bins_whole_sizes_over_orders_of_magnitude() -> None:
+    sizes = np.array([0, 1, 1, 2, 3, 10, 100, 1000, 10_000], dtype=np.int64)
+    counts, edges, left_out = log_histogram(sizes, bins=8)
+    assert left_out == 1 and counts.sum() == 8  # the empty node has no place on a log axis
+    assert edges[0] == 0.5 and edges[-1] > 10_000
+    assert np.all(edges[1:] > edges[:-1]) and np.all(edges - 0.5 == np.round(edges - 0.5))
+    widths = np.diff(np.log10(edges[2:]))  # beyond the first, single-value bins: equal on a log axis
+    assert widths.max() / widths.min() < 1.5
+    floats, float_edges, none_left = log_histogram(np.array([0.01, 0.1, 1.0, 10.0]), bins=3)
+    assert none_left == 0 and floats.tolist() == [1, 1, 2]
+    np.testing.assert_allclose(float_edges, [0.01, 0.1, 1.0, 10.0])
+    empty, _edges, all_out = log_histogram(np.zeros(3, dtype=np.int64))
+    assert empty.size == 0 and all_out == 3
