@@ -221,7 +221,7 @@ class LevelPage(QSplitter):
         self.histogram_plot.addItem(self.median_line)
         self.log_check = QCheckBox("log size axis")
         self.log_check.setToolTip("Bins of equal width on a log axis: node sizes often span orders of magnitude")
-        self.log_check.setChecked(settings().value(_LOG_SIZES_KEY, False, type=bool))
+        self.log_check.setChecked(bool(settings().value(_LOG_SIZES_KEY, False, type=bool)))
         self.log_check.toggled.connect(self._log_toggled)
         histogram_box = QWidget()
         histogram_layout = QVBoxLayout(histogram_box)
