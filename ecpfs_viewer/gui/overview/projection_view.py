@@ -48,6 +48,9 @@ POINT_SIZE = 7
 MARK_SIZE = 14
 
 NODE, MEMBERS, LEVEL = "node", "members", "level"
+#: What the classes of a projection are, (one, many); a leaf's are 'members' and 'representative'.
+CLASS_NOUNS = {ProjectionKind.LEVEL: ("parent", "parents"), ProjectionKind.NODE_ROWS: ("child", "children"),
+               ProjectionKind.NODE_MEMBERS: ("child", "children")}
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,7 @@ class ProjectionView(QWidget):
     def _draw(self, p: Projection) -> None:
         self._clear_plot()
         many = len(p.class_names) > LEGEND_LIMIT
-        classes = "parents" if p.kind is ProjectionKind.LEVEL else "children"
+        one, classes = CLASS_NOUNS.get(p.kind, ("class", "classes"))
         plain = ~p.marked
         if many:
             self._draw_crowd(p, plain, classes)
@@ -262,7 +265,7 @@ class ProjectionView(QWidget):
         self.plot.enableAutoRange()
         self.plot.autoRange()
         found = "; ".join(f.message for f in p.findings[:3])
-        crowd = f" (too many to colour apart: hover a point to name its {classes[:-1]})" if many else ""
+        crowd = f" (too many to colour apart: hover a point to name its {one})" if many else ""
         self.info_label.setText(
             f"{p.title}: {p.count:,} points in {len(p.class_names):,} {classes}{crowd}; PCA explains "
             f"{x_share:.1%} + {y_share:.1%} of the variance" + (f". Problems: {found}" if found else ""))
@@ -373,6 +376,8 @@ class ProjectionView(QWidget):
         self.plot_widget.setBackground(background)
         self.legend.setLabelTextColor(text)
         style_plot(self.plot, self.palette())
+        if self._projection is not None and len(self._projection.class_names) > LEGEND_LIMIT:
+            self._draw(self._projection)  # the muted and highlight colours come from the palette
 
     def changeEvent(self, event: Any) -> None:
         from PySide6.QtCore import QEvent

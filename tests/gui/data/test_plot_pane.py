@@ -459,3 +459,12 @@ def test_statistics_show_percentiles_and_each_kind_of_missing_value(qtbot, pane,
     assert pane.summary_label.text().splitlines()[1] == f"percentiles: {expected}"
     show(qtbot, pane, hierarchy, "with_nan")
     assert pane.summary_label.text().splitlines()[0].endswith("· 1 NaN · 1 +inf")
+
+
+def test_the_clipping_warning_follows_a_dark_palette(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    assert "#9a6700" in pane.heatmap.clip_label.text()
+    dark = QPalette(pane.palette())
+    dark.setColor(QPalette.ColorRole.Window, QColor(40, 40, 40))
+    pane.setPalette(dark)
+    assert "#e3b341" in pane.heatmap.clip_label.text()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPalette
 
 from ecpfs_viewer.gui.overview.projection_view import LEGEND_LIMIT, ProjectionView
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
@@ -77,3 +77,16 @@ def test_a_level_of_many_parents_is_one_colour_with_the_current_node_highlighted
         view.info_label.text()
     siblings = view._items[1]
     assert len(siblings.data) == int(np.count_nonzero(p.classes == p.classes[own]))
+
+
+def test_the_crowd_colours_follow_a_dark_palette(qtbot, show, built) -> None:
+    view: ProjectionView = show(ProjectionView(), 800, 600)
+    project(qtbot, view, Hierarchy(open_store(built)), NodeRef(3, 40), leaf=True, level=True)
+    light = drawn_colours(view)
+    dark = QPalette(view.palette())
+    dark.setColor(QPalette.ColorRole.Base, QColor(30, 30, 30))
+    dark.setColor(QPalette.ColorRole.Text, QColor(230, 230, 230))
+    view.setPalette(dark)
+    assert view.plot_widget.backgroundBrush().color() == QColor(30, 30, 30)
+    assert drawn_colours(view) != light and "#5ae6e6e6" in drawn_colours(view)  # muted: the text colour
+    assert len(view.legend_labels()) == 3  # redrawn, not added to

@@ -232,6 +232,7 @@ class HeatmapView(PlotView):
         marker = pg.mkColor(text)
         marker.setAlpha(200)
         self.row_marker.setPen(pg.mkPen(marker, width=1, style=Qt.PenStyle.DashLine))
+        self._show_clipping()  # the warning's amber follows light or dark
 
     def export_png(self, path: str) -> None:
         export_plot(self.view.scene(), self.width(), path)
