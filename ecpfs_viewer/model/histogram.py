@@ -32,7 +32,8 @@ def freedman_diaconis_bins(values: ArrayLike, cap: int = SPREAD_BINS_CAP) -> int
     span = float(np.max(data)) / 2 - float(np.min(data)) / 2  # halved: a span of the whole float64 range is finite
     if span <= 0:
         return 1
-    q75, q25 = np.percentile(data, [75, 25])
+    with np.errstate(over="ignore", invalid="ignore"):  # interpolating across the float64 range: handled below
+        q75, q25 = np.percentile(data, [75, 25])
     iqr = float(q75) / 2 - float(q25) / 2
     ratio = span / (2 * iqr / data.size ** (1 / 3)) if iqr > 0 else math.log2(data.size) + 1
     return max(1, min(max(1, cap), math.ceil(ratio) if math.isfinite(ratio) else cap))
