@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_factory import build_clustered_index  # tests/ is on sys.path (conftest)
 from PySide6.QtGui import QColor, QPalette
 
 from ecpfs_viewer.gui.overview.projection_view import LEGEND_LIMIT, ProjectionView
-from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.ecpfs import shared_level_stats, summarize
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views.projection import ProjectionKind
@@ -19,14 +20,8 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 3-level index of 3,000 vectors (about 10 items per leaf): its lvl_3 has many parents."""
-    folder = tmp_path_factory.mktemp("projection")
-    rng = np.random.default_rng(5)
-    centres = rng.normal(0, 8, size=(6, 8))
-    data = (centres[rng.integers(0, 6, 3000)] + rng.normal(0, 1, size=(3000, 8))).astype(np.float32)
-    np.save(folder / "data.npy", data)
-    build_index(folder / "data.npy", folder / "index.zarr", BuildParams(levels=3, target_cluster_items=10))
-    return folder / "index.zarr"
+    """A 2-level index of 6,000 vectors: 240 leaves under 16 parents, parents of 2 to 37 leaves."""
+    return build_clustered_index(tmp_path_factory.mktemp("projection"), 6000, 8)
 
 
 def project(qtbot, view: ProjectionView, h: Hierarchy, ref: NodeRef, *, leaf: bool = False,
@@ -46,15 +41,17 @@ def drawn_colours(view: ProjectionView) -> set[str]:
 
 def test_a_leaf_lists_its_members_and_the_representative_once(qtbot, show, built) -> None:
     view: ProjectionView = show(ProjectionView(), 800, 600)
-    project(qtbot, view, Hierarchy(open_store(built)), NodeRef(3, 40), leaf=True)
+    project(qtbot, view, Hierarchy(open_store(built)), NodeRef(2, 40), leaf=True)
     assert view.projection.kind is ProjectionKind.LEAF
     assert view.legend_labels() == ["members", "representative"]
 
 
 def test_a_node_with_few_children_names_each_colour(qtbot, show, built) -> None:
     h = Hierarchy(open_store(built))
+    stats = shared_level_stats(h, 1, summarize(h))
+    few = int(stats.node_ids[int(np.argmin(stats.sizes))])
     view: ProjectionView = show(ProjectionView(), 800, 600)
-    project(qtbot, view, h, NodeRef(2, 5))
+    project(qtbot, view, h, NodeRef(1, few))
     p = view.projection
     assert len(p.class_names) <= LEGEND_LIMIT
     assert view.legend_labels() == [p.class_names[c] for c in sorted(set(p.classes.tolist()))]
@@ -64,14 +61,14 @@ def test_a_node_with_few_children_names_each_colour(qtbot, show, built) -> None:
 def test_a_level_of_many_parents_is_one_colour_with_the_current_node_highlighted(qtbot, show, built) -> None:
     h = Hierarchy(open_store(built))
     view: ProjectionView = show(ProjectionView(), 800, 600)
-    project(qtbot, view, h, NodeRef(3, 40), leaf=True, level=True)
+    project(qtbot, view, h, NodeRef(2, 40), leaf=True, level=True)
     p = view.projection
     parents = len(p.class_names)
     assert p.kind is ProjectionKind.LEVEL and parents > LEGEND_LIMIT
     own = int(np.flatnonzero(p.ids == 40)[0])
     parent = p.class_names[int(p.classes[own])]
     assert view.legend_labels() == [f"other nodes ({parents:,} parents, one colour)", f"siblings under {parent}",
-                                    "this node (lvl_3/node_40)"]
+                                    "this node (lvl_2/node_40)"]
     assert len(drawn_colours(view)) == 2  # muted, and the highlight shared by the node and its siblings
     assert f"{parents:,} parents (too many to colour apart: hover a point to name its parent)" in \
         view.info_label.text()
@@ -81,7 +78,7 @@ def test_a_level_of_many_parents_is_one_colour_with_the_current_node_highlighted
 
 def test_the_crowd_colours_follow_a_dark_palette(qtbot, show, built) -> None:
     view: ProjectionView = show(ProjectionView(), 800, 600)
-    project(qtbot, view, Hierarchy(open_store(built)), NodeRef(3, 40), leaf=True, level=True)
+    project(qtbot, view, Hierarchy(open_store(built)), NodeRef(2, 40), leaf=True, level=True)
     light = drawn_colours(view)
     dark = QPalette(view.palette())
     dark.setColor(QPalette.ColorRole.Base, QColor(30, 30, 30))
