@@ -393,9 +393,21 @@ def test_clipping_colours_are_announced_and_the_full_range_removes_the_warning(q
     assert clipped > 0
     assert heat.clip_text().startswith(f"Colours clip {clipped / values.size:.1%} of values ({clipped:,})")
     assert f"the data {values.min():.4g} … {values.max():.4g}" in heat.clip_text()
-    heat.choices["heatmap/range"].setCurrentIndex(heat.choices["heatmap/range"].findText("full (min–max)"))
+    heat.choices["heatmap/range"].setFocus()
+    qtbot.keyClick(heat.choices["heatmap/range"], Qt.Key.Key_Down)
+    assert heat.choices["heatmap/range"].currentText() == "full (min–max)"
     assert tuple(pane.image_item.levels) == pytest.approx((values.min(), values.max()))
     assert heat.clip_text() == "" and not heat.clip_label.isVisible()
+
+
+def test_the_warnings_link_shows_the_full_range(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    label = pane.heatmap.clip_label
+    assert "show the full range" in label.text()
+    label.setFocus()
+    qtbot.keyClick(label, Qt.Key.Key_Tab)  # to the link, as keyboard users reach it
+    qtbot.keyClick(label, Qt.Key.Key_Return)
+    assert pane.heatmap.choice("heatmap/range") == "full" and not label.isVisible()
 
 
 def test_integer_heatmaps_show_every_value_and_warn_of_nothing(qtbot, pane, hierarchy) -> None:
@@ -441,7 +453,9 @@ def test_colour_map_choice_recolours_and_is_remembered(qtbot, pane, hierarchy) -
     show(qtbot, pane, hierarchy, "matrix")
     viridis = pane.heatmap.grab().toImage()
     box = pane.heatmap.choices["heatmap/colormap"]
-    box.setCurrentIndex(box.findText("diverging (signed data)"))
+    box.setFocus()
+    qtbot.keyClick(box, Qt.Key.Key_End)  # the last map: the diverging one
+    assert box.currentText() == "diverging (signed data)"
     assert pane.heatmap.colorbar.colorMap().name == "CET-D1A"
     low, high = pane.image_item.levels
     assert low == pytest.approx(-high)  # a diverging map centres signed data on 0

@@ -104,6 +104,8 @@ class HeatmapView(PlotView):
         self.clip_label = QLabel()
         self.clip_label.setWordWrap(True)
         self.clip_label.setTextFormat(Qt.TextFormat.RichText)
+        self.clip_label.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse
+                                                | Qt.TextInteractionFlag.LinksAccessibleByKeyboard)
         self.clip_label.linkActivated.connect(lambda _link: self.set_choice("heatmap/range", FULL))
         self.clip_label.hide()
         layout = QVBoxLayout(self)
