@@ -5,7 +5,8 @@ but it hides that values lie beyond it: the colour bar of embeddings from -4.7 t
 "±2.5". So every scale says how many values its colours clip and how many it cannot colour at all
 (non-positive values on a log scale, NaN and infinities), and a log scale over data with no
 positive value is refused with the reason instead of drawing an empty picture. Plain numpy on
-the image already in memory; the heatmap calls it when the user changes the scale.
+the image already in memory: the default scale only counts (:func:`fixed_scale`, on the GUI
+thread), the others take percentiles or logarithms of up to millions of values (in a worker).
 """
 
 from __future__ import annotations
@@ -93,15 +94,28 @@ def color_scale(image: NDArray[Any], scale: str = LINEAR, span: str = ROBUST, *,
         lo, hi = -max(-lo, hi), max(-lo, hi)
     if not hi > lo:
         hi = lo + 1.0
-    below, above = int(np.count_nonzero(finite < lo)), int(np.count_nonzero(finite > hi))
+    below, above = _clipped(finite, lo, hi)
     return ColorScale(np.ascontiguousarray(values), (lo, hi), scale, data_range, below, above, int(finite.size),
                       not_positive, refusal)
+
+
+def fixed_scale(image: NDArray[np.float32], levels: tuple[float, float], data_range: tuple[float, float] | None,
+                coloured: int) -> ColorScale:
+    """A linear scale whose levels and data range are known (the worker's defaults and statistics):
+    only the clipping is counted, two comparisons over the image."""
+    below, above = _clipped(image, *levels)
+    return ColorScale(image, levels, LINEAR, data_range, below, above, coloured)
 
 
 def with_levels(current: ColorScale, levels: tuple[float, float]) -> ColorScale:
     """The same scale with levels the user chose (dragging the colour bar): clipping counted again."""
     lo, hi = float(min(levels)), float(max(levels))
-    finite = current.image[np.isfinite(current.image)]
-    return ColorScale(current.image, (lo, hi), current.scale, current.data_range,
-                      int(np.count_nonzero(finite < lo)), int(np.count_nonzero(finite > hi)), current.coloured,
+    below, above = _clipped(current.image, lo, hi)
+    return ColorScale(current.image, (lo, hi), current.scale, current.data_range, below, above, current.coloured,
                       current.not_positive, current.refusal)
+
+
+def _clipped(image: NDArray[Any], lo: float, hi: float) -> tuple[int, int]:
+    """How many finite values lie below lo and above hi."""
+    finite = np.isfinite(image)
+    return int(np.count_nonzero((image < lo) & finite)), int(np.count_nonzero((image > hi) & finite))

@@ -394,7 +394,8 @@ def test_clipping_colours_are_announced_and_the_full_range_removes_the_warning(q
     assert heat.clip_text().startswith(f"Colours clip {clipped / values.size:.1%} of values ({clipped:,})")
     assert f"the data {values.min():.4g} … {values.max():.4g}" in heat.clip_text()
     heat.choices["heatmap/range"].setFocus()
-    qtbot.keyClick(heat.choices["heatmap/range"], Qt.Key.Key_Down)
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):  # other scales are computed in a worker
+        qtbot.keyClick(heat.choices["heatmap/range"], Qt.Key.Key_Down)
     assert heat.choices["heatmap/range"].currentText() == "full (min–max)"
     assert tuple(pane.image_item.levels) == pytest.approx((values.min(), values.max()))
     assert heat.clip_text() == "" and not heat.clip_label.isVisible()
@@ -406,7 +407,8 @@ def test_the_warnings_link_shows_the_full_range(qtbot, pane, hierarchy) -> None:
     assert "show the full range" in label.text()
     label.setFocus()
     qtbot.keyClick(label, Qt.Key.Key_Tab)  # to the link, as keyboard users reach it
-    qtbot.keyClick(label, Qt.Key.Key_Return)
+    with qtbot.waitSignal(pane.heatmap.recoloured, timeout=10_000):
+        qtbot.keyClick(label, Qt.Key.Key_Return)
     assert pane.heatmap.choice("heatmap/range") == "full" and not label.isVisible()
 
 
@@ -429,11 +431,13 @@ def test_log_scale_colours_decades_and_names_what_it_cannot_colour(qtbot, pane, 
     show(qtbot, pane, hierarchy, "decades")
     assert pane.show_view("Heatmap")
     heat = pane.heatmap
-    heat.set_choice("heatmap/scale", "log")
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("heatmap/scale", "log")
     np.testing.assert_allclose(pane.image_item.image, np.log10(DECADES), rtol=1e-6)
     assert tuple(pane.image_item.levels) == pytest.approx((-3.0, 4.0))
     assert heat.colorbar.axis.logMode and heat.clip_text() == ""
     show(qtbot, pane, hierarchy, "matrix")  # signed: the values <= 0 are drawn blank, and counted
+    qtbot.waitUntil(lambda: heat.scale is not None and heat.scale.scale == "log", timeout=10_000)
     negative = int(np.count_nonzero(MATRIX[:100] <= 0))
     assert f"{negative:,} values ≤ 0 have no place on a log scale (drawn blank)" in heat.clip_text()
     assert np.isnan(pane.image_item.image).sum() == negative
@@ -443,6 +447,7 @@ def test_log_scale_of_data_without_positive_values_is_refused_with_the_reason(qt
     pane.heatmap.set_choice("heatmap/scale", "log")
     show(qtbot, pane, hierarchy, "not_positive")
     assert pane.show_view("Heatmap")  # six values open as a table
+    qtbot.waitUntil(lambda: pane.heatmap.clip_text().startswith("No log scale"), timeout=10_000)
     text = pane.heatmap.clip_text()
     assert text.startswith("No log scale: none of the 6 finite values is above 0 (linear shown)")
     np.testing.assert_array_equal(pane.image_item.image, -np.arange(6).reshape(2, 3))
@@ -454,7 +459,8 @@ def test_colour_map_choice_recolours_and_is_remembered(qtbot, pane, hierarchy) -
     viridis = pane.heatmap.grab().toImage()
     box = pane.heatmap.choices["heatmap/colormap"]
     box.setFocus()
-    qtbot.keyClick(box, Qt.Key.Key_End)  # the last map: the diverging one
+    with qtbot.waitSignal(pane.heatmap.recoloured, timeout=10_000):
+        qtbot.keyClick(box, Qt.Key.Key_End)  # the last map: the diverging one
     assert box.currentText() == "diverging (signed data)"
     assert pane.heatmap.colorbar.colorMap().name == "CET-D1A"
     low, high = pane.image_item.levels

@@ -8,6 +8,7 @@ the full range) or cannot colour some (non-positive values on a log scale).
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from ecpfs_viewer.gui.data.plot_views.base import AXIS_WIDTH, BEST, PlotView, export_plot, fit_constant_y, index_axes
 from ecpfs_viewer.gui.runtime.settings import settings
+from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import (
     COLORMAP_NAME,
     DIVERGING,
@@ -26,7 +28,16 @@ from ecpfs_viewer.gui.widgets.colormaps import (
     style_plot,
     warning_color,
 )
-from ecpfs_viewer.model.views.color_scale import FULL, LINEAR, LOG, ROBUST, ColorScale, color_scale, with_levels
+from ecpfs_viewer.model.views.color_scale import (
+    FULL,
+    LINEAR,
+    LOG,
+    ROBUST,
+    ColorScale,
+    color_scale,
+    fixed_scale,
+    with_levels,
+)
 from ecpfs_viewer.model.views.plot_data import PlotData
 
 #: The choices above the heatmap: (settings key, label, [(shown text, value)...]); the first is the default.
@@ -53,11 +64,13 @@ class HeatmapView(PlotView):
 
     title = "Heatmap"
     row_selected = Signal(int)  # absolute row index chosen in the heatmap
+    recoloured = Signal()  # the colours of the chosen scale and range are on screen
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._row: int | None = None  # selected row, relative to the subset
         self.scale: ColorScale | None = None  # how the image on screen is coloured
+        self._runner = BackgroundRunner(self)  # percentiles and logarithms of millions of values
         self.choices: dict[str, QComboBox] = {}
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 0, 4, 0)
@@ -158,24 +171,41 @@ class HeatmapView(PlotView):
             self._color()
 
     def _color(self) -> None:
-        """Colour the image by the chosen scale and range and say what the colours leave out."""
+        """Colour the image by the chosen scale and range: the default one at once, from the worker's
+        levels and statistics; the others in a worker, the picture keeping its colours meanwhile."""
         data = self._data
         assert data is not None and data.image is not None and data.levels is not None
         scale, span = self.choice("heatmap/scale"), self.choice("heatmap/range")
         symmetric = self.colormap_name() in DIVERGING
-        exact = data.values is not None and data.values.dtype.kind != "f"
-        if scale == LINEAR and span == ROBUST and not symmetric:  # the worker's levels: no second pass
-            self.scale = with_levels(color_scale(data.image, LINEAR, FULL), data.levels)
-        else:
-            self.scale = color_scale(data.image, scale, span, symmetric=symmetric, exact=exact)
-        levels = self.scale.levels
-        self.image_item.setImage(self.scale.image, levels=levels, autoLevels=False)
+        self._runner.invalidate()
+        default = scale == LINEAR and span == ROBUST and not symmetric
+        if default or self.scale is None:  # a new picture starts from the worker's levels
+            stats = data.stats
+            if stats is not None and stats.minimum is not None:
+                self._apply(fixed_scale(data.image, data.levels, (float(stats.minimum), float(stats.maximum)),
+                                        stats.finite))
+            else:
+                self._apply(fixed_scale(data.image, data.levels, None, 0))
+        if not default:
+            exact = data.values is not None and data.values.dtype.kind != "f"
+            self._runner.run(partial(color_scale, data.image, scale, span, symmetric=symmetric, exact=exact),
+                             on_result=self._apply, on_error=self._scale_failed)
+
+    def _apply(self, scale: ColorScale) -> None:
+        self.scale = scale
+        levels = scale.levels
+        self.image_item.setImage(scale.image, levels=levels, autoLevels=False)
         # dragging the bar's handles moves the levels in steps of `rounding` (1 by default: far too
         # coarse for embeddings in [-0.1, 0.1]); a thousandth of the span keeps adjustment smooth
         self.colorbar.rounding = max(levels[1] - levels[0], 1e-12) / 1000
         self.colorbar.setLevels(levels)
-        self.colorbar.axis.setLogMode(self.scale.scale == LOG)
+        self.colorbar.axis.setLogMode(scale.scale == LOG)
         self._show_clipping()
+        self.recoloured.emit()
+
+    def _scale_failed(self, message: str) -> None:
+        self.clip_label.setText(f'<span style="color:{warning_color(self)}">Cannot colour this scale: {message}</span>')
+        self.clip_label.show()
 
     def _levels_dragged(self, _bar: object) -> None:
         if self.scale is not None and self._data is not None:
@@ -191,6 +221,7 @@ class HeatmapView(PlotView):
 
     def clear(self) -> None:
         super().clear()
+        self._runner.invalidate()
         self._row = None
         self.scale = None
         self.clip_label.hide()
