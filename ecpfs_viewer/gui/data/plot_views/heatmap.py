@@ -42,7 +42,7 @@ from ecpfs_viewer.model.views.plot_data import PlotData
 
 #: The choices above the heatmap: (settings key, label, [(shown text, value)...]); the first is the default.
 CHOICES = (
-    ("heatmap/colormap", "Colours:", [(label, name) for label, name in HEATMAP_COLORMAPS]),
+    ("heatmap/colormap", "Colours:", list(HEATMAP_COLORMAPS)),
     ("heatmap/scale", "Scale:", [("linear", LINEAR), ("log", LOG)]),
     ("heatmap/range", "Range:", [("robust (p0.5–p99.5)", ROBUST), ("full (min–max)", FULL)]),
 )
