@@ -32,7 +32,8 @@ def freedman_diaconis_bins(values: ArrayLike, cap: int = SPREAD_BINS_CAP) -> int
     span = float(np.max(data)) / 2 - float(np.min(data)) / 2  # halved: a span of the whole float64 range is finite
     if span <= 0:
         return 1
-    q75, q25 = np.percentile(data, [75, 25])
+    with np.errstate(over="ignore", invalid="ignore"):  # interpolating across the float64 range: handled below
+        q75, q25 = np.percentile(data, [75, 25])
     iqr = float(q75) / 2 - float(q25) / 2
     ratio = span / (2 * iqr / data.size ** (1 / 3)) if iqr > 0 else math.log2(data.size) + 1
     return max(1, min(max(1, cap), math.ceil(ratio) if math.isfinite(ratio) else cap))
@@ -76,3 +77,24 @@ def histogram(values: ArrayLike, bins: int | None = None, *,
         edges = np.linspace(low_f / 2, high_f / 2, bins + 1) * 2  # finite even over the whole float64 range
     counts, _ = np.histogram(finite, bins=edges)
     return counts.astype(np.int64, copy=False), edges
+
+
+def log_histogram(values: ArrayLike, bins: int = 40) -> tuple[NDArray[np.int64], NDArray[np.float64], int]:
+    """(counts, edges, left_out): ``bins`` bins of equal width on a log axis over the positive
+    finite values; left_out counts the rest (zero or negative sizes have no place on that axis).
+
+    Integers get edges at half-integers (each bin holds whole values, so small sizes leave no
+    empty slivers between them); fewer bins than asked when the sizes span few values.
+    """
+    data = finite_values(values)
+    positive = data[data > 0]
+    left_out = int(np.size(values)) - int(positive.size)
+    if positive.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.float64), left_out
+    low, high = float(np.min(positive)), float(np.max(positive))
+    if np.asarray(values).dtype.kind in "iub":
+        edges = np.unique(np.round(np.geomspace(low, high + 1.0, max(1, bins) + 1))) - 0.5
+    else:
+        edges = np.geomspace(low, high, max(1, bins) + 1) if high > low else np.array([low / 2, low * 2])
+    counts, _ = np.histogram(positive, bins=edges)
+    return counts.astype(np.int64, copy=False), edges.astype(np.float64, copy=False), left_out

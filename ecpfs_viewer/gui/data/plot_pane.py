@@ -356,7 +356,10 @@ class PlotPane(QWidget):
         self.tabs.setCurrentIndex(self._index_of(self._preferred if self._preferred in offered else best))
         self._draw_current()
         self.stack.setCurrentWidget(self.tabs)
-        self.summary_label.setText(join_notes(f"{data.subset.path} [{data.subset.text}]: {data.summary}", data.note))
+        spread = data.stats.percentiles_text() if data.stats is not None else ""
+        self.summary_label.setText("\n".join(line for line in (
+            join_notes(f"{data.subset.path} [{data.subset.text}]: {data.summary}", data.note),
+            f"percentiles: {spread}" if spread else "") if line))
         self.shown.emit()
 
     def _drop_data(self) -> None:

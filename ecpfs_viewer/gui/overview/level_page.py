@@ -18,6 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
+from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, NodeList, fact_value, facts_scroll, group_box
 from ecpfs_viewer.model.ecpfs import (
@@ -42,9 +44,13 @@ from ecpfs_viewer.model.ecpfs import (
 )
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name
 from ecpfs_viewer.model.formatting import count_noun
+from ecpfs_viewer.model.histogram import log_histogram
 from ecpfs_viewer.model.tasks import ProgressCallback
 from ecpfs_viewer.model.validation import ValidationReport, oversized_leaves
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+
+HISTOGRAM_BINS = 40
+_LOG_SIZES_KEY = "level/log_sizes"
 
 
 def _set_label(line: pg.InfiniteLine, text: str) -> None:
@@ -214,6 +220,16 @@ class LevelPage(QSplitter):
             angle=90, movable=False, label="median", labelOpts={"position": 0.92, "anchors": [(0, 0), (0, 0)]}
         )
         self.histogram_plot.addItem(self.median_line)
+        self.log_check = QCheckBox("log size axis")
+        self.log_check.setToolTip("Bins of equal width on a log axis: node sizes often span orders of magnitude")
+        self.log_check.setChecked(bool(settings().value(_LOG_SIZES_KEY, False, type=bool)))
+        self.log_check.toggled.connect(self._log_toggled)
+        histogram_box = QWidget()
+        histogram_layout = QVBoxLayout(histogram_box)
+        histogram_layout.setContentsMargins(0, 0, 0, 0)
+        histogram_layout.setSpacing(2)
+        histogram_layout.addWidget(self.log_check, 0, Qt.AlignmentFlag.AlignLeft)
+        histogram_layout.addWidget(self.histogram_view, 1)
         self.profile_view = pg.PlotWidget()
         self.profile_plot = self.profile_view.getPlotItem()
         self.profile_plot.setTitle("Sorted size profile (click a bar to open the node)")
@@ -229,7 +245,8 @@ class LevelPage(QSplitter):
         self.profile_view.scene().sigMouseClicked.connect(self._on_profile_clicked)
         for view in (self.histogram_view, self.profile_view):
             view.setMinimumHeight(180)
-            plots_layout.addWidget(view)
+        plots_layout.addWidget(histogram_box)
+        plots_layout.addWidget(self.profile_view)
         self.addWidget(plots)
         self.setStretchFactor(0, 3)
         self.setStretchFactor(1, 1)
@@ -351,11 +368,7 @@ class LevelPage(QSplitter):
             self.chunk_line.hide()
             self._profile_ids = np.zeros(0, dtype=np.int64)
             return
-        counts, edges = stats.histogram()
-        self.histogram_bars.setOpts(x0=edges[:-1], x1=edges[1:], height=counts)
-        self.median_line.setValue(stats.median_size)
-        _set_label(self.median_line, f"median {stats.median_size:,.4g}")
-        self.median_line.show()
+        self._set_histogram(stats)
         order = np.argsort(-stats.sizes, kind="stable")
         sizes = stats.sizes[order]
         self.profile_bars.setData(np.arange(sizes.size + 1) - 0.5, sizes.astype(np.float64))
@@ -368,6 +381,40 @@ class LevelPage(QSplitter):
             self.chunk_line.hide()
         for plot in (self.histogram_plot, self.profile_plot):
             plot.enableAutoRange()
+
+    def _set_histogram(self, stats: LevelStats) -> None:
+        """Node sizes on a linear axis, or on a log axis (bars placed at log10 of their edges,
+        which the axis labels as sizes) with the empty nodes it cannot place named in the title."""
+        log = self.log_check.isChecked()
+        self.histogram_plot.getAxis("bottom").setLogMode(log)
+        title = "Node sizes"
+        if log:
+            counts, edges, left_out = log_histogram(stats.sizes, HISTOGRAM_BINS)
+            edges = np.log10(edges)
+            if left_out:
+                title += f" ({count_noun(left_out, 'empty node')} not on the log axis)"
+        else:
+            counts, edges = stats.histogram(HISTOGRAM_BINS)
+        self.histogram_plot.setTitle(title, color=self.palette().color(QPalette.ColorRole.Text).name())
+        self.histogram_bars.setOpts(x0=edges[:-1], x1=edges[1:], height=counts)
+        median = stats.median_size
+        if median is not None and (median > 0 or not log):
+            self.median_line.setValue(np.log10(median) if log else median)
+            _set_label(self.median_line, f"median {median:,.4g}")
+            self.median_line.show()
+        else:
+            self.median_line.hide()
+        self.histogram_plot.enableAutoRange()
+
+    def _log_toggled(self, on: bool) -> None:
+        store = settings()
+        store.setValue(_LOG_SIZES_KEY, on)
+        store.sync()
+        if self.view is not None and self.view.stats.node_count:
+            self._set_histogram(self.view.stats)
+
+    def histogram_title(self) -> str:
+        return str(self.histogram_plot.titleLabel.text)
 
     def bar_path(self, index: int) -> str | None:
         """The node drawn as bar `index` of the sorted profile (largest first)."""

@@ -2,7 +2,8 @@
 
 What is drawn comes from :mod:`ecpfs_viewer.model.views.projection`: points with an id, a class (the
 child or parent they belong to) and a mark for representatives. Points are drawn with one
-ScatterPlotItem per colour (classes share colours beyond the palette), the axes name the share of
+ScatterPlotItem per colour, each with a legend entry (more classes than LEGEND_LIMIT are drawn in one
+muted colour, the current node and its siblings highlighted), the axes name the share of
 variance they explain, and a sample says so on the plot. Hovering a point names it; clicking a
 point that is a node emits ``node_requested(path)``. A new request (the selection moved) cancels
 the one running.
@@ -42,12 +43,15 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac", "#1f77b4", "#aec7e8", "#ff7f0e", "#98df8a", "#d62728", "#c5b0d5",
            "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-LEGEND_LIMIT = 12  # more classes than this: no legend, the hover names the class
+LEGEND_LIMIT = 12  # more classes than this: one muted colour, the current node highlighted
 HOVER_PIXELS = 8  # a point this close to the cursor is hovered
 POINT_SIZE = 7
 MARK_SIZE = 14
 
 NODE, MEMBERS, LEVEL = "node", "members", "level"
+#: What the classes of a projection are, (one, many); a leaf's are 'members' and 'representative'.
+CLASS_NOUNS = {ProjectionKind.LEVEL: ("parent", "parents"), ProjectionKind.NODE_ROWS: ("child", "children"),
+               ProjectionKind.NODE_MEMBERS: ("child", "children")}
 
 
 @dataclass(frozen=True)
@@ -237,24 +241,20 @@ class ProjectionView(QWidget):
 
     def _draw(self, p: Projection) -> None:
         self._clear_plot()
-        colours = p.classes % len(PALETTE)
+        many = len(p.class_names) > LEGEND_LIMIT
+        one, classes = CLASS_NOUNS.get(p.kind, ("class", "classes"))
         plain = ~p.marked
-        for colour in np.unique(colours[plain]).tolist():
-            chosen = plain & (colours == colour)
-            item = pg.ScatterPlotItem(x=p.coords[chosen, 0], y=p.coords[chosen, 1], size=POINT_SIZE,
-                                      pen=None, brush=pg.mkBrush(PALETTE[colour]))
-            self.plot.addItem(item)
-            self._items.append(item)
+        if many:
+            self._draw_crowd(p, plain, classes)
+        else:
+            for cls, name in enumerate(p.class_names):
+                chosen = plain & (p.classes == cls)
+                if chosen.any():  # a class drawn only as marks (a leaf's representative) is the star's entry
+                    self._scatter(p, chosen, pg.mkBrush(PALETTE[cls % len(PALETTE)]), name)
         if p.marked.any():
             self.marks.setData(x=p.coords[p.marked, 0], y=p.coords[p.marked, 1])
-        self.legend.setLabelTextColor(plot_colors(self.palette())[1])
-        if len(p.class_names) <= LEGEND_LIMIT:
-            for cls, name in enumerate(p.class_names):
-                if (p.classes == cls).any():
-                    sample = pg.ScatterPlotItem(size=8, pen=None, brush=pg.mkBrush(PALETTE[cls % len(PALETTE)]))
-                    self.legend.addItem(sample, name)
-        if p.marked.any():
             self.legend.addItem(self.marks, "representative")
+        self.legend.setLabelTextColor(plot_colors(self.palette())[1])
         x_share, y_share = p.explained
         self.plot.setLabel("bottom", f"PC1 ({x_share:.1%} of variance)")
         self.plot.setLabel("left", f"PC2 ({y_share:.1%} of variance)")
@@ -264,9 +264,50 @@ class ProjectionView(QWidget):
         self.plot.enableAutoRange()
         self.plot.autoRange()
         found = "; ".join(f.message for f in p.findings[:3])
+        crowd = f" (too many to colour apart: hover a point to name its {one})" if many else ""
         self.info_label.setText(
-            f"{p.title}: {p.count:,} points in {len(p.class_names):,} classes; PCA explains "
+            f"{p.title}: {p.count:,} points in {len(p.class_names):,} {classes}{crowd}; PCA explains "
             f"{x_share:.1%} + {y_share:.1%} of the variance" + (f". Problems: {found}" if found else ""))
+
+    def _scatter(self, p: Projection, chosen: np.ndarray, brush: Any, name: str, *, pen: Any = None,
+                 size: int = POINT_SIZE) -> None:
+        """One colour of points, with its legend entry."""
+        item = pg.ScatterPlotItem(x=p.coords[chosen, 0], y=p.coords[chosen, 1], size=size, pen=pen, brush=brush)
+        self.plot.addItem(item)
+        self._items.append(item)
+        self.legend.addItem(item, name)
+
+    def _draw_crowd(self, p: Projection, plain: np.ndarray, classes: str) -> None:
+        """More classes than colours tell apart: every point in one muted colour, and on a level
+        the current node and its siblings highlighted, so each colour on screen has a legend entry."""
+        _, text, accent = plot_colors(self.palette())
+        muted = pg.mkColor(text)
+        muted.setAlpha(90)
+        own = self._current_point(p)
+        siblings = plain & (p.classes == p.classes[own]) if own is not None else np.zeros_like(plain)
+        rest = plain & ~siblings
+        if rest.any():
+            other = "other nodes" if own is not None else "rows"
+            self._scatter(p, rest, pg.mkBrush(muted), f"{other} ({len(p.class_names):,} {classes}, one colour)")
+        if own is not None:
+            parent = p.class_names[int(p.classes[own])]
+            self._scatter(p, siblings, pg.mkBrush(accent), f"siblings under {parent}")
+            this = np.zeros_like(plain)
+            this[own] = True
+            self._scatter(p, this, pg.mkBrush(accent), f"this node ({self.point_path(own)})",
+                          pen=pg.mkPen(text, width=2), size=MARK_SIZE)
+
+    def _current_point(self, p: Projection) -> int | None:
+        """The point of the selected node on a level projection (None elsewhere or not sampled)."""
+        ref = self._request.ref if self._request is not None else None
+        if p.kind is not ProjectionKind.LEVEL or ref is None or ref.level < 1:
+            return None
+        found = np.flatnonzero((p.ids == ref.node_id) & ~p.id_is_item & ~p.marked)
+        return int(found[0]) if found.size else None
+
+    def legend_labels(self) -> list[str]:
+        """The legend's entries, top to bottom."""
+        return [label.text for _sample, label in self.legend.items]
 
     def point_path(self, i: int) -> str | None:
         """The node a point is, as a path ('lvl_3/node_812'), or None for an item."""
@@ -334,6 +375,8 @@ class ProjectionView(QWidget):
         self.plot_widget.setBackground(background)
         self.legend.setLabelTextColor(text)
         style_plot(self.plot, self.palette())
+        if self._projection is not None and len(self._projection.class_names) > LEGEND_LIMIT:
+            self._draw(self._projection)  # the muted and highlight colours come from the palette
 
     def changeEvent(self, event: Any) -> None:
         from PySide6.QtCore import QEvent

@@ -15,6 +15,11 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QWidget
 
 COLORMAP_NAME = "viridis"
+#: The heatmap's colour maps, (label, pyqtgraph name): perceptually uniform sequential maps, and
+#: one diverging map (blue, white, red) for signed data centred on 0.
+HEATMAP_COLORMAPS = (("viridis", "viridis"), ("magma", "magma"), ("cividis", "cividis"),
+                     ("diverging (signed data)", "CET-D1A"))
+DIVERGING = frozenset({"CET-D1A"})
 MISSING_RGB = (128, 128, 128)  # a missing chunk (reads as fill): neutral grey, hatched darker
 MISSING_HATCH_RGB = (88, 88, 88)
 
@@ -61,6 +66,11 @@ def style_filled_steps(view: pg.PlotWidget, plot: pg.PlotItem, item: pg.PlotData
 
 def is_dark(palette: QPalette) -> bool:
     return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def warning_color(widget: QWidget) -> str:
+    """Amber text that reads on the widget's palette: something to know, not an error."""
+    return "#e3b341" if is_dark(widget.palette()) else "#9a6700"
 
 
 def error_color(widget: QWidget) -> str:

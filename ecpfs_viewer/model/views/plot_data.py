@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from ecpfs_viewer.model.formatting import format_shape
 from ecpfs_viewer.model.histogram import finite_values, histogram
 from ecpfs_viewer.model.views.table_data import RowIds, TableWindow, row_ids, table_window
+from ecpfs_viewer.model.views.value_stats import LEVEL_PERCENTILES, ValueStats, value_stats
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.subset import Subset, default_selection, format_selection, parse_selection, read_subset
 
@@ -26,7 +27,6 @@ DEFAULT_MAX_ELEMENTS = 4_000_000
 #: default (a 3x3x3 array in 1x1x1 chunks is not one pixel); larger ones start inside one chunk.
 SMALL_ARRAY_ELEMENTS = 1024
 SMALL_ARRAY_CHUNKS = 64
-PERCENTILE_LEVELS = (0.5, 99.5)
 _PERCENTILE_MIN_SIZE = 1000  # below this many floats, the exact range is as robust and cheaper
 
 
@@ -44,6 +44,7 @@ class PlotData:
     note: str = ""
     row_ids: RowIds | None = None  # ids beside the rows (item ids of a leaf's embeddings...)
     window: TableWindow | None = None  # a selection too large to read: only the table shows it
+    stats: ValueStats | None = None  # of numeric subsets of rank 1 and more
 
     @property
     def ndim(self) -> int:
@@ -105,15 +106,16 @@ def plot_data(subset: Subset) -> PlotData:
     image = None
     levels = None
     finite = finite_values(values)
+    stats = value_stats(values, finite)
     if values.ndim >= 2:
         if values.ndim > 2:
             note = join_notes(note, f"axes after the first are flattened: {values.shape} shown as "
                                     f"{values.shape[0]} x {int(np.prod(values.shape[1:]))}")
             values = values.reshape(values.shape[0], -1)
-        image, levels = _drawable(values, image_levels(values, finite))
+        image, levels = _drawable(values, image_levels(values, finite, stats))
     counts, edges = histogram(finite)
-    return PlotData(subset, values, image, levels, counts, edges,
-                    summarize_values(shape_text, data.dtype, values.size, finite), note)
+    summary = " · ".join(part for part in (f"{shape_text} {data.dtype}", stats.range_text()) if part)
+    return PlotData(subset, values, image, levels, counts, edges, summary, note, stats=stats)
 
 
 #: Half float32's range: pyqtgraph subtracts the lower level from each value in float32.
@@ -136,36 +138,16 @@ def join_notes(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def image_levels(values: NDArray[Any], finite: NDArray[Any]) -> tuple[float, float]:
+def image_levels(values: NDArray[Any], finite: NDArray[Any], stats: ValueStats | None = None) -> tuple[float, float]:
     """Colour levels: percentiles for floats (robust to outliers), exact range for integers."""
     if finite.size == 0:
         return 0.0, 1.0
     if values.dtype.kind == "f" and finite.size > _PERCENTILE_MIN_SIZE:
-        lo, hi = (float(v) for v in np.percentile(finite, PERCENTILE_LEVELS))
+        found = (stats or value_stats(values, finite)).percentiles
+        assert found is not None  # there are finite values
+        lo, hi = (found[q] for q in LEVEL_PERCENTILES)
     else:
         lo, hi = float(finite.min()), float(finite.max())
     if not hi > lo:
         hi = lo + 1.0
     return lo, hi
-
-
-def summarize_values(shape_text: str, dtype: np.dtype[Any], size: int, finite: NDArray[Any]) -> str:
-    """'100 x 64 float32 · min … · max … · mean …', plus how many values were NaN or infinite."""
-    parts = [f"{shape_text} {dtype}"]
-    if finite.size:
-        with np.errstate(over="ignore", invalid="ignore"):
-            mean = finite.mean(dtype=np.float64)  # float16 or int8 sums would overflow in their own type
-        if not np.isfinite(mean):  # values near the float64 limits: their sum overflowed, not their mean
-            mean = np.sum(finite / finite.size, dtype=np.float64)
-        parts += [f"min {_fmt(finite.min())}", f"max {_fmt(finite.max())}", f"mean {_fmt(mean)}"]
-    missing = size - finite.size
-    if missing:
-        parts.append(f"{missing:,} NaN/inf")
-    return " · ".join(parts)
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, np.integer | np.bool_):
-        return str(int(value))  # exact: 2**63 - 1 is no 9.22337e+18
-    number = float(value)
-    return str(int(number)) if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"

@@ -22,6 +22,7 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 RNG = np.random.default_rng(7)
 MATRIX = (RNG.normal(size=(300, 64)) + np.linspace(0, 3, 64)).astype(np.float32)
 VECTOR = (np.sin(np.arange(1000) / 30) * 100).astype(np.int32)
+DECADES = 10.0 ** np.arange(-3, 5, dtype=np.float64).reshape(2, 4)  # 0.001 ... 10,000
 NAMES = np.array(["alpha", "beta", "gamma, with comma", "δέλτα"])
 
 
@@ -40,6 +41,8 @@ def store_path(tmp_path: Path) -> Path:
     with_nan = np.array([1.0, np.nan, 2.0, 2.5, np.inf, 3.0], dtype=np.float32)
     root.create_array("with_nan", shape=with_nan.shape, dtype="float32")[:] = with_nan
     root.create_array("all_nan", shape=(3,), dtype="float64")[:] = np.nan
+    root.create_array("decades", shape=DECADES.shape, dtype="float64")[:] = DECADES
+    root.create_array("not_positive", shape=(2, 3), dtype="float32")[:] = -np.arange(6).reshape(2, 3)
     return path
 
 
@@ -155,14 +158,15 @@ def test_histogram_of_floats_counts_finite_values(qtbot, pane, hierarchy) -> Non
     counts, edges = pane.histogram_counts()
     assert counts.sum() == 4  # NaN and inf are left out
     assert edges[0] == 1.0 and edges[-1] == 3.0
-    assert "2 NaN/inf" in pane.summary_label.text()
+    assert "1 NaN · 1 +inf" in pane.summary_label.text()
 
 
 def test_histogram_of_no_finite_value_is_empty_and_says_why(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "all_nan")
     counts, _edges = pane.histogram_counts()
     assert counts.size == 0
-    assert "3 NaN/inf" in pane.summary_label.text() and "min" not in pane.summary_label.text()
+    assert "3 NaN" in pane.summary_label.text() and "min" not in pane.summary_label.text()
+    assert "percentiles" not in pane.summary_label.text()
     assert pane.show_view("Histogram")
     _, shown = pane.histogram.item.getData()
     assert shown.tolist() == [0]  # one flat bin, not a stale picture
@@ -203,7 +207,7 @@ def test_string_array_is_shown_as_a_table(qtbot, pane, hierarchy) -> None:
 
 def test_bool_array_is_plotted_as_ints(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "flags")
-    assert pane.current_view() == "Heatmap"
+    assert pane.show_view("Heatmap")
     np.testing.assert_array_equal(pane.image_item.image, np.eye(4, 5))
 
 
@@ -375,3 +379,112 @@ def test_export_menu_writes_and_the_statistics_line_reports_the_stored_dtype(
                            for row in rows], dtype=dtype)
         np.testing.assert_array_equal(parsed, values)  # the text reads back as the same stored values
         assert [int(row[0]) for row in rows] == list(range(404))
+
+
+# -- heatmap colours -------------------------------------------------------------------------------
+
+def test_clipping_colours_are_announced_and_the_full_range_removes_the_warning(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")  # 6,400 floats: the robust range leaves 1% outside
+    heat = pane.heatmap
+    assert heat.clip_label.isVisible()
+    low, high = pane.image_item.levels
+    values = MATRIX[:100]
+    clipped = np.count_nonzero((values < low) | (values > high))
+    assert clipped > 0
+    assert heat.clip_text().startswith(f"Colours clip {clipped / values.size:.1%} of values ({clipped:,})")
+    assert f"the data {values.min():.4g} … {values.max():.4g}" in heat.clip_text()
+    heat.choices["heatmap/range"].setFocus()
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):  # other scales are computed in a worker
+        qtbot.keyClick(heat.choices["heatmap/range"], Qt.Key.Key_Down)
+    assert heat.choices["heatmap/range"].currentText() == "full (min–max)"
+    assert tuple(pane.image_item.levels) == pytest.approx((values.min(), values.max()))
+    assert heat.clip_text() == "" and not heat.clip_label.isVisible()
+
+
+def test_the_warnings_link_shows_the_full_range(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    label = pane.heatmap.clip_label
+    assert "show the full range" in label.text()
+    label.setFocus()
+    qtbot.keyClick(label, Qt.Key.Key_Tab)  # to the link, as keyboard users reach it
+    with qtbot.waitSignal(pane.heatmap.recoloured, timeout=10_000):
+        qtbot.keyClick(label, Qt.Key.Key_Return)
+    assert pane.heatmap.choice("heatmap/range") == "full" and not label.isVisible()
+
+
+def test_integer_heatmaps_show_every_value_and_warn_of_nothing(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "flags")
+    assert pane.show_view("Heatmap")
+    assert pane.heatmap.clip_text() == "" and not pane.heatmap.clip_label.isVisible()
+
+
+def test_dragging_the_colour_bar_counts_what_it_clips(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "flags")
+    assert pane.show_view("Heatmap")
+    pane.heatmap.colorbar.setLevels((0.5, 1.0))
+    pane.heatmap.colorbar.sigLevelsChangeFinished.emit(pane.heatmap.colorbar)  # as a released handle does
+    zeros = int(np.count_nonzero(np.eye(4, 5) == 0))
+    assert pane.heatmap.clip_text().startswith(f"Colours clip {zeros / 20:.1%} of values ({zeros})")
+
+
+def test_log_scale_colours_decades_and_names_what_it_cannot_colour(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "decades")
+    assert pane.show_view("Heatmap")
+    heat = pane.heatmap
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("heatmap/scale", "log")
+    np.testing.assert_allclose(pane.image_item.image, np.log10(DECADES), rtol=1e-6)
+    assert tuple(pane.image_item.levels) == pytest.approx((-3.0, 4.0))
+    assert heat.colorbar.axis.logMode and heat.clip_text() == ""
+    show(qtbot, pane, hierarchy, "matrix")  # signed: the values <= 0 are drawn blank, and counted
+    qtbot.waitUntil(lambda: heat.scale is not None and heat.scale.scale == "log", timeout=10_000)
+    negative = int(np.count_nonzero(MATRIX[:100] <= 0))
+    assert f"{negative:,} values ≤ 0 have no place on a log scale (drawn blank)" in heat.clip_text()
+    assert np.isnan(pane.image_item.image).sum() == negative
+
+
+def test_log_scale_of_data_without_positive_values_is_refused_with_the_reason(qtbot, pane, hierarchy) -> None:
+    pane.heatmap.set_choice("heatmap/scale", "log")
+    show(qtbot, pane, hierarchy, "not_positive")
+    assert pane.show_view("Heatmap")  # six values open as a table
+    qtbot.waitUntil(lambda: pane.heatmap.clip_text().startswith("No log scale"), timeout=10_000)
+    text = pane.heatmap.clip_text()
+    assert text.startswith("No log scale: none of the 6 finite values is above 0 (linear shown)")
+    np.testing.assert_array_equal(pane.image_item.image, -np.arange(6).reshape(2, 3))
+    assert not pane.heatmap.colorbar.axis.logMode
+
+
+def test_colour_map_choice_recolours_and_is_remembered(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    viridis = pane.heatmap.grab().toImage()
+    box = pane.heatmap.choices["heatmap/colormap"]
+    box.setFocus()
+    with qtbot.waitSignal(pane.heatmap.recoloured, timeout=10_000):
+        qtbot.keyClick(box, Qt.Key.Key_End)  # the last map: the diverging one
+    assert box.currentText() == "diverging (signed data)"
+    assert pane.heatmap.colorbar.colorMap().name == "CET-D1A"
+    low, high = pane.image_item.levels
+    assert low == pytest.approx(-high)  # a diverging map centres signed data on 0
+    assert pane.heatmap.grab().toImage() != viridis
+    pane.heatmap.set_choice("heatmap/range", "full")
+    again = PlotPane()
+    qtbot.addWidget(again)
+    assert again.heatmap.choice("heatmap/colormap") == "CET-D1A" and again.heatmap.choice("heatmap/range") == "full"
+    assert again.heatmap.colorbar.colorMap().name == "CET-D1A"
+
+
+def test_statistics_show_percentiles_and_each_kind_of_missing_value(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "vector")
+    expected = " · ".join(f"p{q} {np.percentile(VECTOR, q):.6g}" for q in (1, 5, 50, 95, 99))
+    assert pane.summary_label.text().splitlines()[1] == f"percentiles: {expected}"
+    show(qtbot, pane, hierarchy, "with_nan")
+    assert pane.summary_label.text().splitlines()[0].endswith("· 1 NaN · 1 +inf")
+
+
+def test_the_clipping_warning_follows_a_dark_palette(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    assert "#9a6700" in pane.heatmap.clip_label.text()
+    dark = QPalette(pane.palette())
+    dark.setColor(QPalette.ColorRole.Window, QColor(40, 40, 40))
+    pane.setPalette(dark)
+    assert "#e3b341" in pane.heatmap.clip_label.text()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import zarr
 
-from ecpfs_viewer.model.histogram import finite_values, histogram
+from ecpfs_viewer.model.histogram import finite_values, histogram, log_histogram
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views.export import write_csv, write_npy
 from ecpfs_viewer.model.views.plot_data import image_levels, plot_data, prepare_plot
@@ -109,7 +109,7 @@ def test_1d_numbers_have_values_and_histogram_but_no_image() -> None:
     data = plot_data(subset(np.array([1.0, np.nan, 3.0])))
     assert data.image is None and data.levels is None
     assert data.values is not None and data.values.ndim == 1
-    assert data.summary == "3 float64 · min 1 · max 3 · mean 2 · 1 NaN/inf"
+    assert data.summary == "3 float64 · min 1 · max 3 · mean 2 · 1 NaN"
 
 
 def test_bool_and_complex_become_numbers() -> None:
@@ -210,3 +210,44 @@ def test_a_small_array_in_many_chunks_is_shown_whole(tmp_path: Path) -> None:
     h = Hierarchy(open_store(tmp_path / "c.zarr"))
     assert prepare_plot(h, "cube", None).subset.text == ":, :, :"
     assert prepare_plot(h, "long", None).subset.text == "0:1"  # small, but 500 chunks: one chunk first
+
+
+def test_statistics_give_percentiles_and_count_nan_and_each_infinity() -> None:
+    values = np.concatenate([np.arange(1, 101, dtype=np.float64), [np.nan, np.nan, np.inf, -np.inf, -np.inf]])
+    data = plot_data(subset(values))
+    stats = data.stats
+    assert stats is not None
+    assert (stats.size, stats.finite, stats.nan, stats.pos_inf, stats.neg_inf) == (105, 100, 2, 1, 2)
+    for q in (1, 5, 50, 95, 99):
+        assert stats.percentile(q) == pytest.approx(np.percentile(np.arange(1, 101), q))
+    assert stats.percentiles_text() == "p1 1.99 · p5 5.95 · p50 50.5 · p95 95.05 · p99 99.01"
+    assert data.summary == "105 float64 · min 1 · max 100 · mean 50.5 · 2 NaN · 3 inf"
+    only_plus = plot_data(subset(np.array([1.0, np.inf]))).summary
+    assert only_plus.endswith("· 1 +inf")
+
+
+def test_integer_percentiles_and_no_finite_value() -> None:
+    stats = plot_data(subset(np.arange(11, dtype=np.uint8))).stats
+    assert stats is not None and stats.percentile(50) == 5.0 and stats.nan == 0
+    assert stats.range_text() == "min 0 · max 10 · mean 5"
+    empty = plot_data(subset(np.full(4, np.nan))).stats
+    assert empty is not None and empty.percentiles is None and empty.percentiles_text() == ""
+    assert empty.range_text() == "4 NaN"
+    huge = plot_data(subset(np.array([-1.7e308, 1.7e308]))).stats
+    assert huge is not None and huge.percentile(50) == 0.0
+    assert huge.percentile(99) == pytest.approx(1.666e308, rel=1e-3)  # interpolated without overflowing
+
+
+def test_log_histogram_bins_whole_sizes_over_orders_of_magnitude() -> None:
+    sizes = np.array([0, 1, 1, 2, 3, 10, 100, 1000, 10_000], dtype=np.int64)
+    counts, edges, left_out = log_histogram(sizes, bins=8)
+    assert left_out == 1 and counts.sum() == 8  # the empty node has no place on a log axis
+    assert edges[0] == 0.5 and edges[-1] > 10_000
+    assert np.all(edges[1:] > edges[:-1]) and np.all(edges - 0.5 == np.round(edges - 0.5))
+    widths = np.diff(np.log10(edges[2:]))  # beyond the first, single-value bins: equal on a log axis
+    assert widths.max() / widths.min() < 1.5
+    floats, float_edges, none_left = log_histogram(np.array([0.01, 0.1, 1.0, 10.0]), bins=3)
+    assert none_left == 0 and floats.tolist() == [1, 1, 2]
+    np.testing.assert_allclose(float_edges, [0.01, 0.1, 1.0, 10.0])
+    empty, _edges, all_out = log_histogram(np.zeros(3, dtype=np.int64))
+    assert empty.size == 0 and all_out == 3

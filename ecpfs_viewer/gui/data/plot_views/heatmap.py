@@ -1,18 +1,62 @@
-"""2-D numbers as a heatmap with a colour bar, and the profile of one row below it."""
+"""2-D numbers as a heatmap with a colour bar, and the profile of one row below it.
+
+Above the picture: the colour map, linear or log, and a robust (percentile) or full range, all
+remembered between runs; below it, a warning whenever the colours clip values (with a link to
+the full range) or cannot colour some (non-positive values on a log scale).
+"""
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.data.plot_views.base import AXIS_WIDTH, BEST, PlotView, export_plot, fit_constant_y, index_axes
-from ecpfs_viewer.gui.widgets.colormaps import colormap, plot_colors, style_plot
+from ecpfs_viewer.gui.runtime.settings import settings
+from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.colormaps import (
+    COLORMAP_NAME,
+    DIVERGING,
+    HEATMAP_COLORMAPS,
+    colormap,
+    plot_colors,
+    style_plot,
+    warning_color,
+)
+from ecpfs_viewer.model.views.color_scale import (
+    FULL,
+    LINEAR,
+    LOG,
+    ROBUST,
+    ColorScale,
+    color_scale,
+    fixed_scale,
+    with_levels,
+)
 from ecpfs_viewer.model.views.plot_data import PlotData
+
+#: The choices above the heatmap: (settings key, label, [(shown text, value)...]); the first is the default.
+CHOICES = (
+    ("heatmap/colormap", "Colours:", list(HEATMAP_COLORMAPS)),
+    ("heatmap/scale", "Scale:", [("linear", LINEAR), ("log", LOG)]),
+    ("heatmap/range", "Range:", [("robust (p0.5–p99.5)", ROBUST), ("full (min–max)", FULL)]),
+)
+
+
+def _choice_box(key: str, options: list[tuple[str, str]]) -> QComboBox:
+    """A combo box of options, set to the value remembered under key (the first one otherwise)."""
+    box = QComboBox()
+    for text, value in options:
+        box.addItem(text, value)
+    remembered = settings().value(key)
+    index = box.findData(remembered) if isinstance(remembered, str) else -1
+    box.setCurrentIndex(max(index, 0))
+    return box
 
 
 class HeatmapView(PlotView):
@@ -20,10 +64,24 @@ class HeatmapView(PlotView):
 
     title = "Heatmap"
     row_selected = Signal(int)  # absolute row index chosen in the heatmap
+    recoloured = Signal()  # the colours of the chosen scale and range are on screen
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._row: int | None = None  # selected row, relative to the subset
+        self.scale: ColorScale | None = None  # how the image on screen is coloured
+        self._runner = BackgroundRunner(self)  # percentiles and logarithms of millions of values
+        self.choices: dict[str, QComboBox] = {}
+        bar = QHBoxLayout()
+        bar.setContentsMargins(4, 0, 4, 0)
+        for key, label, options in CHOICES:
+            box = _choice_box(key, options)
+            box.currentIndexChanged.connect(lambda _i, key=key: self._choice_changed(key))
+            self.choices[key] = box
+            bar.addWidget(QLabel(label))
+            bar.addWidget(box)
+            bar.addSpacing(8)
+        bar.addStretch(1)
         self.view = pg.GraphicsLayoutWidget()
         self.heat_plot: pg.PlotItem = self.view.addPlot(row=0, col=0, axisItems=index_axes("left", "bottom"))
         self.heat_plot.invertY(True)
@@ -32,8 +90,10 @@ class HeatmapView(PlotView):
         self.heat_plot.setMenuEnabled(False)
         self.image_item = pg.ImageItem(axisOrder="row-major")
         self.heat_plot.addItem(self.image_item)
-        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(), interactive=True, width=16)
+        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(self.colormap_name()), interactive=True,
+                                        width=16)
         self.colorbar.setImageItem(self.image_item)
+        self.colorbar.sigLevelsChangeFinished.connect(self._levels_dragged)
         self.view.addItem(self.colorbar, row=0, col=1)  # own column: the row plot below stays aligned
         self.row_marker = pg.InfiniteLine(angle=0, movable=False)
         self.row_marker.setZValue(10)
@@ -54,10 +114,19 @@ class HeatmapView(PlotView):
         self.view.scene().sigMouseMoved.connect(self.hover)
         self.hover_label = QLabel(" ")
         self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.clip_label = QLabel()
+        self.clip_label.setWordWrap(True)
+        self.clip_label.setTextFormat(Qt.TextFormat.RichText)
+        self.clip_label.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse
+                                                | Qt.TextInteractionFlag.LinksAccessibleByKeyboard)
+        self.clip_label.linkActivated.connect(lambda _link: self.set_choice("heatmap/range", FULL))
+        self.clip_label.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
+        layout.addLayout(bar)
         layout.addWidget(self.view, 1)
+        layout.addWidget(self.clip_label)
         layout.addWidget(self.hover_label)
         self.apply_palette()
 
@@ -68,21 +137,94 @@ class HeatmapView(PlotView):
         data = self._data
         assert data is not None and data.image is not None and data.levels is not None
         rows, cols = data.image.shape
-        self.image_item.setImage(data.image, levels=data.levels, autoLevels=False)
+        self._color()
         # cell (i, j) is centred on (j, i): ticks name cells, and the row profile lines up with the columns
         self.image_item.setRect(QRectF(self.offset(1) - 0.5, self.offset(0) - 0.5, cols, rows))
-        # dragging the bar's handles moves the levels in steps of `rounding` (1 by default: far too
-        # coarse for embeddings in [-0.1, 0.1]); a thousandth of the span keeps adjustment smooth
-        self.colorbar.rounding = max(data.levels[1] - data.levels[0], 1e-12) / 1000
-        self.colorbar.setLevels(data.levels)
         self.heat_plot.enableAutoRange()
         self.heat_plot.autoRange(padding=0)
         self.select_row(0)
         self.row_plot.enableAutoRange()
 
+    # -- colours -------------------------------------------------------------------------------
+    def choice(self, key: str) -> str:
+        """The value chosen for one of CHOICES' keys ('CET-D1A', LOG, FULL...)."""
+        return str(self.choices[key].currentData())
+
+    def set_choice(self, key: str, value: str) -> None:
+        """Choose a value as the user would in its combo box (remembered, and the image recoloured)."""
+        self.choices[key].setCurrentIndex(self.choices[key].findData(value))
+
+    def colormap_name(self) -> str:
+        return self.choice("heatmap/colormap") if self.choices else COLORMAP_NAME
+
+    def clip_text(self) -> str:
+        """The warning under the heatmap, as plain text ('' when the colours show every value)."""
+        return self.scale.clip_text() if self.scale is not None and self._data is not None else ""
+
+    def _choice_changed(self, key: str) -> None:
+        store = settings()
+        store.setValue(key, self.choice(key))
+        store.sync()
+        if key == "heatmap/colormap":
+            self.colorbar.setColorMap(colormap(self.colormap_name()))
+        if self._data is not None and self._data.image is not None and not self._stale:
+            self._color()
+
+    def _color(self) -> None:
+        """Colour the image by the chosen scale and range: the default one at once, from the worker's
+        levels and statistics; the others in a worker, the picture keeping its colours meanwhile."""
+        data = self._data
+        assert data is not None and data.image is not None and data.levels is not None
+        scale, span = self.choice("heatmap/scale"), self.choice("heatmap/range")
+        symmetric = self.colormap_name() in DIVERGING
+        self._runner.invalidate()
+        default = scale == LINEAR and span == ROBUST and not symmetric
+        if default or self.scale is None:  # a new picture starts from the worker's levels
+            stats = data.stats
+            if stats is not None and stats.minimum is not None:
+                self._apply(fixed_scale(data.image, data.levels, (float(stats.minimum), float(stats.maximum)),
+                                        stats.finite))
+            else:
+                self._apply(fixed_scale(data.image, data.levels, None, 0))
+        if not default:
+            exact = data.values is not None and data.values.dtype.kind != "f"
+            self._runner.run(partial(color_scale, data.image, scale, span, symmetric=symmetric, exact=exact),
+                             on_result=self._apply, on_error=self._scale_failed)
+
+    def _apply(self, scale: ColorScale) -> None:
+        self.scale = scale
+        levels = scale.levels
+        self.image_item.setImage(scale.image, levels=levels, autoLevels=False)
+        # dragging the bar's handles moves the levels in steps of `rounding` (1 by default: far too
+        # coarse for embeddings in [-0.1, 0.1]); a thousandth of the span keeps adjustment smooth
+        self.colorbar.rounding = max(levels[1] - levels[0], 1e-12) / 1000
+        self.colorbar.setLevels(levels)
+        self.colorbar.axis.setLogMode(scale.scale == LOG)
+        self._show_clipping()
+        self.recoloured.emit()
+
+    def _scale_failed(self, message: str) -> None:
+        self.clip_label.setText(f'<span style="color:{warning_color(self)}">Cannot colour this scale: {message}</span>')
+        self.clip_label.show()
+
+    def _levels_dragged(self, _bar: object) -> None:
+        if self.scale is not None and self._data is not None:
+            self.scale = with_levels(self.scale, tuple(self.colorbar.levels()))
+            self._show_clipping()
+
+    def _show_clipping(self) -> None:
+        text = self.clip_text()
+        if text and self.scale is not None and self.scale.clipped and self.choice("heatmap/range") != FULL:
+            text += ' — <a href="full">show the full range</a>'
+        self.clip_label.setText(f'<span style="color:{warning_color(self)}">{text}</span>' if text else "")
+        self.clip_label.setVisible(bool(text))
+
     def clear(self) -> None:
         super().clear()
+        self._runner.invalidate()
         self._row = None
+        self.scale = None
+        self.clip_label.hide()
         self.image_item.clear()
         self.row_curve.setData([], [])
         self.row_marker.hide()
@@ -123,6 +265,7 @@ class HeatmapView(PlotView):
         marker = pg.mkColor(text)
         marker.setAlpha(200)
         self.row_marker.setPen(pg.mkPen(marker, width=1, style=Qt.PenStyle.DashLine))
+        self._show_clipping()  # the warning's amber follows light or dark
 
     def export_png(self, path: str) -> None:
         export_plot(self.view.scene(), self.width(), path)
