@@ -1,0 +1,84 @@
+"""Back and Forward through the selection history: Alt+Left / Alt+Right, the mouse's side buttons,
+and the Go menu's actions, which are disabled at either end.
+
+The rules of the history are :class:`SelectionHistory`'s; this module only feeds it what the
+tree selects and selects what it answers. Going back reveals a path like a link does (its
+ancestors are listed on the way), and the selection that arrives is not a new entry, so the
+forward entries stay. The history starts again with every index opened or closed.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
+
+from ecpfs_viewer.gui.tree.item_model import TreeItem
+from ecpfs_viewer.gui.tree.panel import TreePanel
+from ecpfs_viewer.gui.widgets.actions import window_action
+from ecpfs_viewer.model.views.history import SelectionHistory
+
+
+class SelectionNavigation(QObject):
+    """Owns ``back_action`` and ``forward_action`` and the history they walk."""
+
+    def __init__(self, window: QMainWindow, tree: TreePanel) -> None:
+        super().__init__(window)
+        self.window, self.tree = window, tree
+        self.history = SelectionHistory()
+        self._arriving: str | None = None  # the path going back or forward asked the tree to select
+        self.back_action = window_action(window, "&Back", self.go_back, "Alt+Left", "SP_ArrowBack")
+        self.forward_action = window_action(window, "&Forward", self.go_forward, "Alt+Right", "SP_ArrowForward")
+        self.back_action.setToolTip("Back to the previous selection (Alt+Left, mouse back button)")
+        self.forward_action.setToolTip("Forward to the next selection (Alt+Right, mouse forward button)")
+        tree.item_chosen.connect(self._selected)
+        app = QApplication.instance()
+        if app is not None:  # the side buttons go to the widget under the mouse: watch them all
+            app.installEventFilter(self)
+        self._update_actions()
+
+    def reset(self) -> None:
+        """Another index (or none): the history of the one before means nothing there."""
+        self.history.clear()
+        self._arriving = None
+        self._update_actions()
+
+    def go_back(self) -> None:
+        self._go(self.history.back())
+
+    def go_forward(self) -> None:
+        self._go(self.history.forward())
+
+    def _go(self, path: str | None) -> None:
+        if path is None or self.tree.tree_model.hierarchy is None:
+            return
+        self._arriving = path
+        self._update_actions()
+        self.tree.reveal_path(path)
+
+    def _selected(self, item: TreeItem) -> None:
+        if item.path == self._arriving:
+            self._arriving = None  # where Back or Forward went: not a new entry
+        else:
+            self._arriving = None
+            self.history.visit(item.path)
+        self._update_actions()
+
+    def _update_actions(self) -> None:
+        self.back_action.setEnabled(self.history.can_go_back())
+        self.forward_action.setEnabled(self.history.can_go_forward())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """The mouse's back and forward buttons anywhere in this window go back and forward."""
+        if event.type() != QEvent.Type.MouseButtonPress or not isinstance(watched, QWidget):
+            return False
+        assert isinstance(event, QMouseEvent)
+        button = event.button()
+        sides = (Qt.MouseButton.BackButton, Qt.MouseButton.ForwardButton)
+        if button not in sides or watched.window() is not self.window:
+            return False
+        if button == Qt.MouseButton.BackButton:
+            self.go_back()
+        else:
+            self.go_forward()
+        return True
