@@ -154,8 +154,8 @@ class BuildForm(QGroupBox):
         self.output_note.setStyleSheet(f"color: {_warning_color(self)};")
         self.output_note.hide()
         output_layout = output_box.layout()
-        assert output_layout is not None
-        output_layout.addWidget(self.output_note)
+        assert isinstance(output_layout, QVBoxLayout)
+        output_layout.insertWidget(1, self.output_note)  # under the field, above its (reserved) error line
         form.addRow("Output index:", output_box)
         self.overwrite_check = QCheckBox("Replace an existing index at this path")
         form.addRow("", self.overwrite_check)

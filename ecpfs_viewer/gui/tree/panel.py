@@ -101,11 +101,11 @@ class TreePanel(QWidget):
         self.setMinimumWidth(240)
 
     def add_tool_actions(self, actions: list[QAction]) -> None:
-        """Buttons for these actions at the start of the filter row (Back and Forward)."""
+        """Buttons for these actions at the start of the filter row (Back and Forward), raised
+        like the expand and collapse buttons at its end (the style's icons read on any palette there)."""
         for place, action in enumerate(actions):
             button = QToolButton()
             button.setDefaultAction(action)
-            button.setAutoRaise(True)
             self.filter_row.insertWidget(place, button)
 
     # -- indexes of what the view shows ---------------------------------------------------------
