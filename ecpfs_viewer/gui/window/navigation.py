@@ -10,8 +10,8 @@ forward entries stay. The history starts again with every index opened or closed
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
+from PySide6.QtGui import QMouseEvent, QWindow
+from PySide6.QtWidgets import QMainWindow
 
 from ecpfs_viewer.gui.tree.item_model import TreeItem
 from ecpfs_viewer.gui.tree.panel import TreePanel
@@ -32,9 +32,8 @@ class SelectionNavigation(QObject):
         self.back_action.setToolTip("Back to the previous selection (Alt+Left, mouse back button)")
         self.forward_action.setToolTip("Forward to the next selection (Alt+Right, mouse forward button)")
         tree.item_chosen.connect(self._selected)
-        app = QApplication.instance()
-        if app is not None:  # the side buttons go to the widget under the mouse: watch them all
-            app.installEventFilter(self)
+        self._side_buttons_window: QWindow | None = None
+        window.installEventFilter(self)  # until it is shown: then its native window is watched
         self._update_actions()
 
     def reset(self) -> None:
@@ -69,16 +68,25 @@ class SelectionNavigation(QObject):
         self.forward_action.setEnabled(self.history.can_go_forward())
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """The mouse's back and forward buttons anywhere in this window go back and forward."""
-        if event.type() != QEvent.Type.MouseButtonPress or not isinstance(watched, QWidget):
+        """The mouse's back and forward buttons anywhere in this window go back and forward.
+
+        Watched on the native window, which sees every mouse press before the widget under the
+        mouse does (a tree or table takes the press for itself); an application-wide filter would
+        run Python for every event of every object."""
+        if watched is self.window:
+            if event.type() == QEvent.Type.Show and self._side_buttons_window is None:
+                handle = self.window.windowHandle()
+                if handle is not None:
+                    self._side_buttons_window = handle
+                    handle.installEventFilter(self)
+                    self.window.removeEventFilter(self)
             return False
-        assert isinstance(event, QMouseEvent)
-        button = event.button()
-        sides = (Qt.MouseButton.BackButton, Qt.MouseButton.ForwardButton)
-        if button not in sides or watched.window() is not self.window:
+        if event.type() != QEvent.Type.MouseButtonPress or not isinstance(event, QMouseEvent):
             return False
-        if button == Qt.MouseButton.BackButton:
+        if event.button() == Qt.MouseButton.BackButton:
             self.go_back()
-        else:
+            return True
+        if event.button() == Qt.MouseButton.ForwardButton:
             self.go_forward()
-        return True
+            return True
+        return False
