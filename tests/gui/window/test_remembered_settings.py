@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QMenu
@@ -15,17 +14,11 @@ from ecpfs_viewer.gui.window import open_dialogs
 from ecpfs_viewer.model.storage.options import RemoteOptions
 
 
-@pytest.fixture
-def system_theme_after():
-    yield
-    apply_theme(Theme.SYSTEM)  # the next test starts in the palette the application started with
-
-
 def theme_menu(win) -> QMenu:
     return next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&Theme")
 
 
-def test_theme_changes_the_palette_live_and_survives_a_restart(qtbot, two_clusters_path, system_theme_after):
+def test_theme_changes_the_palette_live_and_survives_a_restart(qtbot, two_clusters_path):
     win = open_window(qtbot, two_clusters_path)
     light = QApplication.palette().color(QPalette.ColorRole.Window)
     actions = {a.text(): a for a in theme_menu(win).actions()}
