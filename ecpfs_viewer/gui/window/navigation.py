@@ -26,7 +26,9 @@ class SelectionNavigation(QObject):
         super().__init__(window)
         self.window, self.tree = window, tree
         self.history = SelectionHistory()
-        self._arriving: str | None = None  # the path going back or forward asked the tree to select
+        # the paths going back or forward asked the tree to select, not there yet (a path whose
+        # ancestors must be listed again arrives later; two quick Alt+Left ask for two)
+        self._arriving: set[str] = set()
         self.back_action = window_action(window, "&Back", self.go_back, "Alt+Left", "SP_ArrowBack")
         self.forward_action = window_action(window, "&Forward", self.go_forward, "Alt+Right", "SP_ArrowForward")
         self.back_action.setToolTip("Back to the previous selection (Alt+Left, mouse back button)")
@@ -39,7 +41,7 @@ class SelectionNavigation(QObject):
     def reset(self) -> None:
         """Another index (or none): the history of the one before means nothing there."""
         self.history.clear()
-        self._arriving = None
+        self._arriving.clear()
         self._update_actions()
 
     def go_back(self) -> None:
@@ -51,15 +53,15 @@ class SelectionNavigation(QObject):
     def _go(self, path: str | None) -> None:
         if path is None or self.tree.tree_model.hierarchy is None:
             return
-        self._arriving = path
+        self._arriving.add(path)
         self._update_actions()
         self.tree.reveal_path(path)
 
     def _selected(self, item: TreeItem) -> None:
-        if item.path == self._arriving:
-            self._arriving = None  # where Back or Forward went: not a new entry
+        if item.path in self._arriving:
+            self._arriving.discard(item.path)  # where Back or Forward went: not a new entry
         else:
-            self._arriving = None
+            self._arriving.clear()  # the user's own choice: what was on its way no longer matters
             self.history.visit(item.path)
         self._update_actions()
 
