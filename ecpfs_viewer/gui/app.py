@@ -16,6 +16,7 @@ from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.collector import GuiThreadCollector
 from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
+from ecpfs_viewer.gui.runtime.theme import apply_theme, saved_theme
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.process_exit import leave_process
@@ -31,7 +32,8 @@ def application_icon() -> QIcon | None:
 
 
 def ensure_application(argv: list[str] | None = None) -> QApplication:
-    """The running QApplication (created when needed), named so QSettings finds our scope."""
+    """The running QApplication (created when needed), named so QSettings finds our scope, in the
+    theme chosen last (View > Theme)."""
     app_settings.apply_application_names()
     app = QApplication.instance()
     if app is None:
@@ -44,6 +46,7 @@ def ensure_application(argv: list[str] | None = None) -> QApplication:
     icon = application_icon()
     if icon is not None:
         QApplication.setWindowIcon(icon)
+    apply_theme(saved_theme(), app)  # type: ignore[arg-type]
     return app  # type: ignore[return-value]
 
 

@@ -12,13 +12,18 @@ from PySide6.QtWidgets import QWidget
 
 from ecpfs_viewer.gui.overview.panel import IndexOverviewPanel
 from ecpfs_viewer.gui.runtime.settings import use_settings_dir
+from ecpfs_viewer.gui.runtime.theme import Theme, apply_theme
 from ecpfs_viewer.gui.runtime.workers import wait_for_workers
 
 
 @pytest.fixture(autouse=True)
-def private_settings(tmp_path: Path) -> None:
-    """Recent files, layout and remembered parameters go to this test's folder, never the user's."""
+def private_settings(tmp_path: Path) -> Iterator[None]:
+    """Recent files, layout and remembered parameters go to this test's folder, never the user's;
+    a theme a test chose (View > Theme) is undone, so the next test starts in the system palette."""
     use_settings_dir(tmp_path / "settings")
+    yield
+    if QCoreApplication.instance() is not None:
+        apply_theme(Theme.SYSTEM)
 
 
 @pytest.fixture

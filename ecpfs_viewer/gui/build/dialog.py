@@ -6,7 +6,8 @@ each tied to its field, so it appears under that field (:class:`BuildForm`); the
 stays disabled until there are none. A build the preview finds unusually large for its input
 (:attr:`BuildPreview.oversize`) starts only after the user confirms it. The build runs through a
 :class:`BackgroundRunner` with progress (:class:`BuildProgressBox`) and cancel; the builder leaves
-nothing on disk when it fails or is cancelled, and the form keeps its values for another try.
+nothing on disk when it fails or is cancelled, and the form keeps its values for another try
+(and for the next time the dialog opens: paths and parameters are remembered).
 """
 
 from __future__ import annotations
@@ -255,11 +256,13 @@ class BuildDialog(QDialog):
         self._fit_height()
 
     def reject(self) -> None:
-        """Closing while a build runs cancels it first (nothing is left on disk), then closes."""
+        """Closing while a build runs cancels it first (nothing is left on disk), then closes; the
+        form is remembered for the next time either way."""
         if self._build_request is not None:
             self._close_when_done = True
             self._cancel_clicked()
             return
+        self.form.save_settings()
         super().reject()
 
     @property

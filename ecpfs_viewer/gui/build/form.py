@@ -8,11 +8,10 @@ The form only collects values and shows what it is told: the checking itself is 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QStandardPaths, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -55,6 +54,22 @@ def writable_folder(folder: Path) -> bool:
     return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
+def documents_folder() -> Path | None:
+    """The user's Documents folder, when the desktop names one."""
+    found = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return Path(found) if found else None
+
+
+def free_index_path(folder: Path, stem: str) -> Path:
+    """``<stem>.zarr`` in folder, or ``<stem>-2.zarr`` … when an index of that name is there already."""
+    candidate = folder / f"{stem}.zarr"
+    number = 2
+    while candidate.exists() and number < 1000:
+        candidate = folder / f"{stem}-{number}.zarr"
+        number += 1
+    return candidate
+
+
 def _select_data(combo: QComboBox, value: object) -> None:
     index = combo.findData(value)
     if index >= 0:
@@ -77,6 +92,8 @@ class BuildForm(QGroupBox):
         if input_path:
             self.input_edit.setText(os.fspath(input_path))
             self.output_edit.setText(self._default_output(self.input_edit.text()))
+        else:
+            self._restore_paths()
         self._connect_changes()
 
     # ----------------------------------------------------------------------------- layout
@@ -130,7 +147,16 @@ class BuildForm(QGroupBox):
         self.output_edit.setPlaceholderText("the index folder to create, e.g. vectors.zarr")
         browse_out = QPushButton("Browse…")
         browse_out.clicked.connect(self._browse_output)
-        form.addRow("Output index:", self._with_error("output", self.output_edit, browse_out))
+        output_box = self._with_error("output", self.output_edit, browse_out)
+        self.output_note = QLabel()  # why the proposed folder is not the one the user would expect
+        self.output_note.setObjectName("output_note")
+        self.output_note.setWordWrap(True)
+        self.output_note.setStyleSheet(f"color: {_warning_color(self)};")
+        self.output_note.hide()
+        output_layout = output_box.layout()
+        assert isinstance(output_layout, QVBoxLayout)
+        output_layout.insertWidget(1, self.output_note)  # under the field, above its (reserved) error line
+        form.addRow("Output index:", output_box)
         self.overwrite_check = QCheckBox("Replace an existing index at this path")
         form.addRow("", self.overwrite_check)
 
@@ -227,24 +253,57 @@ class BuildForm(QGroupBox):
 
     def _output_edited(self, text: str) -> None:
         self._output_auto = not text.strip()
+        self._say_why("")  # the user's own path: the check speaks about it
+
+    def _say_why(self, note: str) -> None:
+        self.output_note.setText(note)
+        self.output_note.setVisible(bool(note))
+        self.output_edit.setToolTip(note)
+        self.resized.emit()
 
     def _default_output(self, input_text: str) -> str:
-        """``<stem>.zarr`` in the last output folder used, else beside the input, else at home.
+        """A free ``<stem>.zarr`` in the last output folder used, else beside the input, else in the
+        user's Documents or home folder; "" when none of them can be written.
 
-        Only a folder this user can write is proposed (the test the builder makes), so a file
-        opened from a read-only share or a system folder gets an output that can be built.
+        Only a folder this user can write is proposed (the test the builder makes: os.access), so
+        a file opened from a read-only share or a system folder gets an output that can be built,
+        and the note under the field says why the index does not go where the user expected.
         """
         text = input_text.strip()
         if not text:
+            self._say_why("")
             return ""
         source = Path(text.partition("#")[0]).expanduser()
         remembered = str(settings().value(f"{SETTINGS_GROUP}/output_dir", "") or "")
-        candidates = [Path(remembered)] if remembered else []
-        candidates += [source.absolute().parent, Path.home(), Path(tempfile.gettempdir())]
-        folder = next((c for c in candidates if writable_folder(c)), candidates[0])
-        self.output_edit.setToolTip("" if folder == candidates[0] else
-                                    f"{candidates[0]} cannot be written, so the index goes to {folder}")
-        return str(folder / f"{source.stem}.zarr")
+        expected = [(Path(remembered), "the last output folder")] if remembered else []
+        expected.append((source.absolute().parent, "the folder of the vectors"))
+        documents = documents_folder()
+        fallbacks = [(documents, "your Documents folder")] if documents is not None else []
+        fallbacks.append((Path.home(), "your home folder"))
+        usable = [(c, name) for c, name in expected + fallbacks if writable_folder(c)]
+        first, first_name = expected[0]
+        if not usable:
+            self._say_why(f"No folder to propose: {first_name} ({first}), {fallbacks[-1][1]} and the others "
+                          "cannot be written. Choose a folder you can write.")
+            return ""
+        folder, name = usable[0]
+        self._say_why("" if folder == first else
+                      f"{first_name.capitalize()} ({first}) cannot be written, so the index goes to {name}.")
+        return str(free_index_path(folder, source.stem))
+
+    def _restore_paths(self) -> None:
+        """The input of the last build, and its output while nothing is there yet (a build that
+        failed or was cancelled); once built, a free name in a folder this user can write."""
+        remembered_input = str(settings().value(f"{SETTINGS_GROUP}/input_path", "") or "")
+        if not remembered_input or not Path(remembered_input.partition("#")[0]).expanduser().exists():
+            return
+        self.input_edit.setText(remembered_input)
+        output = Path(str(settings().value(f"{SETTINGS_GROUP}/output_path", "") or "")).expanduser()
+        if output.name and not output.exists() and writable_folder(output.parent):
+            self._output_auto = False
+            self.output_edit.setText(str(output))
+        else:
+            self.output_edit.setText(self._default_output(remembered_input))
 
     def _browse_input(self) -> None:
         start = self.input_edit.text().strip() or settings().value(f"{SETTINGS_GROUP}/input_dir", "")
@@ -339,9 +398,14 @@ class BuildForm(QGroupBox):
         s.setValue("node_chunk_kib", self.node_chunk_spin.value())
         s.setValue("rep_chunk_mib", self.rep_chunk_spin.value())
         s.setValue("advanced_open", "true" if self.advanced_button.isChecked() else "false")
-        source = Path(self.source().partition("#")[0]).expanduser()
-        s.setValue("input_dir", str(source.parent))
-        s.setValue("output_dir", str(Path(self.output_edit.text().strip()).expanduser().parent))
+        if self.source():
+            source = Path(self.source().partition("#")[0]).expanduser()
+            s.setValue("input_path", self.source())
+            s.setValue("input_dir", str(source.parent))
+        output = self.output_edit.text().strip()
+        if output and Path(output).expanduser().is_absolute():
+            s.setValue("output_path", output)
+            s.setValue("output_dir", str(Path(output).expanduser().parent))
         s.endGroup()
         s.sync()
 

@@ -1,4 +1,5 @@
-"""What the application remembers between runs: recent stores, window geometry, splitter sizes.
+"""What the application remembers between runs: recent stores (URLs with their remote options),
+window geometry, splitter sizes.
 
 Everything goes through one QSettings scope named by :data:`ORGANIZATION` / :data:`APPLICATION`,
 so tests can redirect it to a temporary folder with :func:`use_settings_dir`.
@@ -6,15 +7,20 @@ so tests can redirect it to a temporary folder with :func:`use_settings_dir`.
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QRect, QSettings, QSize
 from PySide6.QtWidgets import QSplitter, QWidget
 
+from ecpfs_viewer.model.storage.options import RemoteOptions
+
 ORGANIZATION = "ecpfs-viewer"
 APPLICATION = "ecpfs-viewer"
 MAX_RECENT = 10
 _RECENT_KEY = "recent/locations"
+_RECENT_URLS_KEY = "recent/urls"  # JSON objects: the URL and the RemoteOptions it opened with
 
 
 def apply_application_names() -> None:
@@ -34,12 +40,16 @@ def settings() -> QSettings:
     return QSettings()
 
 
-def recent_locations() -> list[str]:
-    """Recently opened stores, newest first."""
-    value = settings().value(_RECENT_KEY, [])
+def _string_list(key: str) -> list[str]:
+    value = settings().value(key, [])
     if isinstance(value, str):  # QSettings returns a bare string for a one-element list
         value = [value]
     return [str(v) for v in value if v] if isinstance(value, list) else []
+
+
+def recent_locations() -> list[str]:
+    """Recently opened stores, newest first."""
+    return _string_list(_RECENT_KEY)
 
 
 def add_recent_location(location: str) -> list[str]:
@@ -55,7 +65,40 @@ def add_recent_location(location: str) -> list[str]:
 def clear_recent_locations() -> None:
     store = settings()
     store.remove(_RECENT_KEY)
+    store.remove(_RECENT_URLS_KEY)
     store.sync()
+
+
+def _remote_entry(text: str) -> tuple[str, RemoteOptions] | None:
+    """One remembered URL and its options; None for an entry that is not one (a hand-edited file)."""
+    try:
+        entry = json.loads(text)
+        known = {f.name for f in fields(RemoteOptions)}
+        url = entry.pop("url")
+        options = RemoteOptions(**{k: v for k, v in entry.items() if k in known})
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return (url, options) if isinstance(url, str) and url else None
+
+
+def recent_urls() -> list[tuple[str, RemoteOptions]]:
+    """URLs opened lately, newest first, each with the options (endpoint, timeout …) it opened with."""
+    entries = (_remote_entry(text) for text in _string_list(_RECENT_URLS_KEY))
+    return [entry for entry in entries if entry is not None]
+
+
+def add_recent_url(url: str, options: RemoteOptions) -> None:
+    """Remember url with its options at the top of the recent URLs (once), keeping MAX_RECENT."""
+    kept = [json.dumps({"url": url, **asdict(options)})]
+    kept += [json.dumps({"url": u, **asdict(o)}) for u, o in recent_urls() if u != url]
+    store = settings()
+    store.setValue(_RECENT_URLS_KEY, kept[:MAX_RECENT])
+    store.sync()
+
+
+def remote_options_for(url: str) -> RemoteOptions | None:
+    """The options url last opened with, if it is remembered."""
+    return next((options for u, options in recent_urls() if u == url), None)
 
 
 def save_widget_state(key: str, widget: QWidget) -> None:

@@ -1,6 +1,6 @@
 """Recall of eCP search against exact search: sampled queries over a list of search_exp values, with
 progress and cancel; recall@k and leaves visited plotted against search_exp; the true neighbours
-missed and why; the numbers exported as CSV or JSON.
+missed and why; the numbers and the misses exported as CSV (two files) or JSON.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -33,9 +34,12 @@ from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_s
 from ecpfs_viewer.gui.widgets.colormaps import error_color, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view, titled
 from ecpfs_viewer.model.search import QueryError, SearchProgress
-from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, recall_explore
+from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_csv_path, recall_explore
 from ecpfs_viewer.model.search.results import ProgressCallback
 
+CSV_EXPORT_TITLE = "Export recall as CSV: the numbers in this file, the misses beside it in <name>-misses.csv"
+CSV_EXPORT_NOTE = ("Two CSV files: one line per search_exp (recall, leaves, time) in the file you name, and every "
+                   "missed true neighbour with why it was missed in <name>-misses.csv beside it")
 _SOURCES = (("Sampled stored items", "sample"), ("Rows of a .npy file", "file"), ("Saved queries", "saved"))
 
 
@@ -135,6 +139,7 @@ class RecallView(QWidget):
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long text: tooltip
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.csv_button = QPushButton("Export CSV…")
+        self.csv_button.setToolTip(CSV_EXPORT_NOTE)
         self.csv_button.clicked.connect(lambda: self.export_csv())
         self.json_button = QPushButton("Export JSON…")
         self.json_button.clicked.connect(lambda: self.export_json())
@@ -296,27 +301,42 @@ class RecallView(QWidget):
 
     # -- export -----------------------------------------------------------------------------------
     def export_csv(self, path: str | None = None) -> str | None:
-        """Save the sweep's numbers (one line per search_exp) as CSV."""
-        return self._export(path, "CSV file (*.csv)", ".csv", lambda o: o.csv_text())
+        """Save the sweep's numbers (one line per search_exp) as CSV, and every kept miss with why it
+        was missed in a second CSV beside it (misses_csv_path: 'recall.csv' -> 'recall-misses.csv')."""
+        metric = self._metric
+
+        def write(outcome: RecallOutcome, target: str) -> list[str]:
+            misses = misses_csv_path(target)
+            Path(target).write_text(outcome.csv_text(), encoding="utf-8")
+            Path(misses).write_text(outcome.misses_csv_text(metric), encoding="utf-8")
+            return [target, misses]
+
+        return self._export(path, CSV_EXPORT_TITLE, "CSV file (*.csv)", ".csv", write)
 
     def export_json(self, path: str | None = None) -> str | None:
         """Save the numbers and every kept miss with its explanation as JSON."""
-        return self._export(path, "JSON file (*.json)", ".json", lambda o: json.dumps(o.to_dict(), indent=2) + "\n")
+        def write(outcome: RecallOutcome, target: str) -> list[str]:
+            Path(target).write_text(json.dumps(outcome.to_dict(), indent=2) + "\n", encoding="utf-8")
+            return [target]
 
-    def _export(self, path: str | None, file_filter: str, suffix: str, render: object) -> str | None:
+        return self._export(path, "Export recall as JSON (the numbers and every miss)", "JSON file (*.json)", ".json",
+                            write)
+
+    def _export(self, path: str | None, title: str, file_filter: str, suffix: str,
+                write: Callable[[RecallOutcome, str], list[str]]) -> str | None:
         outcome = self._outcome
         if outcome is None:
             return None
         if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export recall", f"recall{suffix}", file_filter)
+            path, _ = QFileDialog.getSaveFileName(self, title, f"recall{suffix}", file_filter)
             if not path:
                 return None
         try:
-            Path(path).write_text(render(outcome), encoding="utf-8")  # type: ignore[operator]
+            written = write(outcome, path)
         except OSError as exc:
-            self._show_status(f"Could not write {path}: {exc.strerror or exc}", error=True)
+            self._show_status(f"Could not write {exc.filename or path}: {exc.strerror or exc}", error=True)
             return None
-        self._show_status(f"Saved {path}")
+        self._show_status(f"Saved {' and '.join(written)}")
         return path
 
     def _browse(self) -> None:

@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMenu, QToolButton, QTreeView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QToolButton,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ecpfs_viewer.gui.runtime.action_cost import Measured
 from ecpfs_viewer.gui.tree.columns import TreeColumns
@@ -73,7 +83,7 @@ class TreePanel(QWidget):
         self.filter_status.hide()
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.textChanged.connect(self._on_filter_changed)
-        filter_row = QHBoxLayout()
+        self.filter_row = filter_row = QHBoxLayout()
         filter_row.setContentsMargins(0, 0, 0, 0)
         filter_row.addWidget(self.filter_edit, 1)
         for icon, tip, slot in (("SP_ArrowDown", "Expand everything loaded", self.expand_loaded),
@@ -89,6 +99,14 @@ class TreePanel(QWidget):
         layout.addWidget(self.filter_status)
         layout.addWidget(self.tree, 1)
         self.setMinimumWidth(240)
+
+    def add_tool_actions(self, actions: list[QAction]) -> None:
+        """Buttons for these actions at the start of the filter row (Back and Forward), raised
+        like the expand and collapse buttons at its end (the style's icons read on any palette there)."""
+        for place, action in enumerate(actions):
+            button = QToolButton()
+            button.setDefaultAction(action)
+            self.filter_row.insertWidget(place, button)
 
     # -- indexes of what the view shows ---------------------------------------------------------
     def view_index(self, source: QModelIndex) -> QModelIndex:
@@ -169,6 +187,18 @@ class TreePanel(QWidget):
         if source.isValid() and self.filter_edit.text() and not self.view_index(source).isValid():
             self.filter_edit.clear()
         self.select_source_index(source)
+        self._keep_parent_in_view(self.view_index(source))
+
+    def _keep_parent_in_view(self, index: QModelIndex) -> None:
+        """Scroll so the parent row shows above a row just gone to, when both fit: the user sees
+        where it lies (the bare row scrolled to the top edge says nothing of its group)."""
+        parent = index.parent()
+        if not index.isValid() or not parent.isValid():
+            return
+        top = self.tree.visualRect(parent).top()
+        bottom = self.tree.visualRect(index).bottom()
+        if top < 0 and bottom - top < self.tree.viewport().height():
+            self.tree.scrollTo(parent, QAbstractItemView.ScrollHint.PositionAtTop)
 
     def _on_listing_finished(self, path: str, _result: Measured) -> None:
         listed = self.tree_model.item(self.tree_model.index_for_path(path))

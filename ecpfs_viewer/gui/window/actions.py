@@ -1,8 +1,8 @@
 """The main window's actions, menus and shortcuts, and what the start page's buttons do.
 
-Kept apart from the window's layout: every command a user can give (File, View and Help menus,
-the start page, the recent list) is made here, once, with its keys; the window only provides the
-few slots that change what it shows (close, refresh, build, demo).
+Kept apart from the window's layout: every command a user can give (File, View, Go and Help
+menus, the start page, the recent list) is made here, once, with its keys; the window only
+provides the few slots that change what it shows (close, refresh, build, demo).
 """
 
 from __future__ import annotations
@@ -12,14 +12,18 @@ from dataclasses import dataclass
 from functools import partial
 
 from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMainWindow, QMenu
 
+from ecpfs_viewer.gui.runtime import settings as app_settings
+from ecpfs_viewer.gui.runtime.theme import Theme, apply_theme, save_theme, saved_theme
 from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.widgets.actions import window_action
 from ecpfs_viewer.gui.window.about_dialog import show_about
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.go_to import GoToPathDialog
 from ecpfs_viewer.gui.window.help_dialogs import open_documentation, show_shortcuts
+from ecpfs_viewer.gui.window.navigation import SelectionNavigation
 from ecpfs_viewer.gui.window.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
 from ecpfs_viewer.gui.window.session import IndexSession
 from ecpfs_viewer.gui.window.start_page import StartPage
@@ -61,6 +65,9 @@ class WindowActions(QObject):
         self.shortcuts_action = action("&Keyboard Shortcuts", lambda: show_shortcuts(window), "F1")
         self.docs_action = action("&Documentation (README)", open_documentation)
         tree.item_actions = [self.copy_path_action, self.copy_location_action, self.copy_snippet_action]
+        self.navigation = SelectionNavigation(window, tree)
+        session.dropping.connect(self.navigation.reset)
+        tree.add_tool_actions([self.navigation.back_action, self.navigation.forward_action])
 
         menu = window.menuBar().addMenu("&File")
         for item in (self.open_folder_action, self.open_zip_action, self.open_url_action):
@@ -73,14 +80,41 @@ class WindowActions(QObject):
         menu.addAction(self.close_action)
         menu.addAction(self.quit_action)
         view = window.menuBar().addMenu("&View")
-        for item in (self.refresh_action, self.filter_action, self.go_to_action, self.copy_path_action,
-                     self.copy_location_action, self.copy_snippet_action, tree.expand_action, tree.collapse_action):
+        for item in (self.refresh_action, self.filter_action, self.copy_path_action, self.copy_location_action,
+                     self.copy_snippet_action, tree.expand_action, tree.collapse_action):
             view.addAction(item)
+        view.addSeparator()
+        self.theme_actions = self._theme_menu(view.addMenu("&Theme"))
+        go = window.menuBar().addMenu("&Go")
+        for item in (self.navigation.back_action, self.navigation.forward_action):
+            go.addAction(item)
+        go.addSeparator()
+        go.addAction(self.go_to_action)
         help_menu = window.menuBar().addMenu("&Help")
         for item in (self.shortcuts_action, self.docs_action):
             help_menu.addAction(item)
         help_menu.addSeparator()
         help_menu.addAction(self.about_action)
+
+    def _theme_menu(self, menu: QMenu) -> dict[Theme, QAction]:
+        """View > Theme: System, Light, Dark; the one checked is the one saved and applied."""
+        group = QActionGroup(self)
+        chosen = saved_theme()
+        actions = {}
+        for theme in Theme:
+            item = menu.addAction(theme.title)
+            item.setCheckable(True)
+            item.setChecked(theme is chosen)
+            item.triggered.connect(lambda _checked=False, t=theme: self.set_theme(t))
+            group.addAction(item)
+            actions[theme] = item
+        return actions
+
+    def set_theme(self, theme: Theme) -> None:
+        """Apply a theme to every window now and remember it for the next start."""
+        save_theme(theme)
+        apply_theme(theme)
+        self.theme_actions[theme].setChecked(True)
 
     def connect_start_page(self, page: StartPage, slots: WindowSlots) -> None:
         page.open_folder_requested.connect(self.open_folder_dialog)
@@ -88,7 +122,7 @@ class WindowActions(QObject):
         page.open_url_requested.connect(self.open_url_dialog)
         page.build_requested.connect(slots.build)
         page.demo_requested.connect(slots.demo)
-        page.recent_requested.connect(self.session.open_location)
+        page.recent_requested.connect(self.session.open_recent)
         page.clear_recent_requested.connect(self.session.clear_recent)
 
     def show_recent(self, locations: list[str]) -> None:
@@ -97,7 +131,7 @@ class WindowActions(QObject):
         menu.clear()
         for location in locations:
             item = menu.addAction(location)
-            item.triggered.connect(lambda _checked=False, where=location: self.session.open_location(where))
+            item.triggered.connect(lambda _checked=False, where=location: self.session.open_recent(where))
         if locations:
             menu.addSeparator()
         clear = menu.addAction("Clear Recent")
@@ -116,7 +150,7 @@ class WindowActions(QObject):
             self.session.open_location(path)
 
     def open_url_dialog(self) -> None:
-        dialog = OpenUrlDialog(self.window)
+        dialog = OpenUrlDialog(self.window, recent=app_settings.recent_urls())
         if dialog.exec():
             self.session.open_location(dialog.location(), dialog.remote_options())
 

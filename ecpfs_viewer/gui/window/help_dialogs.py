@@ -25,6 +25,7 @@ DOCUMENTATION_URL = "https://github.com/ecpfs-viewer/ecpfs-viewer#readme"
 #: What the mouse and keys do beyond the menu actions.
 OTHER_KEYS = (
     ("Expand or collapse the selected group", "Right / Left"),
+    ("Back or Forward through the selections", "Mouse back / forward buttons"),
     ("Open a node's context menu (Copy Path, Refresh)", "Right-click a tree row"),
     ("Preview one chunk", "Click a chunk-map cell"),
     ("Show one vector of a heatmap", "Click a heatmap row"),

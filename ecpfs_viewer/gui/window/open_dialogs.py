@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
@@ -55,15 +58,48 @@ def ask_zip(parent: QWidget | None, start: str = "") -> str | None:
     return path or None
 
 
-class OpenUrlDialog(QDialog):
-    """Asks for an s3, gs, az or http(s) URL and the remote options the command line takes."""
+def is_cloud_url(text: str) -> bool:
+    """An object-store URL (s3, gs, az …): endpoint, region and anonymous access apply to it."""
+    return text.strip().lower().split("://", 1)[0] in ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss")
 
-    def __init__(self, parent: QWidget | None = None, url: str = "") -> None:
+
+def describe_options(options: RemoteOptions) -> str:
+    """The options of a remembered URL in a few words (the recent list's tooltips)."""
+    parts = [f"timeout {options.timeout_s:g} s", f"{options.max_in_flight} requests at once"]
+    if options.endpoint:
+        parts.append(f"endpoint {options.endpoint}")
+    if options.region:
+        parts.append(f"region {options.region}")
+    if options.anon:
+        parts.append("anonymous")
+    return ", ".join(parts)
+
+
+class OpenUrlDialog(QDialog):
+    """Asks for an s3, gs, az or http(s) URL and the remote options the command line takes.
+
+    ``recent``: URLs opened before with their options, newest first; the URL field offers them
+    (the newest is filled in, selected so typing replaces it) and choosing one puts back its options.
+    """
+
+    def __init__(self, parent: QWidget | None = None, url: str = "",
+                 recent: Sequence[tuple[str, RemoteOptions]] = ()) -> None:
         super().__init__(parent)
         self.setWindowTitle("Open URL")
-        self.url = QLineEdit(url)
+        self.url_combo = QComboBox()
+        self.url_combo.setEditable(True)
+        self.url_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.url_combo.setToolTip("Type a URL, or choose one opened before: its options come back with it")
+        self.recent = list(recent)
+        for where, options in self.recent:
+            self.url_combo.addItem(where)
+            self.url_combo.setItemData(self.url_combo.count() - 1, describe_options(options),
+                                       Qt.ItemDataRole.ToolTipRole)
+        url_edit = self.url_combo.lineEdit()
+        assert url_edit is not None
+        self.url: QLineEdit = url_edit
         self.url.setPlaceholderText("s3://bucket/index.zarr, gs://…, az://…, or https://example.org/index.zarr")
-        self.url.setMinimumWidth(460)
+        self.url_combo.setMinimumWidth(460)
         self.endpoint = QLineEdit()
         self.endpoint.setPlaceholderText("optional, e.g. http://127.0.0.1:9000 for MinIO or another S3 clone")
         self.anonymous = QCheckBox("Anonymous access (public bucket: unsigned requests, no credentials)")
@@ -85,7 +121,7 @@ class OpenUrlDialog(QDialog):
                              "or logged.")
         credentials.setWordWrap(True)
         form = QFormLayout()
-        form.addRow("URL:", self.url)
+        form.addRow("URL:", self.url_combo)
         form.addRow("Endpoint:", self.endpoint)
         form.addRow("", self.anonymous)
         form.addRow("Region:", self.region)
@@ -100,11 +136,30 @@ class OpenUrlDialog(QDialog):
         layout.addWidget(self.hint)
         layout.addWidget(self.buttons)
         self.url.textChanged.connect(self._update)
+        self.url_combo.currentIndexChanged.connect(self._restore_options)
+        if url or not self.recent:
+            self.url_combo.setCurrentIndex(-1)
+            self.url.setText(url)
+        else:
+            self._restore_options(0)
+        self.url.selectAll()
         self._update()
+
+    def _restore_options(self, index: int) -> None:
+        """A recent URL was chosen: its options as they were when it opened."""
+        if not 0 <= index < len(self.recent):
+            return
+        url, options = self.recent[index]
+        self.endpoint.setText(options.endpoint or "")
+        if is_cloud_url(url):  # the only stores anonymous access means something for
+            self.anonymous.setChecked(options.anon)
+        self.region.setText(options.region or "")
+        self.timeout.setValue(options.timeout_s)
+        self.in_flight.setValue(options.max_in_flight)
 
     def _update(self) -> None:
         text = self.url.text().strip()
-        cloud = text.lower().split("://", 1)[0] in ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss")
+        cloud = is_cloud_url(text)
         for widget in (self.endpoint, self.anonymous, self.region):
             widget.setEnabled(cloud)
         ok = is_url(text)

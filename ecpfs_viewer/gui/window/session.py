@@ -72,6 +72,7 @@ class IndexSession(QObject):
         super().__init__(parent)
         self.current: OpenedIndex | None = None  # set only here: the index opened, None while opening
         self.location: str | None = None  # what was asked for last (kept when opening failed: F5 retries)
+        self.remote: RemoteOptions | None = None  # the options it was asked with (a URL's timeout …)
         self.remember_recent = True  # False for --screenshot runs: they are no user's recent stores
         self._open_runner = BackgroundRunner(self)
         self._demo_runner = BackgroundRunner(self)
@@ -91,7 +92,7 @@ class IndexSession(QObject):
         if not location:
             return
         self.drop()
-        self.location = location
+        self.location, self.remote = location, remote
         self.opening.emit(location)
         self._open_runner.run(open_hierarchy, location, remote, on_result=self._on_opened,
                               on_error=lambda message: self._on_failed(location, message))
@@ -99,13 +100,19 @@ class IndexSession(QObject):
     def reopen(self) -> None:
         """Open the last location again (F5 after it failed to open)."""
         if self.current is None and self.location:
-            self.open_location(self.location)
+            self.open_location(self.location, self.remote)
+
+    def open_recent(self, location: str) -> None:
+        """Open an entry of the recent list: a URL with the options it last opened with."""
+        self.open_location(location, app_settings.remote_options_for(location) if is_url(location) else None)
 
     def _on_opened(self, opened: OpenedIndex) -> None:
         self.current = opened
         cost = Measured(None, opened.hierarchy.store.stats(), self._open_runner.last_seconds)
         if self.remember_recent:
             app_settings.add_recent_location(opened.location)
+            if is_url(opened.location):
+                app_settings.add_recent_url(opened.location, self.remote or RemoteOptions())
             self.recent_changed.emit(self.recent())
         self.opened.emit(opened, cost)
 
@@ -118,7 +125,7 @@ class IndexSession(QObject):
         self._open_runner.invalidate()
         self.dropping.emit()
         dropped, self.current = self.current, None
-        self.location = None
+        self.location, self.remote = None, None
         if dropped is not None:
             dropped.hierarchy.store.close()
             self.dropped.emit()

@@ -282,11 +282,45 @@ class RecallOutcome:
                              f"{row.ms_mean:.4f}", f"{row.ms_p95:.4f}", row.queries])
         return out.getvalue()
 
+    def misses_csv_text(self, metric: str = "L2") -> str:
+        """Every kept miss, one line each with why it was missed (the CSV beside :meth:`csv_text`).
+
+        ``score`` is the score the search ranks by (lower is better), as in the JSON; for an IP
+        index the ``inner_product`` column gives the dot product itself. ``left_at`` is the first
+        node on the item's path the search never opened, ranked ``rank`` of ``siblings`` under
+        ``parent``.
+        """
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["search_exp", "query", "exact_rank", "item_id", "score",
+                         *(["inner_product"] if metric == "IP" else []), "leaf", "row", "reason", "left_at", "parent",
+                         "rank", "siblings", "leaves_visited", "why"])
+        for m in self.misses:
+            miss = m.miss
+            writer.writerow([m.search_exp, m.query, miss.true_rank, miss.item_id, f"{miss.score:.6g}",
+                             *([f"{-miss.score:.6g}"] if metric == "IP" else []), miss.location.leaf_path,
+                             miss.location.row, miss.reason, _node_or_blank(miss.left_at), _node_or_blank(miss.parent),
+                             "" if miss.rank is None else miss.rank, "" if miss.siblings is None else miss.siblings,
+                             miss.leaves_visited, m.text or miss.describe()])
+        return out.getvalue()
+
     def to_dict(self) -> dict[str, Any]:
         """The numbers and every kept miss with its explanation, for JSON export."""
         return {"k": self.report.k, "source": self.report.source, "exclude_self": self.report.exclude_self,
                 "rows": [row.to_dict() for row in self.report.rows], "missed_total": self.missed_total,
                 "missed": [{"search_exp": m.search_exp, "query": m.query, **m.miss.to_dict()} for m in self.misses]}
+
+
+def misses_csv_path(path: str | os.PathLike[str]) -> str:
+    """Where the misses of a recall CSV go: beside it, 'recall.csv' -> 'recall-misses.csv'."""
+    base, ext = os.path.splitext(os.fspath(path))
+    return f"{base}-misses{ext or '.csv'}"
+
+
+def _node_or_blank(node: tuple[int, int] | None) -> str:
+    if node is None:
+        return ""
+    return "index_root" if node[0] == 0 else node_path(*node)
 
 
 def recall_queries(reader: IndexReader, spec: RecallSpec, progress: ProgressCallback | None = None,

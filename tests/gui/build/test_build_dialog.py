@@ -458,3 +458,75 @@ def test_after_cancel_the_inputs_are_kept(qtbot, tmp_path, vectors, monkeypatch)
     wait_checked(qtbot, dialog)
     assert dialog.build_button.isEnabled() and dialog.form.isEnabled()
     assert not output.exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# remembered between openings; never an output folder the user cannot write
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder of this test's own (Documents and all), so no real one is ever proposed."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder / ".config"))
+    return folder
+
+
+def test_paths_and_fields_come_back_when_the_dialog_opens_again(qtbot, tmp_path, vectors):
+    dialog = open_dialog(qtbot, vectors)
+    dialog.form.levels_spin.setValue(2)
+    dialog.form.target_spin.setValue(30)
+    dialog.form.metric_combo.setCurrentIndex(dialog.form.metric_combo.findData("IP"))
+    output = tmp_path / "out" / "mine.zarr"
+    output.parent.mkdir()
+    dialog.form.output_edit.setText(str(output))
+    wait_checked(qtbot, dialog)
+    dialog.cancel_button.click()  # closed without building: still remembered
+
+    again = open_dialog(qtbot)
+    assert again.form.source() == str(vectors) and again.form.output() == str(output)
+    assert (again.params().levels, again.params().target_cluster_items, again.params().metric) == (2, 30, "IP")
+    wait_checked(qtbot, again)
+    assert visible_errors(again) == {} and again.build_button.isEnabled()
+
+    output.mkdir()  # built meanwhile: the next dialog proposes a free name beside it, not that index
+    third = open_dialog(qtbot)
+    assert third.form.output() == str(output.parent / "vectors.zarr")
+    (output.parent / "vectors.zarr").mkdir()
+    third.form.input_edit.setText("")
+    third.form.input_edit.setText(str(vectors))
+    assert third.form.output() == str(output.parent / "vectors-2.zarr")
+
+
+def test_an_unwritable_folder_is_never_proposed(qtbot, tmp_path, vectors, home):
+    documents = home / "Documents"
+    documents.mkdir()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    source = shared / "vectors.npy"
+    shutil.copy(vectors, source)
+    with unwritable_folder(shared):
+        dialog = open_dialog(qtbot, source)
+        assert dialog.form.output() == str(documents / "vectors.zarr")
+        note = dialog.form.output_note
+        assert note.isVisibleTo(dialog)
+        assert note.text() == f"The folder of the vectors ({shared}) cannot be written, so the index goes to " \
+                              "your Documents folder."
+        wait_checked(qtbot, dialog)
+        assert visible_errors(dialog) == {} and dialog.build_button.isEnabled()
+        dialog.form.output_edit.setText(str(documents / "chosen.zarr"))
+        dialog.form.output_edit.textEdited.emit(str(documents / "chosen.zarr"))  # as typing does
+        assert not note.isVisibleTo(dialog)
+        dialog.reject()  # remembers Documents as the output folder
+
+        with unwritable_folder(documents):  # the remembered folder is read-only now: home instead
+            again = open_dialog(qtbot, source)
+            assert again.form.output() == str(home / "vectors.zarr")
+            assert again.form.output_note.text().startswith(f"The last output folder ({documents}) cannot be written")
+            with unwritable_folder(home):
+                none = open_dialog(qtbot, source)
+                assert none.form.output() == ""  # nothing proposed rather than a folder that fails
+                assert none.form.output_note.text().startswith("No folder to propose")
+                assert none.form.output_note.isVisibleTo(none)

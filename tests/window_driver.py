@@ -1,0 +1,37 @@
+"""Driving the main window as a user does, for the window tests: open one, wait, select a node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ecpfs_viewer.gui.app import create_main_window
+from ecpfs_viewer.gui.window.main_window import MainWindow
+
+
+def open_window(qtbot, location: str | Path | None = None, width: int = 1280, height: int = 800) -> MainWindow:
+    """A shown, active main window (shortcuts reach only the active window), its store opened."""
+    win = create_main_window(str(location) if location is not None else None)
+    qtbot.addWidget(win)
+    win.resize(width, height)
+    win.show()
+    win.activateWindow()
+    qtbot.waitUntil(win.isActiveWindow, timeout=2000)
+    if location is not None:
+        wait_idle(qtbot, win)
+    return win
+
+
+def wait_idle(qtbot, win: MainWindow, timeout: int = 8000) -> None:
+    qtbot.waitUntil(lambda: not win.is_busy(), timeout=timeout)
+
+
+def selected_path(win: MainWindow) -> str | None:
+    item = win.current_item()
+    return None if item is None else item.path
+
+
+def select(qtbot, win: MainWindow, path: str) -> None:
+    """Select a node as a link or Go to does (its ancestors listed on the way)."""
+    win.reveal_path(path)
+    qtbot.waitUntil(lambda: selected_path(win) == path, timeout=5000)
+    wait_idle(qtbot, win)
