@@ -251,11 +251,13 @@ class NodePage(QWidget):
             findings += list(data.children.findings)
         if data.items is not None:
             findings += list(data.items.findings)
-        self.findings.set_findings(findings, "No problems found for this node.")
+        self.findings.set_findings(list(dict.fromkeys(findings)), "No problems found for this node.")  # each once
         self._show_listing(data)
         assert self._hierarchy is not None
         self.projection.set_node(self._hierarchy, info.ref, bool(info.is_leaf))
-        if info.exists and not info.ref.is_root:
+        if info.exists and info.embeddings != "readable":
+            self.spread_label.setText(f"No spread: the embeddings are {info.embeddings} (see the findings).")
+        elif info.exists and not info.ref.is_root:
             self._start_spread()
         else:
             self.spread_label.setText("The index root has no representative to measure from."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,9 @@ class LevelStats:
     findings: tuple[Finding, ...] = ()
     seconds: float = 0.0
     broken_ids: frozenset[int] = frozenset()  # nodes with a missing or unreadable array
+    #: nodes that hold arrays but no usable embeddings (so no size): id -> 'unreadable' or 'missing';
+    #: they exist (a reference to one is not a reference to nothing), broken
+    sizeless: dict[int, str] = field(default_factory=dict)
     #: nodes whose metadata could not be read on the way (no answer): left out of the statistics,
     #: never counted as gaps, empty or broken
     unread_ids: frozenset[int] = frozenset()
@@ -69,6 +72,12 @@ class LevelStats:
         if not self.unread_ids:
             return "lack the whole level, which could not be read"
         return f"lack {count_noun(len(self.unread_ids), 'node')} that could not be read"
+
+    def present_ids(self) -> np.ndarray:
+        """Ids of the nodes that exist, ascending: those with a size and the sizeless ones."""
+        if not self.sizeless:
+            return self.node_ids
+        return np.union1d(self.node_ids, np.fromiter(self.sizeless, np.int64, len(self.sizeless)))
 
     @property
     def node_count(self) -> int:
@@ -337,6 +346,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     chunk_rows: dict[int, int] = {}
     empty: list[str] = []
     broken: set[int] = set()
+    sizeless: dict[int, str] = {}
     unread: dict[int, str] = {}
     for node in nodes:
         if node.unread is not None:
@@ -351,6 +361,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         check_node(node, leaf, summary, findings)
         if node.errors or node.emb is None or node.ids is None:
             broken.add(node.node_id)
+        if node.emb is None:
+            sizeless[node.node_id] = "unreadable" if "embeddings" in node.unreadable else "missing"
         if node.emb is not None:
             ids.append(node.node_id)
             sizes.append(node.emb.rows)
@@ -372,7 +384,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     limit = summary.max_nodes(level)
     gap_count, gap_ids, out_of_range = 0, tuple[int, ...](), tuple[int, ...]()
     if limit is not None:  # a node that could not be read is there, not a gap
-        gap_count, gap_ids = _gaps(np.concatenate([node_ids, np.fromiter(unread, np.int64, len(unread))]), limit)
+        there = [node_ids, np.fromiter(unread, np.int64, len(unread)), np.fromiter(sizeless, np.int64, len(sizeless))]
+        gap_count, gap_ids = _gaps(np.concatenate(there), limit)
         out_of_range = tuple(int(i) for i in node_ids[node_ids >= limit][:MAX_LISTED_IDS])
         if node_ids.size > limit:
             findings.append(warning(path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))
@@ -401,6 +414,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         tuple(others),
         cap_findings(findings),
         broken_ids=frozenset(broken),
+        sizeless=sizeless,
         unread_ids=frozenset(unread),
         unread=next(iter(unread.values()), None),
     )

@@ -114,6 +114,26 @@ def test_missing_and_broken_children_are_listed_in_place(qtbot, show, two_cluste
     assert "1 missing or broken" in page.listing_label.text()
 
 
+def test_a_leaf_with_unreadable_embeddings_says_so_and_lists_its_items(qtbot, window, two_clusters_copy) -> None:
+    (two_clusters_copy / "lvl_2/node_1/embeddings/zarr.json").write_text("{not json")
+    win = window(two_clusters_copy)
+    select(qtbot, win, "lvl_2/node_1")
+    page = wait_page(qtbot, win, "lvl_2/node_1")
+    facts = page.facts_text()
+    assert "Exists: exists; embeddings unreadable: see the findings" in facts and "Exists: no" not in facts
+    assert page.tabs.tabText(0) == "Items" and page.listing_label.text().startswith("2 items, ids 2 … 3")
+    model = page.listing_model
+    assert [model.index(r, 1).data() for r in range(model.rowCount())] == ["2", "3"]
+    [(path, message)] = page.findings.row_texts()
+    assert path == "lvl_2/node_1" and message.startswith("lvl_2/node_1/embeddings/zarr.json: not valid JSON")
+    assert page.spread_label.text() == "No spread: the embeddings are unreadable (see the findings)."
+    select(qtbot, win, "lvl_1/node_1")  # its parent lists it as a broken child, not a missing one
+    parent = wait_page(qtbot, win, "lvl_1/node_1")
+    rows = [parent.listing_model.index(r, 1).data() for r in range(parent.listing_model.rowCount())]
+    assert "lvl_2/node_1" in rows
+    assert "does not exist" not in parent.listing_model.index(rows.index("lvl_2/node_1"), 4).data()
+
+
 def test_listing_columns_fit_the_widest_child_and_item_id(qtbot, show, built) -> None:
     """As wide as Qt's own fitting would make them (which asks the model for every cell)."""
     page: NodePage = show(NodePage(), 900, 600)
