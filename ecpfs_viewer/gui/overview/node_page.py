@@ -208,6 +208,11 @@ class NodePage(QWidget):
         return self._data
 
     @property
+    def shown(self) -> tuple[Hierarchy, NodeRef] | None:
+        """The index and node on the page (loaded or loading), None when it is clear."""
+        return None if self._hierarchy is None or self._ref is None else (self._hierarchy, self._ref)
+
+    @property
     def spread(self) -> Spread | None:
         return self._spread
 
