@@ -325,25 +325,30 @@ def test_screenshot_runs_are_not_added_to_recent(two_clusters_path: Path, tmp_pa
 
 
 # -- 8. the folder dialog enters plain folders ------------------------------------------------------
-def test_folder_dialog_enters_a_plain_folder_instead_of_opening_it(qtbot, two_clusters_copy: Path,
-                                                                    monkeypatch) -> None:
-    from PySide6.QtWidgets import QFileDialog
+def test_folder_dialog_enters_a_plain_folder_instead_of_opening_it(qtbot, two_clusters_copy: Path) -> None:
+    """A plain folder chosen is entered, and the dialog says why in a line of its own (still open)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
 
-    from ecpfs_viewer.gui.window.open_dialogs import ask_index_folder
+    from ecpfs_viewer.gui.window.open_dialogs import IndexFolderDialog, ask_index_folder
 
     plain = two_clusters_copy.parent  # holds an index, but is none
-    calls: list[tuple[str, str]] = []
-    answers = iter([str(plain), str(two_clusters_copy)])
+    seen: list[tuple[str, str, bool]] = []
 
-    def dialog(_parent, title, start, *_args, **_kwargs) -> str:
-        calls.append((title, start))
-        return next(answers)
+    def choose(*folders: Path) -> None:
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, IndexFolderDialog)
+        for folder in folders:
+            dialog.selectFile(str(folder))
+            dialog.accept()
+            seen.append((dialog.problem_text(), dialog.directory().absolutePath(), dialog.isVisible()))
 
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", dialog)
+    QTimer.singleShot(0, lambda: choose(plain, two_clusters_copy))
     assert ask_index_folder(None, "/") == str(two_clusters_copy)
-    assert calls[1][1] == str(plain)  # the dialog opened again inside the plain folder
-    assert "holds no Zarr metadata" in calls[1][0]
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_args, **_kwargs: "")
+    assert seen[0] == (f"{plain.name} holds no Zarr metadata (zarr.json, .zgroup, .zarray): choose a store inside it.",
+                       str(plain), True)  # entered, said in the dialog, still open
+    assert seen[1][2] is False  # a store: opened
+    QTimer.singleShot(0, lambda: QApplication.activeModalWidget().reject())
     assert ask_index_folder(None, str(plain)) is None  # cancel
 
 
