@@ -119,6 +119,7 @@ class MainWindow(QMainWindow):
         self.overview.node_requested.connect(self.reveal_path)
         self.overview.action_measured.connect(self.report_action)
         self.overview.report_ready.connect(self._mark_validation)
+        self.overview.index_page.build_requested.connect(self.open_build_dialog)  # a legacy index's rebuild
         self.plot = PlotPane()
         self.plot.node_requested.connect(self.reveal_path)
         self.plot.exported.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 15000))
