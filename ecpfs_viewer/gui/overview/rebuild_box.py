@@ -50,10 +50,10 @@ class RebuildBox(QWidget):
         grid = QGridLayout(self)
         grid.setContentsMargins(0, 4, 0, 4)
         grid.addWidget(self.intro, 0, 0, 1, 3)
-        grid.addWidget(self.command, 1, 0)
-        grid.addWidget(self.copy_button, 1, 1)
-        grid.addWidget(self.save_button, 1, 2)
-        grid.addWidget(self.status, 2, 0, 1, 3)
+        grid.addWidget(self.command, 1, 0, 1, 3)  # the whole width: the command is long
+        grid.addWidget(self.copy_button, 2, 1)
+        grid.addWidget(self.save_button, 2, 2)
+        grid.addWidget(self.status, 2, 0)
         grid.setColumnStretch(0, 1)
         self.hide()
 
@@ -72,6 +72,7 @@ class RebuildBox(QWidget):
         self.intro.setText(f"To rebuild it from its own vectors: save them to <b>{plan.vectors.name}</b> beside "
                            f"it (leaves read in item-id order), then run:")
         self.command.setText(plan.command)
+        self.command.setToolTip(plan.command)
         self.command.setCursorPosition(0)
         self.save_button.setEnabled(True)
         self.status.clear()
