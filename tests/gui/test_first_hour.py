@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
@@ -103,8 +105,46 @@ def test_legacy_layout_is_said_once(qtbot, opened, two_clusters_copy: Path) -> N
     assert layout is not None and layout.message in win.overview.banner.text.text()
     assert win.overview.banner.severity is layout.severity
     assert not win.banner.isVisible()  # the window's own banner does not repeat it
-    assert all(layout.message != message for _path, message in page.findings.row_texts())
-    assert page.verdict.text().startswith("<b>Layout error (above)</b>")
+    # one verdict: the layout error is in the findings it counts, no "No errors or warnings" beside it
+    assert [message for _path, message in page.findings.row_texts()].count(layout.message) == 1
+    assert ("", "No errors or warnings.") not in page.findings.row_texts()
+    assert page.verdict.text().startswith("<b>1 error</b>")
+
+
+def test_legacy_index_says_how_to_rebuild_it_and_does_it(qtbot, opened, two_clusters_copy: Path) -> None:
+    """The exact build command from the index's own vectors, and a button that writes them and opens
+    the Build dialog on them; the command run as shown builds a valid index of the same items."""
+    import numpy as np
+
+    from ecpfs_viewer.gui.build.dialog import BuildDialog
+    from ecpfs_viewer.model.build.builder import BuildParams, build_index
+    from ecpfs_viewer.model.storage.opening import open_store
+    from ecpfs_viewer.model.validation import validate
+    from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+
+    for name in ("info/format_version", "info/total_items", "info/next_item_id"):
+        shutil.rmtree(two_clusters_copy / name)
+    win = opened(two_clusters_copy)
+    box = win.overview.index_page.rebuild
+    qtbot.waitUntil(box.isVisible, timeout=10000)
+    folder = two_clusters_copy.resolve().parent
+    vectors, output = folder / "two_clusters-vectors.npy", folder / "two_clusters-v1.zarr"
+    assert box.command.text() == (f"ecpfs-viewer build {vectors} {output} --levels 2 --target-cluster-items 2 "
+                                  "--metric L2")
+    qtbot.mouseClick(box.copy_button, Qt.MouseButton.LeftButton)
+    assert QApplication.clipboard().text() == box.command.text()
+    qtbot.mouseClick(box.save_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: isinstance(win._build_dialog, BuildDialog) and win._build_dialog.isVisible(),
+                    timeout=15000)
+    assert win._build_dialog.form.source() == str(vectors)
+    stored = np.load(vectors)
+    reference = Hierarchy(open_store(two_clusters_copy))
+    for leaf in range(4):  # row i of the file is item i's vector
+        ids = reference.read_array(f"lvl_2/node_{leaf}/item_ids")
+        np.testing.assert_array_equal(stored[ids], reference.read_array(f"lvl_2/node_{leaf}/embeddings"))
+    win._build_dialog.close()
+    build_index(vectors, output, BuildParams(levels=2, target_cluster_items=2, metric="L2"))  # the command's build
+    assert validate(Hierarchy(open_store(output))).ok
 
 
 # -- 3. the level page lists what validation found in it ---------------------------------------------
@@ -325,25 +365,30 @@ def test_screenshot_runs_are_not_added_to_recent(two_clusters_path: Path, tmp_pa
 
 
 # -- 8. the folder dialog enters plain folders ------------------------------------------------------
-def test_folder_dialog_enters_a_plain_folder_instead_of_opening_it(qtbot, two_clusters_copy: Path,
-                                                                    monkeypatch) -> None:
-    from PySide6.QtWidgets import QFileDialog
+def test_folder_dialog_enters_a_plain_folder_instead_of_opening_it(qtbot, two_clusters_copy: Path) -> None:
+    """A plain folder chosen is entered, and the dialog says why in a line of its own (still open)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
 
-    from ecpfs_viewer.gui.window.open_dialogs import ask_index_folder
+    from ecpfs_viewer.gui.window.open_dialogs import IndexFolderDialog, ask_index_folder
 
     plain = two_clusters_copy.parent  # holds an index, but is none
-    calls: list[tuple[str, str]] = []
-    answers = iter([str(plain), str(two_clusters_copy)])
+    seen: list[tuple[str, str, bool]] = []
 
-    def dialog(_parent, title, start, *_args, **_kwargs) -> str:
-        calls.append((title, start))
-        return next(answers)
+    def choose(*folders: Path) -> None:
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, IndexFolderDialog)
+        for folder in folders:
+            dialog.selectFile(str(folder))
+            dialog.accept()
+            seen.append((dialog.problem_text(), dialog.directory().absolutePath(), dialog.isVisible()))
 
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", dialog)
+    QTimer.singleShot(0, lambda: choose(plain, two_clusters_copy))
     assert ask_index_folder(None, "/") == str(two_clusters_copy)
-    assert calls[1][1] == str(plain)  # the dialog opened again inside the plain folder
-    assert "holds no Zarr metadata" in calls[1][0]
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_args, **_kwargs: "")
+    assert seen[0] == (f"{plain.name} holds no Zarr metadata (zarr.json, .zgroup, .zarray): choose a store inside it.",
+                       str(plain), True)  # entered, said in the dialog, still open
+    assert seen[1][2] is False  # a store: opened
+    QTimer.singleShot(0, lambda: QApplication.activeModalWidget().reject())
     assert ask_index_folder(None, str(plain)) is None  # cancel
 
 

@@ -1,8 +1,9 @@
 """The overview of an index root: its summary on the left, its validation report on the right.
 
 Both come from the model in the background (``summarize``, ``validate``); a finding is a link
-that emits ``node_requested(path)``. The layout finding (legacy, newer, unstamped) is left out of
-the table: the overview's banner shows it.
+that emits ``node_requested(path)``. The verdict counts every finding in the table, the layout
+one (legacy, newer, unstamped) included, so it never says "no errors" beside the banner that
+says "rebuild required"; a legacy index on disk gets its rebuild command below the verdict.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QProgressBar, QSplitter, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
+from ecpfs_viewer.gui.overview.rebuild_box import RebuildBox
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, fact_value, facts_scroll, group_box
@@ -68,18 +70,13 @@ def summary_rows(summary: IndexSummary) -> list[tuple[str, str]]:
 
 
 def verdict_text(report: ValidationReport) -> str:
-    """The line above the findings: errors and warnings listed in the table, and whether the
-    layout problem shown in the banner above is an error."""
-    listed = report.findings_except_layout()
+    """The line above the findings: the errors and warnings listed in the table, the layout's among them."""
+    listed = report.findings
     errors = sum(f.severity is Severity.ERROR for f in listed)
     warnings = sum(f.severity is Severity.WARNING for f in listed)
     found = f"{count_noun(warnings, 'warning')}."
     if listed:
         found += " Click a finding to open its node."
-    layout = report.layout_finding
-    if layout is not None and layout.severity is Severity.ERROR:
-        other = f"{count_noun(errors, 'other error')}" if errors else "no other error"
-        return f"<b>Layout error (above)</b> · {other} · {found}"
     if errors:
         return f"<b>{count_noun(errors, 'error')}</b> · {found}"
     return f"<b>No errors</b> · {found}"
@@ -97,6 +94,8 @@ class IndexPage(QSplitter):
     report_ready = Signal(object, object)
     #: What an action read (description, Measured), for the status bar.
     action_measured = Signal(str, object)
+    #: The vectors of a legacy index were written to this .npy: open the Build dialog on it.
+    build_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(Qt.Orientation.Horizontal, parent)
@@ -124,7 +123,10 @@ class IndexPage(QSplitter):
         self.checked = QLabel()
         self.checked.setWordWrap(True)
         self.checked.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.rebuild = RebuildBox()
+        self.rebuild.build_requested.connect(self.build_requested)
         report_layout.addWidget(self.verdict)
+        report_layout.addWidget(self.rebuild)
         report_layout.addWidget(self.progress)
         report_layout.addWidget(self.findings, 1)
         report_layout.addWidget(self.checked)
@@ -143,6 +145,7 @@ class IndexPage(QSplitter):
         self.facts.set_rows([])
         self.findings.clear()
         self.verdict.clear()
+        self.rebuild.clear()
         self.checked.clear()
         self.progress.hide()
 
@@ -188,13 +191,14 @@ class IndexPage(QSplitter):
 
     @property
     def busy(self) -> bool:
-        return self._summary_runner.busy or self._check_runner.busy
+        return self._summary_runner.busy or self._check_runner.busy or self.rebuild.busy
 
     def _on_summary(self, result: Measured) -> None:
         summary: IndexSummary = result.value
         self.action_measured.emit("Index summary", result)
         self.summary = summary
         self.facts.set_rows(summary_rows(summary))
+        self._offer_rebuild()
         self.summary_ready.emit(summary)
 
     def _on_check_progress(self, progress: CheckProgress) -> None:
@@ -222,9 +226,16 @@ class IndexPage(QSplitter):
         self.report = report
         self.progress.hide()
         self.verdict.setText(verdict_text(report))
-        self.findings.set_findings(list(report.findings_except_layout()), "No errors or warnings.")
+        self.findings.set_findings(list(report.findings), "No errors or warnings.")
+        self._offer_rebuild()
         if report.checked:
             self.checked.setText("Checked: " + "; ".join(report.checked) + ".")
+
+    def _offer_rebuild(self) -> None:
+        """The rebuild command of a legacy index on disk, once both its summary and report are in."""
+        summary, report, hierarchy = self.summary, self.report, self._hierarchy
+        if summary is not None and report is not None and hierarchy is not None and summary.layout.is_legacy:
+            self.rebuild.offer(hierarchy, summary)
 
     def _on_check_failed(self, message: str) -> None:
         checked, self._validating = self._validating, None

@@ -216,6 +216,11 @@ class NodePage(QWidget):
         return self._data
 
     @property
+    def shown(self) -> tuple[Hierarchy, NodeRef] | None:
+        """The index and node on the page (loaded or loading), None when it is clear."""
+        return None if self._hierarchy is None or self._ref is None else (self._hierarchy, self._ref)
+
+    @property
     def spread(self) -> Spread | None:
         return self._spread
 
@@ -260,7 +265,9 @@ class NodePage(QWidget):
             self._level_runner.run(load_level_facts, self._hierarchy, info.ref, on_result=self._on_level_facts,
                                    on_error=lambda _error: None)
         self.projection.set_node(self._hierarchy, info.ref, bool(info.is_leaf))
-        if info.exists and not info.ref.is_root:
+        if info.exists and info.embeddings != "readable":
+            self.spread_label.setText(f"No spread: the embeddings are {info.embeddings} (see the findings).")
+        elif info.exists and not info.ref.is_root:
             self._start_spread()
         else:
             self.spread_label.setText("The index root has no representative to measure from."
@@ -276,7 +283,7 @@ class NodePage(QWidget):
             findings += list(data.children.findings)
         if data.items is not None:
             findings += list(data.items.findings)
-        self.findings.set_findings(findings, "No problems found for this node.")
+        self.findings.set_findings(list(dict.fromkeys(findings)), "No problems found for this node.")  # each once
 
     def _on_level_facts(self, info: NodeInfo) -> None:
         """The whole level's statistics arrived: the size against its median, its findings."""

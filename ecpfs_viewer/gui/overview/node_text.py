@@ -25,6 +25,8 @@ def fact_rows(info: NodeInfo) -> list[tuple[str, str]]:
                  + f" · {kind}"))
     if not info.exists:
         rows.append(("Exists", "no: see the findings"))
+    elif info.embeddings != "readable":
+        rows.append(("Exists", f"exists; embeddings {info.embeddings}: see the findings"))
     if info.rows is not None:
         size = f"{info.rows:,} rows"
         if info.relative_size is not None and info.level_median:

@@ -134,7 +134,9 @@ class SearchPanel(QWidget):
     def clear(self) -> None:
         self._exploration = None
         self.results_model.clear()
+        self.results_model.set_headers(self.RESULT_HEADERS)  # the score's name is the index's metric
         self.misses_model.clear()
+        self.misses_model.set_headers(self.MISS_HEADERS)
         self.misses_label.setText("True neighbours missed")
         self.path_view.clear()
         self.marks_changed.emit({})

@@ -162,8 +162,15 @@ class QueryForm(QWidget):
             self.file_edit.setText(path)
 
     def reset_store(self) -> None:
-        """A new store: its saved queries are unknown until asked for again."""
+        """A new store: the queries that named the old one (item ids, an array path, its saved queries
+        and heatmap row) are dropped; a .npy file and the search settings are the user's own, kept."""
         self.saved_combo.clear()
+        for edit in (self.item_edit, self.array_edit, self.exclude_edit):
+            edit.clear()
+        self.array_row.setValue(0)
+        self._offered = None
+        self.use_row_button.setEnabled(False)
+        self.use_row_button.setToolTip("Click a heatmap row in the Data tab first")
 
     # -- what to run ------------------------------------------------------------------------------
     def query_spec(self) -> QuerySpec:

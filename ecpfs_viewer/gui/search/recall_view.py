@@ -191,7 +191,10 @@ class RecallView(QWidget):
         self.progress.hide()
         self.run_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
+        self._metric = "L2"
         self.clear()
+        self.numbers_model.set_headers(self.NUMBER_HEADERS)
+        self.misses_model.set_headers(self.MISS_HEADERS)
 
     def set_metric(self, metric: str) -> None:
         self._metric = metric

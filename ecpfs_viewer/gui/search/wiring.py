@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QModelIndex, QObject, Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDockWidget, QInputDialog, QLineEdit, QMainWindow, QMenu
+from PySide6.QtWidgets import QDockWidget, QLineEdit, QMainWindow, QMenu
 
 from ecpfs_viewer.gui.data.plot_pane import PlotPane
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
@@ -20,6 +20,7 @@ from ecpfs_viewer.gui.search.panel import SearchPanel
 from ecpfs_viewer.gui.search.session import MARKS_LAYER, SearchSession
 from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, TreeItem
 from ecpfs_viewer.gui.widgets.actions import window_action
+from ecpfs_viewer.gui.widgets.ask_dialog import AskDialog
 from ecpfs_viewer.model.search import ItemLocation, UnknownItemError
 
 #: Rows of a leaf shown around a selected row (the heatmap then selects that row).
@@ -32,6 +33,17 @@ def _locate_job(session: SearchSession, item_id: int) -> ItemLocation | None:
         return session.reader().locate(item_id)
     except UnknownItemError:
         return None
+
+
+def item_id_problem(text: str) -> str | None:
+    """Why text is no item id, or None."""
+    if not text:
+        return "Type an item id, e.g. 42"
+    try:
+        int(text)
+    except ValueError:
+        return f"{text!r} is not an item id (a whole number)"
+    return None
 
 
 def row_window(row: int, window: int = ROW_WINDOW) -> tuple[int, int]:
@@ -143,27 +155,32 @@ class SearchFeature(QObject):
         if self.session.hierarchy is None:
             self._say("Open an ecpfs index first", 5000)
             return
-        text, ok = QInputDialog.getText(self.host, "Go to Item", "Item id:")
-        if ok and text.strip():
-            try:
-                item_id = int(text.strip())
-            except ValueError:
-                self._say(f"{text.strip()!r} is not an item id", 8000)
-                return
-            self.go_to_item(item_id)
+        dialog = AskDialog(self.host, "Go to Item", "Item id:", placeholder="e.g. 42", check=item_id_problem)
+        dialog.submitted.connect(lambda text: self.go_to_item(int(text), dialog))
+        dialog.rejected.connect(self._locate_runner.invalidate)  # cancelled while looking: no answer comes
+        dialog.exec()  # open until the item is found; says in place why not
+        dialog.deleteLater()
 
-    def go_to_item(self, item_id: int) -> None:
-        """Find an item's leaf and row (reading item_ids only) and show them; says so when absent."""
+    def go_to_item(self, item_id: int, dialog: AskDialog | None = None) -> None:
+        """Find an item's leaf and row (reading item_ids only) and show them; says so when absent
+        (in the dialog asking, if any, and on the status bar)."""
         self._say(f"Looking for item {item_id} …", 0)
         self._locate_runner.run(_locate_job, self.session, item_id,
-                                on_result=lambda location: self._on_located(item_id, location),
-                                on_error=lambda message: self._say(message, 10000))
+                                on_result=lambda location: self._on_located(item_id, location, dialog),
+                                on_error=lambda message: self._not_found(message, dialog))
 
-    def _on_located(self, item_id: int, location: ItemLocation | None) -> None:
+    def _on_located(self, item_id: int, location: ItemLocation | None, dialog: AskDialog | None) -> None:
         if location is None:
-            self._say(f"Item {item_id} is not in this index", 10000)
+            self._not_found(f"Item {item_id} is not in this index", dialog)
             return
+        if dialog is not None:
+            dialog.found()
         self.show_leaf_row(location.leaf_path, location.row, location.describe())
+
+    def _not_found(self, message: str, dialog: AskDialog | None) -> None:
+        self._say(message, 10000)
+        if dialog is not None:
+            dialog.refuse(message)
 
     # -- a leaf with one row selected ---------------------------------------------------------------------
     def show_leaf_row(self, leaf_path: str, row: int, message: str = "") -> None:

@@ -160,6 +160,6 @@ class WindowActions(QObject):
             return
         current = self.tree.current_item()
         dialog = GoToPathDialog((i.path for i in self.tree.tree_model.loaded_items()), self.window,
-                                current.path if current is not None else "")
-        if dialog.exec():
-            self.tree.reveal_path(dialog.path())
+                                current.path if current is not None else "", self.tree.tree_model)
+        dialog.exec()  # it walks the tree to the path, and stays open to say why it cannot
+        dialog.deleteLater()

@@ -37,16 +37,14 @@ from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_
 from ecpfs_viewer.gui.widgets.display import MessageBanner, panes
 from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
+from ecpfs_viewer.gui.window.selection_tabs import SelectionTabs, targets
 from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_label, location_from_drop
 from ecpfs_viewer.gui.window.start_page import StartPage
 from ecpfs_viewer.model.build.builder import BuildProgress
 from ecpfs_viewer.model.ecpfs.derived_listing import listing_note
-from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
-from ecpfs_viewer.model.ecpfs.paths import parse_level
 from ecpfs_viewer.model.storage.opening import is_url
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
 WINDOW_TITLE = "ecpfs-viewer"
@@ -121,6 +119,7 @@ class MainWindow(QMainWindow):
         self.overview.node_requested.connect(self.reveal_path)
         self.overview.action_measured.connect(self.report_action)
         self.overview.report_ready.connect(self._mark_validation)
+        self.overview.index_page.build_requested.connect(self.open_build_dialog)  # a legacy index's rebuild
         self.plot = PlotPane()
         self.plot.node_requested.connect(self.reveal_path)
         self.plot.exported.connect(lambda path: self.statusBar().showMessage(f"Saved {path}", 15000))
@@ -138,6 +137,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)  # until an index opens
         self.tabs.setCurrentIndex(self.TAB_METADATA)
 
+        self.selection = SelectionTabs(self.tabs, self.overview_stack, self.overview, self.node_page, self.plot)
         self.splitter = panes(Qt.Orientation.Horizontal, (self.tree_panel, 0), (self.tabs, 1))
         self.splitter.setSizes([340, 940])
         self.browser = self.splitter
@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
         self.plot.clear()
         self.overview.clear()
         self.node_page.clear()
+        self.selection.forget()
         self.overview.forget_report()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
 
@@ -296,40 +297,11 @@ class MainWindow(QMainWindow):
     def _show_item(self, item: TreeItem) -> None:
         hierarchy = self.session.hierarchy
         assert hierarchy is not None
-        path = item.path
-        self.metadata.show_node(hierarchy, path)
-        overview_shown = self._show_overview(hierarchy, path)
-        if item.kind is NodeKind.ARRAY and not item.error:
-            self.plot.show_array(hierarchy, path)
-        else:
-            self.plot.clear()
-        if overview_shown:
-            self.tabs.setCurrentIndex(self.TAB_OVERVIEW)
-        elif self.tabs.currentIndex() == self.TAB_OVERVIEW or (
-            self.tabs.currentIndex() == self.TAB_DATA and item.kind is not NodeKind.ARRAY
-        ):
-            self.tabs.setCurrentIndex(self.TAB_METADATA)
-
-    def _show_overview(self, hierarchy: Hierarchy, path: str) -> bool:
-        """Show the index overview for the root or an lvl_N group; False for other nodes."""
+        self.metadata.show_node(hierarchy, item.path)
         opened = self.session.current
-        if opened is None or not opened.layout.is_index:
-            return False
-        ref = node_ref_of(path)
-        broken = self.tree_model.item(self.tree_model.index_for_path(path)).error  # its message is on Metadata
-        if ref is not None and path == ref.path and not broken:  # the node group itself, not an array in it
-            self.node_page.show_node(hierarchy, ref)
-            self.overview_stack.setCurrentWidget(self.node_page)
-            return True
-        self.overview_stack.setCurrentWidget(self.overview)
-        if path == "":
-            self.overview.show_index(hierarchy)
-            return True
-        level = parse_level(path)
-        if level is not None:
-            self.overview.show_level(hierarchy, level)
-            return True
-        return False
+        self.selection.show(hierarchy, targets(item.path, is_array=item.kind is NodeKind.ARRAY and not item.error,
+                                               is_index=bool(opened is not None and opened.layout.is_index),
+                                               broken=bool(item.error)))
 
     def _preview_chunk(self, path: str, text: str) -> None:
         if self.session.hierarchy is None:

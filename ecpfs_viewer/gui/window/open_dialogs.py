@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QGridLayout,
     QLabel,
     QLineEdit,
     QSpinBox,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.model.storage.counted_io import METADATA_KEYS
 from ecpfs_viewer.model.storage.opening import is_url
 from ecpfs_viewer.model.storage.options import RemoteOptions
@@ -37,19 +39,51 @@ def holds_zarr_metadata(folder: str) -> bool:
         return False
 
 
+class IndexFolderDialog(QFileDialog):
+    """A directory dialog that accepts only a Zarr store folder: a plain folder chosen or typed into
+    its path box is entered instead, with a line in the dialog saying so, so a folder of indexes
+    is never opened as one "implicit group" store (drop it on the window for that).
+
+    Qt's own dialog, not the platform's: a native one can neither stay open nor show the line."""
+
+    def __init__(self, parent: QWidget | None = None, start: str = "") -> None:
+        super().__init__(parent, "Open Index Folder (a *.zarr folder)", start)
+        self.setFileMode(QFileDialog.FileMode.Directory)
+        self.setOptions(QFileDialog.Option.ShowDirsOnly | QFileDialog.Option.DontUseNativeDialog)
+        self.problem = QLabel()  # why the folder chosen was entered instead of opened
+        self.problem.setWordWrap(True)
+        self.problem.hide()
+        grid = self.layout()
+        if isinstance(grid, QGridLayout):  # Qt's dialog lays itself out on a grid: the line goes below it
+            grid.addWidget(self.problem, grid.rowCount(), 0, 1, grid.columnCount())
+        self.directoryEntered.connect(lambda _path: self.problem.hide())
+
+    def chosen(self) -> str:
+        files = self.selectedFiles()
+        return files[0] if files else ""
+
+    def accept(self) -> None:
+        path = self.chosen()
+        if not path or holds_zarr_metadata(path) or not os.path.isdir(path):
+            super().accept()  # a store, or something open_store explains (a missing path)
+            return
+        self.setDirectory(path)
+        self.problem.setText(f"{os.path.basename(os.path.normpath(path)) or path} holds no Zarr metadata "
+                             "(zarr.json, .zgroup, .zarray): choose a store inside it.")
+        self.problem.setStyleSheet(f"color: {error_color(self)};")
+        self.problem.show()
+
+    def problem_text(self) -> str:
+        return self.problem.text() if not self.problem.isHidden() else ""
+
+
 def ask_index_folder(parent: QWidget | None, start: str = "") -> str | None:
-    """A directory dialog that opens only a Zarr store folder: a plain folder chosen or typed into
-    its path box is entered instead (the dialog opens again inside it), so a folder of indexes is
-    never opened as one "implicit group" store (drop it on the window for that). Cancel gives None."""
-    title = "Open Index Folder (a *.zarr folder)"
-    while True:
-        path = QFileDialog.getExistingDirectory(parent, title, start, QFileDialog.Option.ShowDirsOnly)
-        if not path:
-            return None
-        if holds_zarr_metadata(path) or not os.path.isdir(path):
-            return path  # a store, or something open_store explains (a missing path)
-        start = path
-        title = f"{os.path.basename(os.path.normpath(path)) or path} holds no Zarr metadata: choose a store inside it"
+    """The Zarr store folder chosen in an :class:`IndexFolderDialog`; None on Cancel."""
+    dialog = IndexFolderDialog(parent, start)
+    try:
+        return dialog.chosen() or None if dialog.exec() else None
+    finally:
+        dialog.deleteLater()
 
 
 def ask_zip(parent: QWidget | None, start: str = "") -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,9 @@ class LevelStats:
     findings: tuple[Finding, ...] = ()
     seconds: float = 0.0
     broken_ids: frozenset[int] = frozenset()  # nodes with a missing or unreadable array
+    #: nodes that hold arrays but no usable embeddings (so no size): id -> 'unreadable' or 'missing';
+    #: they exist (a reference to one is not a reference to nothing), broken
+    sizeless: dict[int, str] = field(default_factory=dict)
     #: nodes whose metadata could not be read on the way (no answer): left out of the statistics,
     #: never counted as gaps, empty or broken
     unread_ids: frozenset[int] = frozenset()
@@ -71,6 +74,12 @@ class LevelStats:
         if not self.unread_ids:
             return "lack the whole level, which could not be read"
         return f"lack {count_noun(len(self.unread_ids), 'node')} that could not be read"
+
+    def present_ids(self) -> np.ndarray:
+        """Ids of the nodes that exist, ascending: those with a size and the sizeless ones."""
+        if not self.sizeless:
+            return self.node_ids
+        return np.union1d(self.node_ids, np.fromiter(self.sizeless, np.int64, len(self.sizeless)))
 
     @property
     def node_count(self) -> int:
@@ -309,17 +318,19 @@ def _empty_level(level: int, path: str, summary: IndexSummary, findings: tuple[F
     )
 
 
-_Measured = tuple[list[int], list[int], dict[int, int], list[str], set[int], dict[int, str]]
+_Measured = tuple[list[int], list[int], dict[int, int], list[str], set[int], dict[int, str], dict[int, str]]
 
 
 def _measure(nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary, findings: list[Finding]) -> _Measured:
-    """Ids and sizes of the nodes that have embeddings, the commonest chunk rows, the empty, broken
-    and unread nodes; each node's problems appended to findings."""
+    """Ids and sizes of the nodes that have embeddings, the commonest chunk rows, the empty, broken,
+    sizeless (no usable embeddings: "unreadable" or "missing") and unread nodes; each node's
+    problems appended to findings."""
     ids: list[int] = []
     sizes: list[int] = []
     chunk_rows: dict[int, int] = {}
     empty: list[str] = []
     broken: set[int] = set()
+    sizeless: dict[int, str] = {}
     unread: dict[int, str] = {}
     for node in nodes:
         if node.unread is not None:
@@ -334,12 +345,14 @@ def _measure(nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary, 
         check_node(node, leaf, summary, findings)
         if node.errors or node.emb is None or node.ids is None:
             broken.add(node.node_id)
+        if node.emb is None:
+            sizeless[node.node_id] = "unreadable" if "embeddings" in node.unreadable else "missing"
         if node.emb is not None:
             ids.append(node.node_id)
             sizes.append(node.emb.rows)
             if node.emb.chunk_rows is not None:
                 chunk_rows[node.emb.chunk_rows] = chunk_rows.get(node.emb.chunk_rows, 0) + 1
-    return ids, sizes, chunk_rows, empty, broken, unread
+    return ids, sizes, chunk_rows, empty, broken, sizeless, unread
 
 
 def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSummary | None = None) -> LevelStats:
@@ -355,13 +368,13 @@ def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSum
     except Exception as exc:
         return replace(_empty_level(level, path, summary, (error(path, _unread_message(exc)),)),
                        subset=True, unread=describe_exception(exc))
-    ids, sizes, chunk_rows, empty, broken, unread = _measure(nodes, leaf, summary, findings)
+    ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measure(nodes, leaf, summary, findings)
     empty = [node for node in empty if h.node(node).kind is not NodeKind.ERROR]  # absent: no empty group
     order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
     common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
     return LevelStats(level, path, leaf, np.asarray(ids, dtype=np.int64)[order],
                       np.asarray(sizes, dtype=np.int64)[order], None, 0, (), (), common_rows, summary.total_items,
-                      tuple(empty), (), cap_findings(findings), broken_ids=frozenset(broken),
+                      tuple(empty), (), cap_findings(findings), broken_ids=frozenset(broken), sizeless=sizeless,
                       unread_ids=frozenset(unread), unread=next(iter(unread.values()), None), subset=True)
 
 
@@ -396,7 +409,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         nodes.append(NodeArrays(node_id, child.path))
     expected_ids = "item_ids" if leaf else "node_ids" if leaf is not None else None
     read_node_arrays(h, nodes, expected_ids)
-    ids, sizes, chunk_rows, empty, broken, unread = _measure(nodes, leaf, summary, findings)
+    ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measure(nodes, leaf, summary, findings)
     if unread:
         first = min(unread)
         findings.append(error(path, f"{count_noun(len(unread), 'node')} of {len(nodes):,} could not be read "
@@ -413,7 +426,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     limit = summary.max_nodes(level)
     gap_count, gap_ids, out_of_range = 0, tuple[int, ...](), tuple[int, ...]()
     if limit is not None:  # a node that could not be read is there, not a gap
-        gap_count, gap_ids = _gaps(np.concatenate([node_ids, np.fromiter(unread, np.int64, len(unread))]), limit)
+        there = [node_ids, np.fromiter(unread, np.int64, len(unread)), np.fromiter(sizeless, np.int64, len(sizeless))]
+        gap_count, gap_ids = _gaps(np.concatenate(there), limit)
         out_of_range = tuple(int(i) for i in node_ids[node_ids >= limit][:MAX_LISTED_IDS])
         if node_ids.size > limit:
             findings.append(warning(path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))
@@ -442,6 +456,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         tuple(others),
         cap_findings(findings),
         broken_ids=frozenset(broken),
+        sizeless=sizeless,
         unread_ids=frozenset(unread),
         unread=next(iter(unread.values()), None),
     )

@@ -24,6 +24,7 @@ class NodeArrays:
     ids: ArrayMeta | None = None
     ids_name: str | None = None
     errors: list[str] = field(default_factory=list)
+    unreadable: set[str] = field(default_factory=set)  # arrays whose zarr.json is there but cannot be used
     unread: str | None = None  # why its documents could not be read on the way (no answer): not a fact
 
 
@@ -87,6 +88,7 @@ def _meta_or_error(node: NodeArrays, name: str, raw: bytes, zarr_format: int | N
     parsed = parse_array_meta(f"{node.path}/{name}", raw, zarr_format)
     if isinstance(parsed, str):
         node.errors.append(parsed)
+        node.unreadable.add(name)
         return None
     return parsed
 
@@ -111,6 +113,7 @@ def _list_node(h: Hierarchy, node: NodeArrays) -> None:
             continue
         if child.kind is NodeKind.ERROR:
             node.errors.append(f"{name}: unreadable metadata: {child.error}")
+            node.unreadable.add(name)
             continue
         if child.kind is not NodeKind.ARRAY or child.raw is None:
             node.errors.append(f"{name}: expected an array, found {child.kind.value}")
@@ -125,11 +128,14 @@ def _list_node(h: Hierarchy, node: NodeArrays) -> None:
 
 
 def check_node(node: NodeArrays, leaf: bool | None, summary: IndexSummary, findings: list[Finding]) -> None:
-    """Per-node metadata checks of §10 items 3, 5 and 6."""
+    """Per-node metadata checks of §10 items 3, 5 and 6 (an unreadable array was reported as such)."""
     if node.emb is None:
-        findings.append(error(node.path, f"has {node.ids_name} but no embeddings array"))
+        if "embeddings" not in node.unreadable:
+            findings.append(error(node.path, f"has {node.ids_name} but no embeddings array"))
         return
     if node.ids is None:
+        if node.unreadable - {"embeddings"}:
+            return
         findings.append(
             error(node.path, "has embeddings but no ids array (node_ids or item_ids); upstream reports it as corrupt")
         )

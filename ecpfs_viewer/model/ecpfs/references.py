@@ -139,12 +139,13 @@ def referenced_children(
             parents_read += 1
             if progress is not None:
                 progress(Counted(done + 1, len(parents), "parents' node_ids decoded"))
-    missing = refs.missing(stats.node_ids)
+    present = stats.present_ids()
+    missing = refs.missing(present)
     return ReferencedChildren(
         level,
         refs.referenced,
         tuple(missing),
-        refs.missing_count(stats.node_ids),
+        refs.missing_count(present),
         tuple(refs.invalid[:MAX_LISTED_IDS]),
         parents_read,
         parents_total,

@@ -63,9 +63,10 @@ def check_data(
         _check_internal_level(check, summary, by_level[level], ids, by_level.get(level + 1), rep_rows, vectors)
     if summary.fan_out is not None and 1 in by_level:
         root_refs = ChildReferences.of_root(summary.fan_out)
-        missing_first = root_refs.missing(by_level[1].node_ids)
+        present = by_level[1].present_ids()
+        missing_first = root_refs.missing(present)
         if missing_first:
-            count = root_refs.missing_count(by_level[1].node_ids)
+            count = root_refs.missing_count(present)
             check.warning(level_path(1), f"{count} root entries lead to no node (e.g. {node_name(missing_first[0])})")
     if internal_total == 0 and not internal:
         check.checked.append("no internal levels to decode")
@@ -178,12 +179,13 @@ def _check_internal_level(
     for path in mismatched[:10]:
         check.warning(f"{path}/embeddings", "rows differ from rep_embeddings[node_ids[j]]", sampled)
     if child is not None:
-        missing = refs.missing(child.node_ids)
+        present = child.present_ids()  # a node with unreadable embeddings exists: its own finding says so
+        missing = refs.missing(present)
         if missing:
             examples = ", ".join(node_name(m) for m in missing[:5])
             check.warning(
                 child.path,
-                f"{refs.missing_count(child.node_ids):,} of {count_noun(refs.referenced, 'referenced child node')} "
+                f"{refs.missing_count(present):,} of {count_noun(refs.referenced, 'referenced child node')} "
                 f"do not exist "
                 f"(e.g. {examples}); search skips them",
                 sampled,

@@ -153,8 +153,12 @@ def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) ->
         leaves = stats[-1]
         # a sum lacking leaves that could not be read is no finding (the level's finding says what it lacks)
         if leaves.complete and summary.total_items is not None and leaves.leaf_sum != summary.total_items:
+            sizeless = len(leaves.sizeless)
+            unsized = f" ({count_noun(sizeless, 'leaf', 'leaves')} without usable embeddings not counted)" \
+                if sizeless else ""
             check.warning(
-                leaves.path, f"leaf sizes sum to {leaves.leaf_sum:,} but total_items is {summary.total_items:,}"
+                leaves.path,
+                f"leaf sizes sum to {leaves.leaf_sum:,} but total_items is {summary.total_items:,}{unsized}",
             )
         _check_oversized_leaves(check, leaves)
     return stats

@@ -59,7 +59,8 @@ def _stats_for(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSumm
     return held_level_stats(h, level, summary) or nodes_stats(h, level, node_ids, summary)
 
 
-def _exists(stats: LevelStats, node_id: int) -> tuple[bool, int]:
+def _sized(stats: LevelStats, node_id: int) -> tuple[bool, int]:
+    """Whether the node has usable embeddings (a size), and where its size is in stats.sizes."""
     at = int(np.searchsorted(stats.node_ids, node_id))
     return at < stats.node_ids.size and int(stats.node_ids[at]) == node_id, at
 
@@ -97,7 +98,10 @@ class Representative:
 
 @dataclass(frozen=True)
 class NodeInfo:
-    """The facts on a node page; exists False (with findings) for a referenced node that is absent."""
+    """The facts on a node page; exists False (with findings) for a referenced node that is absent.
+
+    A node that exists without usable embeddings has ``embeddings`` 'unreadable' or 'missing' (no
+    rows, no chunk use); its ids can still be listed."""
 
     ref: NodeRef
     exists: bool
@@ -110,6 +114,7 @@ class NodeInfo:
     representative: Representative | None
     chunk_use: ChunkUse | None
     findings: tuple[Finding, ...] = ()
+    embeddings: str = "readable"  # or 'unreadable' / 'missing' for a node that exists without them
 
     @property
     def path(self) -> str:
@@ -143,7 +148,9 @@ def node_info(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None =
         return NodeInfo(ref, summary.fan_out is not None, summary.levels == 0 if summary.levels is not None else None,
                         summary.fan_out, summary.dim, summary.dtype, 1, None, None, chunk_use, tuple(findings))
     stats = _stats_for(h, ref.level, [ref.node_id], summary, whole_level)
-    exists, at = _exists(stats, ref.node_id)
+    sized, at = _sized(stats, ref.node_id)
+    embeddings = stats.sizeless.get(ref.node_id, "readable")
+    exists = sized or ref.node_id in stats.sizeless
     findings += _node_findings(stats, ref.node_id)
     if not exists and not findings:
         why = "has no arrays" if ref.path in stats.empty_nodes else "does not exist"
@@ -157,9 +164,9 @@ def node_info(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None =
         representative = Representative(link.parent, link.row, ref.node_id, item_id, note)
     return NodeInfo(
         ref, exists, None if summary.levels is None else ref.level == summary.levels,
-        int(stats.sizes[at]) if exists else None, summary.dim, summary.dtype, 0 if stats.subset else stats.node_count,
+        int(stats.sizes[at]) if sized else None, summary.dim, summary.dtype, 0 if stats.subset else stats.node_count,
         None if stats.subset else stats.median_size, representative,
-        _chunk_use(h, f"{ref.path}/embeddings", findings) if exists else None, tuple(findings))
+        _chunk_use(h, f"{ref.path}/embeddings", findings) if sized else None, tuple(findings), embeddings)
 
 
 def rep_item_id(h: Hierarchy, rep_row: int, representatives: int | None) -> tuple[int | None, str]:
@@ -245,7 +252,8 @@ def children_of(h: Hierarchy, ref: NodeRef, whole_level: bool = True) -> Childre
     rows: list[ChildRow] = []
     for row, child_id in enumerate(ids.tolist()):
         child = NodeRef(ref.level + 1, child_id)
-        exists, at = _exists(stats, child_id)
+        sized, at = _sized(stats, child_id)
+        exists = sized or child_id in stats.sizeless
         finding: Finding | None = None
         if summary.representatives is not None and child_id >= summary.representatives:
             finding = Finding(Severity.ERROR, child.path,
@@ -255,7 +263,7 @@ def children_of(h: Hierarchy, ref: NodeRef, whole_level: bool = True) -> Childre
             finding = found[0] if found else Finding(
                 Severity.WARNING, child.path,
                 f"referenced by {ref.path} row {row} but does not exist (search skips it)")
-        rows.append(ChildRow(row, child, int(stats.sizes[at]) if exists else None, finding))
+        rows.append(ChildRow(row, child, int(stats.sizes[at]) if sized else None, finding))
     return Children(ref, tuple(rows))
 
 

@@ -114,6 +114,26 @@ def test_missing_and_broken_children_are_listed_in_place(qtbot, show, two_cluste
     assert "1 missing or broken" in page.listing_label.text()
 
 
+def test_a_leaf_with_unreadable_embeddings_says_so_and_lists_its_items(qtbot, window, two_clusters_copy) -> None:
+    (two_clusters_copy / "lvl_2/node_1/embeddings/zarr.json").write_text("{not json")
+    win = window(two_clusters_copy)
+    select(qtbot, win, "lvl_2/node_1")
+    page = wait_page(qtbot, win, "lvl_2/node_1")
+    facts = page.facts_text()
+    assert "Exists: exists; embeddings unreadable: see the findings" in facts and "Exists: no" not in facts
+    assert page.tabs.tabText(0) == "Items" and page.listing_label.text().startswith("2 items, ids 2 … 3")
+    model = page.listing_model
+    assert [model.index(r, 1).data() for r in range(model.rowCount())] == ["2", "3"]
+    [(path, message)] = page.findings.row_texts()
+    assert path == "lvl_2/node_1" and message.startswith("lvl_2/node_1/embeddings/zarr.json: not valid JSON")
+    assert page.spread_label.text() == "No spread: the embeddings are unreadable (see the findings)."
+    select(qtbot, win, "lvl_1/node_1")  # its parent lists it as a broken child, not a missing one
+    parent = wait_page(qtbot, win, "lvl_1/node_1")
+    rows = [parent.listing_model.index(r, 1).data() for r in range(parent.listing_model.rowCount())]
+    assert "lvl_2/node_1" in rows
+    assert "does not exist" not in parent.listing_model.index(rows.index("lvl_2/node_1"), 4).data()
+
+
 def test_listing_columns_fit_the_widest_child_and_item_id(qtbot, show, built) -> None:
     """As wide as Qt's own fitting would make them (which asks the model for every cell)."""
     page: NodePage = show(NodePage(), 900, 600)
@@ -135,28 +155,33 @@ def test_listing_columns_fit_the_widest_child_and_item_id(qtbot, show, built) ->
         assert all(abs(a - b) <= 2 for a, b in zip(ours, qts, strict=True)), (ref, ours, qts)
 
 
-def test_go_to_path_completes_from_listed_paths_and_selects(qtbot, window, two_clusters_path, monkeypatch) -> None:
+def test_go_to_path_completes_from_listed_paths_and_selects(qtbot, window, two_clusters_path) -> None:
     win = window(two_clusters_path)
     select(qtbot, win, "lvl_2/node_3")
     dialog = GoToPathDialog(i.path for i in win.tree_model.loaded_items())
     qtbot.addWidget(dialog)
     dialog.completer.setCompletionPrefix("node_3")
     assert dialog.completer.completionCount() == 1 and dialog.completer.currentCompletion() == "lvl_2/node_3"
+    opened_on: list[str] = []
 
-    def type_path(self: GoToPathDialog) -> int:  # the user types a path and presses Enter
-        assert self.edit.text() == "lvl_2/node_3"  # it opens on the current selection
-        self.edit.setText("/lvl_1/node_0/embeddings ")
-        return 1
+    def type_path() -> None:  # the user types a path and presses Enter
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, GoToPathDialog)
+        opened_on.append(dialog.edit.text())  # it opens on the current selection
+        dialog.edit.setText("/lvl_1/node_0/embeddings ")
+        qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
 
-    monkeypatch.setattr(GoToPathDialog, "exec", type_path)
+    QTimer.singleShot(0, type_path)
     win.commands.go_to_action.trigger()
+    assert opened_on == ["lvl_2/node_3"]
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_1/node_0/embeddings",
                     timeout=10_000)
     assert win.commands.go_to_action.shortcut().toString() == "Ctrl+L"
 
 
 def test_go_to_path_says_why_a_path_cannot_be_gone_to_and_stays_open(qtbot, window, two_clusters_path) -> None:
-    """'../..' is refused in the dialog itself (where the user is typing); '//lvl_1//node_1' is a path."""
+    """'../..' and a path naming no node are refused in the dialog itself (where the user is typing),
+    the dialog staying open; '//lvl_1//node_1' is a path, and the dialog closes once it is selected."""
     win = window(two_clusters_path)
     seen: list[str] = []
 
@@ -166,14 +191,18 @@ def test_go_to_path_says_why_a_path_cannot_be_gone_to_and_stays_open(qtbot, wind
         dialog.edit.setText("../..")
         qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
         seen.append(dialog.problem.text() if dialog.isVisible() and dialog.problem.isVisible() else "closed")
+        dialog.edit.setText("lvl_2/node_9")
+        qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: dialog.problem_text() == "lvl_2/node_9: no such node", timeout=10_000)
+        seen.append("open" if dialog.isVisible() else "closed")
         dialog.edit.setText("//lvl_1//node_1")
         qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
 
     QTimer.singleShot(0, type_into_dialog)  # runs inside the dialog's own event loop
     win.commands.go_to_action.trigger()
-    assert seen == ["'../..': '..' is not a node name; a path goes down from the root, e.g. lvl_1/node_2"]
-    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == "lvl_1/node_1",
-                    timeout=10_000)
+    assert seen == ["'../..': '..' is not a node name; a path goes down from the root, e.g. lvl_1/node_2", "open"]
+    assert win.current_item() is not None and win.current_item().path == "lvl_1/node_1"  # selected, then closed
+    assert QApplication.activeModalWidget() is None
 
 
 def test_select_option_opens_the_store_with_that_node_selected(qtbot, window, built) -> None:

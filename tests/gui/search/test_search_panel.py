@@ -8,13 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QInputDialog
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.workers import thread_pool
 from ecpfs_viewer.gui.tree.marks import MarkKind
+from ecpfs_viewer.gui.widgets.ask_dialog import AskDialog
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.search import IndexReader
@@ -179,26 +180,39 @@ def test_search_with_a_heatmap_row(qtbot, window, index_path):
     assert panel.results_model.texts()[0][1] == str(item)  # the stored row finds itself first
 
 
-def test_go_to_item(qtbot, window, index_path, monkeypatch):
+def test_go_to_item_says_in_the_dialog_why_an_item_cannot_be_gone_to(qtbot, window, index_path):
+    """The dialog stays open with the reason under the field (not only on the status bar), then goes."""
     win = window(index_path)
     reader = IndexReader(index_path)
     leaf, row = reader.locator.find_one(1234)
     messages: list[str] = []
     win.statusBar().messageChanged.connect(messages.append)
-    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kwargs: ("1234", True))
+    seen: list[str] = []
+
+    def try_ids() -> None:  # runs inside the dialog's own event loop
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, AskDialog) and dialog.windowTitle() == "Go to Item"
+        for text, answer in (
+                ("99999", "Item 99999 is not in this index"),
+                ("9223372036854775808", "item 9223372036854775808 cannot be in this index: its item ids are "
+                                        "stored as uint32, from 0 to 4,294,967,295"),  # not numpy's overflow
+                ("4x", "'4x' is not an item id (a whole number)")):
+            dialog.edit.setText(text)
+            qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda answer=answer: dialog.problem_text() == answer, timeout=10000)
+            seen.append(text if dialog.isVisible() else "closed")
+        dialog.edit.setText("1234")
+        qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
+
+    QTimer.singleShot(0, try_ids)
     qtbot.keyClick(win, Qt.Key.Key_G, Qt.KeyboardModifier.ControlModifier)
+    assert seen == ["99999", "9223372036854775808", "4x"]  # each refused in place, the dialog still open
+    assert "Item 99999 is not in this index" in messages  # the status bar says it too
     target = f"lvl_3/node_{leaf}/embeddings"
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == target, timeout=10000)
     qtbot.waitUntil(lambda: win.plot.selected_row() == row, timeout=10000)
     assert any(m.startswith(f"item 1234 is in lvl_3/node_{leaf}, row {row}; path: index_root row") for m in messages)
-    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kwargs: ("99999", True))
-    win.search.go_to_action.trigger()
-    qtbot.waitUntil(lambda: win.statusBar().currentMessage() == "Item 99999 is not in this index", timeout=10000)
-    monkeypatch.setattr(QInputDialog, "getText", lambda *args, **kwargs: ("9223372036854775808", True))
-    win.search.go_to_action.trigger()  # outside the stored uint32 ids: refused in words, not numpy's overflow
-    qtbot.waitUntil(lambda: win.statusBar().currentMessage() == (
-        "item 9223372036854775808 cannot be in this index: its item ids are stored as uint32, "
-        "from 0 to 4,294,967,295"), timeout=10000)
+    assert QApplication.activeModalWidget() is None
 
 
 def test_recall_sweep_plot_misses_export_and_cancel(qtbot, window, index_path, tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication
 from PySide6.QtWidgets import QApplication, QFileDialog
 
@@ -107,9 +107,16 @@ def test_the_overview_is_usable_once_an_index_opens(qtbot, window, two_clusters_
     assert win.tabs.currentIndex() == win.TAB_OVERVIEW
 
 
-def test_open_through_folder_dialog(qtbot, window, two_clusters_path, monkeypatch):
+def test_open_through_folder_dialog(qtbot, window, two_clusters_path):
     win = window()
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(two_clusters_path))
+
+    def choose() -> None:
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, QFileDialog)
+        dialog.selectFile(str(two_clusters_path))
+        dialog.accept()
+
+    QTimer.singleShot(0, choose)
     win.commands.open_folder_action.trigger()
     wait_idle(qtbot, win)
     assert win.tree_model.index(0, 0).data() == "two_clusters.zarr"

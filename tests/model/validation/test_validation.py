@@ -194,6 +194,18 @@ def _corrupt(root: Path) -> Path:
     return root
 
 
+def test_a_leaf_with_unreadable_embeddings_exists_and_is_said_broken_once(two_clusters_copy: Path) -> None:
+    """item_ids reads, embeddings/zarr.json is not JSON: one error naming that document, no 'missing'."""
+    (two_clusters_copy / "lvl_2" / "node_1" / "embeddings" / "zarr.json").write_text("{not json")
+    report = check(two_clusters_copy)
+    about_node = [(f.path, f.message) for f in report.findings if f.path.startswith("lvl_2/node_1")]
+    assert len(about_node) == 1 and about_node[0][1].startswith("lvl_2/node_1/embeddings/zarr.json: not valid JSON")
+    assert not [m for _p, m in messages(report, Severity.WARNING) if "do not exist" in m]
+    assert ("lvl_2", "leaf sizes sum to 6 but total_items is 8 (1 leaf without usable embeddings not counted)") \
+        in messages(report, Severity.WARNING)
+    assert report.levels[-1].gap_count == 0 and report.levels[-1].sizeless == {1: "unreadable"}
+
+
 def test_every_x_of_y_has_x_at_most_y(two_clusters_path: Path, two_clusters_copy: Path, tmp_path: Path) -> None:
     gaussian = np.random.default_rng(1).standard_normal((2000, 8)).astype(np.float32)
     stores = {
