@@ -37,7 +37,7 @@ from ecpfs_viewer.gui.overview.projection_view import ProjectionView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.display import FindingsList, tab_page
-from ecpfs_viewer.gui.widgets.rows_table import fit_columns
+from ecpfs_viewer.gui.widgets.rows_table import fit_table, sortable
 from ecpfs_viewer.model.ecpfs.nodes import Breadcrumb, NodeRef, breadcrumb
 from ecpfs_viewer.model.views.node_info import (
     Children,
@@ -134,6 +134,7 @@ class NodePage(QWidget):
         self.listing.verticalHeader().setDefaultSectionSize(self.listing.fontMetrics().height() + 6)
         self.listing.horizontalHeader().setStretchLastSection(True)
         self.listing.setItemDelegateForColumn(3, SizeBarDelegate(self.listing))
+        sortable(self.listing)
         self.listing.doubleClicked.connect(self._open_row)
         self.listing.activated.connect(self._open_row)
         self.listing_label = QLabel()
@@ -282,7 +283,8 @@ class NodePage(QWidget):
                                            "Double-click a child to open it.")
             else:
                 self.listing_label.setText(data.problem or "Nothing to list.")
-        fit_columns(self.listing, range(min(3, self.listing_model.columnCount())))
+        finding = self.listing_model.columnCount() - 1
+        fit_table(self.listing, stretch=finding, optional=[finding])
         if data.children is not None:
             self.listing.setColumnWidth(3, 160)
 

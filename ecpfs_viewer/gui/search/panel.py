@@ -25,7 +25,7 @@ from ecpfs_viewer.gui.search.query_form import QueryForm
 from ecpfs_viewer.gui.search.recall_view import RecallView
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score, visited_marks
 from ecpfs_viewer.gui.widgets.colormaps import error_color
-from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, rows_view, titled
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import QueryError, SearchParams, SearchProgress, saved_query_ids
 from ecpfs_viewer.model.search.explore import Exploration, QuerySpec, compare_exact, explore
@@ -227,12 +227,12 @@ class SearchPanel(QWidget):
             [(i, h.item_id, shown_score(metric, h.score), node_path(exploration.levels, h.leaf), h.row,
               exact_rank.get(h.item_id) if exploration.exact is not None else "")
              for i, h in enumerate(result.hits, 1)])
-        fit_columns(self.results_view)
+        fit_table(self.results_view, optional=[5])  # exact rank: only when compared
         self.misses_model.set_headers([*self.MISS_HEADERS[:2], score, *self.MISS_HEADERS[3:]])
         self.misses_model.set_rows(
             [(m.true_rank, m.item_id, shown_score(metric, m.score), m.location.leaf_path, m.location.row,
               m.describe()) for m in exploration.misses], tooltips=[m.describe() for m in exploration.misses])
-        fit_columns(self.misses_view)
+        fit_table(self.misses_view, stretch=5)
         text = self._summary(exploration)
         if exploration.recall is not None and exploration.exact is not None:
             found = len(exploration.exact) - len(exploration.misses)

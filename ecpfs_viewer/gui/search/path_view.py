@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.search.session import score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view
 from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, level_path, node_name, node_path
 from ecpfs_viewer.model.search.explore import Exploration, OpenedNode
 
@@ -96,7 +96,7 @@ class SearchPathView(QWidget):
                  f"{v.rank} of {v.siblings}", v.items, None if v.best is None else shown_score(metric, v.best), v.kept)
                 for v in exploration.leaves]
         self.leaves_model.set_rows(rows, highlight=[i for i, v in enumerate(exploration.leaves) if v.kept])
-        fit_columns(self.leaves_view)
+        fit_table(self.leaves_view)
         fit_table_pane(self.splitter, self.leaves_view, len(rows))
 
     def level_rows(self) -> list[tuple[int, list[tuple[str, int, list[int]]]]]:

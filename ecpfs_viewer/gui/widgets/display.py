@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.widgets.icons import standard_icon
+from ecpfs_viewer.gui.widgets.rows_table import fit_table
 from ecpfs_viewer.model.ecpfs import Finding, NodeSize, Severity
 from ecpfs_viewer.model.formatting import format_value
 
@@ -146,7 +147,8 @@ def _plain(text: str) -> str:
 
 
 class FindingsList(QTableWidget):
-    """Findings with a severity icon, the path and the whole message (wrapped); a click requests the path."""
+    """Findings with a severity icon, the path (as wide as the longest) and the whole message
+    (wrapped, in the width left); a click requests the path."""
 
     path_clicked = Signal(str)
 
@@ -162,9 +164,7 @@ class FindingsList(QTableWidget):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         header = self.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.resizeSection(0, 190)
+        fit_table(self, stretch=1)
         header.sectionResized.connect(lambda *_: self.resizeRowsToContents())
         self.itemClicked.connect(self._on_clicked)
         self.itemActivated.connect(self._on_clicked)
@@ -184,6 +184,7 @@ class FindingsList(QTableWidget):
             )
         if not findings:
             self._add_row(standard_icon("SP_DialogApplyButton"), "", empty_text, None, "")
+        fit_table(self, stretch=1)
         self.resizeRowsToContents()
 
     def _add_row(self, icon: Any, path_text: str, message: str, path: str | None, tip: str) -> None:
