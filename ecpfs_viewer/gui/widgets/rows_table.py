@@ -194,12 +194,13 @@ def sortable(view: QTableView) -> None:
 def text_width(metrics: QFontMetricsF, text: str) -> int:
     """Pixels a cell needs to show text whole: its fractional width rounded up (at a fractional
     QT_SCALE_FACTOR the view lays text out unrounded, and an integer width one pixel short elides it)."""
-    return math.ceil(metrics.horizontalAdvance(text)) + 1
+    return math.ceil(metrics.horizontalAdvance(text))
 
 
 def cell_margin(view: QTableView) -> int:
-    """The delegate's text margins on both sides of a cell, and its grid line."""
-    return 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1) + 1
+    """The pixels of a cell that are not its text: the delegate's text margins on both sides, the
+    pixel the style's text rectangle leaves, and the grid line."""
+    return 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1) + 2
 
 
 def fit_columns(view: QTableView, columns: Iterable[int] | None = None) -> None:
