@@ -1,6 +1,6 @@
-"""The node page's children and items tables as a user sorts and reads them: a header click sorts by
-that column (the row double-clicked is the row shown), an empty Finding column is hidden, a finding
-takes the width left."""
+"""The node page's text fits, as a user reads it: facts never cut at the right edge or clipped below
+in a narrow pane; the children and items tables sort by a header click (the row double-clicked is
+the row shown), an empty Finding column is hidden, a finding takes the width left."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QHeaderView, QTableView
+from PySide6.QtWidgets import QHeaderView, QScrollArea, QTableView
 
 from ecpfs_viewer.gui.overview.node_page import NodePage
+from ecpfs_viewer.gui.widgets.display import widest_unbreakable
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef
 from ecpfs_viewer.model.storage.opening import open_store
@@ -94,3 +95,33 @@ def test_an_empty_finding_column_is_hidden_and_a_finding_takes_the_width_left(qt
     message = page.listing_model.index(1, 4).data()
     assert "does not exist" in message
     assert message in page.listing_model.index(1, 4).data(Qt.ItemDataRole.ToolTipRole)
+
+
+def lowest_ink_row(label) -> int:
+    """The lowest pixel row of a label drawn in the text colour (an underscore is its lowest ink)."""
+    image = label.grab().toImage()
+    ink = label.palette().color(label.foregroundRole()).lightness()
+    rows = [y for y in range(image.height())
+            if any(abs(image.pixelColor(x, y).lightness() - ink) < 60 for x in range(image.width()))]
+    return max(rows) * label.height() // image.height() if rows else -1
+
+
+def test_facts_in_a_narrow_pane_wrap_scroll_and_keep_their_underscores(qtbot, show, built) -> None:
+    page = shown_node(qtbot, show, built, NodeRef(2, 3))
+    page.resize(620, 480)
+    splitter = page.facts.parentWidget().parentWidget().parentWidget()
+    splitter.setSizes([140, 480])  # the facts' pane as narrow as a user drags it
+    qtbot.waitUntil(lambda: page.facts.parentWidget().width() < 150, timeout=3000)
+    scroll = page.facts.parentWidget().parentWidget()
+    assert isinstance(scroll, QScrollArea)
+    labels = page.facts.labels()
+    rep = next(value for key, value in labels if key.text() == "Representative")
+    assert "rep_item_ids[" in rep.text()
+    for (key, value), line in zip(labels, page.facts.text().splitlines(), strict=True):
+        for label, whole in ((key, key.text()), (value, line.split(": ", 1)[1])):
+            assert label.width() >= widest_unbreakable(label, whole), whole  # never cut at the right
+            assert label.height() >= label.heightForWidth(label.width()), whole  # every wrapped line shown
+            assert lowest_ink_row(label) < label.height() - 1, whole  # a free pixel below the underscores
+    if page.facts.width() > scroll.viewport().width():  # a word longer than the pane: scroll, not cut
+        assert scroll.horizontalScrollBar().isVisible()
+    assert "row 0 of lvl_1/node_" in page.facts_text()
