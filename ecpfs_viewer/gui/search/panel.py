@@ -214,7 +214,7 @@ class SearchPanel(QWidget):
     def _summary(exploration: Exploration) -> str:
         result = exploration.result
         return (f"{exploration.label}: {len(result.hits)} results from {result.leaves_visited} leaves "
-                f"({len(result.trace)} nodes popped) in {result.seconds * 1000:.1f} ms.")
+                f"({len(result.trace)} nodes visited) in {result.seconds * 1000:.1f} ms.")
 
     def _show_results(self, exploration: Exploration) -> None:
         """The results table, the misses (when compared) and the status line."""
