@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QProgressBar, QSplitter, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
+from ecpfs_viewer.gui.overview.terms import SUMMARY_TIPS, glossary_html
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, fact_value, facts_scroll, group_box
@@ -110,7 +111,15 @@ class IndexPage(QSplitter):
         self._show_check_progress = qthrottled(self._apply_check_progress, timeout=PROGRESS_INTERVAL_MS, parent=self)
 
         self.facts = FactsView()
-        self.addWidget(group_box("Index summary", facts_scroll(self.facts)))
+        self.glossary = QLabel(glossary_html())  # what the summary's words mean
+        self.glossary.setWordWrap(True)
+        self.glossary.setTextFormat(Qt.TextFormat.RichText)
+        summary_box = QWidget()
+        summary_layout = QVBoxLayout(summary_box)
+        summary_layout.setContentsMargins(0, 0, 0, 0)
+        summary_layout.addWidget(facts_scroll(self.facts), 1)
+        summary_layout.addWidget(self.glossary)
+        self.addWidget(group_box("Index summary", summary_box))
         report_box = QWidget()
         report_layout = QVBoxLayout(report_box)
         report_layout.setContentsMargins(0, 0, 0, 0)
@@ -194,7 +203,7 @@ class IndexPage(QSplitter):
         summary: IndexSummary = result.value
         self.action_measured.emit("Index summary", result)
         self.summary = summary
-        self.facts.set_rows(summary_rows(summary))
+        self.facts.set_rows(summary_rows(summary), SUMMARY_TIPS)
         self.summary_ready.emit(summary)
 
     def _on_check_progress(self, progress: CheckProgress) -> None:

@@ -46,6 +46,17 @@ def _saved_ids_job(session: SearchSession) -> list[str]:
     return saved_query_ids(session.reader())
 
 
+#: What the table's headers mean (their tooltips).
+_HEADER_TIPS: dict[str, str] = {
+    "rank": "Place among this search's results, best first",
+    "leaf": "The leaf node (last level) holding the item",
+    "row": "The item's row in that leaf's embeddings",
+    "exact rank": "Place among the true nearest neighbours, found by comparing the query with every item "
+                  "('Compare with exact search'); — when it is not among them",
+    "why it was missed": "Where the search's path left this true neighbour: the node it did not open, "
+                         "and that node's rank where the search stopped",
+}
+
 class SearchPanel(QWidget):
     """Query form, results and misses (tab Search), the path view (tab Path) and recall (tab Recall)."""
 
@@ -75,13 +86,15 @@ class SearchPanel(QWidget):
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.run)
         self.status = QLabel("Type an item id (or pick another query source) and press Run.")
+        self.status.setToolTip("Nodes visited: the nodes the search opened, from the root down (its trace); "
+                               "leaves: the last-level nodes whose items it compared with the query")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.results_model = RowsModel(self.RESULT_HEADERS, self)
+        self.results_model = RowsModel(self.RESULT_HEADERS, self, _HEADER_TIPS)
         self.results_view = rows_view(self.results_model, self._result_activated)
         self.results_view.setToolTip("Double-click a result to open its leaf with the row selected")
         self.misses_label = QLabel("True neighbours missed")
-        self.misses_model = RowsModel(self.MISS_HEADERS, self)
+        self.misses_model = RowsModel(self.MISS_HEADERS, self, _HEADER_TIPS)
         self.misses_view = rows_view(self.misses_model, self._miss_activated)
         self.misses_view.setToolTip("Exact neighbours the search did not return, and where its path left them")
 

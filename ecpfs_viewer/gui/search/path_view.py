@@ -43,6 +43,16 @@ class _LevelLabels:
     visits: list[tuple[int, float, float, pg.TextItem]] = field(default_factory=list)  # visit, x, y, label
 
 
+#: What the table's headers mean (their tooltips).
+_LEAF_TIPS: dict[str, str] = {
+    "visit": "When the search opened this leaf: its place among all the nodes it visited",
+    "leaf": "A node of the last level: it holds items, not child nodes",
+    "rank among siblings": "Where this leaf's representative ranked among its parent's children, "
+                           "closest to the query first",
+    "items scanned": "Items of this leaf compared with the query",
+    "results": "Items of this leaf among the search's results",
+}
+
 class SearchPathView(QWidget):
     """Per-level children scores of every opened node, and the visited leaves table."""
 
@@ -62,7 +72,7 @@ class SearchPathView(QWidget):
         self._labels: list[_LevelLabels] = []  # the labels of each plot
         self._shown = 0
         self._drawn = False  # the search set is drawn (the view draws when first shown)
-        self.leaves_model = RowsModel(self.LEAF_HEADERS, self)
+        self.leaves_model = RowsModel(self.LEAF_HEADERS, self, _LEAF_TIPS)
         self.leaves_view = rows_view(self.leaves_model, self._leaf_activated)
         self.leaves_view.setToolTip("Leaves in the order the search scanned them; bold ones gave results. "
                                     "Double-click to select one in the tree.")

@@ -53,11 +53,14 @@ def sort_key(value: Any) -> tuple[Any, ...]:
 
 
 class RowsModel(QAbstractTableModel):
-    """Rows of values under fixed headers; rows may be highlighted and carry a tooltip."""
+    """Rows of values under fixed headers; rows may be highlighted and carry a tooltip, headers
+    may explain their words (``header_tips``: header text -> tooltip)."""
 
-    def __init__(self, headers: Sequence[str], parent: QWidget | None = None) -> None:
+    def __init__(self, headers: Sequence[str], parent: QWidget | None = None,
+                 header_tips: dict[str, str] | None = None) -> None:
         super().__init__(parent)
         self._headers = list(headers)
+        self._header_tips = dict(header_tips or {})
         self._rows: list[tuple[Any, ...]] = []
         self._texts: list[list[str]] = []
         self._highlight: list[bool] = []
@@ -135,8 +138,12 @@ class RowsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self._headers)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self._headers[section] if 0 <= section < len(self._headers) else None
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self._headers):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._headers[section]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._header_tips.get(self._headers[section])
         return None
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:

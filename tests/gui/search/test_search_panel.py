@@ -337,3 +337,19 @@ def test_results_sort_by_a_header_click_and_why_it_was_missed_takes_the_width_le
     for column in range(5):  # the other columns show their text whole
         widest = max(metrics.horizontalAdvance(r[column]) for r in panel.misses_model.texts())
         assert header.sectionSize(column) > widest
+
+
+def test_internal_words_read_plainly_or_explain_themselves(qtbot, window, index_path):
+    win = window(index_path)
+    search_item(qtbot, win, "17")
+    panel = win.search.panel
+    assert "nodes visited" in panel.status_text() and "popped" not in panel.status_text()
+    assert "opened" in panel.status.toolTip()
+    tip = panel.results_model.headerData(5, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "true nearest neighbours" in tip  # "exact rank"
+    tip = panel.misses_model.headerData(5, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "did not open" in tip  # "why it was missed"
+    panel.tabs.setCurrentIndex(panel.TAB_PATH)  # drawn when shown
+    leaves = panel.path_view.leaves_model
+    assert "parent's children" in leaves.headerData(3, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "nodes visited" in panel.path_view.summary.text()
