@@ -86,11 +86,10 @@ class ListingModel(QAbstractTableModel):
             return
         if self._children is not None:
             rows = self._children.rows
-            keys: list[Any] | np.ndarray
-            if column in (2, 3):  # rows, and the size bar drawn from them
-                keys = [sort_key(r.rows) for r in rows]
+            if column in (0, 2, 3):  # the row, or its size (drawn as the bar too): numbers
+                keys = [sort_key(r.row if column == 0 else r.rows) for r in rows]
             else:
-                keys = [sort_key(self._text(i, column)) if column != 0 else (0, r.row) for i, r in enumerate(rows)]
+                keys = [sort_key(self._text(i, column)) for i in range(count)]
             order_of = np.asarray(sorted(range(count), key=keys.__getitem__), np.int64)
         elif self._items is not None:
             if column == 1:
