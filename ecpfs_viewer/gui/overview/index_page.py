@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QSplitter, QVBoxLayout, QWid
 from superqt.utils import qthrottled
 
 from ecpfs_viewer.gui.overview.rebuild_box import RebuildBox
+from ecpfs_viewer.gui.overview.terms import SUMMARY_TIPS, glossary_html
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, fact_value, facts_scroll, group_box
@@ -109,7 +110,15 @@ class IndexPage(QSplitter):
         self._show_check_progress = qthrottled(self._apply_check_progress, timeout=PROGRESS_INTERVAL_MS, parent=self)
 
         self.facts = FactsView()
-        self.addWidget(group_box("Index summary", facts_scroll(self.facts)))
+        self.glossary = QLabel(glossary_html())  # what the summary's words mean
+        self.glossary.setWordWrap(True)
+        self.glossary.setTextFormat(Qt.TextFormat.RichText)
+        summary_box = QWidget()
+        summary_layout = QVBoxLayout(summary_box)
+        summary_layout.setContentsMargins(0, 0, 0, 0)
+        summary_layout.addWidget(facts_scroll(self.facts), 1)
+        summary_layout.addWidget(self.glossary)
+        self.addWidget(group_box("Index summary", summary_box))
         report_box = QWidget()
         report_layout = QVBoxLayout(report_box)
         report_layout.setContentsMargins(0, 0, 0, 0)
@@ -197,7 +206,7 @@ class IndexPage(QSplitter):
         summary: IndexSummary = result.value
         self.action_measured.emit("Index summary", result)
         self.summary = summary
-        self.facts.set_rows(summary_rows(summary))
+        self.facts.set_rows(summary_rows(summary), SUMMARY_TIPS)
         self._offer_rebuild()
         self.summary_ready.emit(summary)
 

@@ -2,7 +2,8 @@
 
 A table model of its own because a leaf may hold hundreds of thousands of items: rows are
 formatted only when the view asks for them, and column widths are fitted from the longest texts
-found without formatting every row.
+found without formatting every row. A header click sorts by any column in the model (a leaf's
+ids with one numpy argsort), so the rows a double-click reads are the rows the user sees.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QRect, Qt
 from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QStyledItemDelegate, QStyleOptionViewItem
 
+from ecpfs_viewer.gui.widgets.rows_table import sort_key
 from ecpfs_viewer.model.ecpfs import Finding
 from ecpfs_viewer.model.views.node_info import Children, LeafItems
 
@@ -49,6 +52,8 @@ class ListingModel(QAbstractTableModel):
         self._items: LeafItems | None = None
         self._problems: dict[int, Finding] = {}
         self._largest = 1
+        self._order: np.ndarray | None = None  # shown row -> stored row, once sorted
+        self._sorted_by: tuple[int, Qt.SortOrder] = (-1, Qt.SortOrder.AscendingOrder)
 
     def set_children(self, children: Children | None) -> None:
         self.beginResetModel()
@@ -56,6 +61,7 @@ class ListingModel(QAbstractTableModel):
         self._headers = ["Row", "Child node", "Rows", "Size", "Finding"]
         sizes = [r.rows for r in children.rows if r.rows is not None] if children else []
         self._largest = max(sizes, default=1) or 1
+        self._arrange(*self._sorted_by)
         self.endResetModel()
 
     def set_items(self, items: LeafItems | None) -> None:
@@ -63,7 +69,45 @@ class ListingModel(QAbstractTableModel):
         self._children, self._items = None, items
         self._headers = ["Row", "Item id", "Finding"]
         self._problems = {p.row: p.finding for p in items.problems} if items else {}
+        self._arrange(*self._sorted_by)
         self.endResetModel()
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Order the rows by a column (a header click); -1 is the stored order."""
+        self.beginResetModel()
+        self._arrange(column, order)
+        self.endResetModel()
+
+    def _arrange(self, column: int, order: Qt.SortOrder) -> None:
+        self._sorted_by = (column, order)
+        self._order = None
+        count = self.rowCount()
+        if not 0 <= column < len(self._headers) or count == 0:
+            return
+        if self._children is not None:
+            rows = self._children.rows
+            if column in (0, 2, 3):  # the row, or its size (drawn as the bar too): numbers
+                keys = [sort_key(r.row if column == 0 else r.rows) for r in rows]
+            else:
+                keys = [sort_key(self._text(i, column)) for i in range(count)]
+            order_of = np.asarray(sorted(range(count), key=keys.__getitem__), np.int64)
+        elif self._items is not None:
+            if column == 1:
+                order_of = np.argsort(self._items.ids, kind="stable")
+            elif column == 0:
+                order_of = np.arange(count)
+            else:  # the wrong members first, in row order
+                wrong = np.fromiter(sorted(self._problems), np.int64, len(self._problems))
+                order_of = np.concatenate([wrong, np.setdiff1d(np.arange(count), wrong, assume_unique=True)])
+        else:
+            return
+        if order == Qt.SortOrder.DescendingOrder:
+            order_of = order_of[::-1]
+        self._order = order_of
+
+    def _stored(self, row: int) -> int:
+        """The stored row shown at a row of the view."""
+        return row if self._order is None else int(self._order[row])
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
         if parent.isValid():
@@ -81,17 +125,21 @@ class ListingModel(QAbstractTableModel):
         return None
 
     def path_at(self, row: int) -> str | None:
-        """The child a row leads (None for leaf members)."""
-        return self._children.rows[row].ref.path if self._children is not None else None
+        """The child a row of the view leads (None for leaf members)."""
+        return self._children.rows[self._stored(row)].ref.path if self._children is not None else None
 
     def finding_at(self, row: int) -> Finding | None:
+        """The finding of a row of the view."""
+        return self._finding(self._stored(row))
+
+    def _finding(self, row: int) -> Finding | None:
         if self._children is not None:
             return self._children.rows[row].finding
         return self._problems.get(row)
 
     def _text(self, row: int, column: int) -> str:
-        """What a cell shows."""
-        finding = self.finding_at(row)
+        """What a cell of a stored row shows."""
+        finding = self._finding(row)
         message = finding.message if finding else ""
         if self._children is not None:
             child = self._children.rows[row]
@@ -117,10 +165,10 @@ class ListingModel(QAbstractTableModel):
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
-        row, column = index.row(), index.column()
-        finding = self.finding_at(row)
+        row, column = self._stored(index.row()), index.column()
+        finding = self._finding(row)
         if role == PATH_ROLE:
-            return self.path_at(row)
+            return self.path_at(index.row())
         if role == Qt.ItemDataRole.DisplayRole:
             return self._text(row, column)
         if self._children is not None:

@@ -19,7 +19,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -35,8 +34,8 @@ from ecpfs_viewer.gui.overview.node_text import crumb_html, fact_rows, link, pla
 from ecpfs_viewer.gui.overview.projection_view import ProjectionView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.widgets.display import FindingsList, tab_page
-from ecpfs_viewer.gui.widgets.rows_table import fit_columns
+from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, facts_scroll, tab_page
+from ecpfs_viewer.gui.widgets.rows_table import fit_table, sortable
 from ecpfs_viewer.model.ecpfs.nodes import Breadcrumb, NodeRef, breadcrumb
 from ecpfs_viewer.model.tasks import Progress, ProgressCallback
 from ecpfs_viewer.model.views.node_info import (
@@ -121,13 +120,8 @@ class NodePage(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.crumbs, 1)
         top.addWidget(self.progress)
-        self.facts = QWidget()
-        self.facts_grid = QGridLayout(self.facts)
-        self.facts_grid.setContentsMargins(4, 4, 4, 4)
-        self.facts_grid.setHorizontalSpacing(16)
-        self.facts_grid.setVerticalSpacing(3)
-        self.facts_grid.setColumnStretch(1, 1)
-        self._fact_labels: list[tuple[QLabel, QLabel]] = []
+        self.facts = FactsView(rich=True, label_stretch=0)
+        self.facts.link_activated.connect(self._link)
         self.findings = FindingsList()
         self.findings.path_clicked.connect(self._link)
 
@@ -141,6 +135,7 @@ class NodePage(QWidget):
         self.listing.verticalHeader().setDefaultSectionSize(self.listing.fontMetrics().height() + 6)
         self.listing.horizontalHeader().setStretchLastSection(True)
         self.listing.setItemDelegateForColumn(3, SizeBarDelegate(self.listing))
+        sortable(self.listing)
         self.listing.doubleClicked.connect(self._open_row)
         self.listing.activated.connect(self._open_row)
         self.listing_label = QLabel()
@@ -169,7 +164,7 @@ class NodePage(QWidget):
         self.tabs.currentChanged.connect(self._tab_changed)
 
         upper = QSplitter(Qt.Orientation.Horizontal)
-        upper.addWidget(self.facts)
+        upper.addWidget(facts_scroll(self.facts))
         upper.addWidget(self.findings)
         upper.setSizes([520, 360])
         split = QSplitter(Qt.Orientation.Vertical)
@@ -204,7 +199,7 @@ class NodePage(QWidget):
         self._hierarchy, self._ref, self._data, self._spread = None, None, None, None
         self.crumbs.setText("")
         self.progress.hide()
-        self._set_facts([])
+        self.facts.set_rows([])
         self.findings.clear()
         self.listing_model.set_children(None)
         self.listing_label.setText("")
@@ -230,7 +225,7 @@ class NodePage(QWidget):
 
     def facts_text(self) -> str:
         """The facts as 'label: value' lines, as read."""
-        return "\n".join(f"{plain_text(key.text())}: {plain_text(value.text())}" for key, value in self._fact_labels)
+        return self.facts.text()
 
     def crumb_text(self) -> str:
         return plain_text(self.crumbs.text())
@@ -277,7 +272,7 @@ class NodePage(QWidget):
         self.loaded.emit()
 
     def _show_facts(self, data: NodePageData) -> None:
-        self._set_facts(fact_rows(data.info))
+        self.facts.set_rows(fact_rows(data.info))
         findings = list(data.info.findings)
         if data.children is not None:
             findings += list(data.children.findings)
@@ -310,7 +305,8 @@ class NodePage(QWidget):
                                            "Double-click a child to open it.")
             else:
                 self.listing_label.setText(data.problem or "Nothing to list.")
-        fit_columns(self.listing, range(min(3, self.listing_model.columnCount())))
+        finding = self.listing_model.columnCount() - 1
+        fit_table(self.listing, stretch=finding, optional=[finding])
         if data.children is not None:
             self.listing.setColumnWidth(3, 160)
 
@@ -339,26 +335,6 @@ class NodePage(QWidget):
         self.spread_shown.emit()
 
     # -- helpers -------------------------------------------------------------------------------
-    def _set_facts(self, rows: list[tuple[str, str]]) -> None:
-        for old in self._fact_labels:
-            for widget in old:
-                self.facts_grid.removeWidget(widget)
-                widget.deleteLater()
-        self._fact_labels = []
-        for i, (label, value) in enumerate(rows):
-            key = QLabel(f"<b>{html.escape(label)}</b>")
-            key.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-            text = QLabel(value)
-            text.setTextFormat(Qt.TextFormat.RichText)
-            text.setWordWrap(True)
-            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
-            text.linkActivated.connect(self._link)
-            self._fact_labels.append((key, text))
-            self.facts_grid.addWidget(key, i, 0)
-            self.facts_grid.addWidget(text, i, 1)
-            self.facts_grid.setRowStretch(i, 0)
-        self.facts_grid.setRowStretch(len(rows), 1)
-
     def _link(self, path: str) -> None:
         self.node_requested.emit(path.strip("/"))  # '/' stands for the root (an empty href is no link)
 

@@ -25,7 +25,7 @@ from ecpfs_viewer.gui.search.query_form import QueryForm
 from ecpfs_viewer.gui.search.recall_view import RecallView
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score, visited_marks
 from ecpfs_viewer.gui.widgets.colormaps import error_color
-from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, rows_view, titled
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import QueryError, SearchParams, SearchProgress, saved_query_ids
 from ecpfs_viewer.model.search.explore import Exploration, QuerySpec, compare_exact, explore
@@ -45,6 +45,17 @@ def _compare_job(session: SearchSession, found: Exploration, progress: ProgressC
 def _saved_ids_job(session: SearchSession) -> list[str]:
     return saved_query_ids(session.reader())
 
+
+#: What the table's headers mean (their tooltips).
+_HEADER_TIPS: dict[str, str] = {
+    "rank": "Place among this search's results, best first",
+    "leaf": "The leaf node (last level) holding the item",
+    "row": "The item's row in that leaf's embeddings",
+    "exact rank": "Place among the true nearest neighbours, found by comparing the query with every item "
+                  "('Compare with exact search'); — when it is not among them",
+    "why it was missed": "Where the search's path left this true neighbour: the node it did not open, "
+                         "and that node's rank where the search stopped",
+}
 
 class SearchPanel(QWidget):
     """Query form, results and misses (tab Search), the path view (tab Path) and recall (tab Recall)."""
@@ -75,13 +86,15 @@ class SearchPanel(QWidget):
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.run)
         self.status = QLabel("Type an item id (or pick another query source) and press Run.")
+        self.status.setToolTip("Nodes visited: the nodes the search opened, from the root down (its trace); "
+                               "leaves: the last-level nodes whose items it compared with the query")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.results_model = RowsModel(self.RESULT_HEADERS, self)
+        self.results_model = RowsModel(self.RESULT_HEADERS, self, _HEADER_TIPS)
         self.results_view = rows_view(self.results_model, self._result_activated)
         self.results_view.setToolTip("Double-click a result to open its leaf with the row selected")
         self.misses_label = QLabel("True neighbours missed")
-        self.misses_model = RowsModel(self.MISS_HEADERS, self)
+        self.misses_model = RowsModel(self.MISS_HEADERS, self, _HEADER_TIPS)
         self.misses_view = rows_view(self.misses_model, self._miss_activated)
         self.misses_view.setToolTip("Exact neighbours the search did not return, and where its path left them")
 
@@ -216,7 +229,7 @@ class SearchPanel(QWidget):
     def _summary(exploration: Exploration) -> str:
         result = exploration.result
         return (f"{exploration.label}: {len(result.hits)} results from {result.leaves_visited} leaves "
-                f"({len(result.trace)} nodes popped) in {result.seconds * 1000:.1f} ms.")
+                f"({len(result.trace)} nodes visited) in {result.seconds * 1000:.1f} ms.")
 
     def _show_results(self, exploration: Exploration) -> None:
         """The results table, the misses (when compared) and the status line."""
@@ -229,12 +242,12 @@ class SearchPanel(QWidget):
             [(i, h.item_id, shown_score(metric, h.score), node_path(exploration.levels, h.leaf), h.row,
               exact_rank.get(h.item_id) if exploration.exact is not None else "")
              for i, h in enumerate(result.hits, 1)])
-        fit_columns(self.results_view)
+        fit_table(self.results_view, optional=[5])  # exact rank: only when compared
         self.misses_model.set_headers([*self.MISS_HEADERS[:2], score, *self.MISS_HEADERS[3:]])
         self.misses_model.set_rows(
             [(m.true_rank, m.item_id, shown_score(metric, m.score), m.location.leaf_path, m.location.row,
               m.describe()) for m in exploration.misses], tooltips=[m.describe() for m in exploration.misses])
-        fit_columns(self.misses_view)
+        fit_table(self.misses_view, stretch=5)
         text = self._summary(exploration)
         if exploration.recall is not None and exploration.exact is not None:
             found = len(exploration.exact) - len(exploration.misses)

@@ -1,24 +1,57 @@
 """The path of one search: per level, the scores of each opened node's children with the ones the
 search went into highlighted; below, the leaves it scanned in order with their best item.
+
+Labels never collide: a visit number that would overlap one visited earlier is hidden (its point's
+hover says it), and the opened nodes under the axis are thinned to the pixels each one has; both
+are laid out again whenever the plot is resized, panned or zoomed.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QColor, QShowEvent
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetricsF, QShowEvent
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.search.session import score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view
 from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, level_path, node_name, node_path
 from ecpfs_viewer.model.search.explore import Exploration, OpenedNode
 
 #: Width of one opened node's column of children in the level plots.
 _SPREAD = 0.7
+#: Where a visit number may sit, as TextItem anchors: above its point, else below it.
+_LABEL_ANCHORS = ((0.5, 1.2), (0.5, -0.2))
 
+
+def ordinal(number: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st: how the path view says when a node was visited."""
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+@dataclass
+class _LevelLabels:
+    """What one level plot labels, kept to lay the labels out again at another size or range."""
+
+    ticks: list[str] = field(default_factory=list)  # one per opened parent, left to right
+    visits: list[tuple[int, float, float, pg.TextItem]] = field(default_factory=list)  # visit, x, y, label
+
+
+#: What the table's headers mean (their tooltips).
+_LEAF_TIPS: dict[str, str] = {
+    "visit": "When the search opened this leaf: its place among all the nodes it visited",
+    "leaf": "A node of the last level: it holds items, not child nodes",
+    "rank among siblings": "Where this leaf's representative ranked among its parent's children, "
+                           "closest to the query first",
+    "items scanned": "Items of this leaf compared with the query",
+    "results": "Items of this leaf among the search's results",
+}
 
 class SearchPathView(QWidget):
     """Per-level children scores of every opened node, and the visited leaves table."""
@@ -36,9 +69,10 @@ class SearchPathView(QWidget):
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setMinimumHeight(160)
         self.plots: list[pg.PlotItem] = []  # one per level, reused
+        self._labels: list[_LevelLabels] = []  # the labels of each plot
         self._shown = 0
         self._drawn = False  # the search set is drawn (the view draws when first shown)
-        self.leaves_model = RowsModel(self.LEAF_HEADERS, self)
+        self.leaves_model = RowsModel(self.LEAF_HEADERS, self, _LEAF_TIPS)
         self.leaves_view = rows_view(self.leaves_model, self._leaf_activated)
         self.leaves_view.setToolTip("Leaves in the order the search scanned them; bold ones gave results. "
                                     "Double-click to select one in the tree.")
@@ -81,9 +115,10 @@ class SearchPathView(QWidget):
         result = exploration.result
         skipped = f", {len(result.skipped)} missing nodes skipped" if result.skipped else ""
         self.summary.setText(
-            f"{exploration.label}: {len(result.trace)} nodes popped, {result.leaves_visited} leaves scanned{skipped} "
-            f"(k {exploration.params.k}, search_exp {exploration.params.search_exp}). Highlighted points are the "
-            f"children the search went into, numbered in visit order.")
+            f"{exploration.label}: {len(result.trace)} nodes visited, {result.leaves_visited} leaves scanned{skipped} "
+            f"(k {exploration.params.k}, search_exp {exploration.params.search_exp}). Large points are the "
+            f"children the search went into, numbered in the order it visited them (the wheel zooms crowded "
+            f"ones apart); hover a point for its node.")
         for level in range(1, exploration.levels + 1):
             parents = [o for o in exploration.opened if o.level == level - 1]
             if parents:
@@ -96,7 +131,7 @@ class SearchPathView(QWidget):
                  f"{v.rank} of {v.siblings}", v.items, None if v.best is None else shown_score(metric, v.best), v.kept)
                 for v in exploration.leaves]
         self.leaves_model.set_rows(rows, highlight=[i for i, v in enumerate(exploration.leaves) if v.kept])
-        fit_columns(self.leaves_view)
+        fit_table(self.leaves_view)
         fit_table_pane(self.splitter, self.leaves_view, len(rows))
 
     def level_rows(self) -> list[tuple[int, list[tuple[str, int, list[int]]]]]:
@@ -116,6 +151,7 @@ class SearchPathView(QWidget):
     def _plot_level(self, exploration: Exploration, level: int, parents: list[OpenedNode]) -> None:
         _, text, accent = plot_colors(self.palette())
         plot = self._next_plot()
+        labels = self._labels[self._shown - 1]
         what = "rows of index_root" if level == 1 else f"children of the opened {level_path(level - 1)} nodes"
         leaf = " (leaves)" if level == exploration.levels else ""
         plot.setTitle(f"{level_path(level)}{leaf}: {what}")
@@ -136,29 +172,66 @@ class SearchPathView(QWidget):
                 child = int(parent.child_ids[j])
                 visit = parent.entered.get(child)
                 tip = (f"{node_path(level, child)}: {score_header(metric)} {y:.6g}, rank {place + 1} of {n} under "
-                       f"{parent.path}" + ("" if visit is None else f"; visited #{visit}"))
+                       f"{parent.path}" + ("" if visit is None else f"; visited {ordinal(visit)}"))
                 points[visit is not None].append((x, y, tip))
                 if visit is not None:
                     label = pg.TextItem(str(visit), color=text, anchor=(0.5, 1.2))
                     label.setPos(x, y)
                     plot.addItem(label)
+                    labels.visits.append((visit, x, y, label))
         for entered, size, brush, pen in ((False, 5, muted, pg.mkPen(None)), (True, 11, accent, pg.mkPen(text))):
             xs, ys, tips = zip(*points[entered], strict=True) if points[entered] else ((), (), ())
             plot.addItem(pg.ScatterPlotItem(x=list(xs), y=list(ys), data=list(tips), size=size,
                                             brush=pg.mkBrush(brush), pen=pen, hoverable=True,
                                             tip=lambda x, y, data: data))
-        ticks = [(i, INDEX_ROOT if p.level == 0 else f"{node_name(p.node_id)} #{p.visit}")
-                 for i, p in enumerate(parents)]
-        plot.getAxis("bottom").setTicks([ticks])
+        labels.ticks = [INDEX_ROOT if p.level == 0 else f"{node_name(p.node_id)}, visited {ordinal(p.visit)}"
+                        for p in parents]
+        labels.visits.sort(key=lambda v: v[0])
         plot.setXRange(-0.5, len(parents) - 0.5, padding=0.02)
         style_plot(plot, self.palette())
+        self._fit_labels(plot, labels)
+
+    def _fit_labels(self, plot: pg.PlotItem, labels: _LevelLabels) -> None:
+        """Thin the axis names to the pixels each opened node has; put each visit number above its
+        point, else below, where it overlaps no number visited before it and is not clipped, else hide it."""
+        box = plot.getViewBox()
+        axis = plot.getAxis("bottom")
+        (left, right), _ = box.viewRange()
+        if box.width() <= 0 or right <= left or not labels.ticks:
+            axis.setTicks([[(i, text) for i, text in enumerate(labels.ticks)]])
+            return
+        metrics = QFontMetricsF(axis.style["tickFont"] or self.graphics.font())
+        needed = max(metrics.horizontalAdvance(t) for t in labels.ticks) + metrics.horizontalAdvance("  ")
+        every = max(1, math.ceil(needed / (box.width() / (right - left))))
+        axis.setTicks([[(i, text if i % every == 0 else "") for i, text in enumerate(labels.ticks)]])
+        taken: list[QRectF] = []
+        inside = box.sceneBoundingRect()
+        for _, x, y, label in labels.visits:
+            size = label.textItem.boundingRect()
+            point = box.mapViewToScene(QPointF(x, y))
+            for anchor in _LABEL_ANCHORS:  # above the point, else below it
+                rect = QRectF(point.x() - anchor[0] * size.width(), point.y() - anchor[1] * size.height(),
+                              size.width(), size.height())
+                if inside.contains(rect) and not any(rect.intersects(other) for other in taken):
+                    label.setAnchor(anchor)
+                    taken.append(rect)
+                    label.show()
+                    break
+            else:
+                label.hide()
 
     def _next_plot(self) -> pg.PlotItem:
         """A cleared plot for the next level, side by side (the dock is wide and low); plots are reused:
         creating a pyqtgraph PlotItem is slow (benchmarks/bench_design.py)."""
         if self._shown == len(self.plots):
-            self.plots.append(pg.PlotItem())
+            plot, labels = pg.PlotItem(), _LevelLabels()
+            box = plot.getViewBox()
+            for changed in (box.sigResized, box.sigRangeChanged):
+                changed.connect(lambda *_, plot=plot, labels=labels: self._fit_labels(plot, labels))
+            self.plots.append(plot)
+            self._labels.append(labels)
         plot = self.plots[self._shown]
+        self._labels[self._shown].ticks, self._labels[self._shown].visits = [], []
         self.graphics.addItem(plot, row=0, col=self._shown)
         self._shown += 1
         return plot

@@ -32,7 +32,7 @@ from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.query_form import hbox, spin_box
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import error_color, plot_colors, style_plot
-from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_columns, fit_table_pane, rows_view, titled
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
 from ecpfs_viewer.model.search import QueryError, SearchProgress
 from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_csv_path, recall_explore
 from ecpfs_viewer.model.search.results import ProgressCallback
@@ -220,7 +220,7 @@ class RecallView(QWidget):
         self.numbers_model.set_headers(["search_exp", f"recall@{report.k}", *self.NUMBER_HEADERS[2:]])
         self.numbers_model.set_rows([(r.search_exp, round(r.recall, 4), r.leaves_mean, r.leaves_p95,
                                       round(r.ms_mean, 3), round(r.ms_p95, 3)) for r in report.rows])
-        fit_columns(self.numbers_view)
+        fit_table(self.numbers_view)
         fit_table_pane(self.tables, self.numbers_view, len(report.rows), share=0.45)
         self._plot(outcome)
         self.miss_filter.blockSignals(True)
@@ -289,7 +289,7 @@ class RecallView(QWidget):
             [(m.search_exp, m.query, m.miss.true_rank, m.miss.item_id, shown_score(metric, m.miss.score),
               m.miss.location.leaf_path, m.miss.location.row, m.text) for m in shown],
             tooltips=[m.text for m in shown])
-        fit_columns(self.misses_view)
+        fit_table(self.misses_view, stretch=7)
         kept = "" if outcome.missed_total == len(outcome.misses) else f" (first {len(outcome.misses):,} kept)"
         self.misses_label.setText(f"True neighbours missed: {len(shown):,} shown of {outcome.missed_total:,}{kept}")
 

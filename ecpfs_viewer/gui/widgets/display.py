@@ -7,10 +7,12 @@ its path so the window can select it.
 from __future__ import annotations
 
 import html
+import math
+import re
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtCore import Qt, QTextBoundaryFinder, Signal
+from PySide6.QtGui import QFontMetricsF, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -31,12 +33,15 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.widgets.icons import standard_icon
+from ecpfs_viewer.gui.widgets.rows_table import fit_table
 from ecpfs_viewer.model.ecpfs import Finding, NodeSize, Severity
 from ecpfs_viewer.model.formatting import format_value
 
 _SEVERITY_ICONS = {Severity.ERROR: "SP_MessageBoxCritical", Severity.WARNING: "SP_MessageBoxWarning",
                    Severity.INFO: "SP_MessageBoxInformation"}
 PATH_ROLE = Qt.ItemDataRole.UserRole
+#: Pixels kept below a facts label's text, so that underscores and descenders are never clipped.
+DESCENDER_ROOM = 2
 
 
 class MessageBanner(QFrame):
@@ -96,57 +101,102 @@ def fact_value(value: object, absent: str = "—") -> str:
     return format_value(value, absent, grouped=True)
 
 
-class FactsView(QWidget):
-    """Label/value pairs in a grid; values wrap and are selectable."""
+def widest_unbreakable(label: QLabel, text: str) -> int:
+    """Pixels of the widest piece of plain ``text`` a wrapping label cannot break (between two of
+    Qt's line-break opportunities), rounded up: the label's width below which it is cut."""
+    metrics = QFontMetricsF(label.font())
+    finder = QTextBoundaryFinder(QTextBoundaryFinder.BoundaryType.Line, text)
+    widest, start = 0.0, 0
+    while (end := finder.toNextBoundary()) != -1:
+        widest = max(widest, metrics.horizontalAdvance(text[start:end].rstrip()))
+        start = end
+    return math.ceil(widest)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+
+def fact_label(text: str, rich: bool = False, bold: bool = False) -> QLabel:
+    """A wrapping, selectable label of a facts grid that is never cut: at least as wide as its
+    widest unbreakable word, with a pixel below the lowest glyph (an underscore sits on a label's
+    last pixel row, and a layout squeezed by one pixel, as at QT_SCALE_FACTOR=1.5, drops it)."""
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.RichText if rich else Qt.TextFormat.PlainText)
+    if bold:
+        font = label.font()
+        font.setBold(True)
+        label.setFont(font)
+    label.setWordWrap(True)
+    label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+    label.setContentsMargins(0, 0, 0, DESCENDER_ROOM)
+    label.setMinimumWidth(widest_unbreakable(label, _plain(text) if rich else text))
+    return label
+
+
+class FactsView(QWidget):
+    """Label/value pairs in a grid; values wrap and are selectable, and each label can explain its
+    term in a tooltip. ``rich`` values are rich text whose links emit ``link_activated(href)``;
+    ``label_stretch`` is the labels' share of spare width against the values' 3 (0: only what they need)."""
+
+    link_activated = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None, rich: bool = False, label_stretch: int = 2) -> None:
         super().__init__(parent)
+        self._rich = rich
         self.grid = QGridLayout(self)
         self.grid.setContentsMargins(4, 4, 4, 4)
         self.grid.setHorizontalSpacing(16)
-        self.grid.setVerticalSpacing(3)
-        self.grid.setColumnStretch(0, 2)
+        self.grid.setVerticalSpacing(2)
+        self.grid.setColumnStretch(0, label_stretch)
         self.grid.setColumnStretch(1, 3)
 
-    def set_rows(self, rows: list[tuple[str, str]]) -> None:
-        """Show these (label, value) rows instead of the current ones."""
+    def set_rows(self, rows: list[tuple[str, str]], tips: dict[str, str] | None = None) -> None:
+        """Show these (label, value) rows instead of the current ones; ``tips`` maps a label to what
+        its term means (shown on hover over the row)."""
         while self.grid.count():
             item = self.grid.takeAt(0)
             widget = item.widget() if item is not None else None
             if widget is not None:
                 widget.deleteLater()
         for i, (label, value) in enumerate(rows):
-            key = QLabel(f"<b>{html.escape(label)}</b>")
-            key.setWordWrap(True)  # a narrow pane wraps labels too, rather than scrolling sideways
-            key.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-            text = QLabel(value)
-            text.setTextFormat(Qt.TextFormat.PlainText)
-            text.setWordWrap(True)
-            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+            key = fact_label(label, bold=True)  # a narrow pane wraps labels too
+            text = fact_label(value, rich=self._rich)
+            if self._rich:
+                text.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+                text.linkActivated.connect(self.link_activated)
+            else:
+                text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            tip = (tips or {}).get(label.strip())
+            if tip:
+                key.setToolTip(tip)
+                text.setToolTip(tip)
             self.grid.addWidget(key, i, 0)
             self.grid.addWidget(text, i, 1)
             self.grid.setRowStretch(i, 0)
         self.grid.setRowStretch(len(rows), 1)
 
-    def text(self) -> str:
-        """All rows as 'label: value' lines (what the user reads)."""
-        lines = []
+    def labels(self) -> list[tuple[QLabel, QLabel]]:
+        """The (label, value) widgets of every row, in order."""
+        pairs = []
         for row in range(self.grid.rowCount()):
             key, value = self.grid.itemAtPosition(row, 0), self.grid.itemAtPosition(row, 1)
             key_label = key.widget() if key is not None else None
             value_label = value.widget() if value is not None else None
             if isinstance(key_label, QLabel) and isinstance(value_label, QLabel):
-                lines.append(f"{_plain(key_label.text())}: {value_label.text()}")
-        return "\n".join(lines)
+                pairs.append((key_label, value_label))
+        return pairs
+
+    def text(self) -> str:
+        """All rows as 'label: value' lines (what the user reads)."""
+        read = _plain if self._rich else str
+        return "\n".join(f"{key.text()}: {read(value.text())}" for key, value in self.labels())
 
 
 def _plain(text: str) -> str:
-    return html.unescape(text.replace("<b>", "").replace("</b>", ""))
+    """Rich text as read: tags removed, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", "", text.replace("<br>", "\n")))
 
 
 class FindingsList(QTableWidget):
-    """Findings with a severity icon, the path and the whole message (wrapped); a click requests the path."""
+    """Findings with a severity icon, the path (as wide as the longest) and the whole message
+    (wrapped, in the width left); a click requests the path."""
 
     path_clicked = Signal(str)
 
@@ -162,9 +212,7 @@ class FindingsList(QTableWidget):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         header = self.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.resizeSection(0, 190)
+        fit_table(self, stretch=1)
         header.sectionResized.connect(lambda *_: self.resizeRowsToContents())
         self.itemClicked.connect(self._on_clicked)
         self.itemActivated.connect(self._on_clicked)
@@ -184,6 +232,7 @@ class FindingsList(QTableWidget):
             )
         if not findings:
             self._add_row(standard_icon("SP_DialogApplyButton"), "", empty_text, None, "")
+        fit_table(self, stretch=1)
         self.resizeRowsToContents()
 
     def _add_row(self, icon: Any, path_text: str, message: str, path: str | None, tip: str) -> None:
@@ -258,11 +307,12 @@ class NodeList(QTreeWidget):
 
 
 def facts_scroll(facts: FactsView) -> QScrollArea:
-    """facts in a frameless area that scrolls vertically only: values wrap to the width shown."""
+    """facts in a frameless scrolling area: values wrap to the width shown, each row gets the height
+    of its wrapped lines, and a pane narrower than a value's longest word scrolls rather than cut it."""
     scroll = QScrollArea()
     scroll.setWidgetResizable(True)
     scroll.setFrameShape(QFrame.Shape.NoFrame)
-    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
     scroll.setWidget(facts)
     return scroll
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QApplication, QDialogButtonBox
+from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QHeaderView
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
@@ -315,3 +315,55 @@ def test_saved_queries_in_search_and_recall(qtbot, window, two_clusters_copy):
         recall.run()
     assert recall.numbers_model.texts()[0][:2] == ["0", "1"] and recall.outcome.report.source == "2 saved queries"
     assert recall.recall_plot.listDataItems()[0].getData()[0].tolist() == [0.0]  # search_exp 0: linear axis
+
+
+def click_header(qtbot, view, column: int) -> None:
+    header = view.horizontalHeader()
+    x = header.sectionViewportPosition(column) + header.sectionSize(column) // 2
+    qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(x, header.height() // 2))
+
+
+def test_results_sort_by_a_header_click_and_why_it_was_missed_takes_the_width_left(qtbot, window, index_path):
+    win = window(index_path)
+    win.search.panel.form.exp_spin.setValue(1)  # one leaf: some true neighbours are missed
+    win.search.panel.form.k_spin.setValue(30)
+    search_item(qtbot, win, "17")
+    panel = win.search.panel
+    view, model = panel.results_view, panel.results_model
+    distances = [float(r[2]) for r in model.texts()]
+    click_header(qtbot, view, 2)
+    click_header(qtbot, view, 2)
+    assert [float(r[2]) for r in model.texts()] == sorted(distances, reverse=True)  # by value, farthest first
+    far = max(panel.exploration.result.hits, key=lambda h: h.score)
+    double_click_row(qtbot, view, 0)  # the row shown first: the farthest hit
+    target = f"lvl_3/node_{far.leaf}/embeddings"
+    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == target, timeout=10000)
+    qtbot.waitUntil(lambda: win.plot.selected_row() == far.row, timeout=10000)
+
+    misses = panel.misses_view
+    header = misses.horizontalHeader()
+    assert panel.misses_model.rowCount() > 0
+    assert header.sectionResizeMode(5) is QHeaderView.ResizeMode.Stretch
+    assert header.length() <= misses.viewport().width()  # no sideways scrolling to read a row
+    why = panel.misses_model.texts()[0][5]
+    assert panel.misses_model.index(0, 5).data(Qt.ItemDataRole.ToolTipRole) == why  # the whole text on hover
+    metrics = misses.fontMetrics()
+    for column in range(5):  # the other columns show their text whole
+        widest = max(metrics.horizontalAdvance(r[column]) for r in panel.misses_model.texts())
+        assert header.sectionSize(column) > widest
+
+
+def test_internal_words_read_plainly_or_explain_themselves(qtbot, window, index_path):
+    win = window(index_path)
+    search_item(qtbot, win, "17")
+    panel = win.search.panel
+    assert "nodes visited" in panel.status_text() and "popped" not in panel.status_text()
+    assert "opened" in panel.status.toolTip()
+    tip = panel.results_model.headerData(5, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "true nearest neighbours" in tip  # "exact rank"
+    tip = panel.misses_model.headerData(5, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "did not open" in tip  # "why it was missed"
+    panel.tabs.setCurrentIndex(panel.TAB_PATH)  # drawn when shown
+    leaves = panel.path_view.leaves_model
+    assert "parent's children" in leaves.headerData(3, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "nodes visited" in panel.path_view.summary.text()
