@@ -315,7 +315,6 @@ def recall_explore(reader: IndexReader, spec: RecallSpec, k: int, search_exps: S
     """Recall@k per search_exp (:func:`recall_sweep`), then for each search_exp and query the true
     neighbours missed and why."""
     reporter = Reporter(progress, cancel)
-    reader.leaf_matrix(progress, cancel)  # exact search needs every leaf: read them once, first
     queries, labels = recall_queries(reader, spec, progress, cancel)
     report = recall_sweep(reader, queries, k, search_exps, exclude_self=exclude_self, progress=progress,
                           cancel=cancel)
