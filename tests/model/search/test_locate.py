@@ -87,3 +87,19 @@ def test_from_bytes_checks_types_lengths_and_order() -> None:
                    ItemMap(good.item_ids, good.leaves, np.array([0, -1], np.int64))):
         with pytest.raises(ValueError, match="not an item map"):
             ItemMap.from_bytes(broken.to_bytes())
+
+
+def test_exact_search_completes_a_half_read_map(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecpfs_viewer.model.search import exact as exact_module
+
+    monkeypatch.setattr(locate_module, "LEAF_BATCH", 7)
+    monkeypatch.setattr(exact_module, "MAX_BLOCK_LEAVES", 5)  # blocks that straddle the batches read
+    reader = IndexReader(index)
+    truth = _truth(IndexReader(index))
+    reader.locator.find([next(iter(truth))])  # one batch read
+    assert not reader.locator.complete
+    reader.exact(np.zeros((1, 4)), 3)
+    whole = reader.locator.complete_map()
+    assert whole is not None and len(whole) == 900
+    reads = reader.store.stats().requests
+    assert reader.locator.find(range(900)) == truth and reader.store.stats().requests == reads
