@@ -35,9 +35,10 @@ from ecpfs_viewer.model.search.results import (
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.locate import ItemLocator
 
-#: Embedding bytes read per block of leaves (sized from the mean leaf; at most MAX_BLOCK_LEAVES).
+#: Embedding bytes read per block of leaves (sized from the mean leaf), and at most MAX_BLOCK_LEAVES
+#: leaves: a leaf's chunk decodes padded to the full chunk shape, often many times the leaf's rows.
 BLOCK_BYTES = 16 << 20
-MAX_BLOCK_LEAVES = 256
+MAX_BLOCK_LEAVES = 64
 #: float32 ranking keys computed per matrix product (a chunk of queries times a block's items).
 KEY_BYTES = 16 << 20
 #: Extra candidates kept from the float32 ranking, re-scored exactly like search before the final cut.
