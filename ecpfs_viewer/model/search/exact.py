@@ -33,7 +33,7 @@ from ecpfs_viewer.model.search.results import (
 )
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.search.locate import ItemLocator
+    from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap
 
 #: Embedding bytes read per block of leaves (sized from the mean leaf), and at most MAX_BLOCK_LEAVES
 #: leaves: a leaf's chunk decodes padded to the full chunk shape, often many times the leaf's rows.
@@ -62,8 +62,8 @@ class LeafSource(Protocol):
 
     def leaf_ids(self) -> list[int]: ...
 
-    def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None
-                   ) -> list[NodeData | None]: ...
+    def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
+                   known_ids: Sequence[np.ndarray] | None = None) -> list[NodeData | None]: ...
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,28 @@ def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] =
     return _final(best, len(q), scoring.keep, k)
 
 
+@dataclass(frozen=True)
+class _LeafIds:
+    """Each leaf's item_ids in row order, from a complete item map: the leaves' embeddings are then
+    all that is left to read."""
+
+    leaves: np.ndarray  # ascending, one entry per item
+    ids: np.ndarray  # in (leaf, row) order
+
+    @staticmethod
+    def of(item_map: ItemMap | None) -> _LeafIds | None:
+        if item_map is None:
+            return None
+        order = np.lexsort((item_map.rows, item_map.leaves))
+        return _LeafIds(item_map.leaves[order], item_map.item_ids[order])
+
+    def of_leaves(self, leaves: Sequence[int]) -> list[np.ndarray]:
+        wanted = np.asarray(leaves, np.int64)
+        starts = np.searchsorted(self.leaves, wanted, "left").tolist()
+        stops = np.searchsorted(self.leaves, wanted, "right").tolist()
+        return [self.ids[a:b] for a, b in zip(starts, stops, strict=True)]
+
+
 def _blocks(index: LeafSource, leaves: list[int]) -> list[list[int]]:
     """Runs of leaves of about BLOCK_BYTES of embeddings each (from the mean leaf size when known)."""
     per_leaf = (index.total_items or 0) / max(1, len(leaves)) or 50.0
@@ -165,6 +187,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     gets tighter, so it never drops an item that belongs)."""
     leaves = index.leaf_ids()
     blocks = _blocks(index, leaves)
+    known = _LeafIds.of(index.locator.complete_map())
     nq, keep = len(scoring.q), scoring.keep
     best = _Candidates.padding(nq, keep)
     reporter.report("reading leaves", 0, len(leaves))
@@ -177,7 +200,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
                 while submitted < len(blocks) and len(pending) <= workers:
                     bound = best.key.reshape(nq, keep)[:, -1].copy()  # the worst kept: nothing above it enters
                     pending.append(pool.submit(contextvars.copy_context().run, _score_block, index,
-                                               blocks[submitted], scoring, bound, cancel))
+                                               blocks[submitted], scoring, bound, known, cancel))
                     submitted += 1
                 nodes, found = pending.popleft().result()
                 index.locator.learn(block, [None if node is None else node.ids for node in nodes])
@@ -190,7 +213,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     return best
 
 
-def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.ndarray,
+def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.ndarray, known: _LeafIds | None,
                  cancel: threading.Event | None) -> tuple[list[NodeData | None], _Candidates]:
     """Read one block of leaves and keep, per query, the items ranked within its best `keep`."""
 
@@ -199,7 +222,7 @@ def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.nd
             raise SearchCancelled()
 
     check()
-    nodes = index.read_nodes(index.levels, leaves)
+    nodes = index.read_nodes(index.levels, leaves, known_ids=None if known is None else known.of_leaves(leaves))
     check()
     present = [(leaf, node) for leaf, node in zip(leaves, nodes, strict=True) if node is not None]
     if not present:

@@ -118,12 +118,16 @@ class NodeReader:
                 reporter.report("reading nodes", min(start + NODE_BATCH, len(wanted)), len(wanted))
         return [out[n] for n in node_ids]
 
-    def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None
-                   ) -> list[NodeData | None]:
-        """Read nodes of one level in one batch, bypassing the cache (exact search streams every leaf)."""
+    def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
+                   known_ids: Sequence[np.ndarray] | None = None) -> list[NodeData | None]:
+        """Read nodes of one level in one batch, bypassing the cache (exact search streams every leaf);
+        with ``known_ids`` (each node's ids, from a complete item map) only the embeddings are read."""
         ids_name = "item_ids" if level == self.levels else "node_ids"
-        paths = [node_array_path(level, n, name) for n in node_ids for name in ("embeddings", ids_name)]
+        names = ("embeddings",) if known_ids is not None else ("embeddings", ids_name)
+        paths = [node_array_path(level, n, name) for n in node_ids for name in names]
         arrays = self.arrays.read(paths, None if reporter is None else reporter.check)
+        if known_ids is not None:
+            return [self._make_node(level, n, ids_name, arrays[j], known_ids[j]) for j, n in enumerate(node_ids)]
         return [self._make_node(level, n, ids_name, arrays[2 * j], arrays[2 * j + 1])
                 for j, n in enumerate(node_ids)]
 

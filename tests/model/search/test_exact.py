@@ -76,3 +76,19 @@ def test_exact_search_teaches_the_locator(tied) -> None:
     reads = reader.store.stats().requests
     assert reader.locator.find_one(599) == reader.locator.find_one(599)
     assert reader.store.stats().requests == reads  # answered from what exact search read
+
+
+def test_a_complete_item_map_leaves_only_the_embeddings_to_read(tied) -> None:
+    l2, _, data = tied
+    cold = IndexReader(l2)
+    before = cold.store.stats().requests
+    expected = cold.exact(data[:4], 12)
+    cold_reads = cold.store.stats().requests - before
+    warm = IndexReader(l2)
+    warm.locator.read_everything()
+    before = warm.store.stats().requests
+    found = warm.exact(data[:4], 12)
+    assert warm.store.stats().requests - before < cold_reads * 0.6  # no item_ids read again
+    for a, b in zip((found.ids, found.scores, found.leaves, found.rows),
+                    (expected.ids, expected.scores, expected.leaves, expected.rows), strict=True):
+        np.testing.assert_array_equal(a, b)
