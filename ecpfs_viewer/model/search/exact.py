@@ -243,9 +243,10 @@ def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.nd
             key[:, dropped] = np.inf
         if s.own is not None:
             key[ids[None, :] == s.own[start:stop, None]] = np.inf
-        limit = bound[start:stop]
-        if key.shape[1] > s.keep:
-            limit = np.minimum(limit, np.partition(key, s.keep - 1, axis=1)[:, s.keep - 1])
+        limit = bound[start:stop].copy()
+        filling = np.nonzero(~np.isfinite(limit))[0]  # fewer than `keep` kept so far: the block's own cut
+        if len(filling) and key.shape[1] > s.keep:
+            limit[filling] = np.partition(key[filling], s.keep - 1, axis=1)[:, s.keep - 1]
         rows, cols = np.nonzero((key <= limit[:, None]) & np.isfinite(key))
         scores = np.empty(len(rows), np.float32)
         edges = np.searchsorted(rows, np.arange(stop - start + 1)).tolist()  # nonzero gives rows in order
