@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import bench_index_path
 
-from ecpfs_viewer.model.search import IndexReader, SearchParams
+from ecpfs_viewer.model.search import IndexReader, NodeData, SearchParams
 
 CLI = [sys.executable, "-m", "ecpfs_viewer"]
 
@@ -79,10 +79,19 @@ def bench_warm_search(reader: IndexReader, queries: np.ndarray) -> None:
           f"p95 {np.percentile(times, 95) * 1e3:.2f} ms over {len(queries)} queries", "<= 5 ms")
 
 
+def _every_leaf(reader: IndexReader) -> NodeData:
+    """Every stored item in one matrix, for the numpy and faiss baselines (exact search streams)."""
+    leaves = reader.leaf_ids()
+    nodes = [n for start in range(0, len(leaves), 256)
+             for n in reader.read_nodes(reader.levels, leaves[start:start + 256]) if n is not None]
+    return NodeData(np.concatenate([n.vectors for n in nodes]), np.concatenate([n.sq_norms for n in nodes]),
+                    np.concatenate([n.ids for n in nodes]))
+
+
 def bench_exact(reader: IndexReader, queries: np.ndarray) -> None:
     t = time.perf_counter()
-    data = reader.leaf_matrix()
-    print(f"(reading all {len(reader.leaf_ids()):,} leaves, {len(data):,} items: {time.perf_counter() - t:.2f} s)")
+    data = _every_leaf(reader)
+    print(f"(reading all {len(reader.leaf_ids()):,} leaves, {len(data.ids):,} items: {time.perf_counter() - t:.2f} s)")
     reader.exact(queries[:2], 10)  # first-call costs (BLAS start-up) out of the figure
     t = time.perf_counter()
     exact = reader.exact(queries, 10)
@@ -107,7 +116,8 @@ def bench_exact(reader: IndexReader, queries: np.ndarray) -> None:
         faiss_s = time.perf_counter() - t
         agree = np.mean([set(data.ids[ids[i]]) == set(exact.ids[i]) for i in range(len(queries))])
         baseline += f"; faiss IndexFlatL2 {faiss_s:.2f} s (ids agree {agree:.0%})"
-    _line(f"exact top-10, {len(queries)} queries, leaves read", f"{ours:.2f} s", baseline, "<= 0.5 s")
+    _line(f"exact top-10, {len(queries)} queries, streaming every leaf", f"{ours:.2f} s", baseline,
+          "about one read of every leaf")
 
 
 def bench_fresh_recall(index: Path) -> None:

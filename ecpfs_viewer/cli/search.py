@@ -304,8 +304,6 @@ def _recall(args: argparse.Namespace) -> int:
     reader = _open(args)
     exact = _exact_with(reader, args)
     with _progress_bar(args) as bar:
-        if exact is None:
-            reader.leaf_matrix(progress=bar)  # the ground truth needs every leaf: read them once, first
         if queries is not None:
             query_set = queries_from_array(reader, queries, args.queries)
         elif args.sample is None and saved_query_ids(reader):

@@ -20,7 +20,8 @@ from ecpfs_viewer.model.search import IndexReader
 @pytest.fixture
 def work(tmp_path: Path, two_clusters_path: Path) -> Path:
     """A folder with good.npy: the 8 two-cluster points of the upstream fixture, in item order."""
-    np.save(tmp_path / "good.npy", IndexReader(two_clusters_path).leaf_matrix().vectors)
+    reader = IndexReader(two_clusters_path)
+    np.save(tmp_path / "good.npy", reader.vectors_for_items(reader.locator.all_item_ids()))
     return tmp_path
 
 

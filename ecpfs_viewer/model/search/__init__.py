@@ -16,7 +16,7 @@ from ecpfs_viewer.model.search.explain import MissedNeighbour, explain_misses
 from ecpfs_viewer.model.search.index import IndexReader
 from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator, PathStep
 from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array, sample_items, saved_queries, saved_query_ids
-from ecpfs_viewer.model.search.reader import LeafMatrix, NodeData, NodeReader
+from ecpfs_viewer.model.search.reader import NodeData, NodeReader
 from ecpfs_viewer.model.search.recall import RecallReport, RecallRow, recall_at_k, recall_sweep
 from ecpfs_viewer.model.search.results import (
     ItemIdRangeError,
@@ -37,7 +37,6 @@ __all__ = [
     "ItemIdRangeError",
     "ItemLocation",
     "ItemLocator",
-    "LeafMatrix",
     "MissedNeighbour",
     "NodeData",
     "NodeReader",

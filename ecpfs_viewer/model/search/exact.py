@@ -1,79 +1,69 @@
 """Exact k nearest neighbours over every stored item: the ground truth recall is measured against.
 
-All leaves are read once (through the store's batched, concurrent reads) into one float32
-matrix; queries are scored against it in blocks with one BLAS matrix product per block, with
-the same metric and score convention as eCP search (§4.1), ties broken by item id.
+The leaves are streamed in blocks (a bounded number of leaf arrays at a time, through the
+store's batched reads), so memory does not grow with the index. Worker threads, one per core,
+each read a block and rank its items in float32 with one BLAS matrix product per chunk of
+queries, keeping every item within the best ``k + margin`` of each query (ties included);
+those candidates are scored exactly as eCP search scores them (:func:`row_dots`). The main
+thread merges the blocks, in leaf order, into a running best per query and cuts it to k,
+ties by item id, so search and exact search give an item the same score bit for bit.
 """
 
 from __future__ import annotations
 
+import contextvars
+import os
 import threading
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ecpfs_viewer.model.blas import one_blas_thread
-from ecpfs_viewer.model.search.reader import LeafMatrix, NodeReader, row_dots, score_block, squared_norms
-from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchHit
+from ecpfs_viewer.model.search.reader import NodeData, row_dots, score_block, squared_norms
+from ecpfs_viewer.model.search.results import (
+    ProgressCallback,
+    QueryError,
+    Reporter,
+    SearchCancelled,
+    SearchHit,
+)
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.search.locate import ItemLocator
+    from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap
 
-#: Leaves read per batch (embeddings and item_ids): one progress step each.
-LEAF_READ_BATCH = 200
-#: Stored items scored per matrix product.
-ITEM_BLOCK = 16384
-#: Extra candidates kept from the float32 blocks, re-scored exactly like search before the final cut.
+#: Embedding bytes read per block of leaves (sized from the mean leaf), and at most MAX_BLOCK_LEAVES
+#: leaves: a leaf's chunk decodes padded to the full chunk shape, often many times the leaf's rows.
+BLOCK_BYTES = 16 << 20
+MAX_BLOCK_LEAVES = 64
+#: float32 ranking keys computed per matrix product (a chunk of queries times a block's items).
+KEY_BYTES = 16 << 20
+#: Extra candidates kept from the float32 ranking, re-scored exactly like search before the final cut.
 RESCORE_MARGIN = 16
 _NO_ID = np.iinfo(np.int64).max  # sorts padding after every real item with the same key
 
 
 class LeafSource(Protocol):
-    """What exact search needs of a reader: its scoring rule and every leaf in one matrix (cached)."""
+    """What exact search needs of a reader: its scoring rule, its leaves, and the item locator."""
 
     metric: str
     is_normalized: bool
+    levels: int
+    dim: int
+    total_items: int | None
+
+    @property
+    def locator(self) -> ItemLocator: ...
 
     def prepare_queries(self, queries: Any) -> np.ndarray: ...
 
-    def leaf_matrix(self, progress: ProgressCallback | None = None,
-                    cancel: threading.Event | None = None) -> LeafMatrix: ...
+    def leaf_ids(self) -> list[int]: ...
 
-
-def load_leaves(index: NodeReader, locator: ItemLocator, reporter: Reporter) -> LeafMatrix:
-    """Read every leaf (embeddings and item_ids) and stack them; reports progress, honours cancel.
-
-    The locator is given the item ids read, so locating an item afterwards reads nothing."""
-    leaves = index.leaf_ids()
-    vectors: list[np.ndarray] = []
-    norms: list[np.ndarray] = []
-    ids: list[np.ndarray] = []
-    present: list[int] = []
-    reporter.report("reading leaves", 0, len(leaves))
-    for start in range(0, len(leaves), LEAF_READ_BATCH):
-        part = leaves[start:start + LEAF_READ_BATCH]
-        for leaf, node in zip(part, index.read_nodes(index.levels, part, reporter), strict=True):
-            if node is not None:
-                present.append(leaf)
-                vectors.append(node.vectors)
-                norms.append(node.sq_norms)
-                ids.append(node.ids)
-        reporter.report("reading leaves", start + len(part), len(leaves))
-    sizes = [len(i) for i in ids]
-    bounds = np.cumsum([0, *sizes])
-    v = np.concatenate(vectors) if vectors else np.empty((0, index.dim), np.float32)
-    matrix = LeafMatrix(
-        vectors=v,
-        sq_norms=np.concatenate(norms) if norms else np.empty(0, np.float32),
-        ids=np.concatenate(ids) if ids else np.empty(0, np.int64),
-        leaves=np.repeat(np.asarray(present, np.int64), sizes),
-        rows=np.concatenate([np.arange(n) for n in sizes]) if sizes else np.empty(0, np.int64),
-        offsets={leaf: (int(bounds[j]), int(bounds[j + 1])) for j, leaf in enumerate(present)},
-    )
-    locator.learn(present, ids)
-    return matrix
+    def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
+                   known_ids: Sequence[np.ndarray] | None = None) -> list[NodeData | None]: ...
 
 
 @dataclass(frozen=True)
@@ -92,17 +82,56 @@ class ExactNeighbours:
             strict=True))
 
 
+@dataclass(frozen=True)
+class _Scoring:
+    """What every block needs to rank and score its items."""
+
+    q: np.ndarray  # (queries, dim) float32
+    q_sq: np.ndarray  # (queries,) float32
+    metric: str
+    is_normalized: bool
+    keep: int
+    own: np.ndarray | None  # per query, an item id left out of that query's list (-1: none)
+    excluded: np.ndarray | None  # item ids never returned
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """Flat candidate entries: query row, ranking key, item id, exact score, leaf and row."""
+
+    query: np.ndarray
+    key: np.ndarray
+    ids: np.ndarray
+    scores: np.ndarray
+    leaves: np.ndarray
+    rows: np.ndarray
+
+    @staticmethod
+    def padding(queries: int, keep: int) -> _Candidates:
+        """`keep` entries per query that sort after every real one."""
+        n = queries * keep
+        return _Candidates(np.repeat(np.arange(queries), keep), np.full(n, np.inf, np.float32),
+                           np.full(n, _NO_ID, np.int64), np.full(n, np.inf, np.float32),
+                           np.full(n, -1, np.int64), np.full(n, -1, np.int64))
+
+    @staticmethod
+    def concat(parts: Sequence[_Candidates]) -> _Candidates:
+        return _Candidates(*(np.concatenate([getattr(p, f) for p in parts])
+                             for f in ("query", "key", "ids", "scores", "leaves", "rows")))
+
+    def take(self, order: np.ndarray) -> _Candidates:
+        return _Candidates(self.query[order], self.key[order], self.ids[order], self.scores[order],
+                           self.leaves[order], self.rows[order])
+
+
 def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] = frozenset(),
               self_ids: Sequence[int | None] | None = None, progress: ProgressCallback | None = None,
               cancel: threading.Event | None = None) -> ExactNeighbours:
-    """Exact top-k for each query row over every stored item.
+    """Exact top-k for each query row over every stored item, streaming the leaves in blocks.
 
-    Blocks of items are ranked in float32 with one BLAS matrix product each, keeping the best
-    k + margin per query (every item tied with the last one kept comes along); those candidates
-    are then scored exactly as eCP search scores them (:func:`row_dots`) and cut to k, ties by
-    item id, so search and exact search give an item the same score bit for bit.
     ``exclude`` is never returned; ``self_ids[i]`` (when given and not None) is left out of query
-    i's list only, for queries that are stored items.
+    i's list only, for queries that are stored items. The item ids read are handed to the
+    index's locator, so locating an item afterwards reads nothing.
     """
     if k < 1:
         raise QueryError(f"k must be at least 1 (got {k})")
@@ -110,46 +139,131 @@ def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] =
     if self_ids is not None and len(self_ids) != len(q):
         raise QueryError(f"{len(self_ids)} self ids for {len(q)} queries")
     reporter = Reporter(progress, cancel)
-    data = index.leaf_matrix(progress, cancel)
-    keep = k + RESCORE_MARGIN
-    own = np.array([-1 if s is None else s for s in self_ids], np.int64) if self_ids is not None else None
-    excluded = np.fromiter(exclude, np.int64, len(exclude)) if exclude else None
-    blocks = range(0, len(data), ITEM_BLOCK)
+    scoring = _Scoring(q, squared_norms(q), index.metric, index.is_normalized, k + RESCORE_MARGIN,
+                       np.array([-1 if s is None else s for s in self_ids], np.int64) if self_ids is not None else None,
+                       np.fromiter(exclude, np.int64, len(exclude)) if exclude else None)
     with one_blas_thread():
-        best_key, best_pos = _scan(index, data, q, blocks, keep, own, excluded, reporter)
-    reporter.report("exact search", len(blocks), len(blocks))
-    return _final(index, data, q, best_key, best_pos, k)
+        best = _scan(index, scoring, reporter, cancel)
+    reporter.report("exact search", 1, 1)
+    return _final(best, len(q), scoring.keep, k)
 
 
+@dataclass(frozen=True)
+class _LeafIds:
+    """Each leaf's item_ids in row order, from a complete item map: the leaves' embeddings are then
+    all that is left to read."""
+
+    leaves: np.ndarray  # ascending, one entry per item
+    ids: np.ndarray  # in (leaf, row) order
+
+    @staticmethod
+    def of(item_map: ItemMap | None) -> _LeafIds | None:
+        if item_map is None:
+            return None
+        order = np.lexsort((item_map.rows, item_map.leaves))
+        return _LeafIds(item_map.leaves[order], item_map.item_ids[order])
+
+    def of_leaves(self, leaves: Sequence[int]) -> list[np.ndarray]:
+        wanted = np.asarray(leaves, np.int64)
+        starts = np.searchsorted(self.leaves, wanted, "left").tolist()
+        stops = np.searchsorted(self.leaves, wanted, "right").tolist()
+        return [self.ids[a:b] for a, b in zip(starts, stops, strict=True)]
 
 
-def _scan(index: LeafSource, data: LeafMatrix, q: np.ndarray, blocks: range, keep: int, own: np.ndarray | None,
-          excluded: np.ndarray | None, reporter: Reporter) -> tuple[np.ndarray, np.ndarray]:
-    """The best `keep` ranking keys and matrix positions per query over every block of items."""
-    best_key = np.full((len(q), keep), np.inf, np.float32)
-    best_pos = np.full((len(q), keep), -1, np.int64)
-    for b, start in enumerate(blocks):
-        reporter.report("exact search", b, len(blocks))
-        stop = min(start + ITEM_BLOCK, len(data))
-        key = _ranking_keys(index, q, data.vectors[start:stop], data.sq_norms[start:stop])
-        ids = data.ids[start:stop]
-        if excluded is not None:
-            key[:, np.isin(ids, excluded)] = np.inf
-        if own is not None:
-            key[ids[None, :] == own[:, None]] = np.inf
-        threshold = best_key[:, -1].copy()  # worst kept so far: nothing above it can enter
-        filling = np.nonzero(~np.isfinite(threshold))[0]
-        if len(filling) and key.shape[1] > keep:
-            threshold[filling] = np.partition(key[filling], keep - 1, axis=1)[:, keep - 1]
-        rows, cols = np.nonzero(key <= threshold[:, None])
-        best_key, best_pos = _merge(best_key, best_pos, rows, key[rows, cols], cols + start, data.ids, keep)
-    return best_key, best_pos
+def _blocks(index: LeafSource, leaves: list[int]) -> list[list[int]]:
+    """Runs of leaves of about BLOCK_BYTES of embeddings each (from the mean leaf size when known)."""
+    per_leaf = (index.total_items or 0) / max(1, len(leaves)) or 50.0
+    size = int(min(MAX_BLOCK_LEAVES, max(1, BLOCK_BYTES // max(1.0, per_leaf * index.dim * 4))))
+    return [leaves[i:i + size] for i in range(0, len(leaves), size)]
 
 
-def _ranking_keys(index: LeafSource, q: np.ndarray, vectors: np.ndarray, sq_norms: np.ndarray) -> np.ndarray:
+def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: threading.Event | None
+          ) -> _Candidates:
+    """The best `keep` candidates of each query over every leaf, blocks read and scored by one
+    worker per core and merged here in leaf order.
+
+    At most one block per worker waits beyond those being scored, so memory is bounded; a block
+    is pruned with the running best as it was when the block was handed out (a bound that only
+    gets tighter, so it never drops an item that belongs)."""
+    leaves = index.leaf_ids()
+    blocks = _blocks(index, leaves)
+    known = _LeafIds.of(index.locator.complete_map())
+    nq, keep = len(scoring.q), scoring.keep
+    best = _Candidates.padding(nq, keep)
+    reporter.report("reading leaves", 0, len(leaves))
+    workers = max(1, os.cpu_count() or 1)
+    pending: deque[Future[tuple[list[NodeData | None], _Candidates]]] = deque()
+    submitted = done = 0
+    with ThreadPoolExecutor(workers, thread_name_prefix="exact-search") as pool:
+        try:
+            for block in blocks:
+                while submitted < len(blocks) and len(pending) <= workers:
+                    bound = best.key.reshape(nq, keep)[:, -1].copy()  # the worst kept: nothing above it enters
+                    pending.append(pool.submit(contextvars.copy_context().run, _score_block, index,
+                                               blocks[submitted], scoring, bound, known, cancel))
+                    submitted += 1
+                nodes, found = pending.popleft().result()
+                index.locator.learn(block, [None if node is None else node.ids for node in nodes])
+                best = _merge(best, found, nq, keep)
+                done += len(block)
+                reporter.report("reading leaves", done, len(leaves))
+        finally:
+            for future in pending:
+                future.cancel()
+    return best
+
+
+def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.ndarray, known: _LeafIds | None,
+                 cancel: threading.Event | None) -> tuple[list[NodeData | None], _Candidates]:
+    """Read one block of leaves and keep, per query, the items ranked within its best `keep`."""
+
+    def check() -> None:  # no checkpoint hook here: the main thread runs it between blocks
+        if cancel is not None and cancel.is_set():
+            raise SearchCancelled()
+
+    check()
+    nodes = index.read_nodes(index.levels, leaves, known_ids=None if known is None else known.of_leaves(leaves))
+    check()
+    present = [(leaf, node) for leaf, node in zip(leaves, nodes, strict=True) if node is not None]
+    if not present:
+        return nodes, _Candidates.padding(0, 0)
+    vectors = np.concatenate([node.vectors for _, node in present])
+    sq_norms = np.concatenate([node.sq_norms for _, node in present])
+    ids = np.concatenate([node.ids for _, node in present])
+    sizes = [len(node.ids) for _, node in present]
+    leaf_of = np.repeat(np.asarray([leaf for leaf, _ in present], np.int64), sizes)
+    row_of = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])
+    dropped = np.isin(ids, s.excluded) if s.excluded is not None else None
+    step = max(1, KEY_BYTES // max(1, 4 * len(ids)))
+    parts = []
+    for start in range(0, len(s.q), step):
+        stop = min(start + step, len(s.q))
+        key = _ranking_keys(s, s.q[start:stop], vectors, sq_norms)
+        if dropped is not None:
+            key[:, dropped] = np.inf
+        if s.own is not None:
+            key[ids[None, :] == s.own[start:stop, None]] = np.inf
+        limit = bound[start:stop].copy()
+        filling = np.nonzero(~np.isfinite(limit))[0]  # fewer than `keep` kept so far: the block's own cut
+        if len(filling) and key.shape[1] > s.keep:
+            limit[filling] = np.partition(key[filling], s.keep - 1, axis=1)[:, s.keep - 1]
+        rows, cols = np.nonzero((key <= limit[:, None]) & np.isfinite(key))
+        scores = np.empty(len(rows), np.float32)
+        edges = np.searchsorted(rows, np.arange(stop - start + 1)).tolist()  # nonzero gives rows in order
+        for i in range(stop - start):
+            lo, hi = edges[i], edges[i + 1]
+            if hi > lo:
+                picked = cols[lo:hi]
+                scores[lo:hi] = score_block(s.metric, s.is_normalized, row_dots(vectors[picked], s.q[start + i]),
+                                            sq_norms[picked], s.q_sq[start + i])
+        parts.append(_Candidates(rows + start, key[rows, cols], ids[cols], scores, leaf_of[cols], row_of[cols]))
+    return nodes, _Candidates.concat(parts)
+
+
+def _ranking_keys(s: _Scoring, q: np.ndarray, vectors: np.ndarray, sq_norms: np.ndarray) -> np.ndarray:
     """Per (query, item) a float32 key ordered like the score (lower is better), without the sqrt."""
     key: np.ndarray = q @ vectors.T
-    if index.metric == "IP" or index.is_normalized:
+    if s.metric == "IP" or s.is_normalized:
         np.negative(key, out=key)  # larger dot product, smaller score
     else:
         key *= np.float32(-2.0)
@@ -157,40 +271,25 @@ def _ranking_keys(index: LeafSource, q: np.ndarray, vectors: np.ndarray, sq_norm
     return key
 
 
-def _merge(best_key: np.ndarray, best_pos: np.ndarray, rows: np.ndarray, keys: np.ndarray, pos: np.ndarray,
-           ids: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
-    """The best `keep` (key, then item id) of each row among the kept ones and new candidates."""
-    nq = best_key.shape[0]
-    all_rows = np.concatenate([np.repeat(np.arange(nq), keep), rows])
-    all_keys = np.concatenate([best_key.ravel(), keys])
-    all_pos = np.concatenate([best_pos.ravel(), pos])
-    all_ids = np.where(all_pos >= 0, ids[np.maximum(all_pos, 0)], _NO_ID)
-    order = np.lexsort((all_ids, all_keys, all_rows))
-    sorted_rows = all_rows[order]
-    rank = np.arange(len(order)) - np.searchsorted(sorted_rows, np.arange(nq))[sorted_rows]
-    chosen = order[rank < keep]  # `keep` per row (padding included), rows in order
-    return all_keys[chosen].reshape(nq, keep), all_pos[chosen].reshape(nq, keep)
+def _merge(best: _Candidates, found: _Candidates, queries: int, keep: int) -> _Candidates:
+    """The best `keep` (key, then item id) of each query among the kept ones and a block's candidates;
+    kept ones come first, so equal entries stay in leaf order."""
+    if not len(found.query):
+        return best
+    both = _Candidates.concat([best, found])
+    order = np.lexsort((both.ids, both.key, both.query))
+    sorted_query = both.query[order]
+    rank = np.arange(len(order)) - np.searchsorted(sorted_query, np.arange(queries))[sorted_query]
+    return both.take(order[rank < keep])  # `keep` per query (padding included), queries in order
 
 
-def _final(index: LeafSource, data: LeafMatrix, q: np.ndarray, key: np.ndarray, pos: np.ndarray,
-           k: int) -> ExactNeighbours:
-    """Score the candidates the way search does, order by (score, item id), keep k, pad the rest."""
-    valid = (pos >= 0) & np.isfinite(key)
-    scores = np.full(pos.shape, np.inf, np.float32)
-    q_sq = squared_norms(q)
-    for i in range(len(q)):
-        rows = pos[i][valid[i]]
-        if len(rows):
-            scores[i][valid[i]] = score_block(index.metric, index.is_normalized, row_dots(data.vectors[rows], q[i]),
-                                              data.sq_norms[rows], q_sq[i])
-    valid &= np.isfinite(scores)
-    ids = np.where(valid, data.ids[np.maximum(pos, 0)] if len(data) else -1, _NO_ID)
-    order = np.lexsort((ids, scores), axis=-1)[:, :k]  # keep > k columns, so always k left
-    pos, scores, ids, valid = (np.take_along_axis(a, order, 1) for a in (pos, scores, ids, valid))
-    safe = np.maximum(pos, 0)
-    return ExactNeighbours(
-        np.where(valid, ids, -1),
-        np.where(valid, scores, np.inf).astype(np.float32),
-        np.where(valid, data.leaves[safe], -1) if len(data) else np.full(pos.shape, -1, np.int64),
-        np.where(valid, data.rows[safe], -1) if len(data) else np.full(pos.shape, -1, np.int64),
-    )
+def _final(best: _Candidates, queries: int, keep: int, k: int) -> ExactNeighbours:
+    """Order each query's kept candidates by (exact score, item id), keep k, pad the rest."""
+    scores = best.scores.reshape(queries, keep)
+    valid = (best.ids.reshape(queries, keep) != _NO_ID) & np.isfinite(scores)
+    ids = np.where(valid, best.ids.reshape(queries, keep), _NO_ID)
+    order = np.lexsort((ids, np.where(valid, scores, np.inf)), axis=-1)[:, :k]  # keep > k columns
+    ids, scores, valid = (np.take_along_axis(a, order, 1) for a in (ids, scores, valid))
+    leaves, rows = (np.take_along_axis(a.reshape(queries, keep), order, 1) for a in (best.leaves, best.rows))
+    return ExactNeighbours(np.where(valid, ids, -1), np.where(valid, scores, np.inf).astype(np.float32),
+                           np.where(valid, leaves, -1), np.where(valid, rows, -1))

@@ -349,12 +349,11 @@ def recall_explore(reader: IndexReader, spec: RecallSpec, k: int, search_exps: S
     """Recall@k per search_exp (:func:`recall_sweep`), then for each search_exp and query the true
     neighbours missed and why."""
     reporter = Reporter(progress, cancel)
-    reader.leaf_matrix(progress, cancel)  # exact search needs every leaf: read them once, first
     queries, labels = recall_queries(reader, spec, progress, cancel)
-    report = recall_sweep(reader, queries, k, search_exps, exclude_self=exclude_self, progress=progress,
-                          cancel=cancel)
     own = list(queries.self_ids) if exclude_self else [None] * len(queries)
-    truth = reader.exact(queries.vectors, k, frozenset(), own, progress, cancel)
+    truth = reader.exact(queries.vectors, k, frozenset(), own, progress, cancel)  # one pass over the leaves
+    report = recall_sweep(reader, queries, k, search_exps, exclude_self=exclude_self, progress=progress,
+                          cancel=cancel, exact=lambda *_: truth)
     misses: list[RecallMiss] = []
     total = 0
     steps = len(search_exps) * len(queries)

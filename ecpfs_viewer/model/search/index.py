@@ -1,7 +1,7 @@
 """An opened index with its search operations: eCP search, locate, exact search (each in its own module).
 
 :class:`IndexReader` is the entry point: a :class:`~ecpfs_viewer.model.search.reader.NodeReader`
-(info, cached nodes, scores) that also keeps the item locator and the leaf matrix, shared by
+(info, cached nodes, scores) that also keeps the item locator, shared by
 every operation run on it. The algorithms read through the node reader only.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.search.ecp import ecp_search
-from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn, load_leaves
+from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
 from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator
-from ecpfs_viewer.model.search.reader import LeafMatrix, NodeReader
+from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
     Reporter,
@@ -77,19 +77,6 @@ class IndexReader(NodeReader):
             leaf, row = found[item]
             out[j] = nodes[leaf].vectors[row]  # type: ignore[union-attr]
         return out
-
-    def leaf_matrix(self, progress: ProgressCallback | None = None,
-                    cancel: threading.Event | None = None) -> LeafMatrix:
-        """Every stored item in one float32 matrix (all leaves read once, concurrently), cached."""
-        with self._lock:
-            if self._leaf_matrix is not None:
-                return self._leaf_matrix
-        matrix = load_leaves(self, self.locator, Reporter(progress, cancel))
-        with self._lock:
-            self._leaf_matrix = matrix
-            for key in [key for key in self._nodes if key[0] == self.levels]:
-                del self._nodes[key]  # served from the matrix from now on
-        return matrix
 
     def exact_search(self, query: Any, k: int, exclude: Iterable[int] = ()) -> list[tuple[int, float]]:
         """Best k items over every leaf, scored like eCP search: the ground truth for recall."""

@@ -1,26 +1,31 @@
 """Where an item is stored: its leaf, its row there, and the path from index_root down to it.
 
-Reads only ids arrays: the leaves' ``item_ids`` (in batches, stopping as soon as the wanted
-items are found, cached) and, for the ancestor path, the internal levels' ``node_ids``. Never a
-leaf's embeddings, which are what make reading a leaf expensive.
+Reads only ids arrays: the leaves' ``item_ids`` (in one pass of batches, stopping as soon as the
+wanted items are found, kept as an :class:`ItemMap`) and, for the ancestor path, the internal
+levels' ``node_ids``. Never a leaf's embeddings, which are what make reading a leaf expensive.
 """
 
 from __future__ import annotations
 
+import bisect
+import io
 import threading
-from collections.abc import Iterable
+import zipfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_name, node_path
+from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
 
 #: Leaves whose item_ids are read per batch; a lookup stops at the first batch that answers it.
 LEAF_BATCH = 500
 _INT64 = np.iinfo(np.int64)  # the lookup table's type: ids wider than it are never looked up
+_EMPTY = np.empty(0, np.int64)
 
 
 @dataclass(frozen=True)
@@ -85,21 +90,103 @@ class ItemLocation:
                 "path": [s.to_dict() for s in self.path]}
 
 
-class ItemLocator:
-    """Item id -> (leaf, row), learnt from item_ids arrays batch by batch; parents from node_ids."""
+@dataclass(frozen=True)
+class ItemMap:
+    """Every item id of an index with the leaf and row that hold it, sorted by item id.
 
-    def __init__(self, index: NodeReader) -> None:
+    Duplicated ids (a corrupt index) are kept in leaf order, so a lookup answers with the first
+    leaf that holds one, as a reader scanning the leaves in order would. Saved as an .npz
+    (:meth:`to_bytes`), so a later process can locate items without reading a leaf.
+    """
+
+    item_ids: np.ndarray  # int64, ascending
+    leaves: np.ndarray  # int64 leaf node number (lvl_L/node_<leaf>) of each entry
+    rows: np.ndarray  # int64 row inside that leaf's item_ids
+
+    def __len__(self) -> int:
+        return len(self.item_ids)
+
+    @staticmethod
+    def of_leaves(leaves: Sequence[int], ids_per_leaf: Sequence[np.ndarray]) -> ItemMap:
+        """The map of some leaves' item_ids, given in leaf order."""
+        sizes = [len(ids) for ids in ids_per_leaf]
+        if not sizes:
+            return ItemMap(_EMPTY, _EMPTY, _EMPTY)
+        ids = np.concatenate(ids_per_leaf).astype(np.int64, copy=False)
+        order = np.argsort(ids, kind="stable")
+        return ItemMap(ids[order], np.repeat(np.asarray(leaves, np.int64), sizes)[order],
+                       np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])[order])
+
+    @staticmethod
+    def merged(parts: Sequence[ItemMap]) -> ItemMap:
+        """One map of maps of consecutive runs of leaves, given in leaf order (ties keep that order)."""
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return ItemMap(_EMPTY, _EMPTY, _EMPTY)
+        ids = np.concatenate([p.item_ids for p in parts])
+        order = np.argsort(ids, kind="stable")  # sorted runs: the stable sort merges them
+        return ItemMap(ids[order], np.concatenate([p.leaves for p in parts])[order],
+                       np.concatenate([p.rows for p in parts])[order])
+
+    def lookup(self, wanted: np.ndarray) -> dict[int, tuple[int, int]]:
+        """(leaf, row) of each wanted id (int64) the map holds, the first leaf for a duplicated one."""
+        at = np.searchsorted(self.item_ids, wanted)
+        hit = at < len(self.item_ids)
+        hit[hit] = self.item_ids[at[hit]] == wanted[hit]
+        return {int(i): (int(self.leaves[a]), int(self.rows[a])) for i, a in zip(wanted[hit], at[hit], strict=True)}
+
+    def unique_ids(self) -> np.ndarray:
+        ids = self.item_ids
+        return ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids
+
+    def to_bytes(self) -> bytes:
+        out = io.BytesIO()
+        np.savez(out, item_ids=self.item_ids, leaves=self.leaves, rows=self.rows)
+        return out.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ItemMap:
+        """A map saved by :meth:`to_bytes`; ValueError (saying what is wrong) for anything else."""
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as saved:
+                if sorted(saved.files) != ["item_ids", "leaves", "rows"]:
+                    raise ValueError(f"holds {sorted(saved.files)}, expected item_ids, leaves and rows")
+                arrays = [saved[name] for name in ("item_ids", "leaves", "rows")]
+        except ValueError as exc:
+            raise ValueError(f"not an item map: {exc}") from None
+        except (OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"not an item map: {describe_exception(exc)}") from None
+        ids, leaves, rows = arrays
+        if any(a.dtype != np.int64 or a.ndim != 1 for a in arrays):
+            raise ValueError("not an item map: its arrays must be 1-D int64")
+        if not len(ids) == len(leaves) == len(rows):
+            raise ValueError(f"not an item map: {len(ids)} ids, {len(leaves)} leaves, {len(rows)} rows")
+        if len(ids) and (bool((ids[1:] < ids[:-1]).any()) or int(leaves.min()) < 0 or int(rows.min()) < 0):
+            raise ValueError("not an item map: ids out of order or a negative leaf or row")
+        return cls(ids, leaves, rows)
+
+
+class ItemLocator:
+    """Item id -> (leaf, row), learnt from item_ids arrays batch by batch; parents from node_ids.
+
+    Each batch read becomes a sorted map of its own, so a lookup costs a binary search per batch
+    and reading every leaf costs one pass; once every leaf is read the batches merge into one
+    :class:`ItemMap` (:meth:`complete_map`), which a later process may hand back in.
+    """
+
+    def __init__(self, index: NodeReader, item_map: ItemMap | None = None) -> None:
         self.index = index
         self._lock = threading.RLock()
         self._next = 0  # leaves read so far, in ascending leaf id order
-        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # item ids, leaf, row
-        self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # lookup table of _parts
+        self._batches: list[ItemMap] = []  # one per run of leaves read, in leaf order
+        self._map = item_map  # every leaf's: given, or merged from the batches once all are read
         self._parents: dict[int, dict[int, tuple[int, int]]] = {}  # level -> child -> (parent, row)
         self._id_range: ItemIdRange | None = None
 
     @property
     def complete(self) -> bool:
-        return self._next >= len(self.index.leaf_ids())
+        return self._map is not None or self._next >= len(self.index.leaf_ids())
 
     def find(self, items: Iterable[int], reporter: Reporter | None = None) -> dict[int, tuple[int, int]]:
         """(leaf, row) of each wanted item that the index holds; reads item_ids until all are found.
@@ -114,11 +201,31 @@ class ItemLocator:
                     raise ItemIdRangeError(refusal)
         wanted = np.unique(np.asarray(ids, np.int64))
         with self._lock:
-            found = self._lookup(wanted)
+            whole = self.complete_map()
+            if whole is not None:
+                return whole.lookup(wanted)
+            found: dict[int, tuple[int, int]] = {}
+            for batch in self._batches:
+                _add_new(found, batch, wanted)
             while len(found) < len(wanted) and not self.complete:
-                self._read_batch(reporter)
-                found = self._lookup(wanted)
+                _add_new(found, self._read_batch(reporter), wanted)
+            self.complete_map()
             return found
+
+    def complete_map(self) -> ItemMap | None:
+        """The map of every leaf's item_ids, once all are read (None before: a leaf is left to read)."""
+        with self._lock:
+            if self._map is None and self._next >= len(self.index.leaf_ids()):
+                self._map = ItemMap.merged(self._batches)
+                self._batches = []
+            return self._map
+
+    def read_everything(self, reporter: Reporter | None = None) -> ItemMap | None:
+        """Read every leaf's item_ids not read yet, in one pass; the complete map."""
+        with self._lock:
+            while not self.complete:
+                self._read_batch(reporter)
+            return self.complete_map()
 
     def id_range(self) -> ItemIdRange:
         """The ids this index can hold, from the first leaf's item_ids metadata (the spec: uint32)."""
@@ -148,49 +255,41 @@ class ItemLocator:
 
     def all_item_ids(self, reporter: Reporter | None = None) -> np.ndarray:
         """Every stored item id, ascending (reads every leaf's item_ids once)."""
-        with self._lock:
-            while not self.complete:
-                self._read_batch(reporter)
-            ids = self._table()[0]
-        return ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids
+        whole = self.read_everything(reporter)
+        assert whole is not None  # every leaf was read
+        return whole.unique_ids()
 
-    def learn(self, leaf_ids: list[int], ids_per_leaf: list[np.ndarray]) -> None:
-        """Take item_ids read elsewhere (exact search reads every leaf) so they are not read again."""
+    def learn(self, leaves: Sequence[int], ids_per_leaf: Sequence[np.ndarray | None]) -> None:
+        """Take item_ids read elsewhere (exact search streams every leaf in leaf order) so they are
+        not read again: ``leaves`` is a run of :meth:`NodeReader.leaf_ids` (None: a leaf not stored),
+        kept where it carries on from the leaves read so far."""
         with self._lock:
-            if self.complete:
+            if self._map is not None or not leaves:
                 return
-            self._parts = [_part(leaf_ids, ids_per_leaf)]
-            self._sorted = None
-            self._next = len(self.index.leaf_ids())
+            every = self.index.leaf_ids()
+            start = bisect.bisect_left(every, leaves[0])
+            skip = self._next - start
+            if not 0 <= skip < len(leaves) or every[start:start + len(leaves)] != list(leaves):
+                return
+            kept = [(leaf, ids) for leaf, ids in zip(leaves[skip:], ids_per_leaf[skip:], strict=True)
+                    if ids is not None]
+            self._batches.append(ItemMap.of_leaves([leaf for leaf, _ in kept], [ids for _, ids in kept]))
+            self._next = start + len(leaves)
 
-    def _read_batch(self, reporter: Reporter | None) -> None:
+    def _read_batch(self, reporter: Reporter | None) -> ItemMap:
+        """Read the next LEAF_BATCH leaves' item_ids; their map (also kept)."""
         leaves = self.index.leaf_ids()
         part = leaves[self._next:self._next + LEAF_BATCH]
         arrays = self.index.arrays.read([node_array_path(self.index.levels, n, "item_ids") for n in part],
                                         None if reporter is None else reporter.check)
         present = [(leaf, np.asarray(ids, np.int64).reshape(-1)) for leaf, ids in zip(part, arrays, strict=True)
                    if ids is not None]
-        self._parts.append(_part([leaf for leaf, _ in present], [ids for _, ids in present]))
-        self._sorted = None
+        batch = ItemMap.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
+        self._batches.append(batch)
         self._next += len(part)
         if reporter is not None:
             reporter.report("reading item ids", self._next, len(leaves))
-
-    def _table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every item id read so far, sorted (a duplicated id, from a corrupt index: first leaf first)."""
-        if self._sorted is None:
-            ids, leaves, rows = (np.concatenate([p[j] for p in self._parts]) if self._parts
-                                 else np.empty(0, np.int64) for j in range(3))
-            order = np.argsort(ids, kind="stable")
-            self._sorted = (ids[order], leaves[order], rows[order])
-        return self._sorted
-
-    def _lookup(self, wanted: np.ndarray) -> dict[int, tuple[int, int]]:
-        ids, leaves, rows = self._table()
-        at = np.searchsorted(ids, wanted)
-        hit = at < len(ids)
-        hit[hit] = ids[at[hit]] == wanted[hit]
-        return {int(i): (int(leaves[a]), int(rows[a])) for i, a in zip(wanted[hit], at[hit], strict=True)}
+        return batch
 
     def location(self, item_id: int) -> ItemLocation:
         """Leaf, row and ancestor path of an item; UnknownItemError when no leaf holds it."""
@@ -230,10 +329,8 @@ class ItemLocator:
             return self._parents[level]
 
 
-def _part(leaves: list[int], ids_per_leaf: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Flat (item id, leaf, row) arrays for some leaves' item_ids."""
-    sizes = [len(ids) for ids in ids_per_leaf]
-    if not sizes:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
-    return (np.concatenate(ids_per_leaf).astype(np.int64), np.repeat(np.asarray(leaves, np.int64), sizes),
-            np.concatenate([np.arange(n, dtype=np.int64) for n in sizes]))
+
+def _add_new(found: dict[int, tuple[int, int]], batch: ItemMap, wanted: np.ndarray) -> None:
+    """Add the wanted ids a batch holds that an earlier batch (earlier leaves) did not."""
+    for item, place in batch.lookup(wanted).items():
+        found.setdefault(item, place)

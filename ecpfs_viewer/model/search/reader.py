@@ -47,29 +47,6 @@ class NodeData:
         return NodeData(v, squared_norms(v), np.asarray(ids, dtype=np.int64))
 
 
-@dataclass(frozen=True)
-class LeafMatrix:
-    """Every stored item: vectors (float32), squared norms, item ids, and where each row lives."""
-
-    vectors: np.ndarray  # (N, dim)
-    sq_norms: np.ndarray  # (N,)
-    ids: np.ndarray  # (N,) int64
-    leaves: np.ndarray  # (N,) int64 leaf node id of each row
-    rows: np.ndarray  # (N,) int64 row inside that leaf
-    offsets: dict[int, tuple[int, int]]  # leaf id -> [start, stop) in the matrix
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def node(self, leaf: int) -> NodeData | None:
-        """A leaf as a node view into the matrix (no copy), None when the leaf does not exist."""
-        span = self.offsets.get(leaf)
-        if span is None:
-            return None
-        start, stop = span
-        return NodeData(self.vectors[start:stop], self.sq_norms[start:stop], self.ids[start:stop])
-
-
 class NodeReader:
     """An opened index's info and nodes, every decoded node cached; what the search algorithms read."""
 
@@ -102,7 +79,6 @@ class NodeReader:
         self.stored_dtype = str(root.dtype)
         self._nodes: dict[tuple[int, int], NodeData | None] = {}
         self._level_ids: dict[int, list[int]] = {}
-        self._leaf_matrix: LeafMatrix | None = None
 
     def _scalar(self, path: str, required: bool = True) -> Any:
         info = self.hierarchy.details(path)
@@ -119,8 +95,6 @@ class NodeReader:
         cached = self._nodes.get(key, False)
         if cached is not False:
             return cached  # type: ignore[return-value]
-        if level == self.levels and self._leaf_matrix is not None:
-            return self._leaf_matrix.node(node_id)
         return self.nodes(level, [node_id])[0]
 
     def nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None) -> list[NodeData | None]:
@@ -131,8 +105,6 @@ class NodeReader:
             cached = self._nodes.get((level, node_id), False)
             if cached is not False:
                 out[node_id] = cached  # type: ignore[assignment]
-            elif level == self.levels and self._leaf_matrix is not None:
-                out[node_id] = self._leaf_matrix.node(node_id)
             else:
                 wanted.append(node_id)
         for start in range(0, len(wanted), NODE_BATCH):
@@ -146,12 +118,16 @@ class NodeReader:
                 reporter.report("reading nodes", min(start + NODE_BATCH, len(wanted)), len(wanted))
         return [out[n] for n in node_ids]
 
-    def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None
-                   ) -> list[NodeData | None]:
-        """Read nodes of one level in one batch, bypassing the cache (exact search keeps its own copy)."""
+    def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
+                   known_ids: Sequence[np.ndarray] | None = None) -> list[NodeData | None]:
+        """Read nodes of one level in one batch, bypassing the cache (exact search streams every leaf);
+        with ``known_ids`` (each node's ids, from a complete item map) only the embeddings are read."""
         ids_name = "item_ids" if level == self.levels else "node_ids"
-        paths = [node_array_path(level, n, name) for n in node_ids for name in ("embeddings", ids_name)]
+        names = ("embeddings",) if known_ids is not None else ("embeddings", ids_name)
+        paths = [node_array_path(level, n, name) for n in node_ids for name in names]
         arrays = self.arrays.read(paths, None if reporter is None else reporter.check)
+        if known_ids is not None:
+            return [self._make_node(level, n, ids_name, arrays[j], known_ids[j]) for j, n in enumerate(node_ids)]
         return [self._make_node(level, n, ids_name, arrays[2 * j], arrays[2 * j + 1])
                 for j, n in enumerate(node_ids)]
 

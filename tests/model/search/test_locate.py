@@ -1,0 +1,105 @@
+"""The item map: one pass over the leaves' item_ids, answers as batches arrive, saved and loaded as bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.search import IndexReader, UnknownItemError
+from ecpfs_viewer.model.search import locate as locate_module
+from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("locate")
+    rng = np.random.default_rng(2)
+    np.save(tmp / "d.npy", rng.standard_normal((900, 4)).astype(np.float32))
+    build_index(tmp / "d.npy", tmp / "i.zarr", BuildParams(levels=2, target_cluster_items=10))
+    return tmp / "i.zarr"
+
+
+def _truth(reader: IndexReader) -> dict[int, tuple[int, int]]:
+    where: dict[int, tuple[int, int]] = {}
+    for leaf in reader.leaf_ids():
+        for row, item in enumerate(reader.node(reader.levels, leaf).ids.tolist()):
+            where.setdefault(item, (leaf, row))
+    return where
+
+
+def test_batches_answer_like_the_leaves_and_merge_into_one_map(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(locate_module, "LEAF_BATCH", 7)  # many batches
+    reader = IndexReader(index)
+    truth = _truth(reader)
+    locator = ItemLocator(reader)
+    first = next(iter(truth))
+    assert locator.find([first]) == {first: truth[first]}
+    assert not locator.complete and locator.complete_map() is None
+    with pytest.raises(UnknownItemError):
+        locator.find_one(10_000)  # absent: reads every leaf
+    whole = locator.complete_map()
+    assert locator.complete and whole is not None and len(whole) == 900
+    assert locator.find(range(900)) == truth
+    assert (np.diff(whole.item_ids) >= 0).all()
+    assert locator.all_item_ids().tolist() == list(range(900))
+
+
+def test_a_given_map_answers_without_reading_a_leaf(index: Path) -> None:
+    reader = IndexReader(index)
+    saved = ItemLocator(reader).read_everything()
+    assert saved is not None
+    fresh = IndexReader(index)
+    locator = ItemLocator(fresh, ItemMap.from_bytes(saved.to_bytes()))
+    assert locator.complete
+    reads = fresh.store.stats().requests
+    assert locator.find([5, 6, 10_000]) == {5: _truth(reader)[5], 6: _truth(reader)[6]}
+    assert fresh.store.stats().requests - reads <= 2  # the id range: one listing, one document; no item_ids
+
+
+def test_duplicated_ids_answer_with_the_first_leaf() -> None:
+    leaves = [4, 9, 12]
+    ids = [np.array([7, 3]), np.array([3, 8]), np.array([7])]
+    merged = ItemMap.merged([ItemMap.of_leaves(leaves[:1], ids[:1]), ItemMap.of_leaves(leaves[1:], ids[1:])])
+    assert merged.item_ids.tolist() == [3, 3, 7, 7, 8]
+    assert merged.leaves.tolist() == [4, 9, 4, 12, 9]
+    assert merged.lookup(np.array([3, 7, 8, 5])) == {3: (4, 1), 7: (4, 0), 8: (9, 1)}
+    assert merged.unique_ids().tolist() == [3, 7, 8]
+
+
+@pytest.mark.parametrize("bad", [
+    b"", b"not a zip", np.array([1, 2]).tobytes(),
+])
+def test_from_bytes_refuses_what_is_not_a_map(bad: bytes) -> None:
+    with pytest.raises(ValueError, match="not an item map"):
+        ItemMap.from_bytes(bad)
+
+
+def test_from_bytes_checks_types_lengths_and_order() -> None:
+    good = ItemMap(np.array([1, 2], np.int64), np.array([0, 0], np.int64), np.array([0, 1], np.int64))
+    back = ItemMap.from_bytes(good.to_bytes())
+    assert [a.tolist() for a in (back.item_ids, back.leaves, back.rows)] == [[1, 2], [0, 0], [0, 1]]
+    for broken in (ItemMap(np.array([2, 1], np.int64), good.leaves, good.rows),
+                   ItemMap(np.array([1, 2], np.int32), good.leaves, good.rows),
+                   ItemMap(good.item_ids, np.array([0], np.int64), good.rows),
+                   ItemMap(good.item_ids, good.leaves, np.array([0, -1], np.int64))):
+        with pytest.raises(ValueError, match="not an item map"):
+            ItemMap.from_bytes(broken.to_bytes())
+
+
+def test_exact_search_completes_a_half_read_map(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecpfs_viewer.model.search import exact as exact_module
+
+    monkeypatch.setattr(locate_module, "LEAF_BATCH", 7)
+    monkeypatch.setattr(exact_module, "MAX_BLOCK_LEAVES", 5)  # blocks that straddle the batches read
+    reader = IndexReader(index)
+    truth = _truth(IndexReader(index))
+    reader.locator.find([next(iter(truth))])  # one batch read
+    assert not reader.locator.complete
+    reader.exact(np.zeros((1, 4)), 3)
+    whole = reader.locator.complete_map()
+    assert whole is not None and len(whole) == 900
+    reads = reader.store.stats().requests
+    assert reader.locator.find(range(900)) == truth and reader.store.stats().requests == reads
