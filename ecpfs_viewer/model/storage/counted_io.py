@@ -22,6 +22,7 @@ from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage import event_loop
+from ecpfs_viewer.model.storage.disk_cache import DocumentCache
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ class CountingStore(ReadingWrapper[Store]):
     def __init__(self, store: Store, counter: IOCounter | None = None) -> None:
         super().__init__(store)
         self.counter = counter or IOCounter()
+        self.documents: DocumentCache | None = None  # a remote index's documents kept on disk
 
     def _with_store(self, store: Store) -> CountingStore:
         return CountingStore(store, self.counter)
@@ -196,12 +198,19 @@ class CountingStore(ReadingWrapper[Store]):
     async def get(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
+        documents = self.documents if byte_range is None else None
+        if documents is not None:
+            hit, kept = documents.get(key)
+            if hit:  # no request made: not counted
+                return None if kept is None else prototype.buffer.from_bytes(kept)
         try:
             result = await self._store.get(key, prototype, byte_range)
         except TransportError:
             self.counter.add_unanswered()
             raise
         self.counter.add_read(len(result) if result is not None else 0)
+        if documents is not None:
+            documents.put(key, None if result is None else result.to_bytes())
         return result
 
     def get_sync(self, key: str, *, prototype: BufferPrototype | None = None, byte_range: Any = None) -> Buffer | None:
@@ -212,7 +221,7 @@ class CountingStore(ReadingWrapper[Store]):
         if isinstance(self._store, LocalStore | MemoryStore):
             result = self._store.get_sync(key, prototype=prototype, byte_range=byte_range)
         else:
-            result = event_loop.run(self._store.get(key, prototype, byte_range))
+            return event_loop.run(self.get(key, prototype, byte_range))
         self.counter.add_read(len(result) if result is not None else 0)
         return result
 

@@ -36,6 +36,7 @@ from ecpfs_viewer.model.storage.counted_io import (
     read_file,
     read_file_range,
 )
+from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore, open_guarded_zip
 from ecpfs_viewer.model.storage.options import RemoteOptions
 
@@ -117,6 +118,7 @@ class OpenedStore:
         self.archive_sizes = archive_sizes
         self.max_in_flight = max_in_flight
         self.unlisted: RemoteOptions | None = None  # set when the store lists no folders (plain HTTP)
+        self.disk: StoreCache | None = None  # what the cache folder keeps of this store, once fingerprinted
 
     # -- keys -----------------------------------------------------------------------------------
     def key(self, path: str, *rest: str) -> str:
@@ -178,6 +180,10 @@ class OpenedStore:
             total += len(data) if data is not None else 0
         self.counter.add_read(total, requests=len(requests))
         return found
+
+    def run_bounded(self, calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T | Exception]:
+        """Run async calls on the model's event loop like a multi-key read (see :meth:`_bounded`)."""
+        return self._bounded(calls)
 
     def _bounded(self, calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T | Exception]:
         """Run the calls on the model's event loop, at most max_in_flight at once; results in order,

@@ -352,6 +352,27 @@ class BoundedStore(ReadingWrapper[Store]):
     async def exists(self, key: str) -> bool:
         return await self._call(key, lambda attempt: self._store.exists(key))
 
+    async def validators(self, key: str) -> str | None:
+        """What says whether the object changed (its ETag, Last-Modified and size, from a HEAD
+        request): 'absent' for a missing object, None when the server sends neither an ETag nor
+        a Last-Modified (then nothing read from it may be cached)."""
+        inner = getattr(self._store, "store", None)
+        if inner is None:
+            return None
+        import obstore
+
+        async def head() -> str | None:
+            try:
+                meta = await obstore.head_async(inner, key)
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                return "absent"
+            tag, modified = meta.get("e_tag"), meta.get("last_modified")
+            if not tag and modified is None:
+                return None
+            return f"{tag or ''}|{modified.isoformat() if modified is not None else ''}|{meta.get('size')}"
+
+        return await self._call(key, lambda attempt: head())
+
     async def getsize(self, key: str) -> int:
         return await self._call(key, lambda attempt: self._store.getsize(key))
 
