@@ -7,6 +7,7 @@ leaf's embeddings, which are what make reading a leaf expensive.
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -85,10 +86,41 @@ class ItemLocation:
                 "path": [s.to_dict() for s in self.path]}
 
 
+@dataclass(frozen=True)
+class ItemMap:
+    """Every item id of an index with the leaf and row that hold it, sorted by item id.
+
+    (The item-map contract of issue 21, as the cache21 branch needs it; search21's locate.py
+    supersedes this class and the item_map / complete_map parts of ItemLocator at merge.)"""
+
+    item_ids: np.ndarray  # int64, sorted ascending
+    leaves: np.ndarray  # int64 leaf node number of each entry
+    rows: np.ndarray  # int64 row inside that leaf's item_ids
+
+    def to_bytes(self) -> bytes:
+        out = io.BytesIO()
+        np.savez(out, item_ids=self.item_ids, leaves=self.leaves, rows=self.rows)
+        return out.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ItemMap:
+        """The map saved by :meth:`to_bytes`; ValueError for anything else."""
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as saved:
+                arrays = [np.asarray(saved[name]) for name in ("item_ids", "leaves", "rows")]
+        except (OSError, KeyError, ValueError, EOFError) as exc:
+            raise ValueError(f"not a saved item map ({exc})") from None
+        if any(a.dtype != np.int64 or a.ndim != 1 or len(a) != len(arrays[0]) for a in arrays):
+            raise ValueError("a saved item map holds three int64 vectors of one length")
+        if len(arrays[0]) > 1 and bool((arrays[0][1:] < arrays[0][:-1]).any()):
+            raise ValueError("a saved item map's item ids are not sorted")
+        return cls(*arrays)
+
+
 class ItemLocator:
     """Item id -> (leaf, row), learnt from item_ids arrays batch by batch; parents from node_ids."""
 
-    def __init__(self, index: NodeReader) -> None:
+    def __init__(self, index: NodeReader, item_map: ItemMap | None = None) -> None:
         self.index = index
         self._lock = threading.RLock()
         self._next = 0  # leaves read so far, in ascending leaf id order
@@ -96,10 +128,19 @@ class ItemLocator:
         self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # lookup table of _parts
         self._parents: dict[int, dict[int, tuple[int, int]]] = {}  # level -> child -> (parent, row)
         self._id_range: ItemIdRange | None = None
+        self._given = item_map is not None
+        if item_map is not None:
+            self._sorted = (item_map.item_ids, item_map.leaves, item_map.rows)
+            self._parts = [self._sorted]
 
     @property
     def complete(self) -> bool:
-        return self._next >= len(self.index.leaf_ids())
+        return self._given or self._next >= len(self.index.leaf_ids())
+
+    def complete_map(self) -> ItemMap | None:
+        """The map once every leaf's item_ids has been read (None before)."""
+        with self._lock:
+            return ItemMap(*self._table()) if self.complete else None
 
     def find(self, items: Iterable[int], reporter: Reporter | None = None) -> dict[int, tuple[int, int]]:
         """(leaf, row) of each wanted item that the index holds; reads item_ids until all are found.
