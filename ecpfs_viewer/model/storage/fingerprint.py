@@ -43,6 +43,7 @@ def store_fingerprint(opened: OpenedStore, keys: Sequence[str]) -> str | None:
     if opened.kind != "remote" or validators is None:
         return None
     found = opened.run_bounded([functools.partial(validators, opened.key(key)) for key in keys])
+    opened.counter.add_read(0, requests=len(keys))
     stamps: list[str] = []
     for key, stamp in zip(keys, found, strict=True):
         if isinstance(stamp, Exception):

@@ -14,6 +14,7 @@ import re
 import stat
 import zipfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -93,6 +94,27 @@ def join_key(*parts: str) -> str:
 
 async def _collect(iterator: AsyncIterator[str]) -> list[str]:
     return [item async for item in iterator]
+
+
+@dataclass(frozen=True)
+class RequestFloor:
+    """The least time a store's requests can take: requests / in flight x the server's answer time."""
+
+    requests: int
+    in_flight: int
+    answer_s: float
+    from_cache: int  # documents answered from the cache folder instead (no request)
+
+    @property
+    def seconds(self) -> float:
+        return -(-self.requests // max(1, self.in_flight)) * self.answer_s
+
+    def describe(self) -> str:
+        """'8,351 requests (floor: 66 round trips of 128 in flight x 52 ms = 3.4 s), 40 from the cache folder'."""
+        trips = -(-self.requests // max(1, self.in_flight))
+        return (f"{self.requests:,} requests (floor: {trips:,} round trip(s) of {self.in_flight} in flight x "
+                f"{self.answer_s * 1000:.0f} ms = {self.seconds:.1f} s), "
+                f"{self.from_cache:,} document(s) from the cache folder")
 
 
 class OpenedStore:
@@ -281,6 +303,16 @@ class OpenedStore:
         options = getattr(bounded, "options", None)
         host = getattr(bounded, "host", None)
         return None if options is None or host is None else (str(host), float(options.timeout_s))
+
+    def request_floor(self) -> RequestFloor | None:
+        """What the requests made so far must take at least on a remote store (None elsewhere)."""
+        bounded = self.zarr_store.wrapped
+        typical = getattr(bounded, "typical_answer_s", None)
+        if typical is None:
+            return None
+        documents = self.zarr_store.documents
+        return RequestFloor(self.counter.snapshot().requests, self.max_in_flight, float(typical()),
+                            0 if documents is None else documents.hits)
 
     def server_not_answering(self) -> bool:
         """True while the remote server is taken for not answering (requests fail at once)."""

@@ -216,6 +216,11 @@ class BoundedStore(ReadingWrapper[Store]):
             limits = list(self._limits.values())
         return min((limit.allowed for limit in limits), default=self.options.max_in_flight)
 
+    def typical_answer_s(self) -> float:
+        """How long the server takes to answer a request, a running mean (0 before any answer)."""
+        with self._lock:
+            return self._first_answer_s
+
     def retry(self) -> None:
         """Ask again: forget that the server stopped answering (F5, Retry, ``--retry``)."""
         self.health.reset()
@@ -367,6 +372,8 @@ class BoundedStore(ReadingWrapper[Store]):
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 return "absent"
             tag, modified = meta.get("e_tag"), meta.get("last_modified")
+            if modified is not None and modified.timestamp() == 0:
+                modified = None  # obstore's stand-in for a missing Last-Modified header
             if not tag and modified is None:
                 return None
             return f"{tag or ''}|{modified.isoformat() if modified is not None else ''}|{meta.get('size')}"
