@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Sequence
 from enum import Enum
@@ -114,8 +115,8 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         print(format_report(report, location=args.path))
         floor = h.store.request_floor()
-        if floor is not None:
-            print(f"Remote: {time.monotonic() - started:.1f} s for {floor.describe()}")
+        if floor is not None:  # on stderr: the report reads the same as the local one
+            print(f"Remote: {time.monotonic() - started:.1f} s for {floor.describe()}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
