@@ -4,7 +4,8 @@ An index is fingerprinted from the documents read to open it: the root, ``info``
 each scalar's metadata and value), ``index_root`` and each level's group document. Rebuilding an
 index, or inserting into it (``total_items`` and ``next_item_id`` change), changes them. Of a
 remote index the small documents (every ``zarr.json`` and the leaves' and nodes' id arrays) are
-then answered from the cache folder, with no request, until the fingerprint changes.
+then answered from the cache folder, with no request, until the fingerprint changes; those the
+root's consolidated metadata holds are taken from it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
+from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 _INFO_SCALARS = ("format_version", "levels", "metric", "is_normalized", "total_items", "next_item_id")
@@ -57,3 +59,16 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
     if cache is not None and store.kind == "remote":
         store.zarr_store.documents = DocumentCache(cache, keeps_document)
     return cache
+
+
+def seed_consolidated(h: Hierarchy) -> int:
+    """Answer the documents the root's consolidated metadata holds from it, with no request each
+    (model/zarrtree/consolidated.py caps it); how many it holds."""
+    raw = h.root().raw
+    found = consolidated_documents(raw) if raw is not None else {}
+    if found:
+        documents = h.store.zarr_store.documents
+        if documents is None:
+            documents = h.store.zarr_store.documents = DocumentCache(None, keeps_document)
+        documents.seeded.update(found)
+    return len(found)

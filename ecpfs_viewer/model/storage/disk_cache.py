@@ -207,30 +207,30 @@ _ABSENT = "!"  # prefix of a record saying the key had no object
 
 
 class DocumentCache:
-    """The small documents of a remote store kept on disk: whole-object reads of the keys `keeps`
-    accepts are answered from the pack while the store's fingerprint is unchanged, with no request."""
+    """The small documents of a remote store: whole-object reads of the keys `keeps` accepts are
+    answered from memory or the pack on disk (while the store's fingerprint is unchanged), with no
+    request. Without a StoreCache (no fingerprint) only what was seeded is answered."""
 
-    def __init__(self, cache: StoreCache, keeps: Callable[[str], bool]) -> None:
+    def __init__(self, cache: StoreCache | None, keeps: Callable[[str], bool]) -> None:
         self.cache = cache
         self.keeps = keeps
+        self.seeded: dict[str, bytes] = {}  # documents found inside others (consolidated metadata)
         self.hits = 0
-        self.added = 0
 
     def get(self, key: str) -> tuple[bool, bytes | None]:
         """(True, bytes or None for an object known absent) on a hit; (False, None) on a miss."""
-        if not self.keeps(key):
+        value = self.seeded.get(key)
+        if value is None and self.cache is not None and self.keeps(key):
+            documents = self.cache.pack(DOCUMENTS)
+            value = documents.get(key)
+            if value is None and _ABSENT + key in documents:
+                self.hits += 1
+                return True, None
+        if value is None:
             return False, None
-        documents = self.cache.pack(DOCUMENTS)
-        value = documents.get(key)
-        if value is not None:
-            self.hits += 1
-            return True, value
-        if _ABSENT + key in documents:
-            self.hits += 1
-            return True, None
-        return False, None
+        self.hits += 1
+        return True, value
 
     def put(self, key: str, value: bytes | None) -> None:
-        if self.keeps(key):
+        if self.cache is not None and self.keeps(key) and key not in self.seeded:
             self.cache.add(DOCUMENTS, key if value is not None else _ABSENT + key, value or b"")
-            self.added += 1

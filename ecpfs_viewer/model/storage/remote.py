@@ -372,11 +372,11 @@ class BoundedStore(ReadingWrapper[Store]):
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 return "absent"
             tag, modified = meta.get("e_tag"), meta.get("last_modified")
-            if modified is not None and modified.timestamp() == 0:
-                modified = None  # obstore's stand-in for a missing Last-Modified header
-            if not tag and modified is None:
+            # obstore's stand-in for a missing Last-Modified header is the epoch
+            dated = modified.isoformat() if modified is not None and modified.timestamp() != 0 else ""
+            if not tag and not dated:
                 return None
-            return f"{tag or ''}|{modified.isoformat() if modified is not None else ''}|{meta.get('size')}"
+            return f"{tag or ''}|{dated}|{meta.get('size')}"
 
         return await self._call(key, lambda attempt: head())
 

@@ -78,3 +78,24 @@ def test_a_server_that_sends_no_validators_is_not_cached(served_index: Path) -> 
         asked_second = tally.total - asked_first
     assert cache_usage().files == 0
     assert asked_second >= asked_first - 20  # every document asked for again (no HEADs this time)
+
+
+@pytest.mark.filterwarnings("ignore:Consolidated metadata is currently not part")
+def test_consolidated_metadata_answers_the_documents_it_holds_within_the_cap(served_index: Path) -> None:
+    from ecpfs_viewer.model.ecpfs.index_cache import seed_consolidated
+    from ecpfs_viewer.model.limits import Limits, set_limits
+
+    with remote_fixtures.serve_without_validators(served_index) as (base, tally):
+        plain = _check(f"{base}/idx.zarr")
+        asked_plain = tally.total
+        zarr.consolidate_metadata(str(served_index / "idx.zarr"))
+        consolidated = _check(f"{base}/idx.zarr")
+        asked_consolidated = tally.total - asked_plain
+        set_limits(Limits(max_listed_chunks=5))
+        try:  # a consolidated document is believed no further than a listing
+            capped = index_hierarchy(open_store(f"{base}/idx.zarr"))
+            assert seed_consolidated(capped) == 5
+        finally:
+            set_limits(None)
+    assert consolidated == plain
+    assert asked_consolidated * 2 < asked_plain, (asked_plain, asked_consolidated)
