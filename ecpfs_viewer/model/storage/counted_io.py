@@ -246,8 +246,20 @@ class CountingStore(ReadingWrapper[Store]):
         return self._store.list_prefix(prefix)
 
     def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        if self.documents is not None:
+            return self._kept_listing(self.documents, prefix)
         self.counter.add_listing()
         return self._store.list_dir(prefix)
+
+    async def _kept_listing(self, documents: DocumentCache, prefix: str) -> AsyncIterator[str]:
+        """A folder's names from the cache folder, else listed (one listing) and kept there."""
+        names = documents.listing(prefix)
+        if names is None:
+            self.counter.add_listing()
+            names = [name async for name in self._store.list_dir(prefix)]
+            documents.keep_listing(prefix, names)
+        for name in names:
+            yield name
 
 
 #: The names of Zarr metadata documents (capped by Limits.max_metadata_bytes; every other key is a chunk).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import struct
@@ -204,6 +205,7 @@ def _read_pack(data: bytes) -> dict[str, bytes]:
 #: The pack of a remote store's small documents (metadata, ids arrays).
 DOCUMENTS = "documents.pack"
 _ABSENT = "!"  # prefix of a record saying the key had no object
+_LISTING = "?"  # prefix of a record holding a folder's listing (a JSON list of names)
 
 
 class DocumentCache:
@@ -234,3 +236,19 @@ class DocumentCache:
     def put(self, key: str, value: bytes | None) -> None:
         if self.cache is not None and self.keeps(key) and key not in self.seeded:
             self.cache.add(DOCUMENTS, key if value is not None else _ABSENT + key, value or b"")
+
+    def listing(self, prefix: str) -> list[str] | None:
+        """The names a folder listing gave, when kept."""
+        kept = None if self.cache is None else self.cache.pack(DOCUMENTS).get(_LISTING + prefix)
+        if kept is None:
+            return None
+        try:
+            names = json.loads(kept)
+        except ValueError:
+            return None
+        self.hits += 1
+        return [str(name) for name in names] if isinstance(names, list) else None
+
+    def keep_listing(self, prefix: str, names: list[str]) -> None:
+        if self.cache is not None:
+            self.cache.add(DOCUMENTS, _LISTING + prefix, json.dumps(names).encode())

@@ -99,3 +99,21 @@ def test_consolidated_metadata_answers_the_documents_it_holds_within_the_cap(ser
             set_limits(None)
     assert consolidated == plain
     assert asked_consolidated * 2 < asked_plain, (asked_plain, asked_consolidated)
+
+
+def test_an_object_store_index_is_listed_and_read_from_the_cache_the_second_time(cloud) -> None:
+    from ecpfs_viewer.model.storage.options import RemoteOptions
+
+    def browse() -> tuple[object, object]:
+        h = index_hierarchy(open_store(cloud.url("ecpfs", "two_clusters.zarr"),
+                                       remote=RemoteOptions(endpoint=cloud.endpoint)))
+        kinds = remote_fixtures.tree_kinds(h)
+        stats = h.store.stats()
+        h.store.close()
+        return kinds, stats
+
+    first, first_stats = browse()
+    second, second_stats = browse()
+    assert second == first
+    assert first_stats.listings > 0 and second_stats.listings == 0
+    assert second_stats.requests * 2 < first_stats.requests
