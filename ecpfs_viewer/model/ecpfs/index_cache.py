@@ -14,6 +14,7 @@ from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
+from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -37,9 +38,10 @@ def keeps_document(key: str) -> bool:
 
 def attach_cache(h: Hierarchy) -> StoreCache | None:
     """The cache entries of the index h shows, fingerprinted now (once per opened store); None
-    when nothing of it may be kept (not an index, no fingerprint, or it could not be taken).
+    when nothing of it may be kept (not an index, or no fingerprint).
 
-    A remote index's small documents are read from the cache folder from now on."""
+    A remote index's small documents are read from the cache folder from now on, until a refresh;
+    the fingerprint's own documents are read fresh, once (a failed one fails the read that wants it)."""
     store = h.store
     if store.disk is not None or store_identity(store) is None:
         return store.disk
@@ -49,16 +51,30 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
         return None
     if not 1 <= levels <= MAX_LEVELS:
         return None
-    try:
-        cache = store_cache(store, fingerprint_keys(levels))
-    except Exception:  # a failed HEAD: no cache this time; the reads that follow report the server
-        return None
+    cache, read = store_cache(store, fingerprint_keys(levels))
     store.disk = cache
     if cache is not None:
         cache.fit()
-    if cache is not None and store.kind == "remote":
-        store.zarr_store.documents = DocumentCache(cache, keeps_document)
+    if store.kind == "remote":
+        documents = DocumentCache(cache, keeps_document)
+        documents.seed(read)
+        store.zarr_store.documents = documents
+        h.cache(_Detach).store = store
     return cache
+
+
+class _Detach:
+    """Kept beside a hierarchy whose store reads from the cache folder: a refresh (F5) means ask
+    the server, so it turns the cache off for the rest of that store's life."""
+
+    def __init__(self) -> None:
+        self.store: OpenedStore | None = None
+
+    def forget(self, path: str, /) -> None:
+        if self.store is not None:
+            self.store.zarr_store.documents = None
+            self.store.disk = None
+            self.store = None
 
 
 def seed_consolidated(h: Hierarchy) -> int:

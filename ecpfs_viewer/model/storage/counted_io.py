@@ -199,11 +199,11 @@ class CountingStore(ReadingWrapper[Store]):
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
         documents = self.documents if byte_range is None else None
-        if documents is not None:
-            hit, kept = documents.get(key)
-            if hit:  # no request made: not counted
-                return None if kept is None else prototype.buffer.from_bytes(kept)
         try:
+            if documents is not None:
+                hit, kept = documents.get(key)  # raises what its read on the way raised
+                if hit:  # no request made now: not counted
+                    return None if kept is None else prototype.buffer.from_bytes(kept)
             result = await self._store.get(key, prototype, byte_range)
         except TransportError:
             self.counter.add_unanswered()

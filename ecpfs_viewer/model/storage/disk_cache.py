@@ -216,25 +216,44 @@ class DocumentCache:
     def __init__(self, cache: StoreCache | None, keeps: Callable[[str], bool]) -> None:
         self.cache = cache
         self.keeps = keeps
-        self.seeded: dict[str, bytes] = {}  # documents found inside others (consolidated metadata)
-        self.hits = 0
+        self.seeded: dict[str, bytes] = {}  # documents read on the way or found inside others
+        self.absent: set[str] = set()  # keys read on the way and found absent
+        self.failed: dict[str, Exception] = {}  # keys whose read on the way failed: raised once
+        self.hits = 0  # reads answered from the cache folder
+
+    def seed(self, read: dict[str, bytes | Exception | None]) -> None:
+        """Take what was read on the way (the fingerprint's documents) so it is not asked again; a
+        failure is what the next read of its key raises, once (the same request would fail alike)."""
+        for key, value in read.items():
+            if isinstance(value, Exception):
+                self.failed[key] = value
+            elif value is None:
+                self.absent.add(key)
+            else:
+                self.seeded[key] = value
 
     def get(self, key: str) -> tuple[bool, bytes | None]:
-        """(True, bytes or None for an object known absent) on a hit; (False, None) on a miss."""
+        """(True, bytes or None for an object known absent) on a hit; (False, None) on a miss.
+        Raises a failure seeded for the key, once."""
+        failure = self.failed.pop(key, None)
+        if failure is not None:
+            raise failure
+        if key in self.absent:
+            return True, None
         value = self.seeded.get(key)
-        if value is None and self.cache is not None and self.keeps(key):
-            documents = self.cache.pack(DOCUMENTS)
-            value = documents.get(key)
-            if value is None and _ABSENT + key in documents:
-                self.hits += 1
-                return True, None
-        if value is None:
+        if value is not None:
+            return True, value
+        if self.cache is None or not self.keeps(key):
+            return False, None
+        documents = self.cache.pack(DOCUMENTS)
+        value = documents.get(key)
+        if value is None and _ABSENT + key not in documents:
             return False, None
         self.hits += 1
         return True, value
 
     def put(self, key: str, value: bytes | None) -> None:
-        if self.cache is not None and self.keeps(key) and key not in self.seeded:
+        if self.cache is not None and self.keeps(key) and key not in self.seeded and key not in self.absent:
             self.cache.add(DOCUMENTS, key if value is not None else _ABSENT + key, value or b"")
 
     def listing(self, prefix: str) -> list[str] | None:

@@ -30,28 +30,35 @@ def store_identity(opened: OpenedStore) -> str | None:
     return None
 
 
-def store_fingerprint(opened: OpenedStore, keys: Sequence[str]) -> str | None:
-    """Evidence that the documents at keys (relative to the Zarr root) are as they were; None when
-    the store cannot give it. Raises what a remote request raises."""
+#: What a fingerprint read on the way, by store key: bytes, None (absent) or the failure.
+Read = dict[str, bytes | Exception | None]
+
+
+def store_fingerprint(opened: OpenedStore, keys: Sequence[str]) -> tuple[str | None, Read]:
+    """Evidence that the documents at keys (relative to the Zarr root) are as they were, None when
+    the store cannot give it; and, for a remote store, the documents as read to take it (one
+    request each, the requests the opening makes anyway)."""
     if opened.kind == "local" and opened.local_path is not None:
-        return "\n".join(_file_stamp(os.path.join(opened.local_path, opened.key(key))) for key in keys)
+        return "\n".join(_file_stamp(os.path.join(opened.local_path, opened.key(key))) for key in keys), {}
     if opened.kind == "zip" and opened.archive_path is not None:
         sizes = opened.archive_sizes or {}
         return "\n".join([_file_stamp(str(opened.archive_path)),
-                          *(f"{key}:{sizes.get(opened.key(key), 'absent')}" for key in keys)])
-    validators = getattr(opened.zarr_store.wrapped, "validators", None)
-    if opened.kind != "remote" or validators is None:
-        return None
-    found = opened.run_bounded([functools.partial(validators, opened.key(key)) for key in keys])
-    opened.counter.add_read(0, requests=len(keys))
-    stamps: list[str] = []
-    for key, stamp in zip(keys, found, strict=True):
-        if isinstance(stamp, Exception):
-            raise stamp
-        if stamp is None:
-            return None
-        stamps.append(f"{key}:{stamp}")
-    return "\n".join(stamps)
+                          *(f"{key}:{sizes.get(opened.key(key), 'absent')}" for key in keys)]), {}
+    reader = getattr(opened.zarr_store.wrapped, "read_with_validators", None)
+    if opened.kind != "remote" or reader is None:
+        return None, {}
+    found = opened.run_bounded([functools.partial(reader, opened.key(key)) for key in keys])
+    read: Read = {}
+    stamps: list[str | None] = []
+    for key, answer in zip(keys, found, strict=True):
+        if isinstance(answer, Exception):
+            read[opened.key(key)] = answer
+            stamps.append(None)
+            continue
+        read[opened.key(key)] = answer[0]
+        stamps.append(None if answer[1] is None else f"{key}:{answer[1]}")
+    opened.counter.add_read(sum(len(v) for v in read.values() if isinstance(v, bytes)), requests=len(keys))
+    return (None if None in stamps else "\n".join(s for s in stamps if s is not None)), read
 
 
 def _file_stamp(path: str) -> str:
@@ -62,11 +69,12 @@ def _file_stamp(path: str) -> str:
     return f"{path}:{info.st_size}:{info.st_mtime_ns}"
 
 
-def store_cache(opened: OpenedStore, keys: Sequence[str]) -> StoreCache | None:
-    """The cache entries of the store as it is now (those of an earlier state deleted), or None
-    when the store has no identity or fingerprint (nothing of it may be kept)."""
+def store_cache(opened: OpenedStore, keys: Sequence[str]) -> tuple[StoreCache | None, Read]:
+    """The cache entries of the store as it is now (those of an earlier state deleted), None when
+    the store has no identity or fingerprint (nothing of it may be kept); and what was read to
+    tell (see :func:`store_fingerprint`)."""
     identity = store_identity(opened)
     if identity is None:
-        return None
-    fingerprint = store_fingerprint(opened, keys)
-    return None if fingerprint is None else StoreCache(identity, fingerprint)
+        return None, {}
+    fingerprint, read = store_fingerprint(opened, keys)
+    return (None if fingerprint is None else StoreCache(identity, fingerprint)), read

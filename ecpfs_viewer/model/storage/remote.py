@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.buffer import default_buffer_prototype
 
 from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.storage.adaptive_limit import AdaptiveLimit, ServerHealth
@@ -357,28 +358,28 @@ class BoundedStore(ReadingWrapper[Store]):
     async def exists(self, key: str) -> bool:
         return await self._call(key, lambda attempt: self._store.exists(key))
 
-    async def validators(self, key: str) -> str | None:
-        """What says whether the object changed (its ETag, Last-Modified and size, from a HEAD
-        request): 'absent' for a missing object, None when the server sends neither an ETag nor
-        a Last-Modified (then nothing read from it may be cached)."""
+    async def read_with_validators(self, key: str) -> tuple[bytes | None, str | None]:
+        """The whole object (capped) and what says whether it changed: its ETag, Last-Modified and
+        size, None when the server sends neither (then nothing read from it may be cached);
+        (None, 'absent') for a missing object."""
         inner = getattr(self._store, "store", None)
         if inner is None:
-            return None
+            found = await self.get(key, default_buffer_prototype())
+            return (None if found is None else found.to_bytes()), None
         import obstore
 
-        async def head() -> str | None:
+        async def fetch(attempt: int) -> tuple[bytes | None, str | None]:
             try:
-                meta = await obstore.head_async(inner, key)
+                answer = await self._answer(attempt, obstore.get_async(inner, key))
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                return "absent"
-            tag, modified = meta.get("e_tag"), meta.get("last_modified")
-            # obstore's stand-in for a missing Last-Modified header is the epoch
-            dated = modified.isoformat() if modified is not None and modified.timestamp() != 0 else ""
-            if not tag and not dated:
-                return None
-            return f"{tag or ''}|{dated}|{meta.get('size')}"
+                return None, "absent"
+            start, stop = answer.range
+            check_size(self.where(key), key, stop - start, "the object")
+            data = bytes(await answer.bytes_async())
+            check_size(self.where(key), key, len(data), "the object")
+            return data, _validators(answer.meta)
 
-        return await self._call(key, lambda attempt: head())
+        return await self._call(key, fetch)
 
     async def getsize(self, key: str) -> int:
         return await self._call(key, lambda attempt: self._store.getsize(key))
@@ -399,6 +400,13 @@ class BoundedStore(ReadingWrapper[Store]):
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         for name in await self._listed(prefix, self._store.list_prefix):
             yield name
+
+
+def _validators(meta: Any) -> str | None:
+    tag, modified = meta.get("e_tag"), meta.get("last_modified")
+    # obstore's stand-in for a missing Last-Modified header is the epoch
+    dated = modified.isoformat() if modified is not None and modified.timestamp() != 0 else ""
+    return f"{tag or ''}|{dated}|{meta.get('size')}" if tag or dated else None
 
 
 def _offset(byte_range: ByteRequest) -> int:

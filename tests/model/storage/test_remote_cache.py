@@ -117,3 +117,17 @@ def test_an_object_store_index_is_listed_and_read_from_the_cache_the_second_time
     assert second == first
     assert first_stats.listings > 0 and second_stats.listings == 0
     assert second_stats.requests * 2 < first_stats.requests
+
+
+def test_a_refresh_asks_the_server_again(served_index: Path) -> None:
+    with remote_fixtures.serve_static(served_index) as (base, tally):
+        _check(f"{base}/idx.zarr")
+        h = index_hierarchy(open_store(f"{base}/idx.zarr"))
+        summary = summarize(h)
+        leaves = level_stats(h, summary.levels, summary)
+        before = tally.total
+        h.refresh("")  # F5
+        assert h.store.zarr_store.documents is None
+        again = level_stats(h, summary.levels, summary)
+        assert again.node_count == leaves.node_count
+        assert tally.total - before >= leaves.node_count  # every leaf document asked for again
