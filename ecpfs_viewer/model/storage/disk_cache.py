@@ -115,6 +115,7 @@ class StoreCache:
         self.tag = _digest(fingerprint)
         self._lock = threading.Lock()
         self._packs: dict[str, dict[str, bytes]] = {}
+        self._appending: dict[str, int] = {}  # pack name -> file descriptor open for appending
         with contextlib.suppress(OSError):
             for entry in os.scandir(self.folder):
                 if not entry.name.startswith(self.tag):
@@ -167,14 +168,26 @@ class StoreCache:
         with self._lock:
             self._packs.setdefault(name, {})[key] = value
             try:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    os.write(fd, record)
-                finally:
-                    os.close(fd)
+                fd = self._appending.get(name)
+                if fd is None:
+                    self.folder.mkdir(parents=True, exist_ok=True)
+                    fd = self._appending[name] = os.open(self.path(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                                                         0o644)
+                os.write(fd, record)
             except OSError:
                 return
+
+    def close(self) -> None:
+        """Close the packs being appended to (a cleared folder's are written to nowhere until then)."""
+        with self._lock:
+            for fd in self._appending.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._appending.clear()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_appending"):
+            self.close()
 
     def fit(self) -> None:
         """Keep the whole cache within its budget, this store's entries evicted last."""

@@ -323,6 +323,8 @@ class OpenedStore:
         # closing is best effort; a failed close must not hide the real work
         with contextlib.suppress(Exception):
             self.zarr_store.close()
+        if self.disk is not None:
+            self.disk.close()
 
     def __repr__(self) -> str:
         return f"OpenedStore({self.label!r}, kind={self.kind!r}, root={self.root!r})"
