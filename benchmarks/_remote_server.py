@@ -11,7 +11,8 @@ bucket website) and adds ``delay`` seconds to every answer. It differs where a b
   it, which the benchmark would report as the viewer's time.
 
 The child counts the requests it answered; :meth:`ChildServer.requests` asks it for the count.
-Range headers are ignored (whole objects are sent), as by many static hosts.
+Range headers are ignored (whole objects are sent), as by many static hosts; every object carries
+the Last-Modified and ETag validators static hosts send (from the file's mtime and size).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Iterator
+from email.utils import formatdate
 from multiprocessing.connection import Connection
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -46,11 +48,14 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ro
             body: bytes | None = None
             if path.is_relative_to(root) and path.is_file():
                 body = path.read_bytes()
+                stamp = path.stat()
             if body is None:
                 writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
             else:
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
-                             b"Content-Length: %d\r\n\r\n" % len(body))
+                             b"Content-Length: %d\r\nLast-Modified: %s\r\nETag: \"%x-%x\"\r\n\r\n"
+                             % (len(body), formatdate(stamp.st_mtime, usegmt=True).encode(), stamp.st_size,
+                                stamp.st_mtime_ns))
                 if method != "HEAD":
                     writer.write(body)
             await writer.drain()

@@ -2,6 +2,7 @@
 
 - :func:`serve_static`: a static web server that answers 404 for a folder (no listings, like a
   CDN or a bucket website), optionally adding a fixed delay to every request; counts requests.
+- :func:`serve_without_validators`: the static server, its answers without Last-Modified or ETag.
 - :func:`serve_stalled`: accepts connections and never answers (timeouts).
 - :func:`serve_hostile`: the static server, answering chosen paths badly: ``stall`` (reads the
   request, never answers), ``cut`` (headers with the full length, half the body, then closes) or
@@ -101,6 +102,17 @@ class _Server(http.server.ThreadingHTTPServer):
 def serve_static(directory: Path, delay: float = 0.0) -> Iterator[tuple[str, RequestTally]]:
     """Serve directory on a free loopback port with no folder listings; yields (base URL, tally)."""
     with _serve(directory, {"delay": delay}) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def serve_without_validators(directory: Path) -> Iterator[tuple[str, RequestTally]]:
+    """serve_static, but no answer says when or how an object changed (no Last-Modified, no ETag)."""
+    def send_header(self: _StaticHandler, keyword: str, value: str) -> None:
+        if keyword.lower() not in ("last-modified", "etag"):
+            http.server.SimpleHTTPRequestHandler.send_header(self, keyword, value)
+
+    with _serve(directory, {"send_header": send_header}) as served:
         yield served
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any
@@ -104,6 +106,7 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     h = _open(args.path, args)
     with TerminalProgress(enabled=not args.quiet) as bar:
         report = validate(h, max_node_reads=args.max_node_reads, progress=bar)
@@ -111,6 +114,9 @@ def run_check(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(format_report(report, location=args.path))
+        floor = h.store.request_floor()
+        if floor is not None:  # on stderr: the report reads the same as the local one
+            print(f"Remote: {time.monotonic() - started:.1f} s for {floor.describe()}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

@@ -26,6 +26,7 @@ ENV_VARS = {
     "max_chunks_per_read": "ECPFS_VIEWER_MAX_CHUNKS_PER_READ",  # a count, not MB
     "max_listed_chunks": "ECPFS_VIEWER_MAX_LISTED_CHUNKS",  # a count, not MB
     "max_shard_index_bytes": "ECPFS_VIEWER_MAX_SHARD_INDEX_MB",
+    "max_cache_bytes": "ECPFS_VIEWER_MAX_CACHE_MB",
 }
 
 
@@ -48,6 +49,9 @@ class Limits:
     #: Shard indexes chunk statistics read for one array, in bytes in all; and one shard's declared
     #: index in any array read (zarr-python allocates it whole for every shard a read touches).
     max_shard_index_bytes: int = 64 * _MB
+    #: What the cache folder may keep of all stores together (item maps, remote metadata); the
+    #: least recently used entries are evicted past it.
+    max_cache_bytes: int = 2048 * _MB
 
     def describe(self, name: str) -> str:
         """'the 64 MB cap (ECPFS_VIEWER_MAX_METADATA_MB)': for messages that refuse a read."""

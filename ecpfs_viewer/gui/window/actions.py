@@ -20,6 +20,7 @@ from ecpfs_viewer.gui.runtime.theme import Theme, apply_theme, save_theme, saved
 from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.widgets.actions import window_action
 from ecpfs_viewer.gui.window.about_dialog import show_about
+from ecpfs_viewer.gui.window.cache_dialog import ClearCacheFlow
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.go_to import GoToPathDialog
 from ecpfs_viewer.gui.window.help_dialogs import open_documentation, show_shortcuts
@@ -53,6 +54,8 @@ class WindowActions(QObject):
         self.open_url_action = action("Open &URL…", self.open_url_dialog, "Ctrl+U")
         self.build_action = action("&Build Index from .npy…", slots.build, "Ctrl+B")
         self.demo_action = action("Open &Demo Index", slots.demo)
+        self.clear_cache = ClearCacheFlow(window)
+        self.clear_cache_action = action("Clear &Cache…", self.clear_cache.start)
         self.close_action = action("&Close", slots.close_store, "Ctrl+W")
         self.quit_action = action("&Quit", window.close, "Ctrl+Q")
         self.refresh_action = action("&Refresh", slots.refresh, "F5", "SP_BrowserReload")
@@ -76,6 +79,7 @@ class WindowActions(QObject):
         menu.addSeparator()
         menu.addAction(self.build_action)
         menu.addAction(self.demo_action)
+        menu.addAction(self.clear_cache_action)
         menu.addSeparator()
         menu.addAction(self.close_action)
         menu.addAction(self.quit_action)

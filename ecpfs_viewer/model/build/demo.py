@@ -17,14 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import platformdirs
 
-from ecpfs_viewer import APP_DIR_NAME
 from ecpfs_viewer.model.build.builder import BuildError, BuildParams, BuildProgress, build_index
 from ecpfs_viewer.model.ecpfs.paths import level_path
+from ecpfs_viewer.model.storage.disk_cache import CACHE_ENV as CACHE_ENV
+from ecpfs_viewer.model.storage.disk_cache import cache_root
 
-#: Environment variable that overrides the cache directory (tests point it at a tmp dir).
-CACHE_ENV = "ECPFS_VIEWER_CACHE"
 DEMO_RESOURCE = "digits.csv.gz"
 DEMO_ROWS, DEMO_DIM = 1797, 64
 #: How the demo index is built; change DEMO_INDEX_NAME with it so old caches are not reused.
@@ -33,11 +31,8 @@ DEMO_INDEX_NAME = "digits-demo-v1.zarr"
 
 
 def cache_dir() -> Path:
-    """The user cache directory of ecpfs-viewer (~/.cache/ecpfs-viewer on Linux), or the override."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override).expanduser()
-    return Path(platformdirs.user_cache_dir(APP_DIR_NAME, appauthor=False))
+    """The app's cache folder (model/storage/disk_cache.py), where the demo index is built."""
+    return cache_root()
 
 
 def demo_index_path() -> Path:

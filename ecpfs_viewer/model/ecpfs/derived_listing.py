@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from ecpfs_viewer.model.ecpfs.index_cache import attach_cache, seed_consolidated
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_path, parse_level, parse_node_path
 from ecpfs_viewer.model.errors import transport_failure
 from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
@@ -29,8 +30,14 @@ _ROOT_NAMES = ("info", "index_root", "rep_embeddings", "rep_item_ids")
 _INFO_NAMES = ("format_version", "levels", "metric", "is_normalized", "total_items", "next_item_id")
 
 def index_hierarchy(store: OpenedStore) -> Hierarchy:
-    """The Hierarchy of a store opened as an ecpfs index: its tree derived where it cannot be listed."""
-    return Hierarchy(store, lister=derived_children if listing_unavailable(store) else None)
+    """The Hierarchy of a store opened as an ecpfs index: its tree derived where it cannot be listed,
+    a remote store's small documents kept in the cache folder or taken from its consolidated
+    metadata (model/ecpfs/index_cache.py)."""
+    h = Hierarchy(store, lister=derived_children if listing_unavailable(store) else None)
+    if store.kind == "remote":
+        attach_cache(h)
+        seed_consolidated(h)
+    return h
 
 
 class DerivedState:

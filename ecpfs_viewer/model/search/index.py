@@ -16,6 +16,7 @@ import numpy as np
 
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
+from ecpfs_viewer.model.search.item_cache import save_item_map, saved_item_map
 from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.search.results import (
@@ -35,6 +36,7 @@ class IndexReader(NodeReader):
     def __init__(self, source: str | os.PathLike[str] | OpenedStore | Hierarchy) -> None:
         super().__init__(source)
         self._locator: ItemLocator | None = None
+        self._map_saved = False
 
     def search(self, query: Any, params: SearchParams | None = None) -> SearchResult:
         """One eCP search pass of a new query (§4.3), with the trace of popped nodes."""
@@ -42,15 +44,32 @@ class IndexReader(NodeReader):
 
     @property
     def locator(self) -> ItemLocator:
-        """Item id -> leaf, row and ancestors, from item_ids arrays only (read on demand, cached)."""
+        """Item id -> leaf, row and ancestors: from the map a process saved in the cache folder, else
+        from item_ids arrays only (read on demand, cached)."""
         with self._lock:
             if self._locator is None:
-                self._locator = ItemLocator(self)
+                item_map = saved_item_map(self.hierarchy)
+                self._map_saved = item_map is not None
+                self._locator = ItemLocator(self, item_map)
             return self._locator
+
+    def keep_item_map(self) -> None:
+        """Save the locator's map for later processes once it is complete (once per reader)."""
+        with self._lock:
+            if self._map_saved or self._locator is None:
+                return
+            item_map = self._locator.complete_map()
+            if item_map is None:
+                return
+            self._map_saved = True
+        save_item_map(self.hierarchy, item_map)
 
     def locate(self, item_id: int) -> ItemLocation:
         """Where an item is stored: leaf, row and the path from index_root (UnknownItemError if nowhere)."""
-        return self.locator.location(item_id)
+        try:
+            return self.locator.location(item_id)
+        finally:
+            self.keep_item_map()
 
     def vector_for_item(self, item_id: int) -> np.ndarray:
         """The stored vector of an item, widened to float32: item_ids to find it, then one leaf read."""
@@ -58,6 +77,8 @@ class IndexReader(NodeReader):
             leaf, row = self.locator.find_one(item_id)
         except UnknownItemError:
             raise UnknownItemError(f"item {item_id} is not in any leaf of this index") from None
+        finally:
+            self.keep_item_map()
         node = self.node(self.levels, leaf)
         assert node is not None  # the locator read this leaf's item_ids
         vector: np.ndarray = node.vectors[row].copy()
@@ -67,6 +88,7 @@ class IndexReader(NodeReader):
         """Stored vectors of several items (one row each, in the order given); reads their leaves only."""
         items = [int(i) for i in item_ids]
         found = self.locator.find(items, reporter)
+        self.keep_item_map()
         missing = [i for i in items if i not in found]
         if missing:
             raise UnknownItemError(f"item {missing[0]} is not in any leaf of this index")
@@ -86,5 +108,8 @@ class IndexReader(NodeReader):
     def exact(self, queries: Any, k: int, exclude: frozenset[int] = frozenset(),
               self_ids: Sequence[int | None] | None = None, progress: ProgressCallback | None = None,
               cancel: threading.Event | None = None) -> ExactNeighbours:
-        """Exact k nearest neighbours of each query row (see :func:`exact.exact_knn`)."""
-        return exact_knn(self, queries, k, exclude, self_ids, progress, cancel)
+        """Exact k nearest neighbours of each query row (see :func:`exact.exact_knn`); the scan
+        completes the locator, so its map is saved for later processes."""
+        found = exact_knn(self, queries, k, exclude, self_ids, progress, cancel)
+        self.keep_item_map()
+        return found

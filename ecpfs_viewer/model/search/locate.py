@@ -183,6 +183,10 @@ class ItemLocator:
         self._map = item_map  # every leaf's: given, or merged from the batches once all are read
         self._parents: dict[int, dict[int, tuple[int, int]]] = {}  # level -> child -> (parent, row)
         self._id_range: ItemIdRange | None = None
+        self._given = item_map is not None
+        if item_map is not None:
+            self._sorted = (item_map.item_ids, item_map.leaves, item_map.rows)
+            self._parts = [self._sorted]
 
     @property
     def complete(self) -> bool:

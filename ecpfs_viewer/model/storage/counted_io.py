@@ -22,6 +22,7 @@ from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage import event_loop
+from ecpfs_viewer.model.storage.disk_cache import DocumentCache
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ class CountingStore(ReadingWrapper[Store]):
     def __init__(self, store: Store, counter: IOCounter | None = None) -> None:
         super().__init__(store)
         self.counter = counter or IOCounter()
+        self.documents: DocumentCache | None = None  # a remote index's documents kept on disk
 
     def _with_store(self, store: Store) -> CountingStore:
         return CountingStore(store, self.counter)
@@ -196,12 +198,19 @@ class CountingStore(ReadingWrapper[Store]):
     async def get(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
+        documents = self.documents if byte_range is None else None
         try:
+            if documents is not None:
+                hit, kept = documents.get(key)  # raises what its read on the way raised
+                if hit:  # no request made now: not counted
+                    return None if kept is None else prototype.buffer.from_bytes(kept)
             result = await self._store.get(key, prototype, byte_range)
         except TransportError:
             self.counter.add_unanswered()
             raise
         self.counter.add_read(len(result) if result is not None else 0)
+        if documents is not None:
+            documents.put(key, None if result is None else result.to_bytes())
         return result
 
     def get_sync(self, key: str, *, prototype: BufferPrototype | None = None, byte_range: Any = None) -> Buffer | None:
@@ -212,7 +221,7 @@ class CountingStore(ReadingWrapper[Store]):
         if isinstance(self._store, LocalStore | MemoryStore):
             result = self._store.get_sync(key, prototype=prototype, byte_range=byte_range)
         else:
-            result = event_loop.run(self._store.get(key, prototype, byte_range))
+            return event_loop.run(self.get(key, prototype, byte_range))
         self.counter.add_read(len(result) if result is not None else 0)
         return result
 
@@ -237,8 +246,20 @@ class CountingStore(ReadingWrapper[Store]):
         return self._store.list_prefix(prefix)
 
     def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        if self.documents is not None:
+            return self._kept_listing(self.documents, prefix)
         self.counter.add_listing()
         return self._store.list_dir(prefix)
+
+    async def _kept_listing(self, documents: DocumentCache, prefix: str) -> AsyncIterator[str]:
+        """A folder's names from the cache folder, else listed (one listing) and kept there."""
+        names = documents.listing(prefix)
+        if names is None:
+            self.counter.add_listing()
+            names = [name async for name in self._store.list_dir(prefix)]
+            documents.keep_listing(prefix, names)
+        for name in names:
+            yield name
 
 
 #: The names of Zarr metadata documents (capped by Limits.max_metadata_bytes; every other key is a chunk).

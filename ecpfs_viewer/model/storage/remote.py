@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.buffer import default_buffer_prototype
 
 from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.storage.adaptive_limit import AdaptiveLimit, ServerHealth
@@ -203,6 +204,11 @@ class BoundedStore(ReadingWrapper[Store]):
             limits = list(self._limits.values())
         return min((limit.allowed for limit in limits), default=self.options.max_in_flight)
 
+    def typical_answer_s(self) -> float:
+        """How long the server takes to answer a request, a running mean (0 before any answer)."""
+        with self._lock:
+            return self._first_answer_s
+
     def retry(self) -> None:
         """Ask again: forget that the server stopped answering (F5, Retry, ``--retry``)."""
         self.health.reset()
@@ -336,6 +342,29 @@ class BoundedStore(ReadingWrapper[Store]):
     async def exists(self, key: str) -> bool:
         return await self._call(key, lambda attempt: self._store.exists(key))
 
+    async def read_with_validators(self, key: str) -> tuple[bytes | None, str | None]:
+        """The whole object (capped) and what says whether it changed: its ETag, Last-Modified and
+        size, None when the server sends neither (then nothing read from it may be cached);
+        (None, 'absent') for a missing object."""
+        inner = getattr(self._store, "store", None)
+        if inner is None:
+            found = await self.get(key, default_buffer_prototype())
+            return (None if found is None else found.to_bytes()), None
+        import obstore
+
+        async def fetch(attempt: int) -> tuple[bytes | None, str | None]:
+            try:
+                answer = await self._answer(attempt, obstore.get_async(inner, key))
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                return None, "absent"
+            start, stop = answer.range
+            check_size(self.where(key), key, stop - start, "the object")
+            data = bytes(await answer.bytes_async())
+            check_size(self.where(key), key, len(data), "the object")
+            return data, _validators(answer.meta)
+
+        return await self._call(key, fetch)
+
     async def getsize(self, key: str) -> int:
         return await self._call(key, lambda attempt: self._store.getsize(key))
 
@@ -355,6 +384,13 @@ class BoundedStore(ReadingWrapper[Store]):
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         for name in await self._listed(prefix, self._store.list_prefix):
             yield name
+
+
+def _validators(meta: Any) -> str | None:
+    tag, modified = meta.get("e_tag"), meta.get("last_modified")
+    # obstore's stand-in for a missing Last-Modified header is the epoch
+    dated = modified.isoformat() if modified is not None and modified.timestamp() != 0 else ""
+    return f"{tag or ''}|{dated}|{meta.get('size')}" if tag or dated else None
 
 
 def _offset(byte_range: ByteRequest) -> int:

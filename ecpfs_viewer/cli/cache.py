@@ -1,0 +1,37 @@
+"""`ecpfs-viewer cache [list|clear]`: what the cache folder keeps of the stores opened, and emptying it."""
+
+from __future__ import annotations
+
+import argparse
+
+from ecpfs_viewer.cli.contract import EXIT_OK
+from ecpfs_viewer.model.formatting import format_bytes
+from ecpfs_viewer.model.limits import current_limits
+from ecpfs_viewer.model.storage.disk_cache import CacheUsage, cache_root, cache_usage, clear_cache
+
+
+def add_cache_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Register `cache [list|clear]`."""
+    parser = subparsers.add_parser(
+        "cache", help="show or clear the cache folder (item maps, remote metadata)",
+        description="What ecpfs-viewer keeps of the indexes it opened (item maps; the metadata of remote "
+                    "indexes), each entry trusted only while its index is unchanged. `list` (the default) "
+                    "prints the folder and its size; `clear` deletes every entry (the demo index stays). "
+                    "ECPFS_VIEWER_CACHE names another folder, ECPFS_VIEWER_MAX_CACHE_MB its budget.")
+    parser.add_argument("action", nargs="?", choices=("list", "clear"), default="list", help="list (default) or clear")
+    parser.set_defaults(func=run_cache)
+    return parser
+
+
+def describe_usage(usage: CacheUsage) -> str:
+    """'3 stores, 5 files, 12.3 MB'."""
+    return f"{usage.stores} store(s), {usage.files} file(s), {format_bytes(usage.nbytes)}"
+
+
+def run_cache(args: argparse.Namespace) -> int:
+    if args.action == "clear":
+        print(f"Cleared {cache_root()}: freed {describe_usage(clear_cache())}")
+        return EXIT_OK
+    print(f"Cache folder: {cache_root()}")
+    print(f"Holds: {describe_usage(cache_usage())} (budget {format_bytes(current_limits().max_cache_bytes)})")
+    return EXIT_OK

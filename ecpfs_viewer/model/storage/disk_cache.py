@@ -1,0 +1,286 @@
+"""The app's one cache folder on disk: what later processes may reuse of an index, never past a change.
+
+Everything lives under :func:`cache_root` (``~/.cache/ecpfs-viewer`` on Linux; the demo index
+too). What is kept of one store goes into a folder named by a hash of the store's identity (its
+resolved path or URL), and every entry's file name carries a hash of the store's *fingerprint*
+(the validators of the documents read to open it): an entry made under another fingerprint is
+never read, and is deleted when the store is next opened. The entries of all stores together
+stay under ``Limits.max_cache_bytes``, the least recently used evicted first.
+
+Two kinds of entry: a whole file written atomically (a temporary file renamed over it), and an
+append-only pack of small documents (each record framed with its length and a CRC, so a record
+cut short by a crash or a concurrent writer is skipped, never misread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import struct
+import tempfile
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from ecpfs_viewer import APP_DIR_NAME
+from ecpfs_viewer.model.limits import current_limits
+
+#: Environment variable that overrides the cache folder (tests point it at a tmp dir).
+CACHE_ENV = "ECPFS_VIEWER_CACHE"
+#: The folder below the cache root that holds what is kept per store (the budget covers it).
+STORES = "stores"
+_RECORD = struct.Struct("<III")  # key length, value length, CRC32 of key + value
+
+
+def cache_root() -> Path:
+    """The user cache folder of ecpfs-viewer, or the folder ECPFS_VIEWER_CACHE names."""
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_cache_dir(APP_DIR_NAME, appauthor=False))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class CacheUsage:
+    """What the per-store cache holds: how many stores, files and bytes."""
+
+    stores: int
+    files: int
+    nbytes: int
+
+
+def cache_usage(root: Path | None = None) -> CacheUsage:
+    """Stores, files and bytes kept under the cache folder (the demo index not counted)."""
+    files = _entry_files((root or cache_root()) / STORES)
+    return CacheUsage(len({path.parent for path, _, _ in files}), len(files), sum(size for _, size, _ in files))
+
+
+def clear_cache(root: Path | None = None) -> CacheUsage:
+    """Delete every kept entry of every store; what was freed. The demo index stays (it is rebuilt
+    on demand, and an open window may be showing it)."""
+    folder = (root or cache_root()) / STORES
+    freed = cache_usage(root)
+    shutil.rmtree(folder, ignore_errors=True)
+    return freed
+
+
+def _entry_files(folder: Path) -> list[tuple[Path, int, int]]:
+    """(path, size, mtime_ns) of every file below folder, none when it does not exist."""
+    found: list[tuple[Path, int, int]] = []
+    with contextlib.suppress(OSError):
+        for store in os.scandir(folder):
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(store.path):
+                    with contextlib.suppress(OSError):
+                        if entry.is_file(follow_symlinks=False):
+                            info = entry.stat(follow_symlinks=False)
+                            found.append((Path(entry.path), info.st_size, info.st_mtime_ns))
+    return found
+
+
+def evict(budget: int, keep: frozenset[Path] = frozenset(), root: Path | None = None) -> int:
+    """Delete the least recently used entries until all fit in budget bytes; the bytes freed.
+
+    Files in `keep` (the entries in use) go last."""
+    files = sorted(_entry_files((root or cache_root()) / STORES), key=lambda f: (f[0] in keep, f[2]))
+    total = sum(size for _, size, _ in files)
+    freed = 0
+    for path, size, _ in files:
+        if total - freed <= budget:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+            freed += size
+    return freed
+
+
+class StoreCache:
+    """What is kept of one store at one fingerprint. Opening it deletes the store's entries made
+    under any other fingerprint; reads and writes never fail the caller (a cache that cannot be
+    written is a cache that misses)."""
+
+    def __init__(self, identity: str, fingerprint: str, root: Path | None = None) -> None:
+        self.folder = (root or cache_root()) / STORES / _digest(identity)
+        self.tag = _digest(fingerprint)
+        self._lock = threading.Lock()
+        self._packs: dict[str, dict[str, bytes]] = {}
+        self._appending: dict[str, int] = {}  # pack name -> file descriptor open for appending
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.folder):
+                if not entry.name.startswith(self.tag):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)  # another fingerprint: the index changed since
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{self.tag}.{name}"
+
+    # -- whole files --------------------------------------------------------------------------------
+    def read(self, name: str) -> bytes | None:
+        """The entry's bytes, or None when there is none (or it cannot be read)."""
+        path = self.path(name)
+        try:
+            data = path.read_bytes()
+            os.utime(path)  # recently used: evicted last
+        except OSError:
+            return None
+        return data
+
+    def write(self, name: str, data: bytes) -> None:
+        """Replace the entry atomically, then keep the cache within its budget."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(temporary, self.path(name))
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
+        except OSError:
+            return
+        self.fit()
+
+    # -- packs of small documents ------------------------------------------------------------------
+    def pack(self, name: str) -> dict[str, bytes]:
+        """The documents of a pack (key -> bytes), read once per process; damaged records skipped."""
+        with self._lock:
+            if name not in self._packs:
+                self._packs[name] = _read_pack(self.read(name) or b"")
+            return self._packs[name]
+
+    def add(self, name: str, key: str, value: bytes) -> None:
+        """Append one document to a pack (one write, so concurrent appenders do not interleave)."""
+        raw = key.encode("utf-8", "surrogatepass")
+        record = _RECORD.pack(len(raw), len(value), zlib.crc32(raw + value)) + raw + value
+        with self._lock:
+            self._packs.setdefault(name, {})[key] = value
+            try:
+                fd = self._appending.get(name)
+                if fd is None:
+                    self.folder.mkdir(parents=True, exist_ok=True)
+                    fd = self._appending[name] = os.open(self.path(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                                                         0o644)
+                os.write(fd, record)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        """Close the packs being appended to (a cleared folder's are written to nowhere until then)."""
+        with self._lock:
+            for fd in self._appending.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._appending.clear()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_appending"):
+            self.close()
+
+    def fit(self) -> None:
+        """Keep the whole cache within its budget, this store's entries evicted last."""
+        try:
+            keep = frozenset(self.folder / entry for entry in os.listdir(self.folder) if entry.startswith(self.tag))
+        except OSError:
+            keep = frozenset()
+        evict(current_limits().max_cache_bytes, keep, self.folder.parent.parent)
+
+
+def _read_pack(data: bytes) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    at, size = 0, len(data)
+    while at + _RECORD.size <= size:
+        key_len, value_len, crc = _RECORD.unpack_from(data, at)
+        start = at + _RECORD.size
+        stop = start + key_len + value_len
+        if stop > size:
+            break  # cut short: the rest was never written whole
+        body = data[start:stop]
+        if zlib.crc32(body) != crc:
+            break  # a torn write: what follows cannot be framed
+        found[body[:key_len].decode("utf-8", "surrogatepass")] = body[key_len:]
+        at = stop
+    return found
+
+
+#: The pack of a remote store's small documents (metadata, ids arrays).
+DOCUMENTS = "documents.pack"
+_ABSENT = "!"  # prefix of a record saying the key had no object
+_LISTING = "?"  # prefix of a record holding a folder's listing (a JSON list of names)
+
+
+class DocumentCache:
+    """The small documents of a remote store: whole-object reads of the keys `keeps` accepts are
+    answered from memory or the pack on disk (while the store's fingerprint is unchanged), with no
+    request. Without a StoreCache (no fingerprint) only what was seeded is answered."""
+
+    def __init__(self, cache: StoreCache | None, keeps: Callable[[str], bool]) -> None:
+        self.cache = cache
+        self.keeps = keeps
+        self.seeded: dict[str, bytes] = {}  # documents read on the way or found inside others
+        self.absent: set[str] = set()  # keys read on the way and found absent
+        self.failed: dict[str, Exception] = {}  # keys whose read on the way failed: raised once
+        self.hits = 0  # reads answered from the cache folder
+
+    def seed(self, read: dict[str, bytes | Exception | None]) -> None:
+        """Take what was read on the way (the fingerprint's documents) so it is not asked again; a
+        failure is what the next read of its key raises, once (the same request would fail alike)."""
+        for key, value in read.items():
+            if isinstance(value, Exception):
+                self.failed[key] = value
+            elif value is None:
+                self.absent.add(key)
+            else:
+                self.seeded[key] = value
+
+    def get(self, key: str) -> tuple[bool, bytes | None]:
+        """(True, bytes or None for an object known absent) on a hit; (False, None) on a miss.
+        Raises a failure seeded for the key, once."""
+        failure = self.failed.pop(key, None)
+        if failure is not None:
+            raise failure
+        if key in self.absent:
+            return True, None
+        value = self.seeded.get(key)
+        if value is not None:
+            return True, value
+        if self.cache is None or not self.keeps(key):
+            return False, None
+        documents = self.cache.pack(DOCUMENTS)
+        value = documents.get(key)
+        if value is None and _ABSENT + key not in documents:
+            return False, None
+        self.hits += 1
+        return True, value
+
+    def put(self, key: str, value: bytes | None) -> None:
+        if self.cache is not None and self.keeps(key) and key not in self.seeded and key not in self.absent:
+            self.cache.add(DOCUMENTS, key if value is not None else _ABSENT + key, value or b"")
+
+    def listing(self, prefix: str) -> list[str] | None:
+        """The names a folder listing gave, when kept."""
+        kept = None if self.cache is None else self.cache.pack(DOCUMENTS).get(_LISTING + prefix)
+        if kept is None:
+            return None
+        try:
+            names = json.loads(kept)
+        except ValueError:
+            return None
+        self.hits += 1
+        return [str(name) for name in names] if isinstance(names, list) else None
+
+    def keep_listing(self, prefix: str, names: list[str]) -> None:
+        if self.cache is not None:
+            self.cache.add(DOCUMENTS, _LISTING + prefix, json.dumps(names).encode())

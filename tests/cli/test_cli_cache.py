@@ -1,0 +1,51 @@
+"""`ecpfs-viewer cache` lists and clears the cache folder; `check` of a URL prints its request floor
+and runs far lighter the second time; `locate` answers the next time from the saved item map."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import remote_fixtures
+from command_runs import run
+
+from ecpfs_viewer.model.storage.disk_cache import cache_root, cache_usage
+
+
+def test_cache_lists_then_clears_what_locate_saved(capsys, two_clusters_path: Path, tmp_path: Path) -> None:
+    index = tmp_path / "idx.zarr"
+    shutil.copytree(two_clusters_path, index)
+    code, out, _ = run(capsys, "cache")
+    assert code == 0 and f"Cache folder: {cache_root()}" in out and "0 store(s), 0 file(s)" in out
+    assert run(capsys, "locate", str(index), "999999")[0] == 1  # absent: every leaf read, the map saved
+    code, out, _ = run(capsys, "cache", "list")
+    assert code == 0 and "1 store(s), 1 file(s)" in out
+    code, out, _ = run(capsys, "cache", "clear")
+    assert code == 0 and re.search(r"freed 1 store\(s\), 1 file\(s\), \d+ B", out)
+    assert cache_usage().files == 0
+
+
+def test_cache_appears_in_help_and_in_the_completion_script(capsys) -> None:
+    code, script, _ = run(capsys, "completion", "bash")
+    assert code == 0 and "cache" in script and "clear" in script
+
+
+def test_check_of_a_url_prints_its_request_floor_and_asks_far_less_the_second_time(capsys, tmp_path: Path) -> None:
+    pytest.importorskip("obstore", reason="obstore is part of the remote extra")
+    from index_factory import build_clustered_index
+
+    build_clustered_index(tmp_path, 2500, 8)
+    with remote_fixtures.serve_static(tmp_path) as (base, tally):
+        code, first, said = run(capsys, "check", f"{base}/idx.zarr", "--quiet")
+        asked = tally.total
+        code_again, second, _ = run(capsys, "check", f"{base}/idx.zarr", "--quiet")
+        asked_again = tally.total - asked
+    assert code == code_again == 0
+    floor = re.search(r"Remote: [\d.]+ s for ([\d,]+) requests \(floor: [\d,]+ round trip\(s\) of 128 in flight x "
+                      r"\d+ ms = [\d.]+ s\), ([\d,]+) document\(s\) from the cache folder", said)
+    assert floor is not None, said
+    assert int(floor.group(1).replace(",", "")) == asked  # the floor counts what the server answered
+    assert asked_again * 3 < asked
+    assert first == second  # the same report

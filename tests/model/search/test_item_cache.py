@@ -1,0 +1,78 @@
+"""The item map kept in the cache folder: the next reader locates without reading a leaf, never
+after the index changed, and a damaged entry is ignored."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from index_factory import build_clustered_index
+
+from ecpfs_viewer.model.search import IndexReader
+from ecpfs_viewer.model.search.item_cache import ITEM_MAP
+from ecpfs_viewer.model.search.locate import ItemMap
+from ecpfs_viewer.model.search.results import UnknownItemError
+from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root, cache_usage
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Path:
+    return build_clustered_index(tmp_path, 3000, 8)
+
+
+def _absent_then_present(path: Path) -> tuple[IndexReader, int]:
+    """A fresh reader that looked for an absent item, then item 7; the requests that took."""
+    reader = IndexReader(path)
+    before = reader.store.stats().requests
+    with pytest.raises(UnknownItemError):
+        reader.locate(10**6)
+    location = reader.locate(7)
+    assert location.item_id == 7 and location.complete
+    return reader, reader.store.stats().requests - before
+
+
+def test_the_next_reader_locates_from_the_saved_map_without_reading_a_leaf(index: Path) -> None:
+    first, read_first = _absent_then_present(index)
+    leaves = len(first.leaf_ids())
+    assert read_first >= leaves  # every leaf's item_ids read once
+    assert cache_usage().files == 1
+    second, read_second = _absent_then_present(index)
+    # the ancestors' node_ids and one leaf's item_ids metadata (its id range): no leaf's item_ids
+    assert read_second <= read_first - leaves, (read_first, read_second, leaves)
+    assert second.locate(7) == first.locate(7)
+    for item in (0, 1234, 2999):
+        assert second.locate(item) == first.locate(item)
+
+
+def test_a_changed_index_does_not_use_the_map_saved_before(index: Path) -> None:
+    _absent_then_present(index)
+    zarr.open_array(str(index / "info" / "total_items"), mode="r+")[()] = 3001
+    value = index / "info" / "total_items" / "c"
+    later = os.stat(value).st_mtime_ns + 10**9
+    os.utime(value, ns=(later, later))
+    reader, read = _absent_then_present(index)
+    assert read >= len(reader.leaf_ids())  # read again from the leaves
+    assert cache_usage().files == 1  # the old map deleted, the new one saved
+
+
+def test_a_damaged_saved_map_is_ignored(index: Path) -> None:
+    _absent_then_present(index)
+    (saved,) = (cache_root() / STORES).glob(f"*/*.{ITEM_MAP}")
+    saved.write_bytes(b"not an npz")
+    reader, read = _absent_then_present(index)
+    assert read >= len(reader.leaf_ids())
+    assert ItemMap.from_bytes(saved.read_bytes()).item_ids.size == 3000  # saved again, whole
+
+
+def test_a_saved_map_must_be_sorted_int64_vectors_of_one_length() -> None:
+    ok = ItemMap(np.arange(3, dtype=np.int64), np.zeros(3, np.int64), np.arange(3, dtype=np.int64))
+    back = ItemMap.from_bytes(ok.to_bytes())
+    assert all(np.array_equal(getattr(back, f), getattr(ok, f)) for f in ("item_ids", "leaves", "rows"))
+    for bad in (ItemMap(np.array([2, 1]), np.zeros(2, np.int64), np.zeros(2, np.int64)),
+                ItemMap(np.arange(3), np.zeros(2, np.int64), np.zeros(3, np.int64)),
+                ItemMap(np.arange(2, dtype=np.int32), np.zeros(2, np.int64), np.zeros(2, np.int64))):
+        with pytest.raises(ValueError):
+            ItemMap.from_bytes(bad.to_bytes())
