@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QRect, Qt
+from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRect, Qt
 from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QStyledItemDelegate, QStyleOptionViewItem
 
-from ecpfs_viewer.gui.widgets.rows_table import sort_key
+from ecpfs_viewer.gui.widgets.rows_table import SortingTableModel, sort_key
 from ecpfs_viewer.model.ecpfs import Finding
 from ecpfs_viewer.model.views.node_info import Children, LeafItems
 
@@ -42,7 +42,7 @@ class SizeBarDelegate(QStyledItemDelegate):
         painter.restore()
 
 
-class ListingModel(QAbstractTableModel):
+class ListingModel(SortingTableModel):
     """Children (row, child, rows, size bar, finding) or leaf members (row, item id, finding)."""
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -53,7 +53,6 @@ class ListingModel(QAbstractTableModel):
         self._problems: dict[int, Finding] = {}
         self._largest = 1
         self._order: np.ndarray | None = None  # shown row -> stored row, once sorted
-        self._sorted_by: tuple[int, Qt.SortOrder] = (-1, Qt.SortOrder.AscendingOrder)
 
     def set_children(self, children: Children | None) -> None:
         self.beginResetModel()
@@ -70,12 +69,6 @@ class ListingModel(QAbstractTableModel):
         self._headers = ["Row", "Item id", "Finding"]
         self._problems = {p.row: p.finding for p in items.problems} if items else {}
         self._arrange(*self._sorted_by)
-        self.endResetModel()
-
-    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
-        """Order the rows by a column (a header click); -1 is the stored order."""
-        self.beginResetModel()
-        self._arrange(column, order)
         self.endResetModel()
 
     def _arrange(self, column: int, order: Qt.SortOrder) -> None:

@@ -52,7 +52,23 @@ def sort_key(value: Any) -> tuple[Any, ...]:
     return (1, [int(part) if part.isdigit() else part.casefold() for part in re.split(r"(\d+)", str(value))])
 
 
-class RowsModel(QAbstractTableModel):
+class SortingTableModel(QAbstractTableModel):
+    """A table model that sorts itself on a header click, so a row's model index is the row shown
+    (a double-click opens what the user sees); subclasses say how in ``_arrange``."""
+
+    _sorted_by: tuple[int, Qt.SortOrder] = (-1, Qt.SortOrder.AscendingOrder)
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Order the rows by a column; column -1 is the order they were given in."""
+        self.beginResetModel()
+        self._arrange(column, order)
+        self.endResetModel()
+
+    def _arrange(self, column: int, order: Qt.SortOrder) -> None:
+        raise NotImplementedError
+
+
+class RowsModel(SortingTableModel):
     """Rows of values under fixed headers; rows may be highlighted and carry a tooltip, headers
     may explain their words (``header_tips``: header text -> tooltip)."""
 
@@ -66,7 +82,6 @@ class RowsModel(QAbstractTableModel):
         self._highlight: list[bool] = []
         self._tooltips: list[str | None] = []
         self._given: list[int] = []  # each row's place in the rows as given
-        self._sorted_by: tuple[int, Qt.SortOrder] = (-1, Qt.SortOrder.AscendingOrder)
 
     def set_headers(self, headers: Sequence[str]) -> None:
         self._headers = list(headers)
@@ -84,12 +99,6 @@ class RowsModel(QAbstractTableModel):
         self._tooltips = list(tooltips) if tooltips is not None else [None] * len(self._rows)
         self._given = list(range(len(self._rows)))
         self._arrange(*self._sorted_by)
-        self.endResetModel()
-
-    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
-        """Order the rows by a column (a header click); column -1 is the order they were given in."""
-        self.beginResetModel()
-        self._arrange(column, order)
         self.endResetModel()
 
     def _arrange(self, column: int, order: Qt.SortOrder) -> None:

@@ -46,10 +46,10 @@ class PlotView(QWidget):
         """Draw the data kept by :meth:`set_data` unless that was done already."""
         if self._stale and self._data is not None:
             self._stale = False
-            self.draw()
+            self.draw(self._data)
 
-    def draw(self) -> None:
-        """Draw ``self._data`` into the page's items."""
+    def draw(self, data: PlotData) -> None:
+        """Draw data (the data kept by :meth:`set_data`) into the page's items."""
         raise NotImplementedError(type(self).__name__)
 
     def clear(self) -> None:

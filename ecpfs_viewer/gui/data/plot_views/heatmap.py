@@ -133,9 +133,8 @@ class HeatmapView(PlotView):
     def priority(self, data: PlotData) -> int:
         return BEST if data.image is not None else 0
 
-    def draw(self) -> None:
-        data = self._data
-        assert data is not None and data.image is not None and data.levels is not None
+    def draw(self, data: PlotData) -> None:
+        assert data.image is not None and data.levels is not None
         rows, cols = data.image.shape
         self._color()
         # cell (i, j) is centred on (j, i): ticks name cells, and the row profile lines up with the columns

@@ -35,9 +35,8 @@ class HistogramView(PlotView):
     def priority(self, data: PlotData) -> int:
         return ALSO if data.hist_counts is not None else 0
 
-    def draw(self) -> None:
-        data = self._data
-        assert data is not None and data.hist_counts is not None and data.hist_edges is not None
+    def draw(self, data: PlotData) -> None:
+        assert data.hist_counts is not None and data.hist_edges is not None
         if data.hist_counts.size:
             self.item.setData(data.hist_edges, data.hist_counts)
         else:  # no finite value: nothing to count

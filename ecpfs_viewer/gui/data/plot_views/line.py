@@ -39,9 +39,8 @@ class LineView(PlotView):
     def priority(self, data: PlotData) -> int:
         return BEST if data.values is not None and data.values.ndim == 1 else 0
 
-    def draw(self) -> None:
-        data = self._data
-        assert data is not None and data.values is not None
+    def draw(self, data: PlotData) -> None:
+        assert data.values is not None
         values = data.values
         x0 = self.offset(0)
         steps = self.step_check.isChecked()
@@ -76,4 +75,4 @@ class LineView(PlotView):
 
     def _redraw(self, _checked: bool) -> None:
         if self._data is not None:
-            self.draw()
+            self.draw(self._data)

@@ -324,9 +324,7 @@ class TableView(PlotView):
             return BEST + 1
         return ALSO
 
-    def draw(self) -> None:
-        data = self._data
-        assert data is not None
+    def draw(self, data: PlotData) -> None:
         link = link_level(data.subset.path)
         if data.window is not None and self.hierarchy_reader is not None:
             self.model.set_window(data.window, self.hierarchy_reader(data.window), ids=data.row_ids, link=link)

@@ -45,9 +45,8 @@ class ValueView(PlotView):
     def priority(self, data: PlotData) -> int:
         return BEST if data.ndim == 0 else 0
 
-    def draw(self) -> None:
-        assert self._data is not None
-        self.label.setText(value_text(self._data.subset.data))
+    def draw(self, data: PlotData) -> None:
+        self.label.setText(value_text(data.subset.data))
 
     def clear(self) -> None:
         super().clear()
