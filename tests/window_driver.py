@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 from ecpfs_viewer.gui.app import create_main_window
+from ecpfs_viewer.gui.search.recall_view import RecallView
 from ecpfs_viewer.gui.window.main_window import MainWindow
 
 
@@ -33,5 +36,19 @@ def selected_path(win: MainWindow) -> str | None:
 def select(qtbot, win: MainWindow, path: str) -> None:
     """Select a node as a link or Go to does (its ancestors listed on the way)."""
     win.reveal_path(path)
-    qtbot.waitUntil(lambda: selected_path(win) == path, timeout=5000)
+    qtbot.waitUntil(lambda: selected_path(win) == path, timeout=10_000)
+    wait_idle(qtbot, win, timeout=10_000)
+
+
+def run_recall(qtbot, win: MainWindow, queries: int, search_exps: str) -> RecallView:
+    """Run a recall sweep from the Search panel's Recall tab, as a user does; its view once done."""
+    win.search.show_panel()
+    panel = win.search.panel
+    panel.tabs.setCurrentIndex(panel.TAB_RECALL)
+    recall = panel.recall_view
+    recall.n_spin.setValue(queries)
+    recall.exps_edit.setText(search_exps)
+    with qtbot.waitSignal(recall.finished, timeout=60000):
+        qtbot.mouseClick(recall.run_button, Qt.MouseButton.LeftButton)
     wait_idle(qtbot, win)
+    return recall

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtWidgets import QApplication
+from window_driver import select
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.overview.node_page import NodePage
@@ -51,12 +52,6 @@ def window(qtbot):
     yield make
     for win in made:
         win.close()
-
-
-def select(qtbot, win: MainWindow, path: str) -> None:
-    win.reveal_path(path)
-    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == path, timeout=10_000)
-    qtbot.waitUntil(lambda: not win.is_busy(), timeout=10_000)
 
 
 def wait_page(qtbot, win: MainWindow, path: str) -> NodePage:

@@ -9,7 +9,7 @@ from pathlib import Path
 from index_factory import build_clustered_index
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
-from window_driver import open_window, wait_idle
+from window_driver import open_window, run_recall
 
 from ecpfs_viewer.model.search.explore import misses_csv_path
 
@@ -21,15 +21,7 @@ def test_misses_go_beside_the_numbers():
 
 def test_export_csv_writes_the_misses_the_table_shows(qtbot, tmp_path, monkeypatch):
     win = open_window(qtbot, build_clustered_index(tmp_path, 2000, 8))
-    win.search.show_panel()
-    panel = win.search.panel
-    panel.tabs.setCurrentIndex(panel.TAB_RECALL)
-    recall = panel.recall_view
-    recall.n_spin.setValue(12)
-    recall.exps_edit.setText("1, 2")
-    with qtbot.waitSignal(recall.finished, timeout=60000):
-        qtbot.mouseClick(recall.run_button, Qt.MouseButton.LeftButton)
-    wait_idle(qtbot, win)
+    recall = run_recall(qtbot, win, 12, "1, 2")
     outcome = recall.outcome
     assert outcome is not None and 0 < outcome.missed_total == len(outcome.misses)
 

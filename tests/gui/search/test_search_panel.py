@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QHeaderView
+from window_driver import run_recall
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
@@ -217,15 +218,7 @@ def test_go_to_item_says_in_the_dialog_why_an_item_cannot_be_gone_to(qtbot, wind
 
 def test_recall_sweep_plot_misses_export_and_cancel(qtbot, window, index_path, tmp_path):
     win = window(index_path)
-    win.search.show_panel()
-    panel = win.search.panel
-    panel.tabs.setCurrentIndex(panel.TAB_RECALL)
-    recall = panel.recall_view
-    recall.n_spin.setValue(12)
-    recall.exps_edit.setText("1, 4")
-    with qtbot.waitSignal(recall.finished, timeout=60000):
-        qtbot.mouseClick(recall.run_button, Qt.MouseButton.LeftButton)
-    idle(qtbot, win)
+    recall = run_recall(qtbot, win, 12, "1, 4")
     report = recall.outcome.report
     assert [r.search_exp for r in report.rows] == [1, 4]
     assert [row[0] for row in recall.numbers_model.texts()] == ["1", "4"]

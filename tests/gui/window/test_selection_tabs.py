@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
+from window_driver import select
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
@@ -25,12 +26,6 @@ def win(qtbot, tmp_path: Path, two_clusters_path: Path):
     qtbot.waitUntil(lambda: window.session.hierarchy is not None and not window.is_busy(), timeout=15000)
     yield window
     window.close()
-
-
-def select(qtbot, win: MainWindow, path: str) -> None:
-    win.reveal_path(path)
-    qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == path, timeout=10000)
-    qtbot.waitUntil(lambda: not win.is_busy(), timeout=10000)
 
 
 def click_tab(qtbot, win: MainWindow, tab: int) -> None:
