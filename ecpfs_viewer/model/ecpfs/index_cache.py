@@ -43,7 +43,7 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
     A remote index's small documents are read from the cache folder from now on, until a refresh;
     the fingerprint's own documents are read fresh, once (a failed one fails the read that wants it)."""
     store = h.store
-    if store.disk is not None or store_identity(store) is None:
+    if store.disk is not None or store.fingerprint_tried or store_identity(store) is None:
         return store.disk
     try:
         levels = int(h.read_scalar("info/levels"))
@@ -51,6 +51,7 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
         return None
     if not 1 <= levels <= MAX_LEVELS:
         return None
+    store.fingerprint_tried = True  # a stalled document costs one timeout per store, not one per call
     cache, read = store_cache(store, fingerprint_keys(levels))
     store.disk = cache
     if cache is not None:

@@ -141,6 +141,7 @@ class OpenedStore:
         self.max_in_flight = max_in_flight
         self.unlisted: RemoteOptions | None = None  # set when the store lists no folders (plain HTTP)
         self.disk: StoreCache | None = None  # what the cache folder keeps of this store, once fingerprinted
+        self.fingerprint_tried = False  # once per opened store: a document that failed is not asked again
 
     # -- keys -----------------------------------------------------------------------------------
     def key(self, path: str, *rest: str) -> str:
