@@ -19,7 +19,7 @@ from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
 from ecpfs_viewer.gui.runtime.theme import apply_theme, saved_theme
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.storage.options import RemoteOptions
-from ecpfs_viewer.process_exit import leave_process
+from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
 #: how long --screenshot waits for the selected page to load before it takes the picture anyway
 SCREENSHOT_PATIENCE_S = 120.0
@@ -110,7 +110,7 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     clean = shut_down(window, [collector.timer])
     if crash_trace is not None:
         crash_trace.close()
-    if not clean:
+    if not clean or remote_clients_made():  # obstore's threads crash interpreter shutdown
         app_settings.settings().sync()  # the layout and recent list saved on close
         leave_process(code)
     return code

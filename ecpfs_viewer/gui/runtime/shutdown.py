@@ -30,7 +30,6 @@ from PySide6.QtWidgets import QWidget
 from ecpfs_viewer import __version__
 from ecpfs_viewer.gui.runtime.workers import stop_workers
 from ecpfs_viewer.logs import log_dir
-from ecpfs_viewer.process_exit import remote_clients_made
 
 CRASH_TRACE_NAME = "crash-trace.txt"
 #: a trace file larger than this is started afresh (old crashes are in the backup beside it)
@@ -45,7 +44,7 @@ def shut_down(window: QWidget | None, timers: Iterable[QTimer] = ()) -> bool:
     layout); the tasks of every runner are cancelled all the same."""
     for timer in timers:
         timer.stop()
-    clean = stop_workers() and not remote_clients_made()
+    clean = stop_workers()
     if clean and window is not None:  # else the process leaves at once: no time spent on destructors
         window.deleteLater()  # now, in order, not in interpreter shutdown (Qt's destructors crashed there)
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)

@@ -4,10 +4,11 @@ keeping the target's parent in view."""
 from __future__ import annotations
 
 from index_factory import build_clustered_index
-from PySide6.QtCore import QRect, Qt
-from PySide6.QtWidgets import QMenu
+from PySide6.QtCore import QRect, Qt, QTimer
+from PySide6.QtWidgets import QApplication, QMenu
 from window_driver import open_window, select, selected_path, wait_idle
 
+from ecpfs_viewer.gui.window.go_to import GoToPathDialog
 from ecpfs_viewer.gui.window.main_window import MainWindow
 
 ALT = Qt.KeyboardModifier.AltModifier
@@ -93,16 +94,21 @@ def test_the_history_starts_again_with_each_index(qtbot, two_clusters_path, two_
     win.close()
 
 
-def test_go_to_path_keeps_the_parent_row_in_view(qtbot, tmp_path, monkeypatch):
+def test_go_to_path_keeps_the_parent_row_in_view(qtbot, tmp_path):
     """Going up to a row above the view puts its parent above it, not the row alone at the top edge."""
-    from ecpfs_viewer.gui.window import go_to
-
     win = open_window(qtbot, build_clustered_index(tmp_path, 2000, 8), height=520)
     tree = win.tree_panel.tree
     select(qtbot, win, "lvl_2/node_60")  # the user is far down a level of 80 nodes
-    monkeypatch.setattr(go_to.GoToPathDialog, "exec", lambda dialog: (dialog.edit.setText(TARGET), 1)[1])
+
+    def type_path() -> None:  # the user types the path into Go to Path and presses Enter
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, GoToPathDialog)
+        dialog.edit.setText(TARGET)
+        qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
+
+    QTimer.singleShot(0, type_path)
     qtbot.keyClick(win, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: selected_path(win) == TARGET, timeout=5000)
+    qtbot.waitUntil(lambda: selected_path(win) == TARGET, timeout=10_000)
     wait_idle(qtbot, win)
     target = win.tree_panel.view_index(win.tree_model.index_for_path(TARGET))
     shown = QRect(0, 0, tree.viewport().width(), tree.viewport().height())
