@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from ecpfs_viewer import process_memory
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 # helper modules of tests/ (locations, command_runs, hostile_builders, remote_fixtures...) import
@@ -26,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import cloud_emulators
 import remote_fixtures
 from locations import DATA, REPO, TWO_CLUSTERS
+
+process_memory.limit_allocator_arenas()  # as cli.main does, before any worker thread starts
 
 
 @pytest.fixture(autouse=True)

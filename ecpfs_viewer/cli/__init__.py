@@ -16,7 +16,7 @@ import platform
 import sys
 from collections.abc import Sequence
 
-from ecpfs_viewer import __version__
+from ecpfs_viewer import __version__, process_memory
 from ecpfs_viewer.cli.contract import (
     EXIT_FAILED,
     CannotOpen,
@@ -121,6 +121,7 @@ def split_verbose(args_list: list[str]) -> tuple[bool, list[str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a subcommand, or the desktop application; returns the exit status (see cli.contract)."""
+    process_memory.limit_allocator_arenas()
     verbose, args_list = split_verbose(list(sys.argv[1:] if argv is None else argv))
     log_file = configure_logging(verbose=verbose)
     log.debug("ecpfs-viewer %s, Python %s on %s; arguments %s; log file %s", __version__,

@@ -14,6 +14,7 @@ import os
 import random
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,20 @@ def open_fds() -> list[str]:
 def python_threads() -> list[str]:
     """Threads Python started (threads Qt started that ran Python code show as dummies; not counted)."""
     return sorted(t.name for t in threading.enumerate() if not isinstance(t, threading._DummyThread))
+
+
+#: zarr runs local reads in its event loop's default executor, which starts a thread only when all
+#: of its threads are busy, up to min(32, cores + 4), and so does the ecpfs_io loop (both name them
+#: asyncio_N): pools that grew to that bound leaked nothing
+LAZY_POOLS = {"asyncio": 2 * min(32, (os.cpu_count() or 1) + 4)}
+
+
+def threads_left_behind(before: list[str], after: list[str]) -> list[str]:
+    """Threads in `after` that are not in `before`, beyond what a lazily growing pool may hold."""
+    extra = sorted((Counter(after) - Counter(before)).elements())
+    pools = Counter(name.rsplit("_", 1)[0] for name in after)
+    return [name for name in extra
+            if pools[name.rsplit("_", 1)[0]] > LAZY_POOLS.get(name.rsplit("_", 1)[0], 0)]
 
 
 def live_indexes() -> int:
@@ -119,7 +134,7 @@ def test_opening_closing_and_selecting_leaks_no_memory_threads_or_files(qtbot, t
               f"fds {len(before['fds'])} -> {len(after['fds'])}; RSS every tenth: {trend}")  # type: ignore[arg-type]
     print(report)
     assert growth < MAX_GROWTH_MB, report
-    assert after["python"] == before["python"], report
+    assert not threads_left_behind(before["python"], after["python"]), (report, after["python"])  # type: ignore[arg-type]
     # the pool's idle threads (at most its maximum) may have been replaced, never accumulated
     assert after["threads"] <= before["threads"] + thread_pool().maxThreadCount(), report  # type: ignore[operator]
     left = sorted(set(after["fds"]) - set(before["fds"]))  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ import gc
 
 from PySide6.QtCore import QObject, QTimer, SignalInstance
 
+from ecpfs_viewer import process_memory
 from ecpfs_viewer.gui.runtime import scheduling
 
 #: how often the GUI thread looks whether a collection is due: a generation-0 pass walks every
@@ -75,6 +76,8 @@ class GuiThreadCollector(QObject):
         dropped.connect(lambda *_: QTimer.singleShot(0, self.collect_everything))
 
     def collect_everything(self) -> None:
-        """Unfreeze and collect all generations (after an index was closed)."""
+        """Unfreeze and collect all generations (after an index was closed), and give what the
+        index held back to the system."""
         gc.unfreeze()
         gc.collect()
+        process_memory.return_freed_memory()
