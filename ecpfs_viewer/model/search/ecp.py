@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.search.reader import NodeReader
-from ecpfs_viewer.model.search.results import QueryError, SearchHit, SearchParams, SearchResult, VisitedNode
+from ecpfs_viewer.model.search.results import QueryError, SearchCost, SearchHit, SearchParams, SearchResult, VisitedNode
 
 # heap entry: (score, push counter, is_leaf, level 1-based, node id, rank, siblings, parent id or -1)
 _Entry = tuple[float, int, bool, int, int, int, int, int]
@@ -38,13 +38,14 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
     q, q_sq = index.prepare_query(query)
     levels = index.levels
     heap: list[_Entry] = []
-    counter = _push_children(heap, 0, index.scores(index.root, q, q_sq), index.root.ids.tolist(),
-                             levels == 1, 1, -1)
+    root_scores = index.scores(index.root, q, q_sq)
+    counter = _push_children(heap, 0, root_scores, index.root.ids.tolist(), levels == 1, 1, -1)
+    scored = [len(root_scores)] + [0] * max(levels - 1, 0)  # representatives scored per level
     excluded = np.fromiter(params.exclude, dtype=np.int64, count=len(params.exclude)) if params.exclude else None
     parts: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]] = []  # scores, item ids, leaf, rows
     trace: list[VisitedNode] = []
     skipped: list[VisitedNode] = []
-    n_items = leaves = increments = 0
+    n_items = items_scored = leaves = increments = 0
     expected = params.search_exp
     while heap:
         score, _, is_leaf, level, node_id, rank, siblings, parent = heapq.heappop(heap)
@@ -62,8 +63,10 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
                 scores, rows = scores[keep], rows[keep]
             parts.append((scores, node.ids[rows], node_id, rows))
             n_items += len(rows)
+            items_scored += len(node.ids)
             leaves += 1
         else:
+            scored[level] += len(scores)
             counter = _push_children(heap, counter, scores, node.ids.tolist(), level + 1 == levels, level + 1,
                                      node_id)
         if leaves == expected:
@@ -74,7 +77,9 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
                 expected *= 2
             else:
                 break
-    return SearchResult(_best(parts, params.k), tuple(trace), leaves, tuple(skipped), time.perf_counter() - t0)
+    cost = SearchCost(tuple(scored), items_scored, len(trace), leaves)
+    return SearchResult(_best(parts, params.k), tuple(trace), leaves, tuple(skipped), time.perf_counter() - t0,
+                        cost)
 
 
 def _push_children(heap: list[_Entry], counter: int, scores: np.ndarray, ids: list[int], is_leaf: bool,

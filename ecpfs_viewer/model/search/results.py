@@ -100,6 +100,31 @@ class VisitedNode:
 
 
 @dataclass(frozen=True)
+class SearchCost:
+    """What one search cost in units that do not depend on the machine (issue 23 §1).
+
+    ``representatives_scored[0]`` counts the rows of index_root, ``[i]`` the rows of the internal
+    nodes of lvl_i popped (their children's representatives); leaves' rows are ``items_scored``.
+    """
+
+    representatives_scored: tuple[int, ...] = ()
+    items_scored: int = 0
+    nodes_visited: int = 0  # popped from the heap and read (missing nodes are not counted)
+    leaves_scanned: int = 0
+
+    @property
+    def distance_computations(self) -> int:
+        """Every vector the query was scored against: representatives and leaf items."""
+        return sum(self.representatives_scored) + self.items_scored
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"distance_computations": self.distance_computations,
+                "representatives_scored": list(self.representatives_scored),
+                "items_scored": self.items_scored, "nodes_visited": self.nodes_visited,
+                "leaves_scanned": self.leaves_scanned}
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """Items ascending by (score, item id), the visited-node trace, and what it cost."""
 
@@ -108,6 +133,7 @@ class SearchResult:
     leaves_visited: int
     skipped: tuple[VisitedNode, ...] = ()  # popped entries whose node does not exist (gaps)
     seconds: float = 0.0
+    cost: SearchCost = field(default_factory=SearchCost)
 
     @property
     def items(self) -> list[tuple[int, float]]:
@@ -116,7 +142,8 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"items": [h.to_dict() for h in self.hits], "trace": [v.to_dict() for v in self.trace],
-                "leaves_visited": self.leaves_visited, "skipped": [v.to_dict() for v in self.skipped]}
+                "leaves_visited": self.leaves_visited, "skipped": [v.to_dict() for v in self.skipped],
+                "cost": self.cost.to_dict()}
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,19 @@ def test_two_clusters_origin_query_returns_items_in_order(two_clusters_path: Pat
     assert not (two_clusters_path / "queries").exists()
 
 
+def test_a_search_counts_what_it_scored(two_clusters_path: Path) -> None:
+    """two_clusters: index_root holds 2 representatives; lvl_1/node_0 holds 1 leaf, node_1 holds 3;
+    every leaf holds 2 items."""
+    reader = IndexReader(two_clusters_path)
+    every_leaf = reader.search(np.zeros(2, np.float32), SearchParams(k=8, search_exp=4)).cost
+    assert every_leaf.representatives_scored == (2, 4)  # index_root, then both lvl_1 nodes
+    assert (every_leaf.items_scored, every_leaf.nodes_visited, every_leaf.leaves_scanned) == (8, 6, 4)
+    assert every_leaf.distance_computations == 14
+    one_leaf = reader.search(np.zeros(2, np.float32), SearchParams(k=2, search_exp=1, max_increments=0)).cost
+    assert one_leaf.representatives_scored == (2, 1) and one_leaf.items_scored == 2
+    assert one_leaf.to_dict()["distance_computations"] == 5
+
+
 def test_search_exp_and_max_increments(two_clusters_path: Path) -> None:
     reader = IndexReader(two_clusters_path)
     q = np.zeros(2, np.float32)
