@@ -1,0 +1,1 @@
+"""The comparison view (File > Compare With...) and the tuning dialog (Build > Tune...)."""
