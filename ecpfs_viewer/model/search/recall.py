@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array
-from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchParams
+from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchParams, SearchResult
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.exact import ExactNeighbours
@@ -39,6 +39,23 @@ class RecallRow:
 
 
 @dataclass(frozen=True)
+class SweepSearch:
+    """One search of a recall sweep, as ``recall_sweep(observe=...)`` hands it over."""
+
+    query: int  # row in the query set
+    search_exp: int
+    result: SearchResult
+    true_ids: frozenset[int]  # the exact top-k (after exclusions)
+
+    @property
+    def missed(self) -> frozenset[int]:
+        return self.true_ids - {h.item_id for h in self.result.hits}
+
+
+SearchObserver = Callable[[SweepSearch], None]
+
+
+@dataclass(frozen=True)
 class RecallReport:
     """A sweep over search_exp values on one query set."""
 
@@ -59,12 +76,14 @@ def recall_sweep(
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     exact: Callable[..., ExactNeighbours] | None = None,
+    observe: SearchObserver | None = None,
 ) -> RecallReport:
     """Recall@k, leaves visited and time per query for each search_exp.
 
     When a query is a stored item and ``exclude_self`` is set, that item is left out of both the
     exact and the eCP result lists (it would otherwise always be found at distance 0).
     ``exact`` computes the ground truth instead of ``index.exact`` (same arguments), e.g. with dask.
+    ``observe`` sees every search with its true neighbours (the miss map, per-query costs).
     """
     if not search_exps:
         raise QueryError("give at least one search_exp")
@@ -93,6 +112,8 @@ def recall_sweep(
             true_ids = {int(i) for i in truth.ids[j] if i >= 0}
             hits += len(true_ids & {h.item_id for h in result.hits})
             expected += len(true_ids)
+            if observe is not None:
+                observe(SweepSearch(j, exp, result, frozenset(true_ids)))
         ms = np.asarray(seconds) * 1e3
         rows.append(RecallRow(exp, hits / expected if expected else 1.0, float(np.mean(leaves)),
                               float(np.percentile(leaves, 95)), float(ms.mean()), float(np.percentile(ms, 95)),

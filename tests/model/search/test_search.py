@@ -76,6 +76,18 @@ def test_a_search_counts_what_it_scored(two_clusters_path: Path) -> None:
     assert one_leaf.to_dict()["distance_computations"] == 5
 
 
+def test_a_recall_sweep_shows_every_search_with_its_true_neighbours(two_clusters_path: Path) -> None:
+    reader = IndexReader(two_clusters_path)
+    seen = []
+    report = recall_sweep(reader, sample_items(reader, 3, seed=1), k=3, search_exps=(1, 4), observe=seen.append)
+    assert [(s.query, s.search_exp) for s in seen] == [(j, e) for e in (1, 4) for j in range(3)]
+    for exp, row in zip((1, 4), report.rows, strict=True):
+        mine = [s for s in seen if s.search_exp == exp]
+        found = sum(len(s.true_ids) - len(s.missed) for s in mine)
+        assert row.recall == pytest.approx(found / sum(len(s.true_ids) for s in mine))
+    assert all(not s.missed for s in seen if s.search_exp == 4)  # every leaf opened: nothing missed
+
+
 def test_search_exp_and_max_increments(two_clusters_path: Path) -> None:
     reader = IndexReader(two_clusters_path)
     q = np.zeros(2, np.float32)
