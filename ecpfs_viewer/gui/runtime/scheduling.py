@@ -11,8 +11,9 @@ The policy, knob by knob (``benchmarks/bench_gui_stalls.py --off KNOB`` measures
   checkpoint of its cancel token (``CancelToken.checkpoint()``) sleeps while the last beat is late,
   which hands the interpreter to the GUI thread. A beat later than :data:`GIVE_UP_S` means the
   GUI thread is blocked on purpose (quitting waits for the workers): then nothing waits.
-- ``nice``: worker threads (and the threads zarr and obstore start from them) run at
-  :data:`WORKER_NICENESS`, so the GUI thread gets a core first when the machine is busy (Linux).
+- ``nice``: worker threads (and the threads zarr and obstore start from them) run
+  :data:`WORKER_NICENESS` steps nicer than the GUI thread, so the GUI thread gets a core first when
+  the machine is busy (Linux); also when the whole app was started under ``nice``.
 - ``switch_interval``: a thread holding the interpreter while another waits for it gives it up
   after :data:`GIL_SWITCH_INTERVAL_S` instead of Python's 5 ms.
 - ``gc_freeze``: objects that survived a full collection are frozen, so later full collections
@@ -44,8 +45,9 @@ KNOBS = ("heavy_turns", "give_way", "nice", "switch_interval", "gc_freeze")
 
 #: worker threads of the one pool (heavy jobs waiting their turn must not starve store requests)
 MAX_WORKER_THREADS = 6
-#: nice value of worker threads (the GUI thread runs at 0)
+#: how much nicer than the GUI thread worker threads run (nice values end at 19)
 WORKER_NICENESS = 10
+MOST_NICE = 19
 #: seconds a thread may hold the GIL while another waits for it (Python's default is 5 ms)
 GIL_SWITCH_INTERVAL_S = 0.001
 #: the GUI thread's beat while tasks are live
@@ -147,6 +149,12 @@ HEAVY = HeavyTurns()
 _LOWERED = threading.local()
 
 
+def worker_niceness() -> int:
+    """The nice value of worker threads: WORKER_NICENESS above the GUI (main) thread's, at most 19.
+    On Linux the main thread's id is the process id."""
+    return min(MOST_NICE, os.getpriority(os.PRIO_PROCESS, os.getpid()) + WORKER_NICENESS)
+
+
 def lower_thread_priority() -> None:
     """Give the calling worker thread a lower CPU priority than the GUI thread, once per thread.
 
@@ -159,8 +167,9 @@ def lower_thread_priority() -> None:
         return
     tid = threading.get_native_id()
     try:
-        if os.getpriority(os.PRIO_PROCESS, tid) < WORKER_NICENESS:
-            os.setpriority(os.PRIO_PROCESS, tid, WORKER_NICENESS)
+        target = worker_niceness()
+        if os.getpriority(os.PRIO_PROCESS, tid) < target:
+            os.setpriority(os.PRIO_PROCESS, tid, target)
     except OSError as exc:  # a sandbox may refuse it: the thread runs at normal priority
         log.debug("could not lower a worker thread's priority: %s", exc)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ecpfs_viewer.gui.runtime import scheduling
-from ecpfs_viewer.gui.runtime.scheduling import WORKER_NICENESS
+from ecpfs_viewer.gui.runtime.scheduling import MOST_NICE, WORKER_NICENESS
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner, thread_pool, wait_for_workers
 from ecpfs_viewer.logs import LOG_DIR_ENV, configure_logging
 from ecpfs_viewer.model.errors import UserError
@@ -139,7 +139,8 @@ def test_workers_run_below_the_gui_threads_priority(qtbot) -> None:
     runner.run(priorities, on_result=got.append)
     qtbot.waitUntil(lambda: bool(got), timeout=5_000)
     gui = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    assert got[0] == (WORKER_NICENESS, WORKER_NICENESS) and gui < WORKER_NICENESS
+    worker = min(MOST_NICE, gui + WORKER_NICENESS)  # also when the tests themselves run under nice
+    assert got[0] == (worker, worker) and (gui < worker or gui == MOST_NICE)
 
 
 def test_the_gui_thread_beats_while_a_task_runs_and_stops_after(qtbot) -> None:
