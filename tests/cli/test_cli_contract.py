@@ -29,6 +29,13 @@ def _one_error_line(err: str) -> str:
     return lines[0][len(PREFIX):]
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl+C as a terminal delivers it: a suite run in the background (`cmd &` in a script) starts
+    its children with SIGINT ignored, and a program that inherits that keeps ignoring it (as
+    Python does, and as nohup relies on)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _program_env() -> dict[str, str]:
     """The environment of `ecpfs-viewer` run as a program from this worktree."""
     paths = [str(REPO), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
@@ -123,7 +130,8 @@ def test_ctrl_c_during_a_check_is_exit_130(tmp_path: Path, two_clusters_path: Pa
 
     with serve_stalled() as (url, connections):
         proc = subprocess.Popen([sys.executable, "-m", "ecpfs_viewer", "check", f"{url}/x.zarr", "--timeout", "60"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_program_env())
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_program_env(),
+                                preexec_fn=_as_from_a_terminal)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and proc.poll() is None:
@@ -169,7 +177,7 @@ def test_interrupted_build_is_exit_130(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "ecpfs_viewer", "build", str(tmp_path / "many.npy"),
                              str(tmp_path / "many.zarr"), "--levels", "2", "--target-cluster-items", "20",
                              "--quiet", "--force"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_program_env(), cwd=tmp_path)
+                            env=_program_env(), cwd=tmp_path, preexec_fn=_as_from_a_terminal)
     try:
         deadline = time.monotonic() + 60
         while not any(".building-" in p.name for p in tmp_path.iterdir()):
