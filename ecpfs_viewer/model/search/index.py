@@ -16,7 +16,7 @@ import numpy as np
 
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
-from ecpfs_viewer.model.search.item_cache import save_item_map, saved_item_map
+from ecpfs_viewer.model.search.item_cache import CachedParentLinks, save_item_map, saved_item_map
 from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.search.results import (
@@ -44,13 +44,13 @@ class IndexReader(NodeReader):
 
     @property
     def locator(self) -> ItemLocator:
-        """Item id -> leaf, row and ancestors: from the map a process saved in the cache folder, else
-        from item_ids arrays only (read on demand, cached)."""
+        """Item id -> leaf, row and ancestors: from the map and links a process saved in the cache
+        folder, else from item_ids and node_ids arrays only (read on demand, cached)."""
         with self._lock:
             if self._locator is None:
                 item_map = saved_item_map(self.hierarchy)
                 self._map_saved = item_map is not None
-                self._locator = ItemLocator(self, item_map)
+                self._locator = ItemLocator(self, item_map, CachedParentLinks(self.hierarchy))
             return self._locator
 
     def keep_item_map(self) -> None:

@@ -1,5 +1,6 @@
-"""The item -> (leaf, row) map of an index kept in the cache folder, so that the next process
-answers ``locate`` and ``search --item`` without reading a leaf.
+"""The item -> (leaf, row) map of an index kept in the cache folder, with each level's child ->
+parent links, so that the next process answers ``locate`` and ``search --item`` without reading a
+leaf or the node_ids of the levels above it.
 
 Keyed by the store's identity and fingerprint (model/ecpfs/index_cache.py): a map saved before
 the index changed is never loaded. A saved map that does not read back as one is ignored.
@@ -11,14 +12,14 @@ from ecpfs_viewer.model.ecpfs.index_cache import attach_cache
 from ecpfs_viewer.model.search.locate import ItemMap
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
-#: The cache entry's name (its format is ItemMap.to_bytes).
+#: The cache entries' names (their format is ItemMap.to_bytes).
 ITEM_MAP = "item_map.npz"
+PARENT_LINKS = "parents_lvl_{level}.npz"
 
 
-def saved_item_map(h: Hierarchy) -> ItemMap | None:
-    """The map saved for this index as it is now, or None."""
+def _saved(h: Hierarchy, name: str) -> ItemMap | None:
     cache = attach_cache(h)
-    data = None if cache is None else cache.read(ITEM_MAP)
+    data = None if cache is None else cache.read(name)
     if data is None:
         return None
     try:
@@ -27,8 +28,30 @@ def saved_item_map(h: Hierarchy) -> ItemMap | None:
         return None
 
 
-def save_item_map(h: Hierarchy, item_map: ItemMap) -> None:
-    """Keep the complete map of this index for later processes (nothing when it has no fingerprint)."""
+def _save(h: Hierarchy, name: str, item_map: ItemMap) -> None:
     cache = attach_cache(h)
     if cache is not None:
-        cache.write(ITEM_MAP, item_map.to_bytes())
+        cache.write(name, item_map.to_bytes())
+
+
+def saved_item_map(h: Hierarchy) -> ItemMap | None:
+    """The map saved for this index as it is now, or None."""
+    return _saved(h, ITEM_MAP)
+
+
+def save_item_map(h: Hierarchy, item_map: ItemMap) -> None:
+    """Keep the complete map of this index for later processes (nothing when it has no fingerprint)."""
+    _save(h, ITEM_MAP, item_map)
+
+
+class CachedParentLinks:
+    """A locator's LinkCache in the cache folder, keyed like the item map."""
+
+    def __init__(self, h: Hierarchy) -> None:
+        self.hierarchy = h
+
+    def load(self, level: int) -> ItemMap | None:
+        return _saved(self.hierarchy, PARENT_LINKS.format(level=level))
+
+    def save(self, level: int, links: ItemMap) -> None:
+        _save(self.hierarchy, PARENT_LINKS.format(level=level), links)

@@ -34,14 +34,21 @@ def _absent_then_present(path: Path) -> tuple[IndexReader, int]:
     return reader, reader.store.stats().requests - before
 
 
+def _saved_entries(reader: IndexReader) -> int:
+    """The item map and the child -> parent links of every level below lvl_1."""
+    return 1 + reader.levels - 1
+
+
 def test_the_next_reader_locates_from_the_saved_map_without_reading_a_leaf(index: Path) -> None:
     first, read_first = _absent_then_present(index)
     leaves = len(first.leaf_ids())
-    assert read_first >= leaves  # every leaf's item_ids read once
-    assert cache_usage().files == 1
+    internal = sum(len(first.level_node_ids(level)) for level in range(1, first.levels))
+    assert first.levels >= 2 and read_first >= leaves + internal  # every item_ids and node_ids read once
+    assert cache_usage().files == _saved_entries(first)
     second, read_second = _absent_then_present(index)
-    # the ancestors' node_ids and one leaf's item_ids metadata (its id range): no leaf's item_ids
-    assert read_second <= read_first - leaves, (read_first, read_second, leaves)
+    # one leaf's item_ids metadata (its id range) and the index's own: fewer requests than the
+    # node_ids arrays alone would take, and no leaf's item_ids
+    assert read_second < internal, (read_first, read_second, leaves, internal)
     assert second.locate(7) == first.locate(7)
     for item in (0, 1234, 2999):
         assert second.locate(item) == first.locate(item)
@@ -55,7 +62,7 @@ def test_a_changed_index_does_not_use_the_map_saved_before(index: Path) -> None:
     os.utime(value, ns=(later, later))
     reader, read = _absent_then_present(index)
     assert read >= len(reader.leaf_ids())  # read again from the leaves
-    assert cache_usage().files == 1  # the old map deleted, the new one saved
+    assert cache_usage().files == _saved_entries(reader)  # the old entries deleted, the new ones saved
 
 
 def test_a_damaged_saved_map_is_ignored(index: Path) -> None:
