@@ -103,6 +103,11 @@ def ensure_uv() -> Path:
     return uv
 
 
+#: compiled at install, as pip does: with PYTHONDONTWRITEBYTECODE set (as on some machines and CI
+#: images) every process would otherwise compile zarr, numpy and the rest from source at import
+INSTALL_OPTIONS = ("--compile-bytecode",)
+
+
 def ensure_environment(env: Environment, interpreter: str, lint: bool = False) -> Path:
     """Create env from interpreter and install into it, from scratch when pyproject.toml or the
     install command changed since the last time (so a lowest leg never keeps newer releases).
@@ -110,7 +115,7 @@ def ensure_environment(env: Environment, interpreter: str, lint: bool = False) -
     them serves a run that does not need them as it is."""
     stamp = env.folder / STAMP_NAME
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
-                            + json.dumps([interpreter, *env.install]).encode()).hexdigest()
+                            + json.dumps([interpreter, *env.install, *INSTALL_OPTIONS]).encode()).hexdigest()
     try:
         installed = json.loads(stamp.read_text())
     except (OSError, ValueError):
@@ -125,10 +130,17 @@ def ensure_environment(env: Environment, interpreter: str, lint: bool = False) -
     subprocess.run([interpreter, "-m", "venv", "--clear", *copies, str(env.folder)], check=True)
     # uv ignores pip's configuration (here a constraints file), so installs resolve the same everywhere
     install = [*env.install, *(["--group", "lint"] if lint else [])]
-    subprocess.run([str(uv), "pip", "install", "--quiet", "--python", str(env.python), *install],
+    subprocess.run([str(uv), "pip", "install", "--quiet", *INSTALL_OPTIONS, "--python", str(env.python), *install],
                    check=True, cwd=ROOT)
     stamp.write_text(json.dumps({"hash": wanted, "lint": lint}))
     return env.python
+
+
+def compile_project(python: Path) -> None:
+    """Byte-compile the project's own modules for this interpreter (only what changed), as an
+    install does: it is installed editable, so INSTALL_OPTIONS does not reach it."""
+    subprocess.run([str(python), "-m", "compileall", "-q", "ecpfs_viewer"], check=False, cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
 
 
 def print_versions(env: Environment) -> None:
@@ -248,6 +260,7 @@ def run_tests(argv: list[str]) -> int:
     for env, python in environments:
         print(f"== tests, {env.name} leg ({env.folder.name})", flush=True)
         print_versions(env)
+        compile_project(python)
         started = time.monotonic()
         code = subprocess.call([str(python), "-m", "pytest", *argv], cwd=ROOT)
         results.append((env.name, code, time.monotonic() - started))
@@ -265,6 +278,7 @@ def main(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "run":
         python = ensure_environment(RUN_ENV, sys.executable)
+        compile_project(python)
         return run_forwarding_signals([str(python), "-m", "ecpfs_viewer", *(rest or ["--demo"])])
     if command == "test":
         return run_tests(rest)
