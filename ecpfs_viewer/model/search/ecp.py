@@ -19,6 +19,7 @@ from ecpfs_viewer.model.search.results import QueryError, SearchCost, SearchHit,
 
 # heap entry: (score, push counter, is_leaf, level 1-based, node id, rank, siblings, parent id or -1)
 _Entry = tuple[float, int, bool, int, int, int, int, int]
+_UNREAD = (0, 0)
 
 
 def sibling_ranks(scores: np.ndarray) -> np.ndarray:
@@ -93,13 +94,14 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
 
 def _cold_reads(index: NodeReader, trace: list[VisitedNode]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Bytes and requests per level that reading index_root and every visited node costs with nothing cached."""
-    costs = index.read_costs
+    cost_of = index.read_costs.get
     nbytes, requests = [0] * (index.levels + 1), [0] * (index.levels + 1)
-    nbytes[0], requests[0] = costs.get((0, 0), (0, 0))
+    nbytes[0], requests[0] = cost_of((0, 0), _UNREAD)
     for visit in trace:
-        b, r = costs.get((visit.level, visit.node_id), (0, 0))
-        nbytes[visit.level] += b
-        requests[visit.level] += r
+        level = visit.level
+        b, r = cost_of((level, visit.node_id), _UNREAD)
+        nbytes[level] += b
+        requests[level] += r
     return tuple(nbytes), tuple(requests)
 
 
