@@ -237,9 +237,9 @@ def test_recall_sweep_plot_misses_export_and_cancel(qtbot, window, index_path, t
     assert "recall@10 over 12 queries" in recall.status.text()
     headers = [recall.numbers_model.headerData(c, Qt.Orientation.Horizontal) for c in
                range(recall.numbers_model.columnCount())]
-    distances = headers.index("distances mean")
-    assert headers[distances:] == ["distances mean", "distances p95", "nodes mean", "nodes p95", "KiB mean", "KiB p95",
-                                   "requests mean", "requests p95"]
+    distances = headers.index("distances\nmean")
+    assert headers[distances:] == ["distances\nmean", "distances\np95", "nodes\nmean", "nodes\np95", "KiB\nmean",
+                                   "KiB\np95", "requests\nmean", "requests\np95"]
     assert "Distance computations" in recall.numbers_model.headerData(distances, Qt.Orientation.Horizontal,
                                                                       Qt.ItemDataRole.ToolTipRole)
     means = [float(r[distances].replace(",", "")) for r in recall.numbers_model.texts()]
