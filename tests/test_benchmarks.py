@@ -54,3 +54,14 @@ def test_every_benchmark_script_imports(tmp_path: Path) -> None:
                           env=_env(tmp_path), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert len(scripts) >= 9
+
+
+@pytest.mark.timeout(300)
+def test_bench_search_cost_prints_both_modes_and_the_overhead(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_search_cost.py"), "--rows", "2000", "--queries",
+                           "20", "--rounds", "1"], capture_output=True, text=True, timeout=280, env=_env(tmp_path),
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "20 queries x 1 rounds (2,000 items)" in done.stdout
+    assert "cost counted" in done.stdout and "without (baseline, counted=False)" in done.stdout
+    assert "overhead" in done.stdout and "warm reads 0 B" in done.stdout

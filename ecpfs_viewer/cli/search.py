@@ -194,6 +194,7 @@ def _search(args: argparse.Namespace) -> int:
         return EXIT_OK
     for hit in result.hits:
         print(f"{hit.item_id}\t{hit.score:.6g}")
+    _print_cost(result)
     if args.trace:
         _print_trace(result)
     if args.explain:
@@ -228,6 +229,17 @@ def _query_vector(reader: IndexReader, args: argparse.Namespace, queries: np.nda
             raise CommandError(f"--query-row {row} is outside {args.query_file} ({len(queries)} rows)")
         return np.asarray(queries[row])  # converted and checked by the reader
     return reader.vector_for_item(args.item if args.item is not None else args.query_row)
+
+
+def _print_cost(result: SearchResult) -> None:
+    """The '# cost' lines under the hits: machine-independent figures, the time, and reads per level."""
+    from ecpfs_viewer.model.formatting import format_bytes
+
+    cost = result.cost
+    print(f"# cost: {cost.describe()}; {result.seconds * 1e3:.2f} ms")
+    levels = [f"{'index_root' if i == 0 else f'lvl_{i}'} {format_bytes(b)}/{r}"
+              for i, (b, r) in enumerate(zip(cost.bytes_read, cost.requests, strict=True))]
+    print(f"# read per level (bytes/requests): {', '.join(levels)}")
 
 
 def _print_trace(result: SearchResult) -> None:
@@ -268,7 +280,8 @@ def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p = _subcommand(
         subparsers, "recall", "recall@k of eCP search against exact search, per search_exp",
         "Recall@k of eCP search against exact search, one row per search_exp, with the mean and 95th "
-        "percentile of leaves visited and milliseconds per query. Queries: rows of --queries, --sample N "
+        "percentile of leaves visited, milliseconds, distance computations, nodes visited, bytes and "
+        "requests read per query. Queries: rows of --queries, --sample N "
         "stored items (each excluded from its own result lists unless --include-self), or by default the "
         "index's saved queries (else 100 sampled items).",
     )
@@ -315,11 +328,16 @@ def _recall(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([row.to_dict() for row in report.rows], indent=2))
         return EXIT_OK
+    costs = [("dist", "distance_computations"), ("nodes", "nodes_visited"), ("bytes", "bytes"),
+             ("requests", "requests")]
+    cost_heads = "".join(f"  {f'{label} {stat}':>13}" for label, _ in costs for stat in ("mean", "p95"))
     print(f"{'search_exp':>10}  {f'recall@{args.k}':>9}  {'leaves mean':>11}  {'leaves p95':>10}  "
-          f"{'ms mean':>8}  {'ms p95':>8}")
+          f"{'ms mean':>8}  {'ms p95':>8}{cost_heads}")
     for row in report.rows:
+        cost_cells = "".join(f"  {getattr(row, f'{name}_{stat}'):>13.1f}"
+                             for _, name in costs for stat in ("mean", "p95"))
         print(f"{row.search_exp:>10}  {row.recall:>9.4f}  {row.leaves_mean:>11.1f}  {row.leaves_p95:>10.1f}  "
-              f"{row.ms_mean:>8.2f}  {row.ms_p95:>8.2f}")
+              f"{row.ms_mean:>8.2f}  {row.ms_p95:>8.2f}{cost_cells}")
     self_note = "" if query_set.self_ids[0] is None else (
         "; query items kept in the lists" if args.include_self else "; each query item left out of its lists")
     print(f"({len(query_set)} queries: {report.source}{self_note})")

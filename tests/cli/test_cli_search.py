@@ -42,7 +42,11 @@ def test_build_then_search(work: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert _ids(capsys.readouterr().out) == [str(i) for i in range(8)]
     assert main(["search", idx, "--query-row", "5", "--query-file", str(work / "good.npy"), "--k", "2",
                  "--exclude", "5"]) == 0
-    assert _ids(capsys.readouterr().out) == ["4", "6"]
+    out = capsys.readouterr().out
+    assert _ids(out) == ["4", "6"]
+    cost_line = next(line for line in out.splitlines() if line.startswith("# cost: "))
+    assert "distance computations" in cost_line and "leaves scanned" in cost_line and " ms" in cost_line
+    assert "# read per level (bytes/requests): index_root 0 B/0, lvl_1 " in out
     assert main(["search", idx, "--recall", "8", "--k", "2", "--search-exp", "4"]) == 0
     assert capsys.readouterr().out.startswith("recall@2\t1.0000")
 
@@ -128,13 +132,26 @@ def test_recall_table_and_json(work: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["recall", idx, "--sample", "8", "--k", "2", "--search-exp", "1,4", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["search_exp"] for r in rows] == [1, 4]
-    assert set(rows[0]) == {"search_exp", "recall", "leaves_mean", "leaves_p95", "ms_mean", "ms_p95", "queries"}
+    costs = {f"{name}_{stat}" for name in ("distance_computations", "nodes_visited", "bytes", "requests")
+             for stat in ("mean", "p95")}
+    assert set(rows[0]) == {"search_exp", "recall", "leaves_mean", "leaves_p95", "ms_mean", "ms_p95",
+                            "queries"} | costs
     assert rows[1]["recall"] == 1.0 and rows[1]["queries"] == 8 and rows[1]["leaves_mean"] == 4.0
+    # search_exp 4 opens every node: the lvl_1 nodes (index_root's rows), their 4 leaf representatives and
+    # the 8 items of the 4 leaves
+    lvl_1_nodes = len(IndexReader(idx).root.ids)
+    assert rows[1]["distance_computations_mean"] == rows[1]["distance_computations_p95"] == lvl_1_nodes + 4 + 8
+    assert rows[1]["nodes_visited_mean"] == lvl_1_nodes + 4
+    # cold figures: index_root and every node visited, however much the sampling had cached
+    assert 0 < rows[0]["bytes_mean"] < rows[1]["bytes_mean"] == rows[1]["bytes_p95"]
+    assert 0 < rows[0]["requests_mean"] < rows[1]["requests_mean"]
     assert rows[0]["recall"] <= rows[1]["recall"]
     assert main(["recall", idx, "--queries", str(work / "good.npy"), "--k", "2", "--search-exp", "4"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["search_exp", "recall@2", "leaves", "mean", "leaves", "p95", "ms",
-                                           "mean", "ms", "p95"]
+                                           "mean", "ms", "p95", "dist", "mean", "dist", "p95", "nodes", "mean",
+                                           "nodes", "p95", "bytes", "mean", "bytes", "p95", "requests", "mean",
+                                           "requests", "p95"]
     assert out.splitlines()[1].split()[:2] == ["4", "1.0000"]
     assert "(8 queries: " in out
 
@@ -179,7 +196,15 @@ def test_same_answers_over_zip_and_http(two_clusters_path: Path, tmp_path: Path,
             del row["ms_mean"], row["ms_p95"]
         answers.append(found)
     assert answers[0][0]["items"][0] == {"item_id": 6, "score": 0.0, "leaf": 3, "row": 0}
-    assert answers[1] == answers[0]
+    assert answers[1] == answers[0]  # a zip's members are the folder's files: the same bytes and requests
+    assert answers[2][0]["cost"]["total_cold_bytes"] > 0
+    for found in answers:  # what a web server sends differs (its documents, no listings)
+        for key in ("bytes_read", "requests", "total_bytes", "total_requests", "cold_bytes", "cold_requests",
+                    "total_cold_bytes", "total_cold_requests"):
+            del found[0]["cost"][key]
+        for row in found[2]:
+            for key in ("bytes_mean", "bytes_p95", "requests_mean", "requests_p95"):
+                del row[key]
     assert answers[2] == answers[0]
 
 

@@ -21,7 +21,9 @@ from ecpfs_viewer.gui.search.session import score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view
 from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, level_path, node_name, node_path
+from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.search.explore import Exploration, OpenedNode
+from ecpfs_viewer.model.search.results import SearchResult
 
 #: Width of one opened node's column of children in the level plots.
 _SPREAD = 0.7
@@ -53,6 +55,42 @@ _LEAF_TIPS: dict[str, str] = {
     "results": "Items of this leaf among the search's results",
 }
 
+def cost_text(result: SearchResult) -> str:
+    """The one line under the summary: what the search cost, in units that do not depend on the machine."""
+    cost = result.cost
+    return (f"Cost: {cost.distance_computations:,} distance computations, {cost.nodes_visited:,} nodes visited, "
+            f"{cost.leaves_scanned:,} leaves scanned, {format_bytes(cost.total_bytes)} read now in "
+            f"{count_noun(cost.total_requests, 'request')} ({format_bytes(cost.total_cold_bytes)} cold), "
+            f"{result.seconds * 1e3:.2f} ms. Hover for each level.")
+
+
+def cost_levels(result: SearchResult) -> list[tuple[str, int, int, int, int, int]]:
+    """Per level: (name, representatives or items scored, bytes and requests read now, cold bytes and requests)."""
+    cost = result.cost
+    levels = len(cost.bytes_read)
+    scored = [*cost.representatives_scored, cost.items_scored]
+    out = []
+    for level in range(levels):
+        name = INDEX_ROOT if level == 0 else level_path(level) + (" (leaves)" if level == levels - 1 else "")
+        out.append((name, scored[level] if level < len(scored) else 0, cost.bytes_read[level], cost.requests[level],
+                    cost.cold_bytes[level], cost.cold_requests[level]))
+    return out
+
+
+def cost_tooltip(result: SearchResult) -> str:
+    """A table of the cost per level: what each level's nodes were scored against and what they read."""
+    cells = "".join(
+        f"<tr><td>{name}</td><td align=right>{scored:,}</td><td align=right>{format_bytes(b)}</td>"
+        f"<td align=right>{r:,}</td><td align=right>{format_bytes(cb)}</td><td align=right>{cr:,}</td></tr>"
+        for name, scored, b, r, cb, cr in cost_levels(result))
+    return ("<p>What this search cost. <b>Scored</b>: vectors the query was compared with at each level "
+            "(the representatives in index_root and in each opened internal node, the items in each leaf "
+            "scanned). <b>Read</b>: bytes and requests this search sent to the store (0 for nodes already read "
+            "by an earlier search); <b>cold</b>: what the same search reads with nothing cached.</p>"
+            "<table cellspacing=4><tr><th>level</th><th>scored</th><th>read</th><th>requests</th>"
+            f"<th>cold read</th><th>cold requests</th></tr>{cells}</table>")
+
+
 class SearchPathView(QWidget):
     """Per-level children scores of every opened node, and the visited leaves table."""
 
@@ -66,6 +104,10 @@ class SearchPathView(QWidget):
         self.summary = QLabel("Run a search to see its path through the tree.")
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.cost = QLabel()
+        self.cost.setWordWrap(True)
+        self.cost.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.cost.hide()
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setMinimumHeight(160)
         self.plots: list[pg.PlotItem] = []  # one per level, reused
@@ -85,6 +127,7 @@ class SearchPathView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.summary)
+        layout.addWidget(self.cost)
         layout.addWidget(splitter, 1)
         self._apply_background()
 
@@ -96,6 +139,9 @@ class SearchPathView(QWidget):
         self._shown = 0
         self.leaves_model.clear()
         self.summary.setText("Run a search to see its path through the tree.")
+        self.cost.clear()
+        self.cost.setToolTip("")
+        self.cost.hide()
 
     def set_exploration(self, exploration: Exploration) -> None:
         """Show one search's path (replaces the previous one); drawn when the view is on screen."""
@@ -119,6 +165,9 @@ class SearchPathView(QWidget):
             f"(k {exploration.params.k}, search_exp {exploration.params.search_exp}). Large points are the "
             f"children the search went into, numbered in the order it visited them (the wheel zooms crowded "
             f"ones apart); hover a point for its node.")
+        self.cost.setText(cost_text(result))
+        self.cost.setToolTip(cost_tooltip(result))
+        self.cost.show()
         for level in range(1, exploration.levels + 1):
             parents = [o for o in exploration.opened if o.level == level - 1]
             if parents:

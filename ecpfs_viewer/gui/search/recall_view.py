@@ -38,8 +38,19 @@ from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_
 from ecpfs_viewer.model.search.results import ProgressCallback
 
 CSV_EXPORT_TITLE = "Export recall as CSV: the numbers in this file, the misses beside it in <name>-misses.csv"
-CSV_EXPORT_NOTE = ("Two CSV files: one line per search_exp (recall, leaves, time) in the file you name, and every "
-                   "missed true neighbour with why it was missed in <name>-misses.csv beside it")
+CSV_EXPORT_NOTE = ("Two CSV files: one line per search_exp (recall, leaves, time, costs) in the file you name, and "
+                   "every missed true neighbour with why it was missed in <name>-misses.csv beside it")
+_COST_TIPS = {
+    "leaves": "Leaves scanned per query",
+    "ms": "Milliseconds per query on this machine",
+    "distances": "Distance computations per query: representatives scored at every level, items in the leaves",
+    "nodes": "Nodes visited per query: internal nodes and leaves opened",
+    "KiB": "KiB one query reads with nothing cached, index_root included",
+    "requests": "Requests one query makes with nothing cached, index_root included",
+}
+#: What the numbers table's cost columns mean (their header tooltips).
+NUMBER_TIPS = {f"{name}\n{stat}": f"{tip} ({word})" for name, tip in _COST_TIPS.items()
+               for stat, word in (("mean", "mean"), ("p95", "95th percentile"))}
 _SOURCES = (("Sampled stored items", "sample"), ("Rows of a .npy file", "file"), ("Saved queries", "saved"))
 
 
@@ -67,7 +78,8 @@ class RecallView(QWidget):
     row_requested = Signal(str, int)  # a missed neighbour double-clicked: its leaf and row
     finished = Signal()  # a run ended: results, an error or a cancellation on screen
 
-    NUMBER_HEADERS = ("search_exp", "recall@k", "leaves mean", "leaves p95", "ms mean", "ms p95")
+    # two lines each (the figure, then mean or p95): the fourteen columns fit beside the plots
+    NUMBER_HEADERS = ("search_exp", "recall@k", *(f"{name}\n{stat}" for name in _COST_TIPS for stat in ("mean", "p95")))
     MISS_HEADERS = ("search_exp", "query", "exact rank", "item id", "distance", "leaf", "row", "why")
 
     def __init__(self, session: SearchSession, parent: QWidget | None = None) -> None:
@@ -81,7 +93,7 @@ class RecallView(QWidget):
         self.graphics.setMinimumSize(360, 170)
         self.recall_plot = self.graphics.addPlot(row=0, col=0)
         self.leaves_plot = self.graphics.addPlot(row=0, col=1)
-        self.numbers_model = RowsModel(self.NUMBER_HEADERS, self)
+        self.numbers_model = RowsModel(self.NUMBER_HEADERS, self, NUMBER_TIPS)
         self.numbers_view = rows_view(self.numbers_model)
         self.miss_filter = QComboBox()
         self.miss_filter.setToolTip("Show the misses of one search_exp")
@@ -103,7 +115,7 @@ class RecallView(QWidget):
         body.addWidget(tables)
         body.setStretchFactor(0, 2)
         body.setStretchFactor(1, 3)
-        body.setSizes([400, 600])
+        body.setSizes([380, 720])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.form)
@@ -219,9 +231,14 @@ class RecallView(QWidget):
         report = outcome.report
         self.numbers_model.set_headers(["search_exp", f"recall@{report.k}", *self.NUMBER_HEADERS[2:]])
         self.numbers_model.set_rows([(r.search_exp, round(r.recall, 4), r.leaves_mean, r.leaves_p95,
-                                      round(r.ms_mean, 3), round(r.ms_p95, 3)) for r in report.rows])
+                                      round(r.ms_mean, 3), round(r.ms_p95, 3), round(r.distance_computations_mean, 1),
+                                      round(r.distance_computations_p95, 1), round(r.nodes_visited_mean, 1),
+                                      round(r.nodes_visited_p95, 1), round(r.bytes_mean / 1024, 1),
+                                      round(r.bytes_p95 / 1024, 1), round(r.requests_mean, 1),
+                                      round(r.requests_p95, 1)) for r in report.rows])
         fit_table(self.numbers_view)
-        fit_table_pane(self.tables, self.numbers_view, len(report.rows), share=0.45)
+        scrolls = self.numbers_view.horizontalHeader().length() > self.numbers_view.viewport().width()
+        fit_table_pane(self.tables, self.numbers_view, len(report.rows) + scrolls, share=0.45)  # room for its bar
         self._plot(outcome)
         self.miss_filter.blockSignals(True)
         self.miss_filter.clear()

@@ -14,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.search.reader import LevelReads, NodeReader
 from ecpfs_viewer.model.search.results import QueryError, SearchCost, SearchHit, SearchParams, SearchResult, VisitedNode
 
 # heap entry: (score, push counter, is_leaf, level 1-based, node id, rank, siblings, parent id or -1)
 _Entry = tuple[float, int, bool, int, int, int, int, int]
+_UNREAD = (0, 0)
 
 
 def sibling_ranks(scores: np.ndarray) -> np.ndarray:
@@ -28,8 +29,12 @@ def sibling_ranks(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None) -> SearchResult:
-    """One incremental_search pass of a new query: the first k items and the trace."""
+def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None, counted: bool = True) -> SearchResult:
+    """One incremental_search pass of a new query: the first k items, the trace and its cost.
+
+    ``counted=False`` leaves the cost empty; only benchmarks/bench_search_cost.py uses it, to measure
+    what counting adds to a search.
+    """
     params = params or SearchParams()
     problems = params.problems()
     if problems:
@@ -41,6 +46,7 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
     root_scores = index.scores(index.root, q, q_sq)
     counter = _push_children(heap, 0, root_scores, index.root.ids.tolist(), levels == 1, 1, -1)
     scored = [len(root_scores)] + [0] * max(levels - 1, 0)  # representatives scored per level
+    reads = LevelReads(levels) if counted else None
     excluded = np.fromiter(params.exclude, dtype=np.int64, count=len(params.exclude)) if params.exclude else None
     parts: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]] = []  # scores, item ids, leaf, rows
     trace: list[VisitedNode] = []
@@ -50,7 +56,7 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
     while heap:
         score, _, is_leaf, level, node_id, rank, siblings, parent = heapq.heappop(heap)
         visit = VisitedNode(level, node_id, score, is_leaf, rank, siblings, None if parent < 0 else parent)
-        node = index.node(level, node_id)
+        node = index.node(level, node_id, reads)
         if node is None:
             skipped.append(visit)  # missing node: skipped, not counted (§4.3)
             continue
@@ -63,10 +69,12 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
                 scores, rows = scores[keep], rows[keep]
             parts.append((scores, node.ids[rows], node_id, rows))
             n_items += len(rows)
-            items_scored += len(node.ids)
+            if counted:
+                items_scored += len(node.ids)
             leaves += 1
         else:
-            scored[level] += len(scores)
+            if counted:
+                scored[level] += len(scores)
             counter = _push_children(heap, counter, scores, node.ids.tolist(), level + 1 == levels, level + 1,
                                      node_id)
         if leaves == expected:
@@ -77,9 +85,24 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
                 expected *= 2
             else:
                 break
-    cost = SearchCost(tuple(scored), items_scored, len(trace), leaves)
+    cost = SearchCost() if reads is None else SearchCost(
+        tuple(scored), items_scored, len(trace), leaves, tuple(reads.bytes_read), tuple(reads.requests),
+        *_cold_reads(index, trace))
     return SearchResult(_best(parts, params.k), tuple(trace), leaves, tuple(skipped), time.perf_counter() - t0,
                         cost)
+
+
+def _cold_reads(index: NodeReader, trace: list[VisitedNode]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Bytes and requests per level that reading index_root and every visited node costs with nothing cached."""
+    cost_of = index.read_costs.get
+    nbytes, requests = [0] * (index.levels + 1), [0] * (index.levels + 1)
+    nbytes[0], requests[0] = cost_of((0, 0), _UNREAD)
+    for visit in trace:
+        level = visit.level
+        b, r = cost_of((level, visit.node_id), _UNREAD)
+        nbytes[level] += b
+        requests[level] += r
+    return tuple(nbytes), tuple(requests)
 
 
 def _push_children(heap: list[_Entry], counter: int, scores: np.ndarray, ids: list[int], is_leaf: bool,

@@ -27,7 +27,7 @@ from ecpfs_viewer.model.search.queries import (
     saved_queries,
     saved_query_ids,
 )
-from ecpfs_viewer.model.search.recall import RecallReport, recall_sweep
+from ecpfs_viewer.model.search.recall import RECALL_COSTS, RecallReport, recall_sweep
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
     QueryError,
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 #: Most missed neighbours a recall run keeps for its table (the numbers always count all of them).
 MAX_RECALL_MISSES = 20_000
+# the costs of a recall row past the leaves and milliseconds its CSV always had
+_EXTRA_COSTS = tuple(name for _, name in RECALL_COSTS if name != "leaves")
 
 
 # -- queries ------------------------------------------------------------------------------------
@@ -275,11 +277,13 @@ class RecallOutcome:
         """The sweep's numbers, one line per search_exp (what the plot shows)."""
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
+        extra = [f"{name}_{stat}" for name in _EXTRA_COSTS for stat in ("mean", "p95")]
         writer.writerow(["search_exp", f"recall@{self.report.k}", "leaves_mean", "leaves_p95", "ms_mean", "ms_p95",
-                         "queries"])
+                         "queries", *extra])
         for row in self.report.rows:
             writer.writerow([row.search_exp, f"{row.recall:.6f}", f"{row.leaves_mean:.3f}", f"{row.leaves_p95:.3f}",
-                             f"{row.ms_mean:.4f}", f"{row.ms_p95:.4f}", row.queries])
+                             f"{row.ms_mean:.4f}", f"{row.ms_p95:.4f}", row.queries,
+                             *(f"{getattr(row, name):.3f}" for name in extra)])
         return out.getvalue()
 
     def misses_csv_text(self, metric: str = "L2") -> str:

@@ -47,6 +47,16 @@ class NodeData:
         return NodeData(v, squared_norms(v), np.asarray(ids, dtype=np.int64))
 
 
+class LevelReads:
+    """Bytes and requests one search read, per level (0 = index_root), counted on cache misses only."""
+
+    __slots__ = ("bytes_read", "requests")
+
+    def __init__(self, levels: int) -> None:
+        self.bytes_read = [0] * (levels + 1)
+        self.requests = [0] * (levels + 1)
+
+
 class NodeReader:
     """An opened index's info and nodes, every decoded node cached; what the search algorithms read."""
 
@@ -70,7 +80,8 @@ class NodeReader:
         self.is_normalized = bool(normalized) if normalized is not None else False  # absent means false
         total = self._scalar("info/total_items", required=False)
         self.total_items: int | None = None if total is None else int(total)
-        root = self.arrays.read(["index_root/embeddings"])[0]
+        with self.store.counter.action() as tally:
+            root = self.arrays.read(["index_root/embeddings"])[0]
         if root is None or root.ndim != 2:
             what = "missing" if root is None else f"of shape {root.shape}, expected (rows, dim)"
             raise SearchError(f"{self.label}: index_root/embeddings is {what}")
@@ -78,6 +89,9 @@ class NodeReader:
         self.dim = int(root.shape[1])
         self.stored_dtype = str(root.dtype)
         self._nodes: dict[tuple[int, int], NodeData | None] = {}
+        #: what reading each node cost, (bytes, requests) by (level, node id), index_root as (0, 0): exact for
+        #: a node read alone (a search's cache miss), a share by decoded size of its batch's reads otherwise
+        self.read_costs: dict[tuple[int, int], tuple[int, int]] = {(0, 0): (tally.bytes_read, tally.requests)}
         self._level_ids: dict[int, list[int]] = {}
 
     def _scalar(self, path: str, required: bool = True) -> Any:
@@ -89,13 +103,22 @@ class NodeReader:
         return self.hierarchy.read_scalar(path)
 
     # -- nodes ----------------------------------------------------------------------------------
-    def node(self, level: int, node_id: int) -> NodeData | None:
-        """Decoded node ``lvl_{level}/node_{node_id}``, or None when it does not exist (a gap)."""
+    def node(self, level: int, node_id: int, reads: LevelReads | None = None) -> NodeData | None:
+        """Decoded node ``lvl_{level}/node_{node_id}``, or None when it does not exist (a gap).
+
+        With ``reads``, what reading it now cost is added there at its level (nothing for a cached
+        node: the counting is only on the way to the store)."""
         key = (level, node_id)
         cached = self._nodes.get(key, False)
         if cached is not False:
             return cached  # type: ignore[return-value]
-        return self.nodes(level, [node_id])[0]
+        if reads is None:
+            return self.nodes(level, [node_id])[0]
+        with self.store.counter.action() as tally:
+            node = self.nodes(level, [node_id])[0]
+        reads.bytes_read[level] += tally.bytes_read
+        reads.requests[level] += tally.requests
+        return node
 
     def nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None) -> list[NodeData | None]:
         """Several nodes of one level, read in batches; cached like :meth:`node`."""
@@ -109,7 +132,9 @@ class NodeReader:
                 wanted.append(node_id)
         for start in range(0, len(wanted), NODE_BATCH):
             part = wanted[start:start + NODE_BATCH]
-            read = self.read_nodes(level, part, reporter)
+            with self.store.counter.action() as tally:
+                read = self.read_nodes(level, part, reporter)
+            self._remember_costs(level, part, read, tally.bytes_read, tally.requests)
             with self._lock:
                 for node_id, node in zip(part, read, strict=True):
                     self._nodes[(level, node_id)] = node
@@ -117,6 +142,17 @@ class NodeReader:
             if reporter is not None:
                 reporter.report("reading nodes", min(start + NODE_BATCH, len(wanted)), len(wanted))
         return [out[n] for n in node_ids]
+
+    def _remember_costs(self, level: int, node_ids: Sequence[int], read: Sequence[NodeData | None], nbytes: int,
+                        requests: int) -> None:
+        """Share what one batch read among its nodes, by decoded size (a missing node weighs 1)."""
+        weights = np.array([1 if n is None else n.vectors.nbytes + n.ids.nbytes for n in read], dtype=np.float64)
+        share = weights / weights.sum()
+        costs = zip(np.rint(share * nbytes).astype(np.int64).tolist(),
+                    np.rint(share * requests).astype(np.int64).tolist(), strict=True)
+        with self._lock:
+            for node_id, cost in zip(node_ids, costs, strict=True):
+                self.read_costs[(level, node_id)] = cost
 
     def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
                    known_ids: Sequence[np.ndarray] | None = None) -> list[NodeData | None]:

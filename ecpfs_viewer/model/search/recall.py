@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array
-from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchParams, SearchResult
+from ecpfs_viewer.model.search.results import (
+    ProgressCallback,
+    QueryError,
+    Reporter,
+    SearchCost,
+    SearchParams,
+    SearchResult,
+)
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.exact import ExactNeighbours
@@ -24,7 +31,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RecallRow:
-    """One search_exp of a sweep: recall@k and what the searches cost."""
+    """One search_exp of a sweep: recall@k and what the searches cost (mean and 95th percentile).
+
+    Bytes and requests are cold figures (``SearchCost.total_cold_bytes``): what each search would
+    read with nothing cached, so rows compare however much the sweep had cached before them.
+    """
 
     search_exp: int
     recall: float
@@ -33,9 +44,34 @@ class RecallRow:
     ms_mean: float
     ms_p95: float
     queries: int
+    distance_computations_mean: float = 0.0
+    distance_computations_p95: float = 0.0
+    nodes_visited_mean: float = 0.0
+    nodes_visited_p95: float = 0.0
+    bytes_mean: float = 0.0
+    bytes_p95: float = 0.0
+    requests_mean: float = 0.0
+    requests_p95: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+#: The costs a RecallRow sums up, as (column label, attribute prefix): each has ``_mean`` and ``_p95``.
+RECALL_COSTS = (("distance computations", "distance_computations"), ("nodes visited", "nodes_visited"),
+                ("leaves", "leaves"), ("bytes", "bytes"), ("requests", "requests"))
+
+
+def _cost_figures(costs: list[SearchCost]) -> dict[str, float]:
+    """Mean and p95 of each per-search cost, keyed like RecallRow's fields (leaves are already there)."""
+    table = np.array([(c.distance_computations, c.nodes_visited, c.total_cold_bytes, c.total_cold_requests)
+                      for c in costs],
+                     dtype=np.float64).reshape(-1, 4)
+    means, p95s = table.mean(axis=0), np.percentile(table, 95, axis=0)
+    names = ("distance_computations", "nodes_visited", "bytes", "requests")
+    out = {f"{n}_mean": float(m) for n, m in zip(names, means, strict=True)}
+    out.update({f"{n}_p95": float(p) for n, p in zip(names, p95s, strict=True)})
+    return out
 
 
 @dataclass(frozen=True)
@@ -78,7 +114,7 @@ def recall_sweep(
     exact: Callable[..., ExactNeighbours] | None = None,
     observe: SearchObserver | None = None,
 ) -> RecallReport:
-    """Recall@k, leaves visited and time per query for each search_exp.
+    """Recall@k, leaves visited, time and the other costs per query for each search_exp.
 
     When a query is a stored item and ``exclude_self`` is set, that item is left out of both the
     exact and the eCP result lists (it would otherwise always be found at distance 0).
@@ -101,6 +137,7 @@ def recall_sweep(
     for e, exp in enumerate(search_exps):
         hits = expected = 0
         leaves, seconds = [], []
+        costs: list[SearchCost] = []
         for j, q in enumerate(queries.vectors):
             if j % 16 == 0:
                 reporter.report("searching", e * len(queries) + j, total)
@@ -109,6 +146,7 @@ def recall_sweep(
             result = index.search(q, SearchParams(p.k, exp, p.max_increments, p.exclude))
             seconds.append(time.perf_counter() - t)
             leaves.append(result.leaves_visited)
+            costs.append(result.cost)
             true_ids = {int(i) for i in truth.ids[j] if i >= 0}
             hits += len(true_ids & {h.item_id for h in result.hits})
             expected += len(true_ids)
@@ -117,7 +155,7 @@ def recall_sweep(
         ms = np.asarray(seconds) * 1e3
         rows.append(RecallRow(exp, hits / expected if expected else 1.0, float(np.mean(leaves)),
                               float(np.percentile(leaves, 95)), float(ms.mean()), float(np.percentile(ms, 95)),
-                              len(queries)))
+                              len(queries), **_cost_figures(costs)))
     reporter.report("searching", total, total)
     return RecallReport(k, tuple(rows), queries.source, exclude_self)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
 
 
@@ -105,23 +106,65 @@ class SearchCost:
 
     ``representatives_scored[0]`` counts the rows of index_root, ``[i]`` the rows of the internal
     nodes of lvl_i popped (their children's representatives); leaves' rows are ``items_scored``.
+    ``bytes_read[i]`` and ``requests[i]`` are what this search read for the nodes of lvl_i (``[0]``:
+    index_root, read when the index opens, so 0 here): a cold node costs its documents and chunks,
+    a node already cached by an earlier search or a preload costs nothing, so a warm search reads 0.
+    ``cold_bytes`` and ``cold_requests`` are what the same search would read with nothing cached
+    (index_root included): each visited node's own read cost, remembered when it was read (shared by
+    decoded size when it was read in a batch with others), the same for a warm search as a cold one.
     """
 
     representatives_scored: tuple[int, ...] = ()
     items_scored: int = 0
     nodes_visited: int = 0  # popped from the heap and read (missing nodes are not counted)
     leaves_scanned: int = 0
+    bytes_read: tuple[int, ...] = ()  # per level, 0 = index_root
+    requests: tuple[int, ...] = ()  # per level, 0 = index_root
+    cold_bytes: tuple[int, ...] = ()  # per level, 0 = index_root
+    cold_requests: tuple[int, ...] = ()  # per level, 0 = index_root
 
     @property
     def distance_computations(self) -> int:
         """Every vector the query was scored against: representatives and leaf items."""
         return sum(self.representatives_scored) + self.items_scored
 
+    @property
+    def total_bytes(self) -> int:
+        """Bytes read at every level together."""
+        return sum(self.bytes_read)
+
+    @property
+    def total_requests(self) -> int:
+        """Requests made at every level together."""
+        return sum(self.requests)
+
+    @property
+    def total_cold_bytes(self) -> int:
+        """Bytes the search would read at every level with nothing cached."""
+        return sum(self.cold_bytes)
+
+    @property
+    def total_cold_requests(self) -> int:
+        """Requests the search would make at every level with nothing cached."""
+        return sum(self.cold_requests)
+
+    def describe(self) -> str:
+        """One line for a terminal or a status bar: the machine-independent figures."""
+        return (f"{self.distance_computations:,} distance computations "
+                f"({sum(self.representatives_scored):,} representatives, {self.items_scored:,} items), "
+                f"{self.nodes_visited:,} nodes visited, {self.leaves_scanned:,} leaves scanned, "
+                f"{format_bytes(self.total_bytes)} read in {count_noun(self.total_requests, 'request')} "
+                f"(cold: {format_bytes(self.total_cold_bytes)} in {count_noun(self.total_cold_requests, 'request')})")
+
     def to_dict(self) -> dict[str, Any]:
         return {"distance_computations": self.distance_computations,
                 "representatives_scored": list(self.representatives_scored),
                 "items_scored": self.items_scored, "nodes_visited": self.nodes_visited,
-                "leaves_scanned": self.leaves_scanned}
+                "leaves_scanned": self.leaves_scanned, "bytes_read": list(self.bytes_read),
+                "requests": list(self.requests), "total_bytes": self.total_bytes,
+                "total_requests": self.total_requests, "cold_bytes": list(self.cold_bytes),
+                "cold_requests": list(self.cold_requests), "total_cold_bytes": self.total_cold_bytes,
+                "total_cold_requests": self.total_cold_requests}
 
 
 @dataclass(frozen=True)

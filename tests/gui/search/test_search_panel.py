@@ -120,6 +120,13 @@ def test_path_view_shows_levels_and_visited_leaves(qtbot, window, index_path):
     leaves = view.leaves_model.texts()
     assert [r[1] for r in leaves] == [v.path for v in result.trace if v.is_leaf]
     assert sum(int(r[6]) for r in leaves) == len(result.hits)
+    cost = result.cost
+    assert view.cost.isVisible()
+    assert f"Cost: {cost.distance_computations:,} distance computations, {cost.nodes_visited:,} nodes visited, " \
+           f"{cost.leaves_scanned:,} leaves scanned" in view.cost.text()
+    tip = view.cost.toolTip()
+    assert all(f"<td>{name}</td>" in tip for name in ("index_root", "lvl_1", "lvl_2", "lvl_3 (leaves)"))
+    assert f"<td align=right>{cost.items_scored:,}</td>" in tip  # the items the leaves scored
     double_click_row(qtbot, view.leaves_view, 0)
     qtbot.waitUntil(lambda: win.current_item() is not None and win.current_item().path == leaves[0][1], timeout=10000)
 
@@ -228,6 +235,22 @@ def test_recall_sweep_plot_misses_export_and_cancel(qtbot, window, index_path, t
     leaves_mean = recall.leaves_plot.listDataItems()[0].getData()[1]
     assert list(leaves_mean) == pytest.approx([r.leaves_mean for r in report.rows])
     assert "recall@10 over 12 queries" in recall.status.text()
+    headers = [recall.numbers_model.headerData(c, Qt.Orientation.Horizontal) for c in
+               range(recall.numbers_model.columnCount())]
+    distances = headers.index("distances\nmean")
+    assert headers[distances:] == ["distances\nmean", "distances\np95", "nodes\nmean", "nodes\np95", "KiB\nmean",
+                                   "KiB\np95", "requests\nmean", "requests\np95"]
+    assert "Distance computations" in recall.numbers_model.headerData(distances, Qt.Orientation.Horizontal,
+                                                                      Qt.ItemDataRole.ToolTipRole)
+    means = [float(r[distances].replace(",", "")) for r in recall.numbers_model.texts()]
+    assert means == pytest.approx([r.distance_computations_mean for r in report.rows], abs=0.05)
+    assert means[0] < means[1] and all(float(r[distances + 4]) > 0 for r in recall.numbers_model.texts())
+    recall.numbers_view.scrollTo(recall.numbers_model.index(0, distances))  # the columns may not all fit
+    click_header(qtbot, recall.numbers_view, distances)
+    click_header(qtbot, recall.numbers_view, distances)
+    assert [row[0] for row in recall.numbers_model.texts()] == ["4", "1"]  # the costlier search_exp first
+    recall.numbers_view.scrollTo(recall.numbers_model.index(0, 0))
+    click_header(qtbot, recall.numbers_view, 0)
     shown = recall.misses_model.texts()
     assert shown and all(r[0] == "1" for r in shown)  # the first search_exp's misses
     assert len(shown) == round((1 - report.rows[0].recall) * 12 * 10)
