@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.model.blas import one_blas_thread
 from ecpfs_viewer.model.diagnostics.pop_order import (
     EntryTree,
     append_score,
@@ -116,15 +117,13 @@ def self_reachability(index: IndexReader, *, seed: int = 0, full_limit: int = FU
                       ) -> ReachabilityReport:
     """Check every item (a seeded sample of ``sample`` when the index holds more than ``full_limit``)."""
     reporter = Reporter(progress, cancel)
-    item_map = index.locator.read_everything(reporter)
-    assert item_map is not None  # read_everything reads every leaf
-    leaves, counts = np.unique(item_map.leaves, return_counts=True)
-    present = dict.fromkeys(index.leaf_ids(), 0)
-    present.update({int(a): int(c) for a, c in zip(leaves, counts, strict=True)})
-    tree = entry_tree(index, present)
-    total = len(item_map)
+    total = index.total_items if index.total_items is not None else 0
     sampled = total > full_limit
     if sampled:
+        item_map = index.locator.read_everything(reporter)
+        assert item_map is not None  # read_everything reads every leaf
+        leaves, counts = np.unique(item_map.leaves, return_counts=True)
+        total = len(item_map)
         chosen = sample_items(index, sample, seed, progress, cancel)
         items = np.asarray(chosen.self_ids, np.int64)
         vectors = chosen.vectors
@@ -132,13 +131,19 @@ def self_reachability(index: IndexReader, *, seed: int = 0, full_limit: int = FU
         own_leaf = np.array([where[int(i)][0] for i in items], np.int64)
     else:
         items, own_leaf, vectors = _all_items(index, reporter)
+        leaves, counts = np.unique(own_leaf, return_counts=True)
+        total = len(items)
+    present = dict.fromkeys(index.leaf_ids(), 0)
+    present.update({int(a): int(c) for a, c in zip(leaves, counts, strict=True)})
+    tree = entry_tree(index, present)
     home = tree.leaf_entry_of_node()
     own_entry = np.array([home.get(int(n), -1) for n in own_leaf.tolist()], np.int64)
     reached_leaf = np.full(len(items), -1, np.int64)
     tied = np.zeros(len(items), bool)
     for start in range(0, len(items), BATCH):
         part = slice(start, start + BATCH)
-        reached_leaf[part], tied[part] = _first_leaves(tree, vectors[part], own_entry[part])
+        with one_blas_thread():  # thousands of skinny products: waking BLAS threads costs more than they give
+            reached_leaf[part], tied[part] = _first_leaves(tree, vectors[part], own_entry[part])
         reporter.report("searching with each item's own vector", min(start + BATCH, len(items)), len(items))
     for j in np.flatnonzero(tied).tolist():  # exactly equal keys: the heap's push order decides
         result = ecp_search(index, vectors[j], SearchParams(k=1, search_exp=1))
@@ -208,6 +213,7 @@ def _first_leaves(tree: EntryTree, queries: np.ndarray, own_entry: np.ndarray
     tied = sibling_ties(scores)
     keep = key_le(keys, bound[qidx])
     qidx, entry, keys = qidx[keep], entry[keep], keys[keep]
+    leaf = tree.levels[-1]
     for lv in tree.levels[:-1]:
         ok = lv.exists[entry] & (lv.child_stop[entry] > lv.child_start[entry])
         qidx, entry, keys = qidx[ok], entry[ok], keys[ok]
@@ -222,6 +228,18 @@ def _first_leaves(tree: EntryTree, queries: np.ndarray, own_entry: np.ndarray
             lo, hi = int(lv.child_start[e]), int(lv.child_stop[e])
             group = qidx[a:b]
             child_scores = tree.scores(lv.level + 1, queries[group], q_sq[group], slice(lo, hi))
+            if lv.level + 1 == tree.depth:  # leaf entries: a key grows with the score, so the best child
+                usable = leaf.exists[lo:hi] & (tree.leaf_items[lo:hi] > 0)  # of each pair is its first
+                if not usable.any():
+                    continue
+                scores_ok = np.where(usable, child_scores, np.float32(np.inf))
+                best = scores_ok.argmin(axis=1)
+                low = scores_ok[np.arange(len(best)), best]
+                tied[group[(scores_ok == low[:, None]).sum(axis=1) > 1]] = True
+                parts_q.append(group)
+                parts_e.append(lo + best)
+                parts_k.append(append_score(keys[a:b], low))
+                continue
             tied[group[sibling_ties(child_scores)]] = True
             width = hi - lo
             cq = np.repeat(group, width)
@@ -235,7 +253,6 @@ def _first_leaves(tree: EntryTree, queries: np.ndarray, own_entry: np.ndarray
             qidx, entry, keys = np.zeros(0, np.int64), np.zeros(0, np.int64), keys[:0]
             break
         qidx, entry, keys = np.concatenate(parts_q), np.concatenate(parts_e), np.concatenate(parts_k)
-    leaf = tree.levels[-1]
     if len(entry):
         ok = leaf.exists[entry] & (tree.leaf_items[entry] > 0)
         qidx, entry, keys = qidx[ok], entry[ok], keys[ok]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.model.blas import one_blas_thread
 from ecpfs_viewer.model.diagnostics.pop_order import EntryTree, append_score, entry_tree, first_keys, lex_order
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.index import IndexReader
@@ -172,7 +173,8 @@ def _traces(index: IndexReader, tree: EntryTree, vectors: np.ndarray, params: Se
     for start in range(0, len(vectors), BATCH):
         q = vectors[start:start + BATCH]
         q_sq = squared_norms(q)
-        keys = _all_keys(tree, q, q_sq)
+        with one_blas_thread():  # small products: waking BLAS threads costs more than they give
+            keys = _all_keys(tree, q, q_sq)
         out: list[Trace] = []
         fallback = 0
         for j in range(len(q)):
