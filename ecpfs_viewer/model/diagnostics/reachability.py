@@ -31,12 +31,13 @@ from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.index import IndexReader
 from ecpfs_viewer.model.search.queries import sample_items
 from ecpfs_viewer.model.search.reader import score_block
-from ecpfs_viewer.model.search.results import ProgressCallback, Reporter, SearchParams
+from ecpfs_viewer.model.search.results import ProgressCallback, Reporter, SearchCancelled, SearchParams
+from ecpfs_viewer.model.tasks import checkpoint
 
 #: Indexes with more items than this are checked on a seeded sample of SAMPLE items.
 FULL_LIMIT = 250_000
 SAMPLE = 20_000
-BATCH = 16_384
+BATCH = 8192
 SLACK = np.float32(1e-5)  # relative widening of the pruning bound (only speed depends on it)
 
 
@@ -143,9 +144,10 @@ def self_reachability(index: IndexReader, *, seed: int = 0, full_limit: int = FU
     for start in range(0, len(items), BATCH):
         part = slice(start, start + BATCH)
         with one_blas_thread():  # thousands of skinny products: waking BLAS threads costs more than they give
-            reached_leaf[part], tied[part] = _first_leaves(tree, vectors[part], own_entry[part])
+            reached_leaf[part], tied[part] = _first_leaves(tree, vectors[part], own_entry[part], cancel)
         reporter.report("searching with each item's own vector", min(start + BATCH, len(items)), len(items))
     for j in np.flatnonzero(tied).tolist():  # exactly equal keys: the heap's push order decides
+        checkpoint(cancel, SearchCancelled)
         result = ecp_search(index, vectors[j], SearchParams(k=1, search_exp=1))
         scanned = [v.node_id for v in result.trace if v.is_leaf]
         reached_leaf[j] = own_leaf[j] if own_leaf[j] in scanned else (scanned[0] if scanned else -1)
@@ -197,8 +199,8 @@ def _own_keys(tree: EntryTree, queries: np.ndarray, q_sq: np.ndarray, own_entry:
     return out
 
 
-def _first_leaves(tree: EntryTree, queries: np.ndarray, own_entry: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def _first_leaves(tree: EntryTree, queries: np.ndarray, own_entry: np.ndarray,
+                  cancel: threading.Event | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For each query the leaf node of the first stored, non-empty leaf entry it pops, and whether
     that was decided by exactly equal keys (then ecp_search decides)."""
     n = len(queries)
@@ -224,6 +226,7 @@ def _first_leaves(tree: EntryTree, queries: np.ndarray, own_entry: np.ndarray
         for a, b in zip(np.r_[0, bounds].tolist(), np.r_[bounds, len(entry)].tolist(), strict=True):
             if a == b:
                 continue
+            checkpoint(cancel, SearchCancelled)  # between groups: a late GUI thread goes first
             e = int(entry[a])
             lo, hi = int(lv.child_start[e]), int(lv.child_stop[e])
             group = qidx[a:b]

@@ -178,6 +178,8 @@ def _traces(index: IndexReader, tree: EntryTree, vectors: np.ndarray, params: Se
         out: list[Trace] = []
         fallback = 0
         for j in range(len(q)):
+            if j % 16 == 0:
+                reporter.check()  # a late GUI thread goes first
             plain = not excluded and params.search_exp >= 1
             trace = _cut(keys[j], level_of, node_of, exists, is_leaf, items, params) if plain else None
             if trace is None:
