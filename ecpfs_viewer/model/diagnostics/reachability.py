@@ -55,7 +55,7 @@ class ReachabilityReport:
     stray_reached: np.ndarray  # the first leaf their search scanned (-1: none)
     stray_level: np.ndarray  # 1-based level where the path leaves their branch
     searched: int = 0  # items settled by ecp_search (exactly equal keys)
-    source: str = field(default="")
+    leaf_items: dict[int, int] = field(default_factory=dict)  # items of every stored leaf
 
     @property
     def strays(self) -> int:
@@ -156,7 +156,7 @@ def self_reachability(index: IndexReader, *, seed: int = 0, full_limit: int = FU
     order = np.argsort(items[stray], kind="stable")
     stray = stray[order]
     return ReachabilityReport(index.levels, len(items), total, sampled, seed, items[stray], own_leaf[stray],
-                              reached_leaf[stray], level[order], int(tied.sum()))
+                              reached_leaf[stray], level[order], int(tied.sum()), present)
 
 
 def _all_items(index: IndexReader, reporter: Reporter) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -83,3 +83,13 @@ def test_sample_on_larger_index(three_levels: Path) -> None:
     report = self_reachability(IndexReader(three_levels), full_limit=1000, sample=300, seed=3)
     assert report.sampled and report.checked == 300
     assert "300 sampled items (seed 3) of 1,500" in report.sentence()
+
+
+def test_map_values_put_the_strays_on_the_moved_leaf(tmp_path: Path) -> None:
+    from ecpfs_viewer.model.diagnostics.overlays import stray_share_by_node
+
+    path = build_clustered_index(tmp_path, 1500, 12, clusters=10, levels=3, target_cluster_items=20)
+    leaf, items, _ = _move_leaf(path)
+    values = stray_share_by_node(self_reachability(IndexReader(path)))
+    assert max(values, key=lambda key: values[key]) == (3, leaf)
+    assert values[(3, leaf)] >= (len(items) - 1) / len(items)

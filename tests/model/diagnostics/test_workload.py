@@ -61,3 +61,12 @@ def test_outside_queries_from_a_matrix(index_path: Path) -> None:
     queries = queries_from_array(index, np.zeros((5, 10), np.float32), "zeros.npy")
     work = replay(index, queries, SearchParams(search_exp=2))
     assert work.queries == 5 and (work.leaves_per_query >= 2).all()
+
+
+def test_map_values_are_the_visits(index_path: Path) -> None:
+    from ecpfs_viewer.model.diagnostics.overlays import visits_by_node
+
+    index = IndexReader(index_path)
+    work = replay(index, sample_items(index, 50, seed=4), SearchParams(search_exp=2))
+    values = visits_by_node(work)
+    assert sum(v for (lv, _), v in values.items() if lv == index.levels) == work.leaves_per_query.sum()
