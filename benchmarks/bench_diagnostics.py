@@ -64,7 +64,7 @@ def model_figures(path: str, queries: int, baseline_sample: int) -> list[tuple[s
     return rows
 
 
-def gui_figures(path: str, queries: int) -> list[tuple[str, float, float]]:
+def gui_figures(path: str, queries: int, explain: float | None = None) -> list[tuple[str, float, float]]:
     """(phase, seconds, longest stall ms) while the dialogs run in the window."""
     from bench_gui_stalls import StallMeter, wait_until
 
@@ -79,7 +79,7 @@ def gui_figures(path: str, queries: int) -> list[tuple[str, float, float]]:
     window = create_main_window()
     window.resize(1280, 800)
     window.show()
-    meter = StallMeter()
+    meter = StallMeter(explain)
     out: list[tuple[str, float, float]] = []
     try:
         window.open_location(path)
@@ -103,6 +103,8 @@ def gui_figures(path: str, queries: int) -> list[tuple[str, float, float]]:
         meter.close()
         window.close()
         shut_down(window, [collector.timer, meter.timer])
+    for gap, stacks in meter.explained:
+        print(f"stall of {gap:.0f} ms; the GUI thread was in: {stacks[0]}")
     return out
 
 
@@ -113,14 +115,17 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=1000, help="workload queries (default 1000)")
     parser.add_argument("--baseline-sample", type=int, default=500, help="items searched one by one (default 500)")
     parser.add_argument("--no-gui", action="store_true", help="model figures only")
+    parser.add_argument("--no-model", action="store_true", help="GUI figures only")
+    parser.add_argument("--explain", type=float, default=None, metavar="MS",
+                        help="print where the GUI thread was in each stall over MS")
     args = parser.parse_args()
     path = args.index or str(bench_index_path(rows=args.rows))
     print(f"Diagnostics on {Path(path).name} (targets: self-reachability of 200,000 items <= 15 s, "
           f"1,000 queries <= 5 s, no GUI stall > 100 ms)")
-    for what, seconds, note in model_figures(path, args.queries, args.baseline_sample):
+    for what, seconds, note in [] if args.no_model else model_figures(path, args.queries, args.baseline_sample):
         print(f"{what:64s} {seconds:8.2f} s  {note}")
     if not args.no_gui:
-        for what, seconds, longest in gui_figures(path, args.queries):
+        for what, seconds, longest in gui_figures(path, args.queries, args.explain):
             print(f"{what:64s} {seconds:8.2f} s  longest GUI stall {longest:.0f} ms")
     if hasattr(os, "getloadavg"):
         print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")

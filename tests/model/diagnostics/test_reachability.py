@@ -93,3 +93,20 @@ def test_map_values_put_the_strays_on_the_moved_leaf(tmp_path: Path) -> None:
     values = stray_share_by_node(self_reachability(IndexReader(path)))
     assert max(values, key=lambda key: values[key]) == (3, leaf)
     assert values[(3, leaf)] >= (len(items) - 1) / len(items)
+
+
+def test_cancel_stops_self_reachability(three_levels: Path) -> None:
+    import threading
+
+    from ecpfs_viewer.model.search.results import SearchCancelled
+
+    cancel = threading.Event()
+    phases: list[str] = []
+
+    def progress(report: object) -> None:
+        phases.append(str(getattr(report, "phase", "")))
+        cancel.set()
+
+    with pytest.raises(SearchCancelled):
+        self_reachability(IndexReader(three_levels), progress=progress, cancel=cancel)
+    assert phases == ["reading leaves"]

@@ -70,3 +70,23 @@ def test_map_values_are_the_visits(index_path: Path) -> None:
     work = replay(index, sample_items(index, 50, seed=4), SearchParams(search_exp=2))
     values = visits_by_node(work)
     assert sum(v for (lv, _), v in values.items() if lv == index.levels) == work.leaves_per_query.sum()
+
+
+def test_cancel_stops_the_replay(index_path: Path) -> None:
+    import threading
+
+    from ecpfs_viewer.model.search.results import SearchCancelled
+
+    index = IndexReader(index_path)
+    queries = sample_items(index, 200, seed=2)
+    seen: list[int] = []
+    cancel = threading.Event()
+
+    def progress(report: object) -> None:
+        seen.append(int(getattr(report, "done", 0)))
+        if getattr(report, "phase", "") == "replaying queries":
+            cancel.set()
+
+    with pytest.raises(SearchCancelled):
+        replay(index, queries, SearchParams(), progress=progress, cancel=cancel)
+    assert seen and max(seen) < 200
