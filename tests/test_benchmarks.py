@@ -65,3 +65,17 @@ def test_bench_search_cost_prints_both_modes_and_the_overhead(tmp_path: Path) ->
     assert "20 queries x 1 rounds (2,000 items)" in done.stdout
     assert "cost counted" in done.stdout and "without (baseline, counted=False)" in done.stdout
     assert "overhead" in done.stdout and "warm reads 0 B" in done.stdout
+
+
+@pytest.mark.timeout(400)
+def test_bench_diagnostics_prints_figures_beside_baselines(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_diagnostics.py"), "--rows", "3000", "--queries", "40",
+         "--baseline-sample", "20"],
+        capture_output=True, text=True, timeout=600, env=_env(tmp_path / "cache"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for line in ("self-reachability, every item", "baseline: ecp_search per item, extrapolated",
+                 "workload of 40 queries", "baseline: exact search", "Self-Reachability dialog, every item"):
+        assert line in out, out
+    assert "3,000 items" in out and "longest GUI stall" in out and "load average" in out

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from enum import Enum
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError
 from ecpfs_viewer.cli.progress import TerminalProgress
-from ecpfs_viewer.model.ecpfs import IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
+from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
 from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.formatting import format_age, format_value
@@ -55,6 +56,9 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     parser.add_argument("--max-node-reads", type=int, default=256, metavar="N",
                         help="decode at most N nodes for the sampled checks (default 256)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--deep", action="store_true",
+                        help="also search the index with its own items: self-reachability at search_exp 1 "
+                             "(every item, or a seeded sample of 20,000 on indexes of over 250,000)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
     add_remote_options(parser)
     parser.set_defaults(func=run_check)
@@ -110,6 +114,8 @@ def run_check(args: argparse.Namespace) -> int:
     h = _open(args.path, args)
     with TerminalProgress(enabled=not args.quiet) as bar:
         report = validate(h, max_node_reads=args.max_node_reads, progress=bar)
+        if args.deep and report.ok and not report.cancelled:
+            report = _deepen(h, report, bar)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -118,6 +124,19 @@ def run_check(args: argparse.Namespace) -> int:
         if floor is not None:  # on stderr: the report reads the same as the local one
             print(f"Remote: {time.monotonic() - started:.1f} s for {floor.describe()}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _deepen(h: Hierarchy, report: ValidationReport, bar: TerminalProgress) -> ValidationReport:
+    """The report with what searching the index finds (self-reachability); the index must search."""
+    from ecpfs_viewer.model.diagnostics.deep_check import with_reachability
+    from ecpfs_viewer.model.search.index import IndexReader
+    from ecpfs_viewer.model.search.results import SearchError
+
+    try:
+        deep, _ = with_reachability(report, IndexReader(h), progress=bar)
+    except SearchError as exc:
+        return replace(report, findings=(*report.findings, Finding(Severity.WARNING, "", f"--deep: {exc}")))
+    return deep
 
 
 #: A row of the level table: full statistics, or the listed node count only (leaves not read)

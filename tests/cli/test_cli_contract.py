@@ -47,11 +47,11 @@ def _cannot_open_lines(missing: str, out: str) -> dict[str, list[str]]:
     return {
         "info": ["info", missing], "check": ["check", missing], "search": ["search", missing, "--item", "0"],
         "recall": ["recall", missing, "--sample", "2"], "locate": ["locate", missing, "1"],
-        "build": ["build", missing + ".npy", out],
+        "workload": ["workload", missing, "--sample", "2"], "build": ["build", missing + ".npy", out],
     }
 
 
-@pytest.mark.parametrize("command", ["info", "check", "search", "recall", "locate", "build"])
+@pytest.mark.parametrize("command", ["info", "check", "search", "recall", "locate", "workload", "build"])
 def test_cannot_open_is_exit_2_with_one_line(command: str, tmp_path: Path, capsys) -> None:
     missing = str(tmp_path / "nowhere.zarr")
     code, out, err = run(capsys, *_cannot_open_lines(missing, str(tmp_path / "out.zarr"))[command])
@@ -61,7 +61,7 @@ def test_cannot_open_is_exit_2_with_one_line(command: str, tmp_path: Path, capsy
     assert not (tmp_path / "out.zarr").exists()
 
 
-@pytest.mark.parametrize("command", ["info", "check", "search", "recall", "locate"])
+@pytest.mark.parametrize("command", ["info", "check", "search", "recall", "locate", "workload"])
 def test_cannot_open_with_json_prints_a_json_error_on_stdout(command: str, tmp_path: Path, capsys) -> None:
     missing = str(tmp_path / "nowhere.zarr")
     code, out, err = run(capsys, *_cannot_open_lines(missing, "")[command], "--json")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import threading
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QModelIndex, Qt, Signal
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.overview.node_listing import ListingModel, SizeBarDelegate
 from ecpfs_viewer.gui.overview.node_text import crumb_html, fact_rows, link, plain_text
 from ecpfs_viewer.gui.overview.projection_view import ProjectionView
+from ecpfs_viewer.gui.overview.stray_items import StrayItems
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, facts_scroll, tab_page
@@ -49,6 +51,9 @@ from ecpfs_viewer.model.views.node_info import (
     node_spread,
 )
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,10 @@ class NodePage(QWidget):
         self.tabs.addTab(listing_page, "Children")
         self.tabs.addTab(spread_page, "Spread")
         self.tabs.addTab(self.projection, "Projection")
+        self.strays = StrayItems()
+        self.strays.node_requested.connect(self._link)
+        self._strays_tab = self.tabs.addTab(self.strays, "Strays")
+        self.tabs.setTabVisible(self._strays_tab, False)
         self.tabs.currentChanged.connect(self._tab_changed)
 
         upper = QSplitter(Qt.Orientation.Horizontal)
@@ -238,6 +247,18 @@ class NodePage(QWidget):
         """Open the child of a listing row, as a double-click would."""
         self._open_row(self.listing_model.index(row, 1))
 
+    def set_reachability(self, report: ReachabilityReport | None) -> None:
+        """The open index's self-reachability report (None: forget it); a leaf's page lists its strays."""
+        self.strays.set_report(report)
+        if self._data is not None:
+            self._show_strays()
+
+    def _show_strays(self) -> None:
+        info = None if self._data is None else self._data.info
+        is_leaf = info is not None and info.exists and bool(info.is_leaf)
+        self.tabs.setTabVisible(self._strays_tab, is_leaf)
+        self.strays.show_leaf(info.ref.node_id if is_leaf and info is not None else None)
+
     # -- results -------------------------------------------------------------------------------
     def _on_progress(self, value: Progress) -> None:
         self.progress.setRange(0, max(value.total, 1))
@@ -260,6 +281,7 @@ class NodePage(QWidget):
             self._level_runner.run(load_level_facts, self._hierarchy, info.ref, on_result=self._on_level_facts,
                                    on_error=lambda _error: None)
         self.projection.set_node(self._hierarchy, info.ref, bool(info.is_leaf))
+        self._show_strays()
         if info.exists and info.embeddings != "readable":
             self.spread_label.setText(f"No spread: the embeddings are {info.embeddings} (see the findings).")
         elif info.exists and not info.ref.is_root:

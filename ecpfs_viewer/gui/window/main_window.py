@@ -37,6 +37,7 @@ from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_
 from ecpfs_viewer.gui.widgets.display import MessageBanner, panes
 from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
+from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
 from ecpfs_viewer.gui.window.selection_tabs import SelectionTabs, targets
 from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_label, location_from_drop
 from ecpfs_viewer.gui.window.start_page import StartPage
@@ -96,6 +97,7 @@ class MainWindow(QMainWindow):
         self.search = SearchFeature(  # the Search dock and menu, Go to Item
             self, tree_model=self.tree_model, plot=self.plot, reveal=self.reveal_path, current_item=self.current_item,
             show_data=lambda: self.tabs.setCurrentIndex(self.TAB_DATA), say=self.statusBar().showMessage)
+        self.diagnostics = DiagnosticsMenu(self, self.search.session.reader, self.reveal_path, self.node_page)
         self._connect_session()
         self._show_recent(self.session.recent())
         self._restore_layout()
@@ -164,7 +166,7 @@ class MainWindow(QMainWindow):
     def is_busy(self) -> bool:
         """True while anything the window started is still running (for tests and benchmarks)."""
         return (self.session.busy or self.tree_model.is_busy() or self.metadata.is_busy() or self.plot.busy
-                or self.node_page.busy or self.search.busy)
+                or self.node_page.busy or self.search.busy or self.diagnostics.busy)
 
     def show_start_page(self) -> None:
         self.stack.setCurrentWidget(self.start_page)
@@ -185,6 +187,7 @@ class MainWindow(QMainWindow):
     def _on_opened(self, opened: OpenedIndex, cost: Measured) -> None:
         is_index = bool(opened.layout is not None and opened.layout.is_index)
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, is_index)
+        self.diagnostics.set_enabled(is_index)
         self.tree_model.set_hierarchy(opened.hierarchy, display_label(opened.location))
         if is_index:
             self.overview.validate(opened.hierarchy)  # whatever is selected first: its report marks the tree
@@ -212,6 +215,7 @@ class MainWindow(QMainWindow):
         self.node_page.clear()
         self.selection.forget()
         self.overview.forget_report()
+        self.diagnostics.forget()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
 
     def close_store(self) -> None:

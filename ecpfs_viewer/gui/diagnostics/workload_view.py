@@ -1,0 +1,270 @@
+"""The Workload dialog: replay sampled items, a .npy or the saved queries, and see where the search goes.
+
+Shows the leaves-per-query histogram, the visits of every node against its size, the skew per level
+and the hot leaves (double-click one to open its page); exports CSV, JSON and PNG. The replay runs
+in a BackgroundRunner with progress and cancel; the window stays responsive.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
+from ecpfs_viewer.model.diagnostics.workload import Workload, replay
+from ecpfs_viewer.model.ecpfs.paths import node_path
+from ecpfs_viewer.model.search import IndexReader, SearchParams, queries_from_array, sample_items, saved_queries
+from ecpfs_viewer.model.search.explore import load_npy
+from ecpfs_viewer.model.tasks import TaskError
+from ecpfs_viewer.model.views.export import write_csv
+
+SOURCES = ("Sampled items", "Queries from a .npy file", "Saved queries")
+HOT_HEADERS = ("leaf", "visits", "items", "share of queries")
+
+
+def workload_job(reader: Callable[[], IndexReader], source: int, count: int, seed: int, npy: str, search_exp: int,
+                 k: int, progress: Any = None, cancel: threading.Event | None = None) -> Workload:
+    """Open the queries and replay them (runs in a worker)."""
+    index = reader()
+    if source == 1:
+        queries = queries_from_array(index, load_npy(npy), Path(npy).name)
+    elif source == 2:
+        queries = saved_queries(index)
+    else:
+        queries = sample_items(index, count, seed, progress, cancel)
+    return replay(index, queries, SearchParams(k=k, search_exp=search_exp), progress=progress, cancel=cancel)
+
+
+class WorkloadDialog(QDialog):
+    """Replay a query set and show visits per node; ``node_requested`` opens a node's page."""
+
+    node_requested = Signal(str)
+    finished_run = Signal()
+
+    def __init__(self, reader: Callable[[], IndexReader], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Query Workload")
+        self._reader = reader
+        self.runner = BackgroundRunner(self)
+        self.workload: Workload | None = None
+        self._request = 0
+        self.source = QComboBox()
+        self.source.addItems(SOURCES)
+        self.count = QSpinBox()
+        self.count.setRange(1, 1_000_000)
+        self.count.setValue(1000)
+        self.count.setGroupSeparatorShown(True)
+        self.npy = QLineEdit()
+        self.npy.setPlaceholderText("queries.npy")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        npy_row = QHBoxLayout()
+        npy_row.addWidget(self.npy, 1)
+        npy_row.addWidget(browse)
+        self.search_exp = QSpinBox()
+        self.search_exp.setRange(1, 4096)
+        self.search_exp.setValue(4)
+        self.k = QSpinBox()
+        self.k.setRange(1, 10_000)
+        self.k.setValue(10)
+        form = QFormLayout()
+        form.addRow("Queries", self.source)
+        form.addRow("Items to sample", self.count)
+        form.addRow(".npy file", npy_row)
+        form.addRow("search_exp", self.search_exp)
+        form.addRow("k", self.k)
+        self.run_button = QPushButton("Run")
+        self.run_button.setDefault(True)
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.progress = QProgressBar()
+        self.progress.hide()
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.run_button)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.progress, 1)
+        self.summary = QLabel("Choose the queries and press Run.")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.histogram_view = pg.PlotWidget()
+        self.histogram = self.histogram_view.getPlotItem()
+        self.histogram.setTitle("Leaves scanned per query")
+        self.histogram.setLabel("bottom", "leaves scanned")
+        self.histogram.setLabel("left", "queries")
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
+        self.histogram.addItem(self.bars)
+        self.scatter_view = pg.PlotWidget()
+        self.scatter = self.scatter_view.getPlotItem()
+        self.scatter.setTitle("Visits against node size (leaves)")
+        self.scatter.setLabel("bottom", "items in the leaf")
+        self.scatter.setLabel("left", "visits")
+        self.points = pg.ScatterPlotItem(size=5)
+        self.scatter.addItem(self.points)
+        self.hot_model = RowsModel(HOT_HEADERS, self)
+        self.hot_view = rows_view(self.hot_model, self._open_row)
+        self.hot_view.setToolTip("Double-click a leaf to open its page")
+        plots = QSplitter(Qt.Orientation.Horizontal)
+        plots.addWidget(self.histogram_view)
+        plots.addWidget(self.scatter_view)
+        plots.addWidget(self.hot_view)
+        plots.setSizes([280, 300, 380])
+
+        self.export_csv = QPushButton("Export CSV…")
+        self.export_json = QPushButton("Export JSON…")
+        self.export_png = QPushButton("Export PNG…")
+        exports = QHBoxLayout()
+        exports.addStretch(1)
+        for button, kind in ((self.export_csv, "csv"), (self.export_json, "json"), (self.export_png, "png")):
+            button.setEnabled(False)
+            button.clicked.connect(lambda _=False, kind=kind: self._ask_export(kind))
+            exports.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.summary)
+        layout.addWidget(plots, 1)
+        layout.addLayout(exports)
+        self.source.currentIndexChanged.connect(self._source_changed)
+        self._source_changed(0)
+        self.resize(1000, 640)
+        self._style()
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self) -> None:
+        source = self.source.currentIndex()
+        if source == 1 and not self.npy.text().strip():
+            self.summary.setText("Choose a .npy file of queries first.")
+            return
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self.summary.setText("Replaying …")
+        self._request = self.runner.run(
+            workload_job, self._reader, source, self.count.value(), 0, self.npy.text().strip(),
+            self.search_exp.value(), self.k.value(), on_result=self._show, on_error=self._failed,
+            on_progress=self._progress, heavy=True)
+
+    def cancel(self) -> None:
+        self.runner.cancel(self._request)
+
+    @property
+    def busy(self) -> bool:
+        return self.runner.busy
+
+    def _progress(self, report: Any) -> None:
+        total, done = int(getattr(report, "total", 0)), int(getattr(report, "done", 0))
+        self.progress.setRange(0, max(total, 0))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"{getattr(report, 'message', '')} %v / %m")
+
+    def _idle(self) -> None:
+        self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self.progress.hide()
+
+    def _failed(self, error: TaskError) -> None:
+        self._idle()
+        self.summary.setText("Cancelled." if error.cancelled else str(error))
+        self.finished_run.emit()
+
+    def _show(self, work: Workload) -> None:
+        self._idle()
+        self.workload = work
+        self.summary.setText(work.sentence())
+        values, counts = work.leaves_histogram()
+        self.bars.setOpts(x=values.astype(float), height=counts.astype(float), width=0.8)
+        if len(values):
+            self.histogram.setXRange(float(values.min()) - 1, float(values.max()) + 1)
+        leaf = work.levels[-1]
+        self.points.setData(x=leaf.sizes.astype(float), y=leaf.visits.astype(float))
+        self.hot_model.set_rows([(h["path"], h["visits"], h["items"], round(h["share_of_queries"], 4))
+                                 for h in work.hot_leaves()])
+        fit_table(self.hot_view, stretch=3)
+        for button in (self.export_csv, self.export_json, self.export_png):
+            button.setEnabled(True)
+        self.finished_run.emit()
+
+    def _open_row(self, row: int) -> None:
+        path = str(self.hot_model.row(row)[0])
+        self.node_requested.emit(path)
+
+    def leaf_path(self, leaf: int) -> str:
+        levels = len(self.workload.levels) if self.workload else 1
+        return node_path(levels, leaf)
+
+    # -- export ------------------------------------------------------------------------------
+    def _ask_export(self, kind: str) -> None:
+        filters = {"csv": "CSV (*.csv)", "json": "JSON (*.json)", "png": "PNG image (*.png)"}
+        path, _ = QFileDialog.getSaveFileName(self, "Export workload", f"workload.{kind}", filters[kind])
+        if path:
+            self.export(kind, path)
+
+    def export(self, kind: str, path: str) -> None:
+        """Every node's visits (CSV), the whole result (JSON) or the dialog as shown (PNG)."""
+        work = self.workload
+        if kind == "png":
+            self.grab().save(path)
+        elif work is not None and kind == "json":
+            Path(path).write_text(json.dumps(work.to_dict(), indent=2), encoding="utf-8")
+        elif work is not None:
+            rows = np.array([[r["level"], r["node_id"], r["size"], r["visits"]] for r in work.visits_rows()],
+                            np.int64).reshape(-1, 4)
+            write_csv(rows, path)
+            text = Path(path).read_text(encoding="utf-8")
+            Path(path).write_text("level,node_id,size,visits\n" + text, encoding="utf-8")
+
+    # -- look ---------------------------------------------------------------------------------
+    def _source_changed(self, source: int) -> None:
+        self.count.setEnabled(source == 0)
+        self.npy.setEnabled(source == 1)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Queries", "", "NumPy arrays (*.npy)")
+        if path:
+            self.npy.setText(path)
+            self.source.setCurrentIndex(1)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.PaletteChange:  # the theme changed: plots follow the palette
+            self._style()
+        super().changeEvent(event)
+
+    def _style(self) -> None:
+        palette = self.palette()
+        background, _, accent = plot_colors(palette)
+        for view, plot in ((self.histogram_view, self.histogram), (self.scatter_view, self.scatter)):
+            view.setBackground(background)
+            style_plot(plot, palette)
+        fill = pg.mkColor(accent)
+        fill.setAlpha(150)
+        self.bars.setOpts(brush=pg.mkBrush(fill), pen=pg.mkPen(accent))
+        self.points.setBrush(pg.mkBrush(fill))
+        self.points.setPen(pg.mkPen(None))

@@ -1,0 +1,80 @@
+"""The Diagnostics menu: Query Workload and Self-Reachability dialogs over the open index.
+
+Each dialog is made once per window and kept (a result stays on screen while the user browses);
+a node it names opens in the tree, and a self-reachability report goes to the leaf pages. Both use
+the Search panel's reader of the open index, so nothing is read twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QMainWindow, QMenu
+
+from ecpfs_viewer.gui.diagnostics.reachability_view import ReachabilityDialog
+from ecpfs_viewer.gui.diagnostics.workload_view import WorkloadDialog
+from ecpfs_viewer.gui.overview.node_page import NodePage
+from ecpfs_viewer.gui.widgets.actions import window_action
+from ecpfs_viewer.model.search import IndexReader
+
+
+class DiagnosticsMenu(QObject):
+    """Owns the menu and the two dialogs."""
+
+    def __init__(self, window: QMainWindow, reader: Callable[[], IndexReader], reveal: Callable[[str], None],
+                 node_page: NodePage) -> None:
+        super().__init__(window)
+        self.window, self._reader, self._reveal, self._node_page = window, reader, reveal, node_page
+        self.workload: WorkloadDialog | None = None
+        self.reachability: ReachabilityDialog | None = None
+        self.workload_action = window_action(window, "Query &Workload…", self.open_workload)
+        self.workload_action.setStatusTip("Replay queries: visits per node, leaves per query, hot leaves, skew")
+        self.reachability_action = window_action(window, "&Self-Reachability…", self.open_reachability)
+        self.reachability_action.setStatusTip("Which items a search with their own vector does not lead home")
+        bar = window.menuBar()
+        menu = QMenu("&Diagnostics", bar)
+        existing = bar.actions()
+        if existing:  # before Help, the last menu
+            bar.insertMenu(existing[-1], menu)
+        else:
+            bar.addMenu(menu)
+        menu.addAction(self.workload_action)
+        menu.addAction(self.reachability_action)
+        self.set_enabled(False)
+
+    def set_enabled(self, enabled: bool) -> None:
+        self.workload_action.setEnabled(enabled)
+        self.reachability_action.setEnabled(enabled)
+
+    def open_workload(self) -> WorkloadDialog:
+        if self.workload is None:
+            self.workload = WorkloadDialog(self._reader, self.window)
+            self.workload.node_requested.connect(self._reveal)
+        self.workload.show()
+        self.workload.raise_()
+        return self.workload
+
+    def open_reachability(self) -> ReachabilityDialog:
+        if self.reachability is None:
+            self.reachability = ReachabilityDialog(self._reader, self.window)
+            self.reachability.node_requested.connect(self._reveal)
+            self.reachability.report_ready.connect(self._node_page.set_reachability)
+        self.reachability.show()
+        self.reachability.raise_()
+        return self.reachability
+
+    def forget(self) -> None:
+        """The index was let go: its results no longer apply."""
+        self._node_page.set_reachability(None)
+        for dialog in (self.workload, self.reachability):
+            if dialog is not None:
+                dialog.runner.invalidate()
+                dialog.close()
+                dialog.deleteLater()
+        self.workload = self.reachability = None
+        self.set_enabled(False)
+
+    @property
+    def busy(self) -> bool:
+        return any(d is not None and d.busy for d in (self.workload, self.reachability))
