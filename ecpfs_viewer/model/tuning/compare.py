@@ -119,7 +119,7 @@ def side_by_side(a: IndexReader, b: IndexReader) -> SideBySide:
 
 
 def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 3)
+    return None if value is None else float(f"{value:.4g}")
 
 
 # ------------------------------------------------------------------------------------ migration
