@@ -66,7 +66,7 @@ def main() -> int:
     path_a = bench_index_path(rows=args.rows)
     path_b = second_index(args.rows, args.target)
     print(f"A {path_a.name}, B {path_b.name}, {args.queries} queries, search_exp {SEARCH_EXPS}; "
-          f"load {open('/proc/loadavg').read().split()[:3]}")
+          f"load {Path('/proc/loadavg').read_text().split()[:3]}")
     seconds, comparison = timed(lambda: compare_indexes(IndexReader(path_a), IndexReader(path_b),
                                                         sample=args.queries, search_exps=SEARCH_EXPS))
     total = seconds

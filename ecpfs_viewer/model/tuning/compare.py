@@ -197,6 +197,8 @@ class RecallComparison:
     differing: tuple[QueryDifference, ...]
     queries_a: QuerySet = field(repr=False)
     queries_b: QuerySet = field(repr=False)
+    truth_a: tuple[frozenset[int], ...] = field(default=(), repr=False)  # each query's exact top-k in A
+    truth_b: tuple[frozenset[int], ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"k": self.k, "source": self.source, "shared_truth": self.shared_truth, "note": self.note,
@@ -210,10 +212,11 @@ class _Collector:
     def __init__(self) -> None:
         self.recall: dict[tuple[int, int], float] = {}
         self.costs: dict[int, list[tuple[int, int, int, int, float]]] = {}
+        self.truth: dict[int, frozenset[int]] = {}
 
     def __call__(self, search: SweepSearch) -> None:
         found = {h.item_id for h in search.result.hits}
-        truth = search.true_ids
+        truth = self.truth[search.query] = search.true_ids
         self.recall[(search.search_exp, search.query)] = len(truth & found) / len(truth) if truth else 1.0
         c = search.result.cost
         self.costs.setdefault(search.search_exp, []).append(
@@ -293,8 +296,9 @@ def compare_recall(a: IndexReader, b: IndexReader, *, queries: Any | None = None
                               exact=given if truth is not None else None, observe=collector)
         curves.append(collector.curve(search_exps, {row.search_exp: row.recall for row in report.rows}))
         collectors.append(collector)
+    truths = [tuple(c.truth[q] for q in range(len(qa))) for c in collectors]
     return RecallComparison(k, qa.source, shared, note, curves[0], curves[1],
-                            _most_differing(collectors[0], collectors[1], qa, search_exps), qa, qb)
+                            _most_differing(collectors[0], collectors[1], qa, search_exps), qa, qb, *truths)
 
 
 def _most_differing(ca: _Collector, cb: _Collector, queries: QuerySet, exps: Sequence[int],
