@@ -46,7 +46,8 @@ def test_compare_with_url_from_the_file_menu_shows_identical_indexes_agree(qtbot
     monkeypatch.setattr(open_dialogs.OpenUrlDialog, "exec", accept)
     win = open_window(qtbot, two_clusters_path)
     file_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&File")
-    compare_menu = next(a.menu() for a in file_menu.actions() if a.text() == "Compare &With")
+    compare_menu = win.commands.compare_menu
+    assert compare_menu.menuAction() in file_menu.actions() and compare_menu.title() == "Compare &With"
     assert compare_menu.isEnabled()
     assert [a.text() for a in compare_menu.actions()] == ["Index &Folder…", "&Zip…", "&URL…"]
     win.commands.compare_url_action.trigger()
