@@ -71,12 +71,30 @@ def imbalance_factor(sizes: np.ndarray) -> float | None:
     return float(s.size * np.square(s).sum() / (total * total))
 
 
-def index_balance(h: Hierarchy, summary: IndexSummary) -> tuple[LevelBalance, ...]:
-    """The balance of every level 1..levels, from the shared level statistics (reused by other views)."""
+def index_balance(h: Hierarchy, summary: IndexSummary,
+                  leaf_sizes: np.ndarray | None = None) -> tuple[LevelBalance, ...]:
+    """The balance of every level 1..levels, from the shared level statistics (reused by other views).
+
+    ``leaf_sizes`` (items per leaf, in leaf id order, e.g. counted from an item map already read)
+    stands in for the leaf level's statistics, which read every leaf's metadata."""
     levels = summary.levels or 0
     found = []
     for level in range(1, levels + 1):
+        if level == levels and leaf_sizes is not None:
+            chunk_rows = _leaf_chunk_rows(h, level)
+            fill = float(np.minimum(leaf_sizes / chunk_rows, 1.0).mean()) if chunk_rows and leaf_sizes.size else None
+            found.append(LevelBalance(level, True, np.asarray(leaf_sizes, np.int64), chunk_rows, fill))
+            continue
         stats = shared_level_stats(h, level, summary)
         found.append(LevelBalance(level, level == levels, np.asarray(stats.sizes, np.int64), stats.chunk_rows,
                                   stats.underfill))
     return tuple(found)
+
+
+def _leaf_chunk_rows(h: Hierarchy, level: int) -> int | None:
+    """Chunk rows of the first leaf's embeddings (the builder gives every node the same chunks)."""
+    names = [n.name for n in h.children(f"lvl_{level}") if n.name.startswith("node_")]
+    if not names:
+        return None
+    details = h.details(f"lvl_{level}/{min(names, key=lambda n: int(n[5:]) if n[5:].isdigit() else 0)}/embeddings")
+    return int(details.array.chunk_shape[0]) if details.array is not None and details.array.chunk_shape else None

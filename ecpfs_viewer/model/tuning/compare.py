@@ -26,11 +26,13 @@ from ecpfs_viewer.model.search.results import (
     ProgressCallback,
     QueryError,
     Reporter,
+    SearchCancelled,
     SearchError,
     SearchParams,
     SearchProgress,
     SearchResult,
 )
+from ecpfs_viewer.model.tasks import checkpoint
 from ecpfs_viewer.model.tuning.balance import LevelBalance, index_balance
 from ecpfs_viewer.model.tuning.migration import Migration, compare_assignments
 
@@ -88,10 +90,20 @@ class SideBySide:
                 "balance_b": [lv.to_dict() for lv in self.b.balance]}
 
 
-def index_side(reader: IndexReader) -> IndexSide:
-    """Summary, per-level balance and disk footprint of one index (metadata and one listing)."""
+def index_side(reader: IndexReader, item_map: ItemMap | None = None) -> IndexSide:
+    """Summary, per-level balance and disk footprint of one index (metadata and one listing); with the
+    index's item map, the leaves' sizes are counted from it instead of read from every leaf's metadata."""
     summary = summarize(reader.hierarchy)
-    balance = index_balance(reader.hierarchy, summary)
+    leaf_sizes = None
+    if item_map is not None:
+        leaves = np.asarray(reader.leaf_ids(), np.int64)
+        held, counts = np.unique(item_map.leaves, return_counts=True)
+        leaf_sizes = np.zeros(len(leaves), np.int64)
+        at = np.searchsorted(leaves, held)
+        inside = at < len(leaves)
+        inside[inside] = leaves[at[inside]] == held[inside]
+        leaf_sizes[at[inside]] = counts[inside]
+    balance = index_balance(reader.hierarchy, summary, leaf_sizes)
     try:
         sizes = reader.store.sizes_below("")
         return IndexSide(reader.label, summary, balance, sum(sizes.values()), len(sizes))
@@ -99,9 +111,9 @@ def index_side(reader: IndexReader) -> IndexSide:
         return IndexSide(reader.label, summary, balance, None, None, describe_exception(exc))
 
 
-def side_by_side(a: IndexReader, b: IndexReader) -> SideBySide:
-    """The summaries of both indexes as rows, the differing ones marked."""
-    sa, sb = index_side(a), index_side(b)
+def side_by_side(a: IndexReader, b: IndexReader, maps: tuple[ItemMap, ItemMap] | None = None) -> SideBySide:
+    """The summaries of both indexes as rows, the differing ones marked (``maps``: see :func:`index_side`)."""
+    sa, sb = index_side(a, maps and maps[0]), index_side(b, maps and maps[1])
     rows = [SummaryRow(name, getattr(sa.summary, key), getattr(sb.summary, key)) for name, key in (
         ("levels", "levels"), ("metric", "metric"), ("normalized", "is_normalized"), ("dim", "dim"),
         ("stored dtype", "dtype"), ("total items", "total_items"), ("representatives", "representatives"),
@@ -207,14 +219,17 @@ class RecallComparison:
 
 
 class _Collector:
-    """Per query and search_exp: recall and cost, from ``recall_sweep(observe=...)``."""
+    """Per query and search_exp: recall and cost, from ``recall_sweep(observe=...)``; a checkpoint after
+    every search (the sweep itself checks every 16), so a GUI thread waiting for the interpreter gets it."""
 
-    def __init__(self) -> None:
+    def __init__(self, cancel: threading.Event | None = None) -> None:
+        self.cancel = cancel
         self.recall: dict[tuple[int, int], float] = {}
         self.costs: dict[int, list[tuple[int, int, int, int, float]]] = {}
         self.truth: dict[int, frozenset[int]] = {}
 
     def __call__(self, search: SweepSearch) -> None:
+        checkpoint(self.cancel, SearchCancelled)
         found = {h.item_id for h in search.result.hits}
         truth = self.truth[search.query] = search.true_ids
         self.recall[(search.search_exp, search.query)] = len(truth & found) / len(truth) if truth else 1.0
@@ -291,7 +306,7 @@ def compare_recall(a: IndexReader, b: IndexReader, *, queries: Any | None = None
     curves = []
     collectors = []
     for name, reader, query_set in (("A", a, qa), ("B", b, qb)):
-        collector = _Collector()
+        collector = _Collector(cancel)
         report = recall_sweep(reader, query_set, k, search_exps, progress=_phased(progress, name), cancel=cancel,
                               exact=given if truth is not None else None, observe=collector)
         curves.append(collector.curve(search_exps, {row.search_exp: row.recall for row in report.rows}))
@@ -349,8 +364,8 @@ def compare_indexes(a: IndexReader, b: IndexReader, *, queries: Any | None = Non
     """Summaries, balance, migration and recall against cost of two indexes."""
     for problem in (p for exp in search_exps for p in SearchParams(k, exp).problems()):
         raise QueryError(problem)
-    sides = side_by_side(a, b)
     map_a, map_b = item_maps(a, b, progress, cancel)
+    sides = side_by_side(a, b, (map_a, map_b))
     moved = compare_assignments(map_a, map_b)
     note = "" if moved.common_items else "the indexes hold no item id in common: no migration"
     common = np.intersect1d(map_a.unique_ids(), map_b.unique_ids())

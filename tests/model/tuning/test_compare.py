@@ -135,3 +135,13 @@ def test_queries_from_a_file_and_cancel(builds: dict[str, Path]) -> None:
     cancel.set()
     with pytest.raises(SearchCancelled):
         compare_indexes(IndexReader(builds["a"]), IndexReader(builds["b"]), sample=10, cancel=cancel)
+
+
+def test_leaf_sizes_counted_from_the_item_maps_match_the_level_statistics(builds: dict[str, Path]) -> None:
+    a, b = IndexReader(builds["a"]), IndexReader(builds["b"])
+    maps = (a.locator.read_everything(), b.locator.read_everything())
+    counted = side_by_side(a, b, maps)  # type: ignore[arg-type]
+    read = side_by_side(IndexReader(builds["a"]), IndexReader(builds["b"]))
+    assert counted.rows == read.rows
+    for x, y in zip(counted.a.balance + counted.b.balance, read.a.balance + read.b.balance, strict=True):
+        assert np.array_equal(x.sizes, y.sizes) and x.chunk_rows == y.chunk_rows and x.chunk_fill == y.chunk_fill
