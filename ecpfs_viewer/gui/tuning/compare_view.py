@@ -3,7 +3,7 @@
 It opens its own readers of both indexes (the window's index and the one chosen), so closing or
 changing the index in the main window never pulls the store from under a running comparison.
 Everything it computes runs in a BackgroundRunner with progress and cancel: opening and the
-summaries first, then the item migration and recall against cost on the queries of the form.
+summaries, balance and the item migration first, then recall against cost on the queries of the form.
 Every table exports as CSV or JSON, every chart as PNG.
 """
 
@@ -71,37 +71,36 @@ AXES = ("distance_computations", "leaves_scanned", "nodes_visited", "items_score
 
 @dataclass(frozen=True)
 class Opened:
-    """Both readers and their side-by-side summaries, from the first job."""
+    """From the first job: both readers, their side-by-side summaries and how their items moved."""
 
     a: IndexReader
     b: IndexReader
     sides: SideBySide
+    migration: Migration
+    common_ids: np.ndarray  # item ids both hold, to sample queries from
 
 
 @dataclass(frozen=True)
 class Searched:
-    """What the second job found: the migration and recall against cost."""
+    """What the second job found: recall against cost on the form's queries."""
 
-    migration: Migration
     recall: RecallComparison
 
 
-def _open_both(location_a: str, remote_a: RemoteOptions | None, location_b: str,
-               remote_b: RemoteOptions | None) -> Opened:
+def _open_both(location_a: str, remote_a: RemoteOptions | None, location_b: str, remote_b: RemoteOptions | None,
+               progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Opened:
     a = IndexReader(open_store(location_a, remote=remote_a))
     b = IndexReader(open_store(location_b, remote=remote_b))
-    return Opened(a, b, side_by_side(a, b))
+    maps = item_maps(a, b, progress, cancel)
+    sides = side_by_side(a, b, maps)
+    return Opened(a, b, sides, compare_assignments(*maps), np.intersect1d(maps[0].unique_ids(), maps[1].unique_ids()))
 
 
-def _migrate_and_search(opened: Opened, queries: str, sample: int, k: int, exps: list[int],
-                        progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Searched:
-    map_a, map_b = item_maps(opened.a, opened.b, progress, cancel)
-    moved = compare_assignments(map_a, map_b)
-    common = np.intersect1d(map_a.unique_ids(), map_b.unique_ids())
+def _search(opened: Opened, queries: str, sample: int, k: int, exps: list[int],
+            progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Searched:
     matrix = load_npy(queries) if queries else None
-    recall = compare_recall(opened.a, opened.b, queries=matrix, query_source=queries, sample=sample, k=k,
-                            search_exps=exps, common_ids=common, progress=progress, cancel=cancel)
-    return Searched(moved, recall)
+    return Searched(compare_recall(opened.a, opened.b, queries=matrix, query_source=queries, sample=sample, k=k,
+                                   search_exps=exps, common_ids=opened.common_ids, progress=progress, cancel=cancel))
 
 
 def parse_exps(text: str) -> list[int]:
@@ -238,7 +237,7 @@ class CompareView(QWidget):
         return page
 
     def _migration_page(self) -> QWidget:
-        self.migration_label = QLabel("The migration is computed with the recall (Compare).")
+        self.migration_label = QLabel("Reading where every item is in both indexes …")
         self.migration_label.setWordWrap(True)
         self.migration_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.flows_box = TableBox("Largest leaf-to-leaf flows", lambda: self.export_table("flows"))
@@ -283,12 +282,12 @@ class CompareView(QWidget):
 
     # -- running --------------------------------------------------------------------------------
     def _open(self) -> None:
-        self._start("Opening both indexes and reading their summaries …")
+        self._start("Opening both indexes: summaries and where every item is …")
         self._runner.run(_open_both, self.location_a, self._remotes[0], self.location_b, self._remotes[1],
-                         on_result=self._on_opened, on_error=self._on_error)
+                         on_result=self._on_opened, on_error=self._on_error, on_progress=self._on_progress)
 
     def run(self) -> None:
-        """Migration and recall against cost with the form's queries, k and search_exp values."""
+        """Recall against cost with the form's queries, k and search_exp values."""
         if self.opened is None:
             return
         try:
@@ -297,7 +296,7 @@ class CompareView(QWidget):
             self._show_status(str(exc), error=True)
             return
         self._start(f"Comparing recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
-        self._runner.run(_migrate_and_search, self.opened, self.file_edit.text().strip(), self.sample_spin.value(),
+        self._runner.run(_search, self.opened, self.file_edit.text().strip(), self.sample_spin.value(),
                          self.k_spin.value(), exps, on_result=self._on_searched, on_error=self._on_error,
                          on_progress=self._on_progress, heavy=True)
 
@@ -353,13 +352,12 @@ class CompareView(QWidget):
         self.level_combo.setCurrentIndex(self.level_combo.count() - 1)
         self.level_combo.blockSignals(False)
         self._plot_balance()
+        self._show_migration(opened.migration)
         differing = sum(r.differs for r in sides.rows)
-        self._finish(f"{differing} of {len(sides.rows)} summary rows differ. Computing the migration and recall …")
+        self._finish(f"{differing} of {len(sides.rows)} summary rows differ. Computing recall against cost …")
         self.run()
 
-    def _on_searched(self, searched: Searched) -> None:
-        self.searched = searched
-        m, r = searched.migration, searched.recall
+    def _show_migration(self, m: Migration) -> None:
         if m.common_items:
             self.migration_label.setText(
                 f"On the {m.common_items:,} item ids both hold ({m.only_a:,} only in A, {m.only_b:,} only in B): "
@@ -370,6 +368,10 @@ class CompareView(QWidget):
         else:
             self.migration_label.setText("The indexes hold no item id in common: nothing to follow.")
         self._set_table(flows_table(m), self.flows_box)
+
+    def _on_searched(self, searched: Searched) -> None:
+        self.searched = searched
+        r = searched.recall
         self._set_table(curve_table(r), self.curve_box)
         self._set_table(differing_table(r), self.queries_box)
         self.recall_note.setText(f"recall@{r.k} on {r.source}; {r.note}.")
