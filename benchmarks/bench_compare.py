@@ -62,9 +62,15 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--target", type=int, default=100)
     parser.add_argument("--gui", action="store_true", help="also measure the comparison view's GUI stalls")
+    parser.add_argument("--gui-only", action="store_true", help="only the comparison view's GUI stalls")
+    parser.add_argument("--explain", type=float, metavar="MS",
+                        help="with --gui: print where the GUI thread was in each stall longer than MS")
     args = parser.parse_args()
     path_a = bench_index_path(rows=args.rows)
     path_b = second_index(args.rows, args.target)
+    if args.gui_only:
+        measure_view(str(path_a), str(path_b), args.queries, None, args.explain)
+        return 0
     print(f"A {path_a.name}, B {path_b.name}, {args.queries} queries, search_exp {SEARCH_EXPS}; "
           f"load {Path('/proc/loadavg').read_text().split()[:3]}")
     seconds, comparison = timed(lambda: compare_indexes(IndexReader(path_a), IndexReader(path_b),
@@ -90,11 +96,12 @@ def main() -> int:
     print(f"{'baseline: exact search alone (A)':<44}{exact_s:>8.2f} s   compare is {total / exact_s:.1f} x")
     print(f"{'baseline: recall sweep of A alone (fresh)':<44}{sweep_s:>8.2f} s   compare is {total / sweep_s:.1f} x")
     if args.gui:
-        measure_view(str(path_a), str(path_b), args.queries, total)
+        measure_view(str(path_a), str(path_b), args.queries, total, args.explain)
     return 0
 
 
-def measure_view(path_a: str, path_b: str, queries: int, model_seconds: float) -> None:
+def measure_view(path_a: str, path_b: str, queries: int, model_seconds: float | None,
+                 explain: float | None = None) -> None:
     """The window on A, File > Compare With B: the GUI thread's longest stall until everything is shown."""
     import tempfile
 
@@ -112,7 +119,7 @@ def measure_view(path_a: str, path_b: str, queries: int, model_seconds: float) -
     window.resize(1280, 800)
     window.show()
     wait_until(lambda: not window.is_busy())
-    meter = StallMeter()
+    meter = StallMeter(explain)
     meter.start()
     started = time.perf_counter()
     window.open_comparison(path_b)
@@ -130,7 +137,13 @@ def measure_view(path_a: str, path_b: str, queries: int, model_seconds: float) -
     print(f"{'comparison view (window on A, Compare With B)':<44}{wall:>8.2f} s   longest GUI stall "
           f"{meter.longest:.0f} ms (GUI CPU {meter.longest_busy:.0f} ms), {meter.over(STALL_LIMIT_MS)} over "
           f"{STALL_LIMIT_MS} ms; target none over {STALL_LIMIT_MS} ms")
-    print(f"{'baseline: the same work on the GUI thread':<44}{model_seconds:>8.2f} s   (one freeze that long)")
+    if model_seconds is not None:
+        print(f"{'baseline: the same work on the GUI thread':<44}{model_seconds:>8.2f} s   (one freeze that long)")
+    print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    for gap, stacks in meter.explained:
+        print(f"stall of {gap:.0f} ms; the GUI thread was in ({len(stacks)} samples, 20 ms apart):")
+        for stack in sorted(set(stacks))[:4]:
+            print(f"    {stack}")
 
 
 if __name__ == "__main__":
