@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,7 +27,8 @@ import numpy as np
 from _bench_index import CACHE, LEVELS, ROWS, SEED, _vectors, bench_index_path
 
 from ecpfs_viewer.model.search import IndexReader, recall_sweep, sample_items
-from ecpfs_viewer.model.tuning.compare import compare_indexes, compare_recall, migration, side_by_side
+from ecpfs_viewer.model.storage.disk_cache import CACHE_ENV
+from ecpfs_viewer.model.tuning.compare import Comparison, compare_indexes, compare_recall, migration, side_by_side
 
 SEARCH_EXPS = (1, 2, 4, 8)
 
@@ -73,12 +75,25 @@ def main() -> int:
         return 0
     print(f"A {path_a.name}, B {path_b.name}, {args.queries} queries, search_exp {SEARCH_EXPS}; "
           f"load {Path('/proc/loadavg').read_text().split()[:3]}")
-    seconds, comparison = timed(lambda: compare_indexes(IndexReader(path_a), IndexReader(path_b),
-                                                        sample=args.queries, search_exps=SEARCH_EXPS))
+    def whole() -> Comparison:
+        return compare_indexes(IndexReader(path_a), IndexReader(path_b), sample=args.queries, search_exps=SEARCH_EXPS)
+
+    with tempfile.TemporaryDirectory(prefix="ecpfs-bench-cache-") as empty:  # no item map saved yet
+        before = os.environ.get(CACHE_ENV)
+        os.environ[CACHE_ENV] = empty
+        try:
+            cold, _ = timed(whole)
+            seconds, comparison = timed(whole)  # the item maps the first run saved
+        finally:
+            if before is None:
+                os.environ.pop(CACHE_ENV)
+            else:
+                os.environ[CACHE_ENV] = before
     total = seconds
     m = comparison.migration
     assert m is not None
-    print(f"{'compare (everything, fresh readers)':<44}{seconds:>8.2f} s   target <= 15 s")
+    print(f"{'compare, first time (every item_ids read)':<44}{cold:>8.2f} s   target <= 15 s")
+    print(f"{'compare (everything, fresh readers)':<44}{seconds:>8.2f} s   target <= 15 s (item maps saved)")
     print(f"    ARI {m.adjusted_rand:.3f}, pair agreement {m.pair_agreement:.3f}, {m.flow_count:,} flows; "
           f"recall@10 at search_exp 8: A {comparison.recall.curve_a[-1].recall:.3f}, "
           f"B {comparison.recall.curve_b[-1].recall:.3f}")
