@@ -28,8 +28,7 @@ def draw_balance(widget: pg.PlotWidget, sides: SideBySide | None, level: int | N
     plot.clear()
     if sides is None or level is None:
         return
-    if plot.legend is None:
-        plot.addLegend(offset=(8, 8))
+    _legend(widget)
     empty = np.zeros(0, np.int64)
     sizes = [s.balance[level - 1].sizes if level <= len(s.balance) else empty for s in (sides.a, sides.b)]
     pair = colours(widget.palette())
@@ -63,8 +62,7 @@ def draw_recall(widget: pg.PlotWidget, recall: RecallComparison | None, axis: st
     plot.clear()
     if recall is None:
         return
-    if plot.legend is None:
-        plot.addLegend(offset=(8, 8))
+    _legend(widget)
     for name, curve, colour in zip("AB", (recall.curve_a, recall.curve_b), colours(widget.palette()), strict=True):
         xs = [p.cost(axis) for p in curve]
         plot.plot(xs, [p.recall for p in curve], pen=pg.mkPen(colour, width=2), symbol="o", symbolBrush=colour,
@@ -77,6 +75,14 @@ def draw_recall(widget: pg.PlotWidget, recall: RecallComparison | None, axis: st
     plot.setLabel("left", f"recall@{recall.k}")
     plot.setTitle(f"recall@{recall.k} against cost (points labelled with search_exp)")
     _style(widget)
+
+
+def _legend(widget: pg.PlotWidget) -> None:
+    """The legend, its labels in the palette's text colour (set before the curves, which take it)."""
+    plot = widget.getPlotItem()
+    if plot.legend is None:
+        plot.addLegend(offset=(8, 8))
+    plot.legend.setLabelTextColor(plot_colors(widget.palette())[1])
 
 
 def _style(widget: pg.PlotWidget) -> None:
