@@ -79,3 +79,16 @@ def test_bench_diagnostics_prints_figures_beside_baselines(tmp_path: Path) -> No
                  "workload of 40 queries", "baseline: exact search", "Self-Reachability dialog, every item"):
         assert line in out, out
     assert "3,000 items" in out and "longest GUI stall" in out and "load average" in out
+
+
+@pytest.mark.timeout(400)
+def test_bench_compare_runs_on_two_tiny_builds_with_its_gui_stalls(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_compare.py"), "--rows", "3000", "--queries", "20",
+                           "--target", "120", "--gui"],
+                          capture_output=True, text=True, timeout=600, env=_env(tmp_path / "cache"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("compare (everything, fresh readers)") and "target <= 15 s" in line for line in lines)
+    assert any(line.startswith("baseline: exact search alone") and " x" in line for line in lines), done.stdout
+    assert any(line.startswith("comparison view") and "longest GUI stall" in line for line in lines), done.stdout
+    assert (tmp_path / "cache" / "bench_3k_64_l3_t120.zarr").is_dir()

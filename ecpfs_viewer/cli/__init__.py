@@ -33,7 +33,7 @@ from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = ("info", "check", "build", "search", "recall", "locate", "workload", "cache", "completion")
+SUBCOMMANDS = ("info", "check", "build", "search", "recall", "locate", "compare", "workload", "cache", "completion")
 
 DESCRIPTION = """\
 Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
@@ -46,6 +46,7 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer search INDEX ...     eCP search with a trace, exact neighbours, why-missed
   ecpfs-viewer recall INDEX ...     recall@k against exact search, per search_exp
   ecpfs-viewer locate INDEX ITEM    which leaf and row hold an item
+  ecpfs-viewer compare A B          two indexes side by side: balance, migration, recall vs cost
   ecpfs-viewer workload INDEX ...   replay queries: visits per node, hot leaves, skew
   ecpfs-viewer cache [list|clear]   show or clear the cache folder (item maps, remote metadata)
   ecpfs-viewer completion bash|zsh  print a shell completion script
@@ -64,7 +65,7 @@ _REGISTRARS = {
     "info": ("read", "add_info_parser"), "check": ("read", "add_check_parser"),
     "build": ("build", "add_build_parser"), "search": ("search", "add_search_parser"),
     "recall": ("search", "add_recall_parser"), "locate": ("search", "add_locate_parser"),
-    "workload": ("diagnostics", "add_workload_parser"),
+    "compare": ("tuning", "add_compare_parser"), "workload": ("diagnostics", "add_workload_parser"),
     "cache": ("cache", "add_cache_parser"), "completion": ("completion", "add_completion_parser"),
 }
 

@@ -28,6 +28,7 @@ from ecpfs_viewer.gui.window.navigation import SelectionNavigation
 from ecpfs_viewer.gui.window.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
 from ecpfs_viewer.gui.window.session import IndexSession
 from ecpfs_viewer.gui.window.start_page import StartPage
+from ecpfs_viewer.model.storage.options import RemoteOptions
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class WindowSlots:
     refresh: Callable[[], None]
     build: Callable[[], None]
     demo: Callable[[], None]
+    compare: Callable[[str, RemoteOptions | None], None]  # the window's index beside this one
 
 
 class WindowActions(QObject):
@@ -47,6 +49,7 @@ class WindowActions(QObject):
                  slots: WindowSlots) -> None:
         super().__init__(window)
         self.window, self.session, self.tree = window, session, tree
+        self._compare = slots.compare
         action = partial(window_action, window)
 
         self.open_folder_action = action("Open Index &Folder…", self.open_folder_dialog, "Ctrl+O", "SP_DirOpenIcon")
@@ -54,6 +57,9 @@ class WindowActions(QObject):
         self.open_url_action = action("Open &URL…", self.open_url_dialog, "Ctrl+U")
         self.build_action = action("&Build Index from .npy…", slots.build, "Ctrl+B")
         self.demo_action = action("Open &Demo Index", slots.demo)
+        self.compare_folder_action = action("Index &Folder…", self.compare_folder_dialog)
+        self.compare_zip_action = action("&Zip…", self.compare_zip_dialog)
+        self.compare_url_action = action("&URL…", self.compare_url_dialog)
         self.clear_cache = ClearCacheFlow(window)
         self.clear_cache_action = action("Clear &Cache…", self.clear_cache.start)
         self.close_action = action("&Close", slots.close_store, "Ctrl+W")
@@ -76,6 +82,14 @@ class WindowActions(QObject):
         for item in (self.open_folder_action, self.open_zip_action, self.open_url_action):
             menu.addAction(item)
         self.recent_menu = menu.addMenu("Open &Recent")
+        self.compare_menu = menu.addMenu("Compare &With")
+        self.compare_menu.setToolTipsVisible(True)
+        self.compare_menu.setToolTip("Open another index beside this one: summaries, balance, migration, recall")
+        for item in (self.compare_folder_action, self.compare_zip_action, self.compare_url_action):
+            self.compare_menu.addAction(item)
+        self.compare_menu.setEnabled(False)
+        session.opened.connect(lambda *_: self.compare_menu.setEnabled(True))
+        session.dropping.connect(lambda: self.compare_menu.setEnabled(False))
         menu.addSeparator()
         menu.addAction(self.build_action)
         menu.addAction(self.demo_action)
@@ -157,6 +171,22 @@ class WindowActions(QObject):
         dialog = OpenUrlDialog(self.window, recent=app_settings.recent_urls())
         if dialog.exec():
             self.session.open_location(dialog.location(), dialog.remote_options())
+
+    # -- comparing --------------------------------------------------------------------------------
+    def compare_folder_dialog(self) -> None:
+        path = ask_index_folder(self.window, self.session.dialog_start())
+        if path:
+            self._compare(path, None)
+
+    def compare_zip_dialog(self) -> None:
+        path = ask_zip(self.window, self.session.dialog_start())
+        if path:
+            self._compare(path, None)
+
+    def compare_url_dialog(self) -> None:
+        dialog = OpenUrlDialog(self.window, recent=app_settings.recent_urls())
+        if dialog.exec():
+            self._compare(dialog.location(), dialog.remote_options())
 
     def go_to_path(self) -> None:
         """Ctrl+L: ask for a path (completion from what is listed) and select it."""

@@ -34,6 +34,7 @@ from ecpfs_viewer.gui.search.wiring import SearchFeature
 from ecpfs_viewer.gui.tree.item_model import TreeItem
 from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_marks
+from ecpfs_viewer.gui.tuning.compare_view import CompareView
 from ecpfs_viewer.gui.widgets.display import MessageBanner, panes
 from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
@@ -66,6 +67,7 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(800, 500)
         self.session = IndexSession(self)
         self._build_dialog: QWidget | None = None
+        self._compare_views: list[CompareView] = []
         self.last_action = ""
         self._shown_started = 0.0  # when the action whose cost the status bar shows began
 
@@ -90,7 +92,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.cost_label, 1)
         self.statusBar().addPermanentWidget(self.progress)
         slots = WindowSlots(close_store=self.close_store, refresh=self.refresh_all, build=self.open_build_dialog,
-                            demo=self.open_demo)
+                            demo=self.open_demo, compare=self.open_comparison)
         clipboard = NodeClipboard(self.current_item, lambda: self.session.hierarchy, self.statusBar().showMessage)
         self.commands = WindowActions(self, self.session, self.tree_panel, clipboard, slots)
         self.commands.connect_start_page(self.start_page, slots)
@@ -251,6 +253,22 @@ class MainWindow(QMainWindow):
         self._build_dialog = dialog
         dialog.show()
 
+    def open_comparison(self, location: str, remote: RemoteOptions | None = None) -> None:
+        """File > Compare With…: a comparison window of the index on screen and the one at location."""
+        opened = self.session.current
+        if opened is None:
+            return
+        view = CompareView(opened.location, location, self.session.remote, remote, parent=self)
+        view.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        view.destroyed.connect(lambda *_: self._compare_views.remove(view) if view in self._compare_views else None)
+        self._compare_views.append(view)
+        view.show()
+
+    @property
+    def comparisons(self) -> list[CompareView]:
+        """The comparison windows open now."""
+        return list(self._compare_views)
+
     def _show_recent(self, locations: list[str]) -> None:
         self.start_page.set_recent(locations)
         self.commands.show_recent(locations)
@@ -355,6 +373,9 @@ class MainWindow(QMainWindow):
             with contextlib.suppress(RuntimeError):  # already deleted by Qt (WA_DeleteOnClose)
                 self._build_dialog.close()
             self._build_dialog = None
+        for view in list(self._compare_views):
+            with contextlib.suppress(RuntimeError):  # already deleted by Qt
+                view.close()
         self.session.stop()
         for runner in self.findChildren(BackgroundRunner):
             runner.invalidate()  # every task of this window: asked to stop, its result dropped

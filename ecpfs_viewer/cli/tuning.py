@@ -1,0 +1,147 @@
+"""`ecpfs-viewer compare`: two indexes side by side (summaries, balance, migration, recall against cost).
+
+Works on every store the app opens (folder, zip, http(s), s3); progress on stderr, failures as
+`cli.contract` says. `tune` (issue 23 §3) is registered from this module too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, UsageError
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.search import IndexReader
+    from ecpfs_viewer.model.tuning.compare import Comparison
+
+# ------------------------------------------------------------------------------------ compare
+
+
+def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """Register `compare A B [--queries Q.npy | --sample N] [--k 10] [--search-exp 1,2,4,8] [--json]`."""
+    from ecpfs_viewer.cli.read import add_remote_options
+
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "compare", help="compare two indexes: summaries, balance, item migration, recall against cost",
+        description="Two indexes side by side: their summaries with the differences marked (*), the node-size "
+                    "balance of each level, how the items both hold moved between leaves (pair agreement, "
+                    "adjusted Rand index, the largest leaf-to-leaf flows), and recall@k against the mean cost "
+                    "of a search on the same queries (rows of --queries, else --sample N items both hold, each "
+                    "left out of its own result lists).")
+    p.add_argument("index_a", metavar="A", help="first index: folder, .zip or URL")
+    p.add_argument("index_b", metavar="B", help="second index: folder, .zip or URL")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--queries", metavar="Q.npy", help="2-D .npy of queries")
+    src.add_argument("--sample", type=int, default=200, metavar="N",
+                     help="sample N items both indexes hold as queries (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
+    p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
+    p.add_argument("--search-exp", default="1,2,4,8", metavar="N,N",
+                   help="comma-separated search_exp values (default 1,2,4,8)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
+    add_remote_options(p)
+    p.set_defaults(func=_compare_command, index=None)
+    return p
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    from ecpfs_viewer.cli.search import _run
+
+    return _run(_compare, args)
+
+
+def _open_index(location: str, args: argparse.Namespace) -> IndexReader:
+    from ecpfs_viewer.cli.read import remote_options
+    from ecpfs_viewer.model.errors import UserError, describe_exception
+    from ecpfs_viewer.model.search import IndexReader
+    from ecpfs_viewer.model.storage.opening import open_store
+
+    options = remote_options(args)
+    try:
+        return IndexReader(open_store(location, remote=options))
+    except (UserError, OSError, ValueError) as exc:
+        message = describe_exception(exc)
+        raise CannotOpen(message if location in message else f"{location}: cannot open ({message})") from None
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from ecpfs_viewer.cli.progress import TerminalProgress
+    from ecpfs_viewer.cli.search import _check_params, _ids, load_queries
+    from ecpfs_viewer.model.tuning.compare import compare_indexes
+
+    exps = _ids(args.search_exp, "--search-exp")
+    if not exps:
+        raise UsageError("--search-exp needs at least one value")
+    _check_params(args.k, exps, -1)
+    if args.queries is None and args.sample < 1:
+        raise UsageError(f"--sample must be at least 1 (got {args.sample})")
+    queries = load_queries(args.queries) if args.queries else None
+    args.index = args.index_a  # what an OSError names
+    a = _open_index(args.index_a, args)
+    b = _open_index(args.index_b, args)
+    with TerminalProgress(enabled=not args.quiet) as bar:
+        comparison = compare_indexes(a, b, queries=queries, query_source=args.queries or "", sample=args.sample,
+                                     seed=args.seed, k=args.k, search_exps=exps, progress=bar)
+    if args.json:
+        print(json.dumps(comparison.to_dict(), indent=2, default=_plain))
+    else:
+        print_comparison(comparison)
+    return EXIT_OK
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays in the JSON output."""
+    return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def print_comparison(c: Comparison) -> None:
+    """The comparison as text: summary rows (* where they differ), balance, migration, recall, queries."""
+    sides = c.sides
+    print(f"A: {sides.a.label}\nB: {sides.b.label}\n")
+    width = max(len(r.name) for r in sides.rows)
+    print(f"  {'':<{width}}  {'A':>16}  {'B':>16}")
+    for row in sides.rows:
+        print(f"{'*' if row.differs else ' '} {row.name:<{width}}  {_cell(row.a):>16}  {_cell(row.b):>16}")
+    print("\nbalance   level  nodes      min   median      max  max/med     CV  imbalance")
+    for name, side in (("A", sides.a), ("B", sides.b)):
+        for lv in side.balance:
+            fig = lv.to_dict()
+            print(f"{name:>7}  {lv.level:>6}  {lv.nodes:>5}  {_cell(fig['size_min']):>7}  "
+                  f"{_cell(fig['size_median']):>7}  {_cell(fig['size_max']):>7}  {_cell(fig['max_over_median']):>7}  "
+                  f"{_cell(fig['coefficient_of_variation']):>5}  {_cell(fig['imbalance_factor']):>9}")
+    m = c.migration
+    if m is None:
+        print(f"\nmigration: {c.migration_note}")
+    else:
+        print(f"\nmigration over {m.common_items:,} common items ({m.only_a:,} only in A, {m.only_b:,} only in B): "
+              f"pair agreement {m.pair_agreement:.4f} (from B's side {m.pair_agreement_b:.4f}), adjusted Rand "
+              f"{m.adjusted_rand:.4f}; {m.moved_items:,} items ({m.moved_share:.1%}) left their leaf's main "
+              f"counterpart in {m.flow_count:,} flows")
+        for f in m.flows[:10]:
+            print(f"  A leaf {f.leaf_a} -> B leaf {f.leaf_b}: {f.items:,} of {f.leaf_a_size:,} items "
+                  f"(most went to B leaf {f.stayed_in})")
+    r = c.recall
+    print(f"\nrecall@{r.k} on {r.source} ({r.note})")
+    print(f"{'':>3}{'search_exp':>11}  {'recall':>7}  {'distances':>10}  {'leaves':>7}  {'nodes':>7}  {'ms':>7}")
+    for name, curve in (("A", r.curve_a), ("B", r.curve_b)):
+        for p in curve:
+            print(f"{name:>3}{p.search_exp:>11}  {p.recall:>7.4f}  {p.distance_computations:>10.1f}  "
+                  f"{p.leaves_scanned:>7.1f}  {p.nodes_visited:>7.1f}  {p.ms:>7.2f}")
+    if r.differing:
+        print("\nqueries whose recall differs most (row, item, search_exp: A -> B)")
+        for d in r.differing[:10]:
+            print(f"  {d.query:>5}  {'-' if d.item_id is None else d.item_id:>8}  {d.search_exp:>3}: "
+                  f"{d.recall_a:.2f} -> {d.recall_b:.2f}")

@@ -1,0 +1,128 @@
+"""File > Compare With…: the comparison window beside the open index, driven as a user does."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from index_factory import build_clustered_index
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QMenu
+from window_driver import open_window
+
+from ecpfs_viewer.gui.tuning.compare_view import CompareView
+from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.model.search import IndexReader
+from ecpfs_viewer.model.tuning.compare import compare_indexes
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    fine = build_clustered_index(tmp_path_factory.mktemp("fine"), 600, 8, target_cluster_items=20)
+    coarse = build_clustered_index(tmp_path_factory.mktemp("coarse"), 600, 8, target_cluster_items=75)
+    return fine, coarse
+
+
+def _done(qtbot, win: MainWindow) -> CompareView:
+    qtbot.waitUntil(lambda: bool(win.comparisons), timeout=5000)
+    view = win.comparisons[-1]
+    qtbot.waitUntil(lambda: view.searched is not None and not view.busy, timeout=60_000)
+    return view
+
+
+def test_compare_with_url_from_the_file_menu_shows_identical_indexes_agree(qtbot, monkeypatch, two_clusters_path,
+                                                                            http_data_url: str) -> None:
+    from ecpfs_viewer.gui.window import open_dialogs
+
+    url = f"{http_data_url}/two_clusters.zarr"
+
+    def accept(dialog: open_dialogs.OpenUrlDialog) -> int:
+        dialog.url.setText(url)
+        return 1
+
+    monkeypatch.setattr(open_dialogs.OpenUrlDialog, "exec", accept)
+    win = open_window(qtbot, two_clusters_path)
+    file_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&File")
+    compare_menu = win.commands.compare_menu
+    assert compare_menu.menuAction() in file_menu.actions() and compare_menu.title() == "Compare &With"
+    assert compare_menu.isEnabled()
+    assert [a.text() for a in compare_menu.actions()] == ["Index &Folder…", "&Zip…", "&URL…"]
+    win.commands.compare_url_action.trigger()
+    view = _done(qtbot, win)
+    assert view.location_b == url and view.isVisible()
+    assert "pair agreement 1.0000" in view.migration_label.text() and "adjusted Rand index 1.0000" in \
+        view.migration_label.text()
+    assert view.flows_box.model.rowCount() == 0 and view.queries_box.model.rowCount() == 0
+    summary = view.summary_box.model
+    marked = {summary.row(r)[0] for r in range(summary.rowCount()) if summary.is_highlighted(r)}
+    assert marked == {"disk bytes", "files"}  # the server lists nothing: only the disk figures are unknown in B
+    win.close_store()
+    assert not compare_menu.isEnabled()
+
+
+def test_compare_two_builds_plots_exports_and_opens_a_query(qtbot, two_builds, tmp_path: Path) -> None:
+    fine, coarse = two_builds
+    win = open_window(qtbot, fine)
+    win.open_comparison(str(coarse))  # what File > Compare With > Index Folder… calls with the folder chosen
+    view = _done(qtbot, win)
+    expected = compare_indexes(IndexReader(fine), IndexReader(coarse), sample=200, k=10, search_exps=(1, 2, 4, 8))
+    moved = expected.migration
+    assert moved is not None
+    assert f"adjusted Rand index {moved.adjusted_rand:.4f}" in view.migration_label.text()
+    assert view.flows_box.model.rowCount() == len(moved.flows) > 0
+    curve = view.curve_box.model
+    assert [curve.row(r)[2] for r in range(curve.rowCount())] == [
+        round(p.recall, 4) for p in expected.recall.curve_a + expected.recall.curve_b]
+    summary = view.summary_box.model
+    assert any(summary.is_highlighted(r) and summary.row(r)[0] == "lvl_2 nodes" for r in range(summary.rowCount()))
+    # the charts: CDF toggle and another cost axis redraw; PNGs saved
+    view.tabs.setCurrentIndex(1)
+    view.shape_combo.setCurrentIndex(1)
+    assert view.balance_plot.getPlotItem().listDataItems()
+    assert view.export_chart("balance", str(tmp_path / "balance.png"))
+    view.tabs.setCurrentIndex(3)
+    view.axis_combo.setCurrentIndex(view.axis_combo.findData("leaves_scanned"))
+    xs = list(view.recall_plot.getPlotItem().listDataItems()[0].xData)
+    assert xs == [p.leaves_scanned for p in expected.recall.curve_a]
+    assert view.export_chart("recall_vs_cost", str(tmp_path / "recall.png"))
+    assert not QImage(str(tmp_path / "recall.png")).isNull()
+    # every table exports
+    for name in ("summary", "balance", "flows", "recall_vs_cost", "differing_queries"):
+        assert view.export_table(name, str(tmp_path / f"{name}.csv"))
+        with open(tmp_path / f"{name}.csv", encoding="utf-8") as handle:
+            assert len(list(csv.reader(handle))) == len(view.tables[name].rows) + 1
+    assert view.export_table("flows", str(tmp_path / "flows.json"))
+    flows = json.loads((tmp_path / "flows.json").read_text())["rows"]
+    assert [f["items moved"] for f in flows] == [f.items for f in moved.flows]
+    # a differing query: its two paths
+    view.tabs.setCurrentIndex(4)
+    assert view.queries_box.model.rowCount() > 0
+    table = view.queries_box.view
+    table.setFocus()
+    table.setCurrentIndex(table.model().index(0, 0))
+    qtbot.keyClick(table, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: view.trace_a.model.rowCount() > 0 and view.trace_b.model.rowCount() > 0, timeout=20_000)
+    assert view.trace_a.model.row(0)[1].startswith("lvl_1/node_")
+    assert "Query" in view.path_label.text()
+    view.close()
+    qtbot.waitUntil(lambda: not win.comparisons, timeout=5000)
+
+
+def test_cancel_stops_the_comparison(qtbot, two_builds) -> None:
+    fine, coarse = two_builds
+    win = open_window(qtbot, fine)
+    win.open_comparison(str(coarse))
+    view = win.comparisons[-1]
+    qtbot.waitUntil(lambda: view.opened is not None, timeout=30_000)
+    view.sample_spin.setValue(600)
+    view.exps_edit.setText("1, 2, 4, 8, 16, 32")
+    view.run()
+    assert view.cancel_button.isEnabled()
+    view.cancel()
+    assert view.status.text() == "Cancelled." and view.run_button.isEnabled() and not view.busy
+    view.exps_edit.setText("1, x")
+    view.run()
+    assert "'x' is not one" in view.status.text()
