@@ -149,3 +149,29 @@ def _ancestor_positions(index_map: IndexMap) -> list[np.ndarray]:
         parents = index_map.levels[depth].parents
         out[depth - 1] = np.where(below >= 0, parents[np.maximum(below, 0)], -1)
     return out
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Spearman's rank correlation of two equal-length arrays (ties get their mean rank); NaN pairs
+    are left out; None with fewer than 3 pairs or when either side is constant."""
+    keep = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[keep], b[keep]
+    if a.size < 3:
+        return None
+    ra, rb = _mean_ranks(a), _mean_ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return None
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def boundary_miss_correlation(report: BoundaryReport, per_node_misses: np.ndarray, level: int) -> float | None:
+    """How the nodes of a level that hold more boundary items rank against those that lose more neighbours
+    (:func:`rank_correlation` of the boundary share and the misses per node; arrays of the same map)."""
+    return rank_correlation(report.shares(level), per_node_misses.astype(np.float64))
+
+
+def _mean_ranks(values: np.ndarray) -> np.ndarray:
+    _unique, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    starts = np.cumsum(counts) - counts
+    ranks: np.ndarray = (starts + (counts - 1) / 2.0)[inverse]
+    return ranks

@@ -323,18 +323,18 @@ def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, c
 # -- overlays of what the index stores ----------------------------------------------------------
 
 def size_overlay(index_map: IndexMap) -> MapOverlay:
-    """log2 of each node's rows against its level's median rows: 0 typical, +1 twice, -1 half."""
+    """log2 of the items beneath each node against its level's median: 0 typical, +1 twice, -1 half."""
     values: dict[int, np.ndarray] = {}
     for band in index_map.levels:
-        rows = band.rows.astype(np.float64)
-        known = rows > 0
-        median = float(np.median(rows[known])) if known.any() else 1.0
+        sizes = band.sizes
+        known = sizes > 0
+        median = float(np.median(sizes[known])) if known.any() else 1.0
         out = np.full(len(band), np.nan)
-        out[known] = np.log2(rows[known] / median)
-        out[band.rows == 0] = -4.0
+        out[known] = np.log2(sizes[known] / median)
+        out[(band.rows == 0) | ((sizes == 0) & (band.state == OK))] = -3.0  # empty: the bottom of the scale
         values[band.level] = out
     return MapOverlay("size vs level median", values,
-                      "rows against the level's median, log2: 0 = median, +1 = twice, -1 = half (scale +-3)",
+                      "items beneath against the level's median, log2: 0 = median, +1 = twice, -1 = half",
                       "diverging", high=3.0, formatter=lambda v: f"{2.0 ** v:.2f} x median")
 
 

@@ -50,3 +50,13 @@ def test_a_wider_tolerance_finds_more_boundary_items(tmp_path: Path) -> None:
     index_map = layout_index(reader)
     tight, loose = boundary_items(reader, index_map, 0.01), boundary_items(reader, index_map, 0.3)
     assert loose.level_share(2) > tight.level_share(2)
+
+
+def test_rank_correlation_follows_the_order_and_skips_what_cannot_be_ranked() -> None:
+    from ecpfs_viewer.model.diagnostics.boundary import rank_correlation
+
+    a = np.array([0.1, 0.2, 0.3, 0.4, np.nan])
+    assert rank_correlation(a, np.array([1.0, 2.0, 3.0, 10.0, 0.0])) == pytest.approx(1.0)
+    assert rank_correlation(a, np.array([4.0, 3.0, 2.0, 1.0, 9.0])) == pytest.approx(-1.0)
+    assert rank_correlation(a, np.array([0.0, 0.0, 1.0, 1.0, 0.0])) == pytest.approx(np.sqrt(0.8))
+    assert rank_correlation(a, np.zeros(5)) is None and rank_correlation(a[:2], a[:2]) is None

@@ -76,6 +76,8 @@ def test_overlays_give_each_node_its_value(three_levels: Path) -> None:
     sizes = size_overlay(index_map)
     biggest = int(np.argmax(leaves.rows))
     assert sizes.value(3, biggest) == pytest.approx(np.log2(leaves.rows[biggest] / np.median(leaves.rows)))
+    band = index_map.band(1)
+    assert sizes.value(1, 0) == pytest.approx(np.log2(band.sizes[0] / np.median(band.sizes)))
     fill = fill_overlay(index_map)
     chunk = index_map.chunk_rows[3]
     assert chunk and fill.value(3, biggest) == pytest.approx(
