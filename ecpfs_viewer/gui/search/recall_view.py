@@ -35,9 +35,10 @@ from ecpfs_viewer.gui.widgets.colormaps import error_color, plot_colors, style_p
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
 from ecpfs_viewer.model.diagnostics.index_map import layout_index
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
-from ecpfs_viewer.model.search import QueryError, SearchError, SearchProgress
+from ecpfs_viewer.model.search import QueryError, SearchProgress
 from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_csv_path, recall_explore
 from ecpfs_viewer.model.search.results import ProgressCallback
+from ecpfs_viewer.model.tasks import Cancelled
 
 CSV_EXPORT_TITLE = "Export recall as CSV: the numbers in this file, the misses beside it in <name>-misses.csv"
 CSV_EXPORT_NOTE = ("Two CSV files: one line per search_exp (recall, leaves, time) in the file you name, and every "
@@ -65,7 +66,9 @@ def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int
     reader = session.reader()
     try:
         collector: MissMapCollector | None = MissMapCollector(layout_index(reader, cancel=cancel))
-    except SearchError:
+    except Cancelled:
+        raise
+    except Exception:  # a tree that cannot be laid out: the sweep goes on without its miss map
         collector = None
     outcome = recall_explore(reader, spec, k, exps, exclude_self, progress, cancel,
                              observe=None if collector is None else collector.observe)

@@ -115,3 +115,24 @@ def test_the_miss_map_puts_the_misses_of_the_moved_leaf_on_its_path(qtbot, defec
 
     select(qtbot, win, f"lvl_{level}")
     qtbot.waitUntil(lambda: "Recall lost at this level" in win.overview.level_page.summary_text(), timeout=10_000)
+
+
+def test_boundary_items_are_computed_on_demand_and_shown_on_the_map_and_node_page(qtbot, defect) -> None:
+    win = open_window(qtbot, defect.path, 1280, 900)
+    panel = _open_map(qtbot, win)
+    qtbot.waitUntil(lambda: "findings" in panel.overlay_names(), timeout=30_000)  # the opening validation's
+    leaf = int(panel.index_map.band(2).node_ids[0])
+    select(qtbot, win, f"lvl_2/node_{leaf}")
+    assert "Boundary items" not in win.node_page.facts_text()
+    panel.colour_by("boundary items (5%)")
+    qtbot.waitUntil(lambda: panel.boundary is not None and not panel.busy, timeout=60_000)
+    assert panel.colour_combo.currentText() == "boundary items (5%)"
+    assert "share of the node's items whose second-best representative" in panel.legend.text()
+    b, n = panel.boundary.node_share(2, leaf)
+    assert n == int(panel.index_map.band(2).sizes[0])
+    qtbot.waitUntil(lambda: "Boundary items" in win.node_page.facts_text(), timeout=10_000)
+    assert f"({b:,} of {n:,} score a second representative" in win.node_page.facts_text()
+    view = panel.view
+    qtbot.mouseMove(view, _centre(view, 2, leaf))
+    qtbot.waitUntil(lambda: view.hover_text.startswith(f"lvl_2/node_{leaf}\n"), timeout=5_000)
+    assert "boundary items (5%):" in view.hover_text
