@@ -114,7 +114,11 @@ def test_the_miss_map_puts_the_misses_of_the_moved_leaf_on_its_path(qtbot, defec
     assert view.selected == (level, node_id)
 
     select(qtbot, win, f"lvl_{level}")
-    qtbot.waitUntil(lambda: "Recall lost at this level" in win.overview.level_page.summary_text(), timeout=10_000)
+    page = win.overview.level_page
+    qtbot.waitUntil(lambda: "Recall lost at this level" in page.summary_text(), timeout=10_000)
+    assert f"Most lost at: {top} (" in page.summary_text()
+    panel.colour_by("boundary items (5%)")  # with boundary items too, the level page correlates the two
+    qtbot.waitUntil(lambda: "Boundary items vs misses" in page.summary_text(), timeout=60_000)
 
 
 def test_boundary_items_are_computed_on_demand_and_shown_on_the_map_and_node_page(qtbot, defect) -> None:
