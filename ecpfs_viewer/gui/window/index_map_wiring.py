@@ -43,10 +43,12 @@ def miss_marks(miss_map: MissMap | None) -> dict[str, RowMark]:
 
 
 class IndexMapFeature(QObject):
-    """Owns the Index map dock; ``reader_of`` gives the index reader (called in a worker)."""
+    """Owns the Index map dock and its action (in ``view_menu``); ``reader_of`` gives the index reader
+    (called in a worker)."""
 
     def __init__(self, host: QMainWindow, *, tree_model: HierarchyTreeModel, reader_of: Callable[[], NodeReader],
-                 reveal: Callable[[str], None], node_page: NodePage, level_page: LevelPage) -> None:
+                 reveal: Callable[[str], None], node_page: NodePage, level_page: LevelPage,
+                 view_menu: QMenu | None = None) -> None:
         super().__init__(host)
         self.host, self.tree_model, self._reader_of = host, tree_model, reader_of
         self.node_page, self.level_page = node_page, level_page
@@ -59,8 +61,7 @@ class IndexMapFeature(QObject):
         self._sized = False
         self._selected = ""
         self.show_action = window_action(host, "Index &Map", self.show_map, "Ctrl+Shift+M")
-        view_menu = next((a.menu() for a in host.menuBar().actions() if a.text() == "&View"), None)
-        if isinstance(view_menu, QMenu):
+        if view_menu is not None:
             view_menu.addAction(self.show_action)
         self.panel.node_requested.connect(reveal)
         self.panel.diagnostics_changed.connect(self._spread)

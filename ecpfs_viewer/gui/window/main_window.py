@@ -99,7 +99,7 @@ class MainWindow(QMainWindow):
             show_data=lambda: self.tabs.setCurrentIndex(self.TAB_DATA), say=self.statusBar().showMessage)
         self.index_map = IndexMapFeature(  # the Index map dock: opened from the index overview
             self, tree_model=self.tree_model, reader_of=self.search.session.reader, reveal=self.reveal_path,
-            node_page=self.node_page, level_page=self.overview.level_page)
+            node_page=self.node_page, level_page=self.overview.level_page, view_menu=self.commands.view_menu)
         self.overview.index_page.map_requested.connect(self.index_map.show_map)
         self.overview.report_ready.connect(self.index_map.set_report)
         self.search.panel.recall_view.miss_map_ready.connect(self.index_map.set_miss_map)

@@ -40,6 +40,7 @@ def _centre(view, level: int, node_id: int) -> QPoint:
 
 def test_the_map_names_opens_outlines_and_recolours_nodes(qtbot, defect, tmp_path: Path) -> None:
     win = open_window(qtbot, defect.path, 1280, 900)
+    assert win.index_map.show_action in win.commands.view_menu.actions()  # View > Index Map opens it too
     panel = _open_map(qtbot, win)
     view = panel.view
     assert panel.overlay_names()[:2] == ["size vs level median", "chunk fill"]
