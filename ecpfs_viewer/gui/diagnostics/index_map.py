@@ -32,7 +32,7 @@ from ecpfs_viewer.model.diagnostics.index_map import (
     MapOverlay,
     fill_overlay,
     findings_overlay,
-    layout_index,
+    shared_layout,
     size_overlay,
 )
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap
@@ -47,7 +47,7 @@ LOST_HEADERS = ("node", "misses", "share of all misses")
 
 def _layout_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
                 cancel: threading.Event | None = None) -> IndexMap:
-    return layout_index(reader_of(), progress, cancel)
+    return shared_layout(reader_of(), progress, cancel)
 
 
 def _boundary_job(reader_of: Callable[[], NodeReader], index_map: IndexMap, progress: ProgressCallback | None = None,

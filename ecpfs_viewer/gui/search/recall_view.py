@@ -33,7 +33,7 @@ from ecpfs_viewer.gui.search.query_form import hbox, spin_box
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import error_color, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
-from ecpfs_viewer.model.diagnostics.index_map import layout_index
+from ecpfs_viewer.model.diagnostics.index_map import shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
 from ecpfs_viewer.model.search import QueryError, SearchProgress
 from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_csv_path, recall_explore
@@ -65,7 +65,7 @@ def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int
     """The sweep, and its miss map (None for an index that cannot be laid out)."""
     reader = session.reader()
     try:
-        collector: MissMapCollector | None = MissMapCollector(layout_index(reader, cancel=cancel))
+        collector: MissMapCollector | None = MissMapCollector(shared_layout(reader, cancel=cancel))
     except Cancelled:
         raise
     except Exception:  # a tree that cannot be laid out: the sweep goes on without its miss map

@@ -23,9 +23,10 @@ boundary items add theirs in their modules; workload and self-reachability the s
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from threading import Event
+from threading import Event, Lock
 from typing import Literal
 
 import numpy as np
@@ -281,6 +282,26 @@ def map_layout(label: str, inputs: Sequence[LevelInput], chunk_rows: Mapping[int
                               par[sort], np.asarray(lin.state, np.int8)[sort]))
         prev_x0 = x0[sort]
     return IndexMap(label, tuple(bands), total, dict(chunk_rows or {}))
+
+
+_LAYOUTS: weakref.WeakKeyDictionary[NodeReader, IndexMap] = weakref.WeakKeyDictionary()
+_LAYOUTS_LOCK = Lock()
+
+
+def shared_layout(reader: NodeReader, progress: ProgressCallback | None = None,
+                  cancel: Event | None = None) -> IndexMap:
+    """:func:`layout_index`, once per reader (a reader keeps what it decoded, so does its map): the
+    map panel and every recall sweep's miss map of one opened index share it."""
+    with _LAYOUTS_LOCK:
+        held = _LAYOUTS.get(reader)
+    if held is not None:
+        return held
+    index_map = layout_index(reader, progress, cancel)
+    complete = all((band.state != UNREAD).all() for band in index_map.levels)
+    if complete:  # a map that lacks what could not be read is asked again next time
+        with _LAYOUTS_LOCK:
+            index_map = _LAYOUTS.setdefault(reader, index_map)
+    return index_map
 
 
 def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, cancel: Event | None = None) -> IndexMap:

@@ -107,3 +107,12 @@ def test_the_moved_leaf_stands_out_on_no_size_overlay_but_keeps_its_place(tmp_pa
     index_map = layout_index(IndexReader(defect.path))
     assert index_map.band(2).index_of(defect.leaf) is not None
     assert index_map.total == 1500
+
+
+def test_one_reader_lays_out_its_index_once(three_levels: Path) -> None:
+    from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+
+    reader = IndexReader(three_levels)
+    first = shared_layout(reader)
+    assert shared_layout(reader) is first and shared_layout(IndexReader(three_levels)) is not first
+    assert [b.node_ids.tolist() for b in first.levels] == [b.node_ids.tolist() for b in layout_index(reader).levels]
