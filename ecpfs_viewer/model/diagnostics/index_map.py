@@ -160,15 +160,14 @@ class MapOverlay:
 def overlay_from_nodes(index_map: IndexMap, name: str, by_node: Mapping[tuple[int, int], float], legend: str,
                        kind: OverlayKind = "sequential", default: float = math.nan, **extra: object) -> MapOverlay:
     """An overlay from values keyed by (level, node_id); nodes not named get ``default``."""
-    values: dict[int, np.ndarray] = {}
-    for band in index_map.levels:
-        values[band.level] = np.full(len(band), default, np.float64)
+    grouped: dict[int, tuple[list[int], list[float]]] = {}
     for (level, node_id), value in by_node.items():
-        if 1 <= level <= len(index_map.levels):
-            i = index_map.band(level).index_of(node_id)
-            if i is not None:
-                values[level][i] = value
-    return MapOverlay(name, values, legend, kind, **extra)  # type: ignore[arg-type]
+        ids, vals = grouped.setdefault(level, ([], []))
+        ids.append(node_id)
+        vals.append(value)
+    arrays = {level: (np.asarray(ids, np.int64), np.asarray(vals, np.float64))
+              for level, (ids, vals) in grouped.items()}
+    return overlay_from_arrays(index_map, name, arrays, legend, kind, default, **extra)
 
 
 def overlay_from_arrays(index_map: IndexMap, name: str, level_ids: Mapping[int, tuple[np.ndarray, np.ndarray]],
