@@ -92,3 +92,20 @@ def test_bench_compare_runs_on_two_tiny_builds_with_its_gui_stalls(tmp_path: Pat
     assert any(line.startswith("baseline: exact search alone") and " x" in line for line in lines), done.stdout
     assert any(line.startswith("comparison view") and "longest GUI stall" in line for line in lines), done.stdout
     assert (tmp_path / "cache" / "bench_3k_64_l3_t120.zarr").is_dir()
+
+
+@pytest.mark.timeout(400)
+def test_the_index_map_and_miss_map_benchmarks_print_their_figures(tmp_path: Path) -> None:
+    """Both on a 2,000-item index (built into the test's cache), the map also on 2,000 synthetic nodes."""
+    env = _env(tmp_path / "cache")
+    drawn = subprocess.run([sys.executable, str(BENCHMARKS / "bench_index_map.py"), "--rows", "2000",
+                            "--synthetic", "2000", "--repeat", "1"],
+                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    assert "layout, fresh reader (worker)" in drawn.stdout
+    assert "draw 2,000 nodes, GUI thread" in drawn.stdout and "one QGraphicsRectItem each" in drawn.stdout
+    missed = subprocess.run([sys.executable, str(BENCHMARKS / "bench_miss_map.py"), "--rows", "2000",
+                             "--queries", "8", "--repeat", "1"],
+                            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert missed.returncode == 0, missed.stderr
+    assert "recall sweep with the miss map" in missed.stdout and "target <= +10%" in missed.stdout

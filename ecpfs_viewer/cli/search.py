@@ -292,6 +292,9 @@ def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--include-self", action="store_true",
                    help="with sampled items, keep the query item in both result lists")
     _add_search_options(p, "comma-separated search_exp values (default 1,2,4,8)", "1,2,4,8")
+    p.add_argument("--miss-map", action="store_true",
+                   help="also say where recall is lost: the nodes where missed true neighbours left the search's "
+                        "path (with --json: an object with rows and miss_map)")
     _add_scheduler_option(p)
     p.set_defaults(func=lambda args: _run(_recall, args))
     return p
@@ -323,14 +326,20 @@ def _recall(args: argparse.Namespace) -> int:
             query_set = saved_queries(reader)
         else:
             query_set = sample_items(reader, 100 if args.sample is None else args.sample, args.seed)
+        miss = _miss_map_collector(reader) if args.miss_map else None
         report = recall_sweep(reader, query_set, args.k, exps, args.max_increments, exclude,
-                              exclude_self=not args.include_self, progress=bar, exact=exact)
+                              exclude_self=not args.include_self, progress=bar, exact=exact,
+                              observe=None if miss is None else miss.observe)
+    miss_map = None if miss is None else miss.result(reader.locator.complete_map())
     if args.json:
-        print(json.dumps([row.to_dict() for row in report.rows], indent=2))
+        rows = [row.to_dict() for row in report.rows]
+        print(json.dumps(rows if miss_map is None else {"rows": rows, "miss_map": miss_map.to_dict()}, indent=2))
         return EXIT_OK
     costs = [("dist", "distance_computations"), ("nodes", "nodes_visited"), ("bytes", "bytes"),
              ("requests", "requests")]
     cost_heads = "".join(f"  {f'{label} {stat}':>13}" for label, _ in costs for stat in ("mean", "p95"))
+    if miss_map is not None:
+        _print_lost(miss_map)
     print(f"{'search_exp':>10}  {f'recall@{args.k}':>9}  {'leaves mean':>11}  {'leaves p95':>10}  "
           f"{'ms mean':>8}  {'ms p95':>8}{cost_heads}")
     for row in report.rows:
@@ -342,6 +351,20 @@ def _recall(args: argparse.Namespace) -> int:
         "; query items kept in the lists" if args.include_self else "; each query item left out of its lists")
     print(f"({len(query_set)} queries: {report.source}{self_note})")
     return EXIT_OK
+
+
+def _miss_map_collector(reader: IndexReader) -> Any:
+    from ecpfs_viewer.model.diagnostics.index_map import layout_index
+    from ecpfs_viewer.model.diagnostics.miss_map import MissMapCollector
+
+    return MissMapCollector(layout_index(reader))
+
+
+def _print_lost(miss_map: Any) -> None:
+    """'where recall is lost': the top nodes with their share of all misses (above the recall table)."""
+    print(f"# where recall is lost ({miss_map.total():,} missed true neighbours, all search_exp):")
+    for row in miss_map.lost(10):
+        print(f"#   {row.path:<24} {row.misses:>7,}  {row.share:>6.1%}")
 
 
 def _progress_bar(args: argparse.Namespace) -> TerminalProgress:

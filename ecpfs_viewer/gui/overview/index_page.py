@@ -9,7 +9,7 @@ says "rebuild required"; a legacy index on disk gets its rebuild command below t
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QProgressBar, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
 from ecpfs_viewer.gui.overview.rebuild_box import RebuildBox
@@ -97,6 +97,8 @@ class IndexPage(QSplitter):
     action_measured = Signal(str, object)
     #: The vectors of a legacy index were written to this .npy: open the Build dialog on it.
     build_requested = Signal(str)
+    #: "Show the index map" was clicked: the window opens the map of the whole tree.
+    map_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(Qt.Orientation.Horizontal, parent)
@@ -116,6 +118,14 @@ class IndexPage(QSplitter):
         summary_box = QWidget()
         summary_layout = QVBoxLayout(summary_box)
         summary_layout.setContentsMargins(0, 0, 0, 0)
+        self.map_button = QPushButton("Show the index map")
+        self.map_button.setToolTip("The whole tree in one picture: every node as wide as the items beneath it, "
+                                   "coloured by size, chunk fill, findings, boundary items or a recall sweep's misses")
+        self.map_button.clicked.connect(self.map_requested)
+        map_row = QHBoxLayout()
+        map_row.addWidget(self.map_button)
+        map_row.addStretch(1)
+        summary_layout.addLayout(map_row)
         summary_layout.addWidget(facts_scroll(self.facts), 1)
         summary_layout.addWidget(self.glossary)
         self.addWidget(group_box("Index summary", summary_box))

@@ -9,6 +9,7 @@ bars are links that emit ``node_requested(path)``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from threading import Event
 from typing import Any
@@ -167,6 +168,9 @@ class LevelPage(QSplitter):
     #: What an action read (description, Measured), for the status bar.
     action_measured = Signal(str, object)
 
+    #: more (label, text) fact rows for a level, from diagnostics the window holds (the miss map)
+    extra_facts: Callable[[int], list[tuple[str, str]]] | None = None
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(Qt.Orientation.Vertical, parent)
         self._level_runner = BackgroundRunner(self)
@@ -300,13 +304,23 @@ class LevelPage(QSplitter):
         self.view = view
         self.refs_button.setEnabled(True)
         stats = view.stats
-        self.facts.set_rows(level_rows(stats, view.summary, view.reused))
+        self._show_facts()
         self.largest.set_nodes(stats.largest(10))
         self.smallest.set_nodes(stats.smallest(10))
         self.findings.set_findings(self.problems(), self._no_problems_text())
         self._set_plots(stats)
         self.action_measured.emit(f"Statistics of {stats.path}", result)
         self.view_ready.emit(view)
+
+    def _show_facts(self) -> None:
+        if self.view is None:
+            return
+        extra = self.extra_facts(self.view.stats.level) if self.extra_facts is not None else []
+        self.facts.set_rows(level_rows(self.view.stats, self.view.summary, self.view.reused) + extra)
+
+    def refresh_extra_facts(self) -> None:
+        """Show the facts again with what ``extra_facts`` says now (a diagnostic arrived)."""
+        self._show_facts()
 
     def problems(self) -> list[Finding]:
         """What the table lists: the last validation's findings in this level, else what the

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -116,6 +117,9 @@ class NodePage(QWidget):
         self.clear()
 
     # -- construction --------------------------------------------------------------------------
+    #: more (label, plain text) fact rows for a node path, from diagnostics the window holds
+    extra_facts: Callable[[str], list[tuple[str, str]]] | None = None
+
     def _build_ui(self) -> None:
         self.crumbs = QLabel()
         self.crumbs.setTextFormat(Qt.TextFormat.RichText)
@@ -293,8 +297,14 @@ class NodePage(QWidget):
             self.projection.start()
         self.loaded.emit()
 
+    def refresh_extra_facts(self) -> None:
+        """Show the facts again with what ``extra_facts`` says now (a diagnostic arrived)."""
+        if self._data is not None:
+            self._show_facts(self._data)
+
     def _show_facts(self, data: NodePageData) -> None:
-        self.facts.set_rows(fact_rows(data.info))
+        extra = self.extra_facts(data.info.ref.path) if self.extra_facts is not None else []
+        self.facts.set_rows(fact_rows(data.info) + [(label, html.escape(text)) for label, text in extra])
         findings = list(data.info.findings)
         if data.children is not None:
             findings += list(data.children.findings)

@@ -33,9 +33,12 @@ from ecpfs_viewer.gui.search.query_form import hbox, spin_box
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import error_color, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
+from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
 from ecpfs_viewer.model.search import QueryError, SearchProgress
 from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_csv_path, recall_explore
 from ecpfs_viewer.model.search.results import ProgressCallback
+from ecpfs_viewer.model.tasks import Cancelled
 
 CSV_EXPORT_TITLE = "Export recall as CSV: the numbers in this file, the misses beside it in <name>-misses.csv"
 CSV_EXPORT_NOTE = ("Two CSV files: one line per search_exp (recall, leaves, time, costs) in the file you name, and "
@@ -68,8 +71,19 @@ def parse_exps(text: str) -> list[int]:
 
 
 def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int], exclude_self: bool,
-                progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> RecallOutcome:
-    return recall_explore(session.reader(), spec, k, exps, exclude_self, progress, cancel)
+                progress: ProgressCallback | None = None,
+                cancel: threading.Event | None = None) -> tuple[RecallOutcome, MissMap | None]:
+    """The sweep, and its miss map (None for an index that cannot be laid out)."""
+    reader = session.reader()
+    try:
+        collector: MissMapCollector | None = MissMapCollector(shared_layout(reader, cancel=cancel))
+    except Cancelled:
+        raise
+    except Exception:  # a tree that cannot be laid out: the sweep goes on without its miss map
+        collector = None
+    outcome = recall_explore(reader, spec, k, exps, exclude_self, progress, cancel,
+                             observe=None if collector is None else collector.observe)
+    return outcome, None if collector is None else collector.result(reader.locator.complete_map())
 
 
 class RecallView(QWidget):
@@ -77,6 +91,7 @@ class RecallView(QWidget):
 
     row_requested = Signal(str, int)  # a missed neighbour double-clicked: its leaf and row
     finished = Signal()  # a run ended: results, an error or a cancellation on screen
+    miss_map_ready = Signal(object)  # the MissMap of the sweep on screen (None: dropped)
 
     # two lines each (the figure, then mean or p95): the fourteen columns fit beside the plots
     NUMBER_HEADERS = ("search_exp", "recall@k", *(f"{name}\n{stat}" for name in _COST_TIPS for stat in ("mean", "p95")))
@@ -87,6 +102,7 @@ class RecallView(QWidget):
         self.session = session
         self._runner = BackgroundRunner(self)
         self._outcome: RecallOutcome | None = None
+        self.miss_map: MissMap | None = None
         self._metric = "L2"
         self._build_form()
         self.graphics = pg.GraphicsLayoutWidget()
@@ -178,7 +194,7 @@ class RecallView(QWidget):
         spec = RecallSpec(kind, self.n_spin.value(), self.seed_spin.value(), self.file_edit.text().strip())
         self.clear()  # the numbers of the sweep this one replaces are no longer what the form says
         self._runner.run(_recall_job, self.session, spec, self.k_spin.value(), exps, self.self_check.isChecked(),
-                         on_result=self._on_result, on_error=self._on_error, on_progress=self._on_progress,
+                         on_result=self._on_sweep, on_error=self._on_error, on_progress=self._on_progress,
                          heavy=True)
         self.progress.setRange(0, 0)
         self.progress.setFormat("starting …")
@@ -226,6 +242,11 @@ class RecallView(QWidget):
         self._show_status(message, error)
         self.finished.emit()
 
+    def _on_sweep(self, result: tuple[RecallOutcome, MissMap | None]) -> None:
+        outcome, self.miss_map = result
+        self._on_result(outcome)
+        self.miss_map_ready.emit(self.miss_map)
+
     def _on_result(self, outcome: RecallOutcome) -> None:
         self._outcome = outcome
         report = outcome.report
@@ -257,6 +278,9 @@ class RecallView(QWidget):
     # -- showing ----------------------------------------------------------------------------------
     def clear(self) -> None:
         self._outcome = None
+        if self.miss_map is not None:  # the map and the tree no longer show a sweep the panel does not
+            self.miss_map = None
+            self.miss_map_ready.emit(None)
         self.numbers_model.clear()
         self.misses_model.clear()
         self.miss_filter.clear()

@@ -98,6 +98,7 @@ class WindowActions(QObject):
         menu.addAction(self.close_action)
         menu.addAction(self.quit_action)
         view = window.menuBar().addMenu("&View")
+        self.view_menu = view  # features add their panels' actions to it
         for item in (self.refresh_action, self.filter_action, self.copy_path_action, self.copy_location_action,
                      self.copy_snippet_action, tree.expand_action, tree.collapse_action):
             view.addAction(item)

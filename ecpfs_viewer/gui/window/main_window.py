@@ -39,6 +39,7 @@ from ecpfs_viewer.gui.widgets.display import MessageBanner, panes
 from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
+from ecpfs_viewer.gui.window.index_map_wiring import IndexMapFeature
 from ecpfs_viewer.gui.window.selection_tabs import SelectionTabs, targets
 from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_label, location_from_drop
 from ecpfs_viewer.gui.window.start_page import StartPage
@@ -100,6 +101,13 @@ class MainWindow(QMainWindow):
             self, tree_model=self.tree_model, plot=self.plot, reveal=self.reveal_path, current_item=self.current_item,
             show_data=lambda: self.tabs.setCurrentIndex(self.TAB_DATA), say=self.statusBar().showMessage)
         self.diagnostics = DiagnosticsMenu(self, self.search.session.reader, self.reveal_path, self.node_page)
+        self.index_map = IndexMapFeature(  # the Index map dock: opened from the index overview
+            self, tree_model=self.tree_model, reader_of=self.search.session.reader, reveal=self.reveal_path,
+            node_page=self.node_page, level_page=self.overview.level_page, view_menu=self.commands.view_menu)
+        self.overview.index_page.map_requested.connect(self.index_map.show_map)
+        self.overview.report_ready.connect(self.index_map.set_report)
+        self.search.panel.recall_view.miss_map_ready.connect(self.index_map.set_miss_map)
+        self.tree_panel.item_chosen.connect(lambda item: self.index_map.select(item.path))
         self._connect_session()
         self._show_recent(self.session.recent())
         self._restore_layout()
@@ -168,7 +176,7 @@ class MainWindow(QMainWindow):
     def is_busy(self) -> bool:
         """True while anything the window started is still running (for tests and benchmarks)."""
         return (self.session.busy or self.tree_model.is_busy() or self.metadata.is_busy() or self.plot.busy
-                or self.node_page.busy or self.search.busy or self.diagnostics.busy)
+                or self.node_page.busy or self.search.busy or self.diagnostics.busy or self.index_map.busy)
 
     def show_start_page(self) -> None:
         self.stack.setCurrentWidget(self.start_page)

@@ -27,7 +27,7 @@ from ecpfs_viewer.model.search.queries import (
     saved_queries,
     saved_query_ids,
 )
-from ecpfs_viewer.model.search.recall import RECALL_COSTS, RecallReport, recall_sweep
+from ecpfs_viewer.model.search.recall import RECALL_COSTS, RecallReport, SearchObserver, recall_sweep
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
     QueryError,
@@ -349,15 +349,15 @@ def recall_queries(reader: IndexReader, spec: RecallSpec, progress: ProgressCall
 
 def recall_explore(reader: IndexReader, spec: RecallSpec, k: int, search_exps: Sequence[int],
                    exclude_self: bool = True, progress: ProgressCallback | None = None,
-                   cancel: threading.Event | None = None) -> RecallOutcome:
-    """Recall@k per search_exp (:func:`recall_sweep`), then for each search_exp and query the true
-    neighbours missed and why."""
+                   cancel: threading.Event | None = None, observe: SearchObserver | None = None) -> RecallOutcome:
+    """Recall@k per search_exp (:func:`recall_sweep`, which hands each search to ``observe``), then
+    for each search_exp and query the true neighbours missed and why."""
     reporter = Reporter(progress, cancel)
     queries, labels = recall_queries(reader, spec, progress, cancel)
     own = list(queries.self_ids) if exclude_self else [None] * len(queries)
     truth = reader.exact(queries.vectors, k, frozenset(), own, progress, cancel)  # one pass over the leaves
     report = recall_sweep(reader, queries, k, search_exps, exclude_self=exclude_self, progress=progress,
-                          cancel=cancel, exact=lambda *_: truth)
+                          cancel=cancel, exact=lambda *_: truth, observe=observe)
     misses: list[RecallMiss] = []
     total = 0
     steps = len(search_exps) * len(queries)

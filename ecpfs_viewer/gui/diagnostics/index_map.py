@@ -1,0 +1,332 @@
+"""The Index map panel: the whole tree as one picture, a colour-by choice with its legend, and the
+"where recall is lost" list once a recall sweep gave a miss map.
+
+The layout and boundary items are computed in workers (BackgroundRunner); the panel keeps the
+overlays by name, so another diagnostic adds its own with :meth:`IndexMapPanel.add_overlay`.
+Clicking a node (on the map or in the list) emits ``node_requested(path)``; the window opens it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ecpfs_viewer.gui.diagnostics.map_view import IndexMapView, MapLegend
+from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
+from ecpfs_viewer.model.diagnostics.boundary import BoundaryReport, boundary_items
+from ecpfs_viewer.model.diagnostics.index_map import (
+    IndexMap,
+    MapOverlay,
+    fill_overlay,
+    findings_overlay,
+    shared_layout,
+    size_overlay,
+)
+from ecpfs_viewer.model.diagnostics.miss_map import MissMap
+from ecpfs_viewer.model.ecpfs.paths import node_containing
+from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.tasks import ProgressCallback
+from ecpfs_viewer.model.validation import ValidationReport
+
+BOUNDARY = "boundary items (5%)"
+LOST_HEADERS = ("node", "misses", "share of all misses")
+
+
+def _layout_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
+                cancel: threading.Event | None = None) -> IndexMap:
+    return shared_layout(reader_of(), progress, cancel)
+
+
+def _boundary_job(reader_of: Callable[[], NodeReader], index_map: IndexMap, progress: ProgressCallback | None = None,
+                  cancel: threading.Event | None = None) -> BoundaryReport:
+    return boundary_items(reader_of(), index_map, progress=progress, cancel=cancel)
+
+
+class IndexMapPanel(QWidget):
+    """The map, its colour-by choice and legend, and where recall is lost."""
+
+    node_requested = Signal(str)
+    map_ready = Signal(object)  # IndexMap
+    #: a miss map or boundary items arrived or were dropped (pages and tree show them)
+    diagnostics_changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._runner = BackgroundRunner(self)
+        self._boundary_runner = BackgroundRunner(self)
+        self._reader_of: Callable[[], NodeReader] | None = None
+        self.index_map: IndexMap | None = None
+        self.miss_map: MissMap | None = None
+        self.boundary: BoundaryReport | None = None
+        self._report: ValidationReport | None = None
+        self._overlays: dict[str, MapOverlay] = {}
+        self._wanted = size_name = "size vs level median"
+        self._size_name = size_name
+
+        self.colour_combo = QComboBox()
+        self.colour_combo.setToolTip("What the nodes' colours say")
+        self.colour_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.colour_combo.currentIndexChanged.connect(self._colour_chosen)
+        self.reset_button = QPushButton("Show all")
+        self.reset_button.setToolTip("Zoom out to the whole index (Home; a double-click on the map does the same)")
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(200)
+        self.progress.hide()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.hide()
+        self.cancel_button.clicked.connect(self.cancel)
+        self.status = QLabel("Open an index to see its map.")
+        self.status.setWordWrap(True)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Colour by"))
+        top.addWidget(self.colour_combo)
+        top.addWidget(self.reset_button)
+        top.addWidget(self.progress)
+        top.addWidget(self.cancel_button)
+        top.addWidget(self.status, 1)
+
+        self.view = IndexMapView()
+        self.view.node_clicked.connect(self.node_requested)
+        self.reset_button.clicked.connect(self.view.reset_view)
+        self.legend = MapLegend()
+        map_box = QWidget()
+        map_layout = QVBoxLayout(map_box)
+        map_layout.setContentsMargins(0, 0, 0, 0)
+        map_layout.addWidget(self.view, 1)
+        map_layout.addWidget(self.legend)
+
+        self.lost_filter = QComboBox()
+        self.lost_filter.setToolTip("The misses of one search_exp, or of all")
+        self.lost_filter.currentIndexChanged.connect(self._show_lost)
+        self.lost_label = QLabel("Where recall is lost: run a recall sweep (Search ▸ Recall)")
+        self.lost_label.setWordWrap(True)
+        self.lost_model = RowsModel(LOST_HEADERS, self)
+        self.lost_view = rows_view(self.lost_model, self._lost_activated)
+        self.lost_view.setToolTip("Double-click a node to open its page")
+        lost_box = titled(self.lost_view, self.lost_label, self.lost_filter)
+
+        body = QSplitter(Qt.Orientation.Horizontal)
+        body.addWidget(map_box)
+        body.addWidget(lost_box)
+        body.setStretchFactor(0, 3)
+        body.setStretchFactor(1, 1)
+        body.setSizes([750, 300])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(body, 1)
+
+    # -- what is shown --------------------------------------------------------------------------
+    def show_index(self, reader_of: Callable[[], NodeReader]) -> None:
+        """Lay out the index that ``reader_of`` (called in a worker) reads; what was shown is dropped."""
+        self.clear()
+        self._reader_of = reader_of
+        self._busy("Laying out the tree …")
+        self._runner.run(_layout_job, reader_of, on_result=self._on_map, on_error=self._on_error,
+                         on_progress=self._on_progress, heavy=True)
+
+    def clear(self) -> None:
+        self._runner.invalidate()
+        self._boundary_runner.invalidate()
+        self._reader_of = None
+        self.index_map = self.miss_map = self.boundary = None
+        self._report = None
+        self._overlays.clear()
+        self.view.set_map(None)
+        self.legend.set_overlay(None)
+        self._fill_combo()
+        self._show_lost_filter()
+        self._idle("Open an index to see its map.")
+        self.diagnostics_changed.emit()
+
+    @property
+    def busy(self) -> bool:
+        return self._runner.busy or self._boundary_runner.busy
+
+    def cancel(self) -> None:
+        self._runner.invalidate()
+        self._boundary_runner.invalidate()
+        self._idle("Cancelled.")
+
+    def overlays(self) -> dict[str, MapOverlay]:
+        """The overlays offered, by name (a copy)."""
+        return dict(self._overlays)
+
+    def overlay_names(self) -> list[str]:
+        return [self.colour_combo.itemText(i) for i in range(self.colour_combo.count())]
+
+    def add_overlay(self, overlay: MapOverlay, show: bool = False) -> None:
+        """Offer an overlay in the colour-by choice (one of that name is replaced); show it at once if asked."""
+        self._overlays[overlay.name] = overlay
+        if show:
+            self._wanted = overlay.name
+        self._fill_combo()
+
+    def colour_by(self, name: str) -> None:
+        """Colour by the overlay of that name (boundary items are computed first when needed)."""
+        i = self.colour_combo.findText(name)
+        if i >= 0:
+            self.colour_combo.setCurrentIndex(i)
+
+    def set_report(self, report: ValidationReport | None) -> None:
+        """A validation report: its findings become an overlay."""
+        self._report = report
+        if self.index_map is not None and report is not None:
+            self.add_overlay(findings_overlay(self.index_map, report.findings))
+
+    def set_miss_map(self, miss_map: MissMap | None) -> None:
+        """A recall sweep's miss map: shown on the map (coloured by it) and as the list."""
+        self.miss_map = miss_map
+        for name in [n for n in self._overlays if n.startswith("misses (")]:
+            del self._overlays[name]
+        if miss_map is not None:
+            if self.index_map is None or not _same_layout(self.index_map, miss_map.index_map):
+                self._adopt(miss_map.index_map)
+            for exp in miss_map.search_exps:
+                self._overlays[miss_map.overlay(exp).name] = miss_map.overlay(exp)
+            every = miss_map.overlay()
+            self._overlays[every.name] = every
+            self._wanted = every.name
+        self._fill_combo()
+        self._show_lost_filter()
+        self.diagnostics_changed.emit()
+
+    def select_path(self, path: str) -> None:
+        """Outline the node at path (the tree's selection); anything else: no outline."""
+        ref = node_containing(path)
+        self.view.select(*(ref if ref is not None and ref[0] >= 1 else (None, None)))
+
+    # -- workers --------------------------------------------------------------------------------
+    def _on_map(self, index_map: IndexMap) -> None:
+        self._adopt(index_map)
+        self._idle(f"{index_map.node_count:,} nodes over {len(index_map.levels)} levels, "
+                   f"{int(index_map.total):,} items. Hover a node for its facts, click to open it; "
+                   f"wheel zooms, drag pans.")
+        self.map_ready.emit(index_map)
+
+    def _adopt(self, index_map: IndexMap) -> None:
+        self.index_map = index_map
+        keep = {name: o for name, o in self._overlays.items()
+                if name.startswith("misses (") or name not in (self._size_name, "chunk fill", "findings")}
+        self._overlays = {o.name: o for o in (size_overlay(index_map), fill_overlay(index_map))}
+        self._overlays.update(keep)
+        if self._report is not None:
+            self._overlays["findings"] = findings_overlay(index_map, self._report.findings)
+        self.view.set_map(index_map)
+        self._fill_combo()
+
+    def _start_boundary(self) -> None:
+        if self._reader_of is None or self.index_map is None or self._boundary_runner.busy:
+            return
+        self._busy("Scoring every item against its candidate representatives …")
+        self._boundary_runner.run(_boundary_job, self._reader_of, self.index_map, on_result=self._on_boundary,
+                                  on_error=self._on_error, on_progress=self._on_progress, heavy=True)
+
+    def _on_boundary(self, report: BoundaryReport) -> None:
+        self.boundary = report
+        overlay = report.overlay()
+        self._overlays.pop(BOUNDARY, None)
+        self._overlays[overlay.name] = overlay
+        self._wanted = overlay.name
+        self._fill_combo()
+        shares = ", ".join(f"lvl_{b.level} {report.level_share(b.level) or 0:.0%}" for b in report.index_map.levels)
+        self._idle(f"Boundary items: {report.scored:,} items scored; {shares}")
+        self.diagnostics_changed.emit()
+
+    def _on_progress(self, progress: object) -> None:
+        done, total = getattr(progress, "done", 0), getattr(progress, "total", 0)
+        self.progress.setRange(0, max(int(total), 1))
+        self.progress.setValue(min(int(done), max(int(total), 1)))
+        self.progress.setFormat(f"{getattr(progress, 'message', '')} %p%")
+
+    def _on_error(self, message: str) -> None:
+        self._idle(message)
+
+    def _busy(self, text: str) -> None:
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self.cancel_button.show()
+        self.status.setText(text)
+
+    def _idle(self, text: str) -> None:
+        self.progress.hide()
+        self.cancel_button.hide()
+        self.status.setText(text)
+
+    # -- colour by ------------------------------------------------------------------------------
+    def _fill_combo(self) -> None:
+        names = list(self._overlays)
+        if self.index_map is not None and self.boundary is None:
+            names.append(BOUNDARY)
+        self.colour_combo.blockSignals(True)
+        self.colour_combo.clear()
+        for name in names:
+            self.colour_combo.addItem(name)
+        at = self.colour_combo.findText(self._wanted)
+        self.colour_combo.setCurrentIndex(at if at >= 0 else 0)
+        self.colour_combo.blockSignals(False)
+        self._apply_colour()
+
+    def _colour_chosen(self, _index: int) -> None:
+        self._wanted = self.colour_combo.currentText()
+        self._apply_colour()
+
+    def _apply_colour(self) -> None:
+        name = self.colour_combo.currentText()
+        if name == BOUNDARY and self.boundary is None:
+            self._start_boundary()
+            return
+        overlay = self._overlays.get(name)
+        self.view.extra_facts = [o for n, o in self._overlays.items() if n != name and not n.startswith("misses (s")]
+        self.view.set_overlay(overlay)
+        self.legend.set_overlay(overlay)
+
+    # -- where recall is lost ---------------------------------------------------------------------
+    def _show_lost_filter(self) -> None:
+        self.lost_filter.blockSignals(True)
+        self.lost_filter.clear()
+        if self.miss_map is not None:
+            self.lost_filter.addItem("every search_exp", None)
+            for exp in self.miss_map.search_exps:
+                self.lost_filter.addItem(f"search_exp {exp}", exp)
+        self.lost_filter.blockSignals(False)
+        self._show_lost()
+
+    def _show_lost(self) -> None:
+        miss_map = self.miss_map
+        if miss_map is None:
+            self.lost_model.set_rows([])
+            self.lost_label.setText("Where recall is lost: run a recall sweep (Search ▸ Recall)")
+            return
+        exp = self.lost_filter.currentData()
+        rows = miss_map.lost(50, exp)
+        self.lost_model.set_rows([(r.path, r.misses, f"{r.share:.1%}") for r in rows])
+        what = "every search_exp" if exp is None else f"search_exp {exp}"
+        self.lost_label.setText(f"Where recall is lost ({miss_map.total(exp):,} true neighbours missed, {what}): "
+                                "each counted at the first node of its path the search never opened")
+
+    def lost_rows(self) -> list[str]:
+        return [str(self.lost_model.index(r, 0).data()) for r in range(self.lost_model.rowCount())]
+
+    def _lost_activated(self, row: int) -> None:
+        path = self.lost_model.index(row, 0).data()
+        if path:
+            self.node_requested.emit(str(path))
+
+
+def _same_layout(a: IndexMap, b: IndexMap) -> bool:
+    return len(a.levels) == len(b.levels) and all(
+        len(x) == len(y) and bool((x.node_ids == y.node_ids).all()) for x, y in zip(a.levels, b.levels, strict=True))

@@ -1,0 +1,394 @@
+"""The index map: an icicle layout of the whole tree, and per-node overlays to colour it by.
+
+Layout (:func:`map_layout`, :func:`layout_index`): the root spans the top; level N is band N; each
+node is as wide as the items beneath it, children side by side under their parent in the order of
+its ``node_ids``. Coordinates are item counts (x from 0 to the items beneath the root), so a
+drawing scales them to its width. Nodes no parent lists (unlinked: search cannot reach them) are
+laid out after the linked ones, their subtrees under them. A node whose arrays could not be read
+is kept, with width 0 and its ``state`` saying so (never silently left out).
+
+Overlays: a :class:`MapOverlay` is a name, one float array per level aligned with that level's
+:class:`MapLevel` arrays (NaN: no value for that node), a legend text that says what the values
+and their scale mean, and a kind that tells a drawing how to colour them:
+
+- ``"sequential"``: 0 .. ``high`` (e.g. misses beneath a node, a share of boundary items);
+- ``"diverging"``: centred on ``centre`` (e.g. log2 of size against the level's median);
+- ``"flag"``: 0 = nothing, > 0 = something to see (e.g. findings).
+
+Build one from values keyed by node with :func:`overlay_from_nodes`; the overlays defined here
+are :func:`size_overlay`, :func:`fill_overlay` and :func:`findings_overlay` (the miss map and
+boundary items add theirs in their modules; workload and self-reachability the same way).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from threading import Event, Lock
+from typing import Literal
+
+import numpy as np
+
+from ecpfs_viewer.model.ecpfs.findings import Finding
+from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_path, parse_node_name
+from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
+
+OverlayKind = Literal["sequential", "diverging", "flag"]
+
+#: ``MapLevel.state`` values
+OK, UNREAD, BROKEN = 0, 1, 2
+STATE_NAMES = {OK: "", UNREAD: "could not be read", BROKEN: "broken (no usable arrays)"}
+
+
+@dataclass(frozen=True, eq=False)
+class MapLevel:
+    """One band of the map: the nodes of ``lvl_{level}`` with their place, in ascending x."""
+
+    level: int
+    node_ids: np.ndarray  # int64
+    x0: np.ndarray  # float64, items before the node's left edge
+    x1: np.ndarray  # float64, x0 + items beneath it
+    rows: np.ndarray  # int64 rows the node holds (children or items); -1 when unknown
+    parents: np.ndarray  # int64 index into the level above's arrays; -1 for level 1 and unlinked nodes
+    state: np.ndarray  # int8: OK, UNREAD or BROKEN
+
+    def __len__(self) -> int:
+        return int(self.node_ids.size)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Items beneath each node (width in the map)."""
+        widths: np.ndarray = self.x1 - self.x0
+        return widths
+
+    def index_of(self, node_id: int) -> int | None:
+        """Position of a node in this band's arrays, or None when the level has no such node."""
+        at = np.flatnonzero(self.node_ids == node_id)
+        return int(at[0]) if at.size else None
+
+    def at(self, x: float) -> int | None:
+        """Position of the node under x (ascending x0, so a binary search), or None."""
+        i = int(np.searchsorted(self.x0, x, side="right")) - 1
+        if i < 0 or x >= self.x1[i]:
+            return None
+        return i
+
+
+@dataclass(frozen=True, eq=False)
+class IndexMap:
+    """The icicle layout of an index: bands 1..L and the width of the whole (items beneath the root)."""
+
+    label: str
+    levels: tuple[MapLevel, ...]
+    total: float  # right edge of the widest band
+    chunk_rows: Mapping[int, int | None] = field(default_factory=dict)  # level -> node chunk rows
+
+    @property
+    def node_count(self) -> int:
+        return sum(len(band) for band in self.levels)
+
+    def band(self, level: int) -> MapLevel:
+        return self.levels[level - 1]
+
+    def node_at(self, x: float, y: float) -> tuple[int, int] | None:
+        """(level, node_id) of the node drawn at (x, y); band N spans y in [N-1, N)."""
+        level = math.floor(y) + 1
+        if not 1 <= level <= len(self.levels):
+            return None
+        band = self.band(level)
+        i = band.at(x)
+        return None if i is None else (level, int(band.node_ids[i]))
+
+    def path_of(self, level: int, node_id: int) -> str:
+        return node_path(level, node_id)
+
+    def facts(self, level: int, node_id: int, overlays: Sequence[MapOverlay] = ()) -> list[str]:
+        """What hover says about a node: path, items beneath, rows, state, the overlays' values."""
+        band = self.band(level)
+        i = band.index_of(node_id)
+        if i is None:
+            return [f"{node_path(level, node_id)}: not in the map"]
+        lines = [node_path(level, node_id), f"{int(band.sizes[i]):,} items beneath"]
+        if band.rows[i] >= 0:
+            lines.append(f"{int(band.rows[i]):,} rows")
+        if band.state[i] != OK:
+            lines.append(STATE_NAMES[int(band.state[i])])
+        if band.parents[i] < 0 and level > 1:
+            lines.append("unlinked: no node one level up lists it (search cannot reach it)")
+        for overlay in overlays:
+            value = overlay.value(level, i)
+            if value is not None:
+                lines.append(f"{overlay.name}: {overlay.format(value)}")
+        return lines
+
+
+@dataclass(frozen=True, eq=False)
+class MapOverlay:
+    """Named per-node values to colour the map by (see the module docstring)."""
+
+    name: str
+    values: Mapping[int, np.ndarray]  # level -> float64 per node of that MapLevel (NaN: no value)
+    legend: str  # what the values mean and their scale, shown beside the map
+    kind: OverlayKind = "sequential"
+    high: float | None = None  # top of the scale; None: the largest value
+    centre: float = 0.0  # for "diverging"
+    formatter: Callable[[float], str] | None = None
+
+    def value(self, level: int, index: int) -> float | None:
+        arr = self.values.get(level)
+        if arr is None or index >= arr.size or np.isnan(arr[index]):
+            return None
+        return float(arr[index])
+
+    def format(self, value: float) -> str:
+        if self.formatter is not None:
+            return self.formatter(value)
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:.3g}"
+
+    def scale_top(self) -> float:
+        """The value drawn at the top of the scale (at least something above 0)."""
+        if self.high is not None:
+            return self.high
+        tops = [float(np.nanmax(np.abs(a - self.centre))) for a in self.values.values()
+                if a.size and not np.isnan(a).all()]
+        return max(tops, default=0.0) or 1.0
+
+
+def overlay_from_nodes(index_map: IndexMap, name: str, by_node: Mapping[tuple[int, int], float], legend: str,
+                       kind: OverlayKind = "sequential", default: float = math.nan, **extra: object) -> MapOverlay:
+    """An overlay from values keyed by (level, node_id); nodes not named get ``default``."""
+    grouped: dict[int, tuple[list[int], list[float]]] = {}
+    for (level, node_id), value in by_node.items():
+        ids, vals = grouped.setdefault(level, ([], []))
+        ids.append(node_id)
+        vals.append(value)
+    arrays = {level: (np.asarray(ids, np.int64), np.asarray(vals, np.float64))
+              for level, (ids, vals) in grouped.items()}
+    return overlay_from_arrays(index_map, name, arrays, legend, kind, default, **extra)
+
+
+def overlay_from_arrays(index_map: IndexMap, name: str, level_ids: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                        legend: str, kind: OverlayKind = "sequential", default: float = math.nan,
+                        **extra: object) -> MapOverlay:
+    """An overlay from, per level, (node_ids, values) arrays (vectorised :func:`overlay_from_nodes`)."""
+    values: dict[int, np.ndarray] = {}
+    for band in index_map.levels:
+        out = np.full(len(band), default, np.float64)
+        if band.level in level_ids and len(band):
+            ids, vals = level_ids[band.level]
+            order = np.argsort(band.node_ids, kind="stable")
+            at = np.searchsorted(band.node_ids[order], ids)
+            at = np.minimum(at, len(band) - 1)
+            hit = band.node_ids[order][at] == ids
+            out[order[at[hit]]] = np.asarray(vals, np.float64)[hit]
+        values[band.level] = out
+    return MapOverlay(name, values, legend, kind, **extra)  # type: ignore[arg-type]
+
+
+# -- layout -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LevelInput:
+    """What the layout needs of one level: its node ids, each node's rows and children, its state."""
+
+    node_ids: np.ndarray  # int64
+    rows: np.ndarray  # int64 rows per node (-1 unknown); leaf rows are its items
+    children: Sequence[np.ndarray | None]  # per node: node_ids of the level below (None: leaf or unread)
+    state: np.ndarray  # int8 per node
+
+
+def map_layout(label: str, inputs: Sequence[LevelInput], chunk_rows: Mapping[int, int | None] | None = None,
+               cancel: Event | None = None) -> IndexMap:
+    """The icicle layout from per-level inputs (level 1 first, the leaves last); numpy throughout."""
+    n_levels = len(inputs)
+    parents: list[np.ndarray] = []
+    child_rank: list[np.ndarray] = []
+    for depth, lin in enumerate(inputs):
+        ids = np.asarray(lin.node_ids, np.int64)
+        par = np.full(ids.size, -1, np.int64)
+        rank = np.zeros(ids.size, np.int64)
+        if depth > 0:
+            above = inputs[depth - 1]
+            lists = [np.asarray(c, np.int64).reshape(-1) if c is not None else np.zeros(0, np.int64)
+                     for c in above.children]
+            counts = np.fromiter((c.size for c in lists), np.int64, len(lists))
+            if counts.sum():
+                child = np.concatenate(lists)
+                owner = np.repeat(np.arange(len(lists), dtype=np.int64), counts)
+                row = np.arange(child.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+                first = np.unique(child, return_index=True)[1]  # the first parent listing a child owns it
+                child, owner, row = child[first], owner[first], row[first]
+                order = np.argsort(ids, kind="stable")
+                at = np.minimum(np.searchsorted(ids[order], child), max(ids.size - 1, 0))
+                hit = ids[order][at] == child if ids.size else np.zeros(0, bool)
+                par[order[at[hit]]] = owner[hit]
+                rank[order[at[hit]]] = row[hit]
+        parents.append(par)
+        child_rank.append(rank)
+    # widths bottom-up: a leaf is its rows, an internal node the sum of its linked children
+    widths: list[np.ndarray] = [np.zeros(0)] * n_levels
+    for depth in range(n_levels - 1, -1, -1):
+        lin = inputs[depth]
+        own = np.where(np.asarray(lin.rows) > 0, np.asarray(lin.rows), 0).astype(np.float64)
+        if depth == n_levels - 1:
+            w = own
+        else:
+            below_par = parents[depth + 1]
+            linked = below_par >= 0
+            w = np.bincount(below_par[linked], weights=widths[depth + 1][linked], minlength=len(lin.node_ids))
+            w = w.astype(np.float64)
+        widths[depth] = w
+        checkpoint(cancel)
+    # places top-down: level 1 in id order; children under their parent in node_ids order, unlinked after
+    bands: list[MapLevel] = []
+    total = 0.0
+    prev_x0 = np.zeros(0)
+    for depth, lin in enumerate(inputs):
+        ids = np.asarray(lin.node_ids, np.int64)
+        par, w = parents[depth], widths[depth]
+        x0 = np.zeros(ids.size, np.float64)
+        linked = par >= 0
+        if depth == 0:
+            order = np.argsort(ids, kind="stable")
+            x0[order] = np.cumsum(w[order]) - w[order]
+            end = float(w.sum())
+        else:
+            idx = np.flatnonzero(linked)
+            order = idx[np.lexsort((child_rank[depth][idx], par[idx]))]
+            starts = np.cumsum(w[order]) - w[order]
+            # offset within the parent: cumulative width minus the cumulative width at the parent's first child
+            p = par[order]
+            first = np.concatenate(([True], p[1:] != p[:-1])) if p.size else np.zeros(0, bool)
+            group_start = np.maximum.accumulate(np.where(first, starts, 0.0)) if p.size else starts
+            x0[order] = prev_x0[p] + (starts - group_start)
+            end = float(bands[-1].x1.max()) if len(bands[-1]) else 0.0
+            loose = np.flatnonzero(~linked)
+            loose = loose[np.argsort(ids[loose], kind="stable")]
+            x0[loose] = end + np.cumsum(w[loose]) - w[loose]
+            end += float(w[loose].sum())
+        total = max(total, end)
+        x1 = x0 + w
+        sort = np.argsort(x0, kind="stable")
+        remap = np.empty(ids.size, np.int64)
+        remap[sort] = np.arange(ids.size)
+        if depth + 1 < n_levels:  # children's parent indices follow the new order
+            below = parents[depth + 1]
+            parents[depth + 1] = np.where(below >= 0, remap[np.maximum(below, 0)], -1)
+        bands.append(MapLevel(depth + 1, ids[sort], x0[sort], x1[sort], np.asarray(lin.rows, np.int64)[sort],
+                              par[sort], np.asarray(lin.state, np.int8)[sort]))
+        prev_x0 = x0[sort]
+    return IndexMap(label, tuple(bands), total, dict(chunk_rows or {}))
+
+
+_LAYOUTS: weakref.WeakKeyDictionary[NodeReader, IndexMap] = weakref.WeakKeyDictionary()
+_LAYOUTS_LOCK = Lock()
+
+
+def shared_layout(reader: NodeReader, progress: ProgressCallback | None = None,
+                  cancel: Event | None = None) -> IndexMap:
+    """:func:`layout_index`, once per reader (a reader keeps what it decoded, so does its map): the
+    map panel and every recall sweep's miss map of one opened index share it."""
+    with _LAYOUTS_LOCK:
+        held = _LAYOUTS.get(reader)
+    if held is not None:
+        return held
+    index_map = layout_index(reader, progress, cancel)
+    complete = all((band.state != UNREAD).all() for band in index_map.levels)
+    if complete:  # a map that lacks what could not be read is asked again next time
+        with _LAYOUTS_LOCK:
+            index_map = _LAYOUTS.setdefault(reader, index_map)
+    return index_map
+
+
+def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, cancel: Event | None = None) -> IndexMap:
+    """The map of an opened index: each level's node ids (one listing), every internal node's
+    ``node_ids`` (few and small) and the leaves' rows from their ``embeddings`` metadata."""
+    from ecpfs_viewer.model.ecpfs.levels import shared_level_stats
+
+    inputs: list[LevelInput] = []
+    chunk_rows: dict[int, int | None] = {}
+    for level in range(1, reader.levels + 1):
+        checkpoint(cancel)
+        stats = shared_level_stats(reader.hierarchy, level)
+        chunk_rows[level] = stats.chunk_rows
+        present = stats.present_ids()
+        listed = np.asarray(reader.level_node_ids(level), np.int64)
+        ids = np.union1d(np.union1d(present, listed), np.fromiter(stats.unread_ids, np.int64, len(stats.unread_ids)))
+        rows = np.full(ids.size, -1, np.int64)
+        rows[np.searchsorted(ids, stats.node_ids)] = stats.sizes
+        state = np.zeros(ids.size, np.int8)
+        for group, value in ((stats.broken_ids, BROKEN), (stats.unread_ids, UNREAD)):
+            if group:
+                state[np.searchsorted(ids, np.fromiter(group, np.int64, len(group)))] = value
+        if not stats.complete and not stats.unread_ids:
+            state[:] = UNREAD
+        children: list[np.ndarray | None] = [None] * ids.size
+        if level < reader.levels and ids.size:
+            arrays = reader.arrays.read([node_array_path(level, int(n), "node_ids") for n in ids])
+            for j, arr in enumerate(arrays):
+                if arr is None:
+                    if state[j] == OK:
+                        state[j] = BROKEN
+                else:
+                    children[j] = np.asarray(arr, np.int64).reshape(-1)
+        inputs.append(LevelInput(ids, rows, children, state))
+        if progress is not None:
+            progress(Counted(level, reader.levels, "levels laid out"))
+    return map_layout(reader.label, inputs, chunk_rows, cancel)
+
+
+# -- overlays of what the index stores ----------------------------------------------------------
+
+def size_overlay(index_map: IndexMap) -> MapOverlay:
+    """log2 of the items beneath each node against its level's median: 0 typical, +1 twice, -1 half."""
+    values: dict[int, np.ndarray] = {}
+    for band in index_map.levels:
+        sizes = band.sizes
+        known = sizes > 0
+        median = float(np.median(sizes[known])) if known.any() else 1.0
+        out = np.full(len(band), np.nan)
+        out[known] = np.log2(sizes[known] / median)
+        out[(band.rows == 0) | ((sizes == 0) & (band.state == OK))] = -3.0  # empty: the bottom of the scale
+        values[band.level] = out
+    return MapOverlay("size vs level median", values,
+                      "items beneath against the level's median, log2: 0 = median, +1 = twice, -1 = half",
+                      "diverging", high=3.0, formatter=lambda v: f"{2.0 ** v:.2f} x median")
+
+
+def fill_overlay(index_map: IndexMap) -> MapOverlay:
+    """Share of the node's last chunk that holds rows (1 = full chunks, low = a mostly empty chunk)."""
+    values: dict[int, np.ndarray] = {}
+    for band in index_map.levels:
+        chunk = index_map.chunk_rows.get(band.level)
+        out = np.full(len(band), np.nan)
+        if chunk:
+            rows = band.rows.astype(np.float64)
+            known = rows > 0
+            out[known] = rows[known] / (np.ceil(rows[known] / chunk) * chunk)
+        values[band.level] = out
+    return MapOverlay("chunk fill", values, "rows / (chunks x chunk rows): 1 = every chunk full, 0 = empty",
+                      "sequential", high=1.0, formatter=lambda v: f"{v:.0%}")
+
+
+def findings_overlay(index_map: IndexMap, findings: Iterable[Finding]) -> MapOverlay:
+    """Findings (validation report) per node: 2 for errors, 1 for warnings only, 0 for none."""
+    worst: dict[tuple[int, int], float] = {}
+    for finding in findings:
+        parts = finding.path.split("/")
+        if len(parts) < 2 or not parts[0].startswith("lvl_") or not parts[0][4:].isdigit():
+            continue
+        node_id = parse_node_name(parts[1])
+        if node_id is None:
+            continue
+        key = (int(parts[0][4:]), node_id)
+        rank = 2.0 if finding.severity.value == "error" else 1.0 if finding.severity.value == "warning" else 0.5
+        worst[key] = max(worst.get(key, 0.0), rank)
+    for band in index_map.levels:  # unreadable nodes are findings too
+        for i in np.flatnonzero(band.state != OK):
+            worst[(band.level, int(band.node_ids[i]))] = 2.0
+    return overlay_from_nodes(index_map, "findings", worst, "worst finding on the node: 2 error, 1 warning, 0 none",
+                              "flag", default=0.0, high=2.0,
+                              formatter=lambda v: {2.0: "error", 1.0: "warning", 0.5: "note"}.get(v, "none"))

@@ -1,0 +1,118 @@
+"""The index map's icicle layout and overlays, on real builds."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from defect_indexes import build_moved_leaf_index
+from index_factory import build_clustered_index
+
+from ecpfs_viewer.model.diagnostics.index_map import (
+    BROKEN,
+    LevelInput,
+    fill_overlay,
+    findings_overlay,
+    layout_index,
+    map_layout,
+    overlay_from_arrays,
+    overlay_from_nodes,
+    size_overlay,
+)
+from ecpfs_viewer.model.ecpfs.findings import error
+from ecpfs_viewer.model.search import IndexReader
+
+
+@pytest.fixture(scope="module")
+def three_levels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_clustered_index(tmp_path_factory.mktemp("map"), 2000, 6, levels=3, target_cluster_items=20)
+
+
+def test_every_node_is_as_wide_as_the_items_beneath_it_and_nested_under_its_parent(three_levels: Path) -> None:
+    reader = IndexReader(three_levels)
+    index_map = layout_index(reader)
+    assert len(index_map.levels) == 3 and index_map.total == 2000
+    for band in index_map.levels:
+        assert band.node_ids.tolist() == sorted(band.node_ids.tolist(), key=lambda n: band.x0[band.index_of(n)])
+        assert (band.x0[1:] >= band.x1[:-1] - 1e-9).all()  # side by side, never overlapping
+        assert sorted(band.node_ids.tolist()) == reader.level_node_ids(band.level)
+    leaves = index_map.band(3)
+    for i, leaf in enumerate(leaves.node_ids):
+        assert leaves.sizes[i] == reader.node(3, int(leaf)).ids.size
+    for depth in (1, 2):
+        band, below = index_map.levels[depth - 1], index_map.levels[depth]
+        for i, node in enumerate(band.node_ids):
+            children = reader.node(depth, int(node)).ids.tolist()
+            mine = np.flatnonzero(below.parents == i)
+            assert sorted(below.node_ids[mine].tolist()) == sorted(c for c in children if c in below.node_ids)
+            assert band.sizes[i] == below.sizes[mine].sum()
+            if mine.size:
+                assert below.x0[mine].min() == band.x0[i] and below.x1[mine].max() == band.x1[i]
+    level, node = index_map.node_at(float(leaves.x0[5]) + 0.5, 2.5)
+    assert (level, node) == (3, int(leaves.node_ids[5]))
+    assert index_map.node_at(-1, 0.5) is None and index_map.node_at(1.0, 3.5) is None
+
+
+def test_a_node_that_cannot_be_read_is_marked_not_left_out(three_levels: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "idx.zarr"
+    shutil.copytree(three_levels, copy)
+    reader = IndexReader(three_levels)
+    victim = reader.level_node_ids(2)[3]
+    shutil.rmtree(copy / "lvl_2" / f"node_{victim}" / "node_ids")
+    index_map = layout_index(IndexReader(copy))
+    band = index_map.band(2)
+    i = band.index_of(victim)
+    assert i is not None and band.state[i] == BROKEN
+    assert "broken" in " ".join(index_map.facts(2, victim))
+    flagged = findings_overlay(index_map, [])
+    assert flagged.value(2, i) == 2.0
+
+
+def test_overlays_give_each_node_its_value(three_levels: Path) -> None:
+    index_map = layout_index(IndexReader(three_levels))
+    leaves = index_map.band(3)
+    sizes = size_overlay(index_map)
+    biggest = int(np.argmax(leaves.rows))
+    assert sizes.value(3, biggest) == pytest.approx(np.log2(leaves.rows[biggest] / np.median(leaves.rows)))
+    band = index_map.band(1)
+    assert sizes.value(1, 0) == pytest.approx(np.log2(band.sizes[0] / np.median(band.sizes)))
+    fill = fill_overlay(index_map)
+    chunk = index_map.chunk_rows[3]
+    assert chunk and fill.value(3, biggest) == pytest.approx(
+        leaves.rows[biggest] / (np.ceil(leaves.rows[biggest] / chunk) * chunk))
+    leaf = int(leaves.node_ids[2])
+    found = findings_overlay(index_map, [error(f"lvl_3/node_{leaf}/embeddings", "bad")])
+    assert found.value(3, 2) == 2.0 and found.value(3, 3) == 0.0
+    named = overlay_from_nodes(index_map, "visits", {(3, leaf): 7.0}, "visits per node")
+    same = overlay_from_arrays(index_map, "visits", {3: (np.array([leaf]), np.array([7.0]))}, "visits per node")
+    assert named.value(3, 2) == same.value(3, 2) == 7.0 and named.value(3, 3) is None is same.value(3, 3)
+    assert "visits: 7" in index_map.facts(3, leaf, [named])
+
+
+def test_unlinked_nodes_are_laid_out_after_the_linked_ones() -> None:
+    inputs = [LevelInput(np.array([0, 1]), np.array([2, 1]), [np.array([0, 1]), np.array([2])], np.zeros(2, np.int8)),
+              LevelInput(np.array([0, 1, 2, 9]), np.array([5, 3, 4, 6]), [None] * 4, np.zeros(4, np.int8))]
+    index_map = map_layout("t", inputs)
+    leaves = index_map.band(2)
+    assert leaves.node_ids.tolist() == [0, 1, 2, 9]
+    assert leaves.x0.tolist() == [0, 5, 8, 12] and index_map.total == 18
+    assert leaves.parents[3] == -1 and "unlinked" in " ".join(index_map.facts(2, 9))
+    assert index_map.band(1).sizes.tolist() == [8, 4]
+
+
+def test_the_moved_leaf_stands_out_on_no_size_overlay_but_keeps_its_place(tmp_path: Path) -> None:
+    defect = build_moved_leaf_index(tmp_path)
+    index_map = layout_index(IndexReader(defect.path))
+    assert index_map.band(2).index_of(defect.leaf) is not None
+    assert index_map.total == 1500
+
+
+def test_one_reader_lays_out_its_index_once(three_levels: Path) -> None:
+    from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+
+    reader = IndexReader(three_levels)
+    first = shared_layout(reader)
+    assert shared_layout(reader) is first and shared_layout(IndexReader(three_levels)) is not first
+    assert [b.node_ids.tolist() for b in first.levels] == [b.node_ids.tolist() for b in layout_index(reader).levels]
