@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMainWindow, QMenu
 
 from ecpfs_viewer.gui.diagnostics.reachability_view import ReachabilityDialog
@@ -21,6 +21,9 @@ from ecpfs_viewer.model.search import IndexReader
 
 class DiagnosticsMenu(QObject):
     """Owns the menu and the two dialogs."""
+
+    workload_ready = Signal(object)  # the Workload a run replayed (for the index map)
+    reachability_ready = Signal(object)  # the ReachabilityReport (for the index map)
 
     def __init__(self, window: QMainWindow, reader: Callable[[], IndexReader], reveal: Callable[[str], None],
                  node_page: NodePage) -> None:
@@ -51,15 +54,21 @@ class DiagnosticsMenu(QObject):
         if self.workload is None:
             self.workload = WorkloadDialog(self._reader, self.window)
             self.workload.node_requested.connect(self._reveal)
+            self.workload.finished_run.connect(self._workload_done)
         self.workload.show()
         self.workload.raise_()
         return self.workload
+
+    def _workload_done(self) -> None:
+        if self.workload is not None and self.workload.workload is not None:
+            self.workload_ready.emit(self.workload.workload)
 
     def open_reachability(self) -> ReachabilityDialog:
         if self.reachability is None:
             self.reachability = ReachabilityDialog(self._reader, self.window)
             self.reachability.node_requested.connect(self._reveal)
             self.reachability.report_ready.connect(self._node_page.set_reachability)
+            self.reachability.report_ready.connect(self.reachability_ready)
         self.reachability.show()
         self.reachability.raise_()
         return self.reachability

@@ -108,6 +108,8 @@ class MainWindow(QMainWindow):
         self.overview.report_ready.connect(self.index_map.set_report)
         self.search.panel.recall_view.miss_map_ready.connect(self.index_map.set_miss_map)
         self.tree_panel.item_chosen.connect(lambda item: self.index_map.select(item.path))
+        self.diagnostics.reachability_ready.connect(self.index_map.set_reachability)
+        self.diagnostics.workload_ready.connect(self.index_map.set_workload)
         self._connect_session()
         self._show_recent(self.session.recent())
         self._restore_layout()
