@@ -12,18 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
-    QProgressBar,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from ecpfs_viewer.gui.diagnostics.run_controls import RunControls
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport, self_reachability
@@ -62,25 +61,16 @@ class ReachabilityDialog(QDialog):
                        "indexes of over 250,000 items) and lists the items whose search does not reach their "
                        "own leaf, with the level at which the path leaves their branch.")
         intro.setWordWrap(True)
-        self.run_button = QPushButton("Run")
-        self.run_button.setDefault(True)
+        self.controls = RunControls(self, "Press Run.")
+        self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
+        self.progress, self.summary = self.controls.progress, self.controls.summary
         self.run_button.clicked.connect(self.run)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
         self.export_button = QPushButton("Export JSON…")
         self.export_button.setEnabled(False)
         self.export_button.clicked.connect(self._ask_export)
-        self.progress = QProgressBar()
-        self.progress.hide()
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.run_button)
-        buttons.addWidget(self.cancel_button)
-        buttons.addWidget(self.progress, 1)
+        buttons = self.controls.row
         buttons.addWidget(self.export_button)
-        self.summary = QLabel("Press Run.")
-        self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.model = RowsModel(STRAY_HEADERS, self)
         self.view = rows_view(self.model, self._open_row)
         self.view.setToolTip("Double-click an item to open its own leaf")
@@ -92,13 +82,9 @@ class ReachabilityDialog(QDialog):
         self.resize(760, 520)
 
     def run(self) -> None:
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.progress.setRange(0, 0)
-        self.progress.show()
-        self.summary.setText("Searching with each item's own vector …")
+        self.controls.started("Searching with each item's own vector …")
         self._request = self.runner.run(self._job, on_result=self._show, on_error=self._failed,
-                                        on_progress=self._progress, heavy=True)
+                                        on_progress=self.controls.show_progress, heavy=True)
 
     def _job(self, progress: Any = None, cancel: Any = None) -> ReachabilityReport:
         return self_reachability(self._reader(), progress=progress, cancel=cancel)
@@ -110,23 +96,12 @@ class ReachabilityDialog(QDialog):
     def busy(self) -> bool:
         return self.runner.busy
 
-    def _progress(self, report: Any) -> None:
-        self.progress.setRange(0, max(int(getattr(report, "total", 0)), 0))
-        self.progress.setValue(int(getattr(report, "done", 0)))
-        self.progress.setFormat(f"{getattr(report, 'message', '')} %v / %m")
-
-    def _idle(self) -> None:
-        self.run_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
-        self.progress.hide()
-
     def _failed(self, error: TaskError) -> None:
-        self._idle()
-        self.summary.setText("Cancelled." if error.cancelled else str(error))
+        self.controls.failed(error)
         self.finished_run.emit()
 
     def _show(self, report: ReachabilityReport) -> None:
-        self._idle()
+        self.controls.idle()
         self.report = report
         share = f"{100 * report.share_reached:.2f}% reach their own leaf"
         more = f" (the first {SHOWN:,} are listed; the JSON export has all)" if report.strays > SHOWN else ""

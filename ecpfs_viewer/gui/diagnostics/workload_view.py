@@ -22,9 +22,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QSplitter,
@@ -32,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.diagnostics.run_controls import RunControls
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
@@ -97,21 +96,12 @@ class WorkloadDialog(QDialog):
         form.addRow(".npy file", npy_row)
         form.addRow("search_exp", self.search_exp)
         form.addRow("k", self.k)
-        self.run_button = QPushButton("Run")
-        self.run_button.setDefault(True)
+        self.controls = RunControls(self, "Choose the queries and press Run.")
+        self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
+        self.progress, self.summary = self.controls.progress, self.controls.summary
         self.run_button.clicked.connect(self.run)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
-        self.progress = QProgressBar()
-        self.progress.hide()
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.run_button)
-        buttons.addWidget(self.cancel_button)
-        buttons.addWidget(self.progress, 1)
-        self.summary = QLabel("Choose the queries and press Run.")
-        self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        buttons = self.controls.row
 
         self.histogram_view = pg.PlotWidget()
         self.histogram = self.histogram_view.getPlotItem()
@@ -162,15 +152,11 @@ class WorkloadDialog(QDialog):
         if source == 1 and not self.npy.text().strip():
             self.summary.setText("Choose a .npy file of queries first.")
             return
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.progress.setRange(0, 0)
-        self.progress.show()
-        self.summary.setText("Replaying …")
+        self.controls.started("Replaying …")
         self._request = self.runner.run(
             workload_job, self._reader, source, self.count.value(), 0, self.npy.text().strip(),
             self.search_exp.value(), self.k.value(), on_result=self._show, on_error=self._failed,
-            on_progress=self._progress, heavy=True)
+            on_progress=self.controls.show_progress, heavy=True)
 
     def cancel(self) -> None:
         self.runner.cancel(self._request)
@@ -179,24 +165,12 @@ class WorkloadDialog(QDialog):
     def busy(self) -> bool:
         return self.runner.busy
 
-    def _progress(self, report: Any) -> None:
-        total, done = int(getattr(report, "total", 0)), int(getattr(report, "done", 0))
-        self.progress.setRange(0, max(total, 0))
-        self.progress.setValue(done)
-        self.progress.setFormat(f"{getattr(report, 'message', '')} %v / %m")
-
-    def _idle(self) -> None:
-        self.run_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
-        self.progress.hide()
-
     def _failed(self, error: TaskError) -> None:
-        self._idle()
-        self.summary.setText("Cancelled." if error.cancelled else str(error))
+        self.controls.failed(error)
         self.finished_run.emit()
 
     def _show(self, work: Workload) -> None:
-        self._idle()
+        self.controls.idle()
         self.workload = work
         self.summary.setText(work.sentence())
         values, counts = work.leaves_histogram()
