@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.contract import EXIT_OK, UsageError
-from ecpfs_viewer.cli.search import _open, _run, _subcommand, load_queries
+from ecpfs_viewer.cli.search import load_queries, open_index, run_body, subcommand
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.diagnostics.workload import Workload
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def add_workload_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `workload INDEX (--queries Q.npy | --sample N | --saved) [--search-exp 4] [--json]`."""
-    p = _subcommand(subparsers, "workload", "replay queries: visits per node, leaves per query, hot leaves, skew",
+    p = subcommand(subparsers, "workload", "replay queries: visits per node, leaves per query, hot leaves, skew",
                     "Replay a query set with eCP search and count what it reads: visits per node, leaves "
                     "scanned per query, the most visited leaves, and the share of each level's visits that "
                     "go to its busiest 1%% of nodes (hubness).")
@@ -33,7 +33,7 @@ def add_workload_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
     p.add_argument("--top", type=int, default=10, metavar="N", help="hot leaves to print (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON (every node's visits included)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
-    p.set_defaults(func=lambda args: _run(_workload, args))
+    p.set_defaults(func=lambda args: run_body(_workload, args))
     return p
 
 
@@ -49,7 +49,7 @@ def _workload(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise UsageError(f"--k must be at least 1 (got {args.k})")
     matrix = load_queries(args.queries) if args.queries else None
-    reader = _open(args)
+    reader = open_index(args)
     with TerminalProgress(enabled=not args.quiet) as bar:
         if matrix is not None:
             queries = queries_from_array(reader, matrix, args.queries)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ecpfs_viewer.model.search import IndexReader, SearchResult
 
 
-def _run(body: Any, args: argparse.Namespace) -> int:
+def run_body(body: Any, args: argparse.Namespace) -> int:
     """Run a subcommand body; the model's expected failures become a CommandError (exit 1)."""
     from ecpfs_viewer.model.errors import UserError, describe_exception
 
@@ -39,14 +39,14 @@ def _run(body: Any, args: argparse.Namespace) -> int:
         raise CommandError(f"{exc.filename or args.index}: {exc.strerror or exc}") from None
 
 
-def _open(args: argparse.Namespace) -> IndexReader:
-    """The index named on the command line, opened with the remote options (read-only)."""
+def open_index(args: argparse.Namespace, location: str | None = None) -> IndexReader:
+    """The index named on the command line (or at location), opened with the remote options (read-only)."""
     from ecpfs_viewer.cli.read import remote_options
     from ecpfs_viewer.model.errors import UserError, describe_exception
     from ecpfs_viewer.model.search import IndexReader
     from ecpfs_viewer.model.storage.opening import open_store
 
-    location = args.index
+    location = args.index if location is None else location
     options = remote_options(args)
     try:
         return IndexReader(open_store(location, remote=options))
@@ -55,14 +55,14 @@ def _open(args: argparse.Namespace) -> IndexReader:
         raise CannotOpen(message if location in message else f"{location}: cannot open ({message})") from None
 
 
-def _ids(text: str, option: str) -> list[int]:
+def parse_ids(text: str, option: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"{option} must be comma-separated integers, got {text!r}") from None
 
 
-def _check_params(k: int, search_exps: list[int], max_increments: int) -> None:
+def check_params(k: int, search_exps: list[int], max_increments: int) -> None:
     if k < 1:
         raise UsageError(f"--k must be at least 1 (got {k})")
     if any(e < 0 for e in search_exps):
@@ -85,7 +85,7 @@ def load_queries(path: str) -> np.ndarray:
         raise (CannotOpen if unusable_file(path) else CommandError)(str(exc)) from None
 
 
-def _subcommand(subparsers: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]
+def subcommand(subparsers: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]
                 description: str) -> argparse.ArgumentParser:
     """A subcommand parser whose first argument is the index location."""
     p: argparse.ArgumentParser = subparsers.add_parser(name, help=summary, description=description)
@@ -138,7 +138,7 @@ def _exact_with(reader: IndexReader, args: argparse.Namespace) -> Any:
 
 def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `search INDEX (--item ID | --query-file Q.npy [--query-row N] | --saved-query ID)`."""
-    p = _subcommand(
+    p = subcommand(
         subparsers, "search", "eCP search with a trace, exact neighbours and why-missed",
         "eCP search over an index (spec §4); prints item_id<TAB>score lines (lower is better). The query is "
         "the stored vector of --item ID, row --query-row (default 0) of --query-file, or saved query "
@@ -157,16 +157,16 @@ def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
                    help="sample N queries (from --query-file, else stored items) and print recall@k")
     p.add_argument("--seed", type=int, default=0, help="seed for --recall sampling")
     _add_scheduler_option(p)
-    p.set_defaults(func=lambda args: _run(_search, args))
+    p.set_defaults(func=lambda args: run_body(_search, args))
     return p
 
 
 def _search(args: argparse.Namespace) -> int:
     from ecpfs_viewer.model.search import SearchParams
 
-    exclude = frozenset(_ids(args.exclude, "--exclude"))
+    exclude = frozenset(parse_ids(args.exclude, "--exclude"))
     search_exp = _single_exp(args.search_exp)
-    _check_params(args.k, [search_exp], args.max_increments)
+    check_params(args.k, [search_exp], args.max_increments)
     if args.recall is not None:
         return _legacy_recall(args, exclude, search_exp)
     if args.item is None and args.saved_query is None and args.query_file is None and args.query_row is None:
@@ -174,7 +174,7 @@ def _search(args: argparse.Namespace) -> int:
     if args.query_file is not None and (args.item is not None or args.saved_query is not None):
         raise UsageError("--query-file goes with --query-row, not with --item or --saved-query")
     queries = load_queries(args.query_file) if args.query_file else None
-    reader = _open(args)
+    reader = open_index(args)
     query = _query_vector(reader, args, queries)
     params = SearchParams(args.k, search_exp, args.max_increments, exclude)
     result = reader.search(query, params)
@@ -256,7 +256,7 @@ def _legacy_recall(args: argparse.Namespace, exclude: frozenset[int], search_exp
 
     if args.recall < 1:
         raise UsageError("--recall needs at least 1 query")
-    reader = _open(args)
+    reader = open_index(args)
     if args.query_file:
         queries = load_queries(args.query_file)
         rng = np.random.default_rng(args.seed)
@@ -277,7 +277,7 @@ def _legacy_recall(args: argparse.Namespace, exclude: frozenset[int], search_exp
 
 def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `recall INDEX [--queries Q.npy | --sample N [--seed S]] ...`."""
-    p = _subcommand(
+    p = subcommand(
         subparsers, "recall", "recall@k of eCP search against exact search, per search_exp",
         "Recall@k of eCP search against exact search, one row per search_exp, with the mean and 95th "
         "percentile of leaves visited, milliseconds, distance computations, nodes visited, bytes and "
@@ -296,7 +296,7 @@ def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
                    help="also say where recall is lost: the nodes where missed true neighbours left the search's "
                         "path (with --json: an object with rows and miss_map)")
     _add_scheduler_option(p)
-    p.set_defaults(func=lambda args: _run(_recall, args))
+    p.set_defaults(func=lambda args: run_body(_recall, args))
     return p
 
 
@@ -309,15 +309,15 @@ def _recall(args: argparse.Namespace) -> int:
         saved_query_ids,
     )
 
-    exps = _ids(args.search_exp, "--search-exp")
+    exps = parse_ids(args.search_exp, "--search-exp")
     if not exps:
         raise UsageError("--search-exp needs at least one value")
-    _check_params(args.k, exps, args.max_increments)
-    exclude = frozenset(_ids(args.exclude, "--exclude"))
+    check_params(args.k, exps, args.max_increments)
+    exclude = frozenset(parse_ids(args.exclude, "--exclude"))
     if args.sample is not None and args.sample < 1:
         raise UsageError(f"--sample must be at least 1 (got {args.sample})")
     queries = load_queries(args.queries) if args.queries else None
-    reader = _open(args)
+    reader = open_index(args)
     exact = _exact_with(reader, args)
     with _progress_bar(args) as bar:
         if queries is not None:
@@ -379,18 +379,18 @@ def _progress_bar(args: argparse.Namespace) -> TerminalProgress:
 
 def add_locate_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `locate INDEX ITEM_ID [--json]`."""
-    p = _subcommand(
+    p = subcommand(
         subparsers, "locate", "which leaf and row hold an item, and the path to it",
         "Find an item's leaf, its row there, and the path from index_root, reading only ids arrays (never "
         "leaf embeddings). Exit 1 when no leaf holds the item.",
     )
     p.add_argument("item", type=int, metavar="ITEM_ID")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=lambda args: _run(_locate, args))
+    p.set_defaults(func=lambda args: run_body(_locate, args))
     return p
 
 
 def _locate(args: argparse.Namespace) -> int:
-    location = _open(args).locate(args.item)
+    location = open_index(args).locate(args.item)
     print(json.dumps(location.to_dict(), indent=2) if args.json else location.describe())
     return EXIT_OK

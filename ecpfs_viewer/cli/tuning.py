@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, UsageError
+from ecpfs_viewer.cli.contract import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search import IndexReader
@@ -48,34 +48,26 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 
 def _compare_command(args: argparse.Namespace) -> int:
-    from ecpfs_viewer.cli.search import _run
+    from ecpfs_viewer.cli.search import run_body
 
-    return _run(_compare, args)
+    return run_body(_compare, args)
 
 
 def _open_index(location: str, args: argparse.Namespace) -> IndexReader:
-    from ecpfs_viewer.cli.read import remote_options
-    from ecpfs_viewer.model.errors import UserError, describe_exception
-    from ecpfs_viewer.model.search import IndexReader
-    from ecpfs_viewer.model.storage.opening import open_store
+    from ecpfs_viewer.cli.search import open_index
 
-    options = remote_options(args)
-    try:
-        return IndexReader(open_store(location, remote=options))
-    except (UserError, OSError, ValueError) as exc:
-        message = describe_exception(exc)
-        raise CannotOpen(message if location in message else f"{location}: cannot open ({message})") from None
+    return open_index(args, location)
 
 
 def _compare(args: argparse.Namespace) -> int:
     from ecpfs_viewer.cli.progress import TerminalProgress
-    from ecpfs_viewer.cli.search import _check_params, _ids, load_queries
+    from ecpfs_viewer.cli.search import check_params, load_queries, parse_ids
     from ecpfs_viewer.model.tuning.compare import compare_indexes
 
-    exps = _ids(args.search_exp, "--search-exp")
+    exps = parse_ids(args.search_exp, "--search-exp")
     if not exps:
         raise UsageError("--search-exp needs at least one value")
-    _check_params(args.k, exps, -1)
+    check_params(args.k, exps, -1)
     if args.queries is None and args.sample < 1:
         raise UsageError(f"--sample must be at least 1 (got {args.sample})")
     queries = load_queries(args.queries) if args.queries else None
