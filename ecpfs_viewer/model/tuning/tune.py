@@ -290,6 +290,7 @@ class _Steps:
         self.variants = variants
         self.progress = progress
         self.cancel = cancel
+        self.reached = 0  # a build restarts done/total in each of its phases: overall only goes forward
 
     def report(self, variant: int, step: str, done: int, total: int) -> None:
         checkpoint(self.cancel, TuneCancelled)
@@ -301,7 +302,8 @@ class _Steps:
         else:
             within = self.BUILD_SHARE * part if step == "build" else self.BUILD_SHARE + (1 - self.BUILD_SHARE) * part
             overall = self.EXACT_SHARE + (1 - self.EXACT_SHARE) * (variant + within) / self.variants
-        self.progress(TuneProgress(variant, self.variants, step, done, total, int(min(1.0, overall) * 1000)))
+        self.reached = max(self.reached, int(min(1.0, overall) * 1000))
+        self.progress(TuneProgress(variant, self.variants, step, done, total, self.reached))
 
 
 def _load(path: str) -> np.ndarray:
