@@ -401,8 +401,12 @@ def check_grid(source: str, variants: Sequence[BuildParams], work: Path, keep: b
 
 def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings | None = None,
          progress: Progress | None = None, cancel: threading.Event | None = None,
-         cost_axis: str = DEFAULT_COST) -> TuneReport:
-    """Build and measure every variant of ``grid`` on ``source``; TuneError / TuneCancelled leave nothing."""
+         cost_axis: str = DEFAULT_COST, on_variant: Callable[[VariantResult], None] | None = None) -> TuneReport:
+    """Build and measure every variant of ``grid`` on ``source``; TuneError / TuneCancelled leave nothing.
+
+    TuneError comes before anything is built; a BuildError means the input's data cannot be built.
+    ``on_variant`` sees each variant as soon as it is measured (a terminal prints a line).
+    """
     settings = settings or TuneSettings()
     started = time.perf_counter()
     source = os.fspath(source)
@@ -450,6 +454,8 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
                                     cancel))
             if keep_dir is None:
                 shutil.rmtree(out, ignore_errors=True)
+            if on_variant is not None:
+                on_variant(results[-1])
         del base
     except BaseException as exc:
         for path in written:
