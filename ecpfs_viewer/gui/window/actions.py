@@ -38,6 +38,7 @@ class WindowSlots:
     refresh: Callable[[], None]
     build: Callable[[], None]
     demo: Callable[[], None]
+    tune: Callable[[], None]
 
 
 class WindowActions(QObject):
@@ -54,6 +55,7 @@ class WindowActions(QObject):
         self.open_url_action = action("Open &URL…", self.open_url_dialog, "Ctrl+U")
         self.build_action = action("&Build Index from .npy…", slots.build, "Ctrl+B")
         self.demo_action = action("Open &Demo Index", slots.demo)
+        self.tune_action = action("&Tune…", slots.tune, "Ctrl+Shift+B")
         self.clear_cache = ClearCacheFlow(window)
         self.clear_cache_action = action("Clear &Cache…", self.clear_cache.start)
         self.close_action = action("&Close", slots.close_store, "Ctrl+W")
@@ -89,6 +91,9 @@ class WindowActions(QObject):
             view.addAction(item)
         view.addSeparator()
         self.theme_actions = self._theme_menu(view.addMenu("&Theme"))
+        build = window.menuBar().addMenu("&Build")
+        build.addAction(self.build_action)
+        build.addAction(self.tune_action)
         go = window.menuBar().addMenu("&Go")
         for item in (self.navigation.back_action, self.navigation.forward_action):
             go.addAction(item)

@@ -6,6 +6,8 @@ them; :meth:`TuneReport.on_axis` re-marks the frontier for another cost axis wit
 
 from __future__ import annotations
 
+import csv
+import io
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -161,6 +163,29 @@ class TuneReport:
     def on_axis(self, axis: str) -> TuneReport:
         """The same measurements with the frontier and recommendation for another cost axis."""
         return with_axis(self, axis)
+
+    def point_rows(self) -> tuple[list[str], list[list[Any]]]:
+        """Every point with its variant's parameters and build figures: the table the GUI shows and CSV holds."""
+        header = ["variant", "levels", "target_cluster_items", "rep_selection", "search_exp", "recall"]
+        header += [f"{name}_{stat}" for name in COST_AXES for stat in ("mean", "p95")]
+        header += ["ms_mean", "on_frontier", "build_seconds", "disk_bytes", "files"]
+        rows = []
+        for v in self.variants:
+            p = v.params
+            for pt in v.points:
+                costs = [x for name in COST_AXES for x in (pt.costs[name].mean, pt.costs[name].p95)]
+                rows.append([v.name, p.levels, p.target_cluster_items, p.rep_selection, pt.search_exp, pt.recall,
+                             *costs, pt.ms_mean, pt.on_frontier, v.build_seconds, v.disk_bytes, v.files])
+        return header, rows
+
+    def points_csv(self) -> str:
+        """:meth:`point_rows` as CSV text."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        header, rows = self.point_rows()
+        writer.writerow(header)
+        writer.writerows(rows)
+        return out.getvalue()
 
     def to_dict(self) -> dict[str, Any]:
         return {"input": self.input, "rows": self.rows, "dim": self.dim, "queries": self.queries,
