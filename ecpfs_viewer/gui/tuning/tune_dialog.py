@@ -153,12 +153,13 @@ class TuneDialog(QDialog):
         body.addWidget(right)
         body.setStretchFactor(0, 1)
         body.setStretchFactor(1, 1)
+        body.setSizes([620, 680])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addLayout(bars)
         layout.addWidget(self.status)
         layout.addWidget(body, 1)
-        self.resize(1200, 820)
+        self.resize(1320, 860)
 
     # ----------------------------------------------------------------------------- running
 

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -39,12 +40,15 @@ def parse_numbers(text: str, name: str, least: int) -> tuple[int, ...]:
     return tuple(found)
 
 
-def _row(*widgets: QWidget) -> QWidget:
+def _row(*widgets: QWidget, compact: bool = False) -> QWidget:
+    """Widgets side by side; ``compact`` keeps them at their own size, left-aligned."""
     box = QWidget()
     layout = QHBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
     for w in widgets:
         layout.addWidget(w)
+    if compact:
+        layout.addStretch(1)
     return box
 
 
@@ -103,9 +107,10 @@ class TuneForm(QWidget):
         form.addRow("Input .npy", _row(self.input_edit, browse))
         form.addRow("Levels", self.levels_edit)
         form.addRow("Target cluster items", self.targets_edit)
-        form.addRow("Representatives", _row(self.offset_check, self.random_check, self.metric_combo))
+        form.addRow("Representatives", _row(self.offset_check, self.random_check, QLabel("  metric"),
+                                            self.metric_combo, compact=True))
         form.addRow("Queries", _row(self.source_combo, self.holdout_spin, self.queries_edit, queries_browse))
-        form.addRow("Recall", _row(self.k_spin, self.exps_edit, self.target_spin))
+        form.addRow("Recall", _row(self.k_spin, QLabel("search_exp"), self.exps_edit, self.target_spin))
         form.addRow(self.keep_check, _row(self.keep_edit, keep_browse))
         self.target_spin.setPrefix("target ")
         for edit in (self.input_edit, self.levels_edit, self.targets_edit, self.exps_edit, self.queries_edit,

@@ -47,7 +47,7 @@ class TunePlot(pg.PlotWidget):  # type: ignore[misc]
         if report is None:
             return
         _, text, accent = plot_colors(self.palette())
-        plot.addLegend(offset=(-8, 8), labelTextColor=text)
+        plot.addLegend(offset=(-8, -8), labelTextColor=text)  # bottom right: curves climb to the top
         axis = report.cost_axis
         plot.setLogMode(x=True, y=False)
         for v, color in zip(report.variants, variant_colors(len(report.variants)), strict=True):

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,6 +272,9 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         made_keep = True
     written: list[Path] = []
     work = Path(tempfile.mkdtemp(prefix=".ecpfs-tune-", dir=work_parent))
+    # removing a measured variant (thousands of folders) is slow on a disk that discards blocks:
+    # one thread does it while the next variant builds, and the tune waits for it before returning
+    remover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tune-remove")
     try:
         build_source = source
         if held.size:
@@ -292,11 +296,13 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
             results.append(_measure(i, params, build_source, out, queries, query_source, truth, settings, steps,
                                     cancel))
             if keep_dir is None:
-                shutil.rmtree(out, ignore_errors=True)
+                remover.submit(shutil.rmtree, out, ignore_errors=True)
             if on_variant is not None:
                 on_variant(results[-1])
         del base
+        remover.shutdown(wait=True)
     except BaseException as exc:
+        remover.shutdown(wait=True)
         for path in written:
             shutil.rmtree(path, ignore_errors=True)
         if made_keep:
