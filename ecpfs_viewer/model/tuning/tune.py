@@ -279,11 +279,11 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         build_source = source
         if held.size:
             build_source = str(work / "remaining.npy")
-            check_grid(source, variants, work, keep_dir is not None, data.nbytes)
+            check_grid(source, variants, work_parent, keep_dir is not None, data.nbytes)
             _write_remaining(data, held, Path(build_source), cancel)
             base = np.load(build_source, mmap_mode="r")
         else:
-            check_grid(source, variants, work, keep_dir is not None, 0)
+            check_grid(source, variants, work_parent, keep_dir is not None, 0)
             base = data
         t = time.perf_counter()
         truth = exact_neighbours(base, queries, settings.k, grid.metric,

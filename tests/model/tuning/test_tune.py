@@ -132,3 +132,18 @@ def test_pareto_front_and_cheapest() -> None:
     assert cheapest_reaching(costs, recalls, 0.9) == 3
     assert cheapest_reaching(costs, recalls, 0.6) == 2
     assert cheapest_reaching(costs, recalls, 0.99) is None
+
+
+def test_a_grid_larger_than_the_free_space_stops_before_building(tmp_path: Path, own_tmp: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    rows, _ = cluster_rows(tmp_path, clusters=10)
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**9, 10**9 - 4096, 4096))  # a full disk
+    expected = rf"^{own_tmp / 'k'}: the grid's builds would take about .* on disk \(all 2 kept\), only 4.0 KiB is free"
+    with pytest.raises(TuneError, match=expected):
+        tune(rows, TuneGrid(levels=(1, 2), target_cluster_items=(25,)),
+             TuneSettings(holdout=10, keep=str(own_tmp / "k")))
+    assert list(own_tmp.iterdir()) == []
