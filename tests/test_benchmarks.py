@@ -109,3 +109,16 @@ def test_the_index_map_and_miss_map_benchmarks_print_their_figures(tmp_path: Pat
                             capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert missed.returncode == 0, missed.stderr
     assert "recall sweep with the miss map" in missed.stdout and "target <= +10%" in missed.stdout
+
+
+def test_bench_tune_prints_the_shares_and_the_plain_build_baseline(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_tune.py"), "--rows", "2000", "--dim", "16", "--levels", "1,2",
+         "--targets", "50", "--holdout", "20", "--search-exp", "1,4"],
+        capture_output=True, text=True, timeout=300, env=_env(tmp_path / "cache"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("tune 2,000 x 16, 2 variants, 20 held-out queries, search_exp 1,4:"), done.stdout
+    assert lines[1].startswith("  building ") and "searching" in lines[1]
+    assert [line.split()[0] for line in lines[2:4]] == ["L1", "L2"]
+    assert lines[-1].startswith("baseline: plain build_index of the same 2 variants:")

@@ -33,7 +33,8 @@ from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = ("info", "check", "build", "search", "recall", "locate", "compare", "workload", "cache", "completion")
+SUBCOMMANDS = ("info", "check", "build", "tune", "search", "recall", "locate", "compare", "workload", "cache",
+               "completion")
 
 DESCRIPTION = """\
 Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
@@ -43,6 +44,7 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer info PATH            print the index summary (like `ecp info`, and more)
   ecpfs-viewer check PATH [--deep]  validate an index (exit 0 ok, 1 errors, 2 cannot open)
   ecpfs-viewer build IN.npy OUT.zarr  build an index from a .npy file
+  ecpfs-viewer tune IN.npy          build a grid of variants; the cheapest reaching a recall target
   ecpfs-viewer search INDEX ...     eCP search with a trace, exact neighbours, why-missed
   ecpfs-viewer recall INDEX ...     recall@k against exact search, per search_exp
   ecpfs-viewer locate INDEX ITEM    which leaf and row hold an item
@@ -63,7 +65,8 @@ VERBOSE_HELP = "print debug messages on stderr (errors are always kept in the lo
 #: subcommand -> (module, function that registers it); modules are imported only when needed
 _REGISTRARS = {
     "info": ("read", "add_info_parser"), "check": ("read", "add_check_parser"),
-    "build": ("build", "add_build_parser"), "search": ("search", "add_search_parser"),
+    "build": ("build", "add_build_parser"), "tune": ("tune", "add_tune_parser"),
+    "search": ("search", "add_search_parser"),
     "recall": ("search", "add_recall_parser"), "locate": ("search", "add_locate_parser"),
     "compare": ("tuning", "add_compare_parser"), "workload": ("diagnostics", "add_workload_parser"),
     "cache": ("cache", "add_cache_parser"), "completion": ("completion", "add_completion_parser"),

@@ -40,6 +40,7 @@ class WindowSlots:
     build: Callable[[], None]
     demo: Callable[[], None]
     compare: Callable[[str, RemoteOptions | None], None]  # the window's index beside this one
+    tune: Callable[[], None]
 
 
 class WindowActions(QObject):
@@ -60,6 +61,7 @@ class WindowActions(QObject):
         self.compare_folder_action = action("Index &Folder…", self.compare_folder_dialog)
         self.compare_zip_action = action("&Zip…", self.compare_zip_dialog)
         self.compare_url_action = action("&URL…", self.compare_url_dialog)
+        self.tune_action = action("&Tune…", slots.tune, "Ctrl+Shift+B")
         self.clear_cache = ClearCacheFlow(window)
         self.clear_cache_action = action("Clear &Cache…", self.clear_cache.start)
         self.close_action = action("&Close", slots.close_store, "Ctrl+W")
@@ -104,6 +106,9 @@ class WindowActions(QObject):
             view.addAction(item)
         view.addSeparator()
         self.theme_actions = self._theme_menu(view.addMenu("&Theme"))
+        build = window.menuBar().addMenu("&Build")
+        build.addAction(self.build_action)
+        build.addAction(self.tune_action)
         go = window.menuBar().addMenu("&Go")
         for item in (self.navigation.back_action, self.navigation.forward_action):
             go.addAction(item)

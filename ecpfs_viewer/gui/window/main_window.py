@@ -35,6 +35,7 @@ from ecpfs_viewer.gui.tree.item_model import TreeItem
 from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_marks
 from ecpfs_viewer.gui.tuning.compare_view import CompareView
+from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog
 from ecpfs_viewer.gui.widgets.display import MessageBanner, panes
 from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
@@ -69,6 +70,7 @@ class MainWindow(QMainWindow):
         self.session = IndexSession(self)
         self._build_dialog: QWidget | None = None
         self._compare_views: list[CompareView] = []
+        self._tune_dialog: QWidget | None = None
         self.last_action = ""
         self._shown_started = 0.0  # when the action whose cost the status bar shows began
 
@@ -93,7 +95,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.cost_label, 1)
         self.statusBar().addPermanentWidget(self.progress)
         slots = WindowSlots(close_store=self.close_store, refresh=self.refresh_all, build=self.open_build_dialog,
-                            demo=self.open_demo, compare=self.open_comparison)
+                            demo=self.open_demo, compare=self.open_comparison, tune=self.open_tune_dialog)
         clipboard = NodeClipboard(self.current_item, lambda: self.session.hierarchy, self.statusBar().showMessage)
         self.commands = WindowActions(self, self.session, self.tree_panel, clipboard, slots)
         self.commands.connect_start_page(self.start_page, slots)
@@ -279,6 +281,14 @@ class MainWindow(QMainWindow):
         """The comparison windows open now."""
         return list(self._compare_views)
 
+    def open_tune_dialog(self) -> None:
+        """Build > Tune…: a kept variant it opens becomes the window's index."""
+        dialog = TuneDialog(self)
+        dialog.open_requested.connect(self.session.open_location)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._tune_dialog = dialog
+        dialog.show()
+
     def _show_recent(self, locations: list[str]) -> None:
         self.start_page.set_recent(locations)
         self.commands.show_recent(locations)
@@ -379,10 +389,11 @@ class MainWindow(QMainWindow):
         A task still running then (a stalled server, a computation that ignores its cancel flag)
         is abandoned: closing never waits on it (app.run_gui leaves the process without it)."""
         self.save_layout()
-        if self._build_dialog is not None:
-            with contextlib.suppress(RuntimeError):  # already deleted by Qt (WA_DeleteOnClose)
-                self._build_dialog.close()
-            self._build_dialog = None
+        for dialog in (self._build_dialog, self._tune_dialog):
+            if dialog is not None:
+                with contextlib.suppress(RuntimeError):  # already deleted by Qt (WA_DeleteOnClose)
+                    dialog.close()
+        self._build_dialog = self._tune_dialog = None
         for view in list(self._compare_views):
             with contextlib.suppress(RuntimeError):  # already deleted by Qt
                 view.close()

@@ -1,0 +1,72 @@
+"""`ecpfs-viewer tune` on real builds: the JSON report, the table, and the exit statuses."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tune_data import CLUSTER, cluster_rows
+
+from ecpfs_viewer.cli import build_subcommand_parser, main
+
+
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    work = tmp_path / "tmp"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    return work
+
+
+def test_tune_json_recommends_the_known_best(tmp_path: Path, own_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows, queries = cluster_rows(tmp_path)
+    code = main(["tune", str(rows), "--levels", "1", "--target-cluster-items", f"{CLUSTER},{8 * CLUSTER}",
+                 "--queries", str(queries), "--search-exp", "1,2", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    report = json.loads(out.out)
+    assert [v["name"] for v in report["variants"]] == [f"L1 t{CLUSTER}", f"L1 t{8 * CLUSTER}"]
+    assert report["recommendation"]["variant"] == 0 and report["recommendation"]["search_exp"] == 1
+    assert report["recommendation"]["command"].endswith(
+        f"--levels 1 --target-cluster-items {CLUSTER} --metric L2 --rep-selection offset")
+    point = report["variants"][0]["points"][0]
+    assert point["recall"] == 1.0 and point["distance_computations_mean"] == 40 + CLUSTER
+    assert {"leaves_scanned_p95", "nodes_visited_mean", "on_frontier"} <= point.keys()
+    assert report["variants"][0]["balance"][0]["cv"] == 0.0
+    assert "variant 1: L1 t50: built in" in out.err  # progress on stderr
+    assert list(own_tmp.iterdir()) == []
+
+
+def test_tune_table_with_holdout_and_keep(tmp_path: Path, own_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows, _ = cluster_rows(tmp_path, clusters=10)
+    keep = tmp_path / "kept"
+    code = main(["tune", str(rows), "--levels", "1,2", "--target-cluster-items", "25", "--holdout", "20",
+                 "--search-exp", "1,64", "--recall-target", "1", "--keep", str(keep), "--quiet"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert out.err == ""
+    assert "480 rows x 16, 20 queries (20 held-out rows (seed 0))" in out.out
+    assert "Recommended: L" in out.out and "ecpfs-viewer build " in out.out and f"Variants kept in {keep}" in out.out
+    assert sorted(p.name for p in keep.iterdir()) == ["l1_t25.zarr", "l2_t25.zarr"]
+
+
+def test_tune_refusals_exit_2(tmp_path: Path, own_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "rows.npy"
+    np.save(src, np.zeros((3000, 64), np.float32))
+    assert main(["tune", str(src), "--levels", "64", "--target-cluster-items", "1", "--json"]) == 2
+    out = capsys.readouterr()
+    assert json.loads(out.out)["error"]["kind"] == "cannot_start" and "8.1 GiB on disk" in out.err
+    assert main(["tune", str(src), "--levels", "1,x"]) == 2
+    assert "--levels must be comma-separated integers" in capsys.readouterr().err
+    assert main(["tune", str(tmp_path / "none.npy")]) == 2
+    assert "none.npy: file not found" in capsys.readouterr().err
+    assert list(own_tmp.iterdir()) == []
+
+
+def test_tune_is_in_the_parser_completion_reads() -> None:
+    parser = build_subcommand_parser()
+    args = parser.parse_args(["tune", "x.npy", "--rep-selection", "offset,random", "--metric", "ip"])
+    assert args.metric == "IP" and args.rep_selection == "offset,random"

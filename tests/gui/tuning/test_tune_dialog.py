@@ -1,0 +1,133 @@
+"""Build > Tune… as a user meets it: fill the form, run a tiny grid, read the plot, table and
+recommendation, export, copy, open a kept variant in the window; cancel leaves nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QMenu
+from tune_data import CLUSTER, cluster_rows
+
+from ecpfs_viewer.gui.app import create_main_window
+from ecpfs_viewer.gui.tuning.tune_dialog import CANCELLED, TuneDialog
+from ecpfs_viewer.model.tuning.tune import TuneReport
+
+
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    work = tmp_path / "tmp"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    return work
+
+
+def fill(dialog: TuneDialog, rows: Path, queries: Path, targets: str, keep: Path | None = None) -> None:
+    form = dialog.form
+    form.input_edit.setText(str(rows))
+    form.levels_edit.setText("1")
+    form.targets_edit.setText(targets)
+    form.source_combo.setCurrentIndex(form.source_combo.findData("file"))
+    form.queries_edit.setText(str(queries))
+    form.exps_edit.setText("1, 2, 4")
+    if keep is not None:
+        form.keep_check.setChecked(True)
+        form.keep_edit.setText(str(keep))
+
+
+def run(qtbot, dialog: TuneDialog) -> None:
+    qtbot.mouseClick(dialog.run_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.run_button.isEnabled(), timeout=120_000)
+
+
+def test_tune_dialog_runs_a_grid_and_recommends_the_known_best(qtbot, tmp_path: Path, own_tmp: Path) -> None:
+    rows, queries = cluster_rows(tmp_path)
+    keep = tmp_path / "kept"
+    dialog = TuneDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    fill(dialog, rows, queries, f"{CLUSTER}, {8 * CLUSTER}", keep)
+    run(qtbot, dialog)
+    assert isinstance(dialog.report, TuneReport), dialog.status.text()
+    assert dialog.step_label.text().startswith("Done: 2 variants in")
+    assert dialog.overall_bar.value() == 1000
+    assert "Recommended: L1 t50 at search_exp 1" in dialog.recommendation.text()
+    assert dialog.command_edit.text().endswith(f"--levels 1 --target-cluster-items {CLUSTER} --metric L2 "
+                                               "--rep-selection offset")
+    assert set(dialog.plot.curves) == {"L1 t50", "L1 t400"} and dialog.plot.frontier is not None
+    texts = dialog.points_model.texts()
+    assert len(texts) == 6 and texts[0][:3] == ["L1 t50", "1", "1"] and texts[0][-1] == "yes"
+    assert dialog.points_model.is_highlighted(0)
+    # another cost axis: the table's cost columns follow, the recommendation stays (one leaf each)
+    dialog.axis_combo.setCurrentIndex(dialog.axis_combo.findData("leaves_scanned"))
+    assert dialog.report.cost_axis == "leaves_scanned"
+    assert dialog.points_model.texts()[0][3] == "1"
+    # the table sorts on a header click
+    dialog.points_view.horizontalHeader().sectionClicked.emit(2)
+    qtbot.mouseClick(dialog.copy_button, Qt.MouseButton.LeftButton)
+    assert QGuiApplication.clipboard().text() == dialog.command_edit.text()
+    csv_path = dialog.export_csv(str(tmp_path / "tune.csv"))
+    json_path = dialog.export_json(str(tmp_path / "tune.json"))
+    assert csv_path and Path(csv_path).read_text().splitlines()[0].startswith("variant,levels,target_cluster_items")
+    assert json_path and json.loads(Path(json_path).read_text())["recommendation"]["variant"] == 0
+    assert sorted(p.name for p in keep.iterdir()) == ["l1_t400.zarr", "l1_t50.zarr"]
+    assert dialog.variants_model.texts()[0][-1] == str(keep / "l1_t50.zarr")
+    opened: list[str] = []
+    dialog.open_requested.connect(opened.append)
+    dialog.variants_view.selectRow(0)
+    assert dialog.open_button.isEnabled()
+    qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
+    assert opened == [str(keep / "l1_t50.zarr")]
+    assert list(own_tmp.iterdir()) == []
+
+
+def test_cancel_in_the_dialog_leaves_nothing(qtbot, tmp_path: Path, own_tmp: Path) -> None:
+    rows, queries = cluster_rows(tmp_path, clusters=200)
+    keep = tmp_path / "kept"
+    dialog = TuneDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    fill(dialog, rows, queries, "10, 20, 50, 100, 200, 400", keep)
+    qtbot.mouseClick(dialog.run_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.overall_bar.value() > 50, timeout=60_000)
+    qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.run_button.isEnabled(), timeout=60_000)
+    assert dialog.step_label.text() == CANCELLED and dialog.report is None
+    assert not keep.exists() and list(own_tmp.iterdir()) == []
+
+
+def test_a_bad_form_says_which_field(qtbot, tmp_path: Path) -> None:
+    dialog = TuneDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.form.input_edit.setText(str(tmp_path / "x.npy"))
+    dialog.form.levels_edit.setText("1, two")
+    qtbot.mouseClick(dialog.run_button, Qt.MouseButton.LeftButton)
+    assert dialog.status.text().startswith("Levels: whole numbers") and dialog.run_button.isEnabled()
+    dialog.form.levels_edit.setText("1")
+    run(qtbot, dialog)
+    assert dialog.status.text().endswith("x.npy: file not found") and dialog.step_label.text() == "Not started."
+
+
+def test_build_menu_tune_opens_the_dialog_and_a_kept_variant_opens_in_the_window(qtbot, tmp_path: Path,
+                                                                                 own_tmp: Path) -> None:
+    rows, queries = cluster_rows(tmp_path, clusters=6)
+    win = create_main_window(None)
+    qtbot.addWidget(win)
+    win.show()
+    build_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&Build")
+    assert [a.text() for a in build_menu.actions()] == ["&Build Index from .npy…", "&Tune…"]
+    win.commands.tune_action.trigger()
+    dialog = win.findChild(TuneDialog)
+    assert dialog is not None and dialog.isVisible()
+    fill(dialog, rows, queries, "25", tmp_path / "kept")
+    run(qtbot, dialog)
+    dialog.variants_view.activated.emit(dialog.variants_model.index(0, 0))
+    qtbot.waitUntil(lambda: win.session.current is not None, timeout=30_000)
+    assert os.path.samefile(win.session.current.location, tmp_path / "kept" / "l1_t25.zarr")
+    win.close()
