@@ -5,13 +5,12 @@ Index A takes the palette's accent, index B an orange that reads on light and da
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QPalette
 
 from ecpfs_viewer.gui.widgets.colormaps import is_dark, plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.log_axis import set_log_ticks
 from ecpfs_viewer.model.tuning.compare import COST_AXES, RecallComparison, SideBySide
 from ecpfs_viewer.model.tuning.compare_tables import size_histogram
 
@@ -51,7 +50,7 @@ def draw_balance(widget: pg.PlotWidget, sides: SideBySide | None, level: int | N
                       pen=pg.mkPen(colour, width=2), name=f"{name} ({int(counts.sum()):,} nodes)")
     plot.setLabel("bottom", "rows per node (log scale)")
     plot.setLabel("left", "share of nodes at or below" if cdf else "nodes")
-    plot.getAxis("bottom").setTicks(log_ticks(sizes))
+    set_log_ticks(plot.getAxis("bottom"), np.concatenate(sizes).tolist() if sizes else [])
     plot.setTitle(f"lvl_{level}: " + ("; ".join(figures) or "no nodes"))
     _style(widget)
 
@@ -92,18 +91,3 @@ def _style(widget: pg.PlotWidget) -> None:
     style_plot(plot, widget.palette())
     if plot.legend is not None:
         plot.legend.setLabelTextColor(text)
-
-
-def log_ticks(sizes: list[np.ndarray]) -> list[list[tuple[float, str]]]:
-    """Ticks of a log10 axis at 1, 2, 5 × powers of ten over the sizes shown."""
-    both = np.concatenate(sizes) if sizes else np.zeros(0)
-    if not both.size:
-        return [[]]
-    low, high = max(int(np.min(both)), 1), max(int(np.max(both)), 1)
-    ticks = []
-    for power in range(int(math.log10(low)), int(math.log10(high)) + 2):
-        for step in (1, 2, 5):
-            value = step * 10 ** power
-            if low / 2 <= value <= high * 2:
-                ticks.append((math.log10(value), f"{value:,}"))
-    return [ticks]

@@ -14,6 +14,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
 from ecpfs_viewer.gui.widgets.colormaps import colormap, plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.log_axis import set_log_ticks
 from ecpfs_viewer.model.tuning.tune import COST_AXES, TuneReport
 
 
@@ -46,8 +47,10 @@ class TunePlot(pg.PlotWidget):  # type: ignore[misc]
         self.frontier = None
         if report is None:
             return
-        _, text, accent = plot_colors(self.palette())
-        plot.addLegend(offset=(-8, -8), labelTextColor=text)  # bottom right: curves climb to the top
+        background, text, accent = plot_colors(self.palette())
+        behind = QColor(background)
+        behind.setAlpha(210)  # curves under the legend stay visible, its words readable
+        plot.addLegend(offset=(-8, -8), labelTextColor=text, brush=pg.mkBrush(behind))  # bottom right
         axis = report.cost_axis
         plot.setLogMode(x=True, y=False)
         for v, color in zip(report.variants, variant_colors(len(report.variants)), strict=True):
@@ -65,6 +68,7 @@ class TunePlot(pg.PlotWidget):  # type: ignore[misc]
             ring = pg.ScatterPlotItem([math.log10(max(rec.cost, 1e-9))], [rec.recall], size=16,
                                       pen=pg.mkPen(accent, width=2), brush=None, symbol="o")
             plot.addItem(ring)
+        set_log_ticks(plot.getAxis("bottom"), [p.cost(axis) for v in report.variants for p in v.points])
         plot.setLabel("bottom", f"{COST_AXES[axis]} per query (mean, log scale)")
         plot.setLabel("left", f"recall@{report.k}")
         plot.setTitle(f"recall@{report.k} against cost: {len(report.variants)} variants")
