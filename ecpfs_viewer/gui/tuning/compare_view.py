@@ -65,9 +65,6 @@ from ecpfs_viewer.model.tuning.compare_tables import (
 )
 from ecpfs_viewer.model.tuning.migration import Migration, compare_assignments
 
-#: The cost axes offered; bytes are not counted per search (yet), so they are not offered.
-AXES = ("distance_computations", "leaves_scanned", "nodes_visited", "items_scored", "ms")
-
 
 @dataclass(frozen=True)
 class Opened:
@@ -249,7 +246,7 @@ class CompareView(QWidget):
 
     def _recall_page(self) -> QWidget:
         self.axis_combo = QComboBox()
-        for axis in AXES:
+        for axis in COST_AXES:
             self.axis_combo.addItem(COST_AXES[axis], axis)
         self.axis_combo.setToolTip("Mean cost of a search (bytes read per search are not counted yet)")
         self.axis_combo.currentIndexChanged.connect(self._plot_recall)

@@ -46,6 +46,7 @@ COST_AXES = {
     "leaves_scanned": "leaves scanned",
     "nodes_visited": "nodes visited",
     "items_scored": "items scored",
+    "bytes_cold": "bytes read (cold)",
     "ms": "milliseconds (this machine)",
 }
 
@@ -169,6 +170,7 @@ class CostPoint:
     leaves_scanned: float
     nodes_visited: float
     items_scored: float
+    bytes_cold: float  # what the search reads with nothing cached
     ms: float
 
     def cost(self, axis: str) -> float:
@@ -225,7 +227,7 @@ class _Collector:
     def __init__(self, cancel: threading.Event | None = None) -> None:
         self.cancel = cancel
         self.recall: dict[tuple[int, int], float] = {}
-        self.costs: dict[int, list[tuple[int, int, int, int, float]]] = {}
+        self.costs: dict[int, list[tuple[int, int, int, int, int, float]]] = {}
         self.truth: dict[int, frozenset[int]] = {}
 
     def __call__(self, search: SweepSearch) -> None:
@@ -235,7 +237,8 @@ class _Collector:
         self.recall[(search.search_exp, search.query)] = len(truth & found) / len(truth) if truth else 1.0
         c = search.result.cost
         self.costs.setdefault(search.search_exp, []).append(
-            (c.distance_computations, c.leaves_scanned, c.nodes_visited, c.items_scored, search.result.seconds * 1e3))
+            (c.distance_computations, c.leaves_scanned, c.nodes_visited, c.items_scored, c.total_cold_bytes,
+             search.result.seconds * 1e3))
 
     def curve(self, exps: Sequence[int], recalls: dict[int, float]) -> tuple[CostPoint, ...]:
         points = []

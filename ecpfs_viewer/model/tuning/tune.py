@@ -339,6 +339,7 @@ def _measure(i: int, params: BuildParams, build_source: str, out: Path, queries:
         into["distance_computations"].append(c.distance_computations)
         into["leaves_scanned"].append(c.leaves_scanned)
         into["nodes_visited"].append(c.nodes_visited)
+        into["bytes_cold"].append(c.total_cold_bytes)
 
     t = time.perf_counter()
     reader = IndexReader(str(out))

@@ -19,9 +19,8 @@ from ecpfs_viewer.model.build.builder import BuildParams
 from ecpfs_viewer.model.tuning.pareto import cheapest_reaching, pareto_front
 
 #: the cost axes a tune reports, by the name the CLI, JSON and GUI use
-#: the cost axes a tune reports, by the name the CLI, JSON and GUI use
 COST_AXES = {"distance_computations": "distance computations", "leaves_scanned": "leaves scanned",
-             "nodes_visited": "nodes visited"}
+             "nodes_visited": "nodes visited", "bytes_cold": "bytes read (cold)"}
 DEFAULT_COST = "distance_computations"
 
 

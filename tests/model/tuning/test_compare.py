@@ -116,6 +116,8 @@ def test_recall_curves_and_the_most_differing_queries(builds: dict[str, Path]) -
                                                                         for r in results]))
             assert point.leaves_scanned == pytest.approx(np.mean([r.cost.leaves_scanned for r in results]))
     assert recall.curve_b[0].distance_computations != recall.curve_a[0].distance_computations
+    for curve in (recall.curve_a, recall.curve_b):  # more leaves opened: more bytes a cold search reads
+        assert 0 < curve[0].bytes_cold < curve[-1].bytes_cold
     gaps = [abs(d.difference) for d in recall.differing]
     assert gaps == sorted(gaps, reverse=True) and all(g > 0 for g in gaps)
     if recall.differing:
