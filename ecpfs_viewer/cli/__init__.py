@@ -68,7 +68,7 @@ _REGISTRARS = {
     "build": ("build", "add_build_parser"), "tune": ("tune", "add_tune_parser"),
     "search": ("search", "add_search_parser"),
     "recall": ("search", "add_recall_parser"), "locate": ("search", "add_locate_parser"),
-    "compare": ("tuning", "add_compare_parser"), "workload": ("diagnostics", "add_workload_parser"),
+    "compare": ("compare", "add_compare_parser"), "workload": ("diagnostics", "add_workload_parser"),
     "cache": ("cache", "add_cache_parser"), "completion": ("completion", "add_completion_parser"),
 }
 
