@@ -130,7 +130,8 @@ def format_tune(report: TuneReport) -> str:
     for v in report.variants:
         leaf = v.balance[-1] if v.balance else None
         lines.append(f"{v.name:<18}{v.build_seconds:>8.1f}{format_bytes(v.disk_bytes):>11}{v.files:>8,}"
-                     f"{(f'{leaf.max_over_median:.1f}' if leaf else '-'):>13}{(f'{leaf.cv:.2f}' if leaf else '-'):>8}")
+                     f"{_figure(leaf.max_over_median if leaf else None, '.1f'):>13}"
+                     f"{_figure(leaf.coefficient_of_variation if leaf else None, '.2f'):>8}")
     lines += ["", f"{'':2}{'variant':<18}{'search_exp':>10}{'recall':>8}{'dist mean':>11}{'dist p95':>10}"
                   f"{'leaves':>8}{'nodes':>7}{'ms':>7}"]
     for v in report.variants:
@@ -152,3 +153,7 @@ def format_tune(report: TuneReport) -> str:
     if report.kept:
         lines.append(f"Variants kept in {report.kept}")
     return "\n".join(lines)
+
+
+def _figure(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)

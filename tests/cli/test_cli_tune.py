@@ -35,7 +35,7 @@ def test_tune_json_recommends_the_known_best(tmp_path: Path, own_tmp: Path, caps
     point = report["variants"][0]["points"][0]
     assert point["recall"] == 1.0 and point["distance_computations_mean"] == 40 + CLUSTER
     assert {"leaves_scanned_p95", "nodes_visited_mean", "on_frontier"} <= point.keys()
-    assert report["variants"][0]["balance"][0]["cv"] == 0.0
+    assert report["variants"][0]["balance"][0]["coefficient_of_variation"] == 0.0
     assert "variant 1: L1 t50: built in" in out.err  # progress on stderr
     assert list(own_tmp.iterdir()) == []
 

@@ -266,8 +266,8 @@ class TuneDialog(QDialog):
             self.command_edit.setCursorPosition(0)
         self.variants_model.set_rows([
             (v.name, round(v.build_seconds, 2), format_bytes(v.disk_bytes), v.files,
-             round(v.balance[-1].max_over_median, 2) if v.balance else None,
-             round(v.balance[-1].cv, 3) if v.balance else None, v.path or "")
+             _rounded(v.balance[-1].max_over_median, 2) if v.balance else None,
+             _rounded(v.balance[-1].coefficient_of_variation, 3) if v.balance else None, v.path or "")
             for v in report.variants], highlight=[rec.variant] if rec else ())
         points = report.points()
         self.points_model.set_headers([*POINT_HEADERS[:3], f"{COST_AXES[axis]} mean", f"{COST_AXES[axis]} p95",
@@ -337,3 +337,7 @@ class TuneDialog(QDialog):
         if self._request is not None:
             self._runner.cancel(self._request)
         super().reject()
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)

@@ -31,12 +31,12 @@ from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.search import IndexReader, queries_from_array, recall_sweep
 from ecpfs_viewer.model.search.recall import SweepSearch
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
+from ecpfs_viewer.model.tuning.balance import LevelBalance
 from ecpfs_viewer.model.tuning.truth import exact_neighbours
 from ecpfs_viewer.model.tuning.tune_report import (
     COST_AXES,
     DEFAULT_COST,
     CostFigures,
-    LevelBalance,
     Recommendation,
     TunePoint,
     TuneReport,
@@ -204,15 +204,13 @@ def _folder_usage(path: Path) -> tuple[int, int]:
 
 
 def _balance(h: Hierarchy, levels: int) -> tuple[LevelBalance, ...]:
-    """Node sizes per level from the nodes' metadata (a private helper; compare has its own figures)."""
+    """Node sizes per level from the nodes' metadata, as the comparison reports them."""
     out = []
     for level in range(1, levels + 1):
-        sizes = np.asarray(level_stats(h, level).sizes, dtype=np.float64)
-        if not sizes.size:
-            continue
-        mean = float(sizes.mean())
-        out.append(LevelBalance(level, int(sizes.size), int(sizes.max()), float(np.median(sizes)),
-                                float(sizes.std() / mean) if mean else 0.0))
+        stats = level_stats(h, level)
+        sizes = np.asarray(stats.sizes, dtype=np.int64)
+        if sizes.size:
+            out.append(LevelBalance(level, level == levels, sizes, stats.chunk_rows, stats.underfill))
     return tuple(out)
 
 

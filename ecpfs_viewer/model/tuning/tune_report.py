@@ -16,31 +16,13 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.build.builder import BuildParams
+from ecpfs_viewer.model.tuning.balance import LevelBalance
 from ecpfs_viewer.model.tuning.pareto import cheapest_reaching, pareto_front
 
 #: the cost axes a tune reports, by the name the CLI, JSON and GUI use
 COST_AXES = {"distance_computations": "distance computations", "leaves_scanned": "leaves scanned",
              "nodes_visited": "nodes visited", "bytes_cold": "bytes read (cold)"}
 DEFAULT_COST = "distance_computations"
-
-
-@dataclass(frozen=True)
-class LevelBalance:
-    """How evenly a level's nodes are filled: sizes are rows of each node's embeddings."""
-
-    level: int
-    nodes: int
-    max_size: int
-    median_size: float
-    cv: float  # standard deviation / mean
-
-    @property
-    def max_over_median(self) -> float:
-        return self.max_size / self.median_size if self.median_size else float("inf")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"level": self.level, "nodes": self.nodes, "max_size": self.max_size,
-                "median_size": self.median_size, "max_over_median": self.max_over_median, "cv": self.cv}
 
 
 @dataclass(frozen=True)

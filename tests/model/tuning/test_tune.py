@@ -42,7 +42,8 @@ def test_tune_recommends_the_target_that_matches_the_clusters(tmp_path: Path, ow
     small, large = report.variants
     assert small.params.target_cluster_items == CLUSTER and report.rows == 40 * CLUSTER
     assert [p.recall for p in small.points] == [1.0, 1.0, 1.0]  # each leaf is one whole cluster
-    assert small.balance[0].max_size == small.balance[0].median_size == CLUSTER and small.balance[0].cv == 0
+    leaf_sizes = small.balance[0].sizes
+    assert leaf_sizes.max() == np.median(leaf_sizes) == CLUSTER and small.balance[0].coefficient_of_variation == 0
     assert small.points[0].costs["leaves_scanned"].mean == 1
     assert small.points[0].cost() == 40 + CLUSTER  # the 40 representatives, then one leaf's items
     assert large.points[0].cost() > 2 * small.points[0].cost()
