@@ -37,7 +37,7 @@ from ecpfs_viewer.model.diagnostics.index_map import shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
 from ecpfs_viewer.model.search import QueryError, SearchProgress
 from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_csv_path, recall_explore
-from ecpfs_viewer.model.search.results import ProgressCallback
+from ecpfs_viewer.model.search.results import ProgressCallback, parse_search_exps
 from ecpfs_viewer.model.tasks import Cancelled
 
 CSV_EXPORT_TITLE = "Export recall as CSV: the numbers in this file, the misses beside it in <name>-misses.csv"
@@ -57,17 +57,6 @@ NUMBER_TIPS = {f"{name}\n{stat}": f"{tip} ({word})" for name, tip in _COST_TIPS.
 _SOURCES = (("Sampled stored items", "sample"), ("Rows of a .npy file", "file"), ("Saved queries", "saved"))
 
 
-def parse_exps(text: str) -> list[int]:
-    """'1, 2 4' -> [1, 2, 4] in the order given, without repeats; QueryError for anything else."""
-    found: list[int] = []
-    for part in text.replace(",", " ").split():
-        if not part.isdigit():
-            raise QueryError(f"search_exp values are whole numbers >= 0; {part!r} is not one")
-        if int(part) not in found:
-            found.append(int(part))
-    if not found:
-        raise QueryError("give at least one search_exp value, e.g. 1, 2, 4, 8")
-    return found
 
 
 def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int], exclude_self: bool,
@@ -184,7 +173,7 @@ class RecallView(QWidget):
     def run(self) -> None:
         """Start a sweep with the form's settings (replacing any sweep still running)."""
         try:
-            exps = parse_exps(self.exps_edit.text())
+            exps = parse_search_exps(self.exps_edit.text())
             kind = str(self.source_combo.currentData())
             if kind == "file" and not self.file_edit.text().strip():
                 raise QueryError("choose a .npy file of queries")

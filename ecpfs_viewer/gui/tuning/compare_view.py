@@ -41,7 +41,7 @@ from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.model.search import IndexReader, QueryError, SearchProgress, SearchResult
 from ecpfs_viewer.model.search.explore import load_npy
-from ecpfs_viewer.model.search.results import ProgressCallback
+from ecpfs_viewer.model.search.results import ProgressCallback, parse_search_exps
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.tuning.compare import (
@@ -100,17 +100,6 @@ def _search(opened: Opened, queries: str, sample: int, k: int, exps: list[int],
                                    search_exps=exps, common_ids=opened.common_ids, progress=progress, cancel=cancel))
 
 
-def parse_exps(text: str) -> list[int]:
-    """'1, 2 4' -> [1, 2, 4]; QueryError for anything that is not whole numbers >= 0."""
-    found: list[int] = []
-    for part in text.replace(",", " ").split():
-        if not part.isdigit():
-            raise QueryError(f"search_exp values are whole numbers >= 0; {part!r} is not one")
-        if int(part) not in found:
-            found.append(int(part))
-    if not found:
-        raise QueryError("give at least one search_exp value, e.g. 1, 2, 4, 8")
-    return found
 
 
 class TableBox(QWidget):
@@ -288,7 +277,7 @@ class CompareView(QWidget):
         if self.opened is None:
             return
         try:
-            exps = parse_exps(self.exps_edit.text())
+            exps = parse_search_exps(self.exps_edit.text())
         except QueryError as exc:
             self._show_status(str(exc), error=True)
             return

@@ -61,6 +61,20 @@ class SearchParams:
         return found
 
 
+def parse_search_exps(text: str) -> list[int]:
+    """'1, 2 4' -> [1, 2, 4] in the order given, without repeats (the forms' search_exp fields);
+    QueryError for anything else."""
+    found: list[int] = []
+    for part in text.replace(",", " ").split():
+        if not part.isdigit():
+            raise QueryError(f"search_exp values are whole numbers >= 0; {part!r} is not one")
+        if int(part) not in found:
+            found.append(int(part))
+    if not found:
+        raise QueryError("give at least one search_exp value, e.g. 1, 2, 4, 8")
+    return found
+
+
 @dataclass(frozen=True)
 class SearchHit:
     """One returned item: lower score is better (L2 distance, or negated dot product for IP)."""
