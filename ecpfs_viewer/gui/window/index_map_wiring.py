@@ -13,9 +13,13 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu
 from ecpfs_viewer.gui.diagnostics.index_map import IndexMapPanel
 from ecpfs_viewer.gui.overview.level_page import LevelPage
 from ecpfs_viewer.gui.overview.node_page import NodePage
+from ecpfs_viewer.gui.overview.panel import IndexOverviewPanel
+from ecpfs_viewer.gui.search.recall_view import RecallView
 from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
 from ecpfs_viewer.gui.tree.marks import MarkKind, RowMark
+from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.widgets.actions import window_action
+from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
 from ecpfs_viewer.model.diagnostics.boundary import boundary_miss_correlation
 from ecpfs_viewer.model.diagnostics.index_map import overlay_from_nodes
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap
@@ -79,6 +83,17 @@ class IndexMapFeature(QObject):
         tree_model.modelReset.connect(self._on_tree_reset)  # a store shown, or closed
         node_page.extra_facts = self.node_facts
         level_page.extra_facts = self.level_facts
+
+    def follow(self, overview: IndexOverviewPanel, recall_view: RecallView, tree_panel: TreePanel,
+               diagnostics: DiagnosticsMenu) -> None:
+        """What the map shows and where it opens from: the overview's button and validation report, the
+        recall sweep's miss map, the tree's selection, the Diagnostics dialogs' results."""
+        overview.index_page.map_requested.connect(self.show_map)
+        overview.report_ready.connect(self.set_report)
+        recall_view.miss_map_ready.connect(self.set_miss_map)
+        tree_panel.item_chosen.connect(lambda item: self.select(item.path))
+        diagnostics.reachability_ready.connect(self.set_reachability)
+        diagnostics.workload_ready.connect(self.set_workload)
 
     @property
     def busy(self) -> bool:

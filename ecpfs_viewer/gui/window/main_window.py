@@ -106,12 +106,7 @@ class MainWindow(QMainWindow):
         self.index_map = IndexMapFeature(  # the Index map dock: opened from the index overview
             self, tree_model=self.tree_model, reader_of=self.search.session.reader, reveal=self.reveal_path,
             node_page=self.node_page, level_page=self.overview.level_page, view_menu=self.commands.view_menu)
-        self.overview.index_page.map_requested.connect(self.index_map.show_map)
-        self.overview.report_ready.connect(self.index_map.set_report)
-        self.search.panel.recall_view.miss_map_ready.connect(self.index_map.set_miss_map)
-        self.tree_panel.item_chosen.connect(lambda item: self.index_map.select(item.path))
-        self.diagnostics.reachability_ready.connect(self.index_map.set_reachability)
-        self.diagnostics.workload_ready.connect(self.index_map.set_workload)
+        self.index_map.follow(self.overview, self.search.panel.recall_view, self.tree_panel, self.diagnostics)
         self._connect_session()
         self._show_recent(self.session.recent())
         self._restore_layout()
