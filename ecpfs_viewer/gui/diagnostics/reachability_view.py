@@ -14,7 +14,6 @@ from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QDialog,
     QFileDialog,
     QLabel,
     QPushButton,
@@ -22,13 +21,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.diagnostics.run_controls import RunControls
-from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.diagnostics.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport, self_reachability
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import IndexReader
-from ecpfs_viewer.model.tasks import TaskError
 
 STRAY_HEADERS = ("item", "own leaf", "reached leaf", "leaves its branch at")
 #: Rows shown in the table (the JSON export has every stray).
@@ -43,29 +40,21 @@ def stray_rows(report: ReachabilityReport, rows: list[dict[str, int]] | None = N
              f"lvl_{r['leaves_branch_at']}") for r in chosen]
 
 
-class ReachabilityDialog(QDialog):
+class ReachabilityDialog(RunDialog):
     """Run self-reachability on the open index; ``node_requested`` opens a leaf's page."""
 
     node_requested = Signal(str)
     report_ready = Signal(object)  # the ReachabilityReport, for the leaf pages
-    finished_run = Signal()
 
     def __init__(self, reader: Callable[[], IndexReader], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__("Press Run.", parent)
         self.setWindowTitle("Self-Reachability")
         self._reader = reader
-        self.runner = BackgroundRunner(self)
         self.report: ReachabilityReport | None = None
-        self._request = 0
         intro = QLabel("Searches with every item's own vector at search_exp 1 (a seeded sample of 20,000 on "
                        "indexes of over 250,000 items) and lists the items whose search does not reach their "
                        "own leaf, with the level at which the path leaves their branch.")
         intro.setWordWrap(True)
-        self.controls = RunControls(self, "Press Run.")
-        self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
-        self.progress, self.summary = self.controls.progress, self.controls.summary
-        self.run_button.clicked.connect(self.run)
-        self.cancel_button.clicked.connect(self.cancel)
         self.export_button = QPushButton("Export JSON…")
         self.export_button.setEnabled(False)
         self.export_button.clicked.connect(self._ask_export)
@@ -88,17 +77,6 @@ class ReachabilityDialog(QDialog):
 
     def _job(self, progress: Any = None, cancel: Any = None) -> ReachabilityReport:
         return self_reachability(self._reader(), progress=progress, cancel=cancel)
-
-    def cancel(self) -> None:
-        self.runner.cancel(self._request)
-
-    @property
-    def busy(self) -> bool:
-        return self.runner.busy
-
-    def _failed(self, error: TaskError) -> None:
-        self.controls.failed(error)
-        self.finished_run.emit()
 
     def _show(self, report: ReachabilityReport) -> None:
         self.controls.idle()

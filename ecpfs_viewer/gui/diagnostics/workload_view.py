@@ -18,7 +18,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -30,15 +29,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.diagnostics.run_controls import RunControls
-from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.diagnostics.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.model.diagnostics.workload import Workload, replay
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import IndexReader, SearchParams, queries_from_array, sample_items, saved_queries
 from ecpfs_viewer.model.search.explore import load_npy
-from ecpfs_viewer.model.tasks import TaskError
 from ecpfs_viewer.model.views.export import write_csv
 
 SOURCES = ("Sampled items", "Queries from a .npy file", "Saved queries")
@@ -58,19 +55,16 @@ def workload_job(reader: Callable[[], IndexReader], source: int, count: int, see
     return replay(index, queries, SearchParams(k=k, search_exp=search_exp), progress=progress, cancel=cancel)
 
 
-class WorkloadDialog(QDialog):
+class WorkloadDialog(RunDialog):
     """Replay a query set and show visits per node; ``node_requested`` opens a node's page."""
 
     node_requested = Signal(str)
-    finished_run = Signal()
 
     def __init__(self, reader: Callable[[], IndexReader], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__("Choose the queries and press Run.", parent)
         self.setWindowTitle("Query Workload")
         self._reader = reader
-        self.runner = BackgroundRunner(self)
         self.workload: Workload | None = None
-        self._request = 0
         self.source = QComboBox()
         self.source.addItems(SOURCES)
         self.count = QSpinBox()
@@ -96,11 +90,6 @@ class WorkloadDialog(QDialog):
         form.addRow(".npy file", npy_row)
         form.addRow("search_exp", self.search_exp)
         form.addRow("k", self.k)
-        self.controls = RunControls(self, "Choose the queries and press Run.")
-        self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
-        self.progress, self.summary = self.controls.progress, self.controls.summary
-        self.run_button.clicked.connect(self.run)
-        self.cancel_button.clicked.connect(self.cancel)
         buttons = self.controls.row
 
         self.histogram_view = pg.PlotWidget()
@@ -157,17 +146,6 @@ class WorkloadDialog(QDialog):
             workload_job, self._reader, source, self.count.value(), 0, self.npy.text().strip(),
             self.search_exp.value(), self.k.value(), on_result=self._show, on_error=self._failed,
             on_progress=self.controls.show_progress, heavy=True)
-
-    def cancel(self) -> None:
-        self.runner.cancel(self._request)
-
-    @property
-    def busy(self) -> bool:
-        return self.runner.busy
-
-    def _failed(self, error: TaskError) -> None:
-        self.controls.failed(error)
-        self.finished_run.emit()
 
     def _show(self, work: Workload) -> None:
         self.controls.idle()

@@ -32,6 +32,7 @@ from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.query_form import hbox, spin_box
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import error_color, plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.progress import show_progress
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
 from ecpfs_viewer.model.diagnostics.index_map import shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
@@ -217,9 +218,7 @@ class RecallView(QWidget):
         self._metric = metric
 
     def _on_progress(self, progress: SearchProgress) -> None:
-        self.progress.setRange(0, max(progress.total, 1))
-        self.progress.setValue(min(progress.done, max(progress.total, 1)))
-        self.progress.setFormat(f"{progress.phase} {progress.done:,}/{progress.total:,}")
+        show_progress(self.progress, progress)
 
     def _on_error(self, message: str) -> None:
         self._finish(message, error=True)

@@ -38,6 +38,7 @@ from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tuning.compare_charts import draw_balance, draw_recall
 from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.gui.widgets.display import panes
+from ecpfs_viewer.gui.widgets.progress import show_progress
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.model.search import IndexReader, QueryError, SearchProgress, SearchResult
 from ecpfs_viewer.model.search.explore import load_npy
@@ -306,9 +307,7 @@ class CompareView(QWidget):
         self._show_status(text)
 
     def _on_progress(self, progress: SearchProgress) -> None:
-        self.progress.setRange(0, max(progress.total, 1))
-        self.progress.setValue(min(progress.done, max(progress.total, 1)))
-        self.progress.setFormat(f"{progress.phase} {progress.done:,}/{progress.total:,}")
+        show_progress(self.progress, progress)
 
     def _on_error(self, message: str) -> None:
         self._finish(message, error=True)
