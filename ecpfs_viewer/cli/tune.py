@@ -67,10 +67,9 @@ def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def _numbers(text: str, option: str, least: int) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise UsageError(f"{option} must be comma-separated integers, got {text!r}") from None
+    from ecpfs_viewer.cli.search import parse_ids
+
+    values = tuple(parse_ids(text, option))
     if not values:
         raise UsageError(f"{option} needs at least one value")
     if min(values) < least:
