@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.diagnostics.run_controls import RunDialog
+from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport, self_reachability
 from ecpfs_viewer.model.ecpfs.paths import node_path

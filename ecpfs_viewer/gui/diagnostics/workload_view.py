@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.diagnostics.run_controls import RunDialog
+from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.model.diagnostics.workload import Workload, replay
