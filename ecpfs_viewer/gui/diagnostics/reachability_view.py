@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
+from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport, self_reachability
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import IndexReader
@@ -72,23 +72,21 @@ class ReachabilityDialog(RunDialog):
 
     def run(self) -> None:
         self.controls.started("Searching with each item's own vector …")
-        self._request = self.runner.run(self._job, on_result=self._show, on_error=self._failed,
+        self._request = self.runner.run(self._job, on_result=self._show, on_error=self.controls.failed,
                                         on_progress=self.controls.show_progress, heavy=True)
 
     def _job(self, progress: Any = None, cancel: Any = None) -> ReachabilityReport:
         return self_reachability(self._reader(), progress=progress, cancel=cancel)
 
     def _show(self, report: ReachabilityReport) -> None:
-        self.controls.idle()
         self.report = report
         share = f"{100 * report.share_reached:.2f}% reach their own leaf"
         more = f" (the first {SHOWN:,} are listed; the JSON export has all)" if report.strays > SHOWN else ""
-        self.summary.setText(f"{report.sentence()}.\n{share}{more}.")
         self.model.set_rows(stray_rows(report))
         fit_table(self.view, stretch=3)
         self.export_button.setEnabled(True)
         self.report_ready.emit(report)
-        self.finished_run.emit()
+        self.controls.finished(f"{report.sentence()}.\n{share}{more}.")
 
     def _open_row(self, row: int) -> None:
         self.node_requested.emit(str(self.model.row(row)[1]))

@@ -29,9 +29,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
+from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.model.diagnostics.workload import Workload, replay
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import IndexReader, SearchParams, queries_from_array, sample_items, saved_queries
@@ -139,18 +139,16 @@ class WorkloadDialog(RunDialog):
     def run(self) -> None:
         source = self.source.currentIndex()
         if source == 1 and not self.npy.text().strip():
-            self.summary.setText("Choose a .npy file of queries first.")
+            self.controls.say("Choose a .npy file of queries first.", error=True)
             return
         self.controls.started("Replaying …")
         self._request = self.runner.run(
             workload_job, self._reader, source, self.count.value(), 0, self.npy.text().strip(),
-            self.search_exp.value(), self.k.value(), on_result=self._show, on_error=self._failed,
+            self.search_exp.value(), self.k.value(), on_result=self._show, on_error=self.controls.failed,
             on_progress=self.controls.show_progress, heavy=True)
 
     def _show(self, work: Workload) -> None:
-        self.controls.idle()
         self.workload = work
-        self.summary.setText(work.sentence())
         values, counts = work.leaves_histogram()
         self.bars.setOpts(x=values.astype(float), height=counts.astype(float), width=0.8)
         if len(values):
@@ -162,7 +160,7 @@ class WorkloadDialog(RunDialog):
         fit_table(self.hot_view, stretch=3)
         for button in (self.export_csv, self.export_json, self.export_png):
             button.setEnabled(True)
-        self.finished_run.emit()
+        self.controls.finished(work.sentence())
 
     def _open_row(self, row: int) -> None:
         path = str(self.hot_model.row(row)[0])

@@ -20,9 +20,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -31,12 +29,12 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.query_form import hbox, spin_box
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
-from ecpfs_viewer.gui.widgets.colormaps import error_color, plot_colors, style_plot
-from ecpfs_viewer.gui.widgets.progress import show_progress
+from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
+from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.model.diagnostics.index_map import shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
-from ecpfs_viewer.model.search import QueryError, SearchProgress
+from ecpfs_viewer.model.search import QueryError
 from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_csv_path, recall_explore
 from ecpfs_viewer.model.search.results import ProgressCallback, parse_search_exps
 from ecpfs_viewer.model.tasks import Cancelled
@@ -145,17 +143,12 @@ class RecallView(QWidget):
         self.exps_edit.returnPressed.connect(self.run)
         self.self_check = QCheckBox("Leave each sampled item out of its own lists")
         self.self_check.setChecked(True)
-        self.run_button = QPushButton("Run recall")
+        self.controls = RunControls(self, "", "Run recall", one_line=True)
+        self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
+        self.progress, self.status = self.controls.progress, self.controls.summary
         self.run_button.clicked.connect(self.run)
-        self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
-        self.cancel_button.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setTextVisible(True)
-        self.progress.hide()
-        self.status = QLabel()
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long text: tooltip
-        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.controls.ended.connect(self.finished)
         self.csv_button = QPushButton("Export CSV…")
         self.csv_button.setToolTip(CSV_EXPORT_NOTE)
         self.csv_button.clicked.connect(lambda: self.export_csv())
@@ -179,25 +172,20 @@ class RecallView(QWidget):
             if kind == "file" and not self.file_edit.text().strip():
                 raise QueryError("choose a .npy file of queries")
         except QueryError as exc:
-            self._show_status(str(exc), error=True)
+            self.controls.say(str(exc), error=True)
             return
         spec = RecallSpec(kind, self.n_spin.value(), self.seed_spin.value(), self.file_edit.text().strip())
         self.clear()  # the numbers of the sweep this one replaces are no longer what the form says
         self._runner.run(_recall_job, self.session, spec, self.k_spin.value(), exps, self.self_check.isChecked(),
-                         on_result=self._on_sweep, on_error=self._on_error, on_progress=self._on_progress,
-                         heavy=True)
-        self.progress.setRange(0, 0)
-        self.progress.setFormat("starting …")
-        self.progress.show()
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self._show_status(f"Measuring recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
+                         on_result=self._on_sweep, on_error=self.controls.failed,
+                         on_progress=self.controls.show_progress, heavy=True)
+        self.controls.started(f"Measuring recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
 
     def cancel(self) -> None:
         """Stop the running sweep; nothing it computed is shown."""
         if self._runner.busy:
             self._runner.invalidate()
-            self._finish("Cancelled.")
+            self.controls.finished("Cancelled.")
 
     @property
     def busy(self) -> bool:
@@ -206,9 +194,7 @@ class RecallView(QWidget):
     def reset(self) -> None:
         """Another store: drop the running sweep and what is shown."""
         self._runner.invalidate()
-        self.progress.hide()
-        self.run_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
+        self.controls.idle()
         self._metric = "L2"
         self.clear()
         self.numbers_model.set_headers(self.NUMBER_HEADERS)
@@ -216,19 +202,6 @@ class RecallView(QWidget):
 
     def set_metric(self, metric: str) -> None:
         self._metric = metric
-
-    def _on_progress(self, progress: SearchProgress) -> None:
-        show_progress(self.progress, progress)
-
-    def _on_error(self, message: str) -> None:
-        self._finish(message, error=True)
-
-    def _finish(self, message: str, error: bool = False) -> None:
-        self.progress.hide()
-        self.run_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
-        self._show_status(message, error)
-        self.finished.emit()
 
     def _on_sweep(self, result: tuple[RecallOutcome, MissMap | None]) -> None:
         outcome, self.miss_map = result
@@ -260,8 +233,8 @@ class RecallView(QWidget):
         self.csv_button.setEnabled(True)
         self.json_button.setEnabled(True)
         queries = report.rows[0].queries if report.rows else 0
-        self._finish(f"recall@{report.k} over {queries} queries ({report.source}); {outcome.missed_total:,} "
-                     f"true neighbours missed in all.")
+        self.controls.finished(f"recall@{report.k} over {queries} queries ({report.source}); "
+                               f"{outcome.missed_total:,} true neighbours missed in all.")
 
     # -- showing ----------------------------------------------------------------------------------
     def clear(self) -> None:
@@ -276,7 +249,7 @@ class RecallView(QWidget):
         self.leaves_plot.clear()
         self.csv_button.setEnabled(False)
         self.json_button.setEnabled(False)
-        self._show_status("Sample queries, then see how recall@k and the leaves visited grow with search_exp.")
+        self.controls.say("Sample queries, then see how recall@k and the leaves visited grow with search_exp.")
 
     @property
     def outcome(self) -> RecallOutcome | None:
@@ -326,11 +299,6 @@ class RecallView(QWidget):
         values = self.misses_model.row(row)
         self.row_requested.emit(str(values[5]), int(values[6]))
 
-    def _show_status(self, text: str, error: bool = False) -> None:
-        self.status.setText(text)
-        self.status.setToolTip(text)
-        self.status.setStyleSheet(f"color: {error_color(self)};" if error else "")
-
     # -- export -----------------------------------------------------------------------------------
     def export_csv(self, path: str | None = None) -> str | None:
         """Save the sweep's numbers (one line per search_exp) as CSV, and every kept miss with why it
@@ -366,9 +334,9 @@ class RecallView(QWidget):
         try:
             written = write(outcome, path)
         except OSError as exc:
-            self._show_status(f"Could not write {exc.filename or path}: {exc.strerror or exc}", error=True)
+            self.controls.say(f"Could not write {exc.filename or path}: {exc.strerror or exc}", error=True)
             return None
-        self._show_status(f"Saved {' and '.join(written)}")
+        self.controls.say(f"Saved {' and '.join(written)}")
         return path
 
     def _browse(self) -> None:

@@ -24,9 +24,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSpinBox,
     QTableView,
     QTabWidget,
@@ -36,11 +34,10 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tuning.compare_charts import draw_balance, draw_recall
-from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.gui.widgets.display import panes
-from ecpfs_viewer.gui.widgets.progress import show_progress
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
-from ecpfs_viewer.model.search import IndexReader, QueryError, SearchProgress, SearchResult
+from ecpfs_viewer.gui.widgets.run_controls import RunControls
+from ecpfs_viewer.model.search import IndexReader, QueryError, SearchResult
 from ecpfs_viewer.model.search.explore import load_npy
 from ecpfs_viewer.model.search.results import ProgressCallback, parse_search_exps
 from ecpfs_viewer.model.storage.opening import open_store
@@ -168,15 +165,13 @@ class CompareView(QWidget):
         self.exps_edit = QLineEdit("1, 2, 4, 8")
         self.exps_edit.setToolTip("search_exp values to sweep in both indexes")
         self.exps_edit.returnPressed.connect(self.run)
-        self.run_button = QPushButton("Compare")
+        self.controls = RunControls(self, "", "Compare", one_line=True, can_run=lambda: self.opened is not None)
+        self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
+        self.progress, self.status = self.controls.progress, self.controls.summary
         self.run_button.clicked.connect(self.run)
-        self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
-        self.progress = QProgressBar()
+        self.controls.ended.connect(self.finished)
         self.progress.setMinimumWidth(200)
-        self.progress.hide()
-        self.status = QLabel()
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         form = QHBoxLayout()
         for widget in (self.sample_spin, self.file_edit, browse, self.k_spin, QLabel("search_exp"), self.exps_edit,
                        self.run_button, self.cancel_button):
@@ -269,9 +264,10 @@ class CompareView(QWidget):
 
     # -- running --------------------------------------------------------------------------------
     def _open(self) -> None:
-        self._start("Opening both indexes: summaries and where every item is …")
         self._runner.run(_open_both, self.location_a, self._remotes[0], self.location_b, self._remotes[1],
-                         on_result=self._on_opened, on_error=self._on_error, on_progress=self._on_progress)
+                         on_result=self._on_opened, on_error=self.controls.failed,
+                         on_progress=self.controls.show_progress)
+        self.controls.started("Opening both indexes: summaries and where every item is …")
 
     def run(self) -> None:
         """Recall against cost with the form's queries, k and search_exp values."""
@@ -280,49 +276,23 @@ class CompareView(QWidget):
         try:
             exps = parse_search_exps(self.exps_edit.text())
         except QueryError as exc:
-            self._show_status(str(exc), error=True)
+            self.controls.say(str(exc), error=True)
             return
-        self._start(f"Comparing recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
         self._runner.run(_search, self.opened, self.file_edit.text().strip(), self.sample_spin.value(),
-                         self.k_spin.value(), exps, on_result=self._on_searched, on_error=self._on_error,
-                         on_progress=self._on_progress, heavy=True)
+                         self.k_spin.value(), exps, on_result=self._on_searched, on_error=self.controls.failed,
+                         on_progress=self.controls.show_progress, heavy=True)
+        self.controls.started(f"Comparing recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
 
     def cancel(self) -> None:
         """Stop what runs; what was shown before stays."""
         if self._runner.busy or self._paths_runner.busy:
             self._runner.invalidate()
             self._paths_runner.invalidate()
-            self._finish("Cancelled.")
+            self.controls.finished("Cancelled.")
 
     @property
     def busy(self) -> bool:
         return self._runner.busy or self._paths_runner.busy
-
-    def _start(self, text: str) -> None:
-        self.progress.setRange(0, 0)
-        self.progress.setFormat("starting …")
-        self.progress.show()
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self._show_status(text)
-
-    def _on_progress(self, progress: SearchProgress) -> None:
-        show_progress(self.progress, progress)
-
-    def _on_error(self, message: str) -> None:
-        self._finish(message, error=True)
-
-    def _finish(self, message: str, error: bool = False) -> None:
-        self.progress.hide()
-        self.run_button.setEnabled(self.opened is not None)
-        self.cancel_button.setEnabled(False)
-        self._show_status(message, error)
-        self.finished.emit()
-
-    def _show_status(self, text: str, error: bool = False) -> None:
-        self.status.setText(text)
-        self.status.setToolTip(text)
-        self.status.setStyleSheet(f"color: {error_color(self)};" if error else "")
 
     # -- showing --------------------------------------------------------------------------------
     def _on_opened(self, opened: Opened) -> None:
@@ -339,7 +309,7 @@ class CompareView(QWidget):
         self._plot_balance()
         self._show_migration(opened.migration)
         differing = sum(r.differs for r in sides.rows)
-        self._finish(f"{differing} of {len(sides.rows)} summary rows differ. Computing recall against cost …")
+        self.controls.finished(f"{differing} of {len(sides.rows)} summary rows differ. Computing recall against cost …")
         self.run()
 
     def _show_migration(self, m: Migration) -> None:
@@ -361,9 +331,10 @@ class CompareView(QWidget):
         self._set_table(differing_table(r), self.queries_box)
         self.recall_note.setText(f"recall@{r.k} on {r.source}; {r.note}.")
         self._plot_recall()
-        self._finish(f"Compared on {len(r.queries_a)} queries: recall@{r.k} at search_exp {r.curve_a[-1].search_exp}"
-                     f" A {r.curve_a[-1].recall:.3f}, B {r.curve_b[-1].recall:.3f}; {len(r.differing)} queries "
-                     f"differ.")
+        last_a, last_b = r.curve_a[-1], r.curve_b[-1]
+        self.controls.finished(f"Compared on {len(r.queries_a)} queries: recall@{r.k} at search_exp "
+                               f"{last_a.search_exp} A {last_a.recall:.3f}, B {last_b.recall:.3f}; "
+                               f"{len(r.differing)} queries differ.")
 
     def _set_table(self, table: Table, box: TableBox) -> None:
         self.tables[table.name] = table
@@ -426,9 +397,9 @@ class CompareView(QWidget):
         try:
             table.write(path)
         except OSError as exc:
-            self._show_status(f"Could not write {exc.filename or path}: {exc.strerror or exc}", error=True)
+            self.controls.say(f"Could not write {exc.filename or path}: {exc.strerror or exc}", error=True)
             return None
-        self._show_status(f"Saved {path}")
+        self.controls.say(f"Saved {path}")
         return path
 
     def export_chart(self, name: str, path: str | None = None) -> str | None:
@@ -439,9 +410,9 @@ class CompareView(QWidget):
             if not path:
                 return None
         if not widget.grab().save(path):
-            self._show_status(f"Could not write {path}", error=True)
+            self.controls.say(f"Could not write {path}", error=True)
             return None
-        self._show_status(f"Saved {path}")
+        self.controls.say(f"Saved {path}")
         return path
 
     def _browse(self) -> None:

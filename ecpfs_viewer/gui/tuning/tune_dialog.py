@@ -1,7 +1,7 @@
 """Build > Tune…: build a grid of variants of one .npy in the background and show recall against cost.
 
-The tune runs through a :class:`BackgroundRunner` (one heavy job) with a bar for the variant's step
-and one for the whole run, and Cancel (the model removes every folder it wrote). The result: the
+The tune runs as the one job of a :class:`RunDialog` (heavy) with a bar for the variant's step and
+one for the whole run, and Cancel (the model removes every folder it wrote; idle, Cancel closes). The result: the
 plot (one curve per variant, the Pareto frontier, a choice of cost axis), the sortable table of
 every point and of the variants, CSV / JSON export, the recommendation with its `build` command
 (Copy), and Open for a kept variant (``open_requested``, which the window connects to opening it).
@@ -18,7 +18,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -30,13 +29,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tuning.tune_form import TuneForm
 from ecpfs_viewer.gui.tuning.tune_plot import TunePlot
 from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
+from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.formatting import format_bytes
+from ecpfs_viewer.model.tasks import TaskError
 from ecpfs_viewer.model.tuning.tune import (
     COST_AXES,
     TuneCancelled,
@@ -64,31 +64,22 @@ def _run_tune(source: str, grid: TuneGrid, tune_settings: TuneSettings, axis: st
         return exc
 
 
-class TuneDialog(QDialog):
+class TuneDialog(RunDialog):
     """Tune build parameters on a .npy; ``open_requested(path)`` asks the window to open a kept variant."""
 
     open_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None, input_path: str | None = None) -> None:
-        super().__init__(parent)
+        super().__init__("Choose a .npy and the grid, then Run.", parent)
         self.setWindowTitle("Tune build parameters")
-        self._runner = BackgroundRunner(self)
-        self._request: int | None = None
         self.report: TuneReport | None = None
 
         self.form = TuneForm(input_path)
-        self.run_button = QPushButton("Run")
-        self.run_button.setDefault(True)
-        self.run_button.clicked.connect(self.start)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        self.step_label = QLabel("Choose a .npy and the grid, then Run.")
+        self.step_label, self.overall_bar = self.summary, self.progress  # the step, the whole run
+        self.overall_bar.setFormat("overall: %p%")
         self.variant_bar = QProgressBar()
         self.variant_bar.setFormat("variant: %p%")
-        self.overall_bar = QProgressBar()
-        self.overall_bar.setRange(0, 1000)
-        self.overall_bar.setFormat("overall: %p%")
+        self.variant_bar.hide()
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -163,9 +154,9 @@ class TuneDialog(QDialog):
 
     # ----------------------------------------------------------------------------- running
 
-    def start(self) -> None:
+    def run(self) -> None:
         """Run the tune of the form as it is (the Run button)."""
-        if self._request is not None:
+        if self.busy:
             return
         try:
             grid, tune_settings = self.form.read()
@@ -174,57 +165,55 @@ class TuneDialog(QDialog):
             return
         self.form.save_settings()
         self.form.setEnabled(False)
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.variant_bar.setValue(0)
-        self.overall_bar.setValue(0)
         self._show_status("")
-        self.step_label.setText(f"Starting {len(grid.variants())} variants…")
-        self._request = self._runner.run(_run_tune, self.form.source(), grid, tune_settings,
-                                         self.axis_combo.currentData(), on_result=self._ended,
-                                         on_error=self._failed, on_progress=self._progress, heavy=True)
+        self.controls.started(f"Starting {len(grid.variants())} variants…")
+        self.variant_bar.setRange(0, 0)
+        self.variant_bar.show()
+        self._request = self.runner.run(_run_tune, self.form.source(), grid, tune_settings,
+                                        self.axis_combo.currentData(), on_result=self._ended,
+                                        on_error=self._failed, on_progress=self._progress, heavy=True)
 
     def cancel(self) -> None:
         """Stop the running tune (the model removes what it wrote), or close the dialog when idle."""
-        if self._request is None:
+        if not self.busy:
             self.reject()
             return
         self.cancel_button.setEnabled(False)
-        self.step_label.setText("Cancelling…")
-        self._runner.cancel(self._request)
+        self.controls.say("Cancelling…")
+        super().cancel()
 
     def _progress(self, p: TuneProgress) -> None:
-        self.step_label.setText(p.message)
+        self.controls.say(p.message)
         self.variant_bar.setRange(0, max(1, p.step_total))
         self.variant_bar.setValue(min(p.step_done, max(1, p.step_total)))
+        self.overall_bar.setRange(0, p.total)
         self.overall_bar.setValue(p.done)
 
-    def _finish(self) -> None:
-        self._request = None
+    def _finish(self, step: str) -> None:
+        """The tune ended: ``step`` says how, the form is live again and Cancel closes the dialog."""
         self.form.setEnabled(True)
-        self.run_button.setEnabled(True)
+        self.variant_bar.hide()
+        self.controls.finished(step)
         self.cancel_button.setEnabled(True)
 
     def _ended(self, outcome: TuneReport | TuneError | BuildError | TuneCancelled) -> None:
-        self._finish()
         if isinstance(outcome, TuneReport):
             self.overall_bar.setValue(1000)
-            self.step_label.setText(f"Done: {len(outcome.variants)} variants in {outcome.seconds:.1f} s, "
-                                    f"{outcome.build_seconds / max(outcome.seconds, 1e-9):.0%} of it building.")
             self._show_report(outcome)
+            self._finish(f"Done: {len(outcome.variants)} variants in {outcome.seconds:.1f} s, "
+                         f"{outcome.build_seconds / max(outcome.seconds, 1e-9):.0%} of it building.")
         elif isinstance(outcome, TuneCancelled):
-            self.step_label.setText(CANCELLED)
+            self._finish(CANCELLED)
         elif isinstance(outcome, BuildError):
-            self.step_label.setText("Stopped.")
             self._show_status("A build failed: " + "; ".join(str(p) for p in outcome.problems), error=True)
+            self._finish("Stopped.")
         else:
-            self.step_label.setText("Not started.")
             self._show_status(str(outcome), error=True)
+            self._finish("Not started.")
 
-    def _failed(self, message: str) -> None:
-        self._finish()
-        self.step_label.setText("Stopped.")
-        self._show_status(f"Tune failed: {message}", error=True)
+    def _failed(self, error: TaskError) -> None:
+        self._show_status(f"Tune failed: {error}", error=True)
+        self._finish("Stopped.")
 
     def _show_status(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
@@ -334,8 +323,8 @@ class TuneDialog(QDialog):
 
     def reject(self) -> None:
         """Closing while a tune runs cancels it first (the model cleans up)."""
-        if self._request is not None:
-            self._runner.cancel(self._request)
+        if self.busy:
+            self.runner.cancel(self._request)
         super().reject()
 
 

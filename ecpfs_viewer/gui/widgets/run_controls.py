@@ -1,56 +1,92 @@
-"""Run, Cancel, a progress bar and a summary line: the controls of a dialog that runs one job at a
-time, and the dialog base class that wires them to its runner."""
+"""Run, Cancel, a progress bar and a status line: the controls of a view that runs one job at a
+time (the recall sweep, the comparison, the tune, the Diagnostics dialogs), and the dialog base
+class that wires them to its runner."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QWidget
 
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.gui.widgets.progress import show_progress
 from ecpfs_viewer.model.tasks import TaskError
 
 
 class RunControls(QObject):
-    """The buttons go in ``row`` (add more to it); ``summary`` says what happened."""
+    """``run_button``, ``cancel_button``, ``progress`` and ``summary`` (what happened), in the states of
+    a job: ``started``, ``idle``, ``finished`` or ``failed``. ``one_line``: the summary keeps to one
+    line of the width it is given, its whole text in its tooltip (otherwise it wraps). ``can_run``:
+    whether Run may be pressed when no job runs (always, by default)."""
 
-    def __init__(self, parent: QWidget, prompt: str) -> None:
+    ended = Signal()  # a job ended: its result, an error or a cancellation is on screen
+
+    def __init__(self, parent: QWidget, prompt: str, run_text: str = "Run", *, one_line: bool = False,
+                 can_run: Callable[[], bool] = lambda: True) -> None:
         super().__init__(parent)
-        self.run_button = QPushButton("Run")
-        self.run_button.setDefault(True)
+        self._can_run = can_run
+        self.run_button = QPushButton(run_text)
+        self.run_button.setDefault(isinstance(parent, QDialog))  # Enter runs: a dialog's default button
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
         self.progress.hide()
-        self.row = QHBoxLayout()
-        self.row.addWidget(self.run_button)
-        self.row.addWidget(self.cancel_button)
-        self.row.addWidget(self.progress, 1)
-        self.summary = QLabel(prompt)
-        self.summary.setWordWrap(True)
+        self.summary = QLabel()
+        self._one_line = one_line
+        if one_line:
+            self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        else:
+            self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.say(prompt)
+
+    @cached_property
+    def row(self) -> QHBoxLayout:
+        """Run, Cancel and the bar side by side (add more to it), for views that take them as a row."""
+        row = QHBoxLayout()
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+        row.addWidget(self.progress, 1)
+        return row
 
     def started(self, doing: str) -> None:
+        """A job started: Cancel is live, the bar busy until the first report, ``doing`` said."""
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.progress.setRange(0, 0)
         self.progress.show()
-        self.summary.setText(doing)
+        self.say(doing)
 
     def show_progress(self, report: Any) -> None:
-        """A tasks.Counted (or anything with done, total and message)."""
+        """A tasks.Counted or a SearchProgress (anything with done, total and message or phase)."""
         show_progress(self.progress, report)
 
     def idle(self) -> None:
-        self.run_button.setEnabled(True)
+        """No job runs: the bar hidden, Run live again (if it can run), Cancel not."""
+        self.run_button.setEnabled(self._can_run())
         self.cancel_button.setEnabled(False)
         self.progress.hide()
 
-    def failed(self, error: TaskError) -> None:
+    def say(self, text: str, error: bool = False) -> None:
+        """Put ``text`` in the summary line, in the error colour for a failure."""
+        self.summary.setText(text)
+        if self._one_line:
+            self.summary.setToolTip(text)
+        self.summary.setStyleSheet(f"color: {error_color(self.summary)};" if error else "")
+
+    def finished(self, message: str, error: bool = False) -> None:
+        """A job ended (or was dropped): idle, ``message`` says how, ``ended`` is emitted."""
         self.idle()
-        self.summary.setText("Cancelled." if error.cancelled else str(error))
+        self.say(message, error)
+        self.ended.emit()
+
+    def failed(self, error: TaskError) -> None:
+        """A job ended with an error, or cancelled at a checkpoint (an ``on_error`` of the runner)."""
+        self.finished("Cancelled." if error.cancelled else str(error), not error.cancelled)
 
 
 class RunDialog(QDialog):
@@ -67,6 +103,7 @@ class RunDialog(QDialog):
         self.progress, self.summary = self.controls.progress, self.controls.summary
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
+        self.controls.ended.connect(self.finished_run)
 
     def run(self) -> None:
         raise NotImplementedError
@@ -77,7 +114,3 @@ class RunDialog(QDialog):
     @property
     def busy(self) -> bool:
         return self.runner.busy
-
-    def _failed(self, error: TaskError) -> None:
-        self.controls.failed(error)
-        self.finished_run.emit()
