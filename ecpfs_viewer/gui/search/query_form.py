@@ -9,14 +9,13 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QStackedWidget,
     QWidget,
 )
 
+from ecpfs_viewer.gui.widgets.fields import hbox, spin_box
 from ecpfs_viewer.model.search import QueryError, SearchParams
 from ecpfs_viewer.model.search.explore import QuerySpec
 
@@ -24,29 +23,6 @@ from ecpfs_viewer.model.search.explore import QuerySpec
 SOURCES = (("Stored item", "item"), ("Row of a .npy file", "file"), ("Saved query", "saved"),
            ("Row of an array", "array"))
 _MAX_INT = 2**31 - 1
-
-
-def spin_box(low: int, high: int, value: int, tip: str, prefix: str = "") -> QSpinBox:
-    """An integer field with its range, start value, tooltip and a prefix naming it ('k 10')."""
-    spin = QSpinBox()
-    spin.setRange(low, high)
-    spin.setValue(value)
-    spin.setToolTip(tip)
-    spin.setPrefix(prefix)
-    spin.setAccelerated(True)
-    return spin
-
-
-def hbox(*widgets: QWidget, stretch: int | None = 0) -> QWidget:
-    """Widgets side by side; the one at ``stretch`` takes the spare width (None: nobody, they keep left)."""
-    box = QWidget()
-    layout = QHBoxLayout(box)
-    layout.setContentsMargins(0, 0, 0, 0)
-    for i, widget in enumerate(widgets):
-        layout.addWidget(widget, 1 if i == stretch else 0)
-    if stretch is None:
-        layout.addStretch(1)
-    return box
 
 
 def parse_ids(text: str) -> frozenset[int]:

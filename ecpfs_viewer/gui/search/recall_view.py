@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
-from ecpfs_viewer.gui.search.query_form import hbox, spin_box
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.fields import hbox, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.model.diagnostics.index_map import shared_layout
