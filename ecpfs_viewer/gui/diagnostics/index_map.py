@@ -18,13 +18,13 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from ecpfs_viewer.gui.diagnostics.map_view import IndexMapView, MapLegend
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
 from ecpfs_viewer.model.diagnostics.boundary import BoundaryReport, boundary_items
 from ecpfs_viewer.model.diagnostics.index_map import (
@@ -118,11 +118,7 @@ class IndexMapPanel(QWidget):
         self.lost_view.setToolTip("Double-click a node to open its page")
         lost_box = titled(self.lost_view, self.lost_label, self.lost_filter)
 
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(map_box)
-        body.addWidget(lost_box)
-        body.setStretchFactor(0, 3)
-        body.setStretchFactor(1, 1)
+        body = panes(Qt.Orientation.Horizontal, (map_box, 3), (lost_box, 1))
         body.setSizes([750, 300])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)

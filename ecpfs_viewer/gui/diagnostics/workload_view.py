@@ -21,15 +21,14 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
-    QLineEdit,
     QPushButton,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.model.diagnostics.workload import Workload, replay
@@ -67,27 +66,15 @@ class WorkloadDialog(RunDialog):
         self.workload: Workload | None = None
         self.source = QComboBox()
         self.source.addItems(SOURCES)
-        self.count = QSpinBox()
-        self.count.setRange(1, 1_000_000)
-        self.count.setValue(1000)
+        self.count = spin_box(1, 1_000_000, 1000, "How many stored items to sample as queries")
         self.count.setGroupSeparatorShown(True)
-        self.npy = QLineEdit()
-        self.npy.setPlaceholderText("queries.npy")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        npy_row = QHBoxLayout()
-        npy_row.addWidget(self.npy, 1)
-        npy_row.addWidget(browse)
-        self.search_exp = QSpinBox()
-        self.search_exp.setRange(1, 4096)
-        self.search_exp.setValue(4)
-        self.k = QSpinBox()
-        self.k.setRange(1, 10_000)
-        self.k.setValue(10)
+        self.npy, browse = npy_field("Queries", chosen=lambda: self.source.setCurrentIndex(1))
+        self.search_exp = spin_box(1, 4096, 4, "search_exp of every replayed search")
+        self.k = spin_box(1, 10_000, 10, "k: results per replayed search")
         form = QFormLayout()
         form.addRow("Queries", self.source)
         form.addRow("Items to sample", self.count)
-        form.addRow(".npy file", npy_row)
+        form.addRow(".npy file", hbox(self.npy, browse))
         form.addRow("search_exp", self.search_exp)
         form.addRow("k", self.k)
         buttons = self.controls.row
@@ -195,12 +182,6 @@ class WorkloadDialog(RunDialog):
     def _source_changed(self, source: int) -> None:
         self.count.setEnabled(source == 0)
         self.npy.setEnabled(source == 1)
-
-    def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Queries", "", "NumPy arrays (*.npy)")
-        if path:
-            self.npy.setText(path)
-            self.source.setCurrentIndex(1)
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:  # the theme changed: plots follow the palette

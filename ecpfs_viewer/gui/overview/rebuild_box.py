@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QGridLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QWidget
 
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.fields import command_line
 from ecpfs_viewer.model.build.rebuild import RebuildPlan, plan_rebuild, write_item_vectors
 from ecpfs_viewer.model.ecpfs import IndexSummary
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -38,11 +38,8 @@ class RebuildBox(QWidget):
         self._job: tuple[Hierarchy, IndexSummary, RebuildPlan] | None = None
         self.intro = QLabel()
         self.intro.setWordWrap(True)
-        self.command = QLineEdit()
-        self.command.setReadOnly(True)
-        self.copy_button = QPushButton("Copy")
-        self.copy_button.setToolTip("Copy the command to the clipboard")
-        self.copy_button.clicked.connect(self.copy)
+        self.command, self.copy_button = command_line("Copy the command to the clipboard",
+                                                      lambda: self.status.setText("Command copied."))
         self.save_button = QPushButton("Save Vectors, then Build…")
         self.save_button.clicked.connect(self.save_vectors)
         self.status = QLabel()
@@ -86,10 +83,6 @@ class RebuildBox(QWidget):
     @property
     def busy(self) -> bool:
         return self._runner.busy
-
-    def copy(self) -> None:
-        QGuiApplication.clipboard().setText(self.command.text())
-        self.status.setText("Command copied.")
 
     def save_vectors(self) -> None:
         """Write the vectors in the background, then ask for the Build dialog on them."""

@@ -7,7 +7,6 @@ from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QLineEdit,
     QPushButton,
@@ -15,7 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.widgets.fields import hbox, spin_box
+from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.model.search import QueryError, SearchParams
 from ecpfs_viewer.model.search.explore import QuerySpec
 
@@ -52,11 +51,8 @@ class QueryForm(QWidget):
         self.item_edit.setPlaceholderText("item id, e.g. 42")
         self.item_edit.setValidator(QRegularExpressionValidator(QRegularExpression(r"-?\d{0,19}"), self.item_edit))
         self.item_edit.returnPressed.connect(self.run_requested)
-        self.file_edit = QLineEdit()
-        self.file_edit.setPlaceholderText("queries.npy")
+        self.file_edit, browse = npy_field("Queries (.npy)")
         self.file_edit.returnPressed.connect(self.run_requested)
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
         self.file_row = spin_box(0, _MAX_INT, 0, "Row of the .npy file to search with")
         self.saved_combo = QComboBox()
         self.saved_combo.setToolTip("Queries stored in the index under queries/")
@@ -131,11 +127,6 @@ class QueryForm(QWidget):
     def _use_offered_row(self) -> None:
         if self._offered is not None:
             self.use_row(*self._offered)
-
-    def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Queries (.npy)", self.file_edit.text(), "NumPy array (*.npy)")
-        if path:
-            self.file_edit.setText(path)
 
     def reset_store(self) -> None:
         """A new store: the queries that named the old one (item ids, an array path, its saved queries

@@ -16,12 +16,10 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QLabel,
     QLineEdit,
     QPushButton,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -29,9 +27,11 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
-from ecpfs_viewer.gui.widgets.fields import hbox, spin_box
+from ecpfs_viewer.gui.widgets.display import panes
+from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
+from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.model.diagnostics.index_map import shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
 from ecpfs_viewer.model.search import QueryError
@@ -53,7 +53,8 @@ _COST_TIPS = {
 #: What the numbers table's cost columns mean (their header tooltips).
 NUMBER_TIPS = {f"{name}\n{stat}": f"{tip} ({word})" for name, tip in _COST_TIPS.items()
                for stat, word in (("mean", "mean"), ("p95", "95th percentile"))}
-_SOURCES = (("Sampled stored items", "sample"), ("Rows of a .npy file", "file"), ("Saved queries", "saved"))
+_FILE = ("Rows of a .npy file", "file")
+_SOURCES = (("Sampled stored items", "sample"), _FILE, ("Saved queries", "saved"))
 
 
 
@@ -109,16 +110,8 @@ class RecallView(QWidget):
         self.misses_view.setToolTip("Double-click to open the neighbour's leaf with its row selected")
 
         misses = titled(self.misses_view, self.misses_label, self.miss_filter)
-        self.tables = tables = QSplitter(Qt.Orientation.Vertical)
-        tables.addWidget(self.numbers_view)
-        tables.addWidget(misses)
-        tables.setStretchFactor(0, 1)
-        tables.setStretchFactor(1, 2)
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(self.graphics)
-        body.addWidget(tables)
-        body.setStretchFactor(0, 2)
-        body.setStretchFactor(1, 3)
+        self.tables = panes(Qt.Orientation.Vertical, (self.numbers_view, 1), (misses, 2))
+        body = panes(Qt.Orientation.Horizontal, (self.graphics, 2), (self.tables, 3))
         body.setSizes([380, 720])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -133,21 +126,17 @@ class RecallView(QWidget):
             self.source_combo.addItem(text, kind)
         self.n_spin = spin_box(1, 100_000, 50, "How many queries (sampled without replacement)", "N ")
         self.seed_spin = spin_box(0, 2**31 - 1, 0, "Seed of the sample: the same seed gives the same queries", "seed ")
-        self.file_edit = QLineEdit()
-        self.file_edit.setPlaceholderText("queries.npy (for 'Rows of a .npy file')")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
+        self.file_edit, browse = npy_field("Queries (.npy)", "queries.npy (for 'Rows of a .npy file')",
+                                           lambda: self.source_combo.setCurrentIndex(_SOURCES.index(_FILE)))
         self.k_spin = spin_box(1, 10_000, 10, "recall@k: how many exact neighbours each search should find", "k ")
         self.exps_edit = QLineEdit("1, 2, 4, 8, 16")
         self.exps_edit.setToolTip("search_exp values to sweep")
         self.exps_edit.returnPressed.connect(self.run)
         self.self_check = QCheckBox("Leave each sampled item out of its own lists")
         self.self_check.setChecked(True)
-        self.controls = RunControls(self, "", "Run recall", one_line=True)
+        self.controls = RunControls(self, "", "Run recall", run=self.run, cancel=self.cancel, one_line=True)
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.status = self.controls.progress, self.controls.summary
-        self.run_button.clicked.connect(self.run)
-        self.cancel_button.clicked.connect(self.cancel)
         self.controls.ended.connect(self.finished)
         self.csv_button = QPushButton("Export CSV…")
         self.csv_button.setToolTip(CSV_EXPORT_NOTE)
@@ -327,23 +316,8 @@ class RecallView(QWidget):
         outcome = self._outcome
         if outcome is None:
             return None
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, title, f"recall{suffix}", file_filter)
-            if not path:
-                return None
-        try:
-            written = write(outcome, path)
-        except OSError as exc:
-            self.controls.say(f"Could not write {exc.filename or path}: {exc.strerror or exc}", error=True)
-            return None
-        self.controls.say(f"Saved {' and '.join(written)}")
-        return path
-
-    def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Queries (.npy)", self.file_edit.text(), "NumPy array (*.npy)")
-        if path:
-            self.file_edit.setText(path)
-            self.source_combo.setCurrentIndex(self.source_combo.findData("file"))
+        return save_to(self, path, title, f"recall{suffix}", file_filter, lambda target: write(outcome, target),
+                       self.controls.say)
 
     def _style_plots(self) -> None:
         background, _, _ = plot_colors(self.palette())

@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QTableView,
     QTabWidget,
     QVBoxLayout,
@@ -35,8 +34,10 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tuning.compare_charts import draw_balance, draw_recall
 from ecpfs_viewer.gui.widgets.display import panes
+from ecpfs_viewer.gui.widgets.fields import npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
+from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.model.search import IndexReader, QueryError, SearchResult
 from ecpfs_viewer.model.search.explore import load_npy
 from ecpfs_viewer.model.search.results import ProgressCallback, parse_search_exps
@@ -149,27 +150,17 @@ class CompareView(QWidget):
     def _build(self) -> None:
         self.header = QLabel(f"<b>A</b> {self.location_a}<br><b>B</b> {self.location_b}")
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.sample_spin = QSpinBox()
-        self.sample_spin.setRange(1, 100_000)
-        self.sample_spin.setValue(200)
-        self.sample_spin.setPrefix("sample ")
-        self.sample_spin.setToolTip("Queries: this many items both indexes hold (each left out of its own lists)")
-        self.file_edit = QLineEdit()
-        self.file_edit.setPlaceholderText("or queries.npy")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        self.k_spin = QSpinBox()
-        self.k_spin.setRange(1, 10_000)
-        self.k_spin.setValue(10)
-        self.k_spin.setPrefix("k ")
+        self.sample_spin = spin_box(1, 100_000, 200, "Queries: this many items both indexes hold (each left out of "
+                                    "its own lists)", "sample ")
+        self.file_edit, browse = npy_field("Queries (.npy)", "or queries.npy")
+        self.k_spin = spin_box(1, 10_000, 10, "recall@k: how many exact neighbours each search should find", "k ")
         self.exps_edit = QLineEdit("1, 2, 4, 8")
         self.exps_edit.setToolTip("search_exp values to sweep in both indexes")
         self.exps_edit.returnPressed.connect(self.run)
-        self.controls = RunControls(self, "", "Compare", one_line=True, can_run=lambda: self.opened is not None)
+        self.controls = RunControls(self, "", "Compare", run=self.run, cancel=self.cancel, one_line=True,
+                                    can_run=lambda: self.opened is not None)
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.status = self.controls.progress, self.controls.summary
-        self.run_button.clicked.connect(self.run)
-        self.cancel_button.clicked.connect(self.cancel)
         self.controls.ended.connect(self.finished)
         self.progress.setMinimumWidth(200)
         form = QHBoxLayout()
@@ -389,18 +380,8 @@ class CompareView(QWidget):
         table = self.tables.get(name)
         if table is None:
             return None
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, f"Export {name}", f"{name}.csv",
-                                                  "CSV file (*.csv);;JSON file (*.json)")
-            if not path:
-                return None
-        try:
-            table.write(path)
-        except OSError as exc:
-            self.controls.say(f"Could not write {exc.filename or path}: {exc.strerror or exc}", error=True)
-            return None
-        self.controls.say(f"Saved {path}")
-        return path
+        return save_to(self, path, f"Export {name}", f"{name}.csv", "CSV file (*.csv);;JSON file (*.json)",
+                       table.write, self.controls.say)
 
     def export_chart(self, name: str, path: str | None = None) -> str | None:
         """Save a chart ('balance' or 'recall_vs_cost') as PNG, as it is drawn."""
@@ -414,11 +395,6 @@ class CompareView(QWidget):
             return None
         self.controls.say(f"Saved {path}")
         return path
-
-    def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Queries (.npy)", "", "NumPy arrays (*.npy)")
-        if path:
-            self.file_edit.setText(path)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self._runner.invalidate()

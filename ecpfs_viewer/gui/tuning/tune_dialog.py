@@ -15,16 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QProgressBar,
     QPushButton,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -32,8 +28,11 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.tuning.tune_form import TuneForm
 from ecpfs_viewer.gui.tuning.tune_plot import TunePlot
 from ecpfs_viewer.gui.widgets.colormaps import error_color
+from ecpfs_viewer.gui.widgets.display import panes
+from ecpfs_viewer.gui.widgets.fields import command_line
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
+from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.tasks import TaskError
@@ -92,11 +91,8 @@ class TuneDialog(RunDialog):
         self.axis_combo.currentIndexChanged.connect(self._axis_changed)
         self.recommendation = QLabel("")
         self.recommendation.setWordWrap(True)
-        self.command_edit = QLineEdit()
-        self.command_edit.setReadOnly(True)
-        self.copy_button = QPushButton("Copy")
-        self.copy_button.setToolTip("Copy the build command")
-        self.copy_button.clicked.connect(self.copy_command)
+        self.command_edit, self.copy_button = command_line("Copy the build command",
+                                                           lambda: self._show_status("Copied the build command."))
         self.variants_model = RowsModel(VARIANT_HEADERS, self)
         self.variants_view = rows_view(self.variants_model, self._open_row)
         self.variants_view.setToolTip("Double-click a kept variant (or select it and press Open) to open it")
@@ -139,11 +135,7 @@ class TuneDialog(RunDialog):
         plot_side = QVBoxLayout(left)
         plot_side.setContentsMargins(0, 0, 0, 0)
         plot_side.addWidget(titled(self.plot, QLabel("Cost axis"), self.axis_combo))
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(left)
-        body.addWidget(right)
-        body.setStretchFactor(0, 1)
-        body.setStretchFactor(1, 1)
+        body = panes(Qt.Orientation.Horizontal, (left, 1), (right, 1))
         body.setSizes([620, 680])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -271,11 +263,6 @@ class TuneDialog(RunDialog):
         fit_table(self.variants_view, stretch=6)
         fit_table(self.points_view)
 
-    def copy_command(self) -> None:
-        if self.command_edit.text():
-            QGuiApplication.clipboard().setText(self.command_edit.text())
-            self._show_status("Copied the build command.")
-
     def _selection_changed(self) -> None:
         rows = self.variants_view.selectionModel().selectedRows()
         self.open_button.setEnabled(bool(rows) and bool(self.variants_model.row(rows[0].row())[-1]))
@@ -309,17 +296,11 @@ class TuneDialog(RunDialog):
         report = self.report
         if report is None:
             return None
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, title, f"tune{suffix}", file_filter)
-            if not path:
-                return None
-        try:
-            Path(path).write_text(text(report), encoding="utf-8")
-        except OSError as exc:
-            self._show_status(f"Could not write {exc.filename or path}: {exc.strerror or exc}", error=True)
-            return None
-        self._show_status(f"Saved {path}")
-        return path
+
+        def write(target: str) -> None:
+            Path(target).write_text(text(report), encoding="utf-8")
+
+        return save_to(self, path, title, f"tune{suffix}", file_filter, write, self._show_status)
 
     def reject(self) -> None:
         """Closing while a tune runs cancels it first (the model cleans up)."""

@@ -13,15 +13,14 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QWidget,
 )
 
 from ecpfs_viewer.gui.runtime.settings import settings
+from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.model.tuning.tune import TuneGrid, TuneSettings
 
 _KEY = "tune/"
@@ -40,18 +39,6 @@ def parse_numbers(text: str, name: str, least: int) -> tuple[int, ...]:
     return tuple(found)
 
 
-def _row(*widgets: QWidget, compact: bool = False) -> QWidget:
-    """Widgets side by side; ``compact`` keeps them at their own size, left-aligned."""
-    box = QWidget()
-    layout = QHBoxLayout(box)
-    layout.setContentsMargins(0, 0, 0, 0)
-    for w in widgets:
-        layout.addWidget(w)
-    if compact:
-        layout.addStretch(1)
-    return box
-
-
 class TuneForm(QWidget):
     """What to tune; ``changed`` fires on every edit."""
 
@@ -60,10 +47,8 @@ class TuneForm(QWidget):
     def __init__(self, input_path: str | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         stored = settings()
-        self.input_edit = QLineEdit(input_path or str(stored.value(_KEY + "input", "")))
-        self.input_edit.setPlaceholderText("embeddings.npy")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse_input)
+        self.input_edit, browse = npy_field("Embeddings to tune on", "embeddings.npy",
+                                            text=input_path or str(stored.value(_KEY + "input", "")))
         self.levels_edit = QLineEdit(str(stored.value(_KEY + "levels", "1, 2, 3")))
         self.levels_edit.setToolTip("levels to try, e.g. 1, 2, 3")
         self.targets_edit = QLineEdit(str(stored.value(_KEY + "targets", "25, 50, 100, 200")))
@@ -76,19 +61,9 @@ class TuneForm(QWidget):
         self.source_combo = QComboBox()
         self.source_combo.addItem("Hold out rows of the input", "holdout")
         self.source_combo.addItem("Rows of a query .npy", "file")
-        self.holdout_spin = QSpinBox()
-        self.holdout_spin.setRange(1, 1_000_000)
-        self.holdout_spin.setValue(200)
-        self.holdout_spin.setPrefix("N ")
-        self.holdout_spin.setToolTip("rows left out of every build and used as queries")
-        self.queries_edit = QLineEdit()
-        self.queries_edit.setPlaceholderText("queries.npy")
-        queries_browse = QPushButton("Browse…")
-        queries_browse.clicked.connect(self._browse_queries)
-        self.k_spin = QSpinBox()
-        self.k_spin.setRange(1, 10_000)
-        self.k_spin.setValue(10)
-        self.k_spin.setPrefix("k ")
+        self.holdout_spin = spin_box(1, 1_000_000, 200, "rows left out of every build and used as queries", "N ")
+        self.queries_edit, queries_browse = npy_field("Queries")
+        self.k_spin = spin_box(1, 10_000, 10, "recall@k: how many exact neighbours each search should find", "k ")
         self.exps_edit = QLineEdit(str(stored.value(_KEY + "search_exps", "1, 2, 4, 8, 16")))
         self.exps_edit.setToolTip("search_exp values of each variant's recall sweep")
         self.target_spin = QDoubleSpinBox()
@@ -104,14 +79,14 @@ class TuneForm(QWidget):
 
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
-        form.addRow("Input .npy", _row(self.input_edit, browse))
+        form.addRow("Input .npy", hbox(self.input_edit, browse))
         form.addRow("Levels", self.levels_edit)
         form.addRow("Target cluster items", self.targets_edit)
-        form.addRow("Representatives", _row(self.offset_check, self.random_check, QLabel("  metric"),
-                                            self.metric_combo, compact=True))
-        form.addRow("Queries", _row(self.source_combo, self.holdout_spin, self.queries_edit, queries_browse))
-        form.addRow("Recall", _row(self.k_spin, QLabel("search_exp"), self.exps_edit, self.target_spin))
-        form.addRow(self.keep_check, _row(self.keep_edit, keep_browse))
+        form.addRow("Representatives", hbox(self.offset_check, self.random_check, QLabel("  metric"),
+                                            self.metric_combo, stretch=None))
+        form.addRow("Queries", hbox(self.source_combo, self.holdout_spin, self.queries_edit, queries_browse, stretch=2))
+        form.addRow("Recall", hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.target_spin, stretch=2))
+        form.addRow(self.keep_check, hbox(self.keep_edit, keep_browse))
         self.target_spin.setPrefix("target ")
         for edit in (self.input_edit, self.levels_edit, self.targets_edit, self.exps_edit, self.queries_edit,
                      self.keep_edit):
@@ -162,16 +137,6 @@ class TuneForm(QWidget):
         for key, edit in (("input", self.input_edit), ("levels", self.levels_edit), ("targets", self.targets_edit),
                           ("search_exps", self.exps_edit), ("keep", self.keep_edit)):
             stored.setValue(_KEY + key, edit.text())
-
-    def _browse_input(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Embeddings to tune on", self.source(), "NumPy array (*.npy)")
-        if path:
-            self.input_edit.setText(path)
-
-    def _browse_queries(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Queries", self.queries_edit.text(), "NumPy array (*.npy)")
-        if path:
-            self.queries_edit.setText(path)
 
     def _browse_keep(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Keep the variants in", self.keep_edit.text())

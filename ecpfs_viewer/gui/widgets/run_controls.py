@@ -25,14 +25,17 @@ class RunControls(QObject):
 
     ended = Signal()  # a job ended: its result, an error or a cancellation is on screen
 
-    def __init__(self, parent: QWidget, prompt: str, run_text: str = "Run", *, one_line: bool = False,
+    def __init__(self, parent: QWidget, prompt: str, run_text: str = "Run", *, run: Callable[[], None],
+                 cancel: Callable[[], None], one_line: bool = False,
                  can_run: Callable[[], bool] = lambda: True) -> None:
         super().__init__(parent)
         self._can_run = can_run
         self.run_button = QPushButton(run_text)
         self.run_button.setDefault(isinstance(parent, QDialog))  # Enter runs: a dialog's default button
+        self.run_button.clicked.connect(run)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(cancel)
         self.progress = QProgressBar()
         self.progress.hide()
         self.summary = QLabel()
@@ -98,11 +101,9 @@ class RunDialog(QDialog):
         super().__init__(parent)
         self.runner = BackgroundRunner(self)
         self._request = 0
-        self.controls = RunControls(self, prompt)
+        self.controls = RunControls(self, prompt, run=self.run, cancel=self.cancel)
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.summary = self.controls.progress, self.controls.summary
-        self.run_button.clicked.connect(self.run)
-        self.cancel_button.clicked.connect(self.cancel)
         self.controls.ended.connect(self.finished_run)
 
     def run(self) -> None:
