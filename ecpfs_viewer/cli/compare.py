@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `compare A B [--queries Q.npy | --sample N] [--k 10] [--search-exp 1,2,4,8] [--json]`."""
     from ecpfs_viewer.cli.read import add_remote_options
+    from ecpfs_viewer.cli.search import add_query_source
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "compare", help="compare two indexes: summaries, balance, item migration, recall against cost",
@@ -32,11 +33,7 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
                     "left out of its own result lists).")
     p.add_argument("index_a", metavar="A", help="first index: folder, .zip or URL")
     p.add_argument("index_b", metavar="B", help="second index: folder, .zip or URL")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--queries", metavar="Q.npy", help="2-D .npy of queries")
-    src.add_argument("--sample", type=int, default=200, metavar="N",
-                     help="sample N items both indexes hold as queries (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
+    add_query_source(p, count_help="sample N items both indexes hold as queries (default 200)", default=200)
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
     p.add_argument("--search-exp", default="1,2,4,8", metavar="N,N",
                    help="comma-separated search_exp values (default 1,2,4,8)")

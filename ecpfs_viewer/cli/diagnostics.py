@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.contract import EXIT_OK, UsageError
-from ecpfs_viewer.cli.search import load_queries, open_index, run_body, subcommand
+from ecpfs_viewer.cli.search import add_query_source, load_queries, open_index, run_body, subcommand
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.diagnostics.workload import Workload
@@ -23,11 +23,8 @@ def add_workload_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
                     "Replay a query set with eCP search and count what it reads: visits per node, leaves "
                     "scanned per query, the most visited leaves, and the share of each level's visits that "
                     "go to its busiest 1%% of nodes (hubness).")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--queries", metavar="Q.npy", help="2-D .npy of queries")
-    src.add_argument("--sample", type=int, metavar="N", help="sample N stored items as queries")
+    src = add_query_source(p, required=True)
     src.add_argument("--saved", action="store_true", help="the index's saved queries (queries/*)")
-    p.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
     p.add_argument("--search-exp", type=int, default=4, metavar="N", help="leaves per search (default 4)")
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
     p.add_argument("--top", type=int, default=10, metavar="N", help="hot leaves to print (default 10)")

@@ -96,6 +96,20 @@ def subcommand(subparsers: argparse._SubParsersAction, name: str, summary: str, 
     return p
 
 
+def add_query_source(p: argparse.ArgumentParser, count: str = "--sample",
+                     count_help: str = "sample N stored items as queries", *, default: int | None = None,
+                     queries_help: str = "2-D .npy of queries", required: bool = False,
+                     seed: bool = True) -> argparse._MutuallyExclusiveGroup:
+    """Where a command's queries come from: --queries Q.npy or N items (``count``: sampled, held out),
+    with --seed for the sample; the group, for another source."""
+    src = p.add_mutually_exclusive_group(required=required)
+    src.add_argument("--queries", metavar="Q.npy", help=queries_help)
+    src.add_argument(count, type=int, default=default, metavar="N", help=count_help)
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help=f"seed for {count} (default 0)")
+    return src
+
+
 def _add_search_options(p: argparse.ArgumentParser, search_exp_help: str, search_exp_default: str) -> None:
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
     p.add_argument("--search-exp", default=search_exp_default, metavar="N", help=search_exp_help)
@@ -285,10 +299,7 @@ def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
         "stored items (each excluded from its own result lists unless --include-self), or by default the "
         "index's saved queries (else 100 sampled items).",
     )
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--queries", metavar="Q.npy", help="2-D .npy of queries")
-    src.add_argument("--sample", type=int, metavar="N", help="sample N stored items as queries")
-    p.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
+    add_query_source(p)
     p.add_argument("--include-self", action="store_true",
                    help="with sampled items, keep the query item in both result lists")
     _add_search_options(p, "comma-separated search_exp values (default 1,2,4,8)", "1,2,4,8")

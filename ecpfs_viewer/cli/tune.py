@@ -35,6 +35,8 @@ class CannotTune(CommandError, code=EXIT_CANNOT_START, kind="cannot_start"):
 
 def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `tune IN.npy [grid and measurement options]`."""
+    from ecpfs_viewer.cli.search import add_query_source
+
     p = subparsers.add_parser(
         "tune", help="build a grid of variants of a .npy and recommend the cheapest reaching a recall target",
         description="Build every combination of --levels x --target-cluster-items x --rep-selection as "
@@ -50,10 +52,8 @@ def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     p.add_argument("--rep-selection", default="offset", help="offset, random or offset,random (default offset)")
     p.add_argument("--seed", type=int, default=0, help="seed of the held-out rows and of random selection (default 0)")
     p.add_argument("--metric", choices=("L2", "IP"), type=str.upper, default="L2")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--queries", metavar="Q.npy", help="2-D .npy of queries (then no rows are held out)")
-    src.add_argument("--holdout", type=int, default=200, metavar="N",
-                     help="rows left out of the builds and used as queries (default 200)")
+    add_query_source(p, "--holdout", "rows left out of the builds and used as queries (default 200)", default=200,
+                     queries_help="2-D .npy of queries (then no rows are held out)", seed=False)
     p.add_argument("--recall-target", type=float, default=0.9, help="recall@k to reach (default 0.9)")
     p.add_argument("--k", type=int, default=10, help="neighbours per query (default 10)")
     p.add_argument("--search-exp", default="1,2,4,8,16", help="comma-separated search_exp values (default 1,2,4,8,16)")

@@ -9,6 +9,7 @@ infinities are left out: they have no place on a value axis, and callers report 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,24 @@ DEFAULT_BINS = 100  # the cap of the Freedman-Diaconis bin count when no bin cou
 PER_VALUE_LIMIT = 256  # integer data spanning at most this many values gets one bin per value
 #: Default cap of freedman_diaconis_bins (the node page's spread histogram).
 SPREAD_BINS_CAP = 50
+
+
+@dataclass(frozen=True)
+class Figures:
+    """How many values, the smallest, the median and the largest (None for no values); the smallest
+    and largest are ints for integer values."""
+
+    count: int
+    minimum: float | None
+    median: float | None
+    maximum: float | None
+
+
+def figures(values: NDArray[Any]) -> Figures:
+    """The count, minimum, median and maximum of node sizes, distances or any other values."""
+    if not values.size:
+        return Figures(0, None, None, None)
+    return Figures(int(values.size), values.min().item(), float(np.median(values)), values.max().item())
 
 
 def freedman_diaconis_bins(values: ArrayLike, cap: int = SPREAD_BINS_CAP) -> int:

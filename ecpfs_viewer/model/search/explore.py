@@ -73,24 +73,31 @@ class QuerySpec:
         return f"{self.path} row {self.row}"
 
 
-def load_npy(path: str) -> np.ndarray:
-    """A .npy of queries, memory-mapped (1-D is one query); QueryError when it is not one."""
+def map_npy(path: str, error: type[Exception] = QueryError) -> np.ndarray:
+    """A .npy file memory-mapped, of any shape; ``error`` saying why when it cannot be (a folder, a
+    pipe or device, which would block, not a .npy, not there)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise QueryError(f"{path}: file not found") from None
+        raise error(f"{path}: file not found") from None
     except OSError as exc:
-        raise QueryError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
     if stat.S_ISDIR(mode):
-        raise QueryError(f"{path}: is a folder, not a .npy file")
+        raise error(f"{path}: is a folder, not a .npy file")
     if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer for ever
-        raise QueryError(f"{path}: not a regular file (a pipe, device or socket); not read")
+        raise error(f"{path}: not a regular file (a pipe, device or socket); not read")
     try:
-        q: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
+        data: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
-        raise QueryError(f"{path}: file not found") from None
+        raise error(f"{path}: file not found") from None
     except (ValueError, OSError) as exc:
-        raise QueryError(f"{path}: not a readable .npy file ({exc})") from None
+        raise error(f"{path}: not a readable .npy file ({exc})") from None
+    return data
+
+
+def load_npy(path: str) -> np.ndarray:
+    """A .npy of queries, memory-mapped (1-D is one query); QueryError when it is not one."""
+    q = map_npy(path)
     if q.ndim == 1:
         q = q[None, :]
     if q.ndim != 2 or q.dtype.kind not in "fiu":

@@ -14,6 +14,7 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs.levels import shared_level_stats
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
+from ecpfs_viewer.model.histogram import figures
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 
@@ -53,10 +54,9 @@ class LevelBalance:
         return imbalance_factor(self.sizes)
 
     def to_dict(self) -> dict[str, Any]:
+        sizes = figures(self.sizes)
         return {"level": self.level, "is_leaf": self.is_leaf, "nodes": self.nodes, "rows": self.rows,
-                "size_min": int(self.sizes.min()) if self.nodes else None,
-                "size_median": float(np.median(self.sizes)) if self.nodes else None,
-                "size_max": int(self.sizes.max()) if self.nodes else None,
+                "size_min": sizes.minimum, "size_median": sizes.median, "size_max": sizes.maximum,
                 "max_over_median": self.max_over_median, "coefficient_of_variation": self.coefficient_of_variation,
                 "imbalance_factor": self.imbalance_factor, "chunk_rows": self.chunk_rows,
                 "chunk_fill": self.chunk_fill}

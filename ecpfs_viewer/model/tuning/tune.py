@@ -29,6 +29,7 @@ from ecpfs_viewer.model.ecpfs.levels import level_stats
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.search import IndexReader, queries_from_array, recall_sweep
+from ecpfs_viewer.model.search.explore import map_npy
 from ecpfs_viewer.model.search.recall import SweepSearch
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
 from ecpfs_viewer.model.tuning.balance import LevelBalance
@@ -148,12 +149,7 @@ class _Steps:
 
 def _load(path: str) -> np.ndarray:
     """The input as a read-only memory map (the one load of a tune), checked for shape and type."""
-    try:
-        data: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise TuneError(f"{path}: file not found") from None
-    except (OSError, ValueError) as exc:
-        raise TuneError(f"{path}: cannot be read as a .npy file ({exc})") from None
+    data = map_npy(path, TuneError)
     if data.ndim != 2 or data.shape[0] < 2 or data.shape[1] < 1:
         raise TuneError(f"{path}: expected a 2-D array of at least 2 rows, got shape {data.shape}")
     if data.dtype.kind not in "fiu":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from ecpfs_viewer.model.ecpfs.nodes import (
 )
 from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.histogram import SPREAD_BINS_CAP, freedman_diaconis_bins
+from ecpfs_viewer.model.histogram import SPREAD_BINS_CAP, Figures, figures, freedman_diaconis_bins
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_allocation
@@ -335,21 +336,14 @@ class Spread:
     farthest: tuple[tuple[int, int | None], ...]  # (row, id) of the farthest rows, farthest first
     representative: tuple[NodeRef, int]  # (parent, row) whose vector is the centre
 
-    @property
-    def count(self) -> int:
-        return int(self.distances.size)
+    @cached_property
+    def _figures(self) -> Figures:
+        return figures(self.distances)
 
-    @property
-    def minimum(self) -> float:
-        return float(self.distances.min())
-
-    @property
-    def median(self) -> float:
-        return float(np.median(self.distances))
-
-    @property
-    def maximum(self) -> float:
-        return float(self.distances.max())
+    count = property(lambda self: self._figures.count, doc="How many distances (rows).")
+    minimum = property(lambda self: self._figures.minimum, doc="The smallest distance.")
+    median = property(lambda self: self._figures.median, doc="The median distance.")
+    maximum = property(lambda self: self._figures.maximum, doc="The largest distance.")
 
 
 def distances_to(rows: np.ndarray, centre: np.ndarray, metric: str | None) -> np.ndarray:
