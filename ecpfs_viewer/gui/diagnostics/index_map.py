@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
-    QProgressBar,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -26,6 +25,7 @@ from ecpfs_viewer.gui.diagnostics.map_view import IndexMapView, MapLegend
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
+from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.model.diagnostics.boundary import BoundaryReport, boundary_items
 from ecpfs_viewer.model.diagnostics.index_map import (
     IndexMap,
@@ -82,14 +82,11 @@ class IndexMapPanel(QWidget):
         self.colour_combo.currentIndexChanged.connect(self._colour_chosen)
         self.reset_button = QPushButton("Show all")
         self.reset_button.setToolTip("Zoom out to the whole index (Home; a double-click on the map does the same)")
-        self.progress = QProgressBar()
+        self.controls = RunControls(self, "Open an index to see its map.", cancel=self.cancel,
+                                    runners=(self._runner, self._boundary_runner))
+        self.progress, self.cancel_button, self.status = (self.controls.progress, self.controls.cancel_button,
+                                                          self.controls.summary)
         self.progress.setMaximumWidth(200)
-        self.progress.hide()
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.hide()
-        self.cancel_button.clicked.connect(self.cancel)
-        self.status = QLabel("Open an index to see its map.")
-        self.status.setWordWrap(True)
         top = QHBoxLayout()
         top.addWidget(QLabel("Colour by"))
         top.addWidget(self.colour_combo)
@@ -130,13 +127,12 @@ class IndexMapPanel(QWidget):
         """Lay out the index that ``reader_of`` (called in a worker) reads; what was shown is dropped."""
         self.clear()
         self._reader_of = reader_of
-        self._busy("Laying out the tree …")
-        self._runner.run(_layout_job, reader_of, on_result=self._on_map, on_error=self._on_error,
-                         on_progress=self._on_progress, heavy=True)
+        self.controls.started("Laying out the tree …")
+        self._runner.run(_layout_job, reader_of, on_result=self._on_map, on_error=self.controls.failed,
+                         on_progress=self.controls.show_progress, heavy=True)
 
     def clear(self) -> None:
-        self._runner.invalidate()
-        self._boundary_runner.invalidate()
+        self.controls.drop(None)
         self._reader_of = None
         self.index_map = self.miss_map = self.boundary = None
         self._report = None
@@ -145,17 +141,15 @@ class IndexMapPanel(QWidget):
         self.legend.set_overlay(None)
         self._fill_combo()
         self._show_lost_filter()
-        self._idle("Open an index to see its map.")
+        self.controls.finished("Open an index to see its map.")
         self.diagnostics_changed.emit()
 
     @property
     def busy(self) -> bool:
-        return self._runner.busy or self._boundary_runner.busy
+        return self.controls.busy
 
     def cancel(self) -> None:
-        self._runner.invalidate()
-        self._boundary_runner.invalidate()
-        self._idle("Cancelled.")
+        self.controls.drop()
 
     def overlays(self) -> dict[str, MapOverlay]:
         """The overlays offered, by name (a copy)."""
@@ -208,9 +202,9 @@ class IndexMapPanel(QWidget):
     # -- workers --------------------------------------------------------------------------------
     def _on_map(self, index_map: IndexMap) -> None:
         self._adopt(index_map)
-        self._idle(f"{index_map.node_count:,} nodes over {len(index_map.levels)} levels, "
-                   f"{int(index_map.total):,} items. Hover a node for its facts, click to open it; "
-                   f"wheel zooms, drag pans.")
+        self.controls.finished(f"{index_map.node_count:,} nodes over {len(index_map.levels)} levels, "
+                               f"{int(index_map.total):,} items. Hover a node for its facts, click to open it; "
+                               f"wheel zooms, drag pans.")
         self.map_ready.emit(index_map)
 
     def _adopt(self, index_map: IndexMap) -> None:
@@ -227,9 +221,9 @@ class IndexMapPanel(QWidget):
     def _start_boundary(self) -> None:
         if self._reader_of is None or self.index_map is None or self._boundary_runner.busy:
             return
-        self._busy("Scoring every item against its candidate representatives …")
+        self.controls.started("Scoring every item against its candidate representatives …")
         self._boundary_runner.run(_boundary_job, self._reader_of, self.index_map, on_result=self._on_boundary,
-                                  on_error=self._on_error, on_progress=self._on_progress, heavy=True)
+                                  on_error=self.controls.failed, on_progress=self.controls.show_progress, heavy=True)
 
     def _on_boundary(self, report: BoundaryReport) -> None:
         self.boundary = report
@@ -239,28 +233,8 @@ class IndexMapPanel(QWidget):
         self._wanted = overlay.name
         self._fill_combo()
         shares = ", ".join(f"lvl_{b.level} {report.level_share(b.level) or 0:.0%}" for b in report.index_map.levels)
-        self._idle(f"Boundary items: {report.scored:,} items scored; {shares}")
+        self.controls.finished(f"Boundary items: {report.scored:,} items scored; {shares}")
         self.diagnostics_changed.emit()
-
-    def _on_progress(self, progress: object) -> None:
-        done, total = getattr(progress, "done", 0), getattr(progress, "total", 0)
-        self.progress.setRange(0, max(int(total), 1))
-        self.progress.setValue(min(int(done), max(int(total), 1)))
-        self.progress.setFormat(f"{getattr(progress, 'message', '')} %p%")
-
-    def _on_error(self, message: str) -> None:
-        self._idle(message)
-
-    def _busy(self, text: str) -> None:
-        self.progress.setRange(0, 0)
-        self.progress.show()
-        self.cancel_button.show()
-        self.status.setText(text)
-
-    def _idle(self, text: str) -> None:
-        self.progress.hide()
-        self.cancel_button.hide()
-        self.status.setText(text)
 
     # -- colour by ------------------------------------------------------------------------------
     def _fill_combo(self) -> None:

@@ -134,7 +134,7 @@ class RecallView(QWidget):
         self.exps_edit.returnPressed.connect(self.run)
         self.self_check = QCheckBox("Leave each sampled item out of its own lists")
         self.self_check.setChecked(True)
-        self.controls = RunControls(self, "", "Run recall", run=self.run, cancel=self.cancel, one_line=True)
+        self.controls = RunControls(self, "", "Run recall", run=self.run, one_line=True, runners=(self._runner,))
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.status = self.controls.progress, self.controls.summary
         self.controls.ended.connect(self.finished)
@@ -170,20 +170,13 @@ class RecallView(QWidget):
                          on_progress=self.controls.show_progress, heavy=True)
         self.controls.started(f"Measuring recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
 
-    def cancel(self) -> None:
-        """Stop the running sweep; nothing it computed is shown."""
-        if self._runner.busy:
-            self._runner.invalidate()
-            self.controls.finished("Cancelled.")
-
     @property
     def busy(self) -> bool:
-        return self._runner.busy
+        return self.controls.busy
 
     def reset(self) -> None:
         """Another store: drop the running sweep and what is shown."""
-        self._runner.invalidate()
-        self.controls.idle()
+        self.controls.drop(None)
         self._metric = "L2"
         self.clear()
         self.numbers_model.set_headers(self.NUMBER_HEADERS)

@@ -158,7 +158,7 @@ class CompareView(QWidget):
         self.exps_edit.setToolTip("search_exp values to sweep in both indexes")
         self.exps_edit.returnPressed.connect(self.run)
         self.controls = RunControls(self, "", "Compare", run=self.run, cancel=self.cancel, one_line=True,
-                                    can_run=lambda: self.opened is not None)
+                                    can_run=lambda: self.opened is not None, runners=(self._runner, self._paths_runner))
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.status = self.controls.progress, self.controls.summary
         self.controls.ended.connect(self.finished)
@@ -276,14 +276,11 @@ class CompareView(QWidget):
 
     def cancel(self) -> None:
         """Stop what runs; what was shown before stays."""
-        if self._runner.busy or self._paths_runner.busy:
-            self._runner.invalidate()
-            self._paths_runner.invalidate()
-            self.controls.finished("Cancelled.")
+        self.controls.stop()
 
     @property
     def busy(self) -> bool:
-        return self._runner.busy or self._paths_runner.busy
+        return self.controls.busy
 
     # -- showing --------------------------------------------------------------------------------
     def _on_opened(self, opened: Opened) -> None:
@@ -397,6 +394,5 @@ class CompareView(QWidget):
         return path
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        self._runner.invalidate()
-        self._paths_runner.invalidate()
+        self.controls.drop(None)
         super().closeEvent(event)

@@ -4,7 +4,7 @@ class that wires them to its runner."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -19,23 +19,29 @@ from ecpfs_viewer.model.tasks import TaskError
 
 class RunControls(QObject):
     """``run_button``, ``cancel_button``, ``progress`` and ``summary`` (what happened), in the states of
-    a job: ``started``, ``idle``, ``finished`` or ``failed``. ``one_line``: the summary keeps to one
-    line of the width it is given, its whole text in its tooltip (otherwise it wraps). ``can_run``:
-    whether Run may be pressed when no job runs (always, by default)."""
+    a job: ``started``, ``idle``, ``finished`` or ``failed``.
+
+    ``one_line``: the summary keeps to one line of the width it is given, its whole text in its
+    tooltip (otherwise it wraps). ``can_run``: whether Run may be pressed when no job runs (always,
+    by default). ``runners``: the view's BackgroundRunners, which ``busy`` asks and ``drop``
+    invalidates (Cancel's default, ``stop``). A view whose jobs start on their own (the index map's
+    layout) leaves ``run_button`` out of its layout."""
 
     ended = Signal()  # a job ended: its result, an error or a cancellation is on screen
 
-    def __init__(self, parent: QWidget, prompt: str, run_text: str = "Run", *, run: Callable[[], None],
-                 cancel: Callable[[], None], one_line: bool = False,
-                 can_run: Callable[[], bool] = lambda: True) -> None:
+    def __init__(self, parent: QWidget, prompt: str, run_text: str = "Run", *,
+                 run: Callable[[], None] = lambda: None, cancel: Callable[[], None] | None = None,
+                 one_line: bool = False, can_run: Callable[[], bool] = lambda: True,
+                 runners: Sequence[BackgroundRunner] = ()) -> None:
         super().__init__(parent)
         self._can_run = can_run
+        self._runners = tuple(runners)
         self.run_button = QPushButton(run_text)
         self.run_button.setDefault(isinstance(parent, QDialog))  # Enter runs: a dialog's default button
         self.run_button.clicked.connect(run)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(cancel)
+        self.cancel_button.clicked.connect(cancel or self.stop)
         self.progress = QProgressBar()
         self.progress.hide()
         self.summary = QLabel()
@@ -87,6 +93,26 @@ class RunControls(QObject):
         self.say(message, error)
         self.ended.emit()
 
+    @property
+    def busy(self) -> bool:
+        """A job of one of the runners is running."""
+        return any(runner.busy for runner in self._runners)
+
+    def stop(self) -> None:
+        """What Cancel does unless told otherwise: drop the running jobs, if any."""
+        if self.busy:
+            self.drop()
+
+    def drop(self, message: str | None = "Cancelled.") -> None:
+        """Drop every job (each asked to stop; nothing it computed is shown); say ``message`` (None: go
+        idle without a word, and without ``ended``)."""
+        for runner in self._runners:
+            runner.invalidate()
+        if message is None:
+            self.idle()
+        else:
+            self.finished(message)
+
     def failed(self, error: TaskError) -> None:
         """A job ended with an error, or cancelled at a checkpoint (an ``on_error`` of the runner)."""
         self.finished("Cancelled." if error.cancelled else str(error), not error.cancelled)
@@ -101,7 +127,7 @@ class RunDialog(QDialog):
         super().__init__(parent)
         self.runner = BackgroundRunner(self)
         self._request = 0
-        self.controls = RunControls(self, prompt, run=self.run, cancel=self.cancel)
+        self.controls = RunControls(self, prompt, run=self.run, cancel=self.cancel, runners=(self.runner,))
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.summary = self.controls.progress, self.controls.summary
         self.controls.ended.connect(self.finished_run)
@@ -114,4 +140,4 @@ class RunDialog(QDialog):
 
     @property
     def busy(self) -> bool:
-        return self.runner.busy
+        return self.controls.busy
