@@ -142,25 +142,12 @@ class SearchCost:
         """Every vector the query was scored against: representatives and leaf items."""
         return sum(self.representatives_scored) + self.items_scored
 
-    @property
-    def total_bytes(self) -> int:
-        """Bytes read at every level together."""
-        return sum(self.bytes_read)
-
-    @property
-    def total_requests(self) -> int:
-        """Requests made at every level together."""
-        return sum(self.requests)
-
-    @property
-    def total_cold_bytes(self) -> int:
-        """Bytes the search would read at every level with nothing cached."""
-        return sum(self.cold_bytes)
-
-    @property
-    def total_cold_requests(self) -> int:
-        """Requests the search would make at every level with nothing cached."""
-        return sum(self.cold_requests)
+    # the per-level figures summed over every level: what this search read, then what it would read
+    # with nothing cached
+    total_bytes = property(lambda self: sum(self.bytes_read), doc="Bytes read at every level together.")
+    total_requests = property(lambda self: sum(self.requests), doc="Requests made at every level together.")
+    total_cold_bytes = property(lambda self: sum(self.cold_bytes), doc="Bytes read with nothing cached.")
+    total_cold_requests = property(lambda self: sum(self.cold_requests), doc="Requests made with nothing cached.")
 
     def describe(self) -> str:
         """One line for a terminal or a status bar: the machine-independent figures."""

@@ -10,7 +10,7 @@ that took most of its items; every other cell of its row is a flow of items that
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,8 +20,7 @@ from ecpfs_viewer.model.search.locate import ItemMap
 TOP_FLOWS = 50
 
 
-@dataclass(frozen=True)
-class LeafFlow:
+class LeafFlow(NamedTuple):
     """Items of one leaf of A that went to a leaf of B other than the one most of them went to."""
 
     leaf_a: int
@@ -31,7 +30,7 @@ class LeafFlow:
     stayed_in: int  # the leaf of B most of leaf_a's items went to
 
     def to_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
+        return self._asdict()
 
 
 @dataclass(frozen=True)

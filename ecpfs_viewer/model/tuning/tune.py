@@ -349,6 +349,7 @@ def _measure(i: int, params: BuildParams, build_source: str, out: Path, queries:
     points = tuple(TunePoint(i, row.search_exp, row.recall,
                              {name: CostFigures.of(values) for name, values in costs[row.search_exp].items()},
                              row.ms_mean) for row in sweep.rows)
-    return VariantResult(i, params, build_seconds, search_seconds, disk, files, tuple(built.nodes_per_level),
-                         balance, points, str(out) if settings.keep else None)
+    return VariantResult(i, params, nodes_per_level=tuple(built.nodes_per_level), balance=balance, disk_bytes=disk,
+                         files=files, path=str(out) if settings.keep else None, build_seconds=build_seconds,
+                         search_seconds=search_seconds, points=points)
 

@@ -64,18 +64,21 @@ class TunePoint:
 
 @dataclass(frozen=True)
 class VariantResult:
-    """One built variant: its parameters, build time, disk, balance and sweep."""
+    """One built variant: its parameters, what was built (nodes, balance, disk), how long building
+    and measuring took, and the sweep."""
 
     index: int
     params: BuildParams
-    build_seconds: float
-    search_seconds: float
-    disk_bytes: int
-    files: int
+    # what was built
     nodes_per_level: tuple[int, ...]
     balance: tuple[LevelBalance, ...]
-    points: tuple[TunePoint, ...]
+    disk_bytes: int
+    files: int
     path: str | None  # where it was kept; None when removed
+    # how long it took, and what it measured
+    build_seconds: float
+    search_seconds: float
+    points: tuple[TunePoint, ...]
 
     @property
     def name(self) -> str:
