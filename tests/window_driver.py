@@ -52,3 +52,15 @@ def run_recall(qtbot, win: MainWindow, queries: int, search_exps: str) -> Recall
         qtbot.mouseClick(recall.run_button, Qt.MouseButton.LeftButton)
     wait_idle(qtbot, win)
     return recall
+
+
+def open_index_map(qtbot, win: MainWindow):
+    """Open the Index map from the index page of the open index and wait for its layout; the panel."""
+    select(qtbot, win, "")
+    button = win.overview.index_page.map_button
+    qtbot.waitUntil(button.isVisible, timeout=10_000)
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    panel = win.index_map.panel
+    qtbot.waitUntil(lambda: panel.index_map is not None and not panel.busy, timeout=30_000)
+    assert win.index_map.dock.isVisible()
+    return panel

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from defect_indexes import move_leaf
 
 from ecpfs_viewer.cli import main
 from ecpfs_viewer.model.diagnostics.workload import replay
 from ecpfs_viewer.model.search import IndexReader, SearchParams, sample_items
 from tests.index_factory import build_clustered_index
-from tests.model.diagnostics.test_reachability import _move_leaf
 
 
 def test_workload_same_on_folder_zip_and_http(two_clusters_path: Path, tmp_path: Path, http_data_url: str,
@@ -62,7 +62,7 @@ def test_workload_usage_errors(two_clusters_path: Path, capsys: pytest.CaptureFi
 
 def test_check_deep_names_the_moved_leaf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = build_clustered_index(tmp_path, 1500, 12, clusters=10, levels=3, target_cluster_items=20)
-    leaf, items, level = _move_leaf(path)
+    leaf, items, level = move_leaf(path)
     assert main(["check", str(path), "--deep", "--json"]) == 0  # strays are warnings, not errors
     findings = json.loads(capsys.readouterr().out)["findings"]
     index_wide = [f for f in findings if f["message"].startswith("self-reachability:")]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from defect_indexes import build_moved_leaf_index
 from PySide6.QtCore import QPoint, Qt
-from window_driver import open_window, select, selected_path, wait_idle
+from window_driver import open_index_map, open_window, select, selected_path, wait_idle
 
 from ecpfs_viewer.model.search import IndexReader
 
@@ -19,17 +19,6 @@ from ecpfs_viewer.model.search import IndexReader
 @pytest.fixture(scope="module")
 def defect(tmp_path_factory: pytest.TempPathFactory):
     return build_moved_leaf_index(tmp_path_factory.mktemp("map_gui"))
-
-
-def _open_map(qtbot, win):
-    select(qtbot, win, "")
-    button = win.overview.index_page.map_button
-    qtbot.waitUntil(button.isVisible, timeout=10_000)
-    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    panel = win.index_map.panel
-    qtbot.waitUntil(lambda: panel.index_map is not None and not panel.busy, timeout=30_000)
-    assert win.index_map.dock.isVisible()
-    return panel
 
 
 def _centre(view, level: int, node_id: int) -> QPoint:
@@ -41,7 +30,7 @@ def _centre(view, level: int, node_id: int) -> QPoint:
 def test_the_map_names_opens_outlines_and_recolours_nodes(qtbot, defect, tmp_path: Path) -> None:
     win = open_window(qtbot, defect.path, 1280, 900)
     assert win.index_map.show_action in win.commands.view_menu.actions()  # View > Index Map opens it too
-    panel = _open_map(qtbot, win)
+    panel = open_index_map(qtbot, win)
     view = panel.view
     assert panel.overlay_names()[:2] == ["size vs level median", "chunk fill"]
     assert "size vs level median" in panel.legend.text() and "x median" in panel.legend.text()
@@ -79,7 +68,7 @@ def test_the_miss_map_puts_the_misses_of_the_moved_leaf_on_its_path(qtbot, defec
     np.save(queries, defect.vectors[:20] + np.float32(0.001))
     on_path = {s.path for s in IndexReader(defect.path).locate(int(defect.item_ids[0])).path}
     win = open_window(qtbot, defect.path, 1280, 900)
-    panel = _open_map(qtbot, win)
+    panel = open_index_map(qtbot, win)
     win.search.show_panel()
     search = win.search.panel
     search.tabs.setCurrentIndex(search.TAB_RECALL)
@@ -124,7 +113,7 @@ def test_the_miss_map_puts_the_misses_of_the_moved_leaf_on_its_path(qtbot, defec
 
 def test_boundary_items_are_computed_on_demand_and_shown_on_the_map_and_node_page(qtbot, defect) -> None:
     win = open_window(qtbot, defect.path, 1280, 900)
-    panel = _open_map(qtbot, win)
+    panel = open_index_map(qtbot, win)
     qtbot.waitUntil(lambda: "findings" in panel.overlay_names(), timeout=30_000)  # the opening validation's
     leaf = int(panel.index_map.band(2).node_ids[0])
     select(qtbot, win, f"lvl_2/node_{leaf}")

@@ -8,19 +8,20 @@ import json
 from pathlib import Path
 
 import pytest
+from defect_indexes import move_leaf
+from window_driver import open_index_map
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.diagnostics.workload import replay
 from ecpfs_viewer.model.search import IndexReader, SearchParams, sample_items
 from tests.index_factory import build_clustered_index
-from tests.model.diagnostics.test_reachability import _move_leaf
 
 
 @pytest.fixture
 def opened(qtbot, tmp_path: Path):
     path = build_clustered_index(tmp_path, 1500, 12, clusters=10, levels=3, target_cluster_items=20)
-    moved = _move_leaf(path)
+    moved = move_leaf(path)
     win = create_main_window(str(path))
     qtbot.addWidget(win)
     win.resize(1280, 800)
@@ -115,14 +116,13 @@ def test_menu_is_off_until_an_index_opens(qtbot) -> None:
 def test_diagnostics_results_colour_the_index_map(qtbot, opened) -> None:
     """Self-reachability run before the map opens, a workload after: both become colour-by choices."""
     from ecpfs_viewer.gui.window.index_map_wiring import STRAYS, VISITS
-    from tests.gui.diagnostics.test_index_map_panel import _open_map
 
     win, _, (leaf, _items, _level) = opened
     win.diagnostics.reachability_action.trigger()
     reach = win.diagnostics.reachability
     reach.run_button.click()
     qtbot.waitUntil(lambda: reach.report is not None, timeout=30000)
-    panel = _open_map(qtbot, win)
+    panel = open_index_map(qtbot, win)
     assert STRAYS in panel.overlay_names()
     strays = panel.overlays()[STRAYS].values[3]
     band = panel.index_map.band(3)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zarr
+from defect_indexes import move_leaf
 
 from ecpfs_viewer.model.diagnostics.reachability import self_reachability
 from ecpfs_viewer.model.search.ecp import ecp_search
@@ -43,32 +43,10 @@ def test_equals_ecp_search_for_every_item(three_levels: Path) -> None:
     assert report.reached + report.strays == 1500
 
 
-def _move_leaf(index_path: Path) -> tuple[int, list[int], int]:
-    """Give one leaf the vectors of items of a leaf under another lvl_1 branch; (leaf, its items, branch)."""
-    index = IndexReader(index_path)
-    root = zarr.open_group(str(index_path), mode="r+")
-    lvl1 = root["lvl_1"]
-    first_children = np.asarray(lvl1["node_0"]["node_ids"][...])
-    other = [int(n[5:]) for n in lvl1.group_keys() if n != "node_0"]
-    far_children = np.asarray(lvl1[f"node_{other[0]}"]["node_ids"][...])
-    leaf_parent = root[f"lvl_2/node_{int(first_children[0])}"]
-    leaf = int(np.asarray(leaf_parent["node_ids"][...])[0])
-    donor_parent = root[f"lvl_2/node_{int(far_children[0])}"]
-    donor = int(np.asarray(donor_parent["node_ids"][...])[0])
-    target = root[f"lvl_3/node_{leaf}"]
-    moved = np.asarray(root[f"lvl_3/node_{donor}"]["embeddings"][...])
-    rows = target["embeddings"].shape[0]
-    picked = np.resize(moved, (rows, moved.shape[1]))
-    target["embeddings"][...] = picked
-    items = np.asarray(target["item_ids"][...]).astype(int).tolist()
-    index.close()
-    return leaf, items, 1
-
-
 def test_moved_leaf_is_named_with_its_items_and_level(tmp_path: Path) -> None:
     path = build_clustered_index(tmp_path, 1500, 12, clusters=10, levels=3, target_cluster_items=20)
     clean = self_reachability(IndexReader(path))
-    leaf, items, level = _move_leaf(path)
+    leaf, items, level = move_leaf(path)
     report = self_reachability(IndexReader(path))
     rows = report.strays_of_leaf(leaf)
     named = {r["item_id"] for r in rows}
@@ -89,7 +67,7 @@ def test_map_values_put_the_strays_on_the_moved_leaf(tmp_path: Path) -> None:
     from ecpfs_viewer.model.diagnostics.overlays import stray_share_by_node
 
     path = build_clustered_index(tmp_path, 1500, 12, clusters=10, levels=3, target_cluster_items=20)
-    leaf, items, _ = _move_leaf(path)
+    leaf, items, _ = move_leaf(path)
     values = stray_share_by_node(self_reachability(IndexReader(path)))
     assert max(values, key=lambda key: values[key]) == (3, leaf)
     assert values[(3, leaf)] >= (len(items) - 1) / len(items)
