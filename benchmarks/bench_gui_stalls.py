@@ -49,7 +49,7 @@ from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_in
 from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
-from ecpfs_viewer.gui.tree.item_model import LoadState
+from ecpfs_viewer.gui.tree.tree_item import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search import IndexReader, SearchParams

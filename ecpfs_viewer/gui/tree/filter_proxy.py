@@ -13,7 +13,8 @@ from typing import cast
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
-from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState, TreeItem
+from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
+from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.model.formatting import count_noun
 
 _Index = QModelIndex | QPersistentModelIndex

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from enum import Enum
 from functools import partial
 from typing import Any
 
@@ -31,6 +30,7 @@ from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.collector import keep_long_lived
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tree.marks import RowMark, TreeMarks
+from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.widgets.icons import kind_icon
 from ecpfs_viewer.model.ecpfs import forget_level_stats
 from ecpfs_viewer.model.storage.opening import join_key
@@ -55,50 +55,6 @@ _BACKGROUND = Qt.ItemDataRole.BackgroundRole
 _DETAIL_ROLES = [Qt.ItemDataRole.DisplayRole]
 _ANSWERED_ROLES = frozenset({_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, _BACKGROUND, PATH_ROLE, KIND_ROLE})
 LARGE_LISTING = 1000  # rows from which a listing is frozen out of garbage collection once linked in
-
-
-class LoadState(Enum):
-    UNLISTED = "unlisted"
-    LISTING = "listing"
-    LISTED = "listed"
-
-
-class TreeItem:
-    """One row: a node of the hierarchy, or a placeholder ("Loading…", "Opening …")."""
-
-    __slots__ = (
-        "children",
-        "detail",
-        "error",
-        "is_container",
-        "kind",
-        "name",
-        "parent",
-        "path",
-        "placeholder",
-        "row",
-        "state",
-        "version",
-    )
-
-    def __init__(self, path: str, name: str, kind: NodeKind | None, parent: TreeItem | None,
-                 row: int = 0, *, placeholder: bool = False, error: str | None = None) -> None:
-        self.path = path
-        self.name = name
-        self.kind = kind
-        self.parent = parent
-        self.children: list[TreeItem] = []
-        self.row = row
-        self.state = LoadState.UNLISTED
-        self.detail = ""
-        self.error = error
-        self.placeholder = placeholder
-        self.version = 0
-        self.is_container = kind is not None and kind.is_container and not placeholder
-
-    def set_kind(self, kind: NodeKind | None) -> None:
-        self.kind = kind
-        self.is_container = kind is not None and kind.is_container and not self.placeholder
 
 
 def list_children(hierarchy: Hierarchy, path: str) -> tuple[Node, list[Node]]:

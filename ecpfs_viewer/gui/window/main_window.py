@@ -31,8 +31,8 @@ from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.action_cost import Measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner, wait_for_workers
 from ecpfs_viewer.gui.search.wiring import SearchFeature
-from ecpfs_viewer.gui.tree.item_model import TreeItem
 from ecpfs_viewer.gui.tree.panel import TreePanel
+from ecpfs_viewer.gui.tree.tree_item import TreeItem
 from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_marks
 from ecpfs_viewer.gui.tuning.compare_view import CompareView
 from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog

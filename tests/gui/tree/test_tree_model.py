@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QTreeView
 
 from ecpfs_viewer.gui.runtime.workers import thread_pool
 from ecpfs_viewer.gui.tree.filter_proxy import TreeFilterProxy
-from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState
+from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
+from ecpfs_viewer.gui.tree.tree_item import LoadState
 from ecpfs_viewer.model.ecpfs import cached_level_stats, shared_level_stats
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
