@@ -49,7 +49,7 @@ from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_in
 from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
-from ecpfs_viewer.gui.tree.tree_item import LoadState
+from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search import IndexReader, SearchParams
@@ -342,6 +342,11 @@ def run(path: str, where: str, explain: float | None = None) -> int:
     return 1 if failure else 0
 
 
+def node_rows(level: TreeItem) -> list[TreeItem]:
+    """The rows of a level's nodes, also where the tree shows them in ranges (gui/tree/ranges.py)."""
+    return [node for row in level.children for node in (row.children if row.ranged else [row])]
+
+
 def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: str, leaf_level: str,
            items: tuple[int, ...], reader: IndexReader) -> None:
     """The phases, each appended to results as it ends."""
@@ -357,12 +362,12 @@ def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: st
 
     def level_described() -> bool:
         item = model.item(model.index_for_path(leaf_level))
-        return item.state is LoadState.LISTED and idle(window) and bool(item.children[-1].detail)
+        return item.state is LoadState.LISTED and idle(window) and bool(node_rows(item)[-1].detail)
 
     result = phase(meter, "", expand_level, level_described)
-    level = model.item(model.index_for_path(leaf_level))
-    results.append((f"expand {leaf_level} ({len(level.children):,} nodes, then their row counts)", *result[1:]))
-    picks = [level.children[i].path for i in range(0, len(level.children), max(1, len(level.children) // 20))]
+    nodes = node_rows(model.item(model.index_for_path(leaf_level)))
+    results.append((f"expand {leaf_level} ({len(nodes):,} nodes, then their row counts)", *result[1:]))
+    picks = [nodes[i].path for i in range(0, len(nodes), max(1, len(nodes) // 20))]
 
     def select_nodes() -> None:
         for node in picks:

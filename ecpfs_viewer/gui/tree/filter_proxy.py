@@ -44,7 +44,7 @@ class NameFilter:
         return cls("glob" if any(c in needle for c in "*?[") else "substring", needle)
 
     def matches(self, item: TreeItem) -> bool:
-        if item.placeholder:
+        if item.placeholder or item.ranged:  # a range shows when a row in it matches
             return False
         if not self.mode:
             return True

@@ -30,6 +30,7 @@ from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.collector import keep_long_lived
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tree.marks import RowMark, TreeMarks
+from ecpfs_viewer.gui.tree.ranges import LARGE_GROUP, in_ranges
 from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.widgets.icons import kind_icon
 from ecpfs_viewer.model.ecpfs import forget_level_stats
@@ -68,11 +69,12 @@ class Listing:
 
     __slots__ = ("by_path", "node", "rows", "wanted")
 
-    def __init__(self, hierarchy: Hierarchy, owner: TreeItem, path: str) -> None:
+    def __init__(self, hierarchy: Hierarchy, owner: TreeItem, path: str, large: int = LARGE_GROUP) -> None:
         self.node, children = list_children(hierarchy, path)
-        self.rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
-                     for row, child in enumerate(children)]
-        self.by_path = {row.path: row for row in self.rows}
+        rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
+                for row, child in enumerate(children)]
+        self.by_path = {row.path: row for row in rows}
+        self.rows = in_ranges(owner, rows, large)  # the rows under owner: its children, or ranges of them
         self.wanted = [child.path for child in children if needs_summary(child)]
 
 
@@ -105,6 +107,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         self._generation = 0
         self._reveal: str | None = None
         self._marks = TreeMarks()
+        self.large_group = LARGE_GROUP  # children from which a group shows them in ranges (ranges.py)
 
     # -- marks ----------------------------------------------------------------------------------
     def set_marks(self, layer: str, marks: Mapping[str, RowMark]) -> None:
@@ -235,7 +238,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         hierarchy = self._hierarchy
         assert hierarchy is not None
         token = (self._generation, item.version)
-        self._runner.run(measured, hierarchy.store, Listing, hierarchy, item, item.path,
+        self._runner.run(measured, hierarchy.store, Listing, hierarchy, item, item.path, self.large_group,
                          on_result=partial(self._on_listed, item, token),
                          on_error=partial(self._on_list_failed, item, token), supersede=False)
 
@@ -292,7 +295,7 @@ class HierarchyTreeModel(QAbstractItemModel):
             self.dataChanged.emit(index, index.siblingAtColumn(1))
         self._show_children(item, index, listing.rows)
         self._by_path.update(listing.by_path)
-        if item.children:  # the first row may be the reused placeholder object
+        if item.children and not item.children[0].ranged:  # the first row may be the reused placeholder object
             self._by_path[item.children[0].path] = item.children[0]
         item.state = LoadState.LISTED
         if len(listing.rows) >= LARGE_LISTING:
@@ -368,6 +371,8 @@ class HierarchyTreeModel(QAbstractItemModel):
             if name != "version":
                 setattr(keep, name, getattr(first, name))
         keep.parent, keep.row = item, 0
+        for child in keep.children:  # a range's rows belong to the row object kept
+            child.parent = keep
         rows[0] = keep
         self.dataChanged.emit(self.createIndex(0, 0, keep), self.createIndex(0, 1, keep))
         if len(rows) > 1:
@@ -401,6 +406,8 @@ class HierarchyTreeModel(QAbstractItemModel):
 
         Returns the (new) index of the refreshed item, listed again in the background."""
         item = self.item(index)
+        if item.ranged and item.parent is not None:  # a range stands for its group
+            item = item.parent
         if self._hierarchy is None or item is self._root or item.placeholder:
             return QModelIndex()
         self._hierarchy.refresh(item.path)

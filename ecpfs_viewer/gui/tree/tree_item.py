@@ -26,6 +26,7 @@ class TreeItem:
         "parent",
         "path",
         "placeholder",
+        "ranged",
         "row",
         "state",
         "version",
@@ -43,6 +44,7 @@ class TreeItem:
         self.detail = ""
         self.error = error
         self.placeholder = placeholder
+        self.ranged = False  # a range of a large group's children (gui/tree/ranges.py); path: the group's
         self.version = 0
         self.is_container = kind is not None and kind.is_container and not placeholder
 
