@@ -298,9 +298,9 @@ class HierarchyTreeModel(QAbstractItemModel):
         if item.children and not item.children[0].ranged:  # the first row may be the reused placeholder object
             self._by_path[item.children[0].path] = item.children[0]
         item.state = LoadState.LISTED
-        if len(listing.rows) >= LARGE_LISTING:
+        if len(listing.by_path) >= LARGE_LISTING:
             keep_long_lived()  # its rows (and the nodes behind them) live as long as the index
-        self.listing_finished.emit(item.path, replace(result, value=len(listing.rows)))
+        self.listing_finished.emit(item.path, replace(result, value=len(listing.by_path)))  # rows, not ranges
         if listing.wanted and self._hierarchy is not None:
             # Started on the next event-loop turn, after the view has laid out the new rows: a worker
             # parsing metadata meanwhile would make each of the layout's per-row Python calls wait

@@ -13,6 +13,8 @@ selecting it expands its range.
 
 from __future__ import annotations
 
+import re
+
 from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 
 #: children from which a group is shown in ranges
@@ -29,7 +31,7 @@ def in_ranges(owner: TreeItem, rows: list[TreeItem], large: int = LARGE_GROUP,
     ranges = []
     for number, start in enumerate(range(0, len(rows), size)):
         part = rows[start:start + size]
-        span = TreeItem(owner.path, f"{part[0].name} … {part[-1].name}", owner.kind, owner, number)
+        span = TreeItem(owner.path, range_name(part[0].name, part[-1].name), owner.kind, owner, number)
         span.ranged = True
         span.state = LoadState.LISTED
         span.detail = f"{len(part):,} children"
@@ -38,3 +40,10 @@ def in_ranges(owner: TreeItem, rows: list[TreeItem], large: int = LARGE_GROUP,
         span.children = part
         ranges.append(span)
     return ranges
+
+
+def range_name(first: str, last: str) -> str:
+    """'node_1000 … 1999': the last name without the prefix both share, so the range fits the column."""
+    prefix = re.match(r"\D*", first)
+    shared = prefix.group() if prefix is not None else ""
+    return f"{first} … {last[len(shared):] if shared and last.startswith(shared) else last}"
