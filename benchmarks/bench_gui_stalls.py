@@ -3,9 +3,10 @@ benchmark index unless one is named).
 
 A 10 ms QTimer records the gap between its ticks; the longest gap is the longest time the window
 could not repaint or react. Phases: opening the index, expanding its leaf level (rows and
-their row counts), selecting nodes (metadata, chunk map, overview), previewing node data, and the
-Search panel (a search compared with exact search, opening results' leaves at their rows, Go to
-Item, a recall sweep with its plot and misses).
+their row counts), selecting nodes (metadata, chunk map, overview), previewing node data, the
+projection of the leaf level on a leaf's page (every representative), and the Search panel (a
+search compared with exact search, opening results' leaves at their rows, Go to Item, a recall
+sweep with its plot and misses; --skip leaves them out).
 Target: no stall above 100 ms. The baseline is the same model work done on the GUI thread,
 which is how long the window would freeze without background workers.
 
@@ -46,15 +47,17 @@ from _remote_server import serve_static_child
 from PySide6.QtCore import QEventLoop, QTimer
 
 from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
+from ecpfs_viewer.gui.overview.projection_view import LEVEL
 from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
-from ecpfs_viewer.gui.tree.item_model import LoadState
+from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, recall_explore
 from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.views.projection import ProjectionKind
 from ecpfs_viewer.model.views.tree_rows import summarize_nodes
 from ecpfs_viewer.process_exit import leave_process
 
@@ -168,6 +171,8 @@ def _frame(line: str) -> str:
     return f"{Path(path).stem}:{name}:{number}"
 
 
+#: phases left out (--skip)
+SKIP: set[str] = set()
 #: seconds one wait of a phase may take (--timeout)
 WAIT_LIMIT_S = 600.0
 
@@ -264,11 +269,16 @@ def main() -> int:
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request with --remote (default 50)")
     parser.add_argument("--off", default="", metavar="KNOB,...",
                         help=f"turn scheduling knobs off: {', '.join(scheduling.KNOBS)}")
+    parser.add_argument("--skip", default="", metavar="PHASE,...",
+                        help="leave out the last phases: search (and recall after it), recall; and the baseline")
     parser.add_argument("--timeout", type=float, default=WAIT_LIMIT_S,
                         help=f"seconds one step of a phase may take before the run ends (default {WAIT_LIMIT_S:g})")
     args = parser.parse_args()
     scheduling.use_knobs(scheduling.Knobs.without(args.off))
     WAIT_LIMIT_S = args.timeout
+    SKIP.update(name.strip() for name in args.skip.split(",") if name.strip())
+    if SKIP - {"search", "recall"}:
+        parser.error(f"--skip takes search, recall; not {', '.join(sorted(SKIP - {'search', 'recall'}))}")
     index = args.index or str(bench_index_path())
     with contextlib.ExitStack() as stack:
         if "://" in index:
@@ -333,6 +343,8 @@ def run(path: str, where: str, explain: float | None = None) -> int:
         print("\nsome background task was still running after the shutdown wait (abandoned)")
     if failure:
         print(f"\n{failure}")
+    elif SKIP:
+        print(f"\n(left out: {', '.join(sorted(SKIP))} and the GUI-thread baseline)")
     else:
         print("\nbaseline: the same model work on the GUI thread (the freeze without background workers)")
         for name, seconds in gui_thread_baseline(path, leaf_level):
@@ -340,6 +352,11 @@ def run(path: str, where: str, explain: float | None = None) -> int:
     if crash_trace is not None:
         crash_trace.close()
     return 1 if failure else 0
+
+
+def node_rows(level: TreeItem) -> list[TreeItem]:
+    """The rows of a level's nodes, also where the tree shows them in ranges (gui/tree/ranges.py)."""
+    return [node for row in level.children for node in (row.children if row.ranged else [row])]
 
 
 def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: str, leaf_level: str,
@@ -357,12 +374,12 @@ def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: st
 
     def level_described() -> bool:
         item = model.item(model.index_for_path(leaf_level))
-        return item.state is LoadState.LISTED and idle(window) and bool(item.children[-1].detail)
+        return item.state is LoadState.LISTED and idle(window) and bool(node_rows(item)[-1].detail)
 
     result = phase(meter, "", expand_level, level_described)
-    level = model.item(model.index_for_path(leaf_level))
-    results.append((f"expand {leaf_level} ({len(level.children):,} nodes, then their row counts)", *result[1:]))
-    picks = [level.children[i].path for i in range(0, len(level.children), max(1, len(level.children) // 20))]
+    nodes = node_rows(model.item(model.index_for_path(leaf_level)))
+    results.append((f"expand {leaf_level} ({len(nodes):,} nodes, then their row counts)", *result[1:]))
+    picks = [nodes[i].path for i in range(0, len(nodes), max(1, len(nodes) // 20))]
 
     def select_nodes() -> None:
         for node in picks:
@@ -385,10 +402,26 @@ def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: st
 
     results.append(phase(meter, "preview 12 embeddings arrays (metadata, chunk map, heatmap)", preview,
                          lambda: idle(window)))
+    page = window.node_page
+
+    def project_level() -> None:
+        window.tabs.setCurrentIndex(window.TAB_OVERVIEW)
+        window.reveal_path(picks[1])
+        wait_until(lambda: page.data is not None and page.data.info.path == picks[1] and idle(window))
+        page.tabs.setCurrentWidget(page.projection)
+        page.projection.mode.setCurrentIndex(page.projection.mode.findData(LEVEL))
+
+    results.append(phase(meter, f"project {leaf_level} on a leaf's page (every representative)", project_level,
+                         lambda: idle(window) and page.projection.projection is not None
+                         and page.projection.projection.kind is ProjectionKind.LEVEL))
+    if "search" in SKIP:
+        return
     item = min(GO_TO_ITEM, items[-1])
     go_to = item, reader.locator.find_one(item)  # where Go to Item must land (not timed)
     results.append(phase(meter, f"search: {len(items)} items vs exact, open 3 results, Go to Item",
                          lambda: search(window, items, leaf_level, go_to), lambda: idle(window)))
+    if "recall" in SKIP:
+        return
     recall = window.search.panel.recall_view
 
     def sweep() -> None:

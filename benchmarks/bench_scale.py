@@ -265,12 +265,18 @@ def explain(case: Case) -> tuple[Figure, Figure | None]:
 
 
 def node_page(case: Case) -> tuple[Figure, Figure | None]:
+    runs: list[dict[str, float]] = []
+
     def page_seconds(run: Run) -> float:
-        return float(json.loads(run.stdout.strip().splitlines()[-1])["page_s"])
+        runs.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        return float(runs[-1]["page_s"])
 
     command = [sys.executable, str(CHILDREN), "node-page", str(case.index), case.leaf_path()]
     figure = case.best(command, measure=page_seconds)
-    figure.note = figure.note or case.leaf_path()
+    best = min(runs, key=lambda r: r["page_s"]) if runs else {}
+    figure.note = figure.note or (f"{case.leaf_path()}: {best.get('page_cpu_s', 0):.2f} s CPU (all threads) while "
+                                  f"loading; selected in the tree after {best.get('selected_s', 0):.2f} s"
+                                  if best else case.leaf_path())
     return figure, None
 
 

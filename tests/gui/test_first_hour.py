@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QApplication
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.action_cost import Measured
-from ecpfs_viewer.gui.tree.item_model import LoadState
 from ecpfs_viewer.gui.tree.marks import MarkKind
+from ecpfs_viewer.gui.tree.tree_item import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.storage.opening import IOStats
 

@@ -2,11 +2,11 @@
 
 What is drawn comes from :mod:`ecpfs_viewer.model.views.projection`: points with an id, a class (the
 child or parent they belong to) and a mark for representatives. Points are drawn with one
-ScatterPlotItem per colour, each with a legend entry (more classes than LEGEND_LIMIT are drawn in one
-muted colour, the current node and its siblings highlighted), the axes name the share of
-variance they explain, and a sample says so on the plot. Hovering a point names it; clicking a
-point that is a node emits ``node_requested(path)``. A new request (the selection moved) cancels
-the one running.
+scatter item per colour (one style each: gui.widgets.uniform_scatter), each with a legend entry
+(more classes than LEGEND_LIMIT are drawn in one muted colour, the current node and its siblings
+highlighted), the axes name the share of variance they explain, and a sample says so on the plot.
+Hovering a point names it; clicking a point that is a node emits ``node_requested(path)``. A new
+request (the selection moved) cancels the one running.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.uniform_scatter import UniformScatterPlotItem
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_path
 from ecpfs_viewer.model.tasks import Progress, ProgressCallback
@@ -272,7 +273,7 @@ class ProjectionView(QWidget):
     def _scatter(self, p: Projection, chosen: np.ndarray, brush: Any, name: str, *, pen: Any = None,
                  size: int = POINT_SIZE) -> None:
         """One colour of points, with its legend entry."""
-        item = pg.ScatterPlotItem(x=p.coords[chosen, 0], y=p.coords[chosen, 1], size=size, pen=pen, brush=brush)
+        item = UniformScatterPlotItem(x=p.coords[chosen, 0], y=p.coords[chosen, 1], size=size, pen=pen, brush=brush)
         self.plot.addItem(item)
         self._items.append(item)
         self.legend.addItem(item, name)

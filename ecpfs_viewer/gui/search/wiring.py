@@ -18,7 +18,8 @@ from ecpfs_viewer.gui.data.plot_pane import PlotPane
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.panel import SearchPanel
 from ecpfs_viewer.gui.search.session import MARKS_LAYER, SearchSession
-from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, TreeItem
+from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
+from ecpfs_viewer.gui.tree.tree_item import TreeItem
 from ecpfs_viewer.gui.widgets.actions import window_action
 from ecpfs_viewer.gui.widgets.ask_dialog import AskDialog
 from ecpfs_viewer.model.search import ItemLocation, UnknownItemError

@@ -13,7 +13,8 @@ from typing import cast
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
-from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState, TreeItem
+from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
+from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.model.formatting import count_noun
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -43,7 +44,7 @@ class NameFilter:
         return cls("glob" if any(c in needle for c in "*?[") else "substring", needle)
 
     def matches(self, item: TreeItem) -> bool:
-        if item.placeholder:
+        if item.placeholder or item.ranged:  # a range shows when a row in it matches
             return False
         if not self.mode:
             return True

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from enum import Enum
 from functools import partial
 from typing import Any
 
@@ -31,6 +30,8 @@ from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.collector import keep_long_lived
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tree.marks import RowMark, TreeMarks
+from ecpfs_viewer.gui.tree.ranges import LARGE_GROUP, in_ranges
+from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.widgets.icons import kind_icon
 from ecpfs_viewer.model.ecpfs import forget_level_stats
 from ecpfs_viewer.model.storage.opening import join_key
@@ -57,50 +58,6 @@ _ANSWERED_ROLES = frozenset({_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, _BACK
 LARGE_LISTING = 1000  # rows from which a listing is frozen out of garbage collection once linked in
 
 
-class LoadState(Enum):
-    UNLISTED = "unlisted"
-    LISTING = "listing"
-    LISTED = "listed"
-
-
-class TreeItem:
-    """One row: a node of the hierarchy, or a placeholder ("Loading…", "Opening …")."""
-
-    __slots__ = (
-        "children",
-        "detail",
-        "error",
-        "is_container",
-        "kind",
-        "name",
-        "parent",
-        "path",
-        "placeholder",
-        "row",
-        "state",
-        "version",
-    )
-
-    def __init__(self, path: str, name: str, kind: NodeKind | None, parent: TreeItem | None,
-                 row: int = 0, *, placeholder: bool = False, error: str | None = None) -> None:
-        self.path = path
-        self.name = name
-        self.kind = kind
-        self.parent = parent
-        self.children: list[TreeItem] = []
-        self.row = row
-        self.state = LoadState.UNLISTED
-        self.detail = ""
-        self.error = error
-        self.placeholder = placeholder
-        self.version = 0
-        self.is_container = kind is not None and kind.is_container and not placeholder
-
-    def set_kind(self, kind: NodeKind | None) -> None:
-        self.kind = kind
-        self.is_container = kind is not None and kind.is_container and not self.placeholder
-
-
 def list_children(hierarchy: Hierarchy, path: str) -> tuple[Node, list[Node]]:
     """The node itself (re-read after a refresh) and its children, for the listing worker."""
     return hierarchy.node(path), hierarchy.children(path)
@@ -112,11 +69,12 @@ class Listing:
 
     __slots__ = ("by_path", "node", "rows", "wanted")
 
-    def __init__(self, hierarchy: Hierarchy, owner: TreeItem, path: str) -> None:
+    def __init__(self, hierarchy: Hierarchy, owner: TreeItem, path: str, large: int = LARGE_GROUP) -> None:
         self.node, children = list_children(hierarchy, path)
-        self.rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
-                     for row, child in enumerate(children)]
-        self.by_path = {row.path: row for row in self.rows}
+        rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
+                for row, child in enumerate(children)]
+        self.by_path = {row.path: row for row in rows}
+        self.rows = in_ranges(owner, rows, large)  # the rows under owner: its children, or ranges of them
         self.wanted = [child.path for child in children if needs_summary(child)]
 
 
@@ -149,6 +107,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         self._generation = 0
         self._reveal: str | None = None
         self._marks = TreeMarks()
+        self.large_group = LARGE_GROUP  # children from which a group shows them in ranges (ranges.py)
 
     # -- marks ----------------------------------------------------------------------------------
     def set_marks(self, layer: str, marks: Mapping[str, RowMark]) -> None:
@@ -279,7 +238,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         hierarchy = self._hierarchy
         assert hierarchy is not None
         token = (self._generation, item.version)
-        self._runner.run(measured, hierarchy.store, Listing, hierarchy, item, item.path,
+        self._runner.run(measured, hierarchy.store, Listing, hierarchy, item, item.path, self.large_group,
                          on_result=partial(self._on_listed, item, token),
                          on_error=partial(self._on_list_failed, item, token), supersede=False)
 
@@ -336,12 +295,12 @@ class HierarchyTreeModel(QAbstractItemModel):
             self.dataChanged.emit(index, index.siblingAtColumn(1))
         self._show_children(item, index, listing.rows)
         self._by_path.update(listing.by_path)
-        if item.children:  # the first row may be the reused placeholder object
+        if item.children and not item.children[0].ranged:  # the first row may be the reused placeholder object
             self._by_path[item.children[0].path] = item.children[0]
         item.state = LoadState.LISTED
-        if len(listing.rows) >= LARGE_LISTING:
+        if len(listing.by_path) >= LARGE_LISTING:
             keep_long_lived()  # its rows (and the nodes behind them) live as long as the index
-        self.listing_finished.emit(item.path, replace(result, value=len(listing.rows)))
+        self.listing_finished.emit(item.path, replace(result, value=len(listing.by_path)))  # rows, not ranges
         if listing.wanted and self._hierarchy is not None:
             # Started on the next event-loop turn, after the view has laid out the new rows: a worker
             # parsing metadata meanwhile would make each of the layout's per-row Python calls wait
@@ -412,6 +371,8 @@ class HierarchyTreeModel(QAbstractItemModel):
             if name != "version":
                 setattr(keep, name, getattr(first, name))
         keep.parent, keep.row = item, 0
+        for child in keep.children:  # a range's rows belong to the row object kept
+            child.parent = keep
         rows[0] = keep
         self.dataChanged.emit(self.createIndex(0, 0, keep), self.createIndex(0, 1, keep))
         if len(rows) > 1:
@@ -445,6 +406,8 @@ class HierarchyTreeModel(QAbstractItemModel):
 
         Returns the (new) index of the refreshed item, listed again in the background."""
         item = self.item(index)
+        if item.ranged and item.parent is not None:  # a range stands for its group
+            item = item.parent
         if self._hierarchy is None or item is self._root or item.placeholder:
             return QModelIndex()
         self._hierarchy.refresh(item.path)

@@ -27,7 +27,8 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.runtime.action_cost import Measured
 from ecpfs_viewer.gui.tree.columns import TreeColumns
 from ecpfs_viewer.gui.tree.filter_proxy import TreeFilterProxy, count_filter_matches
-from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState, TreeItem
+from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
+from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.widgets.icons import standard_icon
 
 

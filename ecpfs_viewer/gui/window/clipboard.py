@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from PySide6.QtGui import QGuiApplication
 
-from ecpfs_viewer.gui.tree.item_model import TreeItem
+from ecpfs_viewer.gui.tree.tree_item import TreeItem
 from ecpfs_viewer.gui.window.copy_paths import full_location, zarr_snippet
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 

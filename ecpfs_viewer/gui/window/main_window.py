@@ -31,8 +31,8 @@ from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.action_cost import Measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner, wait_for_workers
 from ecpfs_viewer.gui.search.wiring import SearchFeature
-from ecpfs_viewer.gui.tree.item_model import TreeItem
 from ecpfs_viewer.gui.tree.panel import TreePanel
+from ecpfs_viewer.gui.tree.tree_item import TreeItem
 from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_marks
 from ecpfs_viewer.gui.tuning.compare_view import CompareView
 from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog
@@ -46,6 +46,7 @@ from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_l
 from ecpfs_viewer.gui.window.start_page import StartPage
 from ecpfs_viewer.model.build.builder import BuildProgress
 from ecpfs_viewer.model.ecpfs.derived_listing import listing_note
+from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
 from ecpfs_viewer.model.storage.opening import is_url
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport
@@ -68,6 +69,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.setMinimumSize(800, 500)
         self.session = IndexSession(self)
+        self._early: str | None = None  # a node whose pages reveal_path showed before the tree listed it
         self._build_dialog: QWidget | None = None
         self._compare_views: list[CompareView] = []
         self._tune_dialog: QWidget | None = None
@@ -169,7 +171,19 @@ class MainWindow(QMainWindow):
         return self.tree_panel.current_item()
 
     def reveal_path(self, path: str) -> None:
-        """Select a node, listing its ancestors first when needed (e.g. a link in the overview)."""
+        """Select a node, listing its ancestors first when needed (e.g. a link in the overview).
+
+        A node of an index that the tree has not listed yet shows its pages at once: they read the
+        node, not the tree (a leaf's page is on screen before its 40,000-node level is listed)."""
+        wanted, opened, hierarchy = path.strip("/"), self.session.current, self.session.hierarchy
+        ref = node_ref_of(wanted)
+        self._early = None
+        is_index = opened is not None and opened.layout is not None and opened.layout.is_index
+        if (hierarchy is not None and is_index and ref is not None and not ref.is_root and ref.path == wanted
+                and not self.tree_model.is_loaded(wanted)):
+            self._early = wanted
+            self.metadata.show_node(hierarchy, wanted)
+            self.selection.show(hierarchy, targets(wanted, is_array=False, is_index=True, broken=False))
         self.tree_panel.reveal_path(path)
 
     def is_busy(self) -> bool:
@@ -223,6 +237,7 @@ class MainWindow(QMainWindow):
         self.overview.clear()
         self.node_page.clear()
         self.selection.forget()
+        self._early = None
         self.overview.forget_report()
         self.diagnostics.forget()
         self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
@@ -334,6 +349,9 @@ class MainWindow(QMainWindow):
     def _show_item(self, item: TreeItem) -> None:
         hierarchy = self.session.hierarchy
         assert hierarchy is not None
+        early, self._early = self._early, None
+        if item.path == early and not item.error:  # reveal_path showed its pages already
+            return
         self.metadata.show_node(hierarchy, item.path)
         opened = self.session.current
         self.selection.show(hierarchy, targets(item.path, is_array=item.kind is NodeKind.ARRAY and not item.error,

@@ -13,8 +13,8 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QMouseEvent, QWindow
 from PySide6.QtWidgets import QMainWindow
 
-from ecpfs_viewer.gui.tree.item_model import TreeItem
 from ecpfs_viewer.gui.tree.panel import TreePanel
+from ecpfs_viewer.gui.tree.tree_item import TreeItem
 from ecpfs_viewer.gui.widgets.actions import window_action
 from ecpfs_viewer.model.views.history import SelectionHistory
 

@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QTreeView
 
 from ecpfs_viewer.gui.runtime.workers import thread_pool
 from ecpfs_viewer.gui.tree.filter_proxy import TreeFilterProxy
-from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel, LoadState
+from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
+from ecpfs_viewer.gui.tree.tree_item import LoadState
 from ecpfs_viewer.model.ecpfs import cached_level_stats, shared_level_stats
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -324,3 +325,54 @@ def test_reveal_refuses_a_path_that_names_no_node_in_words(qtbot, model, two_clu
     assert said in signal.args[1]
     with qtbot.waitSignal(model.path_revealed, timeout=5000):  # the tree still goes where it is asked
         model.reveal("lvl_1/node_1")
+
+
+def test_a_group_over_the_large_limit_shows_its_children_in_ranges(qtbot, model, tmp_path):
+    """40,000 rows under one expanded group cost QTreeView a Python call or two per row on every
+    layout: a large group shows ranges of its children, each holding them, found by path as before."""
+    write_level(tmp_path / "big.zarr", 25)
+    model.large_group = 10  # ranges.RANGE_ROWS (1,000) a range; 25 nodes: one range
+    root = open_model(model, tmp_path / "big.zarr")
+    fetch(qtbot, model, root)
+    level = model.index(0, 0, root)
+    fetch(qtbot, model, level)
+    assert names(model, level) == ["node_0 … 24"]
+    span = model.index(0, 0, level)
+    assert model.item(span).ranged and model.item(span).path == "lvl_1"  # it stands for its group
+    assert model.hasChildren(span) and not model.canFetchMore(span) and model.rowCount(span) == 25
+    assert names(model, span)[:3] == ["node_0", "node_1", "node_2"]
+    assert model.index(0, 1, level).data() == "25 children"
+    node = model.index_for_path("lvl_1/node_24")
+    assert node.isValid() and node.parent() == span and node.parent().parent() == level
+    assert model.index_for_path("lvl_1") == level  # the group's path still names the group
+    qtbot.waitUntil(lambda: model.index(24, 1, span).data() == f"{24 % 7 + 1} rows", timeout=10000)
+    proxy = TreeFilterProxy()
+    proxy.setSourceModel(model)
+    proxy.set_filter_text("node_24")  # the range shows as the match's ancestor, not as a match
+    shown_level = proxy.mapFromSource(level)
+    shown_span = proxy.index(0, 0, shown_level)
+    assert proxy.rowCount(shown_level) == 1 and proxy.rowCount(shown_span) == 1
+    assert proxy.index(0, 0, shown_span).data() == "node_24"
+
+
+def test_ranges_hold_range_rows_each_and_a_refreshed_range_relists_its_group(qtbot, model, tmp_path):
+    from ecpfs_viewer.gui.tree.ranges import in_ranges
+    from ecpfs_viewer.gui.tree.tree_item import TreeItem
+
+    owner = TreeItem("lvl_1", "lvl_1", NodeKind.GROUP, None)
+    rows = [TreeItem(f"lvl_1/node_{i}", f"node_{i}", NodeKind.GROUP, owner, i) for i in range(2500)]
+    assert in_ranges(owner, rows, large=2500) is rows  # up to the limit: the rows themselves
+    ranges = in_ranges(owner, rows, large=2000, size=1000)
+    assert [r.name for r in ranges] == ["node_0 … 999", "node_1000 … 1999", "node_2000 … 2499"]
+    assert [len(r.children) for r in ranges] == [1000, 1000, 500]
+    assert rows[1500].parent is ranges[1] and rows[1500].row == 500
+    write_level(tmp_path / "big.zarr", 12)
+    model.large_group = 10
+    root = open_model(model, tmp_path / "big.zarr")
+    fetch(qtbot, model, root)
+    level = model.index(0, 0, root)
+    fetch(qtbot, model, level)
+    refreshed = model.refresh(model.index(0, 0, level))  # a range's Refresh re-lists its group
+    assert refreshed == level
+    qtbot.waitUntil(lambda: model.item(level).state is LoadState.LISTED, timeout=5000)
+    assert names(model, level) == ["node_0 … 11"]

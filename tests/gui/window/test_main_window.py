@@ -20,7 +20,7 @@ from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.build.dialog import BuildDialog
 from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.workers import thread_pool
-from ecpfs_viewer.gui.tree.item_model import LoadState
+from ecpfs_viewer.gui.tree.tree_item import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 

@@ -4,7 +4,7 @@ static web server."""
 from __future__ import annotations
 
 from ecpfs_viewer.gui.app import create_main_window
-from ecpfs_viewer.gui.tree.item_model import LoadState
+from ecpfs_viewer.gui.tree.tree_item import LoadState
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.ecpfs.derived_listing import DERIVED_NOTE
 

@@ -1,0 +1,49 @@
+"""A group of many children (the 40,000 leaves of a 2,000,000-item index) shows them in ranges.
+
+QTreeView lays out every row of an expanded group again on each insert, removal or reset below
+it, with one ``index`` and one ``hasChildren`` call into Python per row: 40,000 rows under one
+expanded level cost a 200-400 ms pause each time, whatever the model does. So a group with more
+than :data:`LARGE_GROUP` children gets one row per :data:`RANGE_ROWS` of them ("node_0 …
+node_999"), each holding its children, as HDFView pages a large group and debuggers split a long
+array: a layout walks the ranges and the rows of the ranges the user expanded, never the whole
+level. A range row stands for its group (its path is the group's: selecting it shows the level's
+page); every node row is still in the model's path map, so a reveal or a mark finds it, and
+selecting it expands its range.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
+
+#: children from which a group is shown in ranges
+LARGE_GROUP = 5000
+#: children per range
+RANGE_ROWS = 1000
+
+
+def in_ranges(owner: TreeItem, rows: list[TreeItem], large: int = LARGE_GROUP,
+              size: int = RANGE_ROWS) -> list[TreeItem]:
+    """The rows to put under owner: rows themselves, or (over large) ranges of size rows holding them."""
+    if len(rows) <= large:
+        return rows
+    ranges = []
+    for number, start in enumerate(range(0, len(rows), size)):
+        part = rows[start:start + size]
+        span = TreeItem(owner.path, range_name(part[0].name, part[-1].name), owner.kind, owner, number)
+        span.ranged = True
+        span.state = LoadState.LISTED
+        span.detail = f"{len(part):,} children"
+        for row, child in enumerate(part):
+            child.parent, child.row = span, row
+        span.children = part
+        ranges.append(span)
+    return ranges
+
+
+def range_name(first: str, last: str) -> str:
+    """'node_1000 … 1999': the last name without the prefix both share, so the range fits the column."""
+    prefix = re.match(r"\D*", first)
+    shared = prefix.group() if prefix is not None else ""
+    return f"{first} … {last[len(shared):] if shared and last.startswith(shared) else last}"
