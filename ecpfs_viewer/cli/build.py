@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import (
     EXIT_CANNOT_START,
     EXIT_FAILED,
@@ -52,11 +53,7 @@ def _err(message: str) -> None:
 
 def add_build_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `build INPUT OUTPUT [options]`."""
-    p = subparsers.add_parser(
-        "build", help="build an index from a .npy file or a Zarr array",
-        description="Build an ecpfs index (format version 1) the way the upstream builder does. "
-                    "INPUT is a .npy file (float16/32/64, uint8, int8) or store.zarr#path/to/array.",
-    )
+    p = add_command(subparsers, "build")
     p.add_argument("input", metavar="INPUT", help=".npy file or store.zarr#array/path")
     p.add_argument("output", metavar="OUTPUT", help="index directory to create (e.g. index.zarr)")
     p.add_argument("--levels", type=int, default=3, help="node levels below the root (default 3)")

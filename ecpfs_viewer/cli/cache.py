@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_OK
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.limits import current_limits
@@ -12,12 +13,7 @@ from ecpfs_viewer.model.storage.disk_cache import CacheUsage, cache_root, cache_
 
 def add_cache_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `cache [list|clear]`."""
-    parser = subparsers.add_parser(
-        "cache", help="show or clear the cache folder (item maps, remote metadata)",
-        description="What ecpfs-viewer keeps of the indexes it opened (item maps; the metadata of remote "
-                    "indexes), each entry trusted only while its index is unchanged. `list` (the default) "
-                    "prints the folder and its size; `clear` deletes every entry (the demo index stays). "
-                    "ECPFS_VIEWER_CACHE names another folder, ECPFS_VIEWER_MAX_CACHE_MB its budget.")
+    parser = add_command(subparsers, "cache")
     parser.add_argument("action", nargs="?", choices=("list", "clear"), default="list", help="list (default) or clear")
     parser.set_defaults(func=run_cache)
     return parser

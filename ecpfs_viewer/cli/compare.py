@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -24,13 +25,7 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
     from ecpfs_viewer.cli.read import add_remote_options
     from ecpfs_viewer.cli.search import add_query_source
 
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "compare", help="compare two indexes: summaries, balance, item migration, recall against cost",
-        description="Two indexes side by side: their summaries with the differences marked (*), the node-size "
-                    "balance of each level, how the items both hold moved between leaves (pair agreement, "
-                    "adjusted Rand index, the largest leaf-to-leaf flows), and recall@k against the mean cost "
-                    "of a search on the same queries (rows of --queries, else --sample N items both hold, each "
-                    "left out of its own result lists).")
+    p: argparse.ArgumentParser = add_command(subparsers, "compare")
     p.add_argument("index_a", metavar="A", help="first index: folder, .zip or URL")
     p.add_argument("index_b", metavar="B", help="second index: folder, .zip or URL")
     add_query_source(p, count_help="sample N items both indexes hold as queries (default 200)", default=200)

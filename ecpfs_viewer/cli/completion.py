@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen
 
 SHELLS = ("bash", "zsh")
@@ -19,11 +20,7 @@ PATH_ARGUMENTS = frozenset({"path", "index", "input", "output", "query_file", "q
 
 def add_completion_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `completion SHELL`."""
-    parser = subparsers.add_parser(
-        "completion", help="print a shell completion script (bash or zsh)",
-        description="Print a completion script for SHELL on stdout. bash: save it as "
-                    "~/.local/share/bash-completion/completions/ecpfs-viewer (or `source` it); zsh: save it as "
-                    "_ecpfs-viewer in a folder on $fpath, then run compinit.")
+    parser = add_command(subparsers, "completion")
     parser.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash or zsh")
     parser.set_defaults(func=run_completion)
     return parser

@@ -19,10 +19,7 @@ if TYPE_CHECKING:
 
 def add_workload_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `workload INDEX (--queries Q.npy | --sample N | --saved) [--search-exp 4] [--json]`."""
-    p = subcommand(subparsers, "workload", "replay queries: visits per node, leaves per query, hot leaves, skew",
-                    "Replay a query set with eCP search and count what it reads: visits per node, leaves "
-                    "scanned per query, the most visited leaves, and the share of each level's visits that "
-                    "go to its busiest 1%% of nodes (hubness).")
+    p = subcommand(subparsers, "workload")
     src = add_query_source(p, required=True)
     src.add_argument("--saved", action="store_true", help="the index's saved queries (queries/*)")
     p.add_argument("--search-exp", type=int, default=4, metavar="N", help="leaves per search (default 4)")

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
@@ -33,10 +34,7 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 def add_info_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `info PATH [--json]`."""
-    parser = subparsers.add_parser("info", help="print the index summary (like `ecp info`, and more)",
-                                   description="Print the summary of an ecpfs index: what `ecp info` prints, "
-                                               "then format version, dimension, dtype, fan-out and "
-                                               "node statistics per level (from metadata only).")
+    parser = add_command(subparsers, "info")
     parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs/az URL")
     parser.add_argument("--json", action="store_true", help="print the same information as JSON")
     parser.add_argument("--leaf-sizes", action=argparse.BooleanOptionalAction, default=None,
@@ -49,9 +47,7 @@ def add_info_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `check PATH`."""
-    parser = subparsers.add_parser("check", help="validate an index (exit 0 ok, 1 errors, 2 cannot open)",
-                                   description="Validate an ecpfs index against the format checklist. "
-                                               "Exit status: 0 no errors, 1 errors found, 2 cannot open.")
+    parser = add_command(subparsers, "check")
     parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs/az URL")
     parser.add_argument("--max-node-reads", type=int, default=256, metavar="N",
                         help="decode at most N nodes for the sampled checks (default 256)")

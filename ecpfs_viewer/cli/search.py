@@ -14,6 +14,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, CommandError, UsageError, unusable_file
 from ecpfs_viewer.model.ecpfs.paths import node_path
 
@@ -85,10 +86,9 @@ def load_queries(path: str) -> np.ndarray:
         raise (CannotOpen if unusable_file(path) else CommandError)(str(exc)) from None
 
 
-def subcommand(subparsers: argparse._SubParsersAction, name: str, summary: str,  # type: ignore[type-arg]
-                description: str) -> argparse.ArgumentParser:
+def subcommand(subparsers: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """A subcommand parser whose first argument is the index location."""
-    p: argparse.ArgumentParser = subparsers.add_parser(name, help=summary, description=description)
+    p = add_command(subparsers, name)
     p.add_argument("index", metavar="INDEX", help="index folder, .zip or URL")
     from ecpfs_viewer.cli.read import add_remote_options
 
@@ -152,12 +152,7 @@ def _exact_with(reader: IndexReader, args: argparse.Namespace) -> Any:
 
 def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `search INDEX (--item ID | --query-file Q.npy [--query-row N] | --saved-query ID)`."""
-    p = subcommand(
-        subparsers, "search", "eCP search with a trace, exact neighbours and why-missed",
-        "eCP search over an index (spec §4); prints item_id<TAB>score lines (lower is better). The query is "
-        "the stored vector of --item ID, row --query-row (default 0) of --query-file, or saved query "
-        "--saved-query ID. Without a file, --query-row N means --item N.",
-    )
+    p = subcommand(subparsers, "search")
     q = p.add_mutually_exclusive_group()
     q.add_argument("--item", type=int, metavar="ID", help="search with the stored vector of this item")
     q.add_argument("--saved-query", metavar="ID", help="search with the vector of queries/ID")
@@ -291,14 +286,7 @@ def _legacy_recall(args: argparse.Namespace, exclude: frozenset[int], search_exp
 
 def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `recall INDEX [--queries Q.npy | --sample N [--seed S]] ...`."""
-    p = subcommand(
-        subparsers, "recall", "recall@k of eCP search against exact search, per search_exp",
-        "Recall@k of eCP search against exact search, one row per search_exp, with the mean and 95th "
-        "percentile of leaves visited, milliseconds, distance computations, nodes visited, bytes and "
-        "requests read per query. Queries: rows of --queries, --sample N "
-        "stored items (each excluded from its own result lists unless --include-self), or by default the "
-        "index's saved queries (else 100 sampled items).",
-    )
+    p = subcommand(subparsers, "recall")
     add_query_source(p)
     p.add_argument("--include-self", action="store_true",
                    help="with sampled items, keep the query item in both result lists")
@@ -390,11 +378,7 @@ def _progress_bar(args: argparse.Namespace) -> TerminalProgress:
 
 def add_locate_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `locate INDEX ITEM_ID [--json]`."""
-    p = subcommand(
-        subparsers, "locate", "which leaf and row hold an item, and the path to it",
-        "Find an item's leaf, its row there, and the path from index_root, reading only ids arrays (never "
-        "leaf embeddings). Exit 1 when no leaf holds the item.",
-    )
+    p = subcommand(subparsers, "locate")
     p.add_argument("item", type=int, metavar="ITEM_ID")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=lambda args: run_body(_locate, args))

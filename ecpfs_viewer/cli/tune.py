@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_CANNOT_START, EXIT_OK, CommandError, UsageError
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.model.build.builder import BuildError
@@ -37,14 +38,7 @@ def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     """Register `tune IN.npy [grid and measurement options]`."""
     from ecpfs_viewer.cli.search import add_query_source
 
-    p = subparsers.add_parser(
-        "tune", help="build a grid of variants of a .npy and recommend the cheapest reaching a recall target",
-        description="Build every combination of --levels x --target-cluster-items x --rep-selection as "
-                    "`build` does (into a temporary folder, removed at the end unless --keep), measure "
-                    "recall@k against cost per search_exp on held-out rows (left out of every build) or "
-                    "--queries, and print the Pareto frontier and the cheapest (variant, search_exp) that "
-                    "reaches --recall-target with the `build` command that makes it.",
-    )
+    p = add_command(subparsers, "tune")
     p.add_argument("input", metavar="IN.npy", help="2-D .npy of embeddings")
     p.add_argument("--levels", default="1,2,3", help="comma-separated levels (default 1,2,3)")
     p.add_argument("--target-cluster-items", default="25,50,100,200",
