@@ -64,9 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  building {report.build_seconds:.1f} s ({report.build_seconds / total:.0%}), searching "
               f"{report.search_seconds:.1f} s ({report.search_seconds / total:.0%}), exact neighbours "
               f"{report.exact_seconds:.2f} s, other {other:.1f} s ({other / total:.0%}: the remaining-rows copy, "
-              f"disk figures, waiting for the last removal)")
-        print(f"  worked in {report.work_folder}; removing the variants took {report.remove_seconds:.1f} s "
-              f"({report.remove_seconds / total:.0%}), in a thread while the next variant built")
+              f"disk figures, waiting for the last removal); removing the variants in {report.work_folder} "
+              f"{report.remove_seconds:.1f} s ({report.remove_seconds / total:.0%}, in a thread while the next built)")
         for v in report.variants:
             print(f"  {v.name:<10} build {v.build_seconds:6.1f} s  search {v.search_seconds:5.1f} s  "
                   f"recall {' '.join(f'{p.recall:.3f}' for p in v.points)}")
@@ -83,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.perf_counter()
                 shutil.rmtree(out)
                 removing += time.perf_counter() - t
-            print(f"baseline: plain build_index of the same {len(report.variants)} variants into {folder}: "
-                  f"{plain:.1f} s, removing them {removing:.1f} s (tune's builds {report.build_seconds:.1f} s); "
+            print(f"baseline: plain build_index of the same {len(report.variants)} variants: {plain:.1f} s in "
+                  f"{folder}, removing them {removing:.1f} s (tune's builds {report.build_seconds:.1f} s); "
                   f"load {os.getloadavg()}")
     return 0
 
