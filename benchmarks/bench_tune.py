@@ -53,13 +53,19 @@ def main(argv: list[str] | None = None) -> int:
         src = Path(folder) / "rows.npy"
         np.save(src, clustered(args.rows, args.dim))
         t = time.perf_counter()
+        cpu = time.process_time()
         report = tune(src, grid, TuneSettings(holdout=args.holdout, search_exps=_ints(args.search_exp)))
         total = time.perf_counter() - t
+        cpu = time.process_time() - cpu
         print(f"tune {args.rows:,} x {args.dim}, {len(report.variants)} variants, {report.queries} held-out queries, "
-              f"search_exp {args.search_exp}: {total:.1f} s (target <= 120 s); load {os.getloadavg()}")
+              f"search_exp {args.search_exp}: {total:.1f} s (target <= 120 s), {cpu:.1f} s of process CPU; "
+              f"load {os.getloadavg()}")
+        other = total - report.build_seconds - report.search_seconds - report.exact_seconds
         print(f"  building {report.build_seconds:.1f} s ({report.build_seconds / total:.0%}), searching "
               f"{report.search_seconds:.1f} s ({report.search_seconds / total:.0%}), exact neighbours "
-              f"{report.exact_seconds:.2f} s, other {total - report.build_seconds - report.search_seconds:.1f} s")
+              f"{report.exact_seconds:.2f} s, other {other:.1f} s ({other / total:.0%}: the remaining-rows copy, "
+              f"disk figures, waiting for the last removal); removing the variants in {report.work_folder} "
+              f"{report.remove_seconds:.1f} s ({report.remove_seconds / total:.0%}, in a thread while the next built)")
         for v in report.variants:
             print(f"  {v.name:<10} build {v.build_seconds:6.1f} s  search {v.search_seconds:5.1f} s  "
                   f"recall {' '.join(f'{p.recall:.3f}' for p in v.points)}")
@@ -67,15 +73,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  recommended: {report.variants[rec.variant].name} search_exp {rec.search_exp} "
               f"(recall {rec.recall:.3f})" if rec else "  no variant reached recall 0.9")
         if not args.no_baseline:
-            plain = 0.0
+            plain = removing = 0.0
             for params in grid.variants():
                 out = Path(folder) / "plain.zarr"
                 t = time.perf_counter()
                 build_index(src, out, params)
                 plain += time.perf_counter() - t
+                t = time.perf_counter()
                 shutil.rmtree(out)
-            print(f"baseline: plain build_index of the same {len(report.variants)} variants: {plain:.1f} s "
-                  f"(tune's builds {report.build_seconds:.1f} s); load {os.getloadavg()}")
+                removing += time.perf_counter() - t
+            print(f"baseline: plain build_index of the same {len(report.variants)} variants: {plain:.1f} s in "
+                  f"{folder}, removing them {removing:.1f} s (tune's builds {report.build_seconds:.1f} s); "
+                  f"load {os.getloadavg()}")
     return 0
 
 

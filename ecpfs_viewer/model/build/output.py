@@ -29,7 +29,7 @@ class StaleBuild:
     pid: int
 
 
-def _process_gone(pid: int) -> bool:
+def process_gone(pid: int) -> bool:
     """True when no process ``pid`` runs here (a zombie counts as gone); False when unsure."""
     if os.name != "posix" or pid == os.getpid() or pid <= 0:
         return False
@@ -55,7 +55,7 @@ def stale_builds(parent: str | os.PathLike[str]) -> list[StaleBuild]:
         return found
     for entry in entries:
         m = _BUILDING.match(entry.name)
-        if m and entry.is_dir(follow_symlinks=False) and _process_gone(int(m["pid"])):
+        if m and entry.is_dir(follow_symlinks=False) and process_gone(int(m["pid"])):
             found.append(StaleBuild(Path(entry.path), int(m["pid"])))
     return sorted(found, key=lambda s: s.path.name)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -107,12 +108,19 @@ def _cold_reads(index: NodeReader, trace: list[VisitedNode]) -> tuple[tuple[int,
 
 def _push_children(heap: list[_Entry], counter: int, scores: np.ndarray, ids: list[int], is_leaf: bool,
                    level: int, parent: int) -> int:
-    ranks = sibling_ranks(scores).tolist()
+    """Push a node's children. Entries are totally ordered (the push counter is unique), so the pop
+    order does not depend on the heap's layout: many children at once are added and re-heapified
+    (linear) instead of pushed one by one (an index_root of thousands of rows on every search)."""
     n = len(ids)
-    for score, child, rank in zip(scores.tolist(), ids, ranks, strict=True):
-        heapq.heappush(heap, (score, counter, is_leaf, level, child, rank, n, parent))
-        counter += 1
-    return counter
+    entries = list(zip(scores.tolist(), range(counter, counter + n), repeat(is_leaf, n), repeat(level, n), ids,
+                       sibling_ranks(scores).tolist(), repeat(n, n), repeat(parent, n), strict=True))
+    if n > len(heap):
+        heap.extend(entries)
+        heapq.heapify(heap)
+    else:
+        for entry in entries:
+            heapq.heappush(heap, entry)
+    return counter + n
 
 
 def _best(parts: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]], k: int) -> tuple[SearchHit, ...]:

@@ -47,11 +47,12 @@ from ecpfs_viewer.model.tuning.tune_report import (
     variant_name,
     with_axis,
 )
+from ecpfs_viewer.model.tuning.workdir import make_work_folder, ram_folder, remove_stale_work, search_places
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 __all__ = ["COST_AXES", "DEFAULT_COST", "CostFigures", "LevelBalance", "Recommendation", "TuneCancelled",
            "TuneError", "TuneGrid", "TunePoint", "TuneProgress", "TuneReport", "TuneSettings", "VariantResult",
-           "build_command", "check_grid", "folder_name", "tune", "variant_name"]
+           "build_command", "check_space", "folder_name", "grid_estimates", "tune", "variant_name"]
 
 
 class TuneError(UserError):
@@ -210,12 +211,10 @@ def _balance(h: Hierarchy, levels: int) -> tuple[LevelBalance, ...]:
     return tuple(out)
 
 
-def check_grid(source: str, variants: Sequence[BuildParams], work: Path, keep: bool, extra_bytes: int) -> None:
-    """Raise TuneError before anything is built: a variant `build` would refuse, or the grid not fitting the disk.
+def grid_estimates(source: str, variants: Sequence[BuildParams]) -> list[int]:
+    """Each variant's estimated bytes on disk; TuneError for a variant `build` would refuse.
 
-    Each variant gets the builder's own checks and its unusual-size guard (`build` asks for --force);
-    then the estimates (all variants when kept, the largest one otherwise, plus the remaining-rows
-    copy) are compared with the free space of the work folder.
+    Each variant gets the builder's own checks and its unusual-size guard (`build` asks for --force).
     """
     estimates = []
     for params in variants:
@@ -225,12 +224,32 @@ def check_grid(source: str, variants: Sequence[BuildParams], work: Path, keep: b
         if preview.oversize:
             raise TuneError(f"{variant_name(params)}: {preview.oversize}; leave this setting out of the grid")
         estimates.append(preview.estimated_bytes)
+    return estimates
+
+
+def check_space(work: Path, estimates: Sequence[int], keep: bool, extra_bytes: int) -> None:
+    """TuneError when the estimates (all variants when kept, the largest one otherwise, plus
+    ``extra_bytes``, the remaining-rows copy) exceed the free space of the work folder."""
     need = (sum(estimates) if keep else max(estimates)) + extra_bytes
     free = shutil.disk_usage(work).free
     if need > free:
         raise TuneError(f"{work}: the grid's builds would take about {format_bytes(need)} on disk "
                         f"({'all ' + str(len(estimates)) + ' kept' if keep else 'the largest at a time'}), "
                         f"only {format_bytes(free)} is free; fewer or smaller variants, or another folder")
+
+
+def _work_parent(keep_dir: Path | None, estimates: Sequence[int], extra_bytes: int) -> Path:
+    """The kept folder, else a RAM filesystem with room for two variants at once (one is being removed
+    while the next builds) and the remaining-rows copy, else the temporary folder."""
+    if keep_dir is not None:
+        return keep_dir
+    return ram_folder(sum(sorted(estimates)[-2:]) + extra_bytes) or Path(tempfile.gettempdir())
+
+
+def _remove_timed(path: Path, spent: list[float]) -> None:
+    t = time.perf_counter()
+    shutil.rmtree(path, ignore_errors=True)
+    spent.append(time.perf_counter() - t)
 
 
 def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings | None = None,
@@ -259,25 +278,28 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         if clash:
             raise TuneError(f"{keep_dir}: already holds {', '.join(clash)}; choose an empty folder")
     steps = _Steps(len(variants), progress, cancel)
-    work_parent = keep_dir if keep_dir is not None else Path(tempfile.gettempdir())
+    extra = data.nbytes if held.size else 0
+    estimates = grid_estimates(source, variants)
+    remove_stale_work(search_places(keep_dir))
+    work_parent = _work_parent(keep_dir, estimates, extra)
     made_keep = False
     if keep_dir is not None and not keep_dir.exists():
         keep_dir.mkdir(parents=True)
         made_keep = True
     written: list[Path] = []
-    work = Path(tempfile.mkdtemp(prefix=".ecpfs-tune-", dir=work_parent))
+    work = make_work_folder(work_parent)
     # removing a measured variant (thousands of folders) is slow on a disk that discards blocks:
     # one thread does it while the next variant builds, and the tune waits for it before returning
     remover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tune-remove")
+    removing: list[float] = []
     try:
+        check_space(work_parent, estimates, keep_dir is not None, extra)
         build_source = source
         if held.size:
             build_source = str(work / "remaining.npy")
-            check_grid(source, variants, work_parent, keep_dir is not None, data.nbytes)
             _write_remaining(data, held, Path(build_source), cancel)
             base = np.load(build_source, mmap_mode="r")
         else:
-            check_grid(source, variants, work_parent, keep_dir is not None, 0)
             base = data
         t = time.perf_counter()
         truth = exact_neighbours(base, queries, settings.k, grid.metric,
@@ -290,7 +312,7 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
             results.append(_measure(i, params, build_source, out, queries, query_source, truth, settings, steps,
                                     cancel))
             if keep_dir is None:
-                remover.submit(shutil.rmtree, out, ignore_errors=True)
+                remover.submit(_remove_timed, out, removing)
             if on_variant is not None:
                 on_variant(results[-1])
         del base
@@ -305,12 +327,13 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         if isinstance(exc, Cancelled) and not isinstance(exc, TuneCancelled):
             raise TuneCancelled() from None
         raise
-    shutil.rmtree(work, ignore_errors=True)
+    _remove_timed(work, removing)
     report = TuneReport(input=source, rows=len(data) - len(held), dim=int(data.shape[1]), queries=len(queries),
                         query_source=query_source, k=settings.k, recall_target=settings.recall_target,
                         variants=tuple(results), cost_axis=cost_axis, recommendation=None,
                         seconds=time.perf_counter() - started, exact_seconds=exact_seconds,
-                        kept=str(keep_dir) if keep_dir is not None else None,
+                        kept=str(keep_dir) if keep_dir is not None else None, work_folder=str(work_parent),
+                        remove_seconds=sum(removing),
                         held_out=tuple(int(h) for h in held))
     return with_axis(report, cost_axis)
 

@@ -126,6 +126,8 @@ class TuneReport:
     exact_seconds: float
     kept: str | None = None
     held_out: tuple[int, ...] = field(default=(), repr=False)
+    work_folder: str = ""  # where the temporary folder was made (a RAM filesystem when it had room)
+    remove_seconds: float = 0.0  # removing measured variants, mostly while the next one built
 
     @property
     def build_seconds(self) -> float:
@@ -176,6 +178,7 @@ class TuneReport:
                 "query_source": self.query_source, "k": self.k, "recall_target": self.recall_target,
                 "cost_axis": self.cost_axis, "seconds": self.seconds, "exact_seconds": self.exact_seconds,
                 "build_seconds": self.build_seconds, "search_seconds": self.search_seconds, "kept": self.kept,
+                "work_folder": self.work_folder, "remove_seconds": self.remove_seconds,
                 "variants": [v.to_dict() for v in self.variants],
                 "frontier": [{"variant": p.variant, "search_exp": p.search_exp} for p in self.frontier()],
                 "recommendation": self.recommendation.to_dict() if self.recommendation else None}

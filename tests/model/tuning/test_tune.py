@@ -31,6 +31,7 @@ def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work = tmp_path / "tmp"
     work.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(work))
+    monkeypatch.setenv("TMPDIR", str(work))  # chosen by the user: not a RAM filesystem
     return work
 
 
