@@ -54,7 +54,7 @@ CHILD_TIMEOUT_S = 1800.0
 
 @dataclass(frozen=True)
 class Run:
-    """One child process: wall time, peak resident memory, exit status and output."""
+    """One child process: wall time, peak resident memory, exit status and output, CPU seconds."""
 
     seconds: float
     rss_mb: float
@@ -62,6 +62,7 @@ class Run:
     stdout: str
     stderr: str
     load: float
+    cpu_s: float = 0.0  # user + system time of the child (from wait4), to judge a wall time under load
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Figure:
     rss_mb: float | None = None
     load: float | None = None
     note: str = ""
+    cpu_s: float | None = None
     unit: str = "s"  # or "ms", for stalls
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -80,7 +82,8 @@ class Figure:
             return "-"
         value = f"{self.seconds * 1000:.0f} ms" if self.unit == "ms" else f"{self.seconds:.2f} s"
         memory = f" {self.rss_mb:,.0f} MB" if self.rss_mb is not None else ""
-        return f"{value}{memory} (load {self.load:.1f})"
+        cpu = f" cpu {self.cpu_s:.2f}" if self.cpu_s is not None and self.unit == "s" else ""
+        return f"{value}{memory}{cpu} (load {self.load:.1f})"
 
 
 def loadavg() -> float:
@@ -111,7 +114,8 @@ def run_child(command: list[str], env: dict[str, str], timeout: float = CHILD_TI
         process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         out.seek(0)
         err.seek(0)
-        return Run(seconds, usage.ru_maxrss / 1024, process.returncode, out.read(), err.read(), load)
+        return Run(seconds, usage.ru_maxrss / 1024, process.returncode, out.read(), err.read(), load,
+                   usage.ru_utime + usage.ru_stime)
 
 
 def child_env(cache: Path) -> dict[str, str]:
@@ -177,7 +181,7 @@ class Case:
                 return Figure(None, note=failure(run))
             runs.append((measure(run) if measure else run.seconds, run, (server.requests() - before) if server else 0))
         seconds, run, requests = min(runs, key=lambda r: r[0])
-        figure = Figure(seconds, max(r.rss_mb for _, r, _ in runs), run.load)
+        figure = Figure(seconds, max(r.rss_mb for _, r, _ in runs), run.load, cpu_s=run.cpu_s)
         if server:
             floor = requests / IN_FLIGHT * self.delay_s
             figure.note = f"{requests:,} requests, floor {floor:.1f} s"
@@ -209,7 +213,8 @@ class Case:
         if run.returncode != 0:
             figure = Figure(None, note=failure(run))
         else:
-            figure = Figure(run.seconds, run.rss_mb, run.load, note=run.stdout.strip().splitlines()[-1])
+            figure = Figure(run.seconds, run.rss_mb, run.load, note=run.stdout.strip().splitlines()[-1],
+                            cpu_s=run.cpu_s)
             if server:
                 figure.note += f", {server.requests() - before:,} requests"
         self.baselines[job] = figure
@@ -388,6 +393,7 @@ def main() -> int:
         parser.error(f"unknown action {', '.join(unknown)}; choose from {', '.join(ACTIONS)}")
     work = Path(tempfile.mkdtemp(prefix="ecpfs-bench-scale-"))
     try:
+        compile_checkout(work / "pycache")
         indexes = [(stamped_rows(path, parser), path.resolve()) for path in args.index] or [
             (rows, bench_index_path(rows=rows)) for rows in (args.rows_small, args.rows_large) if rows > 0]
         cases = []
@@ -400,6 +406,16 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def compile_checkout(folder: Path) -> None:
+    """Compile this checkout's package into folder, and have every child read its bytecode there: an
+    installed ecpfs-viewer is compiled at install (pip does it), while a checkout run with
+    PYTHONDONTWRITEBYTECODE set (as on CI images) would compile each module in every child, which no
+    user pays (about 0.3 s of start-up)."""
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)  # the children inherit it (child_env)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "ecpfs_viewer")], check=True,
+                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""}, stdout=subprocess.DEVNULL)
+
+
 def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int:
     import numpy
     import zarr
@@ -409,7 +425,7 @@ def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int
           f"peak RSS, load average at the run; remote: {args.delay_ms:g} ms per request, {IN_FLIGHT} in flight; "
           f"Python {sys.version.split()[0]}, zarr {zarr.__version__}, numpy {numpy.__version__}, "
           f"{os.cpu_count()} CPUs")
-    print(f"{'action':<44} {''.join(f'{size:<29}' for size in sizes)}{'growth':>7}  {'target':<26} "
+    print(f"{'action':<44} {''.join(f'{size:<38}' for size in sizes)}{'growth':>7}  {'target':<26} "
           f"issue before (200k / 2M)")
     results = []
     for name in names:
@@ -436,7 +452,7 @@ def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int
 
 def row(figures: list[Figure]) -> str:
     """The figures of the sizes in columns, then the growth from the first to the last."""
-    return "".join(f"{figure.text():<29}" for figure in figures) + f"{growth(figures[0], figures[-1]):>7}"
+    return "".join(f"{figure.text():<38}" for figure in figures) + f"{growth(figures[0], figures[-1]):>7}"
 
 
 if __name__ == "__main__":

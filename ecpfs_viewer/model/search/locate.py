@@ -233,14 +233,16 @@ class ItemLocator:
             return self.complete_map()
 
     def id_range(self) -> ItemIdRange:
-        """The ids this index can hold, from the first leaf's item_ids metadata (the spec: uint32)."""
+        """The ids this index can hold, from the first leaf's item_ids metadata (the spec: uint32;
+        with a saved map, the first leaf holding items)."""
         with self._lock:
             if self._id_range is None:
                 self._id_range = self._read_id_range()
             return self._id_range
 
     def _read_id_range(self) -> ItemIdRange:
-        leaves = self.index.leaf_ids()
+        # with a saved map, the first leaf it names: no listing of the leaf level (40,000 nodes at 2M)
+        leaves = [int(self._map.leaves.min())] if self._given and self._map else self.index.leaf_ids()
         details = (self.index.hierarchy.details(node_array_path(self.index.levels, leaves[0], "item_ids")).array
                    if leaves else None)
         try:

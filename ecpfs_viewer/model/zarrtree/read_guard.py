@@ -129,12 +129,16 @@ def check_read(where: str, array: ArrayShape, selection: Any = ..., limits: Limi
     the chunks and shard indexes zarr-python decodes at once)."""
     if not array.shape:
         return
-    normal = normalise(selection, array.shape)
-    if normal is None:
-        return
     chunk_shape = tuple(max(1, c) for c in array.chunk_shape)
-    touched = math.prod(_spanned(i, c) for i, c in zip(normal, chunk_shape, strict=False))
-    output = math.prod(len(range(i.start, i.stop, i.step)) if isinstance(i, slice) else 1 for i in normal)
+    if selection is Ellipsis:  # the whole array (batch reads of thousands): what normalise would find
+        touched = math.prod(-(-s // c) for s, c in zip(array.shape, chunk_shape, strict=False))
+        output = math.prod(array.shape)
+    else:
+        normal = normalise(selection, array.shape)
+        if normal is None:
+            return
+        touched = math.prod(_spanned(i, c) for i, c in zip(normal, chunk_shape, strict=False))
+        output = math.prod(len(range(i.start, i.stop, i.step)) if isinstance(i, slice) else 1 for i in normal)
     _check_cost(where, array, touched, output, limits or current_limits())
 
 

@@ -14,7 +14,7 @@ from index_factory import build_clustered_index
 from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.search.item_cache import ITEM_MAP
 from ecpfs_viewer.model.search.locate import ItemMap
-from ecpfs_viewer.model.search.results import UnknownItemError
+from ecpfs_viewer.model.search.results import ItemIdRangeError, UnknownItemError
 from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root, cache_usage
 
 
@@ -52,6 +52,20 @@ def test_the_next_reader_locates_from_the_saved_map_without_reading_a_leaf(index
     assert second.locate(7) == first.locate(7)
     for item in (0, 1234, 2999):
         assert second.locate(item) == first.locate(item)
+
+
+def test_the_next_reader_misses_an_absent_item_without_listing_the_leaves(index: Path) -> None:
+    _absent_then_present(index)
+    reader = IndexReader(index)
+    before = reader.store.stats().requests
+    with pytest.raises(UnknownItemError):
+        reader.locate(10**6)  # its item_ids type says it could be there, the saved map that it is not
+    # info/levels read again to fingerprint the index and one leaf's item_ids metadata (the id range):
+    # no listing of the leaf level
+    assert reader.store.stats().requests - before <= 2
+    assert reader.store.stats().listings == 0
+    with pytest.raises(ItemIdRangeError, match="stored as uint32"):
+        reader.locate(-1)
 
 
 def test_a_changed_index_does_not_use_the_map_saved_before(index: Path) -> None:
