@@ -393,7 +393,7 @@ def main() -> int:
         parser.error(f"unknown action {', '.join(unknown)}; choose from {', '.join(ACTIONS)}")
     work = Path(tempfile.mkdtemp(prefix="ecpfs-bench-scale-"))
     try:
-        compile_checkout(work / "pycache")
+        compile_checkout()
         indexes = [(stamped_rows(path, parser), path.resolve()) for path in args.index] or [
             (rows, bench_index_path(rows=rows)) for rows in (args.rows_small, args.rows_large) if rows > 0]
         cases = []
@@ -406,12 +406,11 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def compile_checkout(folder: Path) -> None:
-    """Compile this checkout's package into folder, and have every child read its bytecode there: an
-    installed ecpfs-viewer is compiled at install (pip does it), while a checkout run with
-    PYTHONDONTWRITEBYTECODE set (as on CI images) would compile each module in every child, which no
-    user pays (about 0.3 s of start-up)."""
-    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)  # the children inherit it (child_env)
+def compile_checkout() -> None:
+    """Compile this checkout's package in place, as pip compiles an installed ecpfs-viewer: a checkout
+    run with PYTHONDONTWRITEBYTECODE set (as on this machine and CI images) would compile each module
+    in every child, which no user pays. (A PYTHONPYCACHEPREFIX folder would not do: it also hides the
+    bytecode pip wrote for zarr and numpy, so every child would compile those instead.)"""
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "ecpfs_viewer")], check=True,
                    env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""}, stdout=subprocess.DEVNULL)
 
