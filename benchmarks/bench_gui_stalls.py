@@ -18,7 +18,7 @@ A phase that does not finish within --timeout seconds ends the run: the figures 
 printed and the window shuts down as the application's does (exit 1).
 
 --off turns knobs of the responsiveness policy off (gui/runtime/scheduling.py names them:
-heavy_turns, give_way, nice, switch_interval, gc_freeze), to measure what each one is worth.
+heavy_turns, nice, switch_interval, gc_freeze), to measure what each one is worth.
 
 --remote opens a local index from a loopback web server that lists no folders and adds a fixed
 delay to every request (benchmarks/_remote_server.py): the tree is derived, every read is a

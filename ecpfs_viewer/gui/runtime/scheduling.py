@@ -7,10 +7,6 @@ The policy, knob by knob (``benchmarks/bench_gui_stalls.py --off KNOB`` measures
 - ``heavy_turns``: long CPU-bound jobs (decoding a level's node ids, searches) run one at a time,
   and background jobs (validating the index just opened) wait at their progress reports while
   one runs, so at most one worker competes with the GUI thread for the interpreter.
-- ``give_way``: while a task is live the GUI thread beats every :data:`BEAT_MS`; a worker at a
-  checkpoint of its cancel token (``CancelToken.checkpoint()``) sleeps while the last beat is late,
-  which hands the interpreter to the GUI thread. A beat later than :data:`GIVE_UP_S` means the
-  GUI thread is blocked on purpose (quitting waits for the workers): then nothing waits.
 - ``nice``: worker threads (and the threads zarr and obstore start from them) run
   :data:`WORKER_NICENESS` steps nicer than the GUI thread, so the GUI thread gets a core first when
   the machine is busy (Linux); also when the whole app was started under ``nice``.
@@ -29,19 +25,14 @@ import logging
 import os
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-
-from PySide6.QtCore import QTimer
-
-from ecpfs_viewer.model.tasks import CancelToken
 
 log = logging.getLogger(__name__)
 
 #: environment variable naming the knobs to turn off (benchmarks measure what each one is worth)
 KNOBS_OFF_ENV = "ECPFS_VIEWER_SCHEDULING_OFF"
-KNOBS = ("heavy_turns", "give_way", "nice", "switch_interval", "gc_freeze")
+KNOBS = ("heavy_turns", "nice", "switch_interval", "gc_freeze")
 
 #: worker threads of the one pool (heavy jobs waiting their turn must not starve store requests)
 MAX_WORKER_THREADS = 6
@@ -50,13 +41,6 @@ WORKER_NICENESS = 10
 MOST_NICE = 19
 #: seconds a thread may hold the GIL while another waits for it (Python's default is 5 ms)
 GIL_SWITCH_INTERVAL_S = 0.001
-#: the GUI thread's beat while tasks are live
-BEAT_MS = 10
-#: a beat older than this means the GUI thread is busy: workers at a checkpoint wait
-LATE_S = 0.025
-#: a beat older than this means the GUI thread is blocked, not busy: nothing waits
-GIVE_UP_S = 0.25
-_NAP_S = 0.002
 
 
 @dataclass(frozen=True)
@@ -64,7 +48,6 @@ class Knobs:
     """Which parts of the policy are on (all, unless the environment turns some off)."""
 
     heavy_turns: bool = True
-    give_way: bool = True
     nice: bool = True
     switch_interval: bool = True
     gc_freeze: bool = True
@@ -172,83 +155,3 @@ def lower_thread_priority() -> None:
             os.setpriority(os.PRIO_PROCESS, tid, target)
     except OSError as exc:  # a sandbox may refuse it: the thread runs at normal priority
         log.debug("could not lower a worker thread's priority: %s", exc)
-
-
-# -- workers give way to a late GUI thread --------------------------------------------------------
-
-class GiveWay:
-    """The GUI thread's beat, and the wait of a worker's checkpoint while that beat is late."""
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter,
-                 nap: Callable[[float], None] = time.sleep) -> None:
-        self._clock, self._nap = clock, nap
-        self._state = threading.Lock()
-        self._last_beat: float | None = None  # None: nobody beats, nothing waits
-        self._beating_thread: int | None = None
-
-    def beat(self) -> None:
-        """Say that the GUI thread is responsive now (call it from that thread's event loop)."""
-        with self._state:
-            self._last_beat = self._clock()
-            self._beating_thread = threading.get_ident()
-
-    def stop_beating(self) -> None:
-        """No GUI thread to wait for any more (no task is live, or the application quits)."""
-        with self._state:
-            self._last_beat = self._beating_thread = None
-
-    @property
-    def beating(self) -> bool:
-        return self._last_beat is not None
-
-    def _late(self) -> bool:
-        last = self._last_beat
-        return last is not None and LATE_S < self._clock() - last < GIVE_UP_S
-
-    def wait(self) -> float:
-        """Sleep while the beat is late; returns the seconds waited (under GIVE_UP_S)."""
-        if self._last_beat is None or threading.get_ident() == self._beating_thread:
-            return 0.0
-        started = now = self._clock()
-        while self._late():
-            self._nap(_NAP_S)
-            now = self._clock()
-        return now - started
-
-    def token(self) -> CancelToken:
-        """A cancel token whose checkpoints give way to a late GUI thread (a plain one when off)."""
-        return CancelToken(self.wait if KNOBS_ON.give_way else None)
-
-
-class Heartbeat:
-    """Beats for a GiveWay from the GUI thread every BEAT_MS while `live()` says a task runs."""
-
-    def __init__(self, give_way: GiveWay, live: Callable[[], bool]) -> None:
-        self._give_way, self._live = give_way, live
-        self._timer: QTimer | None = None
-
-    def start(self) -> None:
-        """Beat now and every BEAT_MS until no task is live (call from the GUI thread)."""
-        if not KNOBS_ON.give_way:
-            return
-        if self._timer is None:
-            self._timer = QTimer()
-            self._timer.setInterval(BEAT_MS)
-            self._timer.timeout.connect(self._beat)
-        self._give_way.beat()
-        if not self._timer.isActive():
-            self._timer.start()
-
-    def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.stop()
-        self._give_way.stop_beating()
-
-    def _beat(self) -> None:
-        if self._live():
-            self._give_way.beat()
-        else:
-            self.stop()
-
-
-GIVE_WAY = GiveWay()

@@ -65,18 +65,9 @@ def stop_workers(timeout_ms: int = LAST_WAIT_MS) -> bool:
     False when some task is still running (a request to a stalled server, a computation that does
     not look at its cancel flag): the caller must then leave without interpreter shutdown
     (``ecpfs_viewer.process_exit.leave_process``), which would wait for that task or crash under it."""
-    _HEARTBEAT.stop()  # the GUI thread now blocks on purpose: no task should wait for it
     cancel_all_workers()
     thread_pool().clear()  # queued, not started: never run them
     return wait_for_workers(timeout_ms)
-
-
-def _any_live() -> bool:
-    with _LIVE_LOCK:
-        return bool(_LIVE)
-
-
-_HEARTBEAT = scheduling.Heartbeat(scheduling.GIVE_WAY, _any_live)
 
 
 R = TypeVar("R")
@@ -194,12 +185,11 @@ class BackgroundRunner(QObject):
         request = self._next
         if supersede:
             self.invalidate(keep_from=request)
-        cancel = scheduling.GIVE_WAY.token()
+        cancel = CancelToken()
         self._requests[request] = _Request(on_result, on_error, on_progress, cancel)
         self.busy_changed.emit(True)
         with _LIVE_LOCK:
             _LIVE.add(cancel)
-        _HEARTBEAT.start()
         task = _Task(request, fn, args, self._signals, on_progress is not None, cancel, heavy, background)
         thread_pool().start(task.run)
         return request

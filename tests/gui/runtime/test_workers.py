@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from ecpfs_viewer.gui.runtime import scheduling
 from ecpfs_viewer.gui.runtime.scheduling import MOST_NICE, WORKER_NICENESS
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner, thread_pool, wait_for_workers
 from ecpfs_viewer.logs import LOG_DIR_ENV, configure_logging
@@ -141,17 +140,6 @@ def test_workers_run_below_the_gui_threads_priority(qtbot) -> None:
     gui = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     worker = min(MOST_NICE, gui + WORKER_NICENESS)  # also when the tests themselves run under nice
     assert got[0] == (worker, worker) and (gui < worker or gui == MOST_NICE)
-
-
-def test_the_gui_thread_beats_while_a_task_runs_and_stops_after(qtbot) -> None:
-    runner = BackgroundRunner()
-    release = threading.Event()
-    results: list[str] = []
-    runner.run(lambda: release.wait(5) and "done", on_result=results.append)
-    qtbot.waitUntil(lambda: scheduling.GIVE_WAY.beating, timeout=5000)
-    release.set()
-    qtbot.waitUntil(lambda: results == ["done"], timeout=5000)
-    qtbot.waitUntil(lambda: not scheduling.GIVE_WAY.beating, timeout=5000)  # no task: no timer waking the GUI
 
 
 def test_a_cancelled_task_stops_at_its_next_checkpoint_with_the_one_cancelled_type(qtbot) -> None:
