@@ -2,10 +2,7 @@
 
 Model code that may run for long takes ``progress`` and ``cancel`` arguments. It calls
 :func:`checkpoint` (or ``cancel.checkpoint()``) between steps: that raises :class:`Cancelled`
-once the caller asked it to stop, and runs the token's checkpoint hook otherwise. The model does
-not know what a hook does; the GUI installs one to make its workers give way to the window (see
-``gui/runtime/scheduling.py``). Checkpoints are these calls only: looking at ``cancel.is_set()``
-or reading from a store never waits.
+once the caller asked it to stop. Nothing in the model waits for the GUI.
 """
 
 from __future__ import annotations
@@ -59,13 +56,8 @@ class CancelToken(threading.Event):
     """A cancel flag with an explicit checkpoint: ``cancel()`` asks, ``checkpoint()`` stops the work.
 
     An Event, so model code typed for ``threading.Event`` (the CLI's signal handler sets one) takes
-    it as is. ``on_checkpoint`` runs at every checkpoint of a token not cancelled (in the worker's
-    thread); the model never learns what it is for.
+    it as is.
     """
-
-    def __init__(self, on_checkpoint: Callable[[], object] | None = None) -> None:
-        super().__init__()
-        self._on_checkpoint = on_checkpoint
 
     def cancel(self) -> None:
         """Ask the work to stop at its next checkpoint."""
@@ -76,20 +68,14 @@ class CancelToken(threading.Event):
         return self.is_set()
 
     def checkpoint(self, error: type[Cancelled] = Cancelled) -> None:
-        """Raise ``error`` if cancelled; else run the hook (and raise if it was cancelled meanwhile)."""
+        """Raise ``error`` if cancelled."""
         if self.is_set():
             raise error()
-        if self._on_checkpoint is not None:
-            self._on_checkpoint()
-            if self.is_set():
-                raise error()
 
 
 def checkpoint(cancel: threading.Event | None, error: type[Cancelled] = Cancelled) -> None:
     """A checkpoint for model code handed a CancelToken, a plain Event (the CLI, tests) or nothing."""
-    if isinstance(cancel, CancelToken):
-        cancel.checkpoint(error)
-    elif cancel is not None and cancel.is_set():
+    if cancel is not None and cancel.is_set():
         raise error()
 
 

@@ -217,7 +217,7 @@ def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.nd
                  cancel: threading.Event | None) -> tuple[list[NodeData | None], _Candidates]:
     """Read one block of leaves and keep, per query, the items ranked within its best `keep`."""
 
-    def check() -> None:  # no checkpoint hook here: the main thread runs it between blocks
+    def check() -> None:
         if cancel is not None and cancel.is_set():
             raise SearchCancelled()
 
