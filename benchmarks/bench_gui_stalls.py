@@ -274,7 +274,10 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=WAIT_LIMIT_S,
                         help=f"seconds one step of a phase may take before the run ends (default {WAIT_LIMIT_S:g})")
     args = parser.parse_args()
-    scheduling.use_knobs(scheduling.Knobs.without(args.off))
+    try:
+        scheduling.use_knobs(scheduling.Knobs.without(args.off))
+    except ValueError as exc:  # a knob that does not exist (or no longer: give_way)
+        parser.error(str(exc))
     WAIT_LIMIT_S = args.timeout
     SKIP.update(name.strip() for name in args.skip.split(",") if name.strip())
     if SKIP - {"search", "recall"}:
