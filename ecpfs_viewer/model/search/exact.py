@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ecpfs_viewer.model.blas import one_blas_thread
+from ecpfs_viewer.model.search.locate import stable_order
 from ecpfs_viewer.model.search.reader import NodeData, row_dots, score_block, squared_norms
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
@@ -160,8 +161,13 @@ class _LeafIds:
     def of(item_map: ItemMap | None) -> _LeafIds | None:
         if item_map is None:
             return None
-        order = np.lexsort((item_map.rows, item_map.leaves))
-        return _LeafIds(item_map.leaves[order], item_map.item_ids[order])
+        leaves, rows = item_map.leaves, item_map.rows
+        stride = int(rows.max()) + 1 if len(rows) else 1
+        if len(leaves) and int(leaves.max()) < np.iinfo(np.int64).max // stride:  # one int64 key per (leaf, row)
+            order = stable_order(leaves * stride + rows)[0]
+        else:
+            order = np.lexsort((rows, leaves))
+        return _LeafIds(leaves[order], item_map.item_ids[order])
 
     def of_leaves(self, leaves: Sequence[int]) -> list[np.ndarray]:
         wanted = np.asarray(leaves, np.int64)
