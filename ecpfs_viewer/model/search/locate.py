@@ -182,6 +182,19 @@ class _Run:
             return _Run(_EMPTY, _EMPTY, _EMPTY)
         return _Run(*(np.concatenate([getattr(r, f) for r in runs]) for f in ("ids", "leaves", "sizes")))
 
+    @staticmethod
+    def of_map(item_map: ItemMap) -> _Run:
+        """A map's entries leaf after leaf, each leaf's in row order."""
+        leaves, rows = item_map.leaves, item_map.rows
+        stride = int(rows.max()) + 1 if len(rows) else 1
+        if len(leaves) and int(leaves.max()) < np.iinfo(np.int64).max // stride:  # one int64 key per (leaf, row)
+            order = stable_order(leaves * stride + rows)[0]
+        else:
+            order = np.lexsort((rows, leaves))
+        by_leaf = leaves[order]
+        starts = np.flatnonzero(np.concatenate(([True], by_leaf[1:] != by_leaf[:-1]))) if len(by_leaf) else _EMPTY
+        return _Run(item_map.item_ids[order], by_leaf[starts], np.diff(np.append(starts, len(by_leaf))))
+
     def places(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The leaf and row of the entries at positions ``at``."""
         ends = np.cumsum(self.sizes)
@@ -235,6 +248,7 @@ class ItemLocator:
         self._next = 0  # leaves read so far, in ascending leaf id order
         self._batches: list[_Run] = []  # one per run of leaves read, in leaf order
         self._map = item_map  # every leaf's: given, or merged from the batches once all are read
+        self._leaf_order: _Run | None = None  # the complete map leaf after leaf (as the leaves store it)
         self._links = links
         self._parents: dict[int, ItemMap] = {}  # level -> its nodes' (parent, row), as an ItemMap
         self._id_range: ItemIdRange | None = None
@@ -275,9 +289,23 @@ class ItemLocator:
         """The map of every leaf's item_ids, once all are read (None before: a leaf is left to read)."""
         with self._lock:
             if self._map is None and self._next >= len(self.index.leaf_ids()):
-                self._map = _Run.joined(self._batches).sorted()
+                self._leaf_order = _Run.joined(self._batches)
+                self._map = self._leaf_order.sorted()
                 self._batches = []
             return self._map
+
+    def leaf_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every leaf's item ids in row order, leaf after leaf, as (ids, leaves ascending, items per
+        leaf); None until every leaf is read. Kept from the read that made the map (no sort), else
+        sorted out of a given map once."""
+        with self._lock:
+            whole = self.complete_map()
+            if whole is None:
+                return None
+            if self._leaf_order is None:
+                self._leaf_order = _Run.of_map(whole)
+            run = self._leaf_order
+            return run.ids, run.leaves, run.sizes
 
     def read_everything(self, reporter: Reporter | None = None) -> ItemMap | None:
         """Read every leaf's item_ids not read yet, in one pass; the complete map."""
