@@ -33,7 +33,7 @@ from ecpfs_viewer.model.search.results import (
 )
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap
+    from ecpfs_viewer.model.search.locate import ItemLocator
 
 #: Embedding bytes read per block of leaves (sized from the mean leaf), and at most MAX_BLOCK_LEAVES
 #: leaves: a leaf's chunk decodes padded to the full chunk shape, often many times the leaf's rows.
@@ -150,24 +150,30 @@ def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] =
 
 @dataclass(frozen=True)
 class _LeafIds:
-    """Each leaf's item_ids in row order, from a complete item map: the leaves' embeddings are then
-    all that is left to read."""
+    """Each leaf's item_ids in row order, from a complete item map (the locator's leaf order): the
+    leaves' embeddings are then all that is left to read."""
 
-    leaves: np.ndarray  # ascending, one entry per item
-    ids: np.ndarray  # in (leaf, row) order
+    leaves: np.ndarray  # ascending, each leaf that holds items once
+    ends: np.ndarray  # where each leaf's ids end in ids
+    sizes: np.ndarray
+    ids: np.ndarray  # leaf after leaf, in row order
 
     @staticmethod
-    def of(item_map: ItemMap | None) -> _LeafIds | None:
-        if item_map is None:
+    def of(order: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> _LeafIds | None:
+        if order is None:
             return None
-        order = np.lexsort((item_map.rows, item_map.leaves))
-        return _LeafIds(item_map.leaves[order], item_map.item_ids[order])
+        ids, leaves, sizes = order
+        return _LeafIds(leaves, np.cumsum(sizes), sizes, ids)
 
     def of_leaves(self, leaves: Sequence[int]) -> list[np.ndarray]:
+        if not len(self.leaves):
+            return [self.ids[:0] for _ in leaves]
         wanted = np.asarray(leaves, np.int64)
-        starts = np.searchsorted(self.leaves, wanted, "left").tolist()
-        stops = np.searchsorted(self.leaves, wanted, "right").tolist()
-        return [self.ids[a:b] for a, b in zip(starts, stops, strict=True)]
+        at = np.minimum(np.searchsorted(self.leaves, wanted), len(self.leaves) - 1)
+        held = (self.leaves[at] == wanted).tolist()
+        stops = self.ends[at].tolist()
+        starts = (self.ends[at] - self.sizes[at]).tolist()
+        return [self.ids[a:b] if h else self.ids[:0] for a, b, h in zip(starts, stops, held, strict=True)]
 
 
 def _blocks(index: LeafSource, leaves: list[int]) -> list[list[int]]:
@@ -187,7 +193,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     gets tighter, so it never drops an item that belongs)."""
     leaves = index.leaf_ids()
     blocks = _blocks(index, leaves)
-    known = _LeafIds.of(index.locator.complete_map())
+    known = _LeafIds.of(index.locator.leaf_order())
     nq, keep = len(scoring.q), scoring.keep
     best = _Candidates.padding(nq, keep)
     reporter.report("reading leaves", 0, len(leaves))

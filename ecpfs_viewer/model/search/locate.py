@@ -109,13 +109,7 @@ class ItemMap:
     @staticmethod
     def of_leaves(leaves: Sequence[int], ids_per_leaf: Sequence[np.ndarray]) -> ItemMap:
         """The map of some leaves' item_ids, given in leaf order."""
-        sizes = [len(ids) for ids in ids_per_leaf]
-        if not sizes:
-            return ItemMap(_EMPTY, _EMPTY, _EMPTY)
-        ids = np.concatenate(ids_per_leaf).astype(np.int64, copy=False)
-        order = np.argsort(ids, kind="stable")
-        return ItemMap(ids[order], np.repeat(np.asarray(leaves, np.int64), sizes)[order],
-                       np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])[order])
+        return _Run.of_leaves(leaves, ids_per_leaf).sorted()
 
     @staticmethod
     def merged(parts: Sequence[ItemMap]) -> ItemMap:
@@ -124,9 +118,8 @@ class ItemMap:
             return parts[0]
         if not parts:
             return ItemMap(_EMPTY, _EMPTY, _EMPTY)
-        ids = np.concatenate([p.item_ids for p in parts])
-        order = np.argsort(ids, kind="stable")  # sorted runs: the stable sort merges them
-        return ItemMap(ids[order], np.concatenate([p.leaves for p in parts])[order],
+        order, ids = stable_order(np.concatenate([p.item_ids for p in parts]))  # ties keep leaf order
+        return ItemMap(ids, np.concatenate([p.leaves for p in parts])[order],
                        np.concatenate([p.rows for p in parts])[order])
 
     def lookup(self, wanted: np.ndarray) -> dict[int, tuple[int, int]]:
@@ -167,20 +160,95 @@ class ItemMap:
         return cls(ids, leaves, rows)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """Item ids of consecutive leaves as read, leaf after leaf: searched for a few wanted ids by a
+    scan, and sorted once, when every leaf is read (one sort of the whole index, not one per batch)."""
+
+    ids: np.ndarray  # int64, each leaf's in row order
+    leaves: np.ndarray  # int64, the leaves in order
+    sizes: np.ndarray  # int64, the items of each leaf
+
+    @staticmethod
+    def of_leaves(leaves: Sequence[int], ids_per_leaf: Sequence[np.ndarray]) -> _Run:
+        if not len(ids_per_leaf):
+            return _Run(_EMPTY, _EMPTY, _EMPTY)
+        return _Run(np.concatenate(ids_per_leaf, dtype=np.int64, casting="unsafe"),  # each leaf's type as int64
+                    np.asarray(leaves, np.int64), np.fromiter(map(len, ids_per_leaf), np.int64, len(ids_per_leaf)))
+
+    @staticmethod
+    def joined(runs: Sequence[_Run]) -> _Run:
+        if not runs:
+            return _Run(_EMPTY, _EMPTY, _EMPTY)
+        return _Run(*(np.concatenate([getattr(r, f) for r in runs]) for f in ("ids", "leaves", "sizes")))
+
+    @staticmethod
+    def of_map(item_map: ItemMap) -> _Run:
+        """A map's entries leaf after leaf, each leaf's in row order."""
+        leaves, rows = item_map.leaves, item_map.rows
+        stride = int(rows.max()) + 1 if len(rows) else 1
+        if len(leaves) and int(leaves.max()) < np.iinfo(np.int64).max // stride:  # one int64 key per (leaf, row)
+            order = stable_order(leaves * stride + rows)[0]
+        else:
+            order = np.lexsort((rows, leaves))
+        by_leaf = leaves[order]
+        starts = np.flatnonzero(np.concatenate(([True], by_leaf[1:] != by_leaf[:-1]))) if len(by_leaf) else _EMPTY
+        return _Run(item_map.item_ids[order], by_leaf[starts], np.diff(np.append(starts, len(by_leaf))))
+
+    def places(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The leaf and row of the entries at positions ``at``."""
+        ends = np.cumsum(self.sizes)
+        k = np.searchsorted(ends, at, side="right")
+        return self.leaves[k], at - (ends[k] - self.sizes[k])
+
+    def sorted(self) -> ItemMap:
+        """The run as an ItemMap: sorted by item id, a duplicated id's entries in leaf order."""
+        order, ids = stable_order(self.ids)
+        starts = np.cumsum(self.sizes) - self.sizes
+        rows = np.arange(len(ids), dtype=np.int64) - np.repeat(starts, self.sizes)
+        return ItemMap(ids, np.repeat(self.leaves, self.sizes)[order], rows[order])
+
+    def lookup(self, wanted: np.ndarray) -> dict[int, tuple[int, int]]:
+        """(leaf, row) of each wanted id (int64, ascending, unique) the run holds, its first entry."""
+        if not len(wanted) or not len(self.ids):
+            return {}
+        at = np.searchsorted(wanted, self.ids)
+        np.minimum(at, len(wanted) - 1, out=at)
+        hit = np.flatnonzero(wanted[at] == self.ids)
+        if not len(hit):
+            return {}
+        found, first = np.unique(self.ids[hit], return_index=True)  # the first occurrence of each
+        leaves, rows = self.places(hit[first])
+        return dict(zip(found.tolist(), zip(leaves.tolist(), rows.tolist(), strict=True), strict=True))
+
+
+def stable_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.argsort(keys, kind="stable")`` and the keys in that order, in the time of the fast sort
+    when the keys are unique (every sort gives unique keys the same order; only equal keys need
+    the stable one)."""
+    order = np.argsort(keys)
+    ranked = keys[order]
+    if len(ranked) > 1 and bool((ranked[1:] == ranked[:-1]).any()):
+        order = np.argsort(keys, kind="stable")
+        ranked = keys[order]
+    return order, ranked
+
+
 class ItemLocator:
     """Item id -> (leaf, row), learnt from item_ids arrays batch by batch; parents from node_ids.
 
-    Each batch read becomes a sorted map of its own, so a lookup costs a binary search per batch
-    and reading every leaf costs one pass; once every leaf is read the batches merge into one
-    :class:`ItemMap` (:meth:`complete_map`), which a later process may hand back in.
+    Each batch read is kept as read (a lookup scans it for the wanted ids) and reading every leaf
+    costs one pass; once every leaf is read the batches are sorted once into one :class:`ItemMap`
+    (:meth:`complete_map`), which a later process may hand back in.
     """
 
     def __init__(self, index: NodeReader, item_map: ItemMap | None = None, links: LinkCache | None = None) -> None:
         self.index = index
         self._lock = threading.RLock()
         self._next = 0  # leaves read so far, in ascending leaf id order
-        self._batches: list[ItemMap] = []  # one per run of leaves read, in leaf order
+        self._batches: list[_Run] = []  # one per run of leaves read, in leaf order
         self._map = item_map  # every leaf's: given, or merged from the batches once all are read
+        self._leaf_order: _Run | None = None  # the complete map leaf after leaf (as the leaves store it)
         self._links = links
         self._parents: dict[int, ItemMap] = {}  # level -> its nodes' (parent, row), as an ItemMap
         self._id_range: ItemIdRange | None = None
@@ -221,9 +289,23 @@ class ItemLocator:
         """The map of every leaf's item_ids, once all are read (None before: a leaf is left to read)."""
         with self._lock:
             if self._map is None and self._next >= len(self.index.leaf_ids()):
-                self._map = ItemMap.merged(self._batches)
+                self._leaf_order = _Run.joined(self._batches)
+                self._map = self._leaf_order.sorted()
                 self._batches = []
             return self._map
+
+    def leaf_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every leaf's item ids in row order, leaf after leaf, as (ids, leaves ascending, items per
+        leaf); None until every leaf is read. Kept from the read that made the map (no sort), else
+        sorted out of a given map once."""
+        with self._lock:
+            whole = self.complete_map()
+            if whole is None:
+                return None
+            if self._leaf_order is None:
+                self._leaf_order = _Run.of_map(whole)
+            run = self._leaf_order
+            return run.ids, run.leaves, run.sizes
 
     def read_everything(self, reporter: Reporter | None = None) -> ItemMap | None:
         """Read every leaf's item_ids not read yet, in one pass; the complete map."""
@@ -280,18 +362,17 @@ class ItemLocator:
                 return
             kept = [(leaf, ids) for leaf, ids in zip(leaves[skip:], ids_per_leaf[skip:], strict=True)
                     if ids is not None]
-            self._batches.append(ItemMap.of_leaves([leaf for leaf, _ in kept], [ids for _, ids in kept]))
+            self._batches.append(_Run.of_leaves([leaf for leaf, _ in kept], [ids for _, ids in kept]))
             self._next = start + len(leaves)
 
-    def _read_batch(self, reporter: Reporter | None) -> ItemMap:
+    def _read_batch(self, reporter: Reporter | None) -> _Run:
         """Read the next LEAF_BATCH leaves' item_ids; their map (also kept)."""
         leaves = self.index.leaf_ids()
         part = leaves[self._next:self._next + LEAF_BATCH]
         arrays = self.index.arrays.read([node_array_path(self.index.levels, n, "item_ids") for n in part],
                                         None if reporter is None else reporter.check)
-        present = [(leaf, np.asarray(ids, np.int64).reshape(-1)) for leaf, ids in zip(part, arrays, strict=True)
-                   if ids is not None]
-        batch = ItemMap.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
+        present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
+        batch = _Run.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
         self._batches.append(batch)
         self._next += len(part)
         if reporter is not None:
@@ -349,7 +430,7 @@ class LinkCache(Protocol):
     def save(self, level: int, links: ItemMap) -> None: ...
 
 
-def _add_new(found: dict[int, tuple[int, int]], batch: ItemMap, wanted: np.ndarray) -> None:
+def _add_new(found: dict[int, tuple[int, int]], batch: _Run, wanted: np.ndarray) -> None:
     """Add the wanted ids a batch holds that an earlier batch (earlier leaves) did not."""
     for item, place in batch.lookup(wanted).items():
         found.setdefault(item, place)

@@ -111,6 +111,13 @@ def _concurrency() -> int:
         return 10
 
 
+def verdict_stamp() -> tuple[Limits, int]:
+    """What :func:`check_read` decides from besides the array and selection: the caps in force and
+    how many chunks zarr-python decodes at once. A verdict kept beside its stamp holds while the
+    stamp is the same (a batch reader checks each distinct document once, not each of 40,000 leaves)."""
+    return current_limits(), _concurrency()
+
+
 def chunks_touched(array: ArrayShape, selection: Any = ...) -> int | None:
     """How many chunks (present or not) zarr-python visits to read `selection` of `array`, from the
     metadata alone; None for a selection that is not basic (lists, arrays)."""

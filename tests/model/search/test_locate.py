@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.search import IndexReader, UnknownItemError
 from ecpfs_viewer.model.search import locate as locate_module
-from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap
+from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap, stable_order
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +69,28 @@ def test_duplicated_ids_answer_with_the_first_leaf() -> None:
     assert merged.leaves.tolist() == [4, 9, 4, 12, 9]
     assert merged.lookup(np.array([3, 7, 8, 5])) == {3: (4, 1), 7: (4, 0), 8: (9, 1)}
     assert merged.unique_ids().tolist() == [3, 7, 8]
+
+
+def test_a_duplicated_id_in_one_batch_answers_with_its_first_leaf(index: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = Path(shutil.copytree(index, tmp_path / "dup.zarr"))
+    reader = IndexReader(copy)
+    leaves = reader.leaf_ids()
+    twice = int(reader.node(reader.levels, leaves[0]).ids[1])
+    zarr.open_array(copy / f"lvl_{reader.levels}/node_{leaves[-1]}/item_ids", mode="r+")[0] = twice
+    monkeypatch.setattr(locate_module, "LEAF_BATCH", 10_000)  # every leaf in one batch
+    locator = ItemLocator(IndexReader(copy))
+    assert locator.find([twice, 10_000]) == {twice: (leaves[0], 1)}
+    whole = locator.complete_map()
+    assert whole is not None and whole.lookup(np.array([twice])) == {twice: (leaves[0], 1)}
+
+
+def test_stable_order_sorts_like_the_stable_sort() -> None:
+    rng = np.random.default_rng(5)
+    for keys in (rng.permutation(1000), rng.integers(0, 50, 1000), np.array([], np.int64), np.array([3])):
+        order, ranked = stable_order(keys)
+        assert order.tolist() == np.argsort(keys, kind="stable").tolist()
+        assert ranked.tolist() == np.sort(keys).tolist()
 
 
 @pytest.mark.parametrize("bad", [

@@ -14,6 +14,7 @@ import pytest
 import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
 
+from ecpfs_viewer.model.limits import Limits, set_limits
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader, read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
@@ -90,3 +91,26 @@ def test_in_place_a_damaged_chunk_fails_only_its_own_array(store_dir: Path) -> N
     assert fresh.read_each(["no_such_array", "side_a"])[0] is None  # nothing stored: no failure
     with pytest.raises(ArrayReadError, match=r"side_[ab]/c/[01]/0 \(or a chunk read with it\): cannot decode"):
         fresh.read(["side_b", "side_a"])
+
+
+def test_arrays_of_one_document_are_each_their_own_and_checked_again_when_the_caps_change(store_dir: Path) -> None:
+    root = zarr.open_group(store_dir, mode="r+")
+    data = RNG.integers(0, 1000, size=40).astype("uint32")
+    for name in ("twin_a", "twin_b", "twin_c"):  # one document; one chunk larger than the array
+        root.create_array(name, shape=data.shape, dtype=data.dtype, chunks=(64,), compressors=[ZstdCodec()],
+                          fill_value=7)[...] = data
+    (store_dir / "twin_c/c/0").unlink()
+    reader = ArrayBatchReader(Hierarchy(open_store(store_dir)))
+    a, b, c = reader.read(["twin_a", "twin_b", "twin_c"])
+    assert a is not None and b is not None and c is not None
+    a[0] += 1  # writable, and shared with nothing
+    np.testing.assert_array_equal(b, data)
+    assert c.tolist() == [7] * 40 and c.flags.writeable
+    set_limits(Limits(max_decoded_read_bytes=100))  # 40 values and a 64-value chunk need more
+    try:
+        refused = reader.read_each(["twin_a", "twin_b"])
+    finally:
+        set_limits(None)
+    for name, found in zip(("twin_a", "twin_b"), refused, strict=True):
+        assert isinstance(found, ArrayReadError) and str(found).startswith(f"{name}: the read needs about")
+    np.testing.assert_array_equal(reader.read(["twin_b"])[0], data)  # the default caps again
