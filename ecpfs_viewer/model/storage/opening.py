@@ -98,7 +98,8 @@ async def _collect(iterator: AsyncIterator[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class RequestFloor:
-    """The least time a store's requests can take: requests / in flight x the server's answer time."""
+    """The least time a store's requests can take: requests / in flight x the server's answer time
+    (its quickest answer)."""
 
     requests: int
     in_flight: int
@@ -307,12 +308,11 @@ class OpenedStore:
 
     def request_floor(self) -> RequestFloor | None:
         """What the requests made so far must take at least on a remote store (None elsewhere)."""
-        bounded = self.zarr_store.wrapped
-        typical = getattr(bounded, "typical_answer_s", None)
-        if typical is None:
+        quickest = getattr(self.zarr_store.wrapped, "quickest_answer_s", None)
+        if quickest is None:
             return None
         documents = self.zarr_store.documents
-        return RequestFloor(self.counter.snapshot().requests, self.max_in_flight, float(typical()),
+        return RequestFloor(self.counter.snapshot().requests, self.max_in_flight, float(quickest()),
                             0 if documents is None else documents.hits)
 
     def server_not_answering(self) -> bool:

@@ -209,6 +209,14 @@ class BoundedStore(ReadingWrapper[Store]):
         with self._lock:
             return self._first_answer_s
 
+    def quickest_answer_s(self) -> float:
+        """The quickest answer the server gave (0 before any): its own time, with no queue of ours or
+        its in the way (a running mean also holds the time our event loop took to take each answer)."""
+        with self._lock:
+            limits = list(self._limits.values())
+        quickest = min((limit.fastest for limit in limits), default=float("inf"))
+        return 0.0 if quickest == float("inf") else quickest
+
     def retry(self) -> None:
         """Ask again: forget that the server stopped answering (F5, Retry, ``--retry``)."""
         self.health.reset()
