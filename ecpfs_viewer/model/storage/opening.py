@@ -232,7 +232,11 @@ class OpenedStore:
                 for _ in range(min(max(1, self.max_in_flight), len(calls))):
                     group.create_task(worker())
 
-        event_loop.run(run_all())
+        try:
+            event_loop.run(run_all())
+        finally:
+            if self.disk is not None:
+                self.disk.flush()  # the documents this batch keeps, in one write
         # a cancellation or an interrupt is no failed key: raised as itself (a worker that let it
         # out would have ended the group with an exception group, or silently, for a cancellation)
         stop = next((f for f in found if isinstance(f, BaseException) and not isinstance(f, Exception)), None)
