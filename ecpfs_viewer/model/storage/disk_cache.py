@@ -37,6 +37,8 @@ CACHE_ENV = "ECPFS_VIEWER_CACHE"
 #: The folder below the cache root that holds what is kept per store (the budget covers it).
 STORES = "stores"
 _RECORD = struct.Struct("<III")  # key length, value length, CRC32 of key + value
+#: Records StoreCache.add_later keeps waiting before it writes them anyway.
+FLUSH_BYTES = 1 << 20
 
 
 def cache_root() -> Path:
@@ -116,6 +118,8 @@ class StoreCache:
         self._lock = threading.Lock()
         self._packs: dict[str, dict[str, bytes]] = {}
         self._appending: dict[str, int] = {}  # pack name -> file descriptor open for appending
+        self._waiting: dict[str, list[bytes]] = {}  # pack name -> records not written yet (add_later)
+        self._waiting_bytes = 0
         with contextlib.suppress(OSError):
             for entry in os.scandir(self.folder):
                 if not entry.name.startswith(self.tag):
@@ -163,22 +167,43 @@ class StoreCache:
 
     def add(self, name: str, key: str, value: bytes) -> None:
         """Append one document to a pack (one write, so concurrent appenders do not interleave)."""
+        self.add_later(name, key, value)
+        self.flush()
+
+    def add_later(self, name: str, key: str, value: bytes) -> None:
+        """Append one document to a pack, written with the others added since the last
+        :meth:`flush` (one write for a whole batch of reads; at most FLUSH_BYTES wait)."""
         raw = key.encode("utf-8", "surrogatepass")
         record = _RECORD.pack(len(raw), len(value), zlib.crc32(raw + value)) + raw + value
         with self._lock:
             self._packs.setdefault(name, {})[key] = value
-            try:
-                fd = self._appending.get(name)
-                if fd is None:
-                    self.folder.mkdir(parents=True, exist_ok=True)
-                    fd = self._appending[name] = os.open(self.path(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-                                                         0o644)
-                os.write(fd, record)
-            except OSError:
-                return
+            waiting = self._waiting.setdefault(name, [])
+            waiting.append(record)
+            self._waiting_bytes += len(record)
+            full = self._waiting_bytes >= FLUSH_BYTES
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what :meth:`add_later` keeps waiting, one write per pack (so concurrent appenders
+        interleave whole batches of records, never parts of one)."""
+        with self._lock:
+            waiting, self._waiting, self._waiting_bytes = self._waiting, {}, 0
+            for name, records in waiting.items():
+                try:
+                    fd = self._appending.get(name)
+                    if fd is None:
+                        self.folder.mkdir(parents=True, exist_ok=True)
+                        fd = self._appending[name] = os.open(self.path(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                                                             0o644)
+                    os.write(fd, b"".join(records))
+                except OSError:
+                    continue
 
     def close(self) -> None:
-        """Close the packs being appended to (a cleared folder's are written to nowhere until then)."""
+        """Write what waits, then close the packs being appended to (a cleared folder's are written
+        to nowhere until then)."""
+        self.flush()
         with self._lock:
             for fd in self._appending.values():
                 with contextlib.suppress(OSError):
@@ -267,7 +292,8 @@ class DocumentCache:
 
     def put(self, key: str, value: bytes | None) -> None:
         if self.cache is not None and self.keeps(key) and key not in self.seeded and key not in self.absent:
-            self.cache.add(DOCUMENTS, key if value is not None else _ABSENT + key, value or b"")
+            # written with the rest of its batch (OpenedStore flushes after each multi-key read)
+            self.cache.add_later(DOCUMENTS, key if value is not None else _ABSENT + key, value or b"")
 
     def listing(self, prefix: str) -> list[str] | None:
         """The names a folder listing gave, when kept."""

@@ -98,7 +98,8 @@ async def _collect(iterator: AsyncIterator[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class RequestFloor:
-    """The least time a store's requests can take: requests / in flight x the server's answer time."""
+    """The least time a store's requests can take: requests / in flight x the server's answer time
+    (its quickest answer)."""
 
     requests: int
     in_flight: int
@@ -231,7 +232,11 @@ class OpenedStore:
                 for _ in range(min(max(1, self.max_in_flight), len(calls))):
                     group.create_task(worker())
 
-        event_loop.run(run_all())
+        try:
+            event_loop.run(run_all())
+        finally:
+            if self.disk is not None:
+                self.disk.flush()  # the documents this batch keeps, in one write
         # a cancellation or an interrupt is no failed key: raised as itself (a worker that let it
         # out would have ended the group with an exception group, or silently, for a cancellation)
         stop = next((f for f in found if isinstance(f, BaseException) and not isinstance(f, Exception)), None)
@@ -307,12 +312,11 @@ class OpenedStore:
 
     def request_floor(self) -> RequestFloor | None:
         """What the requests made so far must take at least on a remote store (None elsewhere)."""
-        bounded = self.zarr_store.wrapped
-        typical = getattr(bounded, "typical_answer_s", None)
-        if typical is None:
+        quickest = getattr(self.zarr_store.wrapped, "quickest_answer_s", None)
+        if quickest is None:
             return None
         documents = self.zarr_store.documents
-        return RequestFloor(self.counter.snapshot().requests, self.max_in_flight, float(typical()),
+        return RequestFloor(self.counter.snapshot().requests, self.max_in_flight, float(quickest()),
                             0 if documents is None else documents.hits)
 
     def server_not_answering(self) -> bool:

@@ -84,3 +84,16 @@ def test_clear_empties_the_folder_and_says_what_it_freed_but_keeps_the_demo(tmp_
     assert (freed.stores, freed.files) == (2, 2) and freed.nbytes >= 600
     assert cache_usage() == disk_cache.CacheUsage(0, 0, 0)
     assert demo_marker.is_file()
+
+
+def test_documents_added_later_are_read_at_once_here_and_written_together_on_flush() -> None:
+    cache = StoreCache("remote:http://z", "fp")
+    cache.add_later(DOCUMENTS, "a/zarr.json", b"{}")
+    cache.add_later(DOCUMENTS, "b/zarr.json", b"[]")
+    assert cache.pack(DOCUMENTS) == {"a/zarr.json": b"{}", "b/zarr.json": b"[]"}  # this process: at once
+    assert StoreCache("remote:http://z", "fp").pack(DOCUMENTS) == {}  # not written yet
+    cache.flush()
+    assert StoreCache("remote:http://z", "fp").pack(DOCUMENTS) == {"a/zarr.json": b"{}", "b/zarr.json": b"[]"}
+    cache.add_later(DOCUMENTS, "c/zarr.json", b"1")
+    cache.close()  # what waits is written before the pack is closed
+    assert StoreCache("remote:http://z", "fp").pack(DOCUMENTS)["c/zarr.json"] == b"1"

@@ -69,3 +69,17 @@ def test_check_in_batches_reports_like_one_node_at_a_time(two_clusters_copy: Pat
     assert [f.describe() for f in batched.findings] == [f.describe() for f in one_by_one.findings]
     assert any("lvl_2/node_1/item_ids" in f.path and "cannot read data" in f.message for f in batched.errors)
     assert batched.checked == one_by_one.checked
+
+
+def test_the_request_floor_takes_the_servers_quickest_answer() -> None:
+    """Each answer waits 50 ms at the server: the floor's answer time is at least that, and no more
+    than the running mean of the answers as this process took them."""
+    delay = 0.05
+    with remote_fixtures.serve_static(DATA, delay=delay) as (url, tally):
+        store = open_store(f"{url}/two_clusters.zarr")
+        store.read_many_or_errors([f"lvl_2/node_{i}/zarr.json" for i in range(4)] + ["info/zarr.json"])
+        floor = store.request_floor()
+        bounded = store.zarr_store.wrapped
+    assert floor is not None and floor.requests == tally.total
+    assert delay <= floor.answer_s <= bounded.typical_answer_s()
+    assert floor.seconds == -(-floor.requests // floor.in_flight) * floor.answer_s

@@ -131,3 +131,32 @@ def test_a_refresh_asks_the_server_again(served_index: Path) -> None:
         again = level_stats(h, summary.levels, summary)
         assert again.node_count == leaves.node_count
         assert tally.total - before >= leaves.node_count  # every leaf document asked for again
+
+
+def test_a_later_process_takes_the_level_statistics_from_the_cache_folder(served_index: Path) -> None:
+    """A second check parses no node document: every level's statistics were kept, and read back
+    equal (a refresh computes them again, from the server)."""
+    from ecpfs_viewer.model.ecpfs import shared_level_stats
+
+    def check(url: str, refresh: bool = False) -> tuple[list[object], list[str], int]:
+        h = index_hierarchy(open_store(url))
+        if refresh:
+            h.refresh("")
+        summary = summarize(h)
+        report = validate(h, max_node_reads=8)  # the sampled nodes' documents come from the cache folder
+        levels = [shared_level_stats(h, level, summary).to_dict() for level in range(1, summary.levels + 1)]
+        documents = h.store.zarr_store.documents
+        hits = 0 if documents is None else documents.hits
+        h.store.close()
+        return levels, [f.describe() for f in report.findings] + list(report.checked), hits
+
+    with remote_fixtures.serve_static(served_index) as (base, tally):
+        first = check(f"{base}/idx.zarr")
+        second = check(f"{base}/idx.zarr")
+        before = tally.total
+        refreshed = check(f"{base}/idx.zarr", refresh=True)
+        asked_refreshed = tally.total - before
+    leaves = first[0][-1]["node_count"]
+    assert second[:2] == first[:2] and refreshed[:2] == first[:2]
+    assert second[2] < leaves / 2, (second[2], leaves)  # the leaves' documents were not read, even from the cache
+    assert asked_refreshed > 2 * leaves  # refreshed: asked the server again
