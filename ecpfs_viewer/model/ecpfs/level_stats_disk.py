@@ -22,6 +22,7 @@ import numpy as np
 from ecpfs_viewer import __version__
 from ecpfs_viewer.model.ecpfs.findings import Finding, Severity
 from ecpfs_viewer.model.ecpfs.index_cache import attach_cache
+from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 #: The cache entry of one level's statistics.
@@ -30,16 +31,17 @@ _FORMAT = 1
 _Stats = TypeVar("_Stats")
 
 
-def _kept_here(h: Hierarchy) -> bool:
-    """Whether h's store reads its documents from the cache folder (a remote index, not refreshed)."""
-    return h.store.kind == "remote" and h.store.zarr_store.documents is not None and attach_cache(h) is not None
+def _kept_cache(h: Hierarchy) -> StoreCache | None:
+    """The cache entries of h's index when its store reads its documents from the cache folder (a
+    remote index, not refreshed), else None."""
+    if h.store.kind != "remote" or h.store.zarr_store.documents is None:
+        return None
+    return attach_cache(h)
 
 
 def load_level_stats(h: Hierarchy, level: int, key: tuple[Any, ...], kind: Callable[..., _Stats]) -> _Stats | None:
     """The statistics of `level` kept for this index as it is now and computed for `key`, else None."""
-    if not _kept_here(h):
-        return None
-    cache = attach_cache(h)
+    cache = _kept_cache(h)
     data = None if cache is None else cache.read(ENTRY.format(level=level))
     if data is None:
         return None
@@ -51,7 +53,7 @@ def load_level_stats(h: Hierarchy, level: int, key: tuple[Any, ...], kind: Calla
 
 def save_level_stats(h: Hierarchy, level: int, key: tuple[Any, ...], stats: Any) -> None:
     """Keep complete statistics of `level` for later processes (nothing when the store keeps nothing)."""
-    cache = attach_cache(h) if _kept_here(h) else None
+    cache = _kept_cache(h)
     if cache is not None:
         cache.write(ENTRY.format(level=level), _to_bytes(stats, key))
 
