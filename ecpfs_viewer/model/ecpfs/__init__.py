@@ -14,40 +14,45 @@ Submodules: ``findings`` (Finding, Severity), ``metadata`` (reading documents an
 This package re-exports their public names.
 """
 
-from ecpfs_viewer.model.ecpfs.findings import Finding, Severity, cap_findings
-from ecpfs_viewer.model.ecpfs.layout import (
-    INFO_INTEGERS,
-    REQUIRED_ARRAYS,
-    SUPPORTED_FORMAT_VERSION,
-    Generation,
-    IndexLayout,
-    detect_index,
-)
-from ecpfs_viewer.model.ecpfs.levels import (
-    MAX_LISTED_IDS,
-    MAX_LISTED_LEVELS,
-    LevelPlan,
-    LevelStats,
-    NodeSize,
-    cached_level_stats,
-    forget_level_stats,
-    held_level_stats,
-    level_plan,
-    level_stats,
-    nodes_stats,
-    shared_level_stats,
-)
-from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, MetadataReader, parse_array_meta
-from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS
-from ecpfs_viewer.model.ecpfs.references import ChildReferences, ReferencedChildren, referenced_children, spread
-from ecpfs_viewer.model.ecpfs.summary import (
-    LEGACY_METRIC_CODES,
-    LEGAL_METRICS,
-    MAX_QUERIES_READ,
-    IndexSummary,
-    SavedQuery,
-    summarize,
-)
+from typing import TYPE_CHECKING
+
+from ecpfs_viewer.model.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.ecpfs.findings import Finding, Severity, cap_findings
+    from ecpfs_viewer.model.ecpfs.layout import (
+        INFO_INTEGERS,
+        REQUIRED_ARRAYS,
+        SUPPORTED_FORMAT_VERSION,
+        Generation,
+        IndexLayout,
+        detect_index,
+    )
+    from ecpfs_viewer.model.ecpfs.levels import (
+        MAX_LISTED_IDS,
+        MAX_LISTED_LEVELS,
+        LevelPlan,
+        LevelStats,
+        NodeSize,
+        cached_level_stats,
+        forget_level_stats,
+        held_level_stats,
+        level_plan,
+        level_stats,
+        nodes_stats,
+        shared_level_stats,
+    )
+    from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, MetadataReader, parse_array_meta
+    from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS
+    from ecpfs_viewer.model.ecpfs.references import ChildReferences, ReferencedChildren, referenced_children, spread
+    from ecpfs_viewer.model.ecpfs.summary import (
+        LEGACY_METRIC_CODES,
+        LEGAL_METRICS,
+        MAX_QUERIES_READ,
+        IndexSummary,
+        SavedQuery,
+        summarize,
+    )
 
 __all__ = [
     "INFO_INTEGERS",
@@ -86,3 +91,19 @@ __all__ = [
     "spread",
     "summarize",
 ]
+
+# imported on first use, so that a submodule (paths, locate) can be imported without the rest
+__getattr__ = lazy_exports(__name__, {
+    "findings": ("Finding", "Severity", "cap_findings"),
+    "layout": (
+        "INFO_INTEGERS", "REQUIRED_ARRAYS", "SUPPORTED_FORMAT_VERSION", "Generation", "IndexLayout", "detect_index"
+    ),
+    "levels": (
+        "MAX_LISTED_IDS", "MAX_LISTED_LEVELS", "LevelPlan", "LevelStats", "NodeSize", "cached_level_stats",
+        "forget_level_stats", "held_level_stats", "level_plan", "level_stats", "nodes_stats", "shared_level_stats"
+    ),
+    "metadata": ("ArrayMeta", "MetadataReader", "parse_array_meta"),
+    "paths": ("ROOT_EMBEDDINGS",),
+    "references": ("ChildReferences", "ReferencedChildren", "referenced_children", "spread"),
+    "summary": ("LEGACY_METRIC_CODES", "LEGAL_METRICS", "MAX_QUERIES_READ", "IndexSummary", "SavedQuery", "summarize"),
+})

@@ -10,26 +10,37 @@ why a search missed a neighbour. Read-only and Qt-free; works on every store the
 - ``explain``: for each missed true neighbour, where its path left the search.
 """
 
-from ecpfs_viewer.model.search.ecp import ecp_search
-from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
-from ecpfs_viewer.model.search.explain import MissedNeighbour, explain_misses
-from ecpfs_viewer.model.search.index import IndexReader
-from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator, PathStep
-from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array, sample_items, saved_queries, saved_query_ids
-from ecpfs_viewer.model.search.reader import NodeData, NodeReader
-from ecpfs_viewer.model.search.recall import RecallReport, RecallRow, recall_at_k, recall_sweep
-from ecpfs_viewer.model.search.results import (
-    ItemIdRangeError,
-    QueryError,
-    SearchCancelled,
-    SearchError,
-    SearchHit,
-    SearchParams,
-    SearchProgress,
-    SearchResult,
-    UnknownItemError,
-    VisitedNode,
-)
+from typing import TYPE_CHECKING
+
+from ecpfs_viewer.model.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.search.ecp import ecp_search
+    from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
+    from ecpfs_viewer.model.search.explain import MissedNeighbour, explain_misses
+    from ecpfs_viewer.model.search.index import IndexReader
+    from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator, PathStep
+    from ecpfs_viewer.model.search.queries import (
+        QuerySet,
+        queries_from_array,
+        sample_items,
+        saved_queries,
+        saved_query_ids,
+    )
+    from ecpfs_viewer.model.search.reader import NodeData, NodeReader
+    from ecpfs_viewer.model.search.recall import RecallReport, RecallRow, recall_at_k, recall_sweep
+    from ecpfs_viewer.model.search.results import (
+        ItemIdRangeError,
+        QueryError,
+        SearchCancelled,
+        SearchError,
+        SearchHit,
+        SearchParams,
+        SearchProgress,
+        SearchResult,
+        UnknownItemError,
+        VisitedNode,
+    )
 
 __all__ = [
     "ExactNeighbours",
@@ -63,3 +74,19 @@ __all__ = [
     "saved_queries",
     "saved_query_ids",
 ]
+
+# imported on first use, so that a submodule (paths, locate) can be imported without the rest
+__getattr__ = lazy_exports(__name__, {
+    "ecp": ("ecp_search",),
+    "exact": ("ExactNeighbours", "exact_knn"),
+    "explain": ("MissedNeighbour", "explain_misses"),
+    "index": ("IndexReader",),
+    "locate": ("ItemLocation", "ItemLocator", "PathStep"),
+    "queries": ("QuerySet", "queries_from_array", "sample_items", "saved_queries", "saved_query_ids"),
+    "reader": ("NodeData", "NodeReader"),
+    "recall": ("RecallReport", "RecallRow", "recall_at_k", "recall_sweep"),
+    "results": (
+        "ItemIdRangeError", "QueryError", "SearchCancelled", "SearchError", "SearchHit", "SearchParams",
+        "SearchProgress", "SearchResult", "UnknownItemError", "VisitedNode"
+    ),
+})

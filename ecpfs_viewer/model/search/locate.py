@@ -13,14 +13,16 @@ import threading
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_name, node_path
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
+
+if TYPE_CHECKING:  # the saved map answers a later process without zarr (model/search/saved_locate.py)
+    from ecpfs_viewer.model.search.reader import NodeReader
 
 #: Leaves whose item_ids are read per batch; a lookup stops at the first batch that answers it.
 LEAF_BATCH = 500
