@@ -10,7 +10,7 @@ root's consolidated metadata holds are taken from it.
 
 from __future__ import annotations
 
-from ecpfs_viewer.model.ecpfs.paths import level_path
+from ecpfs_viewer.model.ecpfs.paths import fingerprint_keys
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
@@ -18,17 +18,8 @@ from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
-_INFO_SCALARS = ("format_version", "levels", "metric", "is_normalized", "total_items", "next_item_id")
 #: A level count past this is not believed (a fingerprint names one document per level).
 MAX_LEVELS = 64
-
-
-def fingerprint_keys(levels: int) -> list[str]:
-    """The documents whose state stands for an index of `levels` levels (keys below its root)."""
-    keys = ["zarr.json", "info/zarr.json", "index_root/zarr.json", "index_root/embeddings/zarr.json"]
-    keys += [f"info/{name}/{part}" for name in _INFO_SCALARS for part in ("zarr.json", "c")]
-    keys += [f"{level_path(level)}/zarr.json" for level in range(1, levels + 1)]
-    return keys
 
 
 def keeps_document(key: str) -> bool:

@@ -19,6 +19,9 @@ REP_ITEM_IDS = "rep_item_ids"
 #: The arrays of a node whose rows are the node's entries (``border`` is not one of them).
 NODE_ARRAYS = ("embeddings", "node_ids", "item_ids")
 
+#: The info scalars whose documents are part of an index's fingerprint.
+_INFO_SCALARS = ("format_version", "levels", "metric", "is_normalized", "total_items", "next_item_id")
+
 _LEVEL_RE = re.compile(r"^lvl_(\d+)$")
 _NODE_NAME_RE = re.compile(r"^node_(\d+)$")
 _NODE_RE = re.compile(r"^lvl_(\d+)/node_(\d+)$")
@@ -98,3 +101,11 @@ def is_node_array(path: str) -> bool:
     """True for the row arrays of a node (lvl_N/node_M/embeddings|node_ids|item_ids, index_root/embeddings),
     also below a prefix."""
     return bool(_NODE_ARRAY_SUFFIX_RE.search(path.strip("/")))
+
+
+def fingerprint_keys(levels: int) -> list[str]:
+    """The documents whose state stands for an index of `levels` levels (keys below its root)."""
+    keys = ["zarr.json", "info/zarr.json", "index_root/zarr.json", "index_root/embeddings/zarr.json"]
+    keys += [f"info/{name}/{part}" for name in _INFO_SCALARS for part in ("zarr.json", "c")]
+    keys += [f"{level_path(level)}/zarr.json" for level in range(1, levels + 1)]
+    return keys
