@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `compare A B [--queries Q.npy | --sample N] [--k 10] [--search-exp 1,2,4,8] [--json]`."""
-    from ecpfs_viewer.cli.read import add_remote_options
+    from ecpfs_viewer.cli.remote import add_remote_options
     from ecpfs_viewer.cli.search import add_query_source
 
     p: argparse.ArgumentParser = add_command(subparsers, "compare")

@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.cli.commands import add_command
-from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError
+from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen
 from ecpfs_viewer.cli.progress import TerminalProgress
+from ecpfs_viewer.cli.remote import add_remote_options, remote_options
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
 from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.formatting import format_age, format_value
 from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
-from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport, validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -59,28 +59,6 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     add_remote_options(parser)
     parser.set_defaults(func=run_check)
     return parser
-
-
-def add_remote_options(parser: argparse.ArgumentParser) -> None:
-    """--endpoint / --anon / --region / --timeout / --max-in-flight for commands that open a URL."""
-    group = parser.add_argument_group("remote stores (s3://, gs://, az://, http(s)://)")
-    group.add_argument("--endpoint", metavar="URL", help="S3-compatible or other custom endpoint "
-                       "(MinIO, a local emulator); credentials come from the environment or profile")
-    group.add_argument("--anon", action="store_true", help="public bucket: unsigned requests, no credentials")
-    group.add_argument("--region", metavar="REGION", help="bucket region (default: AWS_REGION or us-east-1)")
-    group.add_argument("--timeout", type=float, default=30.0, metavar="S",
-                       help="seconds per request before it fails (default 30)")
-    group.add_argument("--max-in-flight", type=int, default=128, metavar="N",
-                       help="concurrent requests per store (default 128)")
-
-
-def remote_options(args: argparse.Namespace) -> RemoteOptions:
-    """The remote options of the command line; UsageError for a timeout or limit out of range."""
-    try:
-        return RemoteOptions(endpoint=args.endpoint, anon=args.anon, region=args.region,
-                             timeout_s=args.timeout, max_in_flight=args.max_in_flight)
-    except ValueError as exc:  # invalid --timeout / --max-in-flight
-        raise UsageError(str(exc)) from None
 
 
 def _open(path: str, args: argparse.Namespace) -> Hierarchy:

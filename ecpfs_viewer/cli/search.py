@@ -42,7 +42,7 @@ def run_body(body: Any, args: argparse.Namespace) -> int:
 
 def open_index(args: argparse.Namespace, location: str | None = None) -> IndexReader:
     """The index named on the command line (or at location), opened with the remote options (read-only)."""
-    from ecpfs_viewer.cli.read import remote_options
+    from ecpfs_viewer.cli.remote import remote_options
     from ecpfs_viewer.model.errors import UserError, describe_exception
     from ecpfs_viewer.model.search import IndexReader
     from ecpfs_viewer.model.storage.opening import open_store
@@ -90,7 +90,7 @@ def subcommand(subparsers: argparse._SubParsersAction, name: str) -> argparse.Ar
     """A subcommand parser whose first argument is the index location."""
     p = add_command(subparsers, name)
     p.add_argument("index", metavar="INDEX", help="index folder, .zip or URL")
-    from ecpfs_viewer.cli.read import add_remote_options
+    from ecpfs_viewer.cli.remote import add_remote_options
 
     add_remote_options(p)
     return p
@@ -134,7 +134,7 @@ def _exact_with(reader: IndexReader, args: argparse.Namespace) -> Any:
     if scheduler != "threads" and "://" not in scheduler:
         raise UsageError(f"--scheduler must be 'threads' or a scheduler address like tcp://HOST:PORT "
                          f"(got {scheduler!r})")
-    from ecpfs_viewer.cli.read import remote_options
+    from ecpfs_viewer.cli.remote import remote_options
     from ecpfs_viewer.model.search.exact_dask import exact_knn_dask, source_of
 
     source = source_of(reader, remote_options(args)) if scheduler != "threads" else None
