@@ -386,6 +386,9 @@ def add_locate_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
 
 def _locate(args: argparse.Namespace) -> int:
-    location = open_index(args).locate(args.item)
+    from ecpfs_viewer.model.search.saved_locate import saved_location
+
+    # a later process answers from the cache folder before zarr is even imported (local folders)
+    location = saved_location(args.index, args.item) or open_index(args).locate(args.item)
     print(json.dumps(location.to_dict(), indent=2) if args.json else location.describe())
     return EXIT_OK

@@ -10,16 +10,13 @@ root's consolidated metadata holds are taken from it.
 
 from __future__ import annotations
 
-from ecpfs_viewer.model.ecpfs.paths import fingerprint_keys
+from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
 from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-
-#: A level count past this is not believed (a fingerprint names one document per level).
-MAX_LEVELS = 64
 
 
 def keeps_document(key: str) -> bool:
@@ -40,7 +37,7 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
         levels = int(h.read_scalar("info/levels"))
     except Exception:  # not an index (or info/levels unreadable): its opening says why, not this
         return None
-    if not 1 <= levels <= MAX_LEVELS:
+    if not 1 <= levels <= MAX_FINGERPRINT_LEVELS:
         return None
     store.fingerprint_tried = True  # a stalled document costs one timeout per store, not one per call
     cache, read = store_cache(store, fingerprint_keys(levels))

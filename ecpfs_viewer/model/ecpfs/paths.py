@@ -19,6 +19,8 @@ REP_ITEM_IDS = "rep_item_ids"
 #: The arrays of a node whose rows are the node's entries (``border`` is not one of them).
 NODE_ARRAYS = ("embeddings", "node_ids", "item_ids")
 
+#: A level count past this is not believed (a fingerprint names one document per level).
+MAX_FINGERPRINT_LEVELS = 64
 #: The info scalars whose documents are part of an index's fingerprint.
 _INFO_SCALARS = ("format_version", "levels", "metric", "is_normalized", "total_items", "next_item_id")
 

@@ -26,6 +26,7 @@ from ecpfs_viewer.model.search.results import (
     SearchResult,
     UnknownItemError,
 )
+from ecpfs_viewer.model.search.saved_locate import LocateFacts
 from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -62,7 +63,8 @@ class IndexReader(NodeReader):
             if item_map is None:
                 return
             self._map_saved = True
-        save_item_map(self.hierarchy, item_map)
+            facts = LocateFacts(self.levels, len(self.root.ids), self._locator.id_range())
+        save_item_map(self.hierarchy, item_map, facts)
 
     def locate(self, item_id: int) -> ItemLocation:
         """Where an item is stored: leaf, row and the path from index_root (UnknownItemError if nowhere)."""

@@ -1,6 +1,7 @@
 """The item -> (leaf, row) map of an index kept in the cache folder, with each level's child ->
-parent links, so that the next process answers ``locate`` and ``search --item`` without reading a
-leaf or the node_ids of the levels above it.
+parent links and the few facts a location needs, so that the next process answers ``locate`` and
+``search --item`` without reading a leaf or the node_ids of the levels above it (``locate`` of a
+local index even without zarr: model/search/saved_locate.py).
 
 Keyed by the store's identity and fingerprint (model/ecpfs/index_cache.py): a map saved before
 the index changed is never loaded. A saved map that does not read back as one is ignored.
@@ -10,28 +11,19 @@ from __future__ import annotations
 
 from ecpfs_viewer.model.ecpfs.index_cache import attach_cache
 from ecpfs_viewer.model.search.locate import ItemMap
+from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, LocateFacts, read_item_map
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-
-#: The cache entries' names (their format is ItemMap.to_bytes).
-ITEM_MAP = "item_map.npz"
-PARENT_LINKS = "parents_lvl_{level}.npz"
 
 
 def _saved(h: Hierarchy, name: str) -> ItemMap | None:
     cache = attach_cache(h)
-    data = None if cache is None else cache.read(name)
-    if data is None:
-        return None
-    try:
-        return ItemMap.from_bytes(data)
-    except ValueError:
-        return None
+    return None if cache is None else read_item_map(cache, name)
 
 
-def _save(h: Hierarchy, name: str, item_map: ItemMap) -> None:
+def _save(h: Hierarchy, name: str, data: bytes) -> None:
     cache = attach_cache(h)
     if cache is not None:
-        cache.write(name, item_map.to_bytes())
+        cache.write(name, data)
 
 
 def saved_item_map(h: Hierarchy) -> ItemMap | None:
@@ -39,9 +31,11 @@ def saved_item_map(h: Hierarchy) -> ItemMap | None:
     return _saved(h, ITEM_MAP)
 
 
-def save_item_map(h: Hierarchy, item_map: ItemMap) -> None:
-    """Keep the complete map of this index for later processes (nothing when it has no fingerprint)."""
-    _save(h, ITEM_MAP, item_map)
+def save_item_map(h: Hierarchy, item_map: ItemMap, facts: LocateFacts) -> None:
+    """Keep the complete map of this index, and what a location needs besides, for later
+    processes (nothing when it has no fingerprint)."""
+    _save(h, ITEM_MAP, item_map.to_bytes())
+    _save(h, LOCATE_FACTS, facts.to_bytes())
 
 
 class CachedParentLinks:
@@ -54,4 +48,4 @@ class CachedParentLinks:
         return _saved(self.hierarchy, PARENT_LINKS.format(level=level))
 
     def save(self, level: int, links: ItemMap) -> None:
-        _save(self.hierarchy, PARENT_LINKS.format(level=level), links)
+        _save(self.hierarchy, PARENT_LINKS.format(level=level), links.to_bytes())

@@ -11,7 +11,7 @@ import bisect
 import io
 import threading
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -341,7 +341,7 @@ class ItemLocator:
     def find_one(self, item_id: int) -> tuple[int, int]:
         found = self.find([item_id])
         if item_id not in found:
-            raise UnknownItemError(f"item {item_id} is not in this index")
+            raise not_in_index(item_id)
         return found[item_id]
 
     def all_item_ids(self, reporter: Reporter | None = None) -> np.ndarray:
@@ -389,20 +389,7 @@ class ItemLocator:
 
     def ancestors(self, leaf: int) -> tuple[tuple[PathStep, ...], bool]:
         """The nodes from level 1 down to a leaf, and whether the chain reaches index_root."""
-        steps: list[PathStep] = []
-        level, node = self.index.levels, leaf
-        while True:
-            if level == 1:
-                if node < len(self.index.root.ids):
-                    steps.append(PathStep(1, node, node))  # index_root row i leads to lvl_1/node_i
-                    return tuple(reversed(steps)), True
-                steps.append(PathStep(1, node, -1))
-                return tuple(reversed(steps)), False
-            link = self._parents_of(level).lookup(np.array([node], np.int64)).get(node)
-            steps.append(PathStep(level, node, -1 if link is None else link[1]))
-            if link is None:
-                return tuple(reversed(steps)), False
-            node, level = link[0], level - 1
+        return ancestor_path(self.index.levels, len(self.index.root.ids), leaf, self._parents_of)
 
     def _parents_of(self, level: int) -> ItemMap:
         """(parent id, row) of each node of `level`, from every node_ids array one level up: an
@@ -422,6 +409,32 @@ class ItemLocator:
                         self._links.save(level, links)
                 self._parents[level] = links
             return self._parents[level]
+
+
+def not_in_index(item_id: int) -> UnknownItemError:
+    """The error of an item id no leaf holds (one wording for the reader and the saved map)."""
+    return UnknownItemError(f"item {item_id} is not in this index")
+
+
+def ancestor_path(levels: int, root_rows: int, leaf: int,
+                  parents_of: Callable[[int], ItemMap]) -> tuple[tuple[PathStep, ...], bool]:
+    """The nodes from level 1 down to a leaf of an index of `levels` levels whose index_root has
+    `root_rows` rows, and whether the chain reaches index_root; ``parents_of(level)`` maps that
+    level's nodes to their (parent, row)."""
+    steps: list[PathStep] = []
+    level, node = levels, leaf
+    while True:
+        if level == 1:
+            if node < root_rows:
+                steps.append(PathStep(1, node, node))  # index_root row i leads to lvl_1/node_i
+                return tuple(reversed(steps)), True
+            steps.append(PathStep(1, node, -1))
+            return tuple(reversed(steps)), False
+        link = parents_of(level).lookup(np.array([node], np.int64)).get(node)
+        steps.append(PathStep(level, node, -1 if link is None else link[1]))
+        if link is None:
+            return tuple(reversed(steps)), False
+        node, level = link[0], level - 1
 
 
 class LinkCache(Protocol):

@@ -113,8 +113,8 @@ class StoreCache:
     written is a cache that misses)."""
 
     def __init__(self, identity: str, fingerprint: str, root: Path | None = None) -> None:
-        self.folder = (root or cache_root()) / STORES / _digest(identity)
-        self.tag = _digest(fingerprint)
+        self.folder = self.folder_of(identity, root)
+        self.tag = self.tag_of(fingerprint)
         self._lock = threading.Lock()
         self._packs: dict[str, dict[str, bytes]] = {}
         self._appending: dict[str, int] = {}  # pack name -> file descriptor open for appending
@@ -125,6 +125,16 @@ class StoreCache:
                 if not entry.name.startswith(self.tag):
                     with contextlib.suppress(OSError):
                         os.unlink(entry.path)  # another fingerprint: the index changed since
+
+    @staticmethod
+    def folder_of(identity: str, root: Path | None = None) -> Path:
+        """The folder of a store's entries."""
+        return (root or cache_root()) / STORES / _digest(identity)
+
+    @staticmethod
+    def tag_of(fingerprint: str) -> str:
+        """What starts the name of every entry made under a fingerprint."""
+        return _digest(fingerprint)
 
     def path(self, name: str) -> Path:
         return self.folder / f"{self.tag}.{name}"

@@ -13,15 +13,19 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
-from ecpfs_viewer.model.storage.opening import OpenedStore
+
+if TYPE_CHECKING:  # a local folder's identity and fingerprint are taken without zarr (saved_locate)
+    from ecpfs_viewer.model.storage.opening import OpenedStore
 
 
 def store_identity(opened: OpenedStore) -> str | None:
     """What names the store across processes: its resolved path or URL (with the endpoint)."""
     if opened.kind == "local" and opened.local_path is not None:
-        return f"local:{opened.local_path.resolve()}"
+        return local_identity(opened.local_path)
     if opened.kind == "zip" and opened.archive_path is not None:
         return f"zip:{opened.archive_path.resolve()}#{opened.root}"
     options = getattr(opened.zarr_store.wrapped, "options", None)
@@ -39,7 +43,7 @@ def store_fingerprint(opened: OpenedStore, keys: Sequence[str]) -> tuple[str | N
     the store cannot give it; and, for a remote store, the documents as read to take it (one
     request each, the requests the opening makes anyway)."""
     if opened.kind == "local" and opened.local_path is not None:
-        return "\n".join(_file_stamp(os.path.join(opened.local_path, opened.key(key))) for key in keys), {}
+        return local_fingerprint(opened.local_path, [opened.key(key) for key in keys]), {}
     if opened.kind == "zip" and opened.archive_path is not None:
         sizes = opened.archive_sizes or {}
         return "\n".join([_file_stamp(str(opened.archive_path)),
@@ -59,6 +63,16 @@ def store_fingerprint(opened: OpenedStore, keys: Sequence[str]) -> tuple[str | N
         stamps.append(None if answer[1] is None else f"{key}:{answer[1]}")
     opened.counter.add_read(sum(len(v) for v in read.values() if isinstance(v, bytes)), requests=len(keys))
     return (None if None in stamps else "\n".join(s for s in stamps if s is not None)), read
+
+
+def local_identity(folder: Path) -> str:
+    """The identity of the store a local folder holds (its resolved path)."""
+    return f"local:{folder.resolve()}"
+
+
+def local_fingerprint(folder: Path, keys: Sequence[str]) -> str:
+    """The fingerprint of a local folder's documents at keys (store keys): size and mtime of each."""
+    return "\n".join(_file_stamp(os.path.join(folder, key)) for key in keys)
 
 
 def _file_stamp(path: str) -> str:

@@ -35,8 +35,8 @@ def _absent_then_present(path: Path) -> tuple[IndexReader, int]:
 
 
 def _saved_entries(reader: IndexReader) -> int:
-    """The item map and the child -> parent links of every level below lvl_1."""
-    return 1 + reader.levels - 1
+    """The item map, the facts a location needs and the child -> parent links of every level below lvl_1."""
+    return 2 + reader.levels - 1
 
 
 def test_the_next_reader_locates_from_the_saved_map_without_reading_a_leaf(index: Path) -> None:

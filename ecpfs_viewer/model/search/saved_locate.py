@@ -1,0 +1,122 @@
+"""``locate`` in a later process, answered from what an earlier one kept in the cache folder,
+without importing zarr (its import alone is most of a cached answer's time).
+
+Only a local folder is answered here: its identity and fingerprint are its resolved path and the
+size and mtime of the documents that stand for the index (model/ecpfs/paths.fingerprint_keys),
+taken exactly as the opened store takes them (model/storage/fingerprint.py), so an entry made
+before the index changed is never used. Anything missing or unreadable means "not answered here":
+the caller opens the index and locates as the first process did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
+from ecpfs_viewer.model.search.locate import ItemIdRange, ItemLocation, ItemMap, ancestor_path, not_in_index
+from ecpfs_viewer.model.search.results import ItemIdRangeError
+from ecpfs_viewer.model.storage.disk_cache import StoreCache
+from ecpfs_viewer.model.storage.fingerprint import local_fingerprint, local_identity
+
+#: The cache entries' names (item maps in ItemMap.to_bytes's format; the facts as JSON).
+ITEM_MAP = "item_map.npz"
+PARENT_LINKS = "parents_lvl_{level}.npz"
+LOCATE_FACTS = "locate_facts.json"
+
+
+@dataclass(frozen=True)
+class LocateFacts:
+    """What a location needs besides the maps: the level count, index_root's rows and the ids'
+    range (for the same refusal of an id the item_ids cannot hold)."""
+
+    levels: int
+    root_rows: int
+    id_range: ItemIdRange
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"levels": self.levels, "root_rows": self.root_rows, "id_dtype": self.id_range.dtype,
+                           "id_low": self.id_range.low, "id_high": self.id_range.high}).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LocateFacts | None:
+        """The facts saved by :meth:`to_bytes`, None for anything else."""
+        try:
+            saved = json.loads(data)
+            facts = cls(int(saved["levels"]), int(saved["root_rows"]),
+                        ItemIdRange(str(saved["id_dtype"]), int(saved["id_low"]), int(saved["id_high"])))
+        except (ValueError, TypeError, KeyError):
+            return None
+        return facts if 1 <= facts.levels <= MAX_FINGERPRINT_LEVELS and facts.root_rows >= 0 else None
+
+
+def read_item_map(cache: StoreCache, name: str) -> ItemMap | None:
+    """A saved map, None when there is none or it does not read back as one."""
+    data = cache.read(name)
+    if data is None:
+        return None
+    try:
+        return ItemMap.from_bytes(data)
+    except ValueError:
+        return None
+
+
+def saved_location(location: str, item_id: int) -> ItemLocation | None:
+    """Where item_id is, from the entries saved for the local index at `location` as it is now;
+    None when they cannot answer. Raises what the reader would: ItemIdRangeError, UnknownItemError."""
+    cache, facts = _saved_facts(location)
+    if cache is None or facts is None:
+        return None
+    refusal = facts.id_range.refusal(item_id)
+    if refusal is not None:
+        raise ItemIdRangeError(refusal)
+    item_map = read_item_map(cache, ITEM_MAP)
+    if item_map is None:
+        return None
+    place = item_map.lookup(np.array([item_id], np.int64)).get(item_id)
+    if place is None:
+        raise not_in_index(item_id)
+    parents: dict[int, ItemMap] = {}
+    for level in range(2, facts.levels + 1):
+        links = read_item_map(cache, PARENT_LINKS.format(level=level))
+        if links is None:  # saved once a location needed them: the first one of a present item
+            return None
+        parents[level] = links
+    path, complete = ancestor_path(facts.levels, facts.root_rows, place[0], parents.__getitem__)
+    return ItemLocation(item_id, place[0], place[1], path, complete)
+
+
+def _saved_facts(location: str) -> tuple[StoreCache | None, LocateFacts | None]:
+    """The cache entries of the local folder at location and its saved facts, when an entry's
+    fingerprint is the folder's now."""
+    if "://" in location or "\0" in location:
+        return None, None
+    folder = Path(location).expanduser()
+    try:
+        if not folder.is_dir():
+            return None, None
+        folder = folder.resolve()
+    except (OSError, RuntimeError):
+        return None, None
+    identity = local_identity(folder)
+    probe = StoreCache.folder_of(identity)
+    suffix = "." + LOCATE_FACTS
+    try:
+        names = [name for name in os.listdir(probe) if name.endswith(suffix)]
+    except OSError:
+        return None, None
+    for name in names:
+        try:
+            facts = LocateFacts.from_bytes((probe / name).read_bytes())
+        except OSError:
+            continue
+        if facts is None:
+            continue
+        fingerprint = local_fingerprint(folder, fingerprint_keys(facts.levels))
+        if StoreCache.tag_of(fingerprint) == name[:-len(suffix)]:
+            return StoreCache(identity, fingerprint), facts
+    return None, None
