@@ -200,7 +200,7 @@ def _search(args: argparse.Namespace) -> int:
         report["missed"] = [m.to_dict() for m in misses]
     if args.json:
         print(json.dumps(report, indent=2))
-        return EXIT_OK
+        return _finish_item_map(reader, args)
     for hit in result.hits:
         print(f"{hit.item_id}\t{hit.score:.6g}")
     _print_cost(result)
@@ -215,6 +215,15 @@ def _search(args: argparse.Namespace) -> int:
                   f"{'found' if h.item_id in found else 'missed'}")
         for m in misses:
             print(f"# {m.describe()}")
+    return _finish_item_map(reader, args)
+
+
+def _finish_item_map(reader: IndexReader, args: argparse.Namespace) -> int:
+    """After the answer of a search by item: the rest of the item map, so that the next process
+    finds the item without reading item_ids."""
+    if args.item is not None:
+        sys.stdout.flush()
+        reader.finish_item_map()
     return EXIT_OK
 
 
@@ -389,6 +398,12 @@ def _locate(args: argparse.Namespace) -> int:
     from ecpfs_viewer.model.search.saved_locate import saved_location
 
     # a later process answers from the cache folder before zarr is even imported (local folders)
-    location = saved_location(args.index, args.item) or open_index(args).locate(args.item)
-    print(json.dumps(location.to_dict(), indent=2) if args.json else location.describe())
+    location = saved_location(args.index, args.item)
+    reader = None
+    if location is None:
+        reader = open_index(args)
+        location = reader.locate(args.item)
+    print(json.dumps(location.to_dict(), indent=2) if args.json else location.describe(), flush=True)
+    if reader is not None:
+        reader.finish_item_map()  # after the answer: what lets the next process answer at once
     return EXIT_OK

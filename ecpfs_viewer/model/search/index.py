@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.model.ecpfs.index_cache import attach_cache
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
 from ecpfs_viewer.model.search.item_cache import CachedParentLinks, save_item_map, saved_item_map
@@ -65,6 +66,16 @@ class IndexReader(NodeReader):
             self._map_saved = True
             facts = LocateFacts(self.levels, len(self.root.ids), self._locator.id_range())
         save_item_map(self.hierarchy, item_map, facts)
+
+    def finish_item_map(self) -> None:
+        """Read the item_ids a lookup stopped short of and save the whole map, so that a later
+        process answers any item from the cache folder; nothing when it is saved already or the
+        index has no fingerprint (nothing of it may be kept)."""
+        with self._lock:
+            if self._map_saved or attach_cache(self.hierarchy) is None:
+                return
+        self.locator.read_everything()
+        self.keep_item_map()
 
     def locate(self, item_id: int) -> ItemLocation:
         """Where an item is stored: leaf, row and the path from index_root (UnknownItemError if nowhere)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,14 @@ def test_only_a_local_folder_is_answered(index: Path, tmp_path: Path) -> None:
     assert saved_location(str(tmp_path / "absent.zarr"), 7) is None
     assert saved_location(str(index / "zarr.json"), 7) is None
     assert saved_location(str(index) + "/", 7) is not None  # the same folder, however it is spelt
+
+
+def test_a_lookup_that_stopped_early_still_leaves_the_whole_map_for_the_next_process(index: Path, capsys) -> None:
+    from command_runs import run
+
+    assert run(capsys, "locate", str(index), "0")[0] == 0  # found in the first leaves read
+    assert saved_location(str(index), 2999) is not None  # the rest was read after the answer
+    shutil.rmtree(cache_root())
+    code, out, _ = run(capsys, "search", str(index), "--item", "5", "--json")
+    assert code == 0 and json.loads(out)["items"][0]["item_id"] == 5  # the answer first
+    assert IndexReader(index).locator.complete  # a new reader starts from the whole saved map
