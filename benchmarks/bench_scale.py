@@ -255,6 +255,14 @@ def search_item(case: Case) -> tuple[Figure, Figure | None]:
         "zarr-item-ids", str(case.index))
 
 
+def search_item_again(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("search", str(case.index), "--item", "5"), warm=True), None
+
+
+def locate_present_again(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("locate", str(case.index), "5"), warm=True), None
+
+
 def search_query_file(case: Case) -> tuple[Figure, Figure | None]:
     return case.best(case.cli("search", str(case.index), "--query-file", str(case.query_file()))), None
 
@@ -334,6 +342,8 @@ ACTIONS: dict[str, Action] = {
     "locate": Action("locate an absent id, first process", "2M <= 3 s", "0.76 s / 12.1 s", locate_first),
     "locate-again": Action("locate an absent id, a later process", "<= 0.5 s", "(new)", locate_again),
     "search-item": Action("search --item 5, cold", "2M <= 3 s", "0.61 s / 5.51 s", search_item),
+    "search-item-again": Action("search --item 5, a later process", "<= 0.5 s", "(new)", search_item_again),
+    "locate-present-again": Action("locate item 5, a later process", "<= 0.5 s", "(new)", locate_present_again),
     "search-query": Action("search --query-file, cold", "no growth", "0.29 s / 0.29 s", search_query_file),
     "recall": Action("recall --sample 100 --search-exp 1,2,4,8", "2M <= 8 s, <= 500 MB",
                      "1.90 s 254 MB / 15.8 s 1,399 MB", recall),
