@@ -61,6 +61,21 @@ def test_a_pack_keeps_documents_and_absences_and_skips_a_torn_record() -> None:
     assert StoreCache("remote:http://y", "fp").pack(DOCUMENTS) == {}
 
 
+def test_a_damaged_record_is_a_miss_and_never_misread_while_the_others_are_served() -> None:
+    cache = StoreCache("remote:http://d", "fp")
+    for key, value in (("a", b"first"), ("b", b"second"), ("c", b"third")):
+        cache.add(DOCUMENTS, key, value)
+    data = bytearray(cache.path(DOCUMENTS).read_bytes())
+    data[data.index(b"second")] ^= 0xFF  # b's value damaged, its framing intact
+    cache.path(DOCUMENTS).write_bytes(bytes(data))
+    again = StoreCache("remote:http://d", "fp").pack(DOCUMENTS)
+    assert "b" not in again and again.get("b") is None
+    assert again == {"a": b"first", "c": b"third"} and len(again) == 2
+    data[data.index(b"\x01\x00\x00\x00\x06")] = 2  # b's key length wrong: it and what follows misframed
+    cache.path(DOCUMENTS).write_bytes(bytes(data))
+    assert StoreCache("remote:http://d", "fp").pack(DOCUMENTS) == {"a": b"first"}
+
+
 def test_the_budget_evicts_the_least_recently_used_entries_first(small_budget) -> None:
     caches = [StoreCache(f"local:/index{i}", "fp") for i in range(3)]
     for i, cache in enumerate(caches):
