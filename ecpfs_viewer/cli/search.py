@@ -219,8 +219,8 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _finish_item_map(reader: IndexReader, args: argparse.Namespace) -> int:
-    """After the answer of a search by item: the rest of the item map, so that the next process
-    finds the item without reading item_ids."""
+    """After the answer of a lookup by item (search --item, locate): the rest of the item map, so
+    that the next process finds any item without reading item_ids."""
     if args.item is not None:
         sys.stdout.flush()
         reader.finish_item_map()
@@ -403,7 +403,5 @@ def _locate(args: argparse.Namespace) -> int:
     if location is None:
         reader = open_index(args)
         location = reader.locate(args.item)
-    print(json.dumps(location.to_dict(), indent=2) if args.json else location.describe(), flush=True)
-    if reader is not None:
-        reader.finish_item_map()  # after the answer: what lets the next process answer at once
-    return EXIT_OK
+    print(json.dumps(location.to_dict(), indent=2) if args.json else location.describe())
+    return EXIT_OK if reader is None else _finish_item_map(reader, args)

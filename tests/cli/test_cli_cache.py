@@ -49,3 +49,23 @@ def test_check_of_a_url_prints_its_request_floor_and_asks_far_less_the_second_ti
     assert int(floor.group(1).replace(",", "")) == asked  # the floor counts what the server answered
     assert asked_again * 3 < asked
     assert first == second  # the same report
+
+
+def test_a_remote_lookup_stops_at_its_answer_and_a_local_one_reads_the_rest(capsys, tmp_path: Path) -> None:
+    pytest.importorskip("obstore", reason="obstore is part of the remote extra")
+    from index_factory import build_clustered_index
+
+    from ecpfs_viewer.model.search import IndexReader
+    from ecpfs_viewer.model.search.locate import LEAF_BATCH
+
+    index = build_clustered_index(tmp_path, 12_000, 4, target_cluster_items=8)
+    assert len(IndexReader(index).leaf_ids()) > 2 * LEAF_BATCH  # item 0 is found in the first batch
+
+    def saved_maps() -> list[Path]:
+        return [p for p in cache_root().rglob("*.item_map.npz")]
+
+    with remote_fixtures.serve_static(tmp_path) as (base, _):
+        assert run(capsys, "locate", f"{base}/idx.zarr", "0")[0] == 0
+    assert saved_maps() == []  # over a network the rest is not read after the answer: a request per leaf
+    assert run(capsys, "locate", str(index), "0")[0] == 0
+    assert len(saved_maps()) == 1  # locally it is, so the next process answers from it

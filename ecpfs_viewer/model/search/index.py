@@ -69,10 +69,11 @@ class IndexReader(NodeReader):
 
     def finish_item_map(self) -> None:
         """Read the item_ids a lookup stopped short of and save the whole map, so that a later
-        process answers any item from the cache folder; nothing when it is saved already or the
-        index has no fingerprint (nothing of it may be kept)."""
+        process answers any item from the cache folder; nothing when it is saved already, the
+        index has no fingerprint (nothing of it may be kept), or it is remote (a request per leaf:
+        tens of seconds at 40,000 leaves, more than the answer itself)."""
         with self._lock:
-            if self._map_saved or attach_cache(self.hierarchy) is None:
+            if self._map_saved or self.store.kind == "remote" or attach_cache(self.hierarchy) is None:
                 return
         self.locator.read_everything()
         self.keep_item_map()
