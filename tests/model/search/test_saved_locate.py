@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from command_runs import run, run_limited
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.search import IndexReader
@@ -19,7 +18,6 @@ from ecpfs_viewer.model.search.results import ItemIdRangeError, UnknownItemError
 from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, saved_location
 from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root
 
-REPO = Path(__file__).resolve().parents[3]
 # the CLI in a fresh process; prints its exit code and whether zarr was imported, after its output
 _LATER_PROCESS = """
 import sys
@@ -37,11 +35,7 @@ def index(tmp_path: Path) -> Path:
 def _cli(*argv: str, cache: Path | None = None) -> tuple[str, str]:
     """stdout and stderr of `ecpfs-viewer ARGV` in a new process (the test's cache folder, unless
     another is given)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    if cache is not None:
-        env["ECPFS_VIEWER_CACHE"] = str(cache)
-    done = subprocess.run([sys.executable, "-c", _LATER_PROCESS, *argv], capture_output=True, text=True,
-                          env=env, timeout=300, check=False)
+    done = run_limited(_LATER_PROCESS, *argv, env=None if cache is None else {"ECPFS_VIEWER_CACHE": str(cache)})
     return done.stdout, done.stderr
 
 
@@ -124,8 +118,6 @@ def test_only_a_local_folder_is_answered(index: Path, tmp_path: Path) -> None:
 
 
 def test_a_lookup_that_stopped_early_still_leaves_the_whole_map_for_the_next_process(index: Path, capsys) -> None:
-    from command_runs import run
-
     assert run(capsys, "locate", str(index), "0")[0] == 0  # found in the first leaves read
     assert saved_location(str(index), 2999) is not None  # the rest was read after the answer
     shutil.rmtree(cache_root())
