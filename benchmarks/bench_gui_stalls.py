@@ -362,6 +362,13 @@ def node_rows(level: TreeItem) -> list[TreeItem]:
     return [node for row in level.children for node in (row.children if row.ranged else [row])]
 
 
+def last_node_row(level: TreeItem) -> TreeItem:
+    """The last of node_rows(level), without walking 40,000 rows on every poll of a wait (that
+    walk, on the GUI thread every 5 ms, was itself a stall the meter counted)."""
+    last = level.children[-1]
+    return last.children[-1] if last.ranged else last
+
+
 def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: str, leaf_level: str,
            items: tuple[int, ...], reader: IndexReader) -> None:
     """The phases, each appended to results as it ends."""
@@ -377,7 +384,7 @@ def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: st
 
     def level_described() -> bool:
         item = model.item(model.index_for_path(leaf_level))
-        return item.state is LoadState.LISTED and idle(window) and bool(node_rows(item)[-1].detail)
+        return item.state is LoadState.LISTED and idle(window) and bool(last_node_row(item).detail)
 
     result = phase(meter, "", expand_level, level_described)
     nodes = node_rows(model.item(model.index_for_path(leaf_level)))
