@@ -20,7 +20,7 @@ from ecpfs_viewer.model.errors import transport_failure
 from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, natural_key
+from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, sorted_naturally
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_allocation
 
 DERIVED_NOTE = "tree derived from the index (index_root rows, node_ids), not listed: the server lists no folders"
@@ -86,7 +86,7 @@ def listing_note(h: Hierarchy) -> str | None:
 
 def derived_children(h: Hierarchy, path: str) -> list[Node]:
     """The children of path found from the index's own metadata and arrays, in natural order."""
-    return sorted(_derive(h, path), key=lambda node: natural_key(node.name))
+    return sorted_naturally(_derive(h, path), name=lambda node: node.name)
 
 
 def _derive(h: Hierarchy, path: str) -> list[Node]:

@@ -18,6 +18,7 @@ from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.histogram import histogram
+from ecpfs_viewer.model.interpreter import release_gradually
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
@@ -384,6 +385,7 @@ def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSum
         return replace(_empty_level(level, path, summary, (error(path, _unread_message(exc)),)),
                        subset=True, unread=describe_exception(exc))
     ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measure(nodes, leaf, summary, findings)
+    release_gradually(nodes)  # 40,000 parsed node documents: freed at once they hold the GUI up
     empty = [node for node in empty if h.node(node).kind is not NodeKind.ERROR]  # absent: no empty group
     order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
     common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
@@ -425,6 +427,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     expected_ids = "item_ids" if leaf else "node_ids" if leaf is not None else None
     read_node_arrays(h, nodes, expected_ids)
     ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measure(nodes, leaf, summary, findings)
+    release_gradually(nodes)  # 40,000 parsed node documents: freed at once they hold the GUI up
     if unread:
         first = min(unread)
         findings.append(error(path, f"{count_noun(len(unread), 'node')} of {len(nodes):,} could not be read "

@@ -22,7 +22,7 @@ from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import METADATA_KEYS, OpenedStore, join_key
 from ecpfs_viewer.model.storage.read_scope import drained_reads
 from ecpfs_viewer.model.zarrtree.documents import classify_v2, classify_v3, parse_details
-from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails, Node, NodeDetails, NodeKind, natural_key
+from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails, Node, NodeDetails, NodeKind, sorted_naturally
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
 
 
@@ -163,8 +163,8 @@ class Hierarchy:
             if transport_failure(exc) is not None:
                 raise Unanswered(f"{path or '/'}: could not be listed ({describe_exception(exc)})") from exc
             raise OSError(f"{path or '/'}: cannot list ({exc.strerror or exc})") from exc
-        candidates = sorted(((n, d) for n, d in entries if n not in METADATA_KEYS and d is not False),
-                            key=lambda e: natural_key(e[0]))
+        candidates = sorted_naturally(((n, d) for n, d in entries if n not in METADATA_KEYS and d is not False),
+                                      name=lambda e: e[0])
         nodes = self._probe_many([join_key(path, n) for n, _ in candidates], [d for _, d in candidates])
         with self._lock:
             self._keep_listing(path, nodes)
@@ -193,7 +193,7 @@ class Hierarchy:
     def loaded_paths(self) -> list[str]:
         """Every path already known (listed), for a filter that must not list the whole store."""
         with self._lock:
-            return sorted(self._nodes, key=natural_key)
+            return sorted_naturally(self._nodes, name=str)
 
     def refresh(self, path: str = "") -> None:
         """Forget everything cached at and below path so the next call re-reads the store."""

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from ecpfs_viewer.model.formatting import format_shape
 
@@ -36,6 +37,39 @@ def natural_key(name: str) -> tuple[Any, ...]:
     if simple:  # fast path for the common 'node_123': same key the general split gives
         return (simple.group(1).lower(), int(simple.group(2)), "")
     return tuple(int(part) if part.isdigit() else part.lower() for part in _NATURAL_RE.split(name))
+
+
+_T = TypeVar("_T")
+#: names from which sorted_naturally orders "prefix + number" names with numpy
+NUMPY_SORT_FROM = 2000
+
+
+def sorted_naturally(items: Iterable[_T], name: Callable[[_T], str]) -> list[_T]:
+    """items in the natural order of their names (as ``sorted`` with :func:`natural_key`, ties kept
+    in order). Sorting 40,000 key tuples is one C call that holds the interpreter lock for 100 ms
+    or more, with the window waiting; names that are one prefix and a number (a level's nodes) are
+    ordered by their numbers in numpy instead, in a millisecond."""
+    items = list(items)
+    keys = [natural_key(name(item)) for item in items]
+    order = _numbered_order(keys) if len(keys) >= NUMPY_SORT_FROM else None
+    if order is None:
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+    return [items[i] for i in order]
+
+
+def _numbered_order(keys: list[tuple[Any, ...]]) -> list[int] | None:
+    """The stable order of keys that all are (one prefix, a number, ""); None for any other."""
+    prefix = keys[0][0]
+    if any(len(key) != 3 or key[0] != prefix or key[2] != "" for key in keys):
+        return None
+    import numpy as np  # not at import: the path grammar loads without it
+
+    try:
+        numbers = np.array([key[1] for key in keys], dtype=np.int64)
+    except OverflowError:  # a number past int64: the tuples' own order
+        return None
+    order: list[int] = np.argsort(numbers, kind="stable").tolist()
+    return order
 
 
 
