@@ -9,7 +9,7 @@ for an item that was refreshed or closed since is dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -108,6 +108,11 @@ class HierarchyTreeModel(QAbstractItemModel):
         self._reveal: str | None = None
         self._marks = TreeMarks()
         self.large_group = LARGE_GROUP  # children from which a group shows them in ranges (ranges.py)
+        #: whether the rows under an item may be on screen (its row is expanded in the view); the
+        #: tree panel answers. Details that arrive for rows under a collapsed row need no
+        #: dataChanged: each one repaints the view, a thousand calls into Python that each wait
+        #: for the interpreter while workers run; the view asks for the rows when it shows them.
+        self.rows_shown: Callable[[TreeItem], bool] = lambda _owner: True
 
     # -- marks ----------------------------------------------------------------------------------
     def set_marks(self, layer: str, marks: Mapping[str, RowMark]) -> None:
@@ -168,6 +173,10 @@ class HierarchyTreeModel(QAbstractItemModel):
     # -- lookups ------------------------------------------------------------------------------
     def item(self, index: _Index) -> TreeItem:
         return index.internalPointer() if index.isValid() else self._root
+
+    def index_of(self, item: TreeItem, column: int = 0) -> QModelIndex:
+        """The index of a row object (a range row has its group's path: index_for_path finds the group)."""
+        return QModelIndex() if item is self._root else self.createIndex(item.row, column, item)
 
     def index_for_path(self, path: str, column: int = 0) -> QModelIndex:
         """The index of a loaded node (invalid when it has not been listed yet)."""
@@ -344,6 +353,8 @@ class HierarchyTreeModel(QAbstractItemModel):
         # QTreeView asks hasChildren of every row in it (a Python call each).
         for key, changed in rows.items():
             owner = parents[key]
+            if not self.rows_shown(owner):
+                continue
             first, last = owner.children[min(changed)], owner.children[max(changed)]
             self.dataChanged.emit(self.createIndex(first.row, 1, first), self.createIndex(last.row, 1, last),
                                   _DETAIL_ROLES)

@@ -69,6 +69,7 @@ class TreePanel(QWidget):
         self.tree_columns = TreeColumns(self.tree, "65,536 x 64  float32")
         self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
         self.tree_model.listing_finished.connect(self._on_listing_finished)
+        self.tree_model.rows_shown = self._rows_shown
         self.tree_model.path_revealed.connect(self._on_path_revealed)
         self.expand_action = QAction("&Expand Loaded", self)
         self.expand_action.triggered.connect(lambda _checked=False: self.expand_loaded())
@@ -113,6 +114,11 @@ class TreePanel(QWidget):
     def view_index(self, source: QModelIndex) -> QModelIndex:
         """A tree-model index as an index of what the view shows (the filter proxy while filtering)."""
         return self.proxy.mapFromSource(source) if self.tree.model() is self.proxy else source
+
+    def _rows_shown(self, owner: TreeItem) -> bool:
+        """Whether the rows under owner may be on screen: the top level, or owner's row expanded."""
+        index = self.tree_model.index_of(owner)
+        return not index.isValid() or self.tree.isExpanded(self.view_index(index))
 
     def _to_source(self, index: QModelIndex) -> QModelIndex:
         return self.proxy.mapToSource(index) if self.tree.model() is self.proxy else index
