@@ -102,6 +102,7 @@ class _Task:
 
     def run(self) -> None:
         scheduling.lower_thread_priority()
+        threading.current_thread().name = f"job {_job_name(self.fn, self.args)}"  # in logs and profilers
         try:
             self._run_in_turn()
         finally:
@@ -151,6 +152,13 @@ class _Task:
 def _name(fn: Callable[..., Any]) -> str:
     """A readable name of a job for the log ("Hierarchy.details", "partial(measured)")."""
     return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _job_name(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """The job's function, or the one it measures (``measured(store, validate, ...)``)."""
+    if getattr(fn, "__name__", None) == "measured" and len(args) > 1 and callable(args[1]):
+        return _name(args[1])
+    return _name(fn)
 
 
 class BackgroundRunner(QObject):
