@@ -27,7 +27,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
-from ecpfs_viewer.gui.runtime.collector import keep_long_lived
+from ecpfs_viewer.gui.runtime.collector import collection_deferred, keep_long_lived
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tree.marks import RowMark, TreeMarks
 from ecpfs_viewer.gui.tree.ranges import LARGE_GROUP, in_ranges
@@ -70,12 +70,13 @@ class Listing:
     __slots__ = ("by_path", "node", "rows", "wanted")
 
     def __init__(self, hierarchy: Hierarchy, owner: TreeItem, path: str, large: int = LARGE_GROUP) -> None:
-        self.node, children = list_children(hierarchy, path)
-        rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
-                for row, child in enumerate(children)]
-        self.by_path = {row.path: row for row in rows}
-        self.rows = in_ranges(owner, rows, large)  # the rows under owner: its children, or ranges of them
-        self.wanted = [child.path for child in children if needs_summary(child)]
+        with collection_deferred():  # the rows are frozen once linked in: no pass need walk them before
+            self.node, children = list_children(hierarchy, path)
+            rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
+                    for row, child in enumerate(children)]
+            self.by_path = {row.path: row for row in rows}
+            self.rows = in_ranges(owner, rows, large)  # the rows under owner: its children, or ranges of them
+            self.wanted = [child.path for child in children if needs_summary(child)]
 
 
 def detail_text(summary: NodeSummary) -> str:
