@@ -4,7 +4,7 @@ QTreeView lays out every row of an expanded group again on each insert, removal 
 it, with one ``index`` and one ``hasChildren`` call into Python per row: 40,000 rows under one
 expanded level cost a 200-400 ms pause each time, whatever the model does. So a group with more
 than :data:`LARGE_GROUP` children gets one row per :data:`RANGE_ROWS` of them ("node_0 …
-node_999"), each holding its children, as HDFView pages a large group and debuggers split a long
+249"), each holding its children, as HDFView pages a large group and debuggers split a long
 array: a layout walks the ranges and the rows of the ranges the user expanded, never the whole
 level. A range row stands for its group (its path is the group's: selecting it shows the level's
 page); every node row is still in the model's path map, so a reveal or a mark finds it, and
@@ -19,8 +19,10 @@ from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 
 #: children from which a group is shown in ranges
 LARGE_GROUP = 5000
-#: children per range
-RANGE_ROWS = 1000
+#: children per range: expanding one (a node revealed in it) lays out its rows, three calls into
+#: Python a row, each waiting for the interpreter while workers run (1,000 rows: 3,300 calls,
+#: 175-280 ms at 2M); 250 make 160 ranges of a 40,000-node level, about 900 calls either way
+RANGE_ROWS = 250
 
 
 def in_ranges(owner: TreeItem, rows: list[TreeItem], large: int = LARGE_GROUP,

@@ -331,7 +331,7 @@ def test_a_group_over_the_large_limit_shows_its_children_in_ranges(qtbot, model,
     """40,000 rows under one expanded group cost QTreeView a Python call or two per row on every
     layout: a large group shows ranges of its children, each holding them, found by path as before."""
     write_level(tmp_path / "big.zarr", 25)
-    model.large_group = 10  # ranges.RANGE_ROWS (1,000) a range; 25 nodes: one range
+    model.large_group = 10  # ranges.RANGE_ROWS (250) a range; 25 nodes: one range
     root = open_model(model, tmp_path / "big.zarr")
     fetch(qtbot, model, root)
     level = model.index(0, 0, root)
