@@ -30,7 +30,7 @@ from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.collector import collection_deferred, keep_long_lived
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tree.marks import RowMark, TreeMarks
-from ecpfs_viewer.gui.tree.ranges import LARGE_GROUP, in_ranges
+from ecpfs_viewer.gui.tree.ranges import LARGE_GROUP, in_ranges, range_tooltip
 from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.widgets.icons import kind_icon
 from ecpfs_viewer.model.ecpfs import forget_level_stats
@@ -276,6 +276,8 @@ class HierarchyTreeModel(QAbstractItemModel):
                 return item.error
             if item.placeholder:
                 return None
+            if item.ranged and item.children:
+                return range_tooltip(item)
             where = f"/{item.path}" if item.parent is not self._root else item.name
             marked = self._marks.tooltip(item.path)
             return f"{where}\n{marked}" if marked else where

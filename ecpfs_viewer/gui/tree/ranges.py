@@ -3,8 +3,8 @@
 QTreeView lays out every row of an expanded group again on each insert, removal or reset below
 it, with one ``index`` and one ``hasChildren`` call into Python per row: 40,000 rows under one
 expanded level cost a 200-400 ms pause each time, whatever the model does. So a group with more
-than :data:`LARGE_GROUP` children gets one row per :data:`RANGE_ROWS` of them ("node_0 …
-249"), each holding its children, as HDFView pages a large group and debuggers split a long
+than :data:`LARGE_GROUP` children gets one row per :data:`RANGE_ROWS` of them ("0 … 249",
+"250 … 499"), each holding its children, as HDFView pages a large group and debuggers split a long
 array: a layout walks the ranges and the rows of the ranges the user expanded, never the whole
 level. A range row stands for its group (its path is the group's: selecting it shows the level's
 page); every node row is still in the model's path map, so a reveal or a mark finds it, and
@@ -45,7 +45,16 @@ def in_ranges(owner: TreeItem, rows: list[TreeItem], large: int = LARGE_GROUP,
 
 
 def range_name(first: str, last: str) -> str:
-    """'node_1000 … 1999': the last name without the prefix both share, so the range fits the column."""
+    """'1000 … 1249' for node_1000 … node_1249: without the prefix both share, as debuggers name the
+    ranges of a long array, so the name fits a narrow tree pane (the tooltip gives the full names)."""
     prefix = re.match(r"\D*", first)
     shared = prefix.group() if prefix is not None else ""
-    return f"{first} … {last[len(shared):] if shared and last.startswith(shared) else last}"
+    if shared and last.startswith(shared):
+        return f"{first[len(shared):]} … {last[len(shared):]}"
+    return f"{first} … {last}"
+
+
+def range_tooltip(span: TreeItem) -> str:
+    """'/lvl_3: node_1000 … node_1249 (250 nodes)': the group a range row stands for, and its rows."""
+    first, last = span.children[0].name, span.children[-1].name
+    return f"/{span.path}: {first} … {last} ({len(span.children):,} rows)"
