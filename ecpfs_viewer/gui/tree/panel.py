@@ -38,10 +38,12 @@ class PendingReveal:
 
     expand: set[str] = field(default_factory=set)
     select: str | None = None
+    ranges: dict[str, set[str]] = field(default_factory=dict)  # group path -> names of its ranges to expand
 
     def clear(self) -> None:
         self.expand.clear()
         self.select = None
+        self.ranges.clear()
 
 
 class TreePanel(QWidget):
@@ -135,6 +137,17 @@ class TreePanel(QWidget):
         return [i.path for i in model.loaded_items()
                 if i.state is LoadState.LISTED and self.tree.isExpanded(self.view_index(model.index_for_path(i.path)))]
 
+    def _expanded_ranges(self, groups: list[str]) -> dict[str, set[str]]:
+        """The range rows expanded under each of groups (a range has its group's path, so
+        expanded_paths cannot name it), by name: a group listed again gets the same ranges."""
+        model, found = self.tree_model, {}
+        for path in groups:
+            names = {row.name for row in model.item(model.index_for_path(path)).children
+                     if row.ranged and self.tree.isExpanded(self.view_index(model.index_of(row)))}
+            if names:
+                found[path] = names
+        return found
+
     # -- selecting and expanding ----------------------------------------------------------------
     def select_source_index(self, source: QModelIndex) -> None:
         index = self.view_index(source)
@@ -175,6 +188,7 @@ class TreePanel(QWidget):
         prefix = item.path + "/" if item.path else ""
         expanded = [path for path in self.expanded_paths() if path == item.path or path.startswith(prefix)]
         self.pending.expand = set(expanded) | {item.path}
+        self.pending.ranges = self._expanded_ranges(expanded)
         self.pending.select = selected if (selected == item.path or selected.startswith(prefix)) else None
         self.tree_model.refresh(self.tree_model.index_for_path(item.path))
         if self.pending.select == item.path:
@@ -215,6 +229,10 @@ class TreePanel(QWidget):
             if self.tree_model.is_loaded(wanted):
                 self.pending.expand.discard(wanted)
                 self.tree.expand(self.view_index(self.tree_model.index_for_path(wanted)))
+        ranges = self.pending.ranges.pop(path, set())
+        for row in listed.children if ranges else []:
+            if row.ranged and row.name in ranges:
+                self.tree.expand(self.view_index(self.tree_model.index_of(row)))
         target = self.pending.select
         if target is not None and self.tree_model.is_loaded(target):
             self.pending.select = None

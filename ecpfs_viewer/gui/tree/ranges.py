@@ -55,6 +55,6 @@ def range_name(first: str, last: str) -> str:
 
 
 def range_tooltip(span: TreeItem) -> str:
-    """'/lvl_3: node_1000 … node_1249 (250 nodes)': the group a range row stands for, and its rows."""
+    """'/lvl_3: node_1000 … node_1249 (250 rows)': the group a range row stands for, and its rows."""
     first, last = span.children[0].name, span.children[-1].name
     return f"/{span.path}: {first} … {last} ({len(span.children):,} rows)"

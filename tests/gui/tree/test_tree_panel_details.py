@@ -65,3 +65,18 @@ def test_details_of_rows_on_screen_are_repainted_as_they_arrive(qtbot, panel, tm
     assert rows_changed >= set(range(12))
     level = panel.view_index(panel.tree_model.index_for_path("lvl_1"))
     assert panel.tree.model().index(3, 1, level).data() == "4 rows"
+
+
+def test_a_refresh_expands_again_the_ranges_that_were_expanded(qtbot, panel, tmp_path):
+    model = panel.tree_model
+    model.large_group = 10
+    open_level(qtbot, panel, tmp_path / "big.zarr", 300)  # ranges 0 … 249 and 250 … 299
+    view = panel.tree.model()
+    level = panel.view_index(model.index_for_path("lvl_1"))
+    assert [view.index(r, 0, level).data() for r in range(view.rowCount(level))] == ["0 … 249", "250 … 299"]
+    panel.tree.expand(view.index(1, 0, level))
+    panel.refresh(model.item(model.index_for_path("lvl_1")))
+    qtbot.waitUntil(lambda: model.is_loaded("lvl_1") and not model.is_busy(), timeout=10000)
+    level = panel.view_index(model.index_for_path("lvl_1"))
+    assert panel.tree.isExpanded(level)
+    assert [panel.tree.isExpanded(view.index(r, 0, level)) for r in range(2)] == [False, True]
