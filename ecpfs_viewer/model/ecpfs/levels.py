@@ -385,7 +385,6 @@ def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSum
         return replace(_empty_level(level, path, summary, (error(path, _unread_message(exc)),)),
                        subset=True, unread=describe_exception(exc))
     ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measure(nodes, leaf, summary, findings)
-    release_gradually(nodes)  # 40,000 parsed node documents: freed at once they hold the GUI up
     empty = [node for node in empty if h.node(node).kind is not NodeKind.ERROR]  # absent: no empty group
     order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
     common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
