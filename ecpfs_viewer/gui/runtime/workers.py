@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
 
 from ecpfs_viewer.gui.runtime import scheduling
+from ecpfs_viewer.gui.runtime.action_cost import measured
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.tasks import Cancelled, CancelToken, TaskError
 
@@ -156,7 +157,7 @@ def _name(fn: Callable[..., Any]) -> str:
 
 def _job_name(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
     """The job's function, or the one it measures (``measured(store, validate, ...)``)."""
-    if getattr(fn, "__name__", None) == "measured" and len(args) > 1 and callable(args[1]):
+    if fn is measured and len(args) > 1 and callable(args[1]):
         return _name(args[1])
     return _name(fn)
 
