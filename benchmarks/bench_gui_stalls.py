@@ -30,14 +30,15 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import faulthandler
 import os
 import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -121,18 +122,13 @@ class StallMeter:
             self.explained.append((gap, samples))
 
     def _sample(self) -> None:
-        # faulthandler reads the stacks in C: sys._current_frames() from another thread can crash
-        # CPython 3.11 while the GUI thread is between frames
-        with tempfile.TemporaryFile("w+") as out:
-            while self._sampling.is_set():
-                time.sleep(0.02)
-                if time.perf_counter() - self._last < 0.04:
-                    continue
-                out.seek(0)
-                out.truncate()
-                faulthandler.dump_traceback(out, all_threads=True)
-                out.seek(0)
-                self._samples.append(_gui_stack(out.read()))
+        # sys._current_frames() copies the frames under the interpreter lock; faulthandler's dump
+        # reads other threads' frames without it and crashed CPython 3.13 at 2M (SIGSEGV)
+        while self._sampling.is_set():
+            time.sleep(0.02)
+            if time.perf_counter() - self._last < 0.04:
+                continue
+            self._samples.append(_gui_stack(sys._current_frames(), self._gui_thread))
 
     @property
     def longest(self) -> float:
@@ -147,28 +143,20 @@ class StallMeter:
         return sum(1 for gap in self.gaps if gap > limit)
 
 
-def _gui_stack(dump: str) -> str:
-    """The GUI thread's innermost frames from a faulthandler dump, on one line, and the innermost
-    frame of every other thread that is running Python (it may hold the GIL the GUI waits for)."""
+def _gui_stack(frames: dict[int, FrameType], gui_thread: int) -> str:
+    """The GUI thread's innermost frames on one line, and the innermost frames of every other
+    thread that is running Python (it may hold the interpreter lock the GUI waits for)."""
+    me = threading.get_ident()
     gui, others = "(not in Python code)", []
-    for block in dump.split("\n\n"):
-        if "(most recent call first)" not in block:
+    for ident, frame in frames.items():
+        stack = [(Path(f.filename).stem, f.name, f.lineno) for f in reversed(traceback.extract_stack(frame))]
+        if ident == me or not stack:
             continue
-        lines = [line.strip() for line in block.splitlines()[1:] if line.strip().startswith("File")]
-        if not lines or "_sample" in lines[0]:
-            continue
-        if any("bench_gui_stalls.py" in line and "wait_until" in line for line in lines):
-            gui = " < ".join(_frame(line) for line in lines[:8])
-        elif not any(idle in lines[0] for idle in ("threading.py", "queue.py", "thread.py", "selectors.py")):
-            others.append(" < ".join(_frame(line) for line in lines[:3]))
+        if ident == gui_thread:
+            gui = " < ".join(f"{stem}:{name}:{line}" for stem, name, line in stack[:8])
+        elif stack[0][0] not in ("threading", "queue", "thread", "selectors"):
+            others.append(" < ".join(f"{stem}:{name}:{line}" for stem, name, line in stack[:3]))
     return gui + "".join(f"\n        other thread: {other}" for other in sorted(others))
-
-
-def _frame(line: str) -> str:
-    # 'File "/x/y/z.py", line 12 in name' -> 'z:name:12'
-    path, rest = line[len('File "'):].split('", line ', 1)
-    number, _, name = rest.partition(" in ")
-    return f"{Path(path).stem}:{name}:{number}"
 
 
 #: phases left out (--skip)
