@@ -39,8 +39,10 @@ MAX_WORKER_THREADS = 6
 #: how much nicer than the GUI thread worker threads run (nice values end at 19)
 WORKER_NICENESS = 10
 MOST_NICE = 19
-#: seconds a thread may hold the GIL while another waits for it (Python's default is 5 ms)
-GIL_SWITCH_INTERVAL_S = 0.001
+#: seconds a thread may hold the GIL while another waits for it (Python's default is 5 ms). The GUI
+#: thread takes the interpreter once per call from Qt into Python, over a thousand in one repaint of
+#: the tree, and waits up to this long for each while a worker runs Python: so it is tiny
+GIL_SWITCH_INTERVAL_S = 0.00002
 
 
 @dataclass(frozen=True)
