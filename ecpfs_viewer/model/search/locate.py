@@ -227,13 +227,38 @@ class _Run:
 def stable_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.argsort(keys, kind="stable")`` and the keys in that order, in the time of the fast sort
     when the keys are unique (every sort gives unique keys the same order; only equal keys need
-    the stable one)."""
+    the stable one), and with no sort at all when they are also dense (item ids 0..N-1)."""
+    placed = _placed_by_value(keys)
+    if placed is not None:
+        return placed
     order = np.argsort(keys)
     ranked = keys[order]
     if len(ranked) > 1 and bool((ranked[1:] == ranked[:-1]).any()):
         order = np.argsort(keys, kind="stable")
         ranked = keys[order]
     return order, ranked
+
+
+#: Keys spanning fewer than this many values per key are placed by value (a table of the span).
+DENSE_SPAN_PER_KEY = 2
+
+
+def _placed_by_value(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The sorted order of unique keys that span few values, each put in its slot of a table of the
+    span: a few linear passes instead of a sort. None for keys that repeat or spread wide."""
+    n = len(keys)
+    if n < 1024:
+        return None
+    low, high = int(keys.min()), int(keys.max())
+    if high - low >= DENSE_SPAN_PER_KEY * n:
+        return None
+    slot = np.full(high - low + 1, -1, np.int64)
+    slot[keys - low] = np.arange(n, dtype=np.int64)  # a repeated key leaves a slot unfilled
+    filled = slot >= 0
+    order = slot[filled]
+    if len(order) != n:
+        return None
+    return order, (np.flatnonzero(filled) + low).astype(keys.dtype, copy=False)
 
 
 class ItemLocator:

@@ -12,7 +12,7 @@ import zarr
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.search import IndexReader, UnknownItemError
 from ecpfs_viewer.model.search import locate as locate_module
-from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap, stable_order
+from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap, _placed_by_value, stable_order
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +87,20 @@ def test_a_duplicated_id_in_one_batch_answers_with_its_first_leaf(index: Path, t
 
 def test_stable_order_sorts_like_the_stable_sort() -> None:
     rng = np.random.default_rng(5)
-    for keys in (rng.permutation(1000), rng.integers(0, 50, 1000), np.array([], np.int64), np.array([3])):
+    dense = rng.permutation(5000).astype(np.int64)  # placed by value, no sort
+    gaps = rng.choice(9000, 5000, replace=False).astype(np.int64) - 4500  # negative ids, some gaps
+    repeated = dense.copy()
+    repeated[4000] = repeated[17]
+    wide = rng.choice(1 << 40, 5000, replace=False).astype(np.int64)
+    extremes = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, *range(2000)], np.int64)
+    for keys in (rng.permutation(1000), rng.integers(0, 50, 1000), np.array([], np.int64), np.array([3]),
+                 dense, gaps, repeated, wide, extremes):
         order, ranked = stable_order(keys)
         assert order.tolist() == np.argsort(keys, kind="stable").tolist()
         assert ranked.tolist() == np.sort(keys).tolist()
+        assert ranked.dtype == keys.dtype
+    assert _placed_by_value(dense) is not None and _placed_by_value(gaps) is not None  # no sort
+    assert _placed_by_value(repeated) is None and _placed_by_value(wide) is None  # sorted
 
 
 @pytest.mark.parametrize("bad", [
