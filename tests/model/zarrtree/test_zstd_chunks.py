@@ -95,3 +95,18 @@ def test_threads_decode_at_once_each_with_its_own_context() -> None:
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+def test_a_frame_that_outgrows_the_size_it_declares_is_stopped_at_that_size() -> None:
+    """A header that lies (8 KiB declared, 32 MiB of zeros inside) is refused while decoding, not
+    after the whole content was made: the numcodecs path then fails it in its fixed buffer."""
+    real = zstandard.ZstdCompressor(write_content_size=True).compress(b"\0" * (32 << 20))
+    descriptor = real[4]
+    single, dict_flag, size_flag = (descriptor >> 5) & 1, descriptor & 3, descriptor >> 6
+    start = 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag]
+    width = (1 if single else 0, 2, 4, 8)[size_flag]
+    lying = real[:start] + (8192).to_bytes(width, "little") + real[start + width:]
+    assert zstandard.frame_content_size(lying) == 8192
+    assert _one_declared_frame(lying) is None
+    with pytest.raises(RuntimeError):
+        ZstdChunks().decode(lying)
