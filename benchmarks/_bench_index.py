@@ -50,7 +50,7 @@ def bench_index_path(progress: bool = True, rows: int = ROWS, in_child: bool = T
     if index.is_dir() and stamp.is_file() and json.loads(stamp.read_text()) == _stamp(rows):
         return index
     if in_child:
-        subprocess.run([sys.executable, __file__, str(rows), "--quiet" if not progress else "--progress"],
+        subprocess.run([sys.executable, __file__, str(rows), *([] if progress else ["--quiet"])],
                        check=True, stdout=subprocess.DEVNULL)
         return index
     from ecpfs_viewer.model.build.builder import BuildParams, build_index
