@@ -12,10 +12,10 @@ internal, and 3.4 removed the ``get_chunk_spec`` that made one), so: the common 
 then zstd, gzip or blosc, what ecpfs indexes use) are decoded with the numcodecs codecs zarr itself
 uses for them, built from the metadata (zstd with a context kept per thread: ``zstd_chunks``);
 any other chain by putting the chunks side by side, along the first axis, in an in-memory array
-of that layout, read back with one ``getitem``. Arrays the
-batch path does not cover (Zarr v2, sharding, irregular grids, scalars, documents zarr refuses)
-are read through the Hierarchy's own arrays, all at once on the model's event loop. The read caps
-of ``read_guard`` apply to every array before anything is allocated or fetched.
+of that layout, read back with one ``getitem``. Arrays the batch path does not cover (Zarr v2,
+sharding, irregular grids, scalars, documents zarr refuses) are read through the Hierarchy's own
+arrays, all at once on the model's event loop. The read caps of ``read_guard`` apply to every
+array before anything is allocated or fetched.
 """
 
 
