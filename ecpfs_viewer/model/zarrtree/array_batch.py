@@ -396,11 +396,13 @@ def _parse(path: str, document: dict[str, Any]) -> _Template | None:
 
 # the bytes-to-bytes codecs zarr-python runs through numcodecs (zarr.codecs.ZstdCodec, GzipCodec,
 # BloscCodec wrap these very classes; zstd with a context kept per thread); decoding needs no
-# parameter the stream does not carry
-_NUMCODECS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "zstd": lambda config: ZstdChunks(level=int(config.get("level", 0))),
-    "gzip": lambda config: numcodecs.GZip(level=int(config.get("level", 5))),
-    "blosc": lambda config: numcodecs.Blosc(),
+# parameter the stream does not carry. Each is made from its configuration and, for the codec next
+# to ``bytes``, the size its output must have (the chunk's): zstd refuses a frame declaring more
+# before decoding it (numcodecs' GZip and Blosc take no such bound)
+_NUMCODECS: dict[str, Callable[[dict[str, Any], int | None], Any]] = {
+    "zstd": lambda config, decoded: ZstdChunks(level=int(config.get("level", 0)), decoded_bytes=decoded),
+    "gzip": lambda config, _decoded: numcodecs.GZip(level=int(config.get("level", 5))),
+    "blosc": lambda config, _decoded: numcodecs.Blosc(),
 }
 
 
@@ -433,16 +435,16 @@ def _numcodecs_decoder(codecs: list[Any], dtype: np.dtype[Any], chunk_shape: tup
     if endian not in ("little", "big"):
         return None
     stored = dtype.newbyteorder("<" if endian == "little" else ">") if dtype.itemsize > 1 else dtype
+    expected = math.prod(chunk_shape) * dtype.itemsize
     steps = []
-    for codec in codecs[1:]:
+    for position, codec in enumerate(codecs[1:]):
         make = _NUMCODECS.get(str(codec.get("name"))) if isinstance(codec, dict) else None
         if make is None:
             return None
         try:
-            steps.append(make(codec.get("configuration") or {}))
+            steps.append(make(codec.get("configuration") or {}, expected if position == 0 else None))
         except (TypeError, ValueError):  # an odd configuration: zarr's own path says what is wrong
             return None
-    expected = math.prod(chunk_shape) * dtype.itemsize
     last = steps[0] if steps and SCRATCH_MIN_BYTES <= expected <= SCRATCH_CHUNK_BYTES else None  # gives the bytes
 
     def decode(raw: bytes, extent: tuple[int, ...]) -> np.ndarray:

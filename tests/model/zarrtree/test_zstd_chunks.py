@@ -8,6 +8,7 @@ error the batch reader then gives (numcodecs 0.14 refuses the first two, as zarr
 from __future__ import annotations
 
 import threading
+import tracemalloc
 from pathlib import Path
 
 import numcodecs
@@ -110,3 +111,41 @@ def test_a_frame_that_outgrows_the_size_it_declares_is_stopped_at_that_size() ->
     assert _one_declared_frame(lying) is None
     with pytest.raises(RuntimeError):
         ZstdChunks().decode(lying)
+
+
+def _declaring(nbytes: int) -> bytes:
+    """One zstd frame that declares and holds nbytes (of ones): a few KiB stored."""
+    return zstandard.ZstdCompressor(write_content_size=True).compress(b"\1" * nbytes)
+
+
+def test_a_frame_declaring_more_than_the_chunk_is_refused_before_it_is_decoded() -> None:
+    frame = _declaring(32 << 20)
+    assert ZstdChunks(decoded_bytes=32 << 20).decode(frame) == b"\1" * (32 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"declares 33,554,432 decoded bytes, expected 1,200; not decoded"):
+            ZstdChunks(decoded_bytes=1200).decode(frame)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+@pytest.mark.parametrize("rows", [300, 32_768])  # decoded to a new object; into the scratch buffer first
+def test_a_stored_chunk_declaring_far_more_than_its_array_fails_naming_it_without_decoding(
+        tmp_path: Path, rows: int) -> None:
+    path = tmp_path / "s.zarr"
+    root = zarr.open_group(path, mode="w", zarr_format=3)
+    root.create_array("ids", shape=(rows,), dtype="uint32", chunks=(rows,), compressors=[ZstdCodec()],
+                      fill_value=0)[...] = np.arange(rows, dtype="uint32")
+    (path / "ids/c/0").write_bytes(_declaring(64 << 20))
+    reader = ArrayBatchReader(Hierarchy(open_store(path)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArrayReadError,
+                           match=rf"ids/c/0 .*declares 67,108,864 decoded bytes, expected {rows * 4:,}; not decoded"):
+            reader.read(["ids"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
