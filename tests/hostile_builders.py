@@ -117,6 +117,40 @@ def giant_shard_index(store: Path, path: str = "rep_embeddings") -> None:
     document_path.write_text(json.dumps(document))
 
 
+def sharded_leaf(store: Path, path: str = NODE, *, shards: tuple[int, ...] | None = None,
+                 compressed: bool = False) -> Path:
+    """The array at path rewritten as one shard of inner chunks of one row (the whole array, or
+    `shards` rows x columns when given: a larger shard is read in part); the shard file's path."""
+    values = zarr.open_array(store / path, mode="r")[...]
+    shutil.rmtree(store / path)
+    array = zarr.create_array(store / path, shape=values.shape, dtype=values.dtype, chunks=(1, values.shape[1]),
+                              shards=shards or values.shape, **({} if compressed else {"compressors": None}))
+    array[...] = values
+    return store / path / "c" / "0" / "0"
+
+
+def set_shard_entry(shard: Path, entries: int, entry: int, offset: int, length: int) -> None:
+    """Overwrite entry `entry` of the index of `entries` at the end of a shard (bytes then crc32c,
+    zarr's default) with (offset, length), and its checksum to match: only the entry is wrong."""
+    import google_crc32c
+
+    data = bytearray(shard.read_bytes())
+    start = len(data) - 16 * entries - 4
+    struct.pack_into("<QQ", data, start + 16 * entry, offset, length)
+    struct.pack_into("<I", data, len(data) - 4, google_crc32c.value(bytes(data[start:len(data) - 4])))
+    shard.write_bytes(bytes(data))
+
+
+#: Damaged shard index entries: (offset, length) given the shard's size
+SHARD_DAMAGE: dict[str, Callable[[int], tuple[int, int]]] = {
+    "past-the-end": lambda size: (9_000, 1_024),
+    "wraps-2-64": lambda size: (2**64 - 8, 16),
+    "overlaps-the-index": lambda size: (size - 20, 8),
+    "zero-length": lambda size: (0, 0),
+    "half-empty": lambda size: (2**64 - 1, 8),
+}
+
+
 # -- the catalogue: every broken copy of two_clusters, every hostile file -------------------------
 def _shape(path: str, shape: list[Any], chunks: list[int] | None = None) -> Callable[[Path], None]:
     return lambda store: set_shape(store, path, shape, chunks)

@@ -109,6 +109,9 @@ def _open_zarr_array(store_path: Path, inner: str | None) -> tuple[zarr.Array[An
     import zarr
 
     from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
+    from ecpfs_viewer.model.zarrtree.checked_sharding import use_checked_sharding
+
+    use_checked_sharding()  # a sharded input's shard indexes are checked as for every other read
 
     label = f"{store_path}#{inner}" if inner else str(store_path)
     if not store_path.exists():
