@@ -4,6 +4,7 @@ reports to it, and raw reads of local files (faster than any event loop for many
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import stat
 import threading
@@ -19,7 +20,7 @@ from zarr.buffer import default_buffer_prototype
 from zarr.storage import LocalStore, MemoryStore, WrapperStore
 
 from ecpfs_viewer.model.errors import TransportError, UserError
-from ecpfs_viewer.model.formatting import count_noun, format_bytes
+from ecpfs_viewer.model.formatting import count_noun, format_bytes, format_value
 from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache
@@ -392,20 +393,28 @@ def read_file(path: str) -> bytes | None:
 
 
 def read_file_range(path: str, byte_range: ByteRequest) -> bytes | None:
-    """A byte range of a local regular file (clipped to its size), or None when it does not exist."""
+    """A byte range of a local regular file, or None when it does not exist; a range past its end
+    is refused (UnreadableFile), never answered short. All of it is read, or the file changed while
+    read (refused too)."""
     opened = _open_regular(path)
     if opened is None:
         return None
     fd, size = opened
     try:
-        start, stop = bounds(byte_range, size)
+        start, stop = range_within(path, byte_range, size)
         check_size(path, path, stop - start, "the requested range")
         os.lseek(fd, start, os.SEEK_SET)  # not os.pread: Windows has none
         parts = []
+        wanted = stop - start
         while start < stop and (block := os.read(fd, stop - start)):
             parts.append(block)
             start += len(block)
-        return b"".join(parts)
+        data = b"".join(parts)
+        if len(data) != wanted:
+            raise UnreadableFile(path, f"{format_value(wanted, grouped=True)} bytes asked for, "
+                                       f"{format_value(len(data), grouped=True)} there: the file shrank while read; "
+                                       "could not be read")
+        return data
     except IsADirectoryError:
         return None
     finally:
@@ -421,6 +430,44 @@ def bounds(byte_range: ByteRequest, size: int) -> tuple[int, int]:
     if isinstance(byte_range, SuffixByteRequest):
         return max(0, size - byte_range.suffix), size
     raise unexpected_range(byte_range)
+
+
+def range_within(where: str, byte_range: ByteRequest, size: int) -> tuple[int, int]:
+    """[start, stop) of a byte request that lies within an object of `size` bytes; a request that
+    reaches past its end (or asks for more of its tail than there is) is refused with UnreadableFile
+    naming it: a short or empty answer would be taken for what is stored."""
+    n = functools.partial(format_value, grouped=True)
+    if isinstance(byte_range, RangeByteRequest):
+        if byte_range.end < byte_range.start:
+            raise UnreadableFile(where, f"bytes {n(byte_range.start)}–{n(byte_range.end)} asked for, an empty range "
+                                        "ending before it starts; could not be read")
+        if byte_range.end > size:
+            raise UnreadableFile(where, f"bytes {n(byte_range.start)}–{n(byte_range.end)} asked for, past the end of "
+                                        f"the {n(size)}-byte file; could not be read")
+    elif isinstance(byte_range, OffsetByteRequest) and byte_range.offset > size:
+        raise UnreadableFile(where, f"bytes from {n(byte_range.offset)} asked for, past the end of the {n(size)}-byte "
+                                    "file; could not be read")
+    elif isinstance(byte_range, SuffixByteRequest) and byte_range.suffix > size:
+        raise UnreadableFile(where, f"the last {n(byte_range.suffix)} bytes asked for, of a {n(size)}-byte file; "
+                                    "could not be read")
+    return bounds(byte_range, size)
+
+
+def check_answer(where: str, byte_range: ByteRequest | None, answered: int) -> None:
+    """Refuse (UnreadableFile) an answer shorter than the bounded range asked for: the object ends
+    before it (or changed while read), and a short answer would be taken for what is stored."""
+    if isinstance(byte_range, RangeByteRequest):
+        wanted = max(0, byte_range.end - byte_range.start)
+    elif isinstance(byte_range, SuffixByteRequest):
+        wanted = byte_range.suffix
+    else:
+        return
+    if answered < wanted:
+        n = functools.partial(format_value, grouped=True)
+        asked = (f"bytes {n(byte_range.start)}–{n(byte_range.end)}" if isinstance(byte_range, RangeByteRequest)
+                 else f"the last {n(wanted)} bytes")
+        raise UnreadableFile(where, f"{asked} asked for, {n(answered)} answered: the object ends before them; "
+                                    "could not be read")
 
 
 def unexpected_range(byte_range: object) -> TypeError:

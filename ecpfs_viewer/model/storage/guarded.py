@@ -24,8 +24,9 @@ from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.counted_io import (
     ReadingWrapper,
     UnreadableFile,
-    bounds,
+    check_answer,
     check_size,
+    range_within,
     read_file,
     read_file_range,
 )
@@ -87,14 +88,17 @@ class GuardedZipStore(ReadingWrapper[ZipStore]):
         if info is None or info.is_dir():
             return None
         where = f"{self.path}#{key}"
-        start, stop = (0, info.file_size) if byte_range is None else bounds(byte_range, info.file_size)
+        start, stop = (0, info.file_size) if byte_range is None else range_within(where, byte_range, info.file_size)
         # seeking inside a compressed member decompresses everything before the range
         needed = stop - start if info.compress_type == zipfile.ZIP_STORED else info.file_size
         check_size(where, key, needed, "the member, uncompressed as the zip declares,")
         try:
-            return await self._store.get(key, prototype, byte_range)
+            found = await self._store.get(key, prototype, byte_range)
         except _MEMBER_ERRORS as exc:
             raise UnreadableFile(where, f"damaged zip member ({describe_exception(exc)})") from exc
+        if found is not None:
+            check_answer(where, byte_range, len(found))  # a member shorter than the archive declares
+        return found
 
     async def get_partial_values(self, prototype: BufferPrototype,
                                  key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:

@@ -34,6 +34,7 @@ from ecpfs_viewer.model.storage.counted_io import (
     ReadingWrapper,
     UnreadableFile,
     cap_for,
+    check_answer,
     check_size,
     too_large,
     unexpected_range,
@@ -326,20 +327,29 @@ class BoundedStore(ReadingWrapper[Store]):
         from the answer's headers, before its body is read (UnreadableFile, as for a local file)."""
         _refuse_long_range(self.where(key), key, byte_range)
         try:
-            return await self._call(key, lambda attempt: self._get_capped(key, prototype, byte_range, attempt))
+            found = await self._call(key, lambda attempt: self._get_capped(key, prototype, byte_range, attempt))
         except RemoteError as exc:
             if byte_range is None or type(exc.__cause__).__name__ != "NotSupportedError":
                 raise
-        # A server that ignores Range headers (python's http.server, some static hosts): cut the
-        # requested bytes from the whole object.
-        whole = await self._call(key, lambda attempt: self._get_capped(key, prototype, None, attempt))
-        return None if whole is None else _cut(whole, byte_range)
+            # A server that ignores Range headers (python's http.server, some static hosts): cut the
+            # requested bytes from the whole object.
+            whole = await self._call(key, lambda attempt: self._get_capped(key, prototype, None, attempt))
+            found = None if whole is None else _cut(whole, byte_range)
+        if found is not None:
+            check_answer(self.where(key), byte_range, len(found))  # past the end: refused, never answered short
+        return found
 
     async def _get_capped(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None,
                           attempt: int) -> Buffer | None:
         inner = getattr(self._store, "store", None)  # the obstore client under zarr's ObjectStore
         if inner is None or isinstance(byte_range, RangeByteRequest | SuffixByteRequest):
-            found = await self._store.get(key, prototype, byte_range)  # a bounded length, checked before
+            try:
+                found = await self._store.get(key, prototype, byte_range)  # a bounded length, checked before
+            except OverflowError as exc:  # zarr's ObjectStore asks from a negative start for a suffix past the start
+                if not isinstance(byte_range, SuffixByteRequest):
+                    raise
+                raise UnreadableFile(self.where(key), f"the last {byte_range.suffix:,} bytes asked for, more than the "
+                                                      "object holds; could not be read") from exc
             if found is not None:
                 check_size(self.where(key), key, len(found), "the object")
             return found

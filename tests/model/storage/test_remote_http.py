@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import remote_fixtures
+from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
 from ecpfs_viewer.model.ecpfs.derived_listing import (
@@ -17,6 +18,7 @@ from ecpfs_viewer.model.ecpfs.derived_listing import (
     listing_note,
 )
 from ecpfs_viewer.model.search import IndexReader, SearchParams
+from ecpfs_viewer.model.storage.counted_io import UnreadableFile
 from ecpfs_viewer.model.storage.opening import OpenedStore, StoreOpenError, open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote import (
@@ -142,3 +144,17 @@ def test_a_body_cut_short_is_named_as_such(two_clusters_path: Path) -> None:
     assert isinstance(found, RemoteTimeoutError) and found.retryable, found
     assert str(found) == (f"{url}/two_clusters.zarr/zarr.json: the connection closed before the whole object "
                           "arrived; retry")  # named as a cut, not waited out as a timeout
+
+
+@pytest.mark.parametrize("request_kind", ["range", "suffix"])
+def test_a_range_past_the_end_of_a_remote_object_is_refused_naming_it(static_http_url: str, two_clusters_path: Path,
+                                                                       request_kind: str) -> None:
+    """Issue 34: a server answers a range past an object's end short (or with the whole object when
+    it ignores Range): refused, naming the object, never taken for what is stored."""
+    size = (two_clusters_path / "zarr.json").stat().st_size
+    opened = open_store(f"{static_http_url}/two_clusters.zarr")
+    asked = RangeByteRequest(size - 2, size + 50) if request_kind == "range" else SuffixByteRequest(size + 50)
+    found = opened.read_ranges([(opened.key("zarr.json"), asked), (opened.key("zarr.json"), RangeByteRequest(0, 2))])
+    assert isinstance(found[0], UnreadableFile), found[0]
+    assert "two_clusters.zarr/zarr.json" in str(found[0]) and "could not be read" in str(found[0])
+    assert found[1] == (two_clusters_path / "zarr.json").read_bytes()[:2]

@@ -20,6 +20,7 @@ from zarr.storage import MemoryStore
 
 from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
+from ecpfs_viewer.model.storage.counted_io import UnreadableFile
 from ecpfs_viewer.model.storage.opening import (
     DEFAULT_MAX_IN_FLIGHT,
     REMOTE_EXTRA_HINT,
@@ -346,14 +347,19 @@ def test_read_ranges_counts_requests_and_bytes(kind: str, tmp_path: Path, two_cl
         (opened.key("zarr.json"), RangeByteRequest(2, 10)),
         (opened.key("zarr.json"), SuffixByteRequest(7)),
         (opened.key("zarr.json"), OffsetByteRequest(len(whole) - 3)),
-        (opened.key("zarr.json"), RangeByteRequest(len(whole) - 2, len(whole) + 50)),  # clipped at the end
         (opened.key("no/such/key"), RangeByteRequest(0, 4)),
+        (opened.key("zarr.json"), RangeByteRequest(len(whole) - 2, len(whole) + 50)),  # past the end
     ]
     before = opened.stats()
     found = opened.read_ranges(requests)
-    assert found == [whole, whole[2:10], whole[-7:], whole[-3:], whole[-2:], None]
+    assert found[:-1] == [whole, whole[2:10], whole[-7:], whole[-3:], None]
+    if kind == "memory":  # zarr's MemoryStore (tests and the demo's own bytes) answers it short
+        assert found[-1] == whole[-2:]
+    else:  # refused naming the file, never answered short (issue 34)
+        assert isinstance(found[-1], UnreadableFile) and "zarr.json: bytes" in str(found[-1])
+        assert "past the end" in str(found[-1]) and "could not be read" in str(found[-1])
     cost = opened.stats() - before
-    assert cost.requests == len(requests)
+    assert cost.requests >= len(requests) - 1
     assert cost.bytes_read == sum(len(v) for v in found if isinstance(v, bytes))
 
 
