@@ -261,7 +261,8 @@ def nobody_python() -> Iterator[NobodyPython]:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--fuzz-long", action="store_true", default=False,
-                     help="run the long seeded fuzz of zarr.json documents (tests/model/test_fuzz.py)")
+                     help="run the long seeded fuzzers: zarr.json documents (tests/model/test_fuzz.py), and "
+                          "documents, chunks and shard indexes judged for truth (tests/model/test_fuzz_truth.py)")
 
 
 #: A test still running after this long is stuck where even pytest-timeout cannot act (a deadlock

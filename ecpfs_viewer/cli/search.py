@@ -31,7 +31,7 @@ def run_body(body: Any, args: argparse.Namespace) -> int:
 
     try:
         return int(body(args))
-    except CommandError:
+    except (CommandError, BrokenPipeError):  # a closed stdout is the caller's to end quietly
         raise
     except (UserError, ValueError, KeyError) as exc:
         message = describe_exception(exc) if type(exc) is not KeyError else str(exc.args[0])

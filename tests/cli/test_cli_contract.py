@@ -302,3 +302,18 @@ def test_zsh_completion_script(capsys, tmp_path: Path) -> None:
                  "print -r -- $_comps[ecpfs-viewer]")
         done = subprocess.run([zsh, "-f", "-c", setup], capture_output=True, text=True, timeout=30, cwd=tmp_path)
         assert done.stdout.strip() == "_ecpfs-viewer", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("argv", [["search", "{index}", "--item", "5", "--json"], ["info", "{index}", "--json"],
+                                  ["check", "{index}", "--json"], ["locate", "{index}", "5", "--json"]])
+def test_a_reader_that_leaves_early_ends_the_command_quietly(argv: list[str], two_clusters_path: Path,
+                                                              tmp_path: Path) -> None:
+    """`ecpfs-viewer search … --json | head -1`: the pipe closes under the writer; no traceback."""
+    line = [part.format(index=two_clusters_path) for part in argv]
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody reads: the first write fails with EPIPE
+    done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", *line], stdout=writer, stderr=subprocess.PIPE,
+                          text=True, timeout=120, env=_program_env(), cwd=tmp_path)
+    os.close(writer)
+    assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr, done.stderr
+    assert done.returncode != 0  # the answer did not reach anyone
