@@ -10,7 +10,7 @@ I/O counter) and decoded without zarr's per-chunk bookkeeping. zarr's public API
 only through an array (its codec pipeline wants an ``ArraySpec`` from zarr.core, which is
 internal, and 3.4 removed the ``get_chunk_spec`` that made one), so: the common chains (``bytes``
 then zstd, gzip or blosc, what ecpfs indexes use) are decoded with the numcodecs codecs zarr itself
-uses for them, built from the metadata (zstd with a context kept per thread: ``zstd_chunks``);
+uses for them, built from the metadata (zstd with a context kept per thread: ``guarded_decode``);
 any other chain by putting the chunks side by side, along the first axis, in an in-memory array
 of that layout, read back with one ``getitem``. Arrays the batch path does not cover (Zarr v2,
 sharding, irregular grids, scalars, documents zarr refuses) are read through the Hierarchy's own
@@ -44,7 +44,7 @@ from ecpfs_viewer.model.storage.read_scope import drained_reads
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, Unanswered, array_read_error
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read, verdict_stamp
-from ecpfs_viewer.model.zarrtree.zstd_chunks import ZstdChunks
+from ecpfs_viewer.model.zarrtree.guarded_decode import ZstdChunks
 
 #: Decoded bytes per decode call: bounds the memory a batch of padded leaf chunks takes.
 DECODE_BATCH_BYTES = 64 << 20

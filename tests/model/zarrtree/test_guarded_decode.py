@@ -21,7 +21,7 @@ from zarr.codecs import ZstdCodec
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
-from ecpfs_viewer.model.zarrtree.zstd_chunks import ZstdChunks, _one_declared_frame
+from ecpfs_viewer.model.zarrtree.guarded_decode import ZstdChunks, _one_declared_frame
 
 DATA = np.random.default_rng(3).integers(0, 1 << 30, size=300).astype("uint32")
 
