@@ -34,8 +34,9 @@ import zarr.storage
 PACKAGE = Path(__file__).resolve().parents[1] / "ecpfs_viewer"
 #: names that are private to zarr even though they carry no underscore (removed internals)
 ALWAYS_PRIVATE = frozenset({"get_chunk_spec"})
-#: WrapperStore's documented way to subclass it: the wrapped store and the re-wrap hook
-SUBCLASS_HOOKS = frozenset({"_store", "_with_store"})
+#: WrapperStore's documented way to subclass it: the wrapped store and the re-wrap hook; a codec's
+#: per-chunk decode (BaseCodec._decode_single, SupportsSyncCodec._decode_sync)
+SUBCLASS_HOOKS = frozenset({"_store", "_with_store", "_decode_single", "_decode_sync"})
 
 
 @dataclass(frozen=True)

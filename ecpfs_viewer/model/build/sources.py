@@ -19,6 +19,7 @@ import numpy as np
 
 from ecpfs_viewer.model.build.errors import input_error
 from ecpfs_viewer.model.ecpfs.sizing import SOURCE_DTYPES
+from ecpfs_viewer.model.errors import describe_exception
 
 if TYPE_CHECKING:
     import zarr
@@ -109,9 +110,9 @@ def _open_zarr_array(store_path: Path, inner: str | None) -> tuple[zarr.Array[An
     import zarr
 
     from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
-    from ecpfs_viewer.model.zarrtree.checked_sharding import use_checked_sharding
+    from ecpfs_viewer.model.zarrtree.guarded_decode import bound_array, install
 
-    use_checked_sharding()  # a sharded input's shard indexes are checked as for every other read
+    install()  # every chunk of the input is decoded by the guarded decode, as every other read
 
     label = f"{store_path}#{inner}" if inner else str(store_path)
     if not store_path.exists():
@@ -121,7 +122,7 @@ def _open_zarr_array(store_path: Path, inner: str | None) -> tuple[zarr.Array[An
     last: Exception | None = None
     for cand in candidates:
         try:
-            return zarr.open_array(store, path=cand or "", mode="r"), label
+            return bound_array(zarr.open_array(store, path=cand or "", mode="r")), label
         except Exception as exc:
             last = exc
     raise input_error(label, f"no readable Zarr array there ({type(last).__name__}: {last})")
@@ -190,6 +191,8 @@ class EmbeddingSource:
             return out
         except OSError as exc:
             raise input_error(info.label, f"read failed at rows {start}..{stop}: {exc}") from None
+        except ValueError as exc:  # the guarded decode's refusal (DecodeRefused), a corrupt chunk
+            raise input_error(info.label, f"rows {start}..{stop} cannot be read: {describe_exception(exc)}") from None
 
     def batches(self, batch_rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start_row, rows)`` over the whole input in order."""

@@ -9,13 +9,13 @@ fetched with :meth:`OpenedStore.read_many_or_errors` (concurrent on remote store
 I/O counter) and decoded without zarr's per-chunk bookkeeping. zarr's public API decodes a chunk
 only through an array (its codec pipeline wants an ``ArraySpec`` from zarr.core, which is
 internal, and 3.4 removed the ``get_chunk_spec`` that made one), so: the common chains (``bytes``
-then zstd, gzip or blosc, what ecpfs indexes use) are decoded with the numcodecs codecs zarr itself
-uses for them, built from the metadata (zstd with a context kept per thread: ``zstd_chunks``);
-any other chain by putting the chunks side by side, along the first axis, in an in-memory array
-of that layout, read back with one ``getitem``. Arrays the batch path does not cover (Zarr v2,
-sharding, irregular grids, scalars, documents zarr refuses) are read through the Hierarchy's own
-arrays, all at once on the model's event loop. The read caps of ``read_guard`` apply to every
-array before anything is allocated or fetched.
+then zstd, gzip, blosc, lz4, bz2, lzma or zlib; ecpfs indexes use zstd) are decoded here with the
+guarded decode (``guarded_decode``: each chunk bounded by its size before it is produced, zstd with
+a context kept per thread); any other chain by putting the chunks side by side, along the first
+axis, in an in-memory array of that layout, read back with one ``getitem``. Arrays the batch path
+does not cover (Zarr v2, sharding, irregular grids, scalars, documents zarr refuses) are read
+through the Hierarchy's own arrays, all at once on the model's event loop. The read caps of
+``read_guard`` apply to every array before anything is allocated or fetched.
 """
 
 
@@ -31,7 +31,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numcodecs
 import numpy as np
 import zarr
 from zarr.buffer.cpu import Buffer as CpuBuffer
@@ -41,10 +40,10 @@ from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.storage.read_scope import drained_reads
+from ecpfs_viewer.model.zarrtree.guarded_decode import GUARDED, ChunkDecoder, DecodeRefused, between_allowance
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, Unanswered, array_read_error
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read, verdict_stamp
-from ecpfs_viewer.model.zarrtree.zstd_chunks import ZstdChunks
 
 #: Decoded bytes per decode call: bounds the memory a batch of padded leaf chunks takes.
 DECODE_BATCH_BYTES = 64 << 20
@@ -270,8 +269,8 @@ class ArrayBatchReader:
                 out: list[np.ndarray | ArrayReadError] = list(_decode_all(template, chunks, extents))
             except Exception as exc:  # a corrupt chunk: the codec raises its own type
                 if not isolate:
-                    out = [ArrayReadError(f"{part[members[0]][1]} (or a chunk read with it): "
-                                          f"cannot decode ({describe_exception(exc)})")] * len(members)
+                    out = [ArrayReadError(_undecodable(f"{part[members[0]][1]} (or a chunk read with it)", exc))
+                           ] * len(members)
                 else:
                     out = [_decode_alone(template, raw, part[j][1], extent)
                            for j, raw, extent in zip(members, chunks, extents, strict=True)]
@@ -309,7 +308,14 @@ def _decode_alone(template: _Template, raw: bytes, key: str, extent: tuple[int, 
     try:
         return _decode_all(template, [raw], [extent])[0]
     except Exception as exc:  # the codec raises its own type
-        return ArrayReadError(f"{key}: cannot decode ({describe_exception(exc)})")
+        return ArrayReadError(_undecodable(key, exc))
+
+
+def _undecodable(key: str, exc: BaseException) -> str:
+    """Why a chunk could not be decoded: the guarded decode's refusal as it is, else what the codec said."""
+    if isinstance(exc, DecodeRefused):
+        return f"{key}: {exc}"
+    return f"{key}: cannot decode ({describe_exception(exc)})"
 
 
 def _read_through_hierarchy(h: Hierarchy, paths: Sequence[str]) -> list[np.ndarray | ArrayReadError]:
@@ -394,16 +400,25 @@ def _parse(path: str, document: dict[str, Any]) -> _Template | None:
                      _numcodecs_decoder(codecs, dtype, chunk_shape))
 
 
-# the bytes-to-bytes codecs zarr-python runs through numcodecs (zarr.codecs.ZstdCodec, GzipCodec,
-# BloscCodec wrap these very classes; zstd with a context kept per thread); decoding needs no
-# parameter the stream does not carry. Each is made from its configuration and, for the codec next
-# to ``bytes``, the size its output must have (the chunk's): zstd refuses a frame declaring more
-# before decoding it (numcodecs' GZip and Blosc take no such bound)
-_NUMCODECS: dict[str, Callable[[dict[str, Any], int | None], Any]] = {
-    "zstd": lambda config, decoded: ZstdChunks(level=int(config.get("level", 0)), decoded_bytes=decoded),
-    "gzip": lambda config, _decoded: numcodecs.GZip(level=int(config.get("level", 5))),
-    "blosc": lambda config, _decoded: numcodecs.Blosc(),
-}
+# the bytes-to-bytes codecs the batch path decodes itself: zarr's own names and its ``numcodecs.<id>``
+# ones, all through the guarded decode. The codec next to ``bytes`` may decode to the chunk's size
+# exactly; one further out to what the codec inside it may have made of that.
+
+
+def _guarded_step(codec: Any, expected: int, position: int) -> ChunkDecoder | None:
+    """The bounded decoder of one codec of a ``bytes`` chain; None for a codec the batch path leaves
+    to zarr (whose registry holds the same guarded decode)."""
+    if not isinstance(codec, dict):
+        return None
+    name = str(codec.get("name"))
+    name = name.removeprefix("numcodecs.")
+    config = codec.get("configuration") or {}
+    if name not in GUARDED or not isinstance(config, dict):
+        return None
+    limit = expected
+    for _ in range(position):
+        limit += between_allowance(limit)
+    return ChunkDecoder(name, config, limit, expected)
 
 
 #: Chunks up to this many decoded bytes are decoded into a buffer each thread keeps (then only the
@@ -438,13 +453,13 @@ def _numcodecs_decoder(codecs: list[Any], dtype: np.dtype[Any], chunk_shape: tup
     expected = math.prod(chunk_shape) * dtype.itemsize
     steps = []
     for position, codec in enumerate(codecs[1:]):
-        make = _NUMCODECS.get(str(codec.get("name"))) if isinstance(codec, dict) else None
-        if make is None:
-            return None
         try:
-            steps.append(make(codec.get("configuration") or {}, expected if position == 0 else None))
+            step = _guarded_step(codec, expected, position)
         except (TypeError, ValueError):  # an odd configuration: zarr's own path says what is wrong
             return None
+        if step is None:
+            return None
+        steps.append(step)
     last = steps[0] if steps and SCRATCH_MIN_BYTES <= expected <= SCRATCH_CHUNK_BYTES else None  # gives the bytes
 
     def decode(raw: bytes, extent: tuple[int, ...]) -> np.ndarray:
@@ -452,10 +467,7 @@ def _numcodecs_decoder(codecs: list[Any], dtype: np.dtype[Any], chunk_shape: tup
         for step in reversed(steps[1:] if last is not None else steps):
             data = step.decode(data)
         if last is not None:
-            try:
-                data = last.decode(data, out=_scratch_buffer(expected))
-            except Exception:  # the wrong size, or corrupt: decoded alone below, to say which
-                data = last.decode(data)
+            data = last.decode(data, out=_scratch_buffer(expected))  # bounded by the buffer, else says why
         flat = np.frombuffer(data, dtype=stored)
         if flat.nbytes != expected:
             raise ValueError(f"the chunk decodes to {flat.nbytes:,} bytes, expected {expected:,}")

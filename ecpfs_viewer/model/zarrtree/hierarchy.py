@@ -21,8 +21,8 @@ from ecpfs_viewer.model.errors import MetadataError, TransportError, UserError, 
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import METADATA_KEYS, OpenedStore, join_key
 from ecpfs_viewer.model.storage.read_scope import drained_reads
-from ecpfs_viewer.model.zarrtree.checked_sharding import use_checked_sharding
 from ecpfs_viewer.model.zarrtree.documents import classify_v2, classify_v3, parse_details
+from ecpfs_viewer.model.zarrtree.guarded_decode import bound_array, install
 from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails, Node, NodeDetails, NodeKind, sorted_naturally
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
 
@@ -43,7 +43,7 @@ class PathCache(Protocol):
 
 _Cache = TypeVar("_Cache", bound=PathCache)
 
-use_checked_sharding()  # every sharded array read for the app has its shard index checked
+install()  # every chunk zarr-python decodes for the app is bounded, every shard index checked
 
 
 class Hierarchy:
@@ -312,7 +312,8 @@ class Hierarchy:
             document["attributes"] = info.attributes
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            array = zarr.AsyncArray.from_dict(StorePath(self.store.zarr_store, self.store.key(path)), document)
+            array = bound_array(zarr.AsyncArray.from_dict(StorePath(self.store.zarr_store, self.store.key(path)),
+                                                          document))
         with self._lock:
             self._arrays[path] = array
         return array

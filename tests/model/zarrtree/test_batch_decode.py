@@ -68,7 +68,8 @@ def test_missing_chunks_read_as_fill_and_a_damaged_one_is_named(store_dir: Path)
     assert (transposed[3:] == 0).all() and np.array_equal(transposed[:3], CASES["transpose"][0][:3])
     for name, key in (("gzip_big_endian_i16", "c/0/0"), ("crc32c_zstd", "c/0")):
         (store_dir / name / key).write_bytes(b"junk")
-        with pytest.raises(ArrayReadError, match=f"{name}/{key} \\(or a chunk read with it\\): cannot decode"):
+        with pytest.raises(ArrayReadError, match=f"{name}/{key} \\(or a chunk read with it\\): "
+                                                 "(the \\w+ chunk )?cannot (be )?decode"):
             ArrayBatchReader(Hierarchy(open_store(store_dir))).read([name])
 
 
@@ -82,14 +83,15 @@ def test_in_place_a_damaged_chunk_fails_only_its_own_array(store_dir: Path) -> N
     (store_dir / "side_a/c/1/0").write_bytes(b"junk")
     h = Hierarchy(open_store(store_dir))
     broken, whole, missing = read_whole_arrays(h, ["side_a", "side_b", "no_such_array"])
-    assert isinstance(broken, ArrayReadError) and "side_a/c/1/0: cannot decode" in str(broken)
+    assert isinstance(broken, ArrayReadError) and "side_a/c/1/0: the zstd chunk cannot be decoded" in str(broken)
     assert isinstance(whole, np.ndarray)
     np.testing.assert_array_equal(whole, data)
     assert isinstance(missing, ArrayReadError) and "no_such_array" in str(missing)
     assert h.held("side_b") is not None  # the documents read stay in the Hierarchy
     fresh = ArrayBatchReader(Hierarchy(open_store(store_dir)))
     assert fresh.read_each(["no_such_array", "side_a"])[0] is None  # nothing stored: no failure
-    with pytest.raises(ArrayReadError, match=r"side_[ab]/c/[01]/0 \(or a chunk read with it\): cannot decode"):
+    with pytest.raises(ArrayReadError,
+                       match=r"side_[ab]/c/[01]/0 \(or a chunk read with it\): the zstd chunk cannot be decoded"):
         fresh.read(["side_b", "side_a"])
 
 

@@ -1,0 +1,501 @@
+"""The one guarded decode of the app: every compressed chunk, whoever reads it, is decoded with a bound.
+
+A few KB of stored chunk can decode to gigabytes (a zstd frame without a declared size, several
+frames, gzip, a blosc header that lies). Every bytes-to-bytes codec that can grow its input is
+decoded here with a limit worked out before decoding (the chunk's own size, plus what the codecs
+between it and ``bytes`` may add): the streaming decoders (zstd, gzip/zlib, bz2, lzma) stop one
+byte past the limit; blosc and LZ4, which carry the decoded size in a header, have that header
+checked first. A chunk past its limit is refused (:class:`DecodeRefused`, naming the codec and the
+size) and never decoded again without the limit.
+
+Three readers decode chunks, and all come here:
+- the batch reader (array_batch) decodes ``bytes`` + compressor chains with :func:`decode_bounded`;
+- zarr-python decodes everything else (sharding, Zarr v2, other chains, subsets): :func:`install`
+  puts guarded subclasses of zarr's codecs in zarr's codec registry (the public ``codecs.<name>``
+  configuration) and guarded numcodecs classes in numcodecs' registry (what zarr builds a Zarr v2
+  array's compressor from); a v3 codec gets the chunk's size from its chunk spec, a v2 compressor
+  from :func:`bound_array` (else the decoded-chunk cap of model/limits.py).
+
+Zstandard chunks are decoded with a context each thread keeps: numcodecs makes and frees one per
+chunk, which costs several times the decompression of a small chunk (a 2,000,000-item index has
+40,000 leaf item_ids chunks of a few hundred bytes: benchmarks/bench_scale.py, locate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bz2
+import lzma
+import math
+import struct
+import threading
+import zlib
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import numcodecs
+import numcodecs.blosc
+import numcodecs.compat
+import numcodecs.lz4
+import numpy as np
+import zarr
+import zarr.codecs
+import zarr.codecs.numcodecs
+import zarr.registry
+import zstandard
+
+from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.formatting import format_value
+from ecpfs_viewer.model.limits import current_limits
+from ecpfs_viewer.model.zarrtree.checked_sharding import use_checked_sharding
+
+
+def between_allowance(expected: int) -> int:
+    """What the bytes-to-bytes codecs between a compressor and ``bytes`` may add to a chunk of
+    `expected` bytes, where the decoder cannot see the chain (zarr hands a codec only the chunk's
+    spec): a checksum (crc32c: 4 bytes), a shard's index, another compressor's framing."""
+    return expected // 8 + 4096
+
+
+def _count(n: int) -> str:
+    return format_value(int(n), grouped=True)
+
+
+class DecodeRefused(UserError, ValueError):
+    """A chunk refused by the guarded decode: it decodes past its limit, or its header lies."""
+
+
+_local = threading.local()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's zstd decompressor (a decompressor is not thread-safe)."""
+    found: zstandard.ZstdDecompressor | None = getattr(_local, "decompressor", None)
+    if found is None:
+        found = _local.decompressor = zstandard.ZstdDecompressor()
+    return found
+
+
+class _PastLimit(Exception):
+    """Raised inside a decoder: the chunk decodes (or its header says it decodes) past the limit."""
+
+    def __init__(self, codec: str, declared: int | None = None, where: str = "frame") -> None:
+        super().__init__(codec)
+        self.codec, self.declared, self.where = codec, declared, where
+
+    def refusal(self, size: int) -> DecodeRefused:
+        """The message, with `size` the chunk's own size (the limit less what codecs between add)."""
+        if self.declared is None:
+            return DecodeRefused(f"the {self.codec} chunk decodes to more than its {_count(size)} bytes; "
+                                 "not decoded")
+        return DecodeRefused(f"the {self.codec} chunk's {self.where} declares {_count(self.declared)} decoded "
+                             f"bytes, more than its {_count(size)}; not decoded")
+
+
+
+
+def _broken(codec: str, exc: BaseException) -> DecodeRefused:
+    text = str(exc).strip() or type(exc).__name__
+    return DecodeRefused(f"the {codec} chunk cannot be decoded ({text})")
+
+
+def _zstd(data: Any, limit: int) -> bytes:
+    """One frame declaring its size goes through the kept context's one-shot path; anything else
+    (no declared size, several frames) is read through a stream reader, one byte past the limit."""
+    try:
+        declared = zstandard.frame_content_size(data)
+    except zstandard.ZstdError as exc:
+        raise _broken("zstd", exc) from None
+    if declared > limit:
+        raise _PastLimit("zstd", declared)
+    try:
+        if declared >= 0:
+            stream = _decompressor().decompressobj()
+            out = stream.decompress(data)  # libzstd stops a frame at its declared size
+            if stream.eof and not stream.unused_data and len(out) == declared:
+                return out
+        reader = _decompressor().stream_reader(data, read_across_frames=True)
+        pieces: list[bytes] = []
+        total = 0
+        while total <= limit:
+            piece = reader.read(limit + 1 - total)
+            if not piece:
+                break
+            pieces.append(piece)
+            total += len(piece)
+    except zstandard.ZstdError as exc:
+        raise _broken("zstd", exc) from None
+    if total > limit:
+        raise _PastLimit("zstd")
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _streams(codec: str, make: Callable[[], Any], data: Any, limit: int, *, padding_ends: bool = False) -> bytes:
+    """Decode one or more concatenated streams (zlib, gzip members, bz2, xz), each decompressor
+    asked for at most what is left of the limit plus one byte. Data after the first stream that is
+    not a stream is ignored, as the standard library's one-shot functions do."""
+    out = bytearray()
+    rest = memoryview(numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
+    first = True
+    while first or rest:
+        if padding_ends and not first and not any(rest):
+            break  # gzip: zero padding after the last member
+        decoder = make()
+        try:
+            piece = decoder.decompress(rest, limit + 1 - len(out))
+        except (zlib.error, OSError, lzma.LZMAError, EOFError, ValueError) as exc:
+            if first:
+                raise _broken(codec, exc) from None
+            break
+        out += piece
+        if len(out) > limit:
+            raise _PastLimit(codec)
+        if not decoder.eof:
+            if first:
+                raise DecodeRefused(f"the {codec} chunk ends before its stream does; not decoded")
+            break
+        first = False
+        rest = memoryview(decoder.unused_data)
+    return bytes(out)
+
+
+def _gzip(data: Any, limit: int) -> bytes:
+    return _streams("gzip", lambda: zlib.decompressobj(16 + zlib.MAX_WBITS), data, limit, padding_ends=True)
+
+
+def _zlib(data: Any, limit: int) -> bytes:
+    out = bytearray()
+    decoder = zlib.decompressobj()
+    try:
+        out += decoder.decompress(numcodecs.compat.ensure_contiguous_ndarray(data), limit + 1)
+    except zlib.error as exc:
+        raise _broken("zlib", exc) from None
+    if len(out) > limit:
+        raise _PastLimit("zlib")
+    if not decoder.eof:
+        raise DecodeRefused("the zlib chunk ends before its stream does; not decoded")
+    return bytes(out)
+
+
+def _bz2(data: Any, limit: int) -> bytes:
+    return _streams("bz2", bz2.BZ2Decompressor, data, limit)
+
+
+#: What an lzma decoder may take besides its output (its dictionary: 8 MiB at the default preset)
+LZMA_MEMORY_BYTES = 64 << 20
+
+
+def _lzma(config: Mapping[str, Any]) -> Callable[[Any, int], bytes]:
+    fmt = int(config.get("format", lzma.FORMAT_XZ) or lzma.FORMAT_AUTO)
+    filters = config.get("filters") if fmt == lzma.FORMAT_RAW else None
+
+    def decode(data: Any, limit: int) -> bytes:
+        # a stream's header declares its dictionary (up to 1.5 GiB), which the decoder allocates:
+        # bounded too, except in raw streams whose filters the metadata names
+        memlimit = None if fmt == lzma.FORMAT_RAW else LZMA_MEMORY_BYTES + limit
+        return _streams("lzma", lambda: lzma.LZMADecompressor(format=fmt, memlimit=memlimit, filters=filters),
+                        data, limit)
+
+    return decode
+
+
+def _blosc(data: Any, limit: int) -> Any:
+    """blosc's header carries the decoded and the stored size: both are checked before decoding."""
+    raw = numcodecs.compat.ensure_contiguous_ndarray(data).view(np.uint8)
+    if raw.nbytes < 16:
+        raise DecodeRefused(f"the blosc chunk holds {raw.nbytes} bytes, shorter than a blosc header; not decoded")
+    nbytes, _blocksize, cbytes = struct.unpack_from("<III", raw, 4)
+    if cbytes != raw.nbytes:
+        raise DecodeRefused(f"the blosc chunk's header says {_count(cbytes)} stored bytes, "
+                            f"{_count(raw.nbytes)} are stored; not decoded")
+    if nbytes > limit:
+        raise _PastLimit("blosc", nbytes, "header")
+    try:
+        return numcodecs.blosc.decompress(raw)
+    except (RuntimeError, ValueError) as exc:
+        raise _broken("blosc", exc) from None
+
+
+def _lz4(data: Any, limit: int) -> Any:
+    """numcodecs' LZ4 writes the decoded size in front of the block: checked before decoding."""
+    raw = numcodecs.compat.ensure_contiguous_ndarray(data).view(np.uint8)
+    if raw.nbytes < 4:
+        raise DecodeRefused(f"the lz4 chunk holds {raw.nbytes} bytes, shorter than its size header; not decoded")
+    (declared,) = struct.unpack_from("<i", raw, 0)
+    if declared > limit:
+        raise _PastLimit("lz4", declared, "header")
+    try:
+        return numcodecs.lz4.decompress(raw)
+    except (RuntimeError, ValueError) as exc:
+        raise _broken("lz4", exc) from None
+
+
+#: Codecs that can grow their input, by numcodecs id (zarr's v3 names are the same): each decoder
+#: is made from the codec's configuration and takes (stored bytes, most decoded bytes).
+_DECODERS: dict[str, Callable[[Mapping[str, Any]], Callable[[Any, int], Any]]] = {
+    "zstd": lambda _config: _zstd,
+    "gzip": lambda _config: _gzip,
+    "zlib": lambda _config: _zlib,
+    "bz2": lambda _config: _bz2,
+    "lzma": _lzma,
+    "blosc": lambda _config: _blosc,
+    "lz4": lambda _config: _lz4,
+}
+GUARDED = frozenset(_DECODERS)
+
+
+def bounded_decoder(codec: str, config: Mapping[str, Any] | None = None) -> Callable[[Any, int], Any]:
+    """The bounded decoder of a codec id (:data:`GUARDED`): (stored chunk, most decoded bytes) ->
+    the decoded bytes; DecodeRefused when it is broken, _PastLimit past the limit (decode_bounded
+    says which)."""
+    return _DECODERS[codec](config or {})
+
+
+def decode_bounded(codec: str, data: Any, limit: int, config: Mapping[str, Any] | None = None,
+                   size: int | None = None) -> Any:
+    """``data`` decoded by `codec`, refused (DecodeRefused) past `limit` bytes before producing more;
+    `size` is the chunk's own size the message names (default: the limit)."""
+    try:
+        return bounded_decoder(codec, config)(data, limit)
+    except _PastLimit as exc:
+        raise exc.refusal(limit if size is None else size) from None
+
+
+#: numcodecs' decoders that write into a given buffer and never past its end (the buffer is the limit)
+_INTO: dict[str, Callable[[], Any]] = {"zstd": numcodecs.Zstd, "gzip": numcodecs.GZip, "blosc": numcodecs.Blosc}
+
+
+class ChunkDecoder:
+    """The bounded decode of one codec of a known chain (the batch reader's): a chunk may decode to
+    `limit` bytes, the chunk's own `size` when the codec is next to ``bytes``.
+
+    A chunk decoded into ``out`` (the batch reader's scratch buffer for large chunks) is decoded by
+    numcodecs into that buffer, which bounds it; a chunk that does not fit is decoded again by the
+    bounded decoder, which says what is wrong with it.
+    """
+
+    def __init__(self, codec: str, config: Mapping[str, Any], limit: int, size: int | None = None) -> None:
+        self.codec = codec
+        self._decode = bounded_decoder(codec, config)
+        self._into = _INTO[codec]() if codec in _INTO else None
+        self.limit = limit
+        self.size = limit if size is None else size
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        if out is not None and self._into is not None and len(out) == self.limit:
+            try:
+                return self._into.decode(buf, out=out)
+            except Exception:  # does not fit, or corrupt: the bounded decoder says which, below
+                pass
+        try:
+            return self._decode(buf, self.limit)
+        except _PastLimit as exc:
+            raise exc.refusal(self.size) from None
+
+
+def default_limit() -> int:
+    """The limit of a chunk whose size the decoder cannot know: the decoded-chunk cap."""
+    return current_limits().max_decoded_chunk_bytes
+
+
+def spec_size(chunk_spec: Any) -> int | None:
+    """The decoded size of one chunk of this zarr chunk spec; None for variable-length data types."""
+    try:
+        dtype = np.dtype(chunk_spec.dtype.to_native_dtype())
+    except (AttributeError, TypeError):
+        return None
+    if dtype.kind in "OT" or dtype.itemsize == 0:
+        return None
+    return int(math.prod(int(n) for n in chunk_spec.shape)) * int(dtype.itemsize)
+
+
+# zarr-python's codecs, guarded: the same names and configuration, the decode bounded by the chunk spec
+
+
+def _decode_buffer(codec: str, config: Mapping[str, Any], chunk_bytes: Any, chunk_spec: Any) -> Any:
+    size = spec_size(chunk_spec)
+    limit = default_limit() if size is None else size + between_allowance(size)
+    data = decode_bounded(codec, chunk_bytes.as_numpy_array(), limit, config, size)
+    return chunk_spec.prototype.buffer.from_bytes(numcodecs.compat.ensure_bytes(data))
+
+
+class GuardedZstdCodec(zarr.codecs.ZstdCodec):
+    """zarr's ``zstd`` codec with the guarded decode."""
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        return _decode_buffer("zstd", {}, chunk_bytes, chunk_spec)
+
+    async def _decode_single(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        return await asyncio.to_thread(_decode_buffer, "zstd", {}, chunk_bytes, chunk_spec)
+
+
+class GuardedGzipCodec(zarr.codecs.GzipCodec):
+    """zarr's ``gzip`` codec with the guarded decode."""
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        return _decode_buffer("gzip", {}, chunk_bytes, chunk_spec)
+
+    async def _decode_single(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        return await asyncio.to_thread(_decode_buffer, "gzip", {}, chunk_bytes, chunk_spec)
+
+
+class GuardedBloscCodec(zarr.codecs.BloscCodec):
+    """zarr's ``blosc`` codec with the guarded decode."""
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        return _decode_buffer("blosc", {}, chunk_bytes, chunk_spec)
+
+    async def _decode_single(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        return await asyncio.to_thread(_decode_buffer, "blosc", {}, chunk_bytes, chunk_spec)
+
+
+class _GuardedNumcodecsBytes:
+    """zarr's ``numcodecs.<id>`` bytes-to-bytes codecs with the guarded decode (mixed in first)."""
+
+    codec_config: dict[str, Any]
+
+    def _numcodec_id(self) -> str:
+        return str(self.codec_config.get("id"))
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        return _decode_buffer(self._numcodec_id(), self.codec_config, chunk_bytes, chunk_spec)
+
+    async def _decode_single(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+        return await asyncio.to_thread(_decode_buffer, self._numcodec_id(), self.codec_config, chunk_bytes,
+                                       chunk_spec)
+
+
+class GuardedNumcodecsZstd(_GuardedNumcodecsBytes, zarr.codecs.numcodecs.Zstd):
+    """``numcodecs.zstd``, guarded."""
+
+
+class GuardedNumcodecsGZip(_GuardedNumcodecsBytes, zarr.codecs.numcodecs.GZip):
+    """``numcodecs.gzip``, guarded."""
+
+
+class GuardedNumcodecsZlib(_GuardedNumcodecsBytes, zarr.codecs.numcodecs.Zlib):
+    """``numcodecs.zlib``, guarded."""
+
+
+class GuardedNumcodecsBlosc(_GuardedNumcodecsBytes, zarr.codecs.numcodecs.Blosc):
+    """``numcodecs.blosc``, guarded."""
+
+
+class GuardedNumcodecsLZ4(_GuardedNumcodecsBytes, zarr.codecs.numcodecs.LZ4):
+    """``numcodecs.lz4``, guarded."""
+
+
+class GuardedNumcodecsBZ2(_GuardedNumcodecsBytes, zarr.codecs.numcodecs.BZ2):
+    """``numcodecs.bz2``, guarded."""
+
+
+class GuardedNumcodecsLZMA(_GuardedNumcodecsBytes, zarr.codecs.numcodecs.LZMA):
+    """``numcodecs.lzma``, guarded."""
+
+
+_ZARR_CODECS: dict[str, type] = {
+    "zstd": GuardedZstdCodec,
+    "gzip": GuardedGzipCodec,
+    "blosc": GuardedBloscCodec,
+    "numcodecs.zstd": GuardedNumcodecsZstd,
+    "numcodecs.gzip": GuardedNumcodecsGZip,
+    "numcodecs.zlib": GuardedNumcodecsZlib,
+    "numcodecs.blosc": GuardedNumcodecsBlosc,
+    "numcodecs.lz4": GuardedNumcodecsLZ4,
+    "numcodecs.bz2": GuardedNumcodecsBZ2,
+    "numcodecs.lzma": GuardedNumcodecsLZMA,
+}
+
+
+# numcodecs' codecs, guarded: what zarr-python builds a Zarr v2 array's compressor (and filters) from
+
+
+class _GuardedNumcodec:
+    """A numcodecs codec whose decode is bounded: by the limit when the array it serves
+    set it (:func:`bound_array`), else by the decoded-chunk cap."""
+
+    codec_id: str
+    _decoded_limit: int | None = None  # underscored: numcodecs' get_config leaves it out
+
+    def set_decoded_limit(self, limit: int) -> None:
+        """What a chunk may decode to (the array's chunk size)."""
+        self._decoded_limit = limit
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        limit = self._decoded_limit if self._decoded_limit is not None else default_limit()
+        data = decode_bounded(self.codec_id, buf, limit, self.get_config())  # type: ignore[attr-defined]
+        return numcodecs.compat.ndarray_copy(data, out) if out is not None else data
+
+
+class GuardedZstd(_GuardedNumcodec, numcodecs.Zstd):  # type: ignore[misc]
+    """numcodecs' Zstd, guarded."""
+
+
+class GuardedGZip(_GuardedNumcodec, numcodecs.GZip):  # type: ignore[misc]
+    """numcodecs' GZip, guarded."""
+
+
+class GuardedZlib(_GuardedNumcodec, numcodecs.Zlib):  # type: ignore[misc]
+    """numcodecs' Zlib, guarded."""
+
+
+class GuardedBlosc(_GuardedNumcodec, numcodecs.Blosc):  # type: ignore[misc]
+    """numcodecs' Blosc, guarded."""
+
+
+class GuardedLZ4(_GuardedNumcodec, numcodecs.LZ4):  # type: ignore[misc]
+    """numcodecs' LZ4, guarded."""
+
+
+class GuardedBZ2(_GuardedNumcodec, numcodecs.BZ2):  # type: ignore[misc]
+    """numcodecs' BZ2, guarded."""
+
+
+class GuardedLZMA(_GuardedNumcodec, numcodecs.LZMA):  # type: ignore[misc]
+    """numcodecs' LZMA, guarded."""
+
+
+_NUMCODECS: tuple[type[_GuardedNumcodec], ...] = (GuardedZstd, GuardedGZip, GuardedZlib, GuardedBlosc,
+                                                  GuardedLZ4, GuardedBZ2, GuardedLZMA)
+
+
+_A = TypeVar("_A")
+
+
+def bound_array(array: _A) -> _A:
+    """Give a Zarr v2 array's guarded compressor the size of its chunk (no filters between: with
+    filters the compressor's output size is theirs, and the decoded-chunk cap stays). Returns array."""
+    metadata = getattr(array, "metadata", None)
+    compressor = getattr(metadata, "compressor", None)
+    if not isinstance(compressor, _GuardedNumcodec) or getattr(metadata, "filters", None):
+        return array
+    try:
+        itemsize = np.dtype(metadata.dtype.to_native_dtype()).itemsize  # type: ignore[union-attr]
+        chunks = tuple(int(n) for n in metadata.chunks)  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        return array
+    if itemsize and np.dtype(metadata.dtype.to_native_dtype()).kind not in "OT":  # type: ignore[union-attr]
+        compressor.set_decoded_limit(math.prod(chunks) * itemsize)
+    return array
+
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install() -> None:
+    """Put the guarded codecs in zarr's and numcodecs' registries (once per process): every array
+    zarr-python opens from then on decodes through them."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        for name, cls in _ZARR_CODECS.items():
+            zarr.registry.register_codec(name, cls)
+        codecs = dict(zarr.config.get("codecs", {}))  # one value: the keys "numcodecs.<id>" hold dots
+        codecs.update({name: f"{cls.__module__}.{cls.__qualname__}" for name, cls in _ZARR_CODECS.items()})
+        zarr.config.set({"codecs": codecs})
+        for cls in _NUMCODECS:
+            numcodecs.register_codec(cls, cls.codec_id)
+        use_checked_sharding()  # and every shard index is checked against its shard before it is used
+        _installed = True
