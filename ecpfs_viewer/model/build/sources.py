@@ -110,7 +110,7 @@ def _open_zarr_array(store_path: Path, inner: str | None) -> tuple[zarr.Array[An
     import zarr
 
     from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
-    from ecpfs_viewer.model.zarrtree.guarded_decode import bound_array, install
+    from ecpfs_viewer.model.zarrtree.guarded_codecs import bound_array, install
 
     install()  # every chunk of the input is decoded by the guarded decode, as every other read
 
