@@ -152,6 +152,19 @@ def test_existing_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert _build(work, "good.npy", "--overwrite", "--quiet") == 0
 
 
+def test_overwrite_refuses_a_folder_that_is_not_an_index(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: a plain Zarr group holding notes/keep.txt is not an index this app would replace."""
+    grouped = work / "grouped"
+    (grouped / "notes").mkdir(parents=True)
+    (grouped / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
+    (grouped / "notes" / "keep.txt").write_text("mine")
+    assert _build(work, "good.npy", "--overwrite", out="grouped") == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"ecpfs-viewer: error: {grouped}: holds notes/keep.txt, which is not part of an ecpfs index; not replaced"]
+    assert (grouped / "notes" / "keep.txt").read_text() == "mine"
+    assert _listing(work) == {"good.npy", "grouped"}
+
+
 def test_unwritable_output_folder(request: pytest.FixtureRequest) -> None:
     """A real read-only folder. Root ignores permissions, so as root the build runs as 'nobody'."""
     base = Path(tempfile.mkdtemp(prefix="ecpfs-ro-"))  # under /tmp, reachable by 'nobody'
