@@ -306,7 +306,7 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         if held.size:
             build_source = str(work / REMAINING)
             _write_remaining(data, held, Path(build_source), cancel)
-            base = np.load(build_source, mmap_mode="r")
+            base = map_npy(build_source, TuneError)
         else:
             base = data
         t = time.perf_counter()
@@ -329,10 +329,10 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         remover.shutdown(wait=True)
         for path in written:
             remove_index(path)  # only what this tune built: never a folder that holds anything else
+        shutil.rmtree(work, ignore_errors=True)  # this tune's own folder (in keep_dir when one is kept)
         if made_keep:
             with contextlib.suppress(OSError):  # something was put in it meanwhile: it stays
                 os.rmdir(keep_dir)  # type: ignore[arg-type]
-        shutil.rmtree(work, ignore_errors=True)
         if isinstance(exc, Cancelled) and not isinstance(exc, TuneCancelled):
             raise TuneCancelled() from None
         raise
