@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from ecpfs_viewer.cli import main
+from tests.npy_headers import write_lying_npy
 
 POINTS = np.array([(0, 0), (0.4, 0.4), (1, 1), (1.4, 1.4), (10, 10), (10.4, 10.4), (11, 11), (11.4, 11.4)],
                   dtype=np.float32)
@@ -96,6 +97,17 @@ def test_truncated_and_non_numpy_and_missing_files(work: Path, capsys: pytest.Ca
         assert _build(work, name) == code, name
         assert message in capsys.readouterr().err
     assert not (work / "out.zarr").exists()
+
+
+@pytest.mark.parametrize("shape", [(-1, 64), (-5, 64)])
+def test_a_header_with_a_negative_shape_is_one_sentence(work: Path, capsys: pytest.CaptureFixture[str],
+                                                         shape: tuple[int, int]) -> None:
+    """Issue 34: the header check refuses it, naming the file (not "number of rows (-5)" later)."""
+    path = write_lying_npy(work / "neg.npy", shape)
+    assert _build(work, "neg.npy") == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"ecpfs-viewer: error: {path}: the header declares shape {shape}; a shape cannot be negative"]
+    assert _listing(work) == {"good.npy", "neg.npy"}
 
 
 @pytest.mark.parametrize(
