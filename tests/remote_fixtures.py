@@ -5,8 +5,9 @@
 - :func:`serve_without_validators`: the static server, its answers without Last-Modified or ETag.
 - :func:`serve_stalled`: accepts connections and never answers (timeouts).
 - :func:`serve_hostile`: the static server, answering chosen paths badly: ``stall`` (reads the
-  request, never answers), ``cut`` (headers with the full length, half the body, then closes) or
-  ``trickle`` (the body at one byte per second).
+  request, never answers), ``cut`` (headers with the full length, half the body, then closes),
+  ``trickle`` (the body at one byte per second) or ``forbid`` (403 Forbidden, as a bucket whose
+  policy denies those keys).
 
 S3 (moto), GCS and Azure emulators are in cloud_emulators.py.
 """
@@ -42,7 +43,7 @@ class RequestTally:
             return sum(self.counts.values())
 
 
-HOSTILE_MODES = ("stall", "cut", "trickle")
+HOSTILE_MODES = ("stall", "cut", "trickle", "forbid")
 
 
 class _StaticHandler(http.server.SimpleHTTPRequestHandler):
@@ -66,6 +67,9 @@ class _StaticHandler(http.server.SimpleHTTPRequestHandler):
         if self._misbehaves() == "stall":
             self.stop.wait()  # never answer (until the server shuts down)
             self.close_connection = True
+            return None
+        if self._misbehaves() == "forbid":
+            self.send_error(403, "access denied")
             return None
         if os.path.isdir(self.translate_path(self.path)):
             self.send_error(404, "no directory listings here")
@@ -120,7 +124,7 @@ def serve_without_validators(directory: Path) -> Iterator[tuple[str, RequestTall
 def serve_hostile(directory: Path, mode: str, hostile: Callable[[str], bool] = lambda path: True,
                   byte_seconds: float = 1.0) -> Iterator[tuple[str, RequestTally]]:
     """serve_static, but requests for the paths `hostile` picks (relative to directory) misbehave:
-    "stall", "cut" or "trickle" (one byte every byte_seconds); yields (base URL, tally)."""
+    "stall", "cut", "trickle" (one byte every byte_seconds) or "forbid" (403); yields (base URL, tally)."""
     if mode not in HOSTILE_MODES:
         raise ValueError(f"mode must be one of {HOSTILE_MODES}")
     with _serve(directory, {"mode": mode, "hostile": staticmethod(hostile), "byte_seconds": byte_seconds}) as served:
