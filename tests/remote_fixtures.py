@@ -43,13 +43,16 @@ class RequestTally:
             return sum(self.counts.values())
 
 
-HOSTILE_MODES = ("stall", "cut", "trickle", "forbid")
+#: Ways an answer goes wrong on the way (the hostile-server tests run every command on each).
+HOSTILE_MODES = ("stall", "cut", "trickle")
+#: Answers that refuse: "forbid" is a 403 Forbidden.
+REFUSING_MODES = ("forbid",)
 
 
 class _StaticHandler(http.server.SimpleHTTPRequestHandler):
     delay = 0.0
     tally: RequestTally
-    mode: str | None = None  # one of HOSTILE_MODES for the paths `hostile` picks
+    mode: str | None = None  # one of HOSTILE_MODES or REFUSING_MODES for the paths `hostile` picks
     hostile: Callable[[str], bool] = staticmethod(lambda path: True)
     stop: threading.Event  # set when the server shuts down: stalled and trickling handlers end
     byte_seconds = 1.0  # trickle: seconds per byte
@@ -125,8 +128,8 @@ def serve_hostile(directory: Path, mode: str, hostile: Callable[[str], bool] = l
                   byte_seconds: float = 1.0) -> Iterator[tuple[str, RequestTally]]:
     """serve_static, but requests for the paths `hostile` picks (relative to directory) misbehave:
     "stall", "cut", "trickle" (one byte every byte_seconds) or "forbid" (403); yields (base URL, tally)."""
-    if mode not in HOSTILE_MODES:
-        raise ValueError(f"mode must be one of {HOSTILE_MODES}")
+    if mode not in HOSTILE_MODES + REFUSING_MODES:
+        raise ValueError(f"mode must be one of {HOSTILE_MODES + REFUSING_MODES}")
     with _serve(directory, {"mode": mode, "hostile": staticmethod(hostile), "byte_seconds": byte_seconds}) as served:
         yield served
 
