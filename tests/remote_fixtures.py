@@ -5,8 +5,9 @@
 - :func:`serve_without_validators`: the static server, its answers without Last-Modified or ETag.
 - :func:`serve_stalled`: accepts connections and never answers (timeouts).
 - :func:`serve_hostile`: the static server, answering chosen paths badly: ``stall`` (reads the
-  request, never answers), ``cut`` (headers with the full length, half the body, then closes) or
-  ``trickle`` (the body at one byte per second).
+  request, never answers), ``cut`` (headers with the full length, half the body, then closes),
+  ``trickle`` (the body at one byte per second) or ``forbid`` (403 Forbidden, as a bucket whose
+  policy denies those keys).
 
 S3 (moto), GCS and Azure emulators are in cloud_emulators.py.
 """
@@ -42,13 +43,16 @@ class RequestTally:
             return sum(self.counts.values())
 
 
+#: Ways an answer goes wrong on the way (the hostile-server tests run every command on each).
 HOSTILE_MODES = ("stall", "cut", "trickle")
+#: Answers that refuse: "forbid" is a 403 Forbidden.
+REFUSING_MODES = ("forbid",)
 
 
 class _StaticHandler(http.server.SimpleHTTPRequestHandler):
     delay = 0.0
     tally: RequestTally
-    mode: str | None = None  # one of HOSTILE_MODES for the paths `hostile` picks
+    mode: str | None = None  # one of HOSTILE_MODES or REFUSING_MODES for the paths `hostile` picks
     hostile: Callable[[str], bool] = staticmethod(lambda path: True)
     stop: threading.Event  # set when the server shuts down: stalled and trickling handlers end
     byte_seconds = 1.0  # trickle: seconds per byte
@@ -66,6 +70,9 @@ class _StaticHandler(http.server.SimpleHTTPRequestHandler):
         if self._misbehaves() == "stall":
             self.stop.wait()  # never answer (until the server shuts down)
             self.close_connection = True
+            return None
+        if self._misbehaves() == "forbid":
+            self.send_error(403, "access denied")
             return None
         if os.path.isdir(self.translate_path(self.path)):
             self.send_error(404, "no directory listings here")
@@ -120,9 +127,9 @@ def serve_without_validators(directory: Path) -> Iterator[tuple[str, RequestTall
 def serve_hostile(directory: Path, mode: str, hostile: Callable[[str], bool] = lambda path: True,
                   byte_seconds: float = 1.0) -> Iterator[tuple[str, RequestTally]]:
     """serve_static, but requests for the paths `hostile` picks (relative to directory) misbehave:
-    "stall", "cut" or "trickle" (one byte every byte_seconds); yields (base URL, tally)."""
-    if mode not in HOSTILE_MODES:
-        raise ValueError(f"mode must be one of {HOSTILE_MODES}")
+    "stall", "cut", "trickle" (one byte every byte_seconds) or "forbid" (403); yields (base URL, tally)."""
+    if mode not in HOSTILE_MODES + REFUSING_MODES:
+        raise ValueError(f"mode must be one of {HOSTILE_MODES + REFUSING_MODES}")
     with _serve(directory, {"mode": mode, "hostile": staticmethod(hostile), "byte_seconds": byte_seconds}) as served:
         yield served
 

@@ -18,6 +18,7 @@ from ecpfs_viewer.gui.runtime.collector import GuiThreadCollector
 from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
 from ecpfs_viewer.gui.runtime.theme import apply_theme, saved_theme
 from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.gui.window.select_request import SelectRequest
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
@@ -54,12 +55,13 @@ def create_main_window(location: str | None = None, demo: bool = False,
                        remote: RemoteOptions | None = None, select: str | None = None,
                        remember_recent: bool = True) -> MainWindow:
     """A main window that starts opening location (or the demo index); used by run_gui and tests.
-    select: a path to select once the store is open (``--select lvl_3/node_812``)."""
+    select: a path to select once the store is open (``--select lvl_3/node_812``); the request is
+    kept as ``window.select_request``."""
     ensure_application()
     window = MainWindow()
     window.session.remember_recent = remember_recent
     if select:
-        window.store_opened.connect(lambda *_: window.reveal_path(select))
+        window.select_request = SelectRequest(window, select)
     if location:
         window.open_location(location, remote)
     elif demo:
@@ -82,10 +84,11 @@ def run_gui(location: str | None = None, demo: bool = False, screenshot: str | N
     """Run the application until the window closes; returns the exit code.
 
     With screenshot, the window is saved to that PNG once the selected page has loaded (or the
-    store failed to open), and the application quits: exit 0 when it opened, 1 when it could
-    not, 3 when the page was still loading after SCREENSHOT_PATIENCE_S (the picture shows how
-    far it got). Packaging smoke tests and the README's pictures use it. remote: options for a
-    URL (the per-request timeout).
+    store failed to open, or the selected path does not exist), and the application quits: exit 0
+    when it opened, 1 when it could not or the path could not be selected (said on stderr too), 3
+    when the page was still loading after SCREENSHOT_PATIENCE_S (the picture shows how far it got).
+    Packaging smoke tests and the README's pictures use it. remote: options for a URL (the
+    per-request timeout).
 
     Quitting never waits on a stuck task: background work is cancelled and given about a second;
     a task still running after that (a stalled server, a long computation) is abandoned and the
@@ -130,12 +133,13 @@ def page_loaded(window: MainWindow, select: str | None) -> bool:
 def capture_when_loaded(window: MainWindow, select: str | None, capture: Callable[[int], None],
                         waiting: bool = True, patience_s: float = SCREENSHOT_PATIENCE_S) -> None:
     """Call capture(code) once, when the selected page has loaded after the store opened (0), the
-    store failed to open (1), or patience_s passed with the page still loading (3).
+    store failed to open or the selected path could not be selected (1, said on stderr), or
+    patience_s passed with the page still loading (3).
 
     Loaded means loaded at two polls in a row: what the last result put on the page is laid out
     (and what it replaced deleted) by the event loop in between, so the picture shows it."""
     started = time.monotonic()
-    state = {"opened": not waiting, "done": False, "loaded_once": False}
+    state = {"opened": not waiting, "done": False, "loaded_once": False, "failure_shown": False}
     poll = QTimer(window)
     poll.setInterval(50)
 
@@ -145,7 +149,16 @@ def capture_when_loaded(window: MainWindow, select: str | None, capture: Callabl
             poll.stop()
             capture(code)
 
+    request = window.select_request
+
     def check() -> None:
+        failure = request.failure if request is not None else None
+        if failure is not None and state["opened"]:
+            if state["failure_shown"]:  # the banner saying so was laid out at the last poll
+                print(f"ecpfs-viewer: error: {failure}", file=sys.stderr)
+                finish(1)
+            state["failure_shown"] = True
+            return
         loaded = state["opened"] and page_loaded(window, select if waiting else None)
         if loaded and state["loaded_once"]:
             finish(0)
@@ -159,6 +172,10 @@ def capture_when_loaded(window: MainWindow, select: str | None, capture: Callabl
         state["opened"] = True
 
     window.store_opened.connect(lambda *_: opened())
-    window.open_failed.connect(lambda *_: QTimer.singleShot(0, lambda: finish(1)))  # after the message shows
+    def open_failed(location: str, message: str) -> None:
+        print(f"ecpfs-viewer: error: could not open {location}: {message}", file=sys.stderr)
+        QTimer.singleShot(0, lambda: finish(1))  # after the message shows
+
+    window.open_failed.connect(open_failed)
     poll.timeout.connect(check)
     poll.start()

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from ecpfs_viewer.cli import main
+from tests.npy_headers import write_lying_npy
 
 POINTS = np.array([(0, 0), (0.4, 0.4), (1, 1), (1.4, 1.4), (10, 10), (10.4, 10.4), (11, 11), (11.4, 11.4)],
                   dtype=np.float32)
@@ -98,6 +99,17 @@ def test_truncated_and_non_numpy_and_missing_files(work: Path, capsys: pytest.Ca
     assert not (work / "out.zarr").exists()
 
 
+@pytest.mark.parametrize("shape", [(-1, 64), (-5, 64)])
+def test_a_header_with_a_negative_shape_is_one_sentence(work: Path, capsys: pytest.CaptureFixture[str],
+                                                         shape: tuple[int, int]) -> None:
+    """Issue 34: the header check refuses it, naming the file (not "number of rows (-5)" later)."""
+    path = write_lying_npy(work / "neg.npy", shape)
+    assert _build(work, "neg.npy") == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"ecpfs-viewer: error: {path}: the header declares shape {shape}; a shape cannot be negative"]
+    assert _listing(work) == {"good.npy", "neg.npy"}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--levels", "0"], "levels must be at least 1"),
@@ -150,6 +162,19 @@ def test_existing_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "already exists" in capsys.readouterr().err
     assert (work / "out.zarr" / "zarr.json").stat().st_mtime_ns == mtime
     assert _build(work, "good.npy", "--overwrite", "--quiet") == 0
+
+
+def test_overwrite_refuses_a_folder_that_is_not_an_index(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: a plain Zarr group holding notes/keep.txt is not an index this app would replace."""
+    grouped = work / "grouped"
+    (grouped / "notes").mkdir(parents=True)
+    (grouped / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
+    (grouped / "notes" / "keep.txt").write_text("mine")
+    assert _build(work, "good.npy", "--overwrite", out="grouped") == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"ecpfs-viewer: error: {grouped}: holds notes/keep.txt, which is not part of an ecpfs index; not replaced"]
+    assert (grouped / "notes" / "keep.txt").read_text() == "mine"
+    assert _listing(work) == {"good.npy", "grouped"}
 
 
 def test_unwritable_output_folder(request: pytest.FixtureRequest) -> None:

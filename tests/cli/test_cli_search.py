@@ -15,6 +15,7 @@ import pytest
 
 from ecpfs_viewer.cli import main
 from ecpfs_viewer.model.search import IndexReader
+from tests.npy_headers import write_lying_npy
 
 
 @pytest.fixture
@@ -86,6 +87,18 @@ def test_search_rejects_bad_arguments_in_one_line(work: Path, capsys: pytest.Cap
     assert main(["search", idx, *[str(work / a) if a.endswith(".npy") else a for a in args]]) == code
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("shape", [(-1, 64), (-5, 64)])
+def test_a_query_file_with_a_negative_shape_is_one_sentence(work: Path, capsys: pytest.CaptureFixture[str],
+                                                            shape: tuple[int, int]) -> None:
+    """Issue 34: was `OverflowError: memory mapped length must be positive`, no file named."""
+    idx = _build(work)
+    path = write_lying_npy(work / "q.npy", shape)
+    capsys.readouterr()
+    assert main(["search", idx, "--query-file", str(path)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"ecpfs-viewer: error: {path}: the header declares shape {shape}; a shape cannot be negative"]
 
 
 def test_search_json_trace_and_explain(two_clusters_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -41,6 +41,7 @@ from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
 from ecpfs_viewer.gui.window.index_map_wiring import IndexMapFeature
+from ecpfs_viewer.gui.window.select_request import SelectRequest
 from ecpfs_viewer.gui.window.selection_tabs import SelectionTabs, targets
 from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_label, location_from_drop
 from ecpfs_viewer.gui.window.start_page import StartPage
@@ -70,6 +71,7 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(800, 500)
         self.session = IndexSession(self)
         self._early: str | None = None  # a node whose pages reveal_path showed before the tree listed it
+        self.select_request: SelectRequest | None = None  # --select, when the window was started with it
         self._build_dialog: QWidget | None = None
         self._compare_views: list[CompareView] = []
         self._tune_dialog: QWidget | None = None

@@ -17,6 +17,7 @@ import numpy as np
 from ecpfs_viewer.model.build.errors import BuildError, BuildProblem, ProblemField
 from ecpfs_viewer.model.build.estimate import disk_units, estimate_disk
 from ecpfs_viewer.model.build.output import stale_builds
+from ecpfs_viewer.model.build.replaceable import replace_refusal
 from ecpfs_viewer.model.build.sources import EmbeddingSource, SourceInfo, inspect_source
 from ecpfs_viewer.model.ecpfs import sizing
 from ecpfs_viewer.model.formatting import format_bytes
@@ -130,10 +131,9 @@ def output_problems(output: str | os.PathLike[str], overwrite: bool) -> list[Bui
     if path.exists() or path.is_symlink():
         if not overwrite:
             return [BuildProblem("output", "already exists: choose a new name, or replace it", str(path))]
-        if not path.is_dir():
-            return [BuildProblem("output", "exists and is not a directory; it will not be replaced", str(path))]
-        if any(path.iterdir()) and not (path / "zarr.json").exists():
-            return [BuildProblem("output", "exists and is not a Zarr store; it will not be replaced", str(path))]
+        refusal = replace_refusal(path)
+        if refusal is not None:
+            return [BuildProblem("output", refusal, str(path))]
     parent = path.parent
     if not parent.is_dir():
         return [BuildProblem("output", f"output folder {parent} does not exist")]

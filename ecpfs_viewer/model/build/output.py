@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ecpfs_viewer.model.build.errors import BuildError, BuildProblem
+from ecpfs_viewer.model.build.replaceable import foreign_member, replace_refusal
 
 _BUILDING = re.compile(r"^\.(?P<name>.+)\.building-(?P<pid>\d+)-[0-9a-f]{8}$")
 
@@ -47,7 +48,8 @@ def process_gone(pid: int) -> bool:
 
 
 def stale_builds(parent: str | os.PathLike[str]) -> list[StaleBuild]:
-    """The temporary build folders in ``parent`` whose build process is gone (sorted by name)."""
+    """The temporary build folders in ``parent`` whose build process is gone and that hold only what a
+    build writes (sorted by name)."""
     found: list[StaleBuild] = []
     try:
         entries = list(os.scandir(parent))
@@ -55,9 +57,18 @@ def stale_builds(parent: str | os.PathLike[str]) -> list[StaleBuild]:
         return found
     for entry in entries:
         m = _BUILDING.match(entry.name)
-        if m and entry.is_dir(follow_symlinks=False) and process_gone(int(m["pid"])):
+        if (m and entry.is_dir(follow_symlinks=False) and process_gone(int(m["pid"]))
+                and _holds_only_an_index(entry.path)):
             found.append(StaleBuild(Path(entry.path), int(m["pid"])))
     return sorted(found, key=lambda s: s.path.name)
+
+
+def _holds_only_an_index(folder: str) -> bool:
+    """True when a build folder holds only what a build writes (anything else in it is someone's)."""
+    try:
+        return foreign_member(folder) is None
+    except OSError:
+        return False
 
 
 def _remove_tree(path: Path) -> int:
@@ -117,10 +128,17 @@ def prepare_output(output: Path) -> Path:
 
 
 def commit_output(tmp: Path, output: Path, overwrite: bool) -> None:
-    """Rename the finished build into place (an existing index is moved aside first, then removed)."""
+    """Rename the finished build into place (an existing index is moved aside first, then removed).
+
+    What is there is looked at again first: the build may have run for hours since it was checked,
+    and only an ecpfs index (:func:`replace_refusal`) is ever replaced.
+    """
     output = output.expanduser().absolute()
     old: Path | None = None
-    if output.exists() and overwrite:
+    if os.path.lexists(output) and overwrite:
+        refusal = replace_refusal(output)
+        if refusal is not None:
+            raise BuildError(BuildProblem("output", refusal, str(output)))
         old = output.parent / f".{output.name}.old-{uuid.uuid4().hex[:8]}"
         os.rename(output, old)
     try:

@@ -7,9 +7,7 @@ apart from the tree logic. Nothing here unpickles (``allow_pickle`` is never ena
 
 from __future__ import annotations
 
-import math
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ import numpy as np
 from ecpfs_viewer.model.build.errors import input_error
 from ecpfs_viewer.model.ecpfs.sizing import SOURCE_DTYPES
 from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.storage.npy_file import NpyFileError, read_npy_header
 
 if TYPE_CHECKING:
     import zarr
@@ -69,40 +68,13 @@ def _check_shape_dtype(shape: tuple[int, ...], dtype: np.dtype, label: str) -> N
 def _inspect_npy(path: Path) -> SourceInfo:
     label = str(path)
     try:
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode) and not stat.S_ISDIR(status.st_mode):  # a FIFO would block
-            raise input_error(label, "not a regular file (a pipe, device or socket); not read")
-        size = status.st_size
-        with open(path, "rb") as fh:
-            try:
-                version = np.lib.format.read_magic(fh)
-            except ValueError as exc:
-                raise input_error(label, f"not a .npy file ({exc})") from None
-            try:
-                if version == (1, 0):
-                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-                else:
-                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-            except (ValueError, SyntaxError, TypeError) as exc:
-                raise input_error(label, f"corrupt .npy header ({exc})") from None
-            offset = fh.tell()
-    except FileNotFoundError:
-        raise input_error(label, "file not found") from None
-    except IsADirectoryError:
-        raise input_error(label, "is a directory, not a .npy file") from None
-    except PermissionError:
-        raise input_error(label, "permission denied") from None
-    dtype = np.dtype(dtype)
-    if dtype.hasobject:
-        raise input_error(label, "unsupported element type object (pickled data is never loaded)")
-    _check_shape_dtype(tuple(shape), dtype, label)
-    need = offset + math.prod(shape) * dtype.itemsize  # exact, where numpy's int64 product would wrap
-    if size < need:
-        raise input_error(label, f"file is truncated ({size} bytes, the header promises {need})")
+        header = read_npy_header(path)
+    except NpyFileError as exc:
+        raise input_error(label, exc.reason) from None
+    _check_shape_dtype(header.shape, header.dtype, label)
     return SourceInfo(
-        path=str(path), kind="npy", rows=int(shape[0]), dim=int(shape[1]),
-        dtype=dtype,
-        label=label, data_offset=offset, fortran_order=bool(fortran),
+        path=str(path), kind="npy", rows=header.shape[0], dim=header.shape[1], dtype=header.dtype,
+        label=label, data_offset=header.data_offset, fortran_order=header.fortran_order,
     )
 
 

@@ -123,12 +123,24 @@ def _levels(h: Hierarchy, state: DerivedState) -> int | None:
         try:
             levels = int(h.read_scalar("info/levels"))
         except Exception as exc:  # no readable info/levels: not an index, or a broken one
-            if transport_failure(exc) is not None:  # unanswered: says nothing, kept for nothing
+            if transport_failure(exc) is not None or _refused(exc):  # says nothing, kept for nothing
                 raise
             state.index = False
         else:
             state.index, state.levels = True, levels
     return state.levels
+
+
+def _refused(exc: BaseException | None) -> bool:
+    """True when a read failed because the store refused it (a 403, a permission denied), which says
+    nothing about whether the array is there: the listing "could not be read", never "not an index"."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _probed_arrays(h: Hierarchy, paths: list[str]) -> list[Node]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +35,7 @@ from ecpfs_viewer.model.search.results import (
     SearchParams,
     SearchResult,
 )
+from ecpfs_viewer.model.storage.npy_file import NpyFileError, map_npy_file
 from ecpfs_viewer.model.zarrtree.subset import read_subset
 
 if TYPE_CHECKING:
@@ -74,25 +74,12 @@ class QuerySpec:
 
 
 def map_npy(path: str, error: type[Exception] = QueryError) -> np.ndarray:
-    """A .npy file memory-mapped, of any shape; ``error`` saying why when it cannot be (a folder, a
-    pipe or device, which would block, not a .npy, not there)."""
+    """A .npy file memory-mapped, of any shape (:func:`map_npy_file`); ``error`` saying why when it
+    cannot be (a folder, a pipe or device, which would block, not a .npy, a header that lies, not there)."""
     try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise error(f"{path}: file not found") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(mode):
-        raise error(f"{path}: is a folder, not a .npy file")
-    if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer for ever
-        raise error(f"{path}: not a regular file (a pipe, device or socket); not read")
-    try:
-        data: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise error(f"{path}: file not found") from None
-    except (ValueError, OSError) as exc:
-        raise error(f"{path}: not a readable .npy file ({exc})") from None
-    return data
+        return map_npy_file(path)
+    except NpyFileError as exc:
+        raise error(str(exc)) from None
 
 
 def load_npy(path: str) -> np.ndarray:

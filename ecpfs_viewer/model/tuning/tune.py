@@ -11,6 +11,7 @@ leaves nothing behind: the work folder and every variant this run wrote are remo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.build.builder import BuildParams, BuildProgress, build_index, preview_build
+from ecpfs_viewer.model.build.replaceable import remove_index
 from ecpfs_viewer.model.ecpfs.levels import level_stats
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_bytes
@@ -47,7 +49,13 @@ from ecpfs_viewer.model.tuning.tune_report import (
     variant_name,
     with_axis,
 )
-from ecpfs_viewer.model.tuning.workdir import make_work_folder, ram_folder, remove_stale_work, search_places
+from ecpfs_viewer.model.tuning.workdir import (
+    REMAINING,
+    make_work_folder,
+    ram_folder,
+    remove_stale_work,
+    search_places,
+)
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 __all__ = ["COST_AXES", "DEFAULT_COST", "CostFigures", "LevelBalance", "Recommendation", "TuneCancelled",
@@ -296,9 +304,9 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         check_space(work_parent, estimates, keep_dir is not None, extra)
         build_source = source
         if held.size:
-            build_source = str(work / "remaining.npy")
+            build_source = str(work / REMAINING)
             _write_remaining(data, held, Path(build_source), cancel)
-            base = np.load(build_source, mmap_mode="r")
+            base = map_npy(build_source, TuneError)
         else:
             base = data
         t = time.perf_counter()
@@ -320,10 +328,11 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
     except BaseException as exc:
         remover.shutdown(wait=True)
         for path in written:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_index(path)  # only what this tune built: never a folder that holds anything else
+        shutil.rmtree(work, ignore_errors=True)  # this tune's own folder (in keep_dir when one is kept)
         if made_keep:
-            shutil.rmtree(keep_dir, ignore_errors=True)  # type: ignore[arg-type]
-        shutil.rmtree(work, ignore_errors=True)
+            with contextlib.suppress(OSError):  # something was put in it meanwhile: it stays
+                os.rmdir(keep_dir)  # type: ignore[arg-type]
         if isinstance(exc, Cancelled) and not isinstance(exc, TuneCancelled):
             raise TuneCancelled() from None
         raise

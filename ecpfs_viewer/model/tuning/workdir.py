@@ -22,10 +22,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ecpfs_viewer.model.build.output import process_gone
+from ecpfs_viewer.model.build.replaceable import foreign_member
 
 #: RAM filesystems a tune may work on, in order of preference.
 RAM_FOLDERS: tuple[str, ...] = ("/dev/shm",)
 PREFIX = ".ecpfs-tune-"
+#: The copy of the input's rows that are not held out as queries, in the work folder.
+REMAINING = "remaining.npy"
 #: A work folder unchanged for this long is stale whatever its process.
 STALE_SECONDS = 24 * 3600.0
 # mkdtemp's random part has no "-": older tunes' folders (no process id) match without the pid
@@ -74,9 +77,28 @@ def make_work_folder(parent: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=parent))
 
 
+def _holds_only_tune_work(folder: str) -> bool:
+    """True when ``folder`` holds only what a tune writes: the remaining-rows copy and variant indexes
+    (finished, or a build's temporary folder); anything else in it is someone's, and stays."""
+    with os.scandir(folder) as it:
+        for entry in it:
+            if entry.is_symlink():
+                return False
+            if entry.name == REMAINING and entry.is_file(follow_symlinks=False):
+                continue
+            if not entry.is_dir(follow_symlinks=False) or foreign_member(entry.path) is not None:
+                return False
+    return True
+
+
 def _stale(entry: os.DirEntry[str], now: float) -> bool:
     m = _WORK.match(entry.name)
     if m is None or not entry.is_dir(follow_symlinks=False):
+        return False
+    try:
+        if not _holds_only_tune_work(entry.path):
+            return False
+    except OSError:
         return False
     st = entry.stat(follow_symlinks=False)
     if hasattr(os, "geteuid") and st.st_uid != os.geteuid():

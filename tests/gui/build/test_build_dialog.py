@@ -286,6 +286,22 @@ def test_build_error_at_build_time_is_shown(qtbot, tmp_path, vectors, monkeypatc
     assert (output / "thesis.txt").exists()
 
 
+def test_replace_refuses_a_folder_that_is_not_an_index(qtbot, tmp_path, vectors):
+    """Issue 34: "Replace an existing index" replaces an index only; a folder of notes is refused beside
+    the output field, with what was found, and the Build button stays off."""
+    output = tmp_path / "grouped"
+    (output / "notes").mkdir(parents=True)
+    (output / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
+    (output / "notes" / "keep.txt").write_text("mine")
+    dialog = ready_dialog(qtbot, vectors, output)
+    dialog.form.overwrite_check.setChecked(True)
+    wait_checked(qtbot, dialog)
+    assert visible_errors(dialog) == {
+        "output": "holds notes/keep.txt, which is not part of an ecpfs index; not replaced"}
+    assert not dialog.build_button.isEnabled()
+    assert (output / "notes" / "keep.txt").read_text() == "mine"
+
+
 def test_built_index_opens_in_the_main_window(qtbot, tmp_path, vectors):
     from ecpfs_viewer.gui.app import create_main_window
 

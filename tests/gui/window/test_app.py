@@ -11,16 +11,17 @@ import pytest
 from index_factory import build_clustered_index
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel
+from remote_fixtures import serve_hostile
 
 from ecpfs_viewer.gui.app import capture_when_loaded, create_main_window
 from ecpfs_viewer.gui.runtime import scheduling
 
 
-def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, tmp_path: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"),
                ECPFS_VIEWER_CACHE=str(tmp_path / "cache"))
     return subprocess.run([sys.executable, "-m", "ecpfs_viewer", *args], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=timeout)
 
 
 def test_opens_an_index_from_the_command_line_and_saves_the_window(two_clusters_path: Path, tmp_path: Path) -> None:
@@ -129,3 +130,44 @@ def test_the_command_line_screenshot_of_a_node_exits_0(three_levels: Path, tmp_p
     assert done.returncode == 0, done.stderr
     image = QImage(str(shot))
     assert (image.width(), image.height()) == (1280, 800)
+
+
+@pytest.mark.parametrize("path", ["lvl_9/node_1", "nosuch", "lvl_3/node_999999"])
+def test_select_of_a_path_that_does_not_exist_says_so_and_exits_1_after_the_picture(
+        three_levels: Path, tmp_path: Path, path: str) -> None:
+    """Issue 34: the window waited for a node that will never be selected (it never exited)."""
+    shot = tmp_path / "missing.png"
+    done = _run(str(three_levels), "--select", path, "--screenshot", str(shot), tmp_path=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [f"ecpfs-viewer: error: {path}: no such node"]
+    assert QImage(str(shot)).width() == 1280
+
+
+def test_select_of_a_path_that_does_not_exist_is_said_in_the_window(qtbot, three_levels: Path) -> None:
+    window = create_main_window(str(three_levels), select="/lvl_9/node_1", remember_recent=False)
+    qtbot.addWidget(window)
+    window.show()
+    request = window.select_request
+    assert request is not None
+    qtbot.waitUntil(lambda: request.failure is not None, timeout=30_000)
+    assert request.failure == "lvl_9/node_1: no such node"
+    assert window.banner.isVisibleTo(window)
+    assert window.banner.text.text() == "Could not select lvl_9/node_1\nlvl_9/node_1: no such node"
+
+
+def test_select_on_a_server_refusing_every_chunk_ends_in_could_not_be_read(three_levels: Path,
+                                                                           tmp_path: Path) -> None:
+    """Issue 34: chunks answering 403 kept `--select ... --timeout 5 --screenshot` running past 90 s
+    (info/levels refused read as "not an index", so the path was waited for in an empty tree).
+    A 403 is not retried; the window says what could not be read, takes the picture and exits 1.
+    The subprocess timeout only guards the run; the assertions are on what it said and left."""
+    shot = tmp_path / "refused.png"
+    refused = serve_hostile(three_levels, "forbid", lambda key: "/c/" in key or key.endswith("/c"))
+    with refused as (url, _tally):
+        done = _run(url, "--select", "lvl_2/node_0/embeddings", "--timeout", "5", "--screenshot", str(shot),
+                    tmp_path=tmp_path, timeout=60)
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"ecpfs-viewer: error: could not open {url}: info/levels: ")
+    assert "access denied (403 forbidden)" in line
+    assert QImage(str(shot)).width() == 1280

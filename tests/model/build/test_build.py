@@ -397,7 +397,7 @@ def test_overwrite_refuses_a_directory_that_is_not_a_store(tmp_path: Path, tc_np
     out = tmp_path / "precious"
     out.mkdir()
     (out / "thesis.txt").write_text("do not delete")
-    with pytest.raises(BuildError, match="not a Zarr store"):
+    with pytest.raises(BuildError, match=r"holds thesis\.txt, which is not part of an ecpfs index; not replaced"):
         build_index(tc_npy, out, TC_PARAMS, overwrite=True)
     assert (out / "thesis.txt").exists()
 

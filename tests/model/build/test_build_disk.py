@@ -91,8 +91,8 @@ def test_preview_warns_and_build_removes_stale_folders(tmp_path: Path) -> None:
     src = tmp_path / "in.npy"
     np.save(src, np.random.default_rng(0).standard_normal((50, 4)).astype(np.float32))
     stale = tmp_path / f".old.zarr.building-{_dead_pid()}-0123abcd"
-    (stale / "c").mkdir(parents=True)
-    (stale / "c" / "0").write_bytes(b"x" * 10000)
+    (stale / "lvl_1" / "node_0" / "embeddings" / "c" / "0").mkdir(parents=True)  # as a killed build leaves it
+    (stale / "lvl_1" / "node_0" / "embeddings" / "c" / "0" / "0").write_bytes(b"x" * 10000)
     params = BuildParams(levels=1, target_cluster_items=5)
     preview = preview_build(src, params, tmp_path / "new.zarr")
     assert f"1 unfinished build folder left by killed builds will be removed ({stale.name})" in preview.warnings

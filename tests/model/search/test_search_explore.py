@@ -68,7 +68,7 @@ def test_query_sources(two_clusters_path: Path, tmp_path: Path) -> None:
     with pytest.raises(QueryError, match="file not found"):
         query_vector(reader, QuerySpec("file", file=str(tmp_path / "absent.npy")))
     (tmp_path / "bad.npy").write_text("not numpy")
-    with pytest.raises(QueryError, match=r"not a readable \.npy"):
+    with pytest.raises(QueryError, match=r"bad\.npy: not a \.npy file"):
         query_vector(reader, QuerySpec("file", file=str(tmp_path / "bad.npy")))
     with pytest.raises(UnknownItemError, match="item 999"):
         query_vector(reader, QuerySpec("item", item_id=999))
