@@ -224,11 +224,13 @@ class _Parts:
             return 0
         where = np.asarray(positions, dtype=np.int64)
         raw = np.frombuffer(data, dtype=np.uint8)
-        fixed = raw[where[:, None] + np.arange(_ENTRY_SIZE)].view(_ENTRY).reshape(-1)
+        gathered = np.empty((len(where), _ENTRY_SIZE), dtype=np.uint8)
+        for column in range(_ENTRY_SIZE):  # a column at a time: one index per entry, not 46
+            gathered[:, column] = raw[where + column]
+        fixed = gathered.view(_ENTRY).reshape(-1)
         bad = np.flatnonzero(fixed["signature"] != _ENTRY_SIGNATURE)
         if len(bad):
             raise ZipFormatError(f"central directory entry {self.count + int(bad[0]) + 1:,} has no entry signature")
-        fixed = fixed.copy()
         utf8 = (fixed["flags"] & _FLAG_UTF8) != 0
         names = self.name_list
         for index, (position, length) in enumerate(zip(positions, fixed["name_length"].tolist(), strict=True)):
