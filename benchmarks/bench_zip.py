@@ -1,7 +1,7 @@
 """A zip of 700,000 members (issue 34): `info`, `check` and the window on it, peak resident memory and
 wall time of each, beside the floor (reading the file once, python's zipfile opening it).
 
-The zip is an index (two_clusters from the shared fixtures, or --index) with the source dataset
+The zip is an index (two_clusters from the tests' data, or --index) with the source dataset
 stored inside it, as upstream's own tests lay it out: `dataset/`, one tiny chunk per row, so
 nearly every member is a few bytes and the central directory is most of the archive. It is
 written by hand (stored members, ZIP64 end records past 65,535 members), in seconds, and kept in
@@ -26,9 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = Path(os.environ.get("ECPFS_BENCH_CACHE") or HERE / ".cache")
-TWO_CLUSTERS = Path("/work/shared/fixtures/two_clusters.zarr")
-if not TWO_CLUSTERS.is_dir():  # a checkout elsewhere: the copy the tests use
-    TWO_CLUSTERS = ROOT / "tests" / "data" / "two_clusters.zarr"
+TWO_CLUSTERS = ROOT / "tests" / "data" / "two_clusters.zarr"
 
 
 def write_stored_zip(target: Path, members: Iterable[tuple[str, bytes]]) -> int:
