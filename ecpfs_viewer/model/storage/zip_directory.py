@@ -236,7 +236,7 @@ class _Parts:
         for index, (position, length) in enumerate(zip(positions, fixed["name_length"].tolist(), strict=True)):
             name = data[position + _ENTRY_SIZE:position + _ENTRY_SIZE + length]
             if not name.isascii() or b"\0" in name:
-                name = _utf8_name(name, bool(utf8[index]))
+                name = utf8_name(name, bool(utf8[index]))
             names.append(name)
         wide = np.flatnonzero((fixed["compressed"] == _U32) | (fixed["size"] == _U32) | (fixed["offset"] == _U32))
         self.fixed.append(_with_zip64(fixed, wide, data, positions))
@@ -306,9 +306,11 @@ def _zip64_values(extra: bytes) -> list[int]:
     return []
 
 
-def _utf8_name(name: bytes, flagged_utf8: bool) -> bytes:
+def utf8_name(name: bytes, flagged_utf8: bool) -> bytes:
     """A name as UTF-8, cut at a NUL as zipfile does; cp437 unless the entry says UTF-8."""
     name = name.split(b"\0", 1)[0]
+    if name.isascii():
+        return name
     text = name.decode("utf-8", "surrogateescape") if flagged_utf8 else name.decode("cp437")
     return text.encode("utf-8", "surrogateescape")
 

@@ -22,13 +22,14 @@ from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, Store
 
 from ecpfs_viewer.model.storage.counted_io import UnreadableFile, bounds, check_size
-from ecpfs_viewer.model.storage.zip_directory import Member, ZipDirectory, ZipFormatError
+from ecpfs_viewer.model.storage.zip_directory import Member, ZipDirectory, ZipFormatError, utf8_name
 
 _LOCAL_HEADER = 30
 _STORED, _DEFLATED = 0, 8
 _METHODS = {1: "shrink", 6: "implode", 9: "deflate64", 12: "bzip2", 14: "lzma", 93: "zstandard", 95: "xz",
             98: "PPMd", 99: "AES encryption"}
 _ENCRYPTED = 0x1
+_FLAG_UTF8 = 0x800
 #: a member stored in fewer bytes than this is read on the event loop's thread (a thread costs more)
 _INLINE_BYTES = 1 << 20
 _O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
@@ -141,12 +142,22 @@ class GuardedZipStore(Store):
         return self._inflate(where, member, self._exactly(where, member.compressed, data_at))[start:stop]
 
     def _data_offset(self, where: str, member: Member) -> int:
-        """Where the member's data begins: past its local header (whose name and extra lengths are its own)."""
-        header = self._pread(_LOCAL_HEADER, member.header_offset)
+        """Where the member's data begins: past its local header (whose name and extra lengths are its
+        own). The header must name the member: entries that share a header or overlap (a zip bomb's
+        way to repeat one compressed body) are refused, as zipfile refuses them."""
+        expected = member.name.encode("utf-8", "surrogateescape")
+        header = self._pread(_LOCAL_HEADER + len(expected), member.header_offset)
         if len(header) < _LOCAL_HEADER or header[:4] != b"PK\x03\x04":
             raise UnreadableFile(where, f"damaged zip member (no local header at offset {member.header_offset:,})")
+        flags = int.from_bytes(header[6:8], "little")
         name_length = int.from_bytes(header[26:28], "little")
         extra_length = int.from_bytes(header[28:30], "little")
+        raw = header[_LOCAL_HEADER:_LOCAL_HEADER + name_length]
+        if name_length > len(raw):
+            raw = self._pread(name_length, member.header_offset + _LOCAL_HEADER)
+        if utf8_name(raw, bool(flags & _FLAG_UTF8)) != expected:
+            shown = raw[:200].decode("utf-8", "replace")
+            raise UnreadableFile(where, f"damaged zip member (its local header names {shown!r})")
         return member.header_offset + _LOCAL_HEADER + name_length + extra_length
 
     def _exactly(self, where: str, size: int, offset: int) -> bytes:

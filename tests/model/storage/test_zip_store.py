@@ -154,6 +154,20 @@ def test_a_stored_member_whose_sizes_disagree_or_that_runs_past_the_file_is_refu
         _read(GuardedZipStore(small_zip), "a/c/1")
 
 
+def test_entries_that_share_a_local_header_are_refused(small_zip: Path) -> None:
+    """An overlapping zip bomb points many entries at one compressed body: the header names another member."""
+    data = bytearray(small_zip.read_bytes())
+    with zipfile.ZipFile(small_zip) as archive:
+        target = archive.getinfo("a/c/0").header_offset
+    entry = data.index(b"a/c/1", data.index(b"PK\x01\x02")) - 46
+    struct.pack_into("<L", data, entry + 42, target)
+    small_zip.write_bytes(bytes(data))
+    store = GuardedZipStore(small_zip)
+    with pytest.raises(UnreadableFile, match=r"#a/c/1: damaged zip member \(its local header names 'a/c/0'\)"):
+        _read(store, "a/c/1")
+    assert _read(store, "a/c/0") == bytes(range(256)) * 64
+
+
 def test_a_member_declared_past_the_cap_is_refused_before_it_is_read(small_zip: Path) -> None:
     _patch_entry(small_zip, "a/c/0", size=0xFFFFFFFE)
     with pytest.raises(UnreadableFile, match=r"the member, uncompressed as the zip declares, is 4\.0 GiB"):
