@@ -11,6 +11,7 @@ directory declares (stopped at the declared size plus one byte). Each refusal na
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import zlib
@@ -60,13 +61,19 @@ class GuardedZipStore(Store):
         self.fd = fd
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
+        return {"path": self.path, "identity": self.identity}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """The zip opened again (a dask worker's copy); if another file now stands at its path, every
+        read says so, as a closed store opened again would."""
         self.__init__(state["path"])  # type: ignore[misc]
+        if self.identity != tuple(state["identity"]):
+            self.close_file()
+            self.identity = tuple(state["identity"])
 
     def __del__(self) -> None:
-        self.close_file()
+        with contextlib.suppress(Exception):  # at exit too, when the descriptor may be gone already
+            self.close_file()
 
     def close_file(self) -> None:
         fd, self.fd = getattr(self, "fd", -1), -1

@@ -219,7 +219,7 @@ class TestGuardedZipStore(_Contract):
         with zipfile.ZipFile(store.path, "a") as archive:
             archive.writestr(key, value.to_bytes())
         fresh = GuardedZipStore(store.path)
-        store.directory, store.file_size = fresh.directory, fresh.file_size
+        store.directory, store.file_size, store.identity = fresh.directory, fresh.file_size, fresh.identity
 
     async def get(self, store: GuardedZipStore, key: str) -> Buffer:
         with zipfile.ZipFile(store.path) as archive:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pickle
 import struct
 import subprocess
 import sys
@@ -224,9 +225,11 @@ def test_a_zip_is_never_written_and_a_closed_store_reads_only_the_same_file(smal
     store.close()
     replacement = small_zip.with_suffix(".new")
     replacement.write_bytes(small_zip.read_bytes())
+    pickled = pickle.dumps(store)  # as dask hands it to a worker
     os.replace(replacement, small_zip)  # another file in its place: the listing would not describe it
-    with pytest.raises(UnreadableFile, match="the zip changed on disk since it was opened"):
-        _read(store, "a/c/1")
+    for reader in (store, pickle.loads(pickled)):
+        with pytest.raises(UnreadableFile, match="the zip changed on disk since it was opened"):
+            _read(reader, "a/c/1")
 
 
 @pytest.mark.parametrize("damage", ["no-entry-signature", "directory-too-large", "zip64-record-missing"])
