@@ -272,10 +272,4 @@ def _identity(fd: int) -> tuple[int, int, int, int]:
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
-async def open_guarded_zip(path: Path) -> GuardedZipStore:
-    """The zip at path opened read-only (its central directory read now), with guarded reads;
-    ZipFormatError when it is not a zip whose directory holds together."""
-    return await asyncio.to_thread(GuardedZipStore, path)
-
-
-__all__ = ["GuardedZipStore", "ZipFormatError", "open_guarded_zip"]
+__all__ = ["GuardedZipStore", "ZipFormatError"]
