@@ -12,8 +12,7 @@ import functools
 import os
 import re
 import stat
-import zipfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -38,8 +37,10 @@ from ecpfs_viewer.model.storage.counted_io import (
     read_file_range,
 )
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
-from ecpfs_viewer.model.storage.guarded import GuardedLocalStore, open_guarded_zip
+from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
 from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.model.storage.zip_directory import NoEndRecord, StoredSizes, ZipFormatError
+from ecpfs_viewer.model.storage.zip_store import GuardedZipStore
 
 # The counter, its wrapper store and the file reads live in store_io; they are still used as stores.*
 __all__ = [
@@ -128,7 +129,7 @@ class OpenedStore:
 
     def __init__(self, store: Store, *, label: str, kind: str, root: str = "",
                  local_path: Path | None = None, archive_path: Path | None = None,
-                 archive_sizes: dict[str, int] | None = None,
+                 archive_sizes: Mapping[str, int] | None = None,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.counter = IOCounter()
         self.zarr_store = CountingStore(store, self.counter)
@@ -137,7 +138,7 @@ class OpenedStore:
         self.root = root.strip("/")
         self.local_path = local_path  # directory on disk when kind == "local"
         self.archive_path = archive_path  # the .zip file when kind == "zip"
-        # stored size of every member of that zip, from its central directory (what the ZipStore reads)
+        # stored size of every member of that zip, from its central directory (a view of the store's listing)
         self.archive_sizes = archive_sizes
         self.max_in_flight = max_in_flight
         self.unlisted: RemoteOptions | None = None  # set when the store lists no folders (plain HTTP)
@@ -282,6 +283,9 @@ class OpenedStore:
             self.counter.add_listing()
             return local_sizes(os.path.join(self.local_path, prefix), problems)
         full = prefix + "/" if prefix else ""
+        if isinstance(self.archive_sizes, StoredSizes):
+            self.counter.add_listing()
+            return self.archive_sizes.below(full)
         if self.archive_sizes is not None:
             self.counter.add_listing()
             return {k[len(full):]: size for k, size in self.archive_sizes.items() if k.startswith(full)}
@@ -381,15 +385,16 @@ def _open_file(path: Path) -> OpenedStore:
     try:
         with open(path, "rb") as file:
             head = file.read(4)
+        store = GuardedZipStore(path)
+    except NoEndRecord as exc:
+        if head.startswith(b"PK") or path.suffix.lower() == ".zip":
+            raise StoreOpenError(f"{path}: damaged zip file: {exc}") from exc
+        raise StoreOpenError(f"{path}: not a Zarr store (expected a folder or a .zip file)") from exc
+    except ZipFormatError as exc:
+        raise StoreOpenError(f"{path}: damaged zip file ({exc})") from exc
     except OSError as exc:
         raise StoreOpenError(f"{path}: cannot open ({(exc.strerror or str(exc)).lower()})") from exc
-    if zipfile.is_zipfile(path):
-        return _open_zip(path)
-    if head.startswith(b"PK") or path.suffix.lower() == ".zip":
-        size = path.stat().st_size
-        raise StoreOpenError(f"{path}: damaged zip file: no end-of-archive record (central directory) "
-                             f"in its {size:,} bytes; it is probably truncated or not a zip")
-    raise StoreOpenError(f"{path}: not a Zarr store (expected a folder or a .zip file)")
+    return _open_zip(path, store)
 
 
 def _open_directory(path: Path) -> OpenedStore:
@@ -427,25 +432,22 @@ def _holds_zarr_metadata(directory: Path, names: list[str], depth: int) -> bool:
     return False
 
 
-def _open_zip(path: Path) -> OpenedStore:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = archive.infolist()
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise StoreOpenError(f"{path}: damaged zip file ({describe_exception(exc)})") from exc
-    root = zip_root([m.filename for m in members])
+def _open_zip(path: Path, store: GuardedZipStore) -> OpenedStore:
+    """The zip whose central directory the store read, rooted at the folder holding the Zarr root."""
+    directory = store.directory
+    if any(directory.find(key) is not None for key in METADATA_KEYS):
+        root: str | None = ""
+    else:
+        root = zip_root(directory.names_below(""))
     if root is None:
+        store.close()
         raise StoreOpenError(f"{path}: the zip holds no Zarr metadata (zarr.json, .zgroup, .zarray)")
-    try:  # opened now: our listings bypass zarr.open, which would otherwise open the archive
-        store = event_loop.run(open_guarded_zip(path))
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise StoreOpenError(f"{path}: damaged zip file ({describe_exception(exc)})") from exc
-    sizes = {m.filename: m.compress_size for m in members if not m.is_dir()}  # chunk stats list from these
+    # chunk statistics list their stored sizes from the same listing
     return OpenedStore(store, label=str(path) + (f"#{root}" if root else ""), kind="zip", root=root,
-                       archive_path=path, archive_sizes=sizes)
+                       archive_path=path, archive_sizes=directory.stored_sizes())
 
 
-def zip_root(names: list[str]) -> str | None:
+def zip_root(names: Iterable[str]) -> str | None:
     """The folder inside a zip that holds the Zarr root: '' for the top, else the shallowest one."""
     best: str | None = None
     for name in names:
