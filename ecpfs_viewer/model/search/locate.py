@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_name, node_path
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_name, node_path
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
+from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 
 if TYPE_CHECKING:  # the saved map answers a later process without zarr (model/search/saved_locate.py)
     from ecpfs_viewer.model.search.reader import NodeReader
@@ -261,15 +262,28 @@ def _placed_by_value(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return order, (np.flatnonzero(filled) + low).astype(keys.dtype, copy=False)
 
 
+class Provenance(Protocol):
+    """Where the documents a locator reads can be stamped before reading and checked later
+    (model/ecpfs/index_cache.py's IndexCache)."""
+
+    def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None: ...
+
+    def unchanged(self, stamps: Stamps, owners: Sequence[int] | None = None) -> bool: ...
+
+
 class ItemLocator:
     """Item id -> (leaf, row), learnt from item_ids arrays batch by batch; parents from node_ids.
 
     Each batch read is kept as read (a lookup scans it for the wanted ids) and reading every leaf
     costs one pass; once every leaf is read the batches are sorted once into one :class:`ItemMap`
-    (:meth:`complete_map`), which a later process may hand back in.
+    (:meth:`complete_map`), which a later process may hand back in with the stamps of the
+    item_ids it was made from: an answer from it is given only while the documents it depends on
+    are unchanged (a present item: its leaf's item_ids and the leaf level's folder; an absent one
+    or the whole map: every leaf's), else the given map is dropped and the leaves are read.
     """
 
-    def __init__(self, index: NodeReader, item_map: ItemMap | None = None, links: LinkCache | None = None) -> None:
+    def __init__(self, index: NodeReader, item_map: ItemMap | None = None, links: LinkCache | None = None,
+                 stamps: Stamps | None = None, provenance: Provenance | None = None) -> None:
         self.index = index
         self._lock = threading.RLock()
         self._next = 0  # leaves read so far, in ascending leaf id order
@@ -279,10 +293,50 @@ class ItemLocator:
         self._links = links
         self._parents: dict[int, ItemMap] = {}  # level -> its nodes' (parent, row), as an ItemMap
         self._id_range: ItemIdRange | None = None
-        self._given = item_map is not None
-        if item_map is not None:
-            self._sorted = (item_map.item_ids, item_map.leaves, item_map.rows)
-            self._parts = [self._sorted]
+        self._id_range_leaf: int | None = None  # the leaf whose item_ids metadata gave the range
+        self._provenance = provenance
+        self._stamps: list[Stamps | None] = []  # of each batch, taken before reading it
+        self.given = item_map is not None and stamps is not None and provenance is not None
+        if not self.given:
+            self._map = None
+        self._given_stamps = stamps if self.given else None
+        self._checked: set[int] = set()  # leaves of the given map found unchanged in this process
+        self._checked_all = False
+
+    def stamps(self) -> Stamps | None:
+        """What the complete map was derived from (None: not complete, or not stamped)."""
+        with self._lock:
+            if self._given_stamps is not None:
+                return self._given_stamps
+            if self.complete_map() is None or not self._stamps:
+                return None
+            return Stamps.joined(self._stamps)
+
+    def facts_stamps(self) -> Stamps | None:
+        """What the id range was taken from: the stamps of its leaf's item_ids."""
+        whole = self.stamps()
+        if whole is None or self._id_range_leaf is None:
+            return None
+        return whole.subset([self._id_range_leaf])
+
+    def _given_valid(self, leaves: Sequence[int] | None) -> bool:
+        """Whether the given map still answers for these leaves (all when None); when not, it is
+        dropped and the leaves are read as if none was given."""
+        stamps, provenance = self._given_stamps, self._provenance
+        if stamps is None or provenance is None or self._checked_all:
+            return True
+        wanted = None if leaves is None else [leaf for leaf in set(leaves) if leaf not in self._checked]
+        if wanted == []:
+            return True
+        if provenance.unchanged(stamps, wanted):
+            if wanted is None:
+                self._checked_all = True
+            else:
+                self._checked.update(wanted)
+            return True
+        self._map, self._leaf_order, self._given_stamps, self.given = None, None, None, False
+        self._id_range = None
+        return False
 
     @property
     def complete(self) -> bool:
@@ -301,9 +355,12 @@ class ItemLocator:
                     raise ItemIdRangeError(refusal)
         wanted = np.unique(np.asarray(ids, np.int64))
         with self._lock:
-            whole = self.complete_map()
+            whole = self._complete_map()
             if whole is not None:
-                return whole.lookup(wanted)
+                answer = whole.lookup(wanted)
+                depends = None if len(answer) < len(wanted) else [leaf for leaf, _ in answer.values()]
+                if self._given_valid(depends):
+                    return answer
             found: dict[int, tuple[int, int]] = {}
             for batch in self._batches:
                 _add_new(found, batch, wanted)
@@ -314,6 +371,12 @@ class ItemLocator:
 
     def complete_map(self) -> ItemMap | None:
         """The map of every leaf's item_ids, once all are read (None before: a leaf is left to read)."""
+        with self._lock:
+            if self._map is not None and not self._given_valid(None):
+                return None
+            return self._complete_map()
+
+    def _complete_map(self) -> ItemMap | None:
         with self._lock:
             if self._map is None and self._next >= len(self.index.leaf_ids()):
                 self._leaf_order = _Run.joined(self._batches)
@@ -337,9 +400,9 @@ class ItemLocator:
     def read_everything(self, reporter: Reporter | None = None) -> ItemMap | None:
         """Read every leaf's item_ids not read yet, in one pass; the complete map."""
         with self._lock:
-            while not self.complete:
+            while (whole := self.complete_map()) is None:  # a given map found stale is read afresh
                 self._read_batch(reporter)
-            return self.complete_map()
+            return whole
 
     def id_range(self) -> ItemIdRange:
         """The ids this index can hold, from the first leaf's item_ids metadata (the spec: uint32;
@@ -351,7 +414,8 @@ class ItemLocator:
 
     def _read_id_range(self) -> ItemIdRange:
         # with a saved map, the first leaf it names: no listing of the leaf level (40,000 nodes at 2M)
-        leaves = [int(self._map.leaves.min())] if self._given and self._map else self.index.leaf_ids()
+        leaves = [int(self._map.leaves.min())] if self.given and self._map else self.index.leaf_ids()
+        self._id_range_leaf = leaves[0] if leaves else None
         details = (self.index.hierarchy.details(node_array_path(self.index.levels, leaves[0], "item_ids")).array
                    if leaves else None)
         try:
@@ -389,6 +453,7 @@ class ItemLocator:
                 return
             kept = [(leaf, ids) for leaf, ids in zip(leaves[skip:], ids_per_leaf[skip:], strict=True)
                     if ids is not None]
+            self._stamps.append(None)  # read elsewhere, not stamped before: the map is not kept
             self._batches.append(_Run.of_leaves([leaf for leaf, _ in kept], [ids for _, ids in kept]))
             self._next = start + len(leaves)
 
@@ -396,6 +461,13 @@ class ItemLocator:
         """Read the next LEAF_BATCH leaves' item_ids; their map (also kept)."""
         leaves = self.index.leaf_ids()
         part = leaves[self._next:self._next + LEAF_BATCH]
+        if self._provenance is not None:  # before reading: a change meanwhile makes the map stale
+            groups = [(node_array_path(self.index.levels, n, "item_ids"), n) for n in part]
+            stamps = self._provenance.stamp(groups)
+            if self._next == 0:
+                stamps = Stamps.joined([self._provenance.stamp([(level_path(self.index.levels), ALWAYS)],
+                                                               walk=False), stamps])
+            self._stamps.append(stamps)
         arrays = self.index.arrays.read([node_array_path(self.index.levels, n, "item_ids") for n in part],
                                         None if reporter is None else reporter.check)
         present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
@@ -426,12 +498,15 @@ class ItemLocator:
                 links = self._links.load(level) if self._links is not None else None
                 if links is None:
                     above = self.index.level_node_ids(level - 1)
+                    stamps = None if self._provenance is None else Stamps.joined([
+                        self._provenance.stamp([(level_path(level - 1), ALWAYS)], walk=False),
+                        self._provenance.stamp([(node_array_path(level - 1, n, "node_ids"), n) for n in above])])
                     arrays = self.index.arrays.read([node_array_path(level - 1, n, "node_ids") for n in above])
                     read = [(parent, np.asarray(ids).reshape(-1)) for parent, ids in zip(above, arrays, strict=True)
                             if ids is not None]
                     links = ItemMap.of_leaves([p for p, _ in read], [ids for _, ids in read])
-                    if self._links is not None and len(read) == len(above):  # only a whole level is kept
-                        self._links.save(level, links)
+                    if self._links is not None and stamps is not None and len(read) == len(above):
+                        self._links.save(level, links, stamps)  # only a whole level is kept
                 self._parents[level] = links
             return self._parents[level]
 
@@ -463,11 +538,12 @@ def ancestor_path(levels: int, root_rows: int, leaf: int,
 
 
 class LinkCache(Protocol):
-    """Where a locator keeps each level's child -> parent links between processes."""
+    """Where a locator keeps each level's child -> parent links between processes (a level's
+    links are loaded only while every node_ids they were made from is unchanged)."""
 
     def load(self, level: int) -> ItemMap | None: ...
 
-    def save(self, level: int, links: ItemMap) -> None: ...
+    def save(self, level: int, links: ItemMap, stamps: Stamps) -> None: ...
 
 
 def _add_new(found: dict[int, tuple[int, int]], batch: _Run, wanted: np.ndarray) -> None:
