@@ -12,7 +12,7 @@ is ignored.
 from __future__ import annotations
 
 from ecpfs_viewer.model.ecpfs.index_cache import IndexCache
-from ecpfs_viewer.model.search.locate import ItemMap
+from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, LocateFacts, item_map_of
 from ecpfs_viewer.model.storage.stamps import Stamps
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
-from ecpfs_viewer.model.search.locate import ItemIdRange, ItemLocation, ItemMap, ancestor_path, not_in_index
+from ecpfs_viewer.model.search.item_map import ItemMap
+from ecpfs_viewer.model.search.locate import ItemIdRange, ItemLocation, ancestor_path, not_in_index
 from ecpfs_viewer.model.search.results import ItemIdRangeError
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.fingerprint import local_fingerprint, local_identity

@@ -13,7 +13,7 @@ from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.search.item_cache import ITEM_MAP
-from ecpfs_viewer.model.search.locate import ItemMap
+from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.results import ItemIdRangeError, UnknownItemError
 from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root, cache_usage
 from ecpfs_viewer.model.storage.stamps import unframe_entry

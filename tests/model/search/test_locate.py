@@ -12,7 +12,8 @@ import zarr
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.search import IndexReader, UnknownItemError
 from ecpfs_viewer.model.search import locate as locate_module
-from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap, _placed_by_value, stable_order
+from ecpfs_viewer.model.search.item_map import ItemMap, _placed_by_value, stable_order
+from ecpfs_viewer.model.search.locate import ItemLocator
 
 
 @pytest.fixture(scope="module")
