@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.index_cache import index_cache
+from ecpfs_viewer.model.ecpfs.opened_index import OpenedIndex
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
 from ecpfs_viewer.model.search.item_cache import CachedParentLinks, save_item_map, saved_item_map
@@ -35,9 +35,9 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 class IndexReader(NodeReader):
     """An opened index for eCP search, locate and exact search; caches every decoded node."""
 
-    def __init__(self, source: str | os.PathLike[str] | OpenedStore | Hierarchy) -> None:
+    def __init__(self, source: str | os.PathLike[str] | OpenedStore | Hierarchy | OpenedIndex) -> None:
         super().__init__(source)
-        self.cache = index_cache(self.hierarchy)
+        self.cache = self.opened.cache
         self._locator: ItemLocator | None = None
         self._map_saved = False
 
@@ -133,3 +133,7 @@ class IndexReader(NodeReader):
         self.keep_item_map()
         return found
 
+
+def index_reader(index: OpenedIndex) -> IndexReader:
+    """The one reader of an opened index, built by the first caller (every front-end shares it)."""
+    return index.shared(IndexReader)
