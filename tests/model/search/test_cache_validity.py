@@ -177,3 +177,20 @@ def test_parent_links_answer_for_the_index_as_it_is_now(tmp_path: Path) -> None:
     assert again.replace("zarr=False", "zarr=True") == fresh
     third = _cli("locate", str(index), str(item), "--json")
     assert "zarr=False" in third and third.replace("zarr=False", "zarr=True") == fresh
+
+
+def test_a_zip_rewritten_with_swapped_leaves_is_answered_afresh(index: Path, tmp_path: Path) -> None:
+    """A zip's entries stand or fall with the archive: rebuilt with two leaves swapped, the same
+    size and mtime put back, its cached map is not used."""
+    archive = Path(shutil.make_archive(str(tmp_path / "idx"), "zip", root_dir=index))
+    item = _first_item(index, 0)
+    first = _cli("locate", str(archive), str(item), "--json")
+    assert '"leaf": 0' in first
+    before = os.stat(archive)
+    _swap_leaves(index, 0, 15)
+    archive.unlink()
+    shutil.make_archive(str(tmp_path / "idx"), "zip", root_dir=index)
+    os.utime(archive, ns=(before.st_atime_ns, before.st_mtime_ns))
+    fresh = _cli("locate", str(archive), str(item), "--json", cache=tmp_path / "empty")
+    assert '"leaf": 15' in fresh
+    assert _cli("locate", str(archive), str(item), "--json") == fresh
