@@ -128,10 +128,10 @@ class IndexReader(NodeReader):
               self_ids: Sequence[int | None] | None = None, progress: ProgressCallback | None = None,
               cancel: threading.Event | None = None) -> ExactNeighbours:
         """Exact k nearest neighbours of each query row (see :func:`exact.exact_knn`); the scan
-        completes the locator, so its map is saved for later processes."""
-        found = exact_knn(self, queries, k, exclude, self_ids, progress, cancel)
-        self.keep_item_map()
-        return found
+        completes the locator for this reader. Its map is not saved for later processes: the
+        leaves it learnt from were not stamped before they were read (some may have been read
+        long before), so nothing would prove the map describes the index as it is."""
+        return exact_knn(self, queries, k, exclude, self_ids, progress, cancel)
 
 
 def index_reader(index: OpenedIndex) -> IndexReader:
