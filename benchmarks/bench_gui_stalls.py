@@ -54,10 +54,9 @@ from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.shutdown import enable_crash_trace, shut_down
 from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.window.main_window import MainWindow
-from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
+from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, recall_explore
-from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views.projection import ProjectionKind
 from ecpfs_viewer.model.views.tree_rows import summarize_nodes
 from ecpfs_viewer.process_exit import leave_process
@@ -223,7 +222,7 @@ def gui_thread_baseline(path: str, leaf_level: str) -> list[tuple[str, float]]:
     """The same model work done synchronously: how long the GUI would freeze without workers."""
     figures = []
     started = time.perf_counter()
-    hierarchy = index_hierarchy(open_store(path))  # derives the tree where the server lists no folders
+    hierarchy = open_index(path).hierarchy  # derives the tree where the server lists no folders
     hierarchy.root()
     from ecpfs_viewer.model.ecpfs import detect_index
 

@@ -23,7 +23,7 @@ from _bench_index import bench_index_path
 
 from ecpfs_viewer.model.ecpfs import shared_level_stats
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef, breadcrumb, parent_of
-from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.views.node_info import children_of, leaf_items, node_info, node_spread
 from ecpfs_viewer.model.views.projection import project_level, project_node
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -36,7 +36,7 @@ def ms(action: Callable[[], object]) -> float:
 
 
 def main() -> None:
-    h = Hierarchy(open_store(bench_index_path()))
+    h = open_index(bench_index_path()).hierarchy
     leaves = [NodeRef(3, int(i)) for i in shared_level_stats(h, 3).node_ids[::97]]
     print(f"level statistics of lvl_3 computed first; {len(leaves)} leaves sampled")
     print(f"cold parent_of lvl_3 (decodes 256 node_ids)  {ms(lambda: parent_of(h, leaves[0])):8.1f} ms")

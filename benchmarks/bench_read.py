@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zarr
 from _bench_index import bench_index_path
 
+from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.chunks import chunk_stats
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -65,7 +66,7 @@ def main() -> None:
     print(f"index: {index}\nzarr {zarr.__version__}, Python {sys.version.split()[0]}, median of {args.repeat}\n")
 
     def list_ours() -> list[tuple[str, str]]:
-        h = Hierarchy(open_store(index))
+        h = open_index(index).hierarchy
         return [(n.name, n.kind.value) for n in h.children("lvl_3")]
 
     ours, listed = median_ms(list_ours, args.repeat)
@@ -80,7 +81,7 @@ def main() -> None:
     row("list lvl_3 (4,000 nodes, names + kinds)", ours, "<= 50 ms", "zarr group_keys()", base)
 
     def stats_ours() -> object:
-        h = Hierarchy(open_store(index))
+        h = open_index(index).hierarchy
         return chunk_stats(h, NODE, node_array=True)
 
     ours, stats = median_ms(stats_ours, args.repeat * 3)
@@ -99,7 +100,7 @@ def main() -> None:
     row(f"chunk stats, {stats.n_chunks:,}-chunk array", ours, "-", "zarr nchunks_initialized (quadratic)", base)
 
     def subset_ours() -> object:
-        h = Hierarchy(open_store(index))
+        h = open_index(index).hierarchy
         return read_subset(h, NODE, default_selection(h.details(NODE).array))
 
     ours, subset = median_ms(subset_ours, args.repeat * 3)
@@ -107,7 +108,7 @@ def main() -> None:
     row(f"read default selection of the node {subset.data.shape}", ours, "-", "zarr open_array()[...]", base)
 
     def walk_ours() -> int:
-        h = Hierarchy(open_store(index))
+        h = open_index(index).hierarchy
         count, stack = 0, [""]
         while stack:
             for node in h.children(stack.pop()):

@@ -26,9 +26,8 @@ from _bench_index import bench_index_path
 from _remote_server import serve_static_child
 
 from ecpfs_viewer.model.ecpfs import level_stats, summarize
-from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
-from ecpfs_viewer.model.search import IndexReader, SearchParams
-from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.ecpfs.opened_index import open_index
+from ecpfs_viewer.model.search import IndexReader, SearchParams, index_reader
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -39,7 +38,7 @@ TARGETS = {"open + index summary": 1.0, "leaf level listed (derived)": 2.0, "lev
 
 def actions(url: str, options: RemoteOptions) -> dict[str, Callable[[], object]]:
     def fresh() -> Hierarchy:
-        return index_hierarchy(open_store(url, remote=options))
+        return open_index(url, remote=options).hierarchy
 
     def open_summary() -> object:
         return summarize(fresh()).levels
@@ -61,9 +60,9 @@ def actions(url: str, options: RemoteOptions) -> dict[str, Callable[[], object]]
     queries: list[np.ndarray] = []
 
     def search_cold() -> object:
-        opened = open_store(url, remote=options)
-        query = np.asarray(Hierarchy(opened).read_array("index_root/embeddings", 3), dtype=np.float32) + 0.5
-        reader[:] = [IndexReader(opened)]
+        opened = open_index(url, remote=options)
+        query = np.asarray(opened.hierarchy.read_array("index_root/embeddings", 3), dtype=np.float32) + 0.5
+        reader[:] = [index_reader(opened)]
         queries[:] = [query]
         return len(reader[0].search(query, SearchParams(k=10, search_exp=4)).items)
 

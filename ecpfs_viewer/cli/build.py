@@ -209,10 +209,9 @@ def _info_text(path: Path) -> str | None:
     try:
         from ecpfs_viewer.cli.read import collect_level_stats, format_info
         from ecpfs_viewer.model.ecpfs import summarize
-        from ecpfs_viewer.model.storage.opening import open_store
-        from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+        from ecpfs_viewer.model.ecpfs.opened_index import open_index
 
-        h = Hierarchy(open_store(str(path)))
+        h = open_index(str(path)).hierarchy
         summary = summarize(h)
         return format_info(summary, collect_level_stats(h, summary))
     except Exception:

@@ -24,10 +24,10 @@ from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.cli.remote import add_remote_options, remote_options
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
-from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
+from ecpfs_viewer.model.ecpfs.opened_index import open_index, opened_index_of
 from ecpfs_viewer.model.formatting import format_age, format_value
-from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store
+from ecpfs_viewer.model.storage.opening import StoreOpenError
 from ecpfs_viewer.model.validation import ValidationReport, validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -64,7 +64,7 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 def _open(path: str, args: argparse.Namespace) -> Hierarchy:
     options = remote_options(args)
     try:
-        return index_hierarchy(open_store(path, remote=options))
+        return open_index(path, remote=options).hierarchy
     except StoreOpenError as exc:
         raise CannotOpen(str(exc)) from None
 
@@ -103,11 +103,11 @@ def run_check(args: argparse.Namespace) -> int:
 def _deepen(h: Hierarchy, report: ValidationReport, bar: TerminalProgress) -> ValidationReport:
     """The report with what searching the index finds (self-reachability); the index must search."""
     from ecpfs_viewer.model.diagnostics.deep_check import with_reachability
-    from ecpfs_viewer.model.search.index import IndexReader
+    from ecpfs_viewer.model.search.index import index_reader
     from ecpfs_viewer.model.search.results import SearchError
 
     try:
-        deep, _ = with_reachability(report, IndexReader(h), progress=bar)
+        deep, _ = with_reachability(report, index_reader(opened_index_of(h)), progress=bar)
     except SearchError as exc:
         return replace(report, findings=(*report.findings, Finding(Severity.WARNING, "", f"--deep: {exc}")))
     return deep

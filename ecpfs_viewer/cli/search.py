@@ -43,14 +43,14 @@ def run_body(body: Any, args: argparse.Namespace) -> int:
 def open_index(args: argparse.Namespace, location: str | None = None) -> IndexReader:
     """The index named on the command line (or at location), opened with the remote options (read-only)."""
     from ecpfs_viewer.cli.remote import remote_options
+    from ecpfs_viewer.model.ecpfs.opened_index import open_index as open_opened_index
     from ecpfs_viewer.model.errors import UserError, describe_exception
-    from ecpfs_viewer.model.search import IndexReader
-    from ecpfs_viewer.model.storage.opening import open_store
+    from ecpfs_viewer.model.search import index_reader
 
     location = args.index if location is None else location
     options = remote_options(args)
     try:
-        return IndexReader(open_store(location, remote=options))
+        return index_reader(open_opened_index(location, remote=options))
     except (UserError, OSError, ValueError) as exc:
         message = describe_exception(exc)
         raise CannotOpen(message if location in message else f"{location}: cannot open ({message})") from None

@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 
 from ecpfs_viewer.gui.tree.marks import MarkKind, RowMark
-from ecpfs_viewer.model.search import IndexReader, SearchError, SearchResult
+from ecpfs_viewer.model.ecpfs.opened_index import opened_index_of
+from ecpfs_viewer.model.search import IndexReader, SearchError, SearchResult, index_reader
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 #: The tree-marks layer the search owns (validation has its own).
@@ -42,7 +43,7 @@ class SearchSession:
             raise SearchError("open an ecpfs index first")
         if reader is not None:
             return reader
-        reader = IndexReader(hierarchy)
+        reader = index_reader(opened_index_of(hierarchy))
         with self._lock:
             if self._hierarchy is hierarchy and self._reader is None:
                 self._reader = reader

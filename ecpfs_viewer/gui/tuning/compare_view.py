@@ -38,10 +38,10 @@ from ecpfs_viewer.gui.widgets.fields import npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.saving import save_to
-from ecpfs_viewer.model.search import IndexReader, QueryError, SearchResult
+from ecpfs_viewer.model.ecpfs.opened_index import open_index
+from ecpfs_viewer.model.search import IndexReader, QueryError, SearchResult, index_reader
 from ecpfs_viewer.model.search.explore import load_npy
 from ecpfs_viewer.model.search.results import ProgressCallback, parse_search_exps
-from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.tuning.compare import (
     COST_AXES,
@@ -85,8 +85,8 @@ class Searched:
 
 def _open_both(location_a: str, remote_a: RemoteOptions | None, location_b: str, remote_b: RemoteOptions | None,
                progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Opened:
-    a = IndexReader(open_store(location_a, remote=remote_a))
-    b = IndexReader(open_store(location_b, remote=remote_b))
+    a = index_reader(open_index(location_a, remote=remote_a))
+    b = index_reader(open_index(location_b, remote=remote_b))
     maps = item_maps(a, b, progress, cancel)
     sides = side_by_side(a, b, maps)
     return Opened(a, b, sides, compare_assignments(*maps), np.intersect1d(maps[0].unique_ids(), maps[1].unique_ids()))

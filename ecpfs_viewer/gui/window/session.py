@@ -18,8 +18,8 @@ from ecpfs_viewer.gui.runtime.action_cost import Measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.model.build.demo import ensure_demo_index
 from ecpfs_viewer.model.ecpfs import IndexLayout, detect_index
-from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
-from ecpfs_viewer.model.storage.opening import is_url, open_store
+from ecpfs_viewer.model.ecpfs.opened_index import open_index
+from ecpfs_viewer.model.storage.opening import is_url
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -35,7 +35,7 @@ class OpenedIndex:
 
 def open_hierarchy(location: str, remote: RemoteOptions | None = None) -> OpenedIndex:
     """Open a store and probe its root and index layout (runs in a worker)."""
-    hierarchy = index_hierarchy(open_store(location, remote=remote))
+    hierarchy = open_index(location, remote=remote).hierarchy
     hierarchy.root()
     return OpenedIndex(location, hierarchy, detect_index(hierarchy))
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
 from ecpfs_viewer.model.ecpfs.paths import node_path
-from ecpfs_viewer.model.search.locate import ItemMap
+from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.recall import SweepSearch
 
 _LEVEL_SHIFT = 32  # node key = level << 32 | node_id (node ids are uint32)

@@ -1,20 +1,22 @@
 """What the cache folder keeps of an ecpfs index, and the documents whose state stands for the index's.
 
 An index is fingerprinted from the documents read to open it: the root, ``info`` (its group,
-each scalar's metadata and value), ``index_root`` and each level's group document. Rebuilding an
-index, or inserting into it (``total_items`` and ``next_item_id`` change), changes them. Of a
-remote index the small documents (every ``zarr.json`` and the leaves' and nodes' id arrays) are
-then answered from the cache folder, with no request, until the fingerprint changes; those the
-root's consolidated metadata holds are taken from it.
+each scalar's metadata and value), ``index_root`` and each level's group document; the
+fingerprint names its entries. That is not enough to trust them (an rsync of a rebuilt index
+swaps leaves under unchanged root documents), so every entry also carries the stamps of the
+documents it was derived from and is answered only while they are unchanged (:class:`IndexCache`).
+Of a remote index the documents the root's consolidated metadata holds are taken from it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
-from ecpfs_viewer.model.storage.opening import OpenedStore
+from ecpfs_viewer.model.storage.stamps import Stamps, frame_entry, stamp_archive, stamp_local, unframe_entry
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -26,12 +28,14 @@ def keeps_document(key: str) -> bool:
 
 def attach_cache(h: Hierarchy) -> StoreCache | None:
     """The cache entries of the index h shows, fingerprinted now (once per opened store); None
-    when nothing of it may be kept (not an index, or no fingerprint).
+    when nothing of it may be kept (not an index, no fingerprint, or a remote store).
 
-    A remote index's small documents are read from the cache folder from now on, until a refresh;
-    the fingerprint's own documents are read fresh, once (a failed one fails the read that wants it)."""
+    The fingerprint (the root documents) only names the entries; each entry is checked on use
+    against the stamps of the documents it was derived from (:class:`IndexCache`). A remote
+    store keeps nothing across processes: its documents would have to be asked for to be proven
+    unchanged (a plain HTTP server gives no listing with validators), which is what the cache saves."""
     store = h.store
-    if store.disk is not None or store.fingerprint_tried or store_identity(store) is None:
+    if store.disk is not None or store.fingerprint_tried or store.kind == "remote" or store_identity(store) is None:
         return store.disk
     try:
         levels = int(h.read_scalar("info/levels"))
@@ -40,30 +44,11 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
     if not 1 <= levels <= MAX_FINGERPRINT_LEVELS:
         return None
     store.fingerprint_tried = True  # a stalled document costs one timeout per store, not one per call
-    cache, read = store_cache(store, fingerprint_keys(levels))
+    cache, _ = store_cache(store, fingerprint_keys(levels))
     store.disk = cache
     if cache is not None:
         cache.fit()
-    if store.kind == "remote":
-        documents = DocumentCache(cache, keeps_document)
-        documents.seed(read)
-        store.zarr_store.documents = documents
-        h.cache(_Detach).store = store
     return cache
-
-
-class _Detach:
-    """Kept beside a hierarchy whose store reads from the cache folder: a refresh (F5) means ask
-    the server, so it turns the cache off for the rest of that store's life."""
-
-    def __init__(self) -> None:
-        self.store: OpenedStore | None = None
-
-    def forget(self, path: str, /) -> None:
-        if self.store is not None:
-            self.store.zarr_store.documents = None
-            self.store.disk = None
-            self.store = None
 
 
 def seed_consolidated(h: Hierarchy) -> int:
@@ -77,3 +62,76 @@ def seed_consolidated(h: Hierarchy) -> int:
             documents = h.store.zarr_store.documents = DocumentCache(None, keeps_document)
         documents.seeded.update(found)
     return len(found)
+
+
+class IndexCache:
+    """The one place for what is cached about an opened index: entries in the cache folder under
+    the index's identity and fingerprint, each carrying the stamps of the documents it was derived
+    from (model/storage/stamps.py) and answered only while they are unchanged.
+
+    A local folder is stamped file by file, a zip by its archive. A remote store keeps nothing
+    across processes (see :func:`attach_cache`): a plain HTTP server can prove a document unchanged
+    only by a request for it, which is what the cache would save."""
+
+    def __init__(self, h: Hierarchy) -> None:
+        self.hierarchy = h
+        self.store = h.store
+
+    @property
+    def disk(self) -> StoreCache | None:
+        return attach_cache(self.hierarchy)
+
+    def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None:
+        """Stamps of the (path, owner) pairs (paths below the Zarr root), taken before reading
+        them; None when this store cannot be stamped (nothing derived from it is kept)."""
+        store = self.store
+        if store.kind == "local" and store.local_path is not None:
+            return stamp_local(str(store.local_path), [(store.key(path), owner) for path, owner in groups], walk=walk)
+        if store.kind == "zip" and store.archive_path is not None:
+            return stamp_archive(str(store.archive_path))
+        return None
+
+    def unchanged(self, stamps: Stamps, owners: Sequence[int] | None = None) -> bool:
+        """Whether the documents of the given owners (all when None) are as they were stamped."""
+        store = self.store
+        if stamps.kind == "local" and store.kind == "local" and store.local_path is not None:
+            return stamps.unchanged(str(store.local_path), owners)
+        if stamps.kind == "zip" and store.kind == "zip":
+            return stamps.unchanged("", None)
+        return False
+
+    def load(self, name: str) -> tuple[bytes, Stamps] | None:
+        """An entry and what it was derived from (not checked yet: the caller knows which owners
+        its answer depends on); None when there is none."""
+        disk = self.disk
+        raw = None if disk is None else disk.read(name)
+        return None if raw is None else unframe_entry(raw)
+
+    def load_checked(self, name: str) -> bytes | None:
+        """An entry whose every document is unchanged, else None."""
+        found = self.load(name)
+        if found is None or not self.unchanged(found[1]):
+            return None
+        return found[0]
+
+    def save(self, name: str, data: bytes, stamps: Stamps | None) -> None:
+        """Keep an entry with what it was derived from (nothing without stamps or a cache folder)."""
+        disk = self.disk
+        if disk is not None and stamps is not None:
+            disk.write(name, frame_entry(data, stamps))
+
+
+def index_cache(h: Hierarchy) -> IndexCache:
+    """The cache of the index h shows (one per hierarchy)."""
+    found = h.cache(_IndexCacheSlot)
+    if found.cache is None:
+        found.cache = IndexCache(h)
+    return found.cache
+
+
+class _IndexCacheSlot:
+    def __init__(self) -> None:
+        self.cache: IndexCache | None = None
+
+    def forget(self, path: str, /) -> None:
+        """Kept across a refresh: entries are checked on every use."""

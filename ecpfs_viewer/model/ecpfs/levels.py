@@ -11,7 +11,6 @@ from numpy.typing import NDArray
 
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warning
 from ecpfs_viewer.model.ecpfs.level_stats_cache import LevelStatsCache
-from ecpfs_viewer.model.ecpfs.level_stats_disk import load_level_stats, save_level_stats
 from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays, check_node, read_node_arrays
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
@@ -201,26 +200,13 @@ def shared_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = 
     """:func:`level_stats`, computed once per Hierarchy and level and then reused; never raises.
 
     Kept beside h (:func:`level_stats_cache`) until ``Hierarchy.refresh`` of the level (or above) drops it;
-    statistics that lack what could not be read on the way are not kept (asked again next time). Of a
-    remote index they are also kept in the cache folder, for later processes, under its fingerprint.
+    statistics that lack what could not be read on the way are not kept (asked again next time).
     """
     summary = summary if summary is not None else summarize(h)
     key = _summary_key(summary, level)
     return level_stats_cache(h).get_or_compute(
-        level, key, lambda: _kept_or_computed(h, level, summary, key), keep=lambda s: s.complete
+        level, key, lambda: level_stats(h, level, summary), keep=lambda s: s.complete
     )
-
-
-def _kept_or_computed(h: Hierarchy, level: int, summary: IndexSummary, key: tuple[Any, ...]) -> LevelStats:
-    """What a remote index keeps of the level in the cache folder (model/ecpfs/level_stats_disk.py),
-    else computed, and kept there when complete."""
-    kept = load_level_stats(h, level, key, LevelStats)
-    if kept is not None:
-        return kept
-    stats = level_stats(h, level, summary)
-    if stats.complete:
-        save_level_stats(h, level, key, stats)
-    return stats
 
 
 def held_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -> LevelStats | None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ecpfs_viewer.model.search.ecp import ecp_search
     from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
     from ecpfs_viewer.model.search.explain import MissedNeighbour, explain_misses
-    from ecpfs_viewer.model.search.index import IndexReader
+    from ecpfs_viewer.model.search.index import IndexReader, index_reader
     from ecpfs_viewer.model.search.locate import ItemLocation, ItemLocator, PathStep
     from ecpfs_viewer.model.search.queries import (
         QuerySet,
@@ -67,6 +67,7 @@ __all__ = [
     "ecp_search",
     "exact_knn",
     "explain_misses",
+    "index_reader",
     "queries_from_array",
     "recall_at_k",
     "recall_sweep",
@@ -80,7 +81,7 @@ __getattr__ = lazy_exports(__name__, {
     "ecp": ("ecp_search",),
     "exact": ("ExactNeighbours", "exact_knn"),
     "explain": ("MissedNeighbour", "explain_misses"),
-    "index": ("IndexReader",),
+    "index": ("IndexReader", "index_reader"),
     "locate": ("ItemLocation", "ItemLocator", "PathStep"),
     "queries": ("QuerySet", "queries_from_array", "sample_items", "saved_queries", "saved_query_ids"),
     "reader": ("NodeData", "NodeReader"),

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.search.exact import RESCORE_MARGIN, ExactNeighbours
-from ecpfs_viewer.model.search.index import IndexReader
+from ecpfs_viewer.model.search.index import IndexReader, index_reader
 from ecpfs_viewer.model.search.reader import row_dots, score_block, squared_norms
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter
-from ecpfs_viewer.model.storage.opening import open_store
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.options import RemoteOptions
@@ -56,7 +56,7 @@ class IndexSource:
 @functools.lru_cache(maxsize=4)
 def _opened(source: IndexSource) -> IndexReader:
     """One reader per source and worker process, reused by every block that worker scores."""
-    return IndexReader(open_store(source.location, remote=source.remote))
+    return index_reader(open_index(source.location, remote=source.remote))
 
 
 def source_of(index: IndexReader, remote: RemoteOptions | None = None) -> IndexSource:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.index_cache import attach_cache
+from ecpfs_viewer.model.ecpfs.opened_index import OpenedIndex
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.exact import ExactNeighbours, exact_knn
 from ecpfs_viewer.model.search.item_cache import CachedParentLinks, save_item_map, saved_item_map
@@ -35,8 +35,9 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 class IndexReader(NodeReader):
     """An opened index for eCP search, locate and exact search; caches every decoded node."""
 
-    def __init__(self, source: str | os.PathLike[str] | OpenedStore | Hierarchy) -> None:
+    def __init__(self, source: str | os.PathLike[str] | OpenedStore | Hierarchy | OpenedIndex) -> None:
         super().__init__(source)
+        self.cache = self.opened.cache
         self._locator: ItemLocator | None = None
         self._map_saved = False
 
@@ -50,22 +51,24 @@ class IndexReader(NodeReader):
         folder, else from item_ids and node_ids arrays only (read on demand, cached)."""
         with self._lock:
             if self._locator is None:
-                item_map = saved_item_map(self.hierarchy)
-                self._map_saved = item_map is not None
-                self._locator = ItemLocator(self, item_map, CachedParentLinks(self.hierarchy))
+                saved = saved_item_map(self.cache)
+                item_map, stamps = (None, None) if saved is None else saved
+                self._locator = ItemLocator(self, item_map, CachedParentLinks(self.cache), stamps, self.cache)
             return self._locator
 
     def keep_item_map(self) -> None:
         """Save the locator's map for later processes once it is complete (once per reader)."""
         with self._lock:
-            if self._map_saved or self._locator is None:
+            if self._map_saved or self._locator is None or self._locator.given:
                 return
             item_map = self._locator.complete_map()
             if item_map is None:
                 return
             self._map_saved = True
             facts = LocateFacts(self.levels, len(self.root.ids), self._locator.id_range())
-        save_item_map(self.hierarchy, item_map, facts)
+            stamps, facts_stamps = self._locator.stamps(), self._locator.facts_stamps()
+        if stamps is not None and facts_stamps is not None:  # read elsewhere unstamped: not kept
+            save_item_map(self.cache, item_map, stamps, facts, facts_stamps)
 
     def finish_item_map(self) -> None:
         """Read the item_ids a lookup stopped short of and save the whole map, so that a later
@@ -73,7 +76,9 @@ class IndexReader(NodeReader):
         index has no fingerprint (nothing of it may be kept), or it is remote (a request per leaf:
         tens of seconds at 40,000 leaves, more than the answer itself)."""
         with self._lock:
-            if self._map_saved or self.store.kind == "remote" or attach_cache(self.hierarchy) is None:
+            if self._map_saved or self.store.kind == "remote" or self.cache.disk is None:
+                return
+            if self._locator is not None and self._locator.given:
                 return
         self.locator.read_everything()
         self.keep_item_map()
@@ -123,7 +128,12 @@ class IndexReader(NodeReader):
               self_ids: Sequence[int | None] | None = None, progress: ProgressCallback | None = None,
               cancel: threading.Event | None = None) -> ExactNeighbours:
         """Exact k nearest neighbours of each query row (see :func:`exact.exact_knn`); the scan
-        completes the locator, so its map is saved for later processes."""
-        found = exact_knn(self, queries, k, exclude, self_ids, progress, cancel)
-        self.keep_item_map()
-        return found
+        completes the locator for this reader. Its map is not saved for later processes: the
+        leaves it learnt from were not stamped before they were read (some may have been read
+        long before), so nothing would prove the map describes the index as it is."""
+        return exact_knn(self, queries, k, exclude, self_ids, progress, cancel)
+
+
+def index_reader(index: OpenedIndex) -> IndexReader:
+    """The one reader of an opened index, built by the first caller (every front-end shares it)."""
+    return index.shared(IndexReader)

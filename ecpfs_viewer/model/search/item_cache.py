@@ -1,51 +1,48 @@
-"""The item -> (leaf, row) map of an index kept in the cache folder, with each level's child ->
-parent links and the few facts a location needs, so that the next process answers ``locate`` and
-``search --item`` without reading a leaf or the node_ids of the levels above it (``locate`` of a
-local index even without zarr: model/search/saved_locate.py).
+"""The item -> (leaf, row) map of an index kept in its cache (model/ecpfs/index_cache.py), with
+each level's child -> parent links and the few facts a location needs, so that the next process
+answers ``locate`` and ``search --item`` without reading a leaf or the node_ids of the levels
+above it (``locate`` of a local index even without zarr: model/search/saved_locate.py).
 
-Keyed by the store's identity and fingerprint (model/ecpfs/index_cache.py): a map saved before
-the index changed is never loaded. A saved map that does not read back as one is ignored.
+Each entry carries the stamps of the item_ids or node_ids it was made from: a map is answered
+only for leaves whose documents are unchanged (model/search/locate.py checks on each lookup),
+links only while every node_ids of their level is. A saved entry that does not read back as one
+is ignored.
 """
 
 from __future__ import annotations
 
-from ecpfs_viewer.model.ecpfs.index_cache import attach_cache
-from ecpfs_viewer.model.search.locate import ItemMap
-from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, LocateFacts, read_item_map
-from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.ecpfs.index_cache import IndexCache
+from ecpfs_viewer.model.search.item_map import ItemMap
+from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, LocateFacts, item_map_of
+from ecpfs_viewer.model.storage.stamps import Stamps
 
 
-def _saved(h: Hierarchy, name: str) -> ItemMap | None:
-    cache = attach_cache(h)
-    return None if cache is None else read_item_map(cache, name)
+def saved_item_map(cache: IndexCache) -> tuple[ItemMap, Stamps] | None:
+    """The map saved for this index and what it was made from (checked on use), or None."""
+    found = cache.load(ITEM_MAP)
+    if found is None:
+        return None
+    item_map = item_map_of(found[0])
+    return None if item_map is None else (item_map, found[1])
 
 
-def _save(h: Hierarchy, name: str, data: bytes) -> None:
-    cache = attach_cache(h)
-    if cache is not None:
-        cache.write(name, data)
-
-
-def saved_item_map(h: Hierarchy) -> ItemMap | None:
-    """The map saved for this index as it is now, or None."""
-    return _saved(h, ITEM_MAP)
-
-
-def save_item_map(h: Hierarchy, item_map: ItemMap, facts: LocateFacts) -> None:
+def save_item_map(cache: IndexCache, item_map: ItemMap, stamps: Stamps, facts: LocateFacts,
+                  facts_stamps: Stamps) -> None:
     """Keep the complete map of this index, and what a location needs besides, for later
-    processes (nothing when it has no fingerprint)."""
-    _save(h, ITEM_MAP, item_map.to_bytes())
-    _save(h, LOCATE_FACTS, facts.to_bytes())
+    processes (nothing when it cannot be stamped or has no fingerprint)."""
+    cache.save(ITEM_MAP, item_map.to_bytes(), stamps)
+    cache.save(LOCATE_FACTS, facts.to_bytes(), facts_stamps)
 
 
 class CachedParentLinks:
-    """A locator's LinkCache in the cache folder, keyed like the item map."""
+    """A locator's LinkCache in the index's cache: a level's links while their node_ids are unchanged."""
 
-    def __init__(self, h: Hierarchy) -> None:
-        self.hierarchy = h
+    def __init__(self, cache: IndexCache) -> None:
+        self.cache = cache
 
     def load(self, level: int) -> ItemMap | None:
-        return _saved(self.hierarchy, PARENT_LINKS.format(level=level))
+        data = self.cache.load_checked(PARENT_LINKS.format(level=level))
+        return None if data is None else item_map_of(data)
 
-    def save(self, level: int, links: ItemMap) -> None:
-        _save(self.hierarchy, PARENT_LINKS.format(level=level), links.to_bytes())
+    def save(self, level: int, links: ItemMap, stamps: Stamps) -> None:
+        self.cache.save(PARENT_LINKS.format(level=level), links.to_bytes(), stamps)

@@ -8,18 +8,17 @@ levels' ``node_ids``. Never a leaf's embeddings, which are what make reading a l
 from __future__ import annotations
 
 import bisect
-import io
 import threading
-import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_name, node_path
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_name, node_path
+from ecpfs_viewer.model.search.item_map import ItemMap, _Run
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
+from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 
 if TYPE_CHECKING:  # the saved map answers a later process without zarr (model/search/saved_locate.py)
     from ecpfs_viewer.model.search.reader import NodeReader
@@ -27,7 +26,6 @@ if TYPE_CHECKING:  # the saved map answers a later process without zarr (model/s
 #: Leaves whose item_ids are read per batch; a lookup stops at the first batch that answers it.
 LEAF_BATCH = 500
 _INT64 = np.iinfo(np.int64)  # the lookup table's type: ids wider than it are never looked up
-_EMPTY = np.empty(0, np.int64)
 
 
 @dataclass(frozen=True)
@@ -92,173 +90,13 @@ class ItemLocation:
                 "path": [s.to_dict() for s in self.path]}
 
 
-@dataclass(frozen=True)
-class ItemMap:
-    """Every item id of an index with the leaf and row that hold it, sorted by item id.
+class Provenance(Protocol):
+    """Where the documents a locator reads can be stamped before reading and checked later
+    (model/ecpfs/index_cache.py's IndexCache)."""
 
-    Duplicated ids (a corrupt index) are kept in leaf order, so a lookup answers with the first
-    leaf that holds one, as a reader scanning the leaves in order would. Saved as an .npz
-    (:meth:`to_bytes`), so a later process can locate items without reading a leaf.
-    """
+    def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None: ...
 
-    item_ids: np.ndarray  # int64, ascending
-    leaves: np.ndarray  # int64 leaf node number (lvl_L/node_<leaf>) of each entry
-    rows: np.ndarray  # int64 row inside that leaf's item_ids
-
-    def __len__(self) -> int:
-        return len(self.item_ids)
-
-    @staticmethod
-    def of_leaves(leaves: Sequence[int], ids_per_leaf: Sequence[np.ndarray]) -> ItemMap:
-        """The map of some leaves' item_ids, given in leaf order."""
-        return _Run.of_leaves(leaves, ids_per_leaf).sorted()
-
-    @staticmethod
-    def merged(parts: Sequence[ItemMap]) -> ItemMap:
-        """One map of maps of consecutive runs of leaves, given in leaf order (ties keep that order)."""
-        if len(parts) == 1:
-            return parts[0]
-        if not parts:
-            return ItemMap(_EMPTY, _EMPTY, _EMPTY)
-        order, ids = stable_order(np.concatenate([p.item_ids for p in parts]))  # ties keep leaf order
-        return ItemMap(ids, np.concatenate([p.leaves for p in parts])[order],
-                       np.concatenate([p.rows for p in parts])[order])
-
-    def lookup(self, wanted: np.ndarray) -> dict[int, tuple[int, int]]:
-        """(leaf, row) of each wanted id (int64) the map holds, the first leaf for a duplicated one."""
-        at = np.searchsorted(self.item_ids, wanted)
-        hit = at < len(self.item_ids)
-        hit[hit] = self.item_ids[at[hit]] == wanted[hit]
-        return {int(i): (int(self.leaves[a]), int(self.rows[a])) for i, a in zip(wanted[hit], at[hit], strict=True)}
-
-    def unique_ids(self) -> np.ndarray:
-        ids = self.item_ids
-        return ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids
-
-    def to_bytes(self) -> bytes:
-        out = io.BytesIO()
-        np.savez(out, item_ids=self.item_ids, leaves=self.leaves, rows=self.rows)
-        return out.getvalue()
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> ItemMap:
-        """A map saved by :meth:`to_bytes`; ValueError (saying what is wrong) for anything else."""
-        try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as saved:
-                if sorted(saved.files) != ["item_ids", "leaves", "rows"]:
-                    raise ValueError(f"holds {sorted(saved.files)}, expected item_ids, leaves and rows")
-                arrays = [saved[name] for name in ("item_ids", "leaves", "rows")]
-        except ValueError as exc:
-            raise ValueError(f"not an item map: {exc}") from None
-        except (OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"not an item map: {describe_exception(exc)}") from None
-        ids, leaves, rows = arrays
-        if any(a.dtype != np.int64 or a.ndim != 1 for a in arrays):
-            raise ValueError("not an item map: its arrays must be 1-D int64")
-        if not len(ids) == len(leaves) == len(rows):
-            raise ValueError(f"not an item map: {len(ids)} ids, {len(leaves)} leaves, {len(rows)} rows")
-        if len(ids) and (bool((ids[1:] < ids[:-1]).any()) or int(leaves.min()) < 0 or int(rows.min()) < 0):
-            raise ValueError("not an item map: ids out of order or a negative leaf or row")
-        return cls(ids, leaves, rows)
-
-
-@dataclass(frozen=True)
-class _Run:
-    """Item ids of consecutive leaves as read, leaf after leaf: searched for a few wanted ids by a
-    scan, and sorted once, when every leaf is read (one sort of the whole index, not one per batch)."""
-
-    ids: np.ndarray  # int64, each leaf's in row order
-    leaves: np.ndarray  # int64, the leaves in order
-    sizes: np.ndarray  # int64, the items of each leaf
-
-    @staticmethod
-    def of_leaves(leaves: Sequence[int], ids_per_leaf: Sequence[np.ndarray]) -> _Run:
-        if not len(ids_per_leaf):
-            return _Run(_EMPTY, _EMPTY, _EMPTY)
-        return _Run(np.concatenate(ids_per_leaf, dtype=np.int64, casting="unsafe"),  # each leaf's type as int64
-                    np.asarray(leaves, np.int64), np.fromiter(map(len, ids_per_leaf), np.int64, len(ids_per_leaf)))
-
-    @staticmethod
-    def joined(runs: Sequence[_Run]) -> _Run:
-        if not runs:
-            return _Run(_EMPTY, _EMPTY, _EMPTY)
-        return _Run(*(np.concatenate([getattr(r, f) for r in runs]) for f in ("ids", "leaves", "sizes")))
-
-    @staticmethod
-    def of_map(item_map: ItemMap) -> _Run:
-        """A map's entries leaf after leaf, each leaf's in row order."""
-        leaves, rows = item_map.leaves, item_map.rows
-        stride = int(rows.max()) + 1 if len(rows) else 1
-        if len(leaves) and int(leaves.max()) < np.iinfo(np.int64).max // stride:  # one int64 key per (leaf, row)
-            order = stable_order(leaves * stride + rows)[0]
-        else:
-            order = np.lexsort((rows, leaves))
-        by_leaf = leaves[order]
-        starts = np.flatnonzero(np.concatenate(([True], by_leaf[1:] != by_leaf[:-1]))) if len(by_leaf) else _EMPTY
-        return _Run(item_map.item_ids[order], by_leaf[starts], np.diff(np.append(starts, len(by_leaf))))
-
-    def places(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The leaf and row of the entries at positions ``at``."""
-        ends = np.cumsum(self.sizes)
-        k = np.searchsorted(ends, at, side="right")
-        return self.leaves[k], at - (ends[k] - self.sizes[k])
-
-    def sorted(self) -> ItemMap:
-        """The run as an ItemMap: sorted by item id, a duplicated id's entries in leaf order."""
-        order, ids = stable_order(self.ids)
-        starts = np.cumsum(self.sizes) - self.sizes
-        rows = np.arange(len(ids), dtype=np.int64) - np.repeat(starts, self.sizes)
-        return ItemMap(ids, np.repeat(self.leaves, self.sizes)[order], rows[order])
-
-    def lookup(self, wanted: np.ndarray) -> dict[int, tuple[int, int]]:
-        """(leaf, row) of each wanted id (int64, ascending, unique) the run holds, its first entry."""
-        if not len(wanted) or not len(self.ids):
-            return {}
-        at = np.searchsorted(wanted, self.ids)
-        np.minimum(at, len(wanted) - 1, out=at)
-        hit = np.flatnonzero(wanted[at] == self.ids)
-        if not len(hit):
-            return {}
-        found, first = np.unique(self.ids[hit], return_index=True)  # the first occurrence of each
-        leaves, rows = self.places(hit[first])
-        return dict(zip(found.tolist(), zip(leaves.tolist(), rows.tolist(), strict=True), strict=True))
-
-
-def stable_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.argsort(keys, kind="stable")`` and the keys in that order, in the time of the fast sort
-    when the keys are unique (every sort gives unique keys the same order; only equal keys need
-    the stable one), and with no sort at all when they are also dense (item ids 0..N-1)."""
-    placed = _placed_by_value(keys)
-    if placed is not None:
-        return placed
-    order = np.argsort(keys)
-    ranked = keys[order]
-    if len(ranked) > 1 and bool((ranked[1:] == ranked[:-1]).any()):
-        order = np.argsort(keys, kind="stable")
-        ranked = keys[order]
-    return order, ranked
-
-
-#: Keys spanning fewer than this many values per key are placed by value (a table of the span).
-DENSE_SPAN_PER_KEY = 2
-
-
-def _placed_by_value(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The sorted order of unique keys that span few values, each put in its slot of a table of the
-    span: a few linear passes instead of a sort. None for keys that repeat or spread wide."""
-    n = len(keys)
-    if n < 1024:
-        return None
-    low, high = int(keys.min()), int(keys.max())
-    if high - low >= DENSE_SPAN_PER_KEY * n:
-        return None
-    slot = np.full(high - low + 1, -1, np.int64)
-    slot[keys - low] = np.arange(n, dtype=np.int64)  # a repeated key leaves a slot unfilled
-    filled = slot >= 0
-    order = slot[filled]
-    if len(order) != n:
-        return None
-    return order, (np.flatnonzero(filled) + low).astype(keys.dtype, copy=False)
+    def unchanged(self, stamps: Stamps, owners: Sequence[int] | None = None) -> bool: ...
 
 
 class ItemLocator:
@@ -266,10 +104,14 @@ class ItemLocator:
 
     Each batch read is kept as read (a lookup scans it for the wanted ids) and reading every leaf
     costs one pass; once every leaf is read the batches are sorted once into one :class:`ItemMap`
-    (:meth:`complete_map`), which a later process may hand back in.
+    (:meth:`complete_map`), which a later process may hand back in with the stamps of the
+    item_ids it was made from: an answer from it is given only while the documents it depends on
+    are unchanged (a present item: its leaf's item_ids and the leaf level's folder; an absent one
+    or the whole map: every leaf's), else the given map is dropped and the leaves are read.
     """
 
-    def __init__(self, index: NodeReader, item_map: ItemMap | None = None, links: LinkCache | None = None) -> None:
+    def __init__(self, index: NodeReader, item_map: ItemMap | None = None, links: LinkCache | None = None,
+                 stamps: Stamps | None = None, provenance: Provenance | None = None) -> None:
         self.index = index
         self._lock = threading.RLock()
         self._next = 0  # leaves read so far, in ascending leaf id order
@@ -279,10 +121,50 @@ class ItemLocator:
         self._links = links
         self._parents: dict[int, ItemMap] = {}  # level -> its nodes' (parent, row), as an ItemMap
         self._id_range: ItemIdRange | None = None
-        self._given = item_map is not None
-        if item_map is not None:
-            self._sorted = (item_map.item_ids, item_map.leaves, item_map.rows)
-            self._parts = [self._sorted]
+        self._id_range_leaf: int | None = None  # the leaf whose item_ids metadata gave the range
+        self._provenance = provenance
+        self._stamps: list[Stamps | None] = []  # of each batch, taken before reading it
+        self.given = item_map is not None and stamps is not None and provenance is not None
+        if not self.given:
+            self._map = None
+        self._given_stamps = stamps if self.given else None
+        self._checked: set[int] = set()  # leaves of the given map found unchanged in this process
+        self._checked_all = False
+
+    def stamps(self) -> Stamps | None:
+        """What the complete map was derived from (None: not complete, or not stamped)."""
+        with self._lock:
+            if self._given_stamps is not None:
+                return self._given_stamps
+            if self.complete_map() is None or not self._stamps:
+                return None
+            return Stamps.joined(self._stamps)
+
+    def facts_stamps(self) -> Stamps | None:
+        """What the id range was taken from: the stamps of its leaf's item_ids."""
+        whole = self.stamps()
+        if whole is None or self._id_range_leaf is None:
+            return None
+        return whole.subset([self._id_range_leaf])
+
+    def _given_valid(self, leaves: Sequence[int] | None) -> bool:
+        """Whether the given map still answers for these leaves (all when None); when not, it is
+        dropped and the leaves are read as if none was given."""
+        stamps, provenance = self._given_stamps, self._provenance
+        if stamps is None or provenance is None or self._checked_all:
+            return True
+        wanted = None if leaves is None else [leaf for leaf in set(leaves) if leaf not in self._checked]
+        if wanted == []:
+            return True
+        if provenance.unchanged(stamps, wanted):
+            if wanted is None:
+                self._checked_all = True
+            else:
+                self._checked.update(wanted)
+            return True
+        self._map, self._leaf_order, self._given_stamps, self.given = None, None, None, False
+        self._id_range = None
+        return False
 
     @property
     def complete(self) -> bool:
@@ -301,9 +183,12 @@ class ItemLocator:
                     raise ItemIdRangeError(refusal)
         wanted = np.unique(np.asarray(ids, np.int64))
         with self._lock:
-            whole = self.complete_map()
+            whole = self._complete_map()
             if whole is not None:
-                return whole.lookup(wanted)
+                answer = whole.lookup(wanted)
+                depends = None if len(answer) < len(wanted) else [leaf for leaf, _ in answer.values()]
+                if self._given_valid(depends):
+                    return answer
             found: dict[int, tuple[int, int]] = {}
             for batch in self._batches:
                 _add_new(found, batch, wanted)
@@ -314,6 +199,12 @@ class ItemLocator:
 
     def complete_map(self) -> ItemMap | None:
         """The map of every leaf's item_ids, once all are read (None before: a leaf is left to read)."""
+        with self._lock:
+            if self._map is not None and not self._given_valid(None):
+                return None
+            return self._complete_map()
+
+    def _complete_map(self) -> ItemMap | None:
         with self._lock:
             if self._map is None and self._next >= len(self.index.leaf_ids()):
                 self._leaf_order = _Run.joined(self._batches)
@@ -337,9 +228,9 @@ class ItemLocator:
     def read_everything(self, reporter: Reporter | None = None) -> ItemMap | None:
         """Read every leaf's item_ids not read yet, in one pass; the complete map."""
         with self._lock:
-            while not self.complete:
+            while (whole := self.complete_map()) is None:  # a given map found stale is read afresh
                 self._read_batch(reporter)
-            return self.complete_map()
+            return whole
 
     def id_range(self) -> ItemIdRange:
         """The ids this index can hold, from the first leaf's item_ids metadata (the spec: uint32;
@@ -351,7 +242,8 @@ class ItemLocator:
 
     def _read_id_range(self) -> ItemIdRange:
         # with a saved map, the first leaf it names: no listing of the leaf level (40,000 nodes at 2M)
-        leaves = [int(self._map.leaves.min())] if self._given and self._map else self.index.leaf_ids()
+        leaves = [int(self._map.leaves.min())] if self.given and self._map else self.index.leaf_ids()
+        self._id_range_leaf = leaves[0] if leaves else None
         details = (self.index.hierarchy.details(node_array_path(self.index.levels, leaves[0], "item_ids")).array
                    if leaves else None)
         try:
@@ -389,6 +281,7 @@ class ItemLocator:
                 return
             kept = [(leaf, ids) for leaf, ids in zip(leaves[skip:], ids_per_leaf[skip:], strict=True)
                     if ids is not None]
+            self._stamps.append(None)  # read elsewhere, not stamped before: the map is not kept
             self._batches.append(_Run.of_leaves([leaf for leaf, _ in kept], [ids for _, ids in kept]))
             self._next = start + len(leaves)
 
@@ -396,6 +289,13 @@ class ItemLocator:
         """Read the next LEAF_BATCH leaves' item_ids; their map (also kept)."""
         leaves = self.index.leaf_ids()
         part = leaves[self._next:self._next + LEAF_BATCH]
+        if self._provenance is not None:  # before reading: a change meanwhile makes the map stale
+            groups = [(node_array_path(self.index.levels, n, "item_ids"), n) for n in part]
+            stamps = self._provenance.stamp(groups)
+            if self._next == 0:
+                stamps = Stamps.joined([self._provenance.stamp([(level_path(self.index.levels), ALWAYS)],
+                                                               walk=False), stamps])
+            self._stamps.append(stamps)
         arrays = self.index.arrays.read([node_array_path(self.index.levels, n, "item_ids") for n in part],
                                         None if reporter is None else reporter.check)
         present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
@@ -426,12 +326,15 @@ class ItemLocator:
                 links = self._links.load(level) if self._links is not None else None
                 if links is None:
                     above = self.index.level_node_ids(level - 1)
+                    stamps = None if self._provenance is None else Stamps.joined([
+                        self._provenance.stamp([(level_path(level - 1), ALWAYS)], walk=False),
+                        self._provenance.stamp([(node_array_path(level - 1, n, "node_ids"), n) for n in above])])
                     arrays = self.index.arrays.read([node_array_path(level - 1, n, "node_ids") for n in above])
                     read = [(parent, np.asarray(ids).reshape(-1)) for parent, ids in zip(above, arrays, strict=True)
                             if ids is not None]
                     links = ItemMap.of_leaves([p for p, _ in read], [ids for _, ids in read])
-                    if self._links is not None and len(read) == len(above):  # only a whole level is kept
-                        self._links.save(level, links)
+                    if self._links is not None and stamps is not None and len(read) == len(above):
+                        self._links.save(level, links, stamps)  # only a whole level is kept
                 self._parents[level] = links
             return self._parents[level]
 
@@ -463,11 +366,12 @@ def ancestor_path(levels: int, root_rows: int, leaf: int,
 
 
 class LinkCache(Protocol):
-    """Where a locator keeps each level's child -> parent links between processes."""
+    """Where a locator keeps each level's child -> parent links between processes (a level's
+    links are loaded only while every node_ids they were made from is unchanged)."""
 
     def load(self, level: int) -> ItemMap | None: ...
 
-    def save(self, level: int, links: ItemMap) -> None: ...
+    def save(self, level: int, links: ItemMap, stamps: Stamps) -> None: ...
 
 
 def _add_new(found: dict[int, tuple[int, int]], batch: _Run, wanted: np.ndarray) -> None:

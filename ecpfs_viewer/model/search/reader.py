@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
+from ecpfs_viewer.model.ecpfs.opened_index import OpenedIndex, open_index
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
 from ecpfs_viewer.model.search.results import (
     QueryError,
     Reporter,
     SearchError,
 )
-from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
+from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.storage.remote import ListingUnavailableError
 from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -60,11 +60,9 @@ class LevelReads:
 class NodeReader:
     """An opened index's info and nodes, every decoded node cached; what the search algorithms read."""
 
-    def __init__(self, source: str | os.PathLike[str] | OpenedStore | Hierarchy) -> None:
-        if isinstance(source, Hierarchy):
-            self.hierarchy = source
-        else:
-            self.hierarchy = index_hierarchy(source if isinstance(source, OpenedStore) else open_store(source))
+    def __init__(self, source: str | os.PathLike[str] | OpenedStore | Hierarchy | OpenedIndex) -> None:
+        self.opened = source if isinstance(source, OpenedIndex) else open_index(source)
+        self.hierarchy = self.opened.hierarchy
         self.store = self.hierarchy.store
         self.label = self.store.label
         self.arrays = ArrayBatchReader(self.hierarchy)

@@ -2,10 +2,12 @@
 without importing zarr (its import alone is most of a cached answer's time).
 
 Only a local folder is answered here: its identity and fingerprint are its resolved path and the
-size and mtime of the documents that stand for the index (model/ecpfs/paths.fingerprint_keys),
-taken exactly as the opened store takes them (model/storage/fingerprint.py), so an entry made
-before the index changed is never used. Anything missing or unreadable means "not answered here":
-the caller opens the index and locates as the first process did.
+stamps of the documents that stand for the index (model/ecpfs/paths.fingerprint_keys), taken
+exactly as the opened store takes them (model/storage/fingerprint.py); and each entry is checked
+against the stamps of the documents it was made from, as the reader checks them
+(model/storage/stamps.py): a present item's leaf, every leaf for an absent one, every node_ids
+of a level for its links. Anything missing, unreadable or changed means "not answered here": the
+caller opens the index and locates as the first process did (and saves fresh entries).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
-from ecpfs_viewer.model.search.locate import ItemIdRange, ItemLocation, ItemMap, ancestor_path, not_in_index
+from ecpfs_viewer.model.search.item_map import ItemMap
+from ecpfs_viewer.model.search.locate import ItemIdRange, ItemLocation, ancestor_path, not_in_index
 from ecpfs_viewer.model.search.results import ItemIdRangeError
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.fingerprint import local_fingerprint, local_identity
+from ecpfs_viewer.model.storage.stamps import Stamps, unframe_entry
 
 #: The cache entries' names (item maps in ItemMap.to_bytes's format; the facts as JSON).
 ITEM_MAP = "item_map.npz"
@@ -54,69 +58,78 @@ class LocateFacts:
         return facts if 1 <= facts.levels <= MAX_FINGERPRINT_LEVELS and facts.root_rows >= 0 else None
 
 
-def read_item_map(cache: StoreCache, name: str) -> ItemMap | None:
-    """A saved map, None when there is none or it does not read back as one."""
-    data = cache.read(name)
-    if data is None:
-        return None
+def item_map_of(data: bytes) -> ItemMap | None:
+    """A saved map, None when it does not read back as one."""
     try:
         return ItemMap.from_bytes(data)
     except ValueError:
         return None
 
 
+def _entry(cache: StoreCache, name: str) -> tuple[bytes, Stamps] | None:
+    raw = cache.read(name)
+    return None if raw is None else unframe_entry(raw)
+
+
 def saved_location(location: str, item_id: int) -> ItemLocation | None:
     """Where item_id is, from the entries saved for the local index at `location` as it is now;
     None when they cannot answer. Raises what the reader would: ItemIdRangeError, UnknownItemError."""
-    cache, facts = _saved_facts(location)
-    if cache is None or facts is None:
+    folder, cache, facts = _saved_facts(location)
+    if folder is None or cache is None or facts is None:
         return None
     refusal = facts.id_range.refusal(item_id)
     if refusal is not None:
         raise ItemIdRangeError(refusal)
-    item_map = read_item_map(cache, ITEM_MAP)
-    if item_map is None:
+    saved = _entry(cache, ITEM_MAP)
+    item_map = None if saved is None else item_map_of(saved[0])
+    if saved is None or item_map is None:
         return None
     place = item_map.lookup(np.array([item_id], np.int64)).get(item_id)
+    if not saved[1].unchanged(folder, None if place is None else [place[0]]):
+        return None  # what the answer depends on changed: the reader reads it afresh
     if place is None:
         raise not_in_index(item_id)
     parents: dict[int, ItemMap] = {}
     for level in range(2, facts.levels + 1):
-        links = read_item_map(cache, PARENT_LINKS.format(level=level))
-        if links is None:  # saved once a location needed them: the first one of a present item
-            return None
+        kept = _entry(cache, PARENT_LINKS.format(level=level))
+        links = None if kept is None else item_map_of(kept[0])
+        if kept is None or links is None or not kept[1].unchanged(folder):
+            return None  # saved once a location needed them (the first one of a present item), or stale
         parents[level] = links
     path, complete = ancestor_path(facts.levels, facts.root_rows, place[0], parents.__getitem__)
     return ItemLocation(item_id, place[0], place[1], path, complete)
 
 
-def _saved_facts(location: str) -> tuple[StoreCache | None, LocateFacts | None]:
-    """The cache entries of the local folder at location and its saved facts, when an entry's
-    fingerprint is the folder's now."""
+def _saved_facts(location: str) -> tuple[str | None, StoreCache | None, LocateFacts | None]:
+    """The local folder at location, its cache entries and its saved facts, when an entry's
+    fingerprint is the folder's now and the documents the facts came from are unchanged."""
     if "://" in location or "\0" in location:
-        return None, None
+        return None, None, None
     folder = Path(location).expanduser()
     try:
         if not folder.is_dir():
-            return None, None
+            return None, None, None
         folder = folder.resolve()
     except (OSError, RuntimeError):
-        return None, None
+        return None, None, None
     identity = local_identity(folder)
     probe = StoreCache.folder_of(identity)
     suffix = "." + LOCATE_FACTS
     try:
         names = [name for name in os.listdir(probe) if name.endswith(suffix)]
     except OSError:
-        return None, None
+        return None, None, None
     for name in names:
         try:
-            facts = LocateFacts.from_bytes((probe / name).read_bytes())
+            entry = unframe_entry((probe / name).read_bytes())
         except OSError:
             continue
-        if facts is None:
+        facts = None if entry is None else LocateFacts.from_bytes(entry[0])
+        if entry is None or facts is None:
             continue
         fingerprint = local_fingerprint(folder, fingerprint_keys(facts.levels))
         if StoreCache.tag_of(fingerprint) == name[:-len(suffix)]:
-            return StoreCache(identity, fingerprint), facts
-    return None, None
+            if not entry[1].unchanged(str(folder)):
+                return None, None, None
+            return str(folder), StoreCache(identity, fingerprint), facts
+    return None, None, None

@@ -2,7 +2,7 @@
 they still describe it.
 
 The fingerprint is taken from the documents a caller names (for an index: those read to open it)
-each time a store is opened, and changes when any of them does: a local file's size and mtime_ns,
+each time a store is opened, and changes when any of them does: a local file's identity, size, mtime_ns and ctime_ns,
 a zip's own size and mtime_ns, a remote object's validators (ETag, Last-Modified, size). A store
 that gives no such evidence (a memory store, a server that sends no validators) has no
 fingerprint, and nothing of it is cached.
@@ -71,7 +71,8 @@ def local_identity(folder: Path) -> str:
 
 
 def local_fingerprint(folder: Path, keys: Sequence[str]) -> str:
-    """The fingerprint of a local folder's documents at keys (store keys): size and mtime of each."""
+    """The fingerprint of a local folder's documents at keys (store keys): identity, size, mtime
+    and ctime of each (a rewrite whose size and mtime were put back still changes the ctime)."""
     return "\n".join(_file_stamp(os.path.join(folder, key)) for key in keys)
 
 
@@ -80,7 +81,7 @@ def _file_stamp(path: str) -> str:
         info = os.stat(path)
     except OSError:
         return f"{path}:absent"
-    return f"{path}:{info.st_size}:{info.st_mtime_ns}"
+    return f"{path}:{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
 def store_cache(opened: OpenedStore, keys: Sequence[str]) -> tuple[StoreCache | None, Read]:

@@ -19,7 +19,7 @@ from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.search.exact import ExactNeighbours
 from ecpfs_viewer.model.search.index import IndexReader
-from ecpfs_viewer.model.search.locate import ItemMap
+from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array
 from ecpfs_viewer.model.search.recall import SweepSearch, recall_sweep
 from ecpfs_viewer.model.search.results import (

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ecpfs_viewer.model.search.locate import ItemMap
+from ecpfs_viewer.model.search.item_map import ItemMap
 
 #: Flows listed (the largest first).
 TOP_FLOWS = 50

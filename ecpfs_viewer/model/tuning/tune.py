@@ -28,9 +28,10 @@ import numpy as np
 from ecpfs_viewer.model.build.builder import BuildParams, BuildProgress, build_index, preview_build
 from ecpfs_viewer.model.build.replaceable import remove_index
 from ecpfs_viewer.model.ecpfs.levels import level_stats
+from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_bytes
-from ecpfs_viewer.model.search import IndexReader, queries_from_array, recall_sweep
+from ecpfs_viewer.model.search import index_reader, queries_from_array, recall_sweep
 from ecpfs_viewer.model.search.explore import map_npy
 from ecpfs_viewer.model.search.recall import SweepSearch
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
@@ -368,7 +369,7 @@ def _measure(i: int, params: BuildParams, build_source: str, out: Path, queries:
         into["bytes_cold"].append(c.total_cold_bytes)
 
     t = time.perf_counter()
-    reader = IndexReader(str(out))
+    reader = index_reader(open_index(str(out)))
     try:
         balance = _balance(reader.hierarchy, params.levels)
         query_set = queries_from_array(reader, queries, query_source)

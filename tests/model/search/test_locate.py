@@ -12,7 +12,8 @@ import zarr
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.search import IndexReader, UnknownItemError
 from ecpfs_viewer.model.search import locate as locate_module
-from ecpfs_viewer.model.search.locate import ItemLocator, ItemMap, _placed_by_value, stable_order
+from ecpfs_viewer.model.search.item_map import ItemMap, _placed_by_value, stable_order
+from ecpfs_viewer.model.search.locate import ItemLocator
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +52,11 @@ def test_batches_answer_like_the_leaves_and_merge_into_one_map(index: Path, monk
 
 def test_a_given_map_answers_without_reading_a_leaf(index: Path) -> None:
     reader = IndexReader(index)
-    saved = ItemLocator(reader).read_everything()
-    assert saved is not None
+    first = ItemLocator(reader, provenance=reader.cache)
+    saved, stamps = first.read_everything(), first.stamps()
+    assert saved is not None and stamps is not None
     fresh = IndexReader(index)
-    locator = ItemLocator(fresh, ItemMap.from_bytes(saved.to_bytes()))
+    locator = ItemLocator(fresh, ItemMap.from_bytes(saved.to_bytes()), None, stamps, fresh.cache)
     assert locator.complete
     reads = fresh.store.stats().requests
     assert locator.find([5, 6, 10_000]) == {5: _truth(reader)[5], 6: _truth(reader)[6]}

@@ -1,0 +1,188 @@
+"""What a cache entry was derived from, and whether it still is: the stamps of the files read.
+
+Every entry of an index's cache (model/ecpfs/index_cache.py) carries the stamps of the documents
+it was made from, taken *before* they were read (a change while reading leaves the stamp older
+than what was read, so the entry is stale at its first check, never wrongly fresh):
+
+- a local folder: each file's identity (st_dev, st_ino), st_size, st_mtime_ns and st_ctime_ns.
+  A rename, a copy over it, or a rewrite in place whose size and mtime were put back (ctime
+  cannot be put back) all change it; a folder that is stamped too (a level's) also changes when
+  an entry is added, removed or renamed in it.
+- a zip: the archive's own stamp (any change of the archive makes its entries stale).
+
+Each stamped path belongs to an *owner* (a leaf, a parent node; -1 for what every answer depends
+on, such as a level's folder), so that an answer that depends on one leaf is checked with a few
+``os.stat`` calls, and only a claim about every leaf (an absent item) stats them all.
+
+Zarr-free: ``locate`` in a later process checks entries before importing zarr
+(model/search/saved_locate.py).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Owner of a stamped path that every answer of an entry depends on.
+ALWAYS = -1
+_FIELDS = 5  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
+_ABSENT = (-1,) * _FIELDS
+_MAGIC = b"ECPFSENT"
+_HEAD = struct.Struct("<8sIQ")  # magic, format, length of the stamps that follow
+
+
+def _stat_row(path: str) -> tuple[int, ...]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return _ABSENT
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+@dataclass(frozen=True)
+class Stamps:
+    """The stamps of the paths (relative to the store's base) an entry was derived from."""
+
+    kind: str  # "local" (paths below a folder) or "zip" (one path: the archive)
+    paths: tuple[str, ...]
+    owners: np.ndarray  # int64 per path
+    values: np.ndarray  # int64 (paths, 5)
+
+    @staticmethod
+    def joined(parts: Iterable[Stamps | None]) -> Stamps | None:
+        """The stamps of several reads as one; None when any read could not be stamped."""
+        found = list(parts)
+        kept = [p for p in found if p is not None]
+        if not kept or len(kept) != len(found) or len({p.kind for p in kept}) != 1:
+            return None
+        return Stamps(kept[0].kind, tuple(path for p in kept for path in p.paths),
+                      np.concatenate([p.owners for p in kept]), np.concatenate([p.values for p in kept]))
+
+    def subset(self, owners: Sequence[int]) -> Stamps:
+        """The stamps of the given owners' paths and of those every answer depends on."""
+        picked = np.flatnonzero(np.isin(self.owners, np.asarray([ALWAYS, *owners], np.int64)))
+        return Stamps(self.kind, tuple(self.paths[i] for i in picked.tolist()), self.owners[picked],
+                      self.values[picked])
+
+    def unchanged(self, base: str, owners: Sequence[int] | None = None) -> bool:
+        """Whether every path of the given owners (and those every answer depends on) still has
+        its stamp; all paths when owners is None. A batch of os.stat calls."""
+        if owners is None:
+            picked: list[int] = list(range(len(self.paths)))
+        else:
+            wanted = np.asarray([ALWAYS, *owners], np.int64)
+            picked = np.flatnonzero(np.isin(self.owners, wanted)).tolist()
+        prefix = base + os.sep if base else ""
+        paths = self.paths
+        expected = self.values[picked].tolist()
+        return all(_stat_row(prefix + paths[i]) == tuple(row) for i, row in zip(picked, expected, strict=True))
+
+    def to_bytes(self) -> bytes:
+        out = io.BytesIO()
+        blob = "\n".join(self.paths).encode("utf-8", "surrogatepass")
+        np.savez(out, kind=np.frombuffer(self.kind.encode(), np.uint8), paths=np.frombuffer(blob, np.uint8),
+                 owners=self.owners, values=self.values)
+        return out.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Stamps:
+        """Stamps saved by :meth:`to_bytes`; ValueError for anything else."""
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as saved:
+                kind = saved["kind"].tobytes().decode()
+                blob = saved["paths"].tobytes().decode("utf-8", "surrogatepass")
+                owners, values = saved["owners"], saved["values"]
+        except (OSError, EOFError, KeyError, ValueError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"not stamps: {exc}") from None
+        paths = tuple(blob.split("\n")) if blob else ()
+        if (kind not in ("local", "zip") or owners.dtype != np.int64 or values.dtype != np.int64
+                or owners.shape != (len(paths),) or values.shape != (len(paths), _FIELDS)):
+            raise ValueError("not stamps: their arrays do not agree")
+        return cls(kind, paths, owners, values)
+
+
+def stamp_local(folder: str, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps:
+    """The stamps of each (path, owner) below a local folder; with walk, a path that is a folder
+    stands for every file below it (its subfolders are not stamped: a chunk added where there
+    was none comes with a changed array document), else for itself (a level's folder)."""
+    paths: list[str] = []
+    owners: list[int] = []
+    rows: list[tuple[int, ...]] = []
+    base = folder + os.sep
+    for path, owner in groups:
+        found = _files_below(base + path, path) if walk else None
+        for relative in found if found is not None else [path]:
+            paths.append(relative)
+            owners.append(owner)
+            rows.append(_stat_row(base + relative))
+    return Stamps("local", tuple(paths), np.asarray(owners, np.int64),
+                  np.asarray(rows, np.int64).reshape(len(rows), _FIELDS))
+
+
+def _files_below(top: str, relative: str) -> list[str] | None:
+    """The files below a folder (relative paths, sorted), None when top is not a folder."""
+    found: list[str] = []
+    pending = [(top, relative)]
+    first = True
+    while pending:
+        directory, name = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except NotADirectoryError:
+            return None if first else found
+        except OSError:
+            if first:
+                return None
+            continue
+        first = False
+        for entry in listed:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                pending.append((entry.path, f"{name}/{entry.name}"))
+            else:
+                found.append(f"{name}/{entry.name}")
+    return sorted(found)
+
+
+def stamp_archive(archive: str) -> Stamps:
+    """The stamp of a zip archive: everything read from it stands or falls with it."""
+    return Stamps("zip", (archive,), np.asarray([ALWAYS], np.int64),
+                  np.asarray([_stat_row(archive)], np.int64))
+
+
+def frame_entry(data: bytes, stamps: Stamps) -> bytes:
+    """An entry's bytes with what they were derived from in front."""
+    stamped = stamps.to_bytes()
+    return _HEAD.pack(_MAGIC, 1, len(stamped)) + stamped + data
+
+
+def unframe_entry(raw: bytes) -> tuple[bytes, Stamps] | None:
+    """(data, stamps) of a framed entry; None for anything else (an entry of an older viewer, a damaged one)."""
+    if len(raw) < _HEAD.size:
+        return None
+    magic, version, size = _HEAD.unpack_from(raw)
+    if magic != _MAGIC or version != 1 or _HEAD.size + size > len(raw):
+        return None
+    try:
+        stamps = Stamps.from_bytes(raw[_HEAD.size:_HEAD.size + size])
+    except ValueError:
+        return None
+    return raw[_HEAD.size + size:], stamps
+
+
+def stamps_base(stamps: Stamps, folder: str | None) -> str | None:
+    """The base the stamps' paths are relative to: the store's folder (local), '' (a zip's
+    archive path is absolute); None when the stamps cannot be of this store."""
+    if stamps.kind == "zip":
+        return ""
+    return folder
