@@ -4,14 +4,16 @@ zarr's ZipStore opens a zipfile.ZipFile (a ZipInfo per member) and decompresses 
 size it turns out to be. This store keeps the compact listing of model/storage/zip_directory.py,
 reads each member with os.pread on one descriptor (threads read at once, the file is never
 written), and refuses before decompressing: a member past its cap as declared, an encrypted one,
-a compression method other than stored or deflate, and a member whose bytes do not match what the
+a compression method other than stored, deflate, bzip2 or lzma, and a member whose bytes do not match what the
 directory declares (stopped at the declared size plus one byte). Each refusal names the member.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bz2
 import contextlib
+import lzma
 import os
 import threading
 import zlib
@@ -26,7 +28,11 @@ from ecpfs_viewer.model.storage.counted_io import UnreadableFile, check_size, ra
 from ecpfs_viewer.model.storage.zip_directory import Member, ZipDirectory, ZipFormatError, utf8_name
 
 _LOCAL_HEADER = 30
-_STORED, _DEFLATED = 0, 8
+_STORED, _DEFLATED, _BZIP2, _LZMA = 0, 8, 12, 14
+#: the zip methods read here besides stored, each by a decompressor that stops at a length
+_COMPRESSED = {_DEFLATED: "deflate", _BZIP2: "bzip2", _LZMA: "lzma"}
+#: an LZMA member's dictionary is allocated as declared before anything is decoded
+LZMA_DICTIONARY_BYTES = 64 << 20
 _METHODS = {1: "shrink", 6: "implode", 9: "deflate64", 12: "bzip2", 14: "lzma", 93: "zstandard", 95: "xz",
             98: "PPMd", 99: "AES encryption"}
 _ENCRYPTED = 0x1
@@ -128,14 +134,14 @@ class GuardedZipStore(Store):
         start, stop = (0, member.size) if byte_range is None else range_within(where, byte_range, member.size)
         if member.flags & _ENCRYPTED:
             raise UnreadableFile(where, "an encrypted zip member (it needs a password); not read")
-        if member.method not in (_STORED, _DEFLATED):
+        if member.method != _STORED and member.method not in _COMPRESSED:
             method = _METHODS.get(member.method, f"method {member.method}")
             raise UnreadableFile(where, f"a zip member compressed with {method}, which this viewer does not "
-                                        "read (only stored and deflate); not read")
+                                        "read (only stored, deflate, bzip2 and lzma); not read")
         # seeking inside a compressed member decompresses everything before the range
         needed = stop - start if member.method == _STORED else member.size
         check_size(where, key, needed, "the member, uncompressed as the zip declares,")
-        if member.method == _DEFLATED:
+        if member.method in _COMPRESSED:
             check_size(where, key, member.compressed, "the member, compressed as the zip declares,")
         data_at = self._data_offset(where, member)
         if member.method == _STORED:
@@ -146,7 +152,7 @@ class GuardedZipStore(Store):
             if byte_range is None:
                 self._check_crc(where, member, data)
             return data
-        return self._inflate(where, member, self._exactly(where, member.compressed, data_at))[start:stop]
+        return self._decompress(where, member, self._exactly(where, member.compressed, data_at))[start:stop]
 
     def _data_offset(self, where: str, member: Member) -> int:
         """Where the member's data begins: past its local header (whose name and extra lengths are its
@@ -181,18 +187,21 @@ class GuardedZipStore(Store):
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     @staticmethod
-    def _inflate(where: str, member: Member, stored: bytes) -> bytes:
-        """The deflated member, decompressed to no more than its declared size plus one byte."""
-        inflater = zlib.decompressobj(-15)
+    def _decompress(where: str, member: Member, stored: bytes) -> bytes:
+        """The compressed member, decompressed to no more than its declared size plus one byte."""
+        method = _COMPRESSED[member.method]
         try:
-            data = inflater.decompress(stored, member.size + 1)
-        except zlib.error as exc:
-            raise UnreadableFile(where, f"damaged zip member (its deflate data is invalid: {exc})") from exc
+            decompressor, body = _decompressor(member.method, stored)
+            data = decompressor.decompress(body, member.size + 1)
+        except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+            raise UnreadableFile(where, f"damaged zip member (its {method} data is invalid: {exc})") from exc
         if len(data) > member.size:
             raise UnreadableFile(where, f"damaged zip member (it decompresses to more than the {member.size:,} "
                                         "bytes its entry declares); not read further")
-        if len(data) < member.size or not inflater.eof:
-            raise UnreadableFile(where, f"damaged zip member (its deflate data ends after {len(data):,} of the "
+        # an lzma stream may end without its end marker (the entry's flag 0x2 says whether it has one)
+        ended = decompressor.eof or (member.method == _LZMA and not member.flags & 0x2)
+        if len(data) < member.size or not ended:
+            raise UnreadableFile(where, f"damaged zip member (its {method} data ends after {len(data):,} of the "
                                         f"{member.size:,} bytes its entry declares)")
         GuardedZipStore._check_crc(where, member, data)
         return data
@@ -264,6 +273,29 @@ class GuardedZipStore(Store):
         with self.lock:
             self.close_file()
         super().close()
+
+
+def _decompressor(method: int, stored: bytes) -> tuple[Any, bytes]:
+    """A decompressor for a member's method and the bytes to give it (an lzma member starts with
+    the version and properties of its raw stream, APPNOTE 5.8.8; its dictionary size is checked
+    before liblzma allocates it)."""
+    if method == _DEFLATED:
+        return zlib.decompressobj(-15), stored
+    if method == _BZIP2:
+        return bz2.BZ2Decompressor(), stored
+    if len(stored) < 4:
+        raise ValueError("shorter than its header")
+    size = int.from_bytes(stored[2:4], "little")
+    properties = stored[4:4 + size]
+    if size != 5 or len(properties) != 5 or properties[0] >= 9 * 5 * 5:
+        raise ValueError("its properties are not those of an LZMA1 stream")
+    dictionary = int.from_bytes(properties[1:5], "little")
+    if dictionary > LZMA_DICTIONARY_BYTES:
+        raise ValueError(f"it declares a dictionary of {dictionary:,} bytes, over {LZMA_DICTIONARY_BYTES:,}")
+    first = properties[0]
+    lzma1 = {"id": lzma.FILTER_LZMA1, "lc": first % 9, "lp": first // 9 % 5, "pb": first // 45,
+             "dict_size": max(dictionary, 4096)}
+    return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1]), stored[4 + size:]
 
 
 def _identity(fd: int) -> tuple[int, int, int, int]:

@@ -18,6 +18,7 @@ from types import ModuleType
 
 import pytest
 from locations import REPO
+from zarr.abc.store import ByteRequest, RangeByteRequest
 from zarr.buffer import default_buffer_prototype
 
 from ecpfs_viewer.model.storage import event_loop
@@ -37,8 +38,8 @@ def _bench_zip() -> ModuleType:
     return module
 
 
-def _read(store: GuardedZipStore, key: str) -> bytes | None:
-    found = event_loop.run(store.get(key, default_buffer_prototype()))
+def _read(store: GuardedZipStore, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+    found = event_loop.run(store.get(key, default_buffer_prototype(), byte_range))
     return None if found is None else found.to_bytes()
 
 
@@ -128,7 +129,8 @@ def small_zip(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(("change", "problem"), [
     ({"flags": 1}, "an encrypted zip member (it needs a password); not read"),
-    ({"method": 12}, "a zip member compressed with bzip2, which this viewer does not read"),
+    ({"method": 12}, "its bzip2 data is invalid"),
+    ({"method": 95}, "a zip member compressed with xz, which this viewer does not read"),
     ({"method": 93}, "a zip member compressed with zstandard"),
     ({"size": 100}, "it decompresses to more than the 100 bytes its entry declares"),
     ({"size": 20000}, "its deflate data ends after 16,384 of the 20,000 bytes"),
@@ -145,6 +147,52 @@ def test_a_member_that_is_not_what_its_entry_declares_is_refused_with_its_name(
     assert problem in str(caught.value)
     assert _read(store, "a/c/1") == bytes(range(256)) * 4  # its neighbours read
     assert small_zip.read_bytes() == before
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_members_of_every_method_zipfile_writes_read_as_zipfile_reads_them(tmp_path: Path, method: int) -> None:
+    path = tmp_path / "m.zip"
+    body = bytes(range(256)) * 300 + b"tail"
+    with zipfile.ZipFile(path, "w", compression=method) as archive:
+        archive.writestr("a/c/0", body)
+    store = GuardedZipStore(path)
+    assert _read(store, "a/c/0") == body
+    assert _read(store, "a/c/0", RangeByteRequest(10, 20)) == body[10:20]
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_a_compressed_bomb_is_stopped_at_its_declared_size(tmp_path: Path, method: int) -> None:
+    """64 MiB of zeros in a few KB, declared as 4 KiB: refused after decoding 4 KiB and a byte (an lzma
+    member's dictionary, 8 MiB as zipfile writes it, is allocated as its header declares)."""
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", compression=method) as archive:
+        archive.writestr("a/c/0", bytes(64 << 20))
+    with zipfile.ZipFile(path) as archive:
+        crc = archive.getinfo("a/c/0").CRC
+    _patch_entry(path, "a/c/0", size=4096, crc=crc)
+    tracemalloc.start()
+    try:
+        with pytest.raises(UnreadableFile, match="decompresses to more than the 4,096 bytes its entry declares"):
+            _read(GuardedZipStore(path), "a/c/0")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < (4 << 20) + (8 << 20 if method == zipfile.ZIP_LZMA else 0)
+
+
+def test_an_lzma_member_declaring_a_huge_dictionary_is_refused_before_it_is_allocated(tmp_path: Path) -> None:
+    path = tmp_path / "dict.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_LZMA) as archive:
+        archive.writestr("a/c/0", b"x" * 1000)
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("a/c/0")
+    start = info.header_offset + 30 + len(b"a/c/0") + len(info.extra)
+    struct.pack_into("<I", data, start + 5, 0xFFFF_FFFF)  # after version (2), properties size (2), lc/lp/pb (1)
+    path.write_bytes(bytes(data))
+    with pytest.raises(UnreadableFile, match=r"a/c/0: damaged zip member .its lzma data is invalid: it declares a "
+                                             r"dictionary of 4,294,967,295 bytes"):
+        _read(GuardedZipStore(path), "a/c/0")
 
 
 def test_a_stored_member_whose_sizes_disagree_or_that_runs_past_the_file_is_refused(small_zip: Path) -> None:
@@ -177,7 +225,7 @@ def test_a_member_declared_past_the_cap_is_refused_before_it_is_read(small_zip: 
 
 
 def test_byte_ranges_and_sizes_are_those_of_the_uncompressed_member(small_zip: Path) -> None:
-    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+    from zarr.abc.store import OffsetByteRequest, SuffixByteRequest
 
     store = GuardedZipStore(small_zip)
     whole = bytes(range(256)) * 64
