@@ -37,7 +37,7 @@ import numpy as np
 import pytest
 import zstandard
 from command_runs import run  # tests/ is on sys.path (conftest)
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from index_factory import build_clustered_index, hierarchy  # tests/ is on sys.path (conftest)
 
@@ -424,8 +424,11 @@ def _generic(code: int, text: str, seen: list[warnings.WarningMessage], what: st
 
 
 def _fuzz_settings(long: bool) -> Any:
+    # no shrinking: a failure is reported as found (derandomized, so the same example fails again),
+    # and CI's time stays bounded; the long run shrinks, for a smaller example to read
+    phases = (Phase.explicit, Phase.generate, Phase.shrink) if long else (Phase.explicit, Phase.generate)
     return settings(max_examples=1500 if long else 50, derandomize=True, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+                    phases=phases, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 @pytest.fixture
