@@ -65,6 +65,23 @@ def run_cli(*args: str, env: dict[str, str] | None = None, nobody: Any = None) -
     return run_limited(_CLI, *args, env=env, nobody=nobody)
 
 
+_PEAK = "peak RSS MB: "
+_MEASURED = f"""
+import atexit, resource
+atexit.register(lambda: print("\\n{_PEAK}%d" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10),
+                              file=sys.stderr))
+"""
+
+
+def run_cli_measured(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], int]:
+    """run_cli, and the peak resident memory of its process in MB (which the output leaves out)."""
+    result = run_limited(_MEASURED + _CLI, *args, env={"QT_QPA_PLATFORM": "offscreen", **(env or {})})
+    head, marker, peak = result.stderr.rpartition(_PEAK)
+    assert marker, result.stderr
+    result.stderr = head.rstrip("\n")
+    return result, int(peak)
+
+
 def run_cli_cleanly(*args: str, nobody: Any = None) -> subprocess.CompletedProcess[str]:
     """run_cli, failing the test on a traceback in the output."""
     result = run_cli(*args, env={"QT_QPA_PLATFORM": "offscreen"}, nobody=nobody)

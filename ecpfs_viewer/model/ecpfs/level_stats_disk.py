@@ -22,6 +22,7 @@ import numpy as np
 from ecpfs_viewer import __version__
 from ecpfs_viewer.model.ecpfs.findings import Finding, Severity
 from ecpfs_viewer.model.ecpfs.index_cache import attach_cache
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -106,7 +107,7 @@ def _to_bytes(stats: Any, key: tuple[Any, ...]) -> bytes:
 
 def _from_bytes(data: bytes, kind: Callable[..., _Stats], key: tuple[Any, ...]) -> _Stats | None:
     with np.load(io.BytesIO(data), allow_pickle=False) as saved:
-        header = json.loads(saved["header"].tobytes())
+        header = parse_json(saved["header"].tobytes(), "saved level statistics")
         if header.get("format") != _FORMAT or header.get("version") != __version__:
             return None
         if header.get("key") != json.loads(json.dumps(_encode(tuple(key)))):

@@ -38,8 +38,9 @@ from zarr.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore, StorePath
 
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.storage import event_loop
-from ecpfs_viewer.model.storage.opening import OpenedStore
+from ecpfs_viewer.model.storage.opening import OpenedStore, join_key
 from ecpfs_viewer.model.storage.read_scope import drained_reads
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, Unanswered, array_read_error
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
@@ -177,8 +178,8 @@ class ArrayBatchReader:
         if known is not _UNSEEN:
             return known  # type: ignore[return-value]  # a plan or None
         try:
-            document = json.loads(raw)
-        except (ValueError, RecursionError):
+            document = parse_json(raw, join_key(path, "zarr.json"))
+        except ValueError:  # not JSON, or past the caps: the Hierarchy says which
             return None
         shape = document.get("shape") if isinstance(document, dict) else None
         if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
