@@ -92,28 +92,42 @@ def nesting_depth(raw: bytes) -> int:
     return _Scan(raw).deepest
 
 
+_REFUSED: dict[tuple[int, int], tuple[int, int]] = {}  # (length, hash) -> (values, depth) of refused documents
+
+
 def check_json_cost(raw: bytes, where: str, limits: Limits | None = None) -> None:
     """Raise JsonRefused when parsing raw would build more values, or nest deeper, than the caps.
 
-    Cheap for the small documents that make up nearly every store: a document shorter than a cap
-    cannot pass it, so it is not scanned for it.
+    Cheap for the documents that make up nearly every store: the commas and brackets of the whole
+    document (strings included) bound what the scan would count, so a document whose bound passes
+    is not scanned. A refused document, asked about again, is not scanned again.
     """
     limits = limits or current_limits()
-    values_at_risk = len(raw) > limits.max_json_values
-    depth_at_risk = len(raw) > limits.max_json_depth and raw.count(b"[") + raw.count(b"{") > limits.max_json_depth
+    if len(raw) <= min(limits.max_json_values, limits.max_json_depth):
+        return  # every value and every level takes at least a byte
+    containers = raw.count(b"[") + raw.count(b"{")
+    values_at_risk = len(raw) > limits.max_json_values and 1 + raw.count(b",") + containers > limits.max_json_values
+    depth_at_risk = containers > limits.max_json_depth
     if not (values_at_risk or depth_at_risk):
         return
-    scan = _Scan(raw)
-    if values_at_risk:
-        values = scan.values
-        if values > limits.max_json_values:
-            raise JsonRefused(f"{where}: {values:,} JSON values, more than "
-                              f"{limits.describe('max_json_values')} on values in one document; could not be read")
-    if depth_at_risk:
-        depth = scan.deepest
-        if depth > limits.max_json_depth:
-            raise JsonRefused(f"{where}: nested {depth:,} levels deep, more than "
-                              f"{limits.describe('max_json_depth')} on JSON nesting; could not be read")
+    key = (len(raw), hash(raw))  # a bytes object keeps its hash: the second look costs nothing
+    measured = _REFUSED.get(key)
+    if measured is None:
+        scan = _Scan(raw)
+        measured = (scan.values, scan.deepest)
+    values, depth = measured
+    refusal = None
+    if values > limits.max_json_values:
+        refusal = (f"{where}: {values:,} JSON values, more than "
+                   f"{limits.describe('max_json_values')} on values in one document; could not be read")
+    elif depth > limits.max_json_depth:
+        refusal = (f"{where}: nested {depth:,} levels deep, more than "
+                   f"{limits.describe('max_json_depth')} on JSON nesting; could not be read")
+    if refusal is not None:
+        if len(_REFUSED) >= 64:
+            _REFUSED.clear()
+        _REFUSED[key] = measured  # only refusals: a hash collision could refuse, never let through
+        raise JsonRefused(refusal)
 
 
 def parse_json(raw: bytes | str, where: str, limits: Limits | None = None) -> Any:
