@@ -184,7 +184,8 @@ class ArrayBatchReader:
         shape = document.get("shape") if isinstance(document, dict) else None
         if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
             return None
-        layout = json.dumps({k: v for k, v in document.items() if k != "shape"}, sort_keys=True)
+        # attributes do not change how an array is read (and may be megabytes): not part of the key
+        layout = json.dumps({k: v for k, v in document.items() if k not in ("shape", "attributes")}, sort_keys=True)
         with self._lock:
             seen = layout in self._by_layout
             template = self._by_layout.get(layout)

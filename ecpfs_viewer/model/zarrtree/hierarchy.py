@@ -276,8 +276,8 @@ class Hierarchy:
         node = self.node(path)
         result = parse_details(node)
         if not node.unread:
-            with self._lock:
-                self._details[path] = result
+            with self._lock:  # parsed by two threads at once: both keep the one copy
+                result = self._details.setdefault(path, result)
         return result
 
     def array_details(self, path: str, error: type[Exception] = MetadataError) -> ArrayDetails:
