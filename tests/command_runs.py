@@ -82,6 +82,22 @@ def run_cli_measured(*args: str, env: dict[str, str] | None = None) -> tuple[sub
     return result, int(peak)
 
 
+def run_window_measured(*args: str, env: dict[str, str] | None = None,
+                        seconds: float = 60) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`ecpfs-viewer ARGS` (the window, offscreen; no address-space limit, which Qt's reservations
+    would exceed) and the peak resident memory of its process in MB; fails the test past `seconds`."""
+    script = "import sys\n" + _ON_PATH.format(repo=str(REPO)) + _MEASURED + _CLI
+    try:
+        result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                                timeout=seconds, env={**os.environ, "QT_QPA_PLATFORM": "offscreen", **(env or {})})
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"did not end within {seconds} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
+    head, marker, peak = result.stderr.rpartition(_PEAK)
+    assert marker, result.stderr
+    result.stderr = head.rstrip("\n")
+    return result, int(peak)
+
+
 def run_cli_cleanly(*args: str, nobody: Any = None) -> subprocess.CompletedProcess[str]:
     """run_cli, failing the test on a traceback in the output."""
     result = run_cli(*args, env={"QT_QPA_PLATFORM": "offscreen"}, nobody=nobody)
