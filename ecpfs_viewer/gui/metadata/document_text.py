@@ -156,7 +156,9 @@ def attribute_rows(details: NodeDetails) -> list[tuple[str, str]]:
             rows.append(("Attribute _zarrs", f"{writer} ({description})".strip()))
         else:
             rows.append((f"Attribute {key}", compact(value)))
-    if not details.attributes:
+    if not details.attributes and details.document is None and details.node.raw is not None:
+        rows.append(("Attributes", "could not be read (the message above says why)"))
+    elif not details.attributes:
         rows.append(("Attributes", "none"))
     return rows
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from command_runs import run_window_measured  # tests/ is on sys.path (conftest)
-from hostile_builders import bulky_attribute
+from hostile_builders import bulky_attribute, empty_lists
 from PySide6.QtCore import Qt
 from window_driver import open_window, select
 
@@ -73,3 +73,16 @@ def test_show_all_loads_the_whole_document_on_request(qtbot, two_clusters_copy):
                                      f"than {DISPLAYED_LINE_CHARS:,} characters broken for display.")
     panel.pretty.setChecked(True)  # the other view is cut again until asked for
     assert len(panel.raw.toPlainText()) == SHOWN_CHARS and panel.show_all.isEnabled()
+
+
+def test_a_document_past_the_value_cap_is_said_unread_never_without_attributes(qtbot, two_clusters_copy):
+    bulky_attribute(two_clusters_copy, ARRAY, empty_lists(2_000_000))
+    panel = MetadataPanel()
+    qtbot.addWidget(panel)
+    panel.show_node(Hierarchy(open_store(two_clusters_copy)), ARRAY)
+    qtbot.waitUntil(lambda: not panel.is_busy(), timeout=10_000)
+    assert panel.banner.text.text() == (f"{ARRAY}/zarr.json: 2,000,030 JSON values, more than the 1,000,000 cap "
+                                        "(ECPFS_VIEWER_MAX_JSON_VALUES) on values in one document; could not be read")
+    summary = panel.summary.toPlainText()
+    assert "Attributes\ncould not be read" in summary and "none" not in summary
+    assert len(panel.raw.toPlainText()) == SHOWN_CHARS  # the stored text, cut
