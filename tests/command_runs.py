@@ -67,9 +67,15 @@ def run_cli(*args: str, env: dict[str, str] | None = None, nobody: Any = None) -
 
 _PEAK = "peak RSS MB: "
 _MEASURED = f"""
-import atexit, resource
-atexit.register(lambda: print("\\n{_PEAK}%d" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10),
-                              file=sys.stderr))
+import atexit, os, resource
+def _print_peak():
+    print("\\n{_PEAK}%d" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10), file=sys.stderr, flush=True)
+atexit.register(_print_peak)
+_leave = os._exit  # leave_process skips atexit (a remote store's threads may still run)
+def _measured_exit(code):
+    _print_peak()
+    _leave(code)
+os._exit = _measured_exit
 """
 
 

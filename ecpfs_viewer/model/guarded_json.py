@@ -143,6 +143,9 @@ def parse_json(raw: bytes | str, where: str, limits: Limits | None = None) -> An
     except UnicodeDecodeError as exc:
         raise MetadataError(f"{where}: not valid JSON (not UTF-8 text: {exc.reason} at byte {exc.start:,})") from exc
     except ValueError as exc:
+        if data.lstrip()[:1] == b"<":
+            raise MetadataError(f"{where}: not valid JSON but a web page (what a login or error page "
+                                "answers in its place)") from exc
         raise MetadataError(f"{where}: not valid JSON ({exc})") from exc
     except RecursionError as exc:
         raise MetadataError(f"{where}: nested too deeply to read") from exc

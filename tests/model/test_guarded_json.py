@@ -90,8 +90,10 @@ def test_the_caps_are_limits_like_the_others() -> None:
 
 
 def test_not_json_is_an_error_naming_the_document() -> None:
-    with pytest.raises(MetadataError, match=r"^a/zarr.json: not valid JSON \(Expecting value"):
-        parse_json(b"<html><body>Sign in to the network</body></html>", "a/zarr.json")
+    with pytest.raises(MetadataError, match=r"^a/zarr.json: not valid JSON \(Expecting property name"):
+        parse_json(b"{'single': 'quotes'}", "a/zarr.json")
+    with pytest.raises(MetadataError, match=r"^a/zarr.json: not valid JSON but a web page \(what a login"):
+        parse_json(b"  <html><body>Sign in to the network</body></html>", "a/zarr.json")
     with pytest.raises(MetadataError, match=r"^a/zarr.json: not valid JSON \(not UTF-8 text"):
         parse_json(b'{"a": "\xff"}', "a/zarr.json")
 
