@@ -69,7 +69,13 @@ _PEAK = "peak RSS MB: "
 _MEASURED = f"""
 import atexit, os, resource
 def _print_peak():
-    print("\\n{_PEAK}%d" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10), file=sys.stderr, flush=True)
+    # VmHWM: this process's own peak (ru_maxrss also counts the parent's when it started the process)
+    try:
+        with open("/proc/self/status") as status:
+            kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print("\\n{_PEAK}%d" % (kb >> 10), file=sys.stderr, flush=True)
 atexit.register(_print_peak)
 _leave = os._exit  # leave_process skips atexit (a remote store's threads may still run)
 def _measured_exit(code):
