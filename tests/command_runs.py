@@ -65,6 +65,51 @@ def run_cli(*args: str, env: dict[str, str] | None = None, nobody: Any = None) -
     return run_limited(_CLI, *args, env=env, nobody=nobody)
 
 
+_PEAK = "peak RSS MB: "
+_MEASURED = f"""
+import atexit, os, resource
+def _print_peak():
+    # VmHWM: this process's own peak (ru_maxrss also counts the parent's when it started the process)
+    try:
+        with open("/proc/self/status") as status:
+            kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print("\\n{_PEAK}%d" % (kb >> 10), file=sys.stderr, flush=True)
+atexit.register(_print_peak)
+_leave = os._exit  # leave_process skips atexit (a remote store's threads may still run)
+def _measured_exit(code):
+    _print_peak()
+    _leave(code)
+os._exit = _measured_exit
+"""
+
+
+def run_cli_measured(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], int]:
+    """run_cli, and the peak resident memory of its process in MB (which the output leaves out)."""
+    result = run_limited(_MEASURED + _CLI, *args, env={"QT_QPA_PLATFORM": "offscreen", **(env or {})})
+    head, marker, peak = result.stderr.rpartition(_PEAK)
+    assert marker, result.stderr
+    result.stderr = head.rstrip("\n")
+    return result, int(peak)
+
+
+def run_window_measured(*args: str, env: dict[str, str] | None = None,
+                        seconds: float = 60) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`ecpfs-viewer ARGS` (the window, offscreen; no address-space limit, which Qt's reservations
+    would exceed) and the peak resident memory of its process in MB; fails the test past `seconds`."""
+    script = "import sys\n" + _ON_PATH.format(repo=str(REPO)) + _MEASURED + _CLI
+    try:
+        result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                                timeout=seconds, env={**os.environ, "QT_QPA_PLATFORM": "offscreen", **(env or {})})
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"did not end within {seconds} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
+    head, marker, peak = result.stderr.rpartition(_PEAK)
+    assert marker, result.stderr
+    result.stderr = head.rstrip("\n")
+    return result, int(peak)
+
+
 def run_cli_cleanly(*args: str, nobody: Any = None) -> subprocess.CompletedProcess[str]:
     """run_cli, failing the test on a traceback in the output."""
     result = run_cli(*args, env={"QT_QPA_PLATFORM": "offscreen"}, nobody=nobody)

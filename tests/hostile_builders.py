@@ -37,6 +37,22 @@ def set_shape(store: Path, path: str, shape: list[Any], chunks: list[int] | None
     edit(store, path, change)
 
 
+def bulky_attribute(store: Path, path: str, value_json: bytes) -> int:
+    """Give the document at path one attribute, "bulk", whose stored JSON is value_json; returns the
+    document's size. Written without building the value in Python (tens of MB of it)."""
+    document_path = store / path / "zarr.json"
+    document = json.loads(document_path.read_text())
+    document["attributes"] = {"bulk": None}
+    head, tail = json.dumps(document).encode().split(b"null", 1)
+    document_path.write_bytes(head + value_json + tail)
+    return len(head) + len(value_json) + len(tail)
+
+
+def empty_lists(count: int) -> bytes:
+    """A JSON list of `count` empty lists: 3 bytes of JSON, one Python list object each."""
+    return b"[" + b"[]," * (count - 1) + b"[]]"
+
+
 def set_scalar(store: Path, path: str, value: int) -> None:
     zarr.open_array(str(store / path), mode="r+")[...] = value
 

@@ -26,7 +26,7 @@ from ecpfs_viewer.cli.remote import add_remote_options, remote_options
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.ecpfs.opened_index import open_index, opened_index_of
-from ecpfs_viewer.model.formatting import format_age, format_value
+from ecpfs_viewer.model.formatting import count_noun, format_age, format_value
 from ecpfs_viewer.model.storage.opening import StoreOpenError
 from ecpfs_viewer.model.validation import ValidationReport, validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -191,12 +191,17 @@ def format_info(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> str:
         lines.append("")
         lines.append(format_level_table(levels))
         leaf = levels[-1]
+        unsized = sum(why == "unreadable" for why in leaf.sizeless.values()) if isinstance(leaf, LevelStats) else 0
         if isinstance(leaf, LevelCount) and leaf.is_leaf:
             lines.append(f"Sum of leaf sizes: not read ({leaf.node_count:,} leaf documents, one request each; "
                          "`check` or `info --leaf-sizes` reads them)")
         elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None and not leaf.complete:
             known = f"{leaf.leaf_sum} over the leaves read" if leaf.node_count else "not known"
             lines.append(f"Sum of leaf sizes: {known} (incomplete: the figures {leaf.lacking()}; retry)")
+        elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None and unsized:
+            unread_leaves = count_noun(unsized, "leaf", "leaves")
+            lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} over the leaves read ({unread_leaves} could not be "
+                         f"read, so it is not compared with Total Items {_text(summary.total_items)})")
         elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None:
             match = "matches" if leaf.leaf_sum == summary.total_items else "DIFFERS from"
             lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} ({match} Total Items {_text(summary.total_items)})")

@@ -34,10 +34,29 @@ def transport_failure(exc: BaseException | None) -> TransportError | None:
     return None
 
 
+#: What an exception raised without a message means, in words (its class name alone says little).
+_WITHOUT_MESSAGE: tuple[tuple[type[BaseException], str], ...] = (
+    (TimeoutError, "timed out"),
+    (MemoryError, "ran out of memory"),
+    (ConnectionResetError, "the connection was reset"),
+    (BrokenPipeError, "the connection was closed"),
+    (ConnectionError, "the connection failed"),
+    (PermissionError, "permission denied"),
+    (FileNotFoundError, "not found"),
+    (EOFError, "the data ended early"),
+    (RecursionError, "nested too deeply to process"),
+    (OverflowError, "a number too large to process"),
+    (UnicodeError, "not valid text"),
+)
+
+
 def describe_exception(exc: BaseException) -> str:
-    """A one-line message for any exception: the text of a UserError, else 'Type: text'."""
+    """A one-line message for any exception: the text of a UserError, else 'Type: text'; one raised
+    without a message is said in words ('timed out'), never as its class name alone."""
     text = str(exc).strip()
     if isinstance(exc, UserError) and text:
         return text
-    text = text or type(exc).__name__
+    if not text:
+        said = next((words for kind, words in _WITHOUT_MESSAGE if isinstance(exc, kind)), None)
+        return said or f"failed without saying why ({type(exc).__name__})"
     return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"

@@ -20,6 +20,8 @@ _MB = 1 << 20
 #: The environment variable (a number of MB) that sets each cap, by field name.
 ENV_VARS = {
     "max_metadata_bytes": "ECPFS_VIEWER_MAX_METADATA_MB",
+    "max_json_values": "ECPFS_VIEWER_MAX_JSON_VALUES",  # a count, not MB
+    "max_json_depth": "ECPFS_VIEWER_MAX_JSON_DEPTH",  # a count, not MB
     "max_chunk_bytes": "ECPFS_VIEWER_MAX_CHUNK_MB",
     "max_decoded_chunk_bytes": "ECPFS_VIEWER_MAX_DECODED_CHUNK_MB",
     "max_decoded_read_bytes": "ECPFS_VIEWER_MAX_DECODED_READ_MB",
@@ -36,6 +38,11 @@ class Limits:
 
     #: One metadata document (zarr.json, .zarray, .zgroup, .zattrs, .zmetadata) as stored.
     max_metadata_bytes: int = 64 * _MB
+    #: JSON values (objects, arrays, strings, numbers, literals) one document may hold: what parsing
+    #: it costs is bounded by this, not by its bytes (64 MB of empty lists is 20 million objects).
+    max_json_values: int = 1_000_000
+    #: How deeply one JSON document may nest arrays and objects.
+    max_json_depth: int = 128
     #: One stored object that is not metadata (a chunk or shard), as stored (or declared in a zip).
     max_chunk_bytes: int = 256 * _MB
     #: One chunk once decoded (its declared shape x item size): a selection touching a larger one is refused.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 import remote_fixtures
+from command_runs import run_cli_measured
 from hostile_builders import BROKEN_COPIES, NODE, OTHER_STORES
 from locations import REPO
 
@@ -200,3 +202,49 @@ def test_a_stalled_server_as_the_program_leaves_cleanly(command: str) -> None:
                                *extra], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode in (1, 2), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "no answer within 2 s" in done.stderr, done.stderr
+
+
+# -- failures are never facts: metadata that is not JSON "could not be read", never "missing" --
+_NOT_JSON = {
+    "web page": b"<!DOCTYPE html>\n<html><body>Sign in to the network to continue</body></html>\n",
+    "garbage": bytes(range(256)) * 4,
+}
+
+
+def _every_document_replaced(source: Path, target: Path, body: bytes) -> Path:
+    shutil.copytree(source, target)
+    for document in target.rglob("zarr.json"):
+        document.write_bytes(body)
+    return target
+
+
+def _assert_could_not_be_read(result: subprocess.CompletedProcess[str], peak_mb: int, command: str) -> None:
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "could not be read" in result.stdout, output
+    for wrong in ("missing", "absent", "not a valid ecpfs index", "NOT AN ECPFS INDEX", "OK", "Traceback",
+                  "Warning", "JSONDecodeError", "UnicodeDecodeError"):
+        assert wrong not in output, (command, wrong, output)
+    assert peak_mb < 300
+
+
+@pytest.mark.parametrize("command", ["info", "check"])
+def test_a_captive_portal_answering_every_document_with_a_web_page(two_clusters_path: Path, tmp_path: Path,
+                                                                   command: str) -> None:
+    """An HTTP host answering each zarr.json with a 200 HTML page: the index could not be read."""
+    served = _every_document_replaced(two_clusters_path, tmp_path / "site" / "index.zarr", _NOT_JSON["web page"])
+    with remote_fixtures.serve_static(served.parent) as (url, _):
+        result, peak_mb = run_cli_measured(command, f"{url}/index.zarr",
+                                           env={"ECPFS_VIEWER_CACHE": str(tmp_path / "cache")})
+    _assert_could_not_be_read(result, peak_mb, command)
+    assert "zarr.json: not valid JSON but a web page" in result.stdout
+
+
+@pytest.mark.parametrize("body", list(_NOT_JSON))
+@pytest.mark.parametrize("command", ["info", "check"])
+def test_a_local_folder_whose_documents_are_not_json(two_clusters_path: Path, tmp_path: Path, command: str,
+                                                     body: str) -> None:
+    store = _every_document_replaced(two_clusters_path, tmp_path / "index.zarr", _NOT_JSON[body])
+    result, peak_mb = run_cli_measured(command, str(store), env={"ECPFS_VIEWER_CACHE": str(tmp_path / "cache")})
+    _assert_could_not_be_read(result, peak_mb, command)
+    assert "info/format_version could not be read (info/format_version/zarr.json: not valid JSON" in result.stdout

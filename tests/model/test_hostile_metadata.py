@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from command_runs import SECONDS, run_cli_cleanly  # tests/ is on sys.path (conftest)
-from hostile_builders import set_scalar, set_shape
+from command_runs import SECONDS, run_cli_cleanly, run_cli_measured  # tests/ is on sys.path (conftest)
+from hostile_builders import bulky_attribute, empty_lists, set_scalar, set_shape
 from locations import REPO
 
 from ecpfs_viewer.model.ecpfs import Generation, level_plan, level_stats, summarize
@@ -74,6 +74,24 @@ def test_a_leaf_of_128_million_chunks_is_not_walked(two_clusters_copy: Path) -> 
     result = run_cli_cleanly("check", "--max-node-reads", "1000", str(two_clusters_copy))
     assert result.returncode == 1
     assert "touches 128,000,000 chunks, over the 100,000 cap" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["info", "check"])
+def test_a_document_of_twenty_million_empty_lists_is_refused_before_parsing(two_clusters_copy: Path,
+                                                                            command: str) -> None:
+    """Under the 64 MB cap on its bytes, parsing it would build 20 million lists (1.5-3 GB)."""
+    size = bulky_attribute(two_clusters_copy, "lvl_2/node_0/embeddings", empty_lists(20_000_000))
+    assert 50 << 20 < size < 64 << 20
+    result, peak_mb = run_cli_measured(command, str(two_clusters_copy))
+    assert "Traceback" not in result.stderr and "Warning" not in result.stderr, result.stderr
+    assert result.returncode == 1 if command == "check" else result.returncode == 0
+    assert ("lvl_2/node_0/embeddings/zarr.json: 20,000,030 JSON values, more than the 1,000,000 cap "
+            "(ECPFS_VIEWER_MAX_JSON_VALUES) on values in one document; could not be read") in result.stdout
+    assert "OK" not in result.stdout and "missing" not in result.stdout and "DIFFERS" not in result.stdout
+    if command == "info":
+        assert ("Sum of leaf sizes: 6 over the leaves read (1 leaf could not be read, so it is not compared "
+                "with Total Items 8)") in result.stdout
+    assert peak_mb < 300
 
 
 def test_read_guard_is_arithmetic_on_any_shape() -> None:
@@ -152,7 +170,7 @@ def _replace_in(store: Path, path: str, old: str, new: str) -> None:
     [
         ('"shape": [', '"shape": [1e400, ', "shape must hold whole numbers, found inf"),
         ('"attributes": {', '"attributes": {"deep": ' + "[" * 100_000 + "]" * 100_000 + ", ",
-         "nested too deeply to read"),
+         "nested 100,002 levels deep, more than the 128 cap (ECPFS_VIEWER_MAX_JSON_DEPTH)"),
         ('"shape": [', '"shape": [2.5, ', "shape must hold whole numbers, found 2.5"),
         ('"chunk_shape": [', '"chunk_shape": [0, ', "chunk_shape value 0 is out of range"),
     ],

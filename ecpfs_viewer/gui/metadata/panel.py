@@ -7,18 +7,18 @@ left is dropped by the runner. Error nodes show their message in a banner at the
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import html
-import json
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
+    QHBoxLayout,
     QLabel,
     QPlainTextEdit,
+    QPushButton,
     QStackedWidget,
     QTabWidget,
     QTextBrowser,
@@ -26,7 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.metadata import document_text
 from ecpfs_viewer.gui.metadata.chunk_map import ChunkMapWidget
+from ecpfs_viewer.gui.metadata.document_text import PanelContent, ShownText, prepare_content, whole_document_text
 from ecpfs_viewer.gui.metadata.json_highlighter import JsonHighlighter
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
@@ -35,7 +37,10 @@ from ecpfs_viewer.model.ecpfs.paths import is_node_array
 from ecpfs_viewer.model.formatting import format_bytes, format_shape
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStats, chunk_stats
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-from ecpfs_viewer.model.zarrtree.nodes import NodeDetails, NodeKind
+from ecpfs_viewer.model.zarrtree.nodes import NodeDetails
+
+#: Above this many characters the raw view is not coloured (colouring runs on the GUI thread).
+HIGHLIGHTED_CHARS = 1 << 20
 
 
 def monospace_font() -> QFont:
@@ -43,8 +48,7 @@ def monospace_font() -> QFont:
 
 
 def _compact(value: Any, limit: int = 300) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return document_text.compact(value, limit)
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:
@@ -66,9 +70,10 @@ def describe_codecs(codecs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def summary_rows(details: NodeDetails, stats: ChunkStats | None = None,
-                 stats_error: str | None = None) -> list[tuple[str, str]]:
-    """The summary as (label, text) rows; stats once the chunk statistics have been computed."""
+def summary_rows(details: NodeDetails, stats: ChunkStats | None = None, stats_error: str | None = None,
+                 attributes: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+    """The summary as (label, text) rows; stats once the chunk statistics have been computed;
+    attributes as prepared in the background (document_text.attribute_rows) when given."""
     node = details.node
     rows: list[tuple[str, str]] = [("Path", "/" + node.path), ("Kind", node.kind.value)]
     rows.append(("Zarr format", str(node.zarr_format) if node.zarr_format else "— (no metadata)"))
@@ -100,13 +105,7 @@ def summary_rows(details: NodeDetails, stats: ChunkStats | None = None,
     writer = details.writer
     if writer:
         rows.append(("Written by", writer))
-    for key, value in (details.attributes or {}).items():
-        if key == "_zarrs" and isinstance(value, dict):
-            rows.append(("Attribute _zarrs", f"{writer} ({value.get('description', '')})".strip()))
-        else:
-            rows.append((f"Attribute {key}", _compact(value)))
-    if not details.attributes:
-        rows.append(("Attributes", "none"))
+    rows += document_text.attribute_rows(details) if attributes is None else attributes
     for warning in details.warnings:
         rows.append(("Warning", warning))
     return rows
@@ -120,26 +119,6 @@ def summary_html(rows: list[tuple[str, str]]) -> str:
     return f"<table cellspacing='0'>{cells}</table>"
 
 
-def raw_document_text(details: NodeDetails, pretty: bool) -> str:
-    """The metadata exactly as stored, or pretty-printed with its key order kept."""
-    node = details.node
-    if node.raw is None:
-        return "(this node has no metadata document: an implicit group)" if node.kind is NodeKind.IMPLICIT_GROUP \
-            else "(no metadata document)"
-    parts = [(node.metadata_key or "zarr.json", node.raw)]
-    if node.raw_attrs:
-        parts.append((".zattrs", node.raw_attrs))
-    texts = []
-    for name, raw in parts:
-        text = raw.decode("utf-8", errors="replace")
-        if pretty:
-            # not JSON (or nested too deeply to parse): show the stored text; the error banner says why
-            with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError):
-                text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
-        texts.append(text if len(parts) == 1 else f"// {name}\n{text}")
-    return "\n\n".join(texts)
-
-
 class MetadataPanel(QWidget):
     """Summary, raw metadata and chunk map of one node."""
 
@@ -151,6 +130,8 @@ class MetadataPanel(QWidget):
         self._hierarchy: Hierarchy | None = None
         self._path: str | None = None
         self._details: NodeDetails | None = None
+        self._content: PanelContent | None = None
+        self._whole: dict[bool, tuple[str, bool]] = {}  # whole documents loaded on request, by pretty-printed
         self._stats: ChunkStats | None = None
         self._stats_error: str | None = None
         self._runner = BackgroundRunner(self)
@@ -172,7 +153,24 @@ class MetadataPanel(QWidget):
         self.pretty.setChecked(True)
         self.pretty.setToolTip("Off: the document byte for byte as stored")
         self.pretty.toggled.connect(self._show_raw)
-        raw_page = tab_page(self.pretty, self.raw)
+        self.cut_note = QLabel()
+        self.show_all = QPushButton("Show all")
+        self.show_all.setToolTip("Load the whole document into the view (in the background)")
+        self.show_all.clicked.connect(self._load_whole_document)
+        self._all_runner = BackgroundRunner(self)
+        cut_row = QWidget()
+        cut_layout = QHBoxLayout(cut_row)
+        cut_layout.setContentsMargins(0, 0, 0, 0)
+        cut_layout.addWidget(self.cut_note, 1)
+        cut_layout.addWidget(self.show_all)
+        self.cut_row = cut_row
+        self.cut_row.hide()
+        raw_header = QWidget()
+        header_layout = QVBoxLayout(raw_header)
+        header_layout.setContentsMargins(0, 0, 0, 0)
+        header_layout.addWidget(self.pretty)
+        header_layout.addWidget(self.cut_row)
+        raw_page = tab_page(raw_header, self.raw)
 
         self.chunk_label = QLabel("Select an array to see its chunks.")
         self.chunk_label.setWordWrap(True)
@@ -210,30 +208,35 @@ class MetadataPanel(QWidget):
         """Show a node: details (cached metadata) first, chunk statistics when they arrive."""
         self._hierarchy, self._path = hierarchy, path
         self._details, self._stats, self._stats_error = None, None, None
+        self._content, self._whole = None, {}
         self._stats_runner.invalidate()
+        self._all_runner.invalidate()
         self.banner.clear()
         self.summary.setHtml(summary_html([("Path", "/" + path), ("", "loading…")]))
-        self.raw.clear()
+        self._set_raw_text("")
         self._set_chunk_message("Loading…")
-        self._runner.run(measured, hierarchy.store, hierarchy.details, path,
+        self._runner.run(measured, hierarchy.store, prepare_content, hierarchy, path,
                          on_result=self._on_details, on_error=self._on_details_failed)
 
     def clear(self) -> None:
         self._runner.invalidate()
         self._stats_runner.invalidate()
-        self._hierarchy = self._path = self._details = self._stats = None
+        self._all_runner.invalidate()
+        self._hierarchy = self._path = self._details = self._stats = self._content = None
+        self._whole = {}
         self.banner.clear()
         self.summary.clear()
-        self.raw.clear()
+        self._set_raw_text("")
         self._set_chunk_message("Select an array to see its chunks.")
 
     def is_busy(self) -> bool:
-        return self._runner.busy or self._stats_runner.busy
+        return self._runner.busy or self._stats_runner.busy or self._all_runner.busy
 
     # -- results ------------------------------------------------------------------------------
     def _on_details(self, result: Measured) -> None:
-        details: NodeDetails = result.value
-        self._details = details
+        content: PanelContent = result.value
+        details = content.details
+        self._content, self._details = content, details
         self.action_measured.emit(f"Read metadata of /{details.node.path}", result)
         if details.error:
             self.banner.show_message(details.error)
@@ -281,11 +284,61 @@ class MetadataPanel(QWidget):
     # -- rendering ----------------------------------------------------------------------------
     def _render_summary(self) -> None:
         if self._details is not None:
-            self.summary.setHtml(summary_html(summary_rows(self._details, self._stats, self._stats_error)))
+            attributes = None if self._content is None else self._content.attribute_rows
+            self.summary.setHtml(summary_html(summary_rows(self._details, self._stats, self._stats_error,
+                                                           attributes)))
 
     def _show_raw(self) -> None:
-        if self._details is not None:
-            self.raw.setPlainText(raw_document_text(self._details, self.pretty.isChecked()))
+        if self._content is None:
+            return
+        pretty = self.pretty.isChecked()
+        whole = self._whole.get(pretty)
+        if whole is not None:
+            self._set_raw_text(*whole)
+            return
+        shown: ShownText = self._content.raw[pretty]
+        self._set_raw_text(shown.text, shown)
+
+    def _set_raw_text(self, text: str, shown: ShownText | bool | None = None) -> None:
+        """Put text in the raw view, coloured only when short enough to colour at once. shown: how
+        it was cut (a ShownText), or True for a whole document whose long lines were broken."""
+        self.highlighter.setDocument(self.raw.document() if len(text) <= HIGHLIGHTED_CHARS else None)
+        self.raw.setPlainText(text)
+        if isinstance(shown, ShownText) and shown.cut:
+            self.cut_note.setText(f"{shown.describe_cut()} The rest is not shown.")
+            self.show_all.setEnabled(True)
+            self.cut_row.show()
+        elif shown is True or (not isinstance(shown, ShownText) and len(text) > document_text.SHOWN_CHARS):
+            notes = [f"The whole document: {len(text):,} characters"]
+            if len(text) > HIGHLIGHTED_CHARS:
+                notes.append("not coloured")
+            if shown is True:
+                notes.append(f"lines longer than {document_text.DISPLAYED_LINE_CHARS:,} characters broken for display")
+            self.cut_note.setText("; ".join(notes) + ".")
+            self.show_all.setEnabled(False)
+            self.cut_row.show()
+        else:
+            self.cut_row.hide()
+
+    def _load_whole_document(self) -> None:
+        """Show all: the whole text is made in the background, then put in the view."""
+        if self._details is None:
+            return
+        self.show_all.setEnabled(False)
+        self.cut_note.setText("Loading the whole document…")
+        pretty = self.pretty.isChecked()
+        self._all_runner.run(whole_document_text, self._details, pretty,
+                             on_result=functools.partial(self._on_whole_document, pretty),
+                             on_error=self._on_whole_document_failed)
+
+    def _on_whole_document(self, pretty: bool, whole: tuple[str, bool]) -> None:
+        self._whole[pretty] = whole
+        if self.pretty.isChecked() == pretty:
+            self._set_raw_text(*whole)
+
+    def _on_whole_document_failed(self, message: str) -> None:
+        self.cut_note.setText(f"Could not load the whole document: {message}")
+        self.show_all.setEnabled(True)
 
     def _set_chunk_message(self, text: str) -> None:
         self.chunk_label.setText(text)

@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QCoreApplication, QRect, QSettings, QSize
 from PySide6.QtWidgets import QSplitter, QWidget
 
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.storage.options import RemoteOptions
 
 ORGANIZATION = "ecpfs-viewer"
@@ -72,7 +73,7 @@ def clear_recent_locations() -> None:
 def _remote_entry(text: str) -> tuple[str, RemoteOptions] | None:
     """One remembered URL and its options; None for an entry that is not one (a hand-edited file)."""
     try:
-        entry = json.loads(text)
+        entry = parse_json(text, "a remembered location")
         known = {f.name for f in fields(RemoteOptions)}
         url = entry.pop("url")
         options = RemoteOptions(**{k: v for k, v in entry.items() if k in known})

@@ -9,7 +9,6 @@ marked derived, so the UI can say the tree was derived rather than listed.
 
 from __future__ import annotations
 
-import json
 import threading
 
 import numpy as np
@@ -17,6 +16,7 @@ import numpy as np
 from ecpfs_viewer.model.ecpfs.index_cache import attach_cache, seed_consolidated
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_path, parse_level, parse_node_path
 from ecpfs_viewer.model.errors import transport_failure
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.storage.opening import OpenedStore, listing_unavailable
 from ecpfs_viewer.model.zarrtree.array_batch import read_whole_arrays
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -212,7 +212,7 @@ def _consolidated_children(h: Hierarchy, path: str) -> list[Node]:
     if root.raw is None or b"consolidated_metadata" not in root.raw:
         return []
     try:
-        document = json.loads(root.raw)
+        document = parse_json(root.raw, "zarr.json")
         entries = (document.get("consolidated_metadata") or {}).get("metadata") or {}
     except (ValueError, AttributeError):
         return []

@@ -30,6 +30,7 @@ class Generation(StrEnum):
     PYTHON_JUNE_2025 = "June-2025 Python index"
     PYTHON_EARLY = "early Python index"
     NOT_INDEX = "not an ecpfs index"
+    UNREAD = "could not be read"  # what would tell which generation could not be read: no verdict
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class IndexLayout:
 
     @property
     def is_index(self) -> bool:
-        return self.generation is not Generation.NOT_INDEX
+        return self.generation not in (Generation.NOT_INDEX, Generation.UNREAD)
 
     @property
     def is_legacy(self) -> bool:
@@ -88,7 +89,8 @@ def detect(reader: MetadataReader) -> IndexLayout:
     root = reader.h.root()
     if root.kind is NodeKind.ERROR and root.error:  # e.g. refused over the metadata cap: said, not skipped
         reader.findings.append(Finding(Severity.ERROR, "", f"unreadable metadata: {root.error}"))
-    missing = tuple(p for p in REQUIRED_ARRAYS if not reader.exists(p))
+    unread = {p: why for p in ("info/format_version", *REQUIRED_ARRAYS) if (why := reader.unread(p))}
+    missing = tuple(p for p in REQUIRED_ARRAYS if p not in unread and not reader.exists(p))
 
     def findings() -> tuple[Finding, ...]:  # read after each step
         return tuple(reader.findings)
@@ -96,7 +98,8 @@ def detect(reader: MetadataReader) -> IndexLayout:
     if reader.exists("info/format_version"):
         version = reader.integer("info/format_version")
         if version is None:
-            return IndexLayout(Generation.NOT_INDEX, _unknown_version_reason(reader), None, missing, findings())
+            generation = Generation.UNREAD if "info/format_version" in unread else Generation.NOT_INDEX
+            return IndexLayout(generation, _unknown_version_reason(reader), None, missing, findings())
         if version != SUPPORTED_FORMAT_VERSION:
             return IndexLayout(Generation.NEWER, f"format version {version} is not supported "
                                f"(this viewer reads version {SUPPORTED_FORMAT_VERSION}); the store is still "
@@ -121,6 +124,8 @@ def detect(reader: MetadataReader) -> IndexLayout:
             traits.append("index_root/node_ids exists")
         return IndexLayout(Generation.PYTHON_JUNE_2025, "legacy Python ecpfs index (June 2025, pre-Rust): "
                            + "; ".join(traits) + "; rebuild required", None, missing, findings())
+    if unread:  # absent or not could not be told: no verdict on what the store is
+        return IndexLayout(Generation.UNREAD, _unread_reason(unread), None, missing, findings())
     counters = [p for p in ("info/total_items", "info/next_item_id") if not reader.exists(p)]
     if metric is not None and metric.data_type == "string" and counters:
         return IndexLayout(Generation.RUST_PRE_V1, f"pre-v1 Rust index: missing {', '.join(counters)}; "
@@ -139,7 +144,16 @@ def _unknown_version_reason(reader: MetadataReader) -> str:
         node = reader.node(path)
         if node is not None and node.kind is NodeKind.ERROR and "Permission denied" in (node.error or ""):
             return f"{shown} cannot be read (permission denied), so the format is unknown"
-    return "info/format_version cannot be read, so the format is unknown"
+    why = reader.unread("info/format_version")
+    return "info/format_version could not be read" + (f" ({why})" if why else "") + ", so the format is unknown"
+
+
+def _unread_reason(unread: dict[str, str]) -> str:
+    """'info/format_version, info/levels could not be read (info/zarr.json: not valid JSON (...)), so ...'"""
+    reasons = list(dict.fromkeys(unread.values()))
+    more = f"; and {len(reasons) - 1} more" if len(reasons) > 1 else ""
+    return (f"{', '.join(unread)} could not be read ({reasons[0]}{more}), so whether this is an ecpfs index "
+            "is unknown")
 
 
 def is_integer_type(data_type: str) -> bool:

@@ -116,8 +116,9 @@ class MetadataReader:
             above = self.children(parent)
             node = None if above is None else above.get(name)
             if node is None or not node.kind.is_container:
-                if node is not None and node.kind is NodeKind.ERROR and node.raw is None:
-                    self.findings.append(error(path, f"unreadable: {node.error}"))
+                if node is not None and node.kind is NodeKind.ERROR:
+                    what = "unreadable" if node.raw is None else "unreadable metadata"
+                    self.findings.append(error(path, f"{what}: {node.error}"))
                     self._unlisted.add(path)  # its children may still be readable one by one
                 self._maps[path] = None
                 return None
@@ -145,6 +146,20 @@ class MetadataReader:
 
     def exists(self, path: str) -> bool:
         return self.node(path) is not None
+
+    def unread(self, path: str) -> str | None:
+        """Why path could not be read: its own document or a folder above it could not be read
+        (so its absence is no fact); None when it was read, or is truly absent."""
+        node = self.node(path)
+        if node is not None:
+            return node.error if node.kind is NodeKind.ERROR else None
+        parts = path.split("/")
+        for end in range(len(parts) - 1, -1, -1):
+            above = "/".join(parts[:end])
+            container = self.h.root() if not above else self.node(above)
+            if container is not None and container.kind is NodeKind.ERROR:
+                return container.error or f"{above or '/'}: could not be read"
+        return None
 
     def array(self, path: str) -> ArrayMeta | None:
         """Metadata of the array at path; None (with a finding when broken) if it is not a usable array."""

@@ -137,8 +137,9 @@ def summarize(h: Hierarchy, *, now: float | None = None) -> IndexSummary:
 def _summarize(reader: MetadataReader, now: float) -> IndexSummary:
     layout = detect(reader)
     values: dict[str, Any] = {}
-    if not layout.is_index and not any(reader.exists(p) for p in REQUIRED_ARRAYS):
-        return IndexSummary(layout, findings=tuple(reader.findings))
+    if layout.generation is Generation.UNREAD or (not layout.is_index
+                                                   and not any(reader.exists(p) for p in REQUIRED_ARRAYS)):
+        return IndexSummary(layout, findings=tuple(reader.findings))  # no header: nothing of it is known
     values["levels"] = reader.integer("info/levels") if reader.exists("info/levels") else None
     values["metric"] = _metric(reader)
     if reader.exists("info/is_normalized"):

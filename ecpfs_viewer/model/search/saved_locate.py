@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.locate import ItemIdRange, ItemLocation, ancestor_path, not_in_index
 from ecpfs_viewer.model.search.results import ItemIdRangeError
@@ -50,7 +51,7 @@ class LocateFacts:
     def from_bytes(cls, data: bytes) -> LocateFacts | None:
         """The facts saved by :meth:`to_bytes`, None for anything else."""
         try:
-            saved = json.loads(data)
+            saved = parse_json(data, "saved locate facts")
             facts = cls(int(saved["levels"]), int(saved["root_rows"]),
                         ItemIdRange(str(saved["id_dtype"]), int(saved["id_low"]), int(saved["id_high"])))
         except (ValueError, TypeError, KeyError):

@@ -30,6 +30,7 @@ from pathlib import Path
 import platformdirs
 
 from ecpfs_viewer import APP_DIR_NAME
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.limits import current_limits
 
 #: Environment variable that overrides the cache folder (tests point it at a tmp dir).
@@ -347,7 +348,7 @@ class DocumentCache:
         if kept is None:
             return None
         try:
-            names = json.loads(kept)
+            names = parse_json(kept, f"the cache's listing of {prefix or '/'}")
         except ValueError:
             return None
         self.hits += 1

@@ -28,7 +28,7 @@ from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.buffer import default_buffer_prototype
 
-from ecpfs_viewer.model.errors import TransportError, UserError
+from ecpfs_viewer.model.errors import TransportError, UserError, describe_exception
 from ecpfs_viewer.model.storage.adaptive_limit import AdaptiveLimit, ServerHealth
 from ecpfs_viewer.model.storage.counted_io import (
     ReadingWrapper,
@@ -115,7 +115,7 @@ def translate_error(exc: BaseException, where: str, scheme: str, timeout_s: floa
         import obstore.exceptions as obs_errors
     except ImportError:  # pragma: no cover - remote.py is only used with obstore installed
         return exc
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    first = str(exc).splitlines()[0] if str(exc) else describe_exception(exc)
     text = first.rsplit(" - ", 1)[-1].strip() or first  # obstore: "... after N retries ... - the cause"
     if isinstance(exc, obs_errors.PermissionDeniedError | obs_errors.UnauthenticatedError):
         status = "401 unauthenticated" if isinstance(exc, obs_errors.UnauthenticatedError) else "403 forbidden"

@@ -37,8 +37,9 @@ from zarr.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore, StorePath
 
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.storage import event_loop
-from ecpfs_viewer.model.storage.opening import OpenedStore
+from ecpfs_viewer.model.storage.opening import OpenedStore, join_key
 from ecpfs_viewer.model.storage.read_scope import drained_reads
 from ecpfs_viewer.model.zarrtree.guarded_decode import GUARDED, ChunkDecoder, DecodeRefused, between_allowance
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, Unanswered, array_read_error
@@ -176,13 +177,14 @@ class ArrayBatchReader:
         if known is not _UNSEEN:
             return known  # type: ignore[return-value]  # a plan or None
         try:
-            document = json.loads(raw)
-        except (ValueError, RecursionError):
+            document = parse_json(raw, join_key(path, "zarr.json"))
+        except ValueError:  # not JSON, or past the caps: the Hierarchy says which
             return None
         shape = document.get("shape") if isinstance(document, dict) else None
         if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
             return None
-        layout = json.dumps({k: v for k, v in document.items() if k != "shape"}, sort_keys=True)
+        # attributes do not change how an array is read (and may be megabytes): not part of the key
+        layout = json.dumps({k: v for k, v in document.items() if k not in ("shape", "attributes")}, sort_keys=True)
         with self._lock:
             seen = layout in self._by_layout
             template = self._by_layout.get(layout)

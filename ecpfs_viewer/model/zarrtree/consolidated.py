@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage.opening import join_key
 
@@ -19,8 +20,9 @@ def consolidated_documents(raw: bytes, prefix: str = "") -> dict[str, bytes]:
     if b"consolidated_metadata" not in raw:
         return {}
     try:
-        entries = (json.loads(raw).get("consolidated_metadata") or {}).get("metadata") or {}
-    except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
+        document = parse_json(raw, join_key(prefix, "zarr.json"))
+        entries = (document.get("consolidated_metadata") or {}).get("metadata") or {}
+    except (ValueError, AttributeError):
         return {}
     if not isinstance(entries, dict):
         return {}

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import warnings
 from typing import Any
 
 import zarr
 from zarr.storage import MemoryStore, StorePath
 
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.errors import MetadataError, describe_exception
+from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.storage.opening import join_key
 from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails, Node, NodeDetails, NodeKind
 
@@ -50,8 +50,8 @@ def _classify_v3_document(path: str, raw: bytes) -> Node:
     matches = _NODE_TYPE_RE.findall(raw)
     if matches:  # nested documents (consolidated metadata): only the top-level field counts
         try:
-            top = json.loads(raw).get("node_type")
-        except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
+            top = parse_json(raw, join_key(path, "zarr.json") or "zarr.json").get("node_type")
+        except (ValueError, AttributeError):
             top = None
         if top in ("group", "array"):
             return Node(path, NodeKind.GROUP if top == "group" else NodeKind.ARRAY, 3, raw=raw)
@@ -66,11 +66,9 @@ def classify_v2(path: str, raw: bytes, attrs: bytes | None, kind: NodeKind) -> N
 def load_json_object(raw: bytes, where: str) -> dict[str, Any] | str:
     """A stored metadata document as a dict, or the message saying why it is not one."""
     try:
-        document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return f"{where}: not valid JSON ({exc})"
-    except RecursionError:
-        return f"{where}: nested too deeply to read (more than about {sys.getrecursionlimit()} levels)"
+        document = parse_json(raw, where)
+    except MetadataError as exc:  # not JSON, or past the caps on what parsing may cost
+        return str(exc)
     if not isinstance(document, dict):
         return f"{where}: metadata must be a JSON object"
     return document
@@ -108,9 +106,9 @@ def parse_details(node: Node) -> NodeDetails:
                                error=f"{where}: zarr_format is {document.get('zarr_format')!r}, expected 3")
     elif node.raw_attrs:
         try:
-            attributes = json.loads(node.raw_attrs)
-        except (ValueError, RecursionError) as exc:
-            return NodeDetails(node, document, error=f"{join_key(node.path, '.zattrs')}: not valid JSON ({exc})")
+            attributes = parse_json(node.raw_attrs, join_key(node.path, ".zattrs"))
+        except MetadataError as exc:
+            return NodeDetails(node, document, error=str(exc))
     if not isinstance(attributes, dict):
         return NodeDetails(node, document, error=f"{where}: attributes must be a JSON object")
     if node.kind is not NodeKind.ARRAY:

@@ -11,10 +11,10 @@ size) and never decoded again without the limit.
 Three readers decode chunks, and all come here:
 - the batch reader (array_batch) decodes ``bytes`` + compressor chains with :func:`decode_bounded`;
 - zarr-python decodes everything else (sharding, Zarr v2, other chains, subsets):
-  ``guarded_codecs.install`` puts guarded subclasses of zarr's codecs in zarr's codec registry (the public ``codecs.<name>``
-  configuration) and guarded numcodecs classes in numcodecs' registry (what zarr builds a Zarr v2
-  array's compressor from); a v3 codec gets the chunk's size from its chunk spec, a v2 compressor
-  from ``guarded_codecs.bound_array`` (else the decoded-chunk cap of model/limits.py).
+  ``guarded_codecs.install`` puts guarded subclasses of zarr's codecs in zarr's codec registry (the
+  public ``codecs.<name>`` configuration) and guarded numcodecs classes in numcodecs' registry
+  (what zarr builds a Zarr v2 array's compressor from); a v3 codec gets the chunk's size from its
+  chunk spec, a v2 compressor from ``guarded_codecs.bound_array`` (else the decoded-chunk cap of model/limits.py).
 
 Zstandard chunks are decoded with a context each thread keeps: numcodecs makes and frees one per
 chunk, which costs several times the decompression of a small chunk (a 2,000,000-item index has

@@ -59,6 +59,7 @@ class Hierarchy:
         self._children: dict[str, list[Node]] = {}
         self._nodes: dict[str, Node] = {}
         self._details: dict[str, NodeDetails] = {}
+        self._parsing: dict[str, threading.Lock] = {}  # paths whose details a thread is parsing now
         self._arrays: dict[str, zarr.AsyncArray[Any]] = {}
         self._unread_until: dict[str, float] = {}  # listings holding unanswered children: kept until then
         self._caches: dict[type[PathCache], PathCache] = {}  # kept beside the nodes, dropped by refresh
@@ -274,13 +275,20 @@ class Hierarchy:
         path = path.strip("/")
         with self._lock:
             cached = self._details.get(path)
-        if cached is not None:
-            return cached
-        node = self.node(path)
-        result = parse_details(node)
-        if not node.unread:
+            if cached is not None:
+                return cached
+            parsing = self._parsing.setdefault(path, threading.Lock())
+        with parsing:  # the panels that show a node ask at once: one parse (a huge document costs its size again)
             with self._lock:
-                self._details[path] = result
+                cached = self._details.get(path)
+            if cached is not None:
+                return cached
+            node = self.node(path)
+            result = parse_details(node)
+            with self._lock:
+                if not node.unread:
+                    result = self._details.setdefault(path, result)
+                self._parsing.pop(path, None)
         return result
 
     def array_details(self, path: str, error: type[Exception] = MetadataError) -> ArrayDetails:

@@ -70,4 +70,4 @@ def test_a_document_nested_too_deeply_is_shown_as_stored_with_the_reason(qtbot, 
     document.write_text(stored)
     panel = shown(qtbot, two_clusters_copy, "rep_item_ids")
     assert panel.pretty.isChecked() and panel.raw.toPlainText() == stored
-    assert "nested too deeply" in panel.banner.text.text()
+    assert "nested 100,002 levels deep, more than the 128 cap" in panel.banner.text.text()

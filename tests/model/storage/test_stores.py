@@ -254,6 +254,10 @@ def test_user_errors_are_described_without_a_class_name(tmp_path: Path) -> None:
         open_store(tmp_path / "missing")
     assert describe_exception(caught.value) == f"{tmp_path / 'missing'}: no such file or directory"
     assert describe_exception(KeyError("x")) == "KeyError: 'x'"
+    # raised without a message: said in words, never the class name alone
+    assert describe_exception(TimeoutError()) == "timed out"
+    assert describe_exception(ConnectionResetError()) == "the connection was reset"
+    assert describe_exception(ValueError()) == "failed without saying why (ValueError)"
 
 
 # -- the one multi-key read path -----------------------------------------------------------------------
