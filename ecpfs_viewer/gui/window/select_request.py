@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject
 
-if TYPE_CHECKING:
-    from ecpfs_viewer.gui.window.main_window import MainWindow
+
+class _Window(Protocol):
+    """What a request uses of the main window (which creates it: no import back to it)."""
+
+    store_opened: Any  # Signal
+    tree_model: Any  # HierarchyTreeModel: path_revealed, listing_failed
+    banner: Any  # shows a message where the user looks
+
+    def reveal_path(self, path: str) -> Any: ...
 
 
 class SelectRequest(QObject):
@@ -18,8 +25,8 @@ class SelectRequest(QObject):
     Only the first answer counts: what the user selects afterwards is none of its business.
     """
 
-    def __init__(self, window: MainWindow, path: str) -> None:
-        super().__init__(window)
+    def __init__(self, window: _Window, path: str) -> None:
+        super().__init__(window)  # type: ignore[arg-type]  # the window is a QObject
         self.path = path
         self.wanted = path.strip("/")
         self.failure: str | None = None
