@@ -51,12 +51,14 @@ _WITHOUT_MESSAGE: tuple[tuple[type[BaseException], str], ...] = (
 
 
 def describe_exception(exc: BaseException) -> str:
-    """A one-line message for any exception: the text of a UserError, else 'Type: text'; one raised
-    without a message is said in words ('timed out'), never as its class name alone."""
+    """A one-line message for any exception: its text, never its class name (the caller puts the
+    path or node in front; the type and traceback go to the log, e.g. ``TaskError``). One raised
+    without a message is said in words ('timed out'); a KeyError names the key it did not find."""
     text = str(exc).strip()
-    if isinstance(exc, UserError) and text:
-        return text
-    if not text:
-        said = next((words for kind, words in _WITHOUT_MESSAGE if isinstance(exc, kind)), None)
-        return said or f"failed without saying why ({type(exc).__name__})"
-    return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
+    if isinstance(exc, KeyError) and exc.args:
+        return f"no entry {exc.args[0]!r}"
+    if text:
+        prefix = f"{type(exc).__name__}: "
+        return text[len(prefix):] if text.startswith(prefix) else text
+    said = next((words for kind, words in _WITHOUT_MESSAGE if isinstance(exc, kind)), None)
+    return said or "failed without saying why"

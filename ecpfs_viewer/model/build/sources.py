@@ -97,7 +97,7 @@ def _open_zarr_array(store_path: Path, inner: str | None) -> tuple[zarr.Array[An
             return bound_array(zarr.open_array(store, path=cand or "", mode="r")), label
         except Exception as exc:
             last = exc
-    raise input_error(label, f"no readable Zarr array there ({type(last).__name__}: {last})")
+    raise input_error(label, f"no readable Zarr array there ({describe_exception(last) if last else 'nothing found'})")
 
 
 def inspect_source(source: str | os.PathLike[str]) -> SourceInfo:

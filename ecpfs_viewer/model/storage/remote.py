@@ -474,7 +474,7 @@ def open_remote(url: str, options: RemoteOptions) -> BoundedStore:
     except RemoteOpenError:
         raise
     except Exception as exc:  # obstore raises its own config errors; none carries a secret
-        raise RemoteOpenError(f"{url}: could not set up the client ({type(exc).__name__}: {exc})") from exc
+        raise RemoteOpenError(f"{url}: could not set up the client ({describe_exception(exc)})") from exc
     scheme = urlsplit(url).scheme.lower()
     store = ObjectStore(inner, read_only=True)
     return BoundedStore(store, url=url, options=options, lists=scheme not in UNLISTED_SCHEMES)
