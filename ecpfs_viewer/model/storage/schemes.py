@@ -60,7 +60,7 @@ SCHEMES: tuple[Scheme, ...] = (
 
 _BY_NAME = {name: scheme for scheme in SCHEMES for name in scheme.names}
 #: the fsspec schemes shown in help texts (any other fsspec protocol works as well)
-FSSPEC_EXAMPLES = ("sftp", "ftp", "webdav", "hf", "reference", "memory", "simplecache::…")
+FSSPEC_EXAMPLES = ("sftp://", "ftp://", "webdav://", "hf://", "reference://", "memory://", "simplecache::…")
 
 
 def scheme_of(location: str) -> str | None:
@@ -115,6 +115,6 @@ def obstore_names() -> tuple[str, ...]:
 
 
 def describe() -> str:
-    """'s3://, gs://, az://, http(s)://; with the fsspec extra sftp://, ftp://, …' for help texts."""
+    """'s3://, gs://, az://, http(s)://; fsspec URLs and chains (sftp://, …) with the fsspec extra'."""
     return ("s3://, gs://, az://, http(s)://; with the fsspec extra any fsspec URL or chain: "
-            + ", ".join(f"{name}://" if not name.endswith("…") else name for name in FSSPEC_EXAMPLES))
+            + ", ".join(FSSPEC_EXAMPLES))
