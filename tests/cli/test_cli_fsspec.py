@@ -67,7 +67,8 @@ def test_browse_check_and_search_on_each_server(capsys: pytest.CaptureFixture[st
 def test_a_wrong_password_is_access_denied_and_names_no_secret(capsys: pytest.CaptureFixture[str],
                                                                served_folder: Path) -> None:
     with fsspec_servers.ftp_server(served_folder) as server:
-        code, _, err = run(capsys, "check", server.at("idx.zarr"), "--storage-option", f"username={fsspec_servers.USER}",
+        code, _, err = run(capsys, "check", server.at("idx.zarr"),
+                           "--storage-option", f"username={fsspec_servers.USER}",
                            "--storage-option", "password=wrong-horse")
     assert code == 2 and "access denied" in err and "wrong-horse" not in err, err
 

@@ -463,6 +463,7 @@ def zip_root(names: Iterable[str]) -> str | None:
 def _open_url(url: str, remote: RemoteOptions | None = None) -> OpenedStore:
     settings = remote or RemoteOptions()
     scheme = schemes.scheme_of(url)
+    bounded: remote_stores.BoundedStore
     try:
         if schemes.opener_for(url) == "fsspec":
             from ecpfs_viewer.model.storage.fsspec_store import open_fsspec

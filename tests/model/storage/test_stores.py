@@ -21,7 +21,6 @@ from zarr.storage import MemoryStore
 from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.storage.counted_io import UnreadableFile
-from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.opening import (
     DEFAULT_MAX_IN_FLIGHT,
     REMOTE_EXTRA_HINT,
@@ -30,6 +29,7 @@ from ecpfs_viewer.model.storage.opening import (
     open_memory,
     open_store,
 )
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
