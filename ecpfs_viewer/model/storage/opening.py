@@ -340,10 +340,7 @@ def listing_unavailable(opened: OpenedStore) -> bool:
     return opened.unlisted is not None
 
 
-def is_url(location: str) -> bool:
-    """A URL or an fsspec chain (opened by a remote client), not a local path (file:// is one)."""
-    return schemes.is_url(location)
-
+is_url = schemes.is_url  # a URL or an fsspec chain (opened by a remote client), not a local path
 
 def open_store(location: str | os.PathLike[str] | Store, *, remote: RemoteOptions | None = None) -> OpenedStore:
     """Open a directory, a .zip, a URL or an existing zarr Store, always read-only.
@@ -461,20 +458,19 @@ def zip_root(names: Iterable[str]) -> str | None:
 
 
 def _open_url(url: str, remote: RemoteOptions | None = None) -> OpenedStore:
-    settings = remote or RemoteOptions()
-    scheme = schemes.scheme_of(url)
+    settings, scheme = remote or RemoteOptions(), schemes.scheme_of(url)
     bounded: remote_stores.BoundedStore
     try:
         if schemes.opener_for(url) == "fsspec":
             from ecpfs_viewer.model.storage.fsspec_store import open_fsspec
 
             bounded, settings = open_fsspec(url, settings)
+        elif settings.storage_options:
+            raise StoreOpenError(f"{url}: storage options are for fsspec URLs; {scheme}:// is read by obstore "
+                                 "(use --endpoint, --region, --anon), or give a chain such as simplecache::URL")
+        elif not remote_stores.obstore_available():
+            raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs obstore; {REMOTE_EXTRA_HINT}")
         else:
-            if settings.storage_options:
-                raise StoreOpenError(f"{url}: storage options are for fsspec URLs; {scheme}:// is read by obstore "
-                                     "(use --endpoint, --region, --anon), or give a chain such as simplecache::URL")
-            if not remote_stores.obstore_available():
-                raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs obstore; {REMOTE_EXTRA_HINT}")
             bounded = remote_stores.open_remote(url, settings)
     except remote_stores.RemoteOpenError as exc:
         raise StoreOpenError(str(exc)) from exc
