@@ -89,8 +89,9 @@ def recent_urls() -> list[tuple[str, RemoteOptions]]:
 
 
 def add_recent_url(url: str, options: RemoteOptions) -> None:
-    """Remember url with its options at the top of the recent URLs (once), keeping MAX_RECENT."""
-    kept = [json.dumps({"url": url, **asdict(options)})]
+    """Remember url with its options at the top of the recent URLs (once), keeping MAX_RECENT; secret
+    storage options (passwords, tokens) are remembered by name only."""
+    kept = [json.dumps({"url": url, **asdict(options.remembered())})]
     kept += [json.dumps({"url": u, **asdict(o)}) for u, o in recent_urls() if u != url]
     store = settings()
     store.setValue(_RECENT_URLS_KEY, kept[:MAX_RECENT])

@@ -18,14 +18,17 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from ecpfs_viewer.gui.widgets.colormaps import error_color
+from ecpfs_viewer.model.storage import schemes
 from ecpfs_viewer.model.storage.counted_io import METADATA_KEYS
 from ecpfs_viewer.model.storage.opening import is_url
-from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.model.storage.options import SECRET_KEY_RE, RemoteOptions
 
 
 def holds_zarr_metadata(folder: str) -> bool:
@@ -94,7 +97,7 @@ def ask_zip(parent: QWidget | None, start: str = "") -> str | None:
 
 def is_cloud_url(text: str) -> bool:
     """An object-store URL (s3, gs, az …): endpoint, region and anonymous access apply to it."""
-    return text.strip().lower().split("://", 1)[0] in ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss")
+    return schemes.is_cloud_url(text.strip())
 
 
 def describe_options(options: RemoteOptions) -> str:
@@ -106,11 +109,60 @@ def describe_options(options: RemoteOptions) -> str:
         parts.append(f"region {options.region}")
     if options.anon:
         parts.append("anonymous")
+    parts += [f"{key}={'…' if SECRET_KEY_RE.search(key) else value}" for key, value in options.storage_options]
     return ", ".join(parts)
 
 
+class StorageOptionsTable(QTableWidget):
+    """KEY / VALUE rows for an fsspec client (the command line's --storage-option): a last empty row
+    is always there to type a new one into; a value whose key names a secret is not remembered."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(0, 2, parent)
+        self.setHorizontalHeaderLabels(["Key", "Value"])
+        self.horizontalHeader().setStretchLastSection(True)
+        self.verticalHeader().hide()
+        self.setToolTip("Options of the fsspec client, as --storage-option KEY=VALUE: VALUE is read as JSON "
+                        "when it parses, else as text; PROTOCOL.KEY for one layer of a chain. Passwords and "
+                        "tokens are not remembered.")
+        self.setMaximumHeight(120)
+        self.itemChanged.connect(lambda _item: self._keep_one_empty_row())
+        self.set_pairs(())
+
+    def set_pairs(self, pairs: Sequence[tuple[str, str]]) -> None:
+        self.blockSignals(True)
+        self.setRowCount(0)
+        for key, value in pairs:
+            self._append(key, value)
+        self._append("", "")
+        self.blockSignals(False)
+
+    def _append(self, key: str, value: str) -> None:
+        row = self.rowCount()
+        self.insertRow(row)
+        self.setItem(row, 0, QTableWidgetItem(key))
+        self.setItem(row, 1, QTableWidgetItem(value))
+
+    def _keep_one_empty_row(self) -> None:
+        last = self.rowCount() - 1
+        if last < 0 or any((self.item(last, c) or QTableWidgetItem()).text().strip() for c in (0, 1)):
+            self.blockSignals(True)
+            self._append("", "")
+            self.blockSignals(False)
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The rows with a key (KEY, VALUE), in order."""
+        found = []
+        for row in range(self.rowCount()):
+            key, value = (self.item(row, c) for c in (0, 1))
+            if key is not None and key.text().strip():
+                found.append((key.text().strip(), value.text() if value is not None else ""))
+        return tuple(found)
+
+
 class OpenUrlDialog(QDialog):
-    """Asks for an s3, gs, az or http(s) URL and the remote options the command line takes.
+    """Asks for a URL (model/storage/schemes.py: s3, gs, az, http(s), any fsspec URL or chain) and the
+    remote options the command line takes, fsspec's storage options in a key/value table.
 
     ``recent``: URLs opened before with their options, newest first; the URL field offers them
     (the newest is filled in, selected so typing replaces it) and choosing one puts back its options.
@@ -132,7 +184,8 @@ class OpenUrlDialog(QDialog):
         url_edit = self.url_combo.lineEdit()
         assert url_edit is not None
         self.url: QLineEdit = url_edit
-        self.url.setPlaceholderText("s3://bucket/index.zarr, gs://…, az://…, or https://example.org/index.zarr")
+        self.url.setPlaceholderText("s3://bucket/index.zarr, https://example.org/index.zarr, sftp://host/index.zarr, "
+                                    "simplecache::…")
         self.url_combo.setMinimumWidth(460)
         self.endpoint = QLineEdit()
         self.endpoint.setPlaceholderText("optional, e.g. http://127.0.0.1:9000 for MinIO or another S3 clone")
@@ -148,6 +201,7 @@ class OpenUrlDialog(QDialog):
         self.in_flight.setRange(1, 1024)
         self.in_flight.setValue(RemoteOptions().max_in_flight)
         self.in_flight.setSuffix(" requests at once")
+        self.storage_options = StorageOptionsTable()
         self.hint = QLabel()
         self.hint.setWordWrap(True)
         credentials = QLabel("Credentials come from the environment or profile of each cloud (AWS_* or "
@@ -161,6 +215,7 @@ class OpenUrlDialog(QDialog):
         form.addRow("Region:", self.region)
         form.addRow("Timeout:", self.timeout)
         form.addRow("Concurrency:", self.in_flight)
+        form.addRow("Storage options:", self.storage_options)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
@@ -190,6 +245,7 @@ class OpenUrlDialog(QDialog):
         self.region.setText(options.region or "")
         self.timeout.setValue(options.timeout_s)
         self.in_flight.setValue(options.max_in_flight)
+        self.storage_options.set_pairs(options.storage_options)
 
     def _update(self) -> None:
         text = self.url.text().strip()
@@ -197,8 +253,9 @@ class OpenUrlDialog(QDialog):
         for widget in (self.endpoint, self.anonymous, self.region):
             widget.setEnabled(cloud)
         ok = is_url(text)
+        self.storage_options.setEnabled(not ok or schemes.opener_for(text) == "fsspec")
         self.buttons.button(QDialogButtonBox.StandardButton.Open).setEnabled(ok)
-        self.hint.setText("" if ok or not text else "Enter a URL starting with s3://, gs://, az://, http:// or https://")
+        self.hint.setText("" if ok or not text else f"Enter a URL: {schemes.describe()}")
 
     def location(self) -> str:
         return self.url.text().strip()
@@ -209,4 +266,5 @@ class OpenUrlDialog(QDialog):
         return RemoteOptions(endpoint=self.endpoint.text().strip() or None if cloud else None,
                              anon=self.anonymous.isChecked() and cloud,
                              region=self.region.text().strip() or None if cloud else None,
-                             timeout_s=float(self.timeout.value()), max_in_flight=int(self.in_flight.value()))
+                             timeout_s=float(self.timeout.value()), max_in_flight=int(self.in_flight.value()),
+                             storage_options=self.storage_options.pairs() if self.storage_options.isEnabled() else ())

@@ -30,7 +30,7 @@ def store_identity(opened: OpenedStore) -> str | None:
         return f"zip:{opened.archive_path.resolve()}#{opened.root}"
     options = getattr(opened.zarr_store.wrapped, "options", None)
     if opened.kind == "remote" and options is not None:
-        return f"remote:{opened.label.rstrip('/')} endpoint={options.endpoint}"
+        return f"remote:{opened.label.rstrip('/')} {options.identity()}"
     return None
 
 

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import functools
 import os
-import re
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from zarr.buffer.cpu import Buffer as CpuBuffer
 from zarr.storage import MemoryStore
 
 from ecpfs_viewer.model.errors import UserError, describe_exception
-from ecpfs_viewer.model.storage import event_loop
+from ecpfs_viewer.model.storage import event_loop, schemes
 from ecpfs_viewer.model.storage import remote as remote_stores
 from ecpfs_viewer.model.storage.counted_io import (
     METADATA_KEYS,
@@ -47,7 +46,6 @@ __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
     "METADATA_KEYS",
     "REMOTE_EXTRA_HINT",
-    "REMOTE_SCHEMES",
     "CountingStore",
     "IOCounter",
     "IOStats",
@@ -63,9 +61,7 @@ __all__ = [
     "zip_root",
 ]
 
-_URL_RE = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://")
-REMOTE_SCHEMES = {"http", "https", "s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss"}
-REMOTE_EXTRA_HINT = "install the remote extra: pip install 'ecpfs-viewer[remote]'"
+REMOTE_EXTRA_HINT = schemes.OBSTORE_EXTRA_HINT
 
 
 class StoreOpenError(UserError):
@@ -344,15 +340,13 @@ def listing_unavailable(opened: OpenedStore) -> bool:
     return opened.unlisted is not None
 
 
-def is_url(location: str) -> bool:
-    match = _URL_RE.match(location)
-    return match is not None and match.group("scheme").lower() != "file"
-
+is_url = schemes.is_url  # a URL or an fsspec chain (opened by a remote client), not a local path
 
 def open_store(location: str | os.PathLike[str] | Store, *, remote: RemoteOptions | None = None) -> OpenedStore:
     """Open a directory, a .zip, a URL or an existing zarr Store, always read-only.
 
-    URLs go through obstore (the `remote` extra) with `remote` options (model/storage/remote.py).
+    URLs go through the client model/storage/schemes.py names for them, with `remote` options:
+    obstore (the `remote` extra) for s3, gs, az and http(s), fsspec (the `fsspec` extra) for others.
     """
     if isinstance(location, Store):
         return OpenedStore(location.with_read_only(True) if not location.read_only else location,
@@ -464,14 +458,20 @@ def zip_root(names: Iterable[str]) -> str | None:
 
 
 def _open_url(url: str, remote: RemoteOptions | None = None) -> OpenedStore:
-    scheme = _URL_RE.match(url).group("scheme").lower()  # type: ignore[union-attr]
-    if scheme not in REMOTE_SCHEMES:
-        raise StoreOpenError(f"{url}: unsupported URL scheme '{scheme}' (use http, https, s3, gs or az)")
-    if not remote_stores.obstore_available():
-        raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs obstore; {REMOTE_EXTRA_HINT}")
+    settings, scheme = remote or RemoteOptions(), schemes.scheme_of(url)
+    bounded: remote_stores.BoundedStore
     try:
-        settings = remote or RemoteOptions()
-        bounded = remote_stores.open_remote(url, settings)
+        if schemes.opener_for(url) == "fsspec":
+            from ecpfs_viewer.model.storage.fsspec_store import open_fsspec
+
+            bounded, settings = open_fsspec(url, settings)
+        elif settings.storage_options:
+            raise StoreOpenError(f"{url}: storage options are for fsspec URLs; {scheme}:// is read by obstore "
+                                 "(use --endpoint, --region, --anon), or give a chain such as simplecache::URL")
+        elif not remote_stores.obstore_available():
+            raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs obstore; {REMOTE_EXTRA_HINT}")
+        else:
+            bounded = remote_stores.open_remote(url, settings)
     except remote_stores.RemoteOpenError as exc:
         raise StoreOpenError(str(exc)) from exc
     opened = OpenedStore(bounded, label=url, kind="remote", max_in_flight=settings.max_in_flight)

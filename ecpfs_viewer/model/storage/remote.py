@@ -1,4 +1,4 @@
-"""Remote stores over obstore: s3://, gs://, az:// and http(s):// opened read-only, with options.
+"""Remote stores over obstore (s3://, gs://, az://, http(s)://: model/storage/schemes.py) opened read-only.
 
 Every request made through the store returned here is bounded: at most ``max_in_flight`` at
 once, fewer while the server struggles (model/storage/adaptive_limit.py: halved on a timeout, a refused or
@@ -29,6 +29,7 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Sto
 from zarr.buffer import default_buffer_prototype
 
 from ecpfs_viewer.model.errors import TransportError, UserError, describe_exception
+from ecpfs_viewer.model.storage import schemes
 from ecpfs_viewer.model.storage.adaptive_limit import AdaptiveLimit, ServerHealth
 from ecpfs_viewer.model.storage.counted_io import (
     ReadingWrapper,
@@ -43,8 +44,6 @@ from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote_clients import RemoteOpenError as RemoteOpenError
 from ecpfs_viewer.model.storage.remote_clients import make_object_store as make_object_store
 
-OBSTORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https"})
-UNLISTED_SCHEMES = frozenset({"http", "https"})  # a static web server answers 404 for a folder
 _T = TypeVar("_T")
 #: seconds our own deadline waits past the client's timeout, so the client normally ends first
 #: (an abandoned client request finishing while the interpreter exits makes pyo3 panic)
@@ -92,16 +91,8 @@ class ListingUnavailableError(RemoteError):
 
 def credential_hint(scheme: str) -> str:
     """Which credentials a scheme reads, for an access-denied message (names, never values)."""
-    if scheme in ("s3", "s3a"):
-        return ("check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE with boto3 installed) "
-                "and --region, or use --anon for a public bucket")
-    if scheme in ("gs", "gcs"):
-        return ("check GOOGLE_APPLICATION_CREDENTIALS (a service account file) or GOOGLE_SERVICE_ACCOUNT_KEY, "
-                "or use --anon for a public bucket")
-    if scheme in ("az", "azure", "abfs", "abfss"):
-        return ("check AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN, "
-                "or use --anon for a public container")
-    return "the server refused the request; check the URL or use --anon"
+    entry = schemes.lookup(scheme)
+    return entry.credentials if entry is not None else schemes.Scheme((), "fsspec", "").credentials
 
 
 def translate_error(exc: BaseException, where: str, scheme: str, timeout_s: float) -> BaseException:
@@ -184,12 +175,12 @@ class BoundedStore(ReadingWrapper[Store]):
         return cls(await store_cls.open(*args, **kwargs), url=url, options=options, lists=lists)
 
     def _with_store(self, store: Store) -> BoundedStore:
-        return BoundedStore(store, url=self.url, options=self.options, lists=self.lists, health=self.health)
+        return type(self)(store, url=self.url, options=self.options, lists=self.lists, health=self.health)
 
     def __reduce__(self) -> tuple[Callable[[Store], BoundedStore], tuple[Store]]:
         """A pickled store arrives as a new one over the same store, URL and options: its limits,
         lock and what this one learnt of the server's health stay in the process that sent it."""
-        return functools.partial(BoundedStore, url=self.url, options=self.options, lists=self.lists), (self._store,)
+        return functools.partial(type(self), url=self.url, options=self.options, lists=self.lists), (self._store,)
 
     def _limit(self) -> AdaptiveLimit:
         loop_id = id(asyncio.get_running_loop())
@@ -264,7 +255,7 @@ class BoundedStore(ReadingWrapper[Store]):
                                            "retry, or raise --timeout")
                 error.__cause__ = exc
             except Exception as exc:
-                error = translate_error(exc, self.where(key), self.scheme, self.options.timeout_s)
+                error = self.translate(exc, key)
                 if error is not exc:
                     error.__cause__ = exc
             except BaseException:
@@ -285,6 +276,10 @@ class BoundedStore(ReadingWrapper[Store]):
             if attempt >= MAX_ATTEMPTS or time.monotonic() + pause >= deadline:
                 raise error
             await asyncio.sleep(pause)
+
+    def translate(self, exc: BaseException, key: str) -> BaseException:
+        """A client's exception as a RemoteError naming the object (others unchanged)."""
+        return translate_error(exc, self.where(key), self.scheme, self.options.timeout_s)
 
     async def _answer(self, attempt: int, pending: Awaitable[_T]) -> _T:
         """The answer of one attempt, given up (_Stalled) when it is long overdue while the server
@@ -475,9 +470,9 @@ def open_remote(url: str, options: RemoteOptions) -> BoundedStore:
         raise
     except Exception as exc:  # obstore raises its own config errors; none carries a secret
         raise RemoteOpenError(f"{url}: could not set up the client ({describe_exception(exc)})") from exc
-    scheme = urlsplit(url).scheme.lower()
+    entry = schemes.lookup(urlsplit(url).scheme)
     store = ObjectStore(inner, read_only=True)
-    return BoundedStore(store, url=url, options=options, lists=scheme not in UNLISTED_SCHEMES)
+    return BoundedStore(store, url=url, options=options, lists=entry is None or entry.lists)
 
 
 def obstore_available() -> bool:

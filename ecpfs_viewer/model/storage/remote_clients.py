@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.storage import schemes
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.options import RemoteOptions
@@ -121,22 +122,24 @@ def make_object_store(url: str, options: RemoteOptions) -> Any:
 
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
+    entry = schemes.lookup(scheme)
+    family = entry.family if entry is not None and entry.opener == "obstore" else None
     bucket, prefix = parts.netloc, parts.path.strip("/") or None
     endpoint = options.endpoint.strip() if options.endpoint else None
     allow_http = url.lower().startswith("http://") or bool(endpoint and endpoint.lower().startswith("http://"))
     common: dict[str, Any] = {"client_options": _client_options(options, allow_http),
                               "retry_config": _retry_config(options)}
-    if scheme in ("http", "https"):
+    if family == "http":
         return HTTPStore.from_url(url.rstrip("/"), **common)
     if not bucket or not _BUCKET_RE.match(bucket):
         raise RemoteOpenError(f"{url}: expected {scheme}://BUCKET/PATH")
-    if scheme in ("s3", "s3a"):
+    if family == "s3":
         provider = _s3_credentials(options)
         if provider is not None:
             common["credential_provider"] = provider
         return S3Store(bucket, prefix=prefix, **_s3_config(options, endpoint), **common)
-    if scheme in ("gs", "gcs"):
+    if family == "gcs":
         return GCSStore(bucket, prefix=prefix, **_gcs_config(options, endpoint), **common)
-    if scheme in ("az", "azure", "abfs", "abfss"):
+    if family == "azure":
         return AzureStore.from_url(url.rstrip("/"), **_azure_config(options, url, endpoint), **common)
     raise RemoteOpenError(f"{url}: unsupported URL scheme '{scheme}'")

@@ -29,6 +29,7 @@ from ecpfs_viewer.model.storage.opening import (
     open_memory,
     open_store,
 )
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 
@@ -162,8 +163,29 @@ def test_url_without_remote_extra_names_the_extra(monkeypatch: pytest.MonkeyPatc
 
 
 def test_unknown_url_scheme_is_refused() -> None:
-    with pytest.raises(StoreOpenError, match="unsupported URL scheme 'ftp'"):
-        open_store("ftp://example.org/x.zarr")
+    """A scheme obstore does not serve goes to fsspec; one fsspec does not know either is refused by name."""
+    pytest.importorskip("fsspec", reason="fsspec is part of the fsspec extra")
+    with pytest.raises(StoreOpenError, match="Protocol not known: nosuch"):
+        open_store("nosuch://example.org/x.zarr")
+
+
+def test_fsspec_url_without_fsspec_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: object, **kwargs: object) -> object:
+        if name == "fsspec" or name.startswith("fsspec."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(StoreOpenError, match=r"ftp:// URLs needs fsspec; .*ecpfs-viewer\[fsspec\]"):
+        open_store("ftp://127.0.0.1:1/x.zarr")
+
+
+def test_storage_options_on_an_obstore_url_are_refused() -> None:
+    """obstore takes no fsspec options: they are refused, never silently dropped."""
+    with pytest.raises(StoreOpenError, match="storage options are for fsspec URLs"):
+        open_store("s3://bucket/x.zarr", remote=RemoteOptions(storage_options=(("anon", "true"),)))
 
 
 # -- memory -------------------------------------------------------------------------------------------
