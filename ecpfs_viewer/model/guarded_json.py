@@ -12,12 +12,15 @@ a cache file or a remembered setting goes through :func:`parse_json`.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import numpy as np
 
 from ecpfs_viewer.model.errors import MetadataError
 from ecpfs_viewer.model.limits import Limits, current_limits
+
+log = logging.getLogger(__name__)
 
 _BLOCK = 1 << 20  # bytes scanned at a time: the scan's memory stays a few MB whatever the document
 _QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
@@ -130,14 +133,68 @@ def check_json_cost(raw: bytes, where: str, limits: Limits | None = None) -> Non
         raise JsonRefused(refusal)
 
 
+#: A member of a group document that only repeats what is stored elsewhere (zarr-python's copy of
+#: the descendants' documents): past the caps it is left out rather than the group refused.
+DERIVED_MEMBER = b'"consolidated_metadata"'
+
+
+def member_span(raw: bytes, key: bytes) -> tuple[int, int] | None:
+    """[start, stop) of the value of the top-level object's member named `key` (quoted), found
+    outside strings at depth 1; None when there is none. One pass over blocks, as the scan."""
+    data = np.frombuffer(raw, dtype=np.uint8)
+    depth, in_string, backslashes = 0, False, 0
+    start = -1
+    for offset in range(0, len(data), _BLOCK):
+        block = data[offset:offset + _BLOCK]
+        quote = block == _QUOTE
+        backslash = block == _BACKSLASH
+        index = np.arange(len(block), dtype=np.int64)
+        last_other = np.maximum.accumulate(np.where(backslash, -backslashes - 1, index))
+        run = index - last_other
+        quote &= np.concatenate(([backslashes], run[:-1])) % 2 == 0
+        backslashes = int(run[-1])
+        quotes = np.cumsum(quote, dtype=np.int32)
+        outside = ((quotes + in_string) % 2 == 0) & ~quote
+        opens = ((block == _OPEN[0]) | (block == _OPEN[1])) & outside
+        closes = ((block == _CLOSE[0]) | (block == _CLOSE[1])) & outside
+        level = depth + np.cumsum(opens.astype(np.int32) - closes, dtype=np.int32)  # depth after each byte
+        if start < 0:
+            at = raw.find(key, offset, offset + len(block))
+            while at >= 0:
+                i = at - offset
+                if quote[i] and level[i] == 1 and (quotes[i] + in_string) % 2 == 1:  # an opening quote at depth 1
+                    colon = raw.find(b":", at + len(key))
+                    start = colon + 1 if colon >= 0 else -1
+                    break
+                at = raw.find(key, at + 1, offset + len(block))
+        if start >= 0:
+            ends = np.flatnonzero(outside & (index + offset >= start) & (
+                ((block == _COMMA) & (level == 1)) | (closes & (level == 0))))
+            if ends.size:
+                return start, offset + int(ends[0])
+        depth = int(level[-1])
+        in_string = bool((int(quotes[-1]) + in_string) % 2)
+    return None
+
+
 def parse_json(raw: bytes | str, where: str, limits: Limits | None = None) -> Any:
     """The parsed document, its cost checked first.
 
     Raises JsonRefused past a cap, and MetadataError (a ValueError) naming `where` for a document
-    that is not JSON; both messages are written for the user.
+    that is not JSON; both messages are written for the user. A group's consolidated metadata that
+    passes a cap is left out (read as null: the descendants' own documents are read instead).
     """
     data = raw.encode("utf-8", errors="surrogatepass") if isinstance(raw, str) else bytes(raw)
-    check_json_cost(data, where, limits)
+    try:
+        check_json_cost(data, where, limits)
+    except JsonRefused:
+        span = member_span(data, DERIVED_MEMBER) if DERIVED_MEMBER in data else None
+        if span is None:
+            raise
+        data = data[:span[0]] + b"null" + data[span[1]:]
+        check_json_cost(data, where, limits)
+        log.warning("%s: its consolidated metadata passes the caps; left out (the nodes' own documents are read)",
+                    where)
     try:
         return json.loads(data)
     except UnicodeDecodeError as exc:

@@ -12,7 +12,7 @@ from hostile_builders import empty_lists  # tests/ is on sys.path (conftest)
 
 from ecpfs_viewer.model import guarded_json
 from ecpfs_viewer.model.errors import MetadataError
-from ecpfs_viewer.model.guarded_json import JsonRefused, count_values, nesting_depth, parse_json
+from ecpfs_viewer.model.guarded_json import JsonRefused, check_json_cost, count_values, nesting_depth, parse_json
 from ecpfs_viewer.model.limits import Limits
 
 
@@ -111,3 +111,26 @@ def test_consolidated_metadata_of_a_large_store_still_parses() -> None:
                                           "metadata": {f"lvl_3/node_{i}/embeddings": entry for i in range(8000)}}}
     raw = json.dumps(document, indent=2).encode()
     assert parse_json(raw, "zarr.json") == document
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_consolidated_metadata_past_the_caps_is_left_out_not_the_group(indent: int | None) -> None:
+    """A root consolidating 40,000 arrays (about 2.5 M values) still opens: its consolidated copy
+    of the nodes' documents is left out (they are read themselves), the rest of the group kept."""
+    entry = {"node_type": "array", "shape": [100, 64], "attributes": {"a": "}{,[\"x\\\""}, "fill": [1, 2]}
+    document = {"zarr_format": 3, "node_type": "group", "attributes": {"kept": [1, {"b": ","}]},
+                "consolidated_metadata": {"kind": "inline", "metadata": {f"n{i}": entry for i in range(40_000)}},
+                "after": "kept"}
+    raw = json.dumps(document, indent=indent).encode()
+    limits = Limits(max_json_values=100_000)
+    with pytest.raises(JsonRefused):
+        check_json_cost(raw, "zarr.json", limits)
+    assert parse_json(raw, "zarr.json", limits) == {**document, "consolidated_metadata": None}
+
+
+def test_only_a_top_level_consolidated_member_is_left_out() -> None:
+    """The name inside a string or a nested object is not the member; past the caps it stays refused."""
+    many = list(range(200_000))
+    nested = json.dumps({"attributes": {"consolidated_metadata": many}, "s": '"consolidated_metadata": 1'}).encode()
+    with pytest.raises(JsonRefused):
+        parse_json(nested, "zarr.json", Limits(max_json_values=100_000))
