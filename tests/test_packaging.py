@@ -170,7 +170,7 @@ def test_one_desktop_entry_and_it_is_complete():
     parser.read_string(text)
     entry = parser["Desktop Entry"]
     assert entry["Type"] == "Application"
-    assert entry["Exec"].split()[0] == "ecpfs-viewer"
+    assert entry["Exec"].split()[0] == "ecpfs-viewer-gui"
     assert entry["Icon"] == APP_ID and (RESOURCES / f"{APP_ID}.svg").is_file()
     assert entry["Categories"].endswith(";")
 
