@@ -185,7 +185,9 @@ def _run_gui(args_list: list[str]) -> int:
         remote = None if args.timeout is None else RemoteOptions(timeout_s=args.timeout)
     except ValueError as exc:  # a timeout of 0 or less
         raise UsageError(f"--timeout: {exc}") from None
-    problem = missing_display()
+    from ecpfs_viewer.cli.qt_platform import missing_platform_libraries
+
+    problem = missing_display() or missing_platform_libraries()  # before Qt aborts for want of them
     if problem and args.screenshot:  # a picture needs no screen: draw it offscreen
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     elif problem:
