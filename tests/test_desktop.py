@@ -179,6 +179,15 @@ def test_install_desktop_into_a_prefix_and_uninstall(tmp_path, capsys):
     assert "nothing of" in capsys.readouterr().out
 
 
+def test_install_desktop_into_a_prefix_that_cannot_be_written_exits_2(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert main(["install-desktop", "--prefix", str(blocker)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("ecpfs-viewer: error: cannot write the desktop files under") and "Not a directory" in line
+    assert blocker.read_text() == "not a folder"
+
+
 def test_install_desktop_defaults_to_xdg_data_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     assert main(["install-desktop"]) == 0

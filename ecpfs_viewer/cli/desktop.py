@@ -20,7 +20,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from ecpfs_viewer.cli.commands import add_command
-from ecpfs_viewer.cli.contract import EXIT_OK
+from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen
 from ecpfs_viewer.resources import APP_ID, DESKTOP_ENTRY, ICON_SVG, METAINFO
 
 #: the sizes of the PNG icons shipped in resources/icons/<size>x<size>/
@@ -141,7 +141,15 @@ def add_install_desktop_parser(
 
 def run_install_desktop(args: argparse.Namespace) -> int:
     prefix = (args.prefix or default_prefix()).expanduser()
-    if args.uninstall:
+    try:
+        return _install_or_uninstall(prefix, args.uninstall)
+    except OSError as exc:  # the prefix named (or defaulted to) cannot be written: exit 2, as for any output
+        where = exc.filename or prefix
+        raise CannotOpen(f"cannot write the desktop files under {prefix}: {where}: {exc.strerror or exc}") from None
+
+
+def _install_or_uninstall(prefix: Path, remove: bool) -> int:
+    if remove:
         removed = uninstall(prefix)
         for path in removed:
             print(f"removed {path}")
