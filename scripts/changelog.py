@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 ROOT = Path(__file__).resolve().parent.parent
 CHANGELOG = ROOT / "CHANGELOG.md"
-METAINFO = ROOT / "ecpfs_viewer" / "resources" / "io.github.ecpfs_viewer.metainfo.xml"
+METAINFO = ROOT / "ecpfs_viewer" / "resources" / "io.github.ecpfs_viewer.ecpfs_viewer.metainfo.xml"
 
 _VERSION = re.compile(r"^## \[(?P<version>[^\]]+)\](?: - (?P<date>\d{4}-\d{2}-\d{2}))?\s*$")
 _SECTION = re.compile(r"^### (?P<name>.+?)\s*$")

@@ -21,9 +21,11 @@ from script_modules import load_script
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = ROOT / "packaging"
 RESOURCES = ROOT / "ecpfs_viewer" / "resources"
-RESOURCES_IN_WHEEL = ("digits.csv.gz", "DEMO_DATA.md", "ecpfs-viewer.svg", "ecpfs-viewer.png",
-                      "ecpfs-viewer.desktop", "io.github.ecpfs_viewer.metainfo.xml", "__init__.py")
-METAINFO = RESOURCES / "io.github.ecpfs_viewer.metainfo.xml"
+APP_ID = "io.github.ecpfs_viewer.ecpfs_viewer"
+RESOURCES_IN_WHEEL = ("digits.csv.gz", "DEMO_DATA.md", f"{APP_ID}.svg", f"{APP_ID}.desktop", f"{APP_ID}.metainfo.xml",
+                      "__init__.py", *(f"icons/{size}x{size}/{APP_ID}.png" for size in (48, 128, 256)))
+METAINFO = RESOURCES / f"{APP_ID}.metainfo.xml"
+DESKTOP = RESOURCES / f"{APP_ID}.desktop"
 #: what a source tree needs to build and test: the rest (caches, environments, .git) is left out
 SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in")
 SOURCE_FOLDERS = ("ecpfs_viewer", "tests", "packaging", "docs", "scripts")
@@ -161,23 +163,23 @@ def test_installed_wheel_loads_the_demo_data_from_its_own_files(wheel, tmp_path)
 
 def test_one_desktop_entry_and_it_is_complete():
     assert [p.relative_to(ROOT).as_posix() for p in ROOT.glob("[!.]*/**/*.desktop")] == [
-        "ecpfs_viewer/resources/ecpfs-viewer.desktop"]
-    text = (RESOURCES / "ecpfs-viewer.desktop").read_text()
+        f"ecpfs_viewer/resources/{APP_ID}.desktop"]
+    text = DESKTOP.read_text()
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str
     parser.read_string(text)
     entry = parser["Desktop Entry"]
     assert entry["Type"] == "Application"
-    assert entry["Exec"].split()[0] == "ecpfs-viewer"
-    assert entry["Icon"] == "ecpfs-viewer" and (RESOURCES / "ecpfs-viewer.svg").is_file()
+    assert entry["Exec"].split()[0] == "ecpfs-viewer-gui"
+    assert entry["Icon"] == APP_ID and (RESOURCES / f"{APP_ID}.svg").is_file()
     assert entry["Categories"].endswith(";")
 
 
 def test_metainfo_is_well_formed_and_points_at_the_desktop_entry():
     root = ET.parse(METAINFO).getroot()
     assert root.tag == "component" and root.get("type") == "desktop-application"
-    assert root.findtext("id") == "io.github.ecpfs_viewer"
-    assert root.find("launchable").text == "ecpfs-viewer.desktop"
+    assert root.findtext("id") == APP_ID
+    assert root.find("launchable").text == f"{APP_ID}.desktop"
     assert root.findtext("provides/binary") == "ecpfs-viewer"
     assert root.findtext("project_license") == "MIT"
     from ecpfs_viewer import __version__
@@ -192,7 +194,7 @@ def test_desktop_entry_passes_desktop_file_validate():
     tool = shutil.which("desktop-file-validate")
     if tool is None:
         pytest.skip("desktop-file-validate is not installed (Debian: desktop-file-utils)")
-    done = subprocess.run([tool, str(RESOURCES / "ecpfs-viewer.desktop")], capture_output=True, text=True)
+    done = subprocess.run([tool, str(DESKTOP)], capture_output=True, text=True)
     # hints are advice; errors and warnings fail
     problems = [line for line in done.stdout.splitlines() if ": error:" in line or ": warning:" in line]
     assert done.returncode == 0 and not problems, done.stdout
@@ -230,7 +232,7 @@ def test_pyinstaller_spec_takes_the_package_from_the_environment():
 def test_icon_is_a_valid_svg(qtbot):
     from PySide6.QtSvg import QSvgRenderer
 
-    renderer = QSvgRenderer(str(RESOURCES / "ecpfs-viewer.svg"))
+    renderer = QSvgRenderer(str(RESOURCES / f"{APP_ID}.svg"))
     assert renderer.isValid()
     assert renderer.defaultSize().width() == renderer.defaultSize().height() == 256
 

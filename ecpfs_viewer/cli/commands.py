@@ -76,6 +76,13 @@ COMMAND_TEXTS: dict[str, tuple[str, str]] = {
         "~/.local/share/bash-completion/completions/ecpfs-viewer (or `source` it); zsh: save it as "
         "_ecpfs-viewer in a folder on $fpath, then run compinit.",
     ),
+    "install-desktop": (
+        "add the application to the desktop's menu (entry, icons, metainfo) for this user",
+        "Install the desktop entry (it opens a folder or a .zip too), the AppStream metainfo and the icons "
+        "(48, 128, 256 px and scalable) under --prefix (default $XDG_DATA_HOME, else ~/.local/share), named "
+        "after the app id io.github.ecpfs_viewer.ecpfs_viewer, then refresh the desktop's caches when their "
+        "tools are installed. --uninstall removes exactly those files.",
+    ),
 }
 
 

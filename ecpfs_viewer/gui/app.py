@@ -21,6 +21,7 @@ from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.gui.window.select_request import SelectRequest
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.process_exit import leave_process, remote_clients_made
+from ecpfs_viewer.resources import APP_ID, ICON_SVG
 
 #: how long --screenshot waits for the selected page to load before it takes the picture anyway
 SCREENSHOT_PATIENCE_S = 120.0
@@ -28,7 +29,7 @@ SCREENSHOT_PATIENCE_S = 120.0
 
 def application_icon() -> QIcon | None:
     """The application icon shipped in ecpfs_viewer.resources (a checkout, a wheel or a bundle alike)."""
-    icon = Path(str(files("ecpfs_viewer.resources") / "ecpfs-viewer.svg"))
+    icon = Path(str(files("ecpfs_viewer.resources") / ICON_SVG))
     return QIcon(str(icon)) if icon.is_file() else None
 
 
@@ -42,8 +43,8 @@ def ensure_application(argv: list[str] | None = None) -> QApplication:
         # '__main__.py', which matches no desktop entry
         app = QApplication(["ecpfs-viewer", *(argv if argv is not None else sys.argv)[1:]])
     QApplication.setApplicationDisplayName("ecpfs-viewer")
-    # Wayland compositors match windows to ecpfs-viewer.desktop by this name
-    QGuiApplication.setDesktopFileName("ecpfs-viewer")
+    # Wayland compositors match windows to the desktop entry (APP_ID.desktop) by this name
+    QGuiApplication.setDesktopFileName(APP_ID)
     icon = application_icon()
     if icon is not None:
         QApplication.setWindowIcon(icon)

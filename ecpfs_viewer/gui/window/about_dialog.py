@@ -63,8 +63,10 @@ def _icon_label() -> QLabel:
 
     from PySide6.QtGui import QIcon
 
+    from ecpfs_viewer.resources import ICON_SVG
+
     label = QLabel()
-    svg = files("ecpfs_viewer.resources").joinpath("ecpfs-viewer.svg")
+    svg = files("ecpfs_viewer.resources").joinpath(ICON_SVG)
     icon = QIcon(str(svg)) if svg.is_file() else QIcon()
     if not icon.isNull():
         label.setPixmap(icon.pixmap(96, 96))

@@ -40,8 +40,9 @@ def test_a_path_that_cannot_be_opened_exits_1_after_showing_why(tmp_path: Path) 
 
 
 def test_window_identity_matches_the_desktop_entry(tmp_path: Path) -> None:
-    """Wayland matches windows by desktop file name, X11 by WM_CLASS (from argv[0]): both must
-    say ecpfs-viewer even when started as `python -m ecpfs_viewer` (argv[0] '__main__.py')."""
+    """Wayland matches windows by desktop file name (the app id), X11 by WM_CLASS (from argv[0],
+    the entry's StartupWMClass): both hold even when started as `python -m ecpfs_viewer` (argv[0]
+    '__main__.py')."""
     code = (
         "from ecpfs_viewer.gui.app import ensure_application\n"
         "app = ensure_application(['/somewhere/ecpfs_viewer/__main__.py'])\n"
@@ -50,7 +51,7 @@ def test_window_identity_matches_the_desktop_entry(tmp_path: Path) -> None:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["ecpfs-viewer", "ecpfs-viewer", "ecpfs-viewer"]
+    assert done.stdout.split() == ["io.github.ecpfs_viewer.ecpfs_viewer", "ecpfs-viewer", "ecpfs-viewer"]
 
 
 def test_the_running_application_collects_garbage_on_the_gui_thread_only(tmp_path: Path) -> None:
