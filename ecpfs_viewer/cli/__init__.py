@@ -26,6 +26,7 @@ from ecpfs_viewer.cli.contract import (
     UsageError,
     report,
 )
+from ecpfs_viewer.cli.numbers import Positive
 from ecpfs_viewer.logs import configure_logging
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.options import RemoteOptions
@@ -98,7 +99,7 @@ def build_gui_parser() -> argparse.ArgumentParser:
                              "(exit 0 opened, 1 could not open)")
     parser.add_argument("--select", metavar="PATH",
                         help="select this node or array once the store is open (e.g. lvl_3/node_812)")
-    parser.add_argument("--timeout", type=float, metavar="S",
+    parser.add_argument("--timeout", action=Positive, metavar="S",
                         help="for a URL: seconds per request before it fails (default 30)")
     parser.add_argument("--version", action="version", version=version_text())
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
