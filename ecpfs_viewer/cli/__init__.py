@@ -61,6 +61,8 @@ Exit status: 0 done, 1 the answer is no (errors found, not an index, item absent
 data), 2 cannot start (usage error, or a store or file cannot be opened), 130 interrupted.
 """
 VERBOSE_HELP = "print debug messages on stderr (errors are always kept in the log file)"
+VERSION_HELP = ("print the version and exit; with --verbose also those of Python, Qt, zarr, numpy and the rest, "
+                "the Qt platform plugin and the platform (for a bug report)")
 
 
 #: subcommand -> (module, function that registers it); modules are imported only when needed
@@ -77,7 +79,7 @@ _REGISTRARS = {
 def build_subcommand_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """Parser for `ecpfs-viewer SUBCOMMAND ...`; `only` registers just those (a faster start)."""
     parser = Parser(prog="ecpfs-viewer", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("--version", action="version", version=version_text(), help=VERSION_HELP)
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in only or SUBCOMMANDS:
@@ -101,7 +103,7 @@ def build_gui_parser() -> argparse.ArgumentParser:
                         help="select this node or array once the store is open (e.g. lvl_3/node_812)")
     parser.add_argument("--timeout", action=Positive, metavar="S",
                         help="for a URL: seconds per request before it fails (default 30)")
-    parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("--version", action="version", version=version_text(), help=VERSION_HELP)
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     return parser
 
@@ -135,6 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
               platform.python_version(), platform.platform(), args_list, log_file or "none")
     if args_list and args_list[0] in SUBCOMMANDS:
         return run_subcommand(args_list, as_program=argv is None)
+    if verbose and "--version" in args_list:
+        from ecpfs_viewer.cli.about import version_report
+
+        print(version_report())
+        return 0
     try:
         return _run_gui(args_list)
     except CommandError as exc:
