@@ -53,4 +53,44 @@ def test_each_leg_has_its_folder_and_resolution_and_run_installs_no_test_tools(d
 def test_unknown_leg_is_refused():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "dev.py"), "test", "--leg", "middle"],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "--leg takes newest, lowest or all" in done.stdout
+    assert done.returncode == 2 and "--leg takes newest, lowest, py312 or all" in done.stdout
+
+
+def test_the_py312_leg_runs_when_asked_and_never_by_default(dev, monkeypatch, capsys):
+    """Python 3.12 is supported (README) but not in CI's matrix: `--leg py312` runs it, with the
+    newest releases in a folder of its own; neither CI nor a plain run nor `all` includes it."""
+    assert dev.PY312_ENV.folder.name == ".venv-py312"
+    assert dev.PY312_ENV.install == (*dev.TEST_INSTALL, "--resolution", "highest") == dev.NEWEST_ENV.install
+    assert dev.PY312_PYTHON == (3, 12) and dev.LOWEST_PYTHON < dev.PY312_PYTHON < dev.NEWEST_PYTHON
+    for ci in ("true", ""):
+        monkeypatch.setenv("CI", ci)
+        for choice in (None, "all", "newest", "lowest"):
+            assert "py312" not in [env.name for env, _ in dev.test_legs(choice)]
+    legs = dev.test_legs("py312")
+    if dev.find_python(dev.PY312_PYTHON) is None:
+        assert legs == [] and "no Python 3.12 found" in capsys.readouterr().out
+    else:
+        [(env, interpreter)] = legs
+        assert env is dev.PY312_ENV and dev.python_version(interpreter) == (3, 12)
+
+
+def test_a_missing_python_312_is_said_and_nothing_runs(dev, monkeypatch, capsys):
+    monkeypatch.setattr(dev, "find_python", lambda version: None)
+    assert dev.test_legs("py312") == []
+    assert "no Python 3.12 found" in capsys.readouterr().out
+
+
+def test_the_matrix_covers_every_python_the_package_and_the_readme_support(dev):
+    """The support policy (README), the classifiers, requires-python and the legs name the same Pythons."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    classified = {tuple(map(int, c.rsplit(" ", 1)[1].split("."))) for c in project["classifiers"]
+                  if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    legs = {dev.NEWEST_PYTHON, dev.LOWEST_PYTHON, dev.PY312_PYTHON}
+    assert classified == legs
+    assert project["requires-python"] == ">={}.{}".format(*dev.LOWEST_PYTHON) and min(legs) == dev.LOWEST_PYTHON
+    row = re.search(r"^\| Python \| ([^|]+) \|", (ROOT / "README.md").read_text(), re.MULTILINE)
+    assert row is not None
+    assert {tuple(map(int, v.split("."))) for v in re.findall(r"3\.\d+", row.group(1))} == legs

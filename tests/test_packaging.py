@@ -27,8 +27,8 @@ RESOURCES_IN_WHEEL = ("digits.csv.gz", "DEMO_DATA.md", f"{APP_ID}.svg", f"{APP_I
 METAINFO = RESOURCES / f"{APP_ID}.metainfo.xml"
 DESKTOP = RESOURCES / f"{APP_ID}.desktop"
 #: what a source tree needs to build and test: the rest (caches, environments, .git) is left out
-SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in")
-SOURCE_FOLDERS = ("ecpfs_viewer", "tests", "packaging", "docs", "scripts")
+SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", ".pre-commit-config.yaml")
+SOURCE_FOLDERS = ("ecpfs_viewer", "tests", "benchmarks", "packaging", "docs", "scripts", ".ci")
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +72,8 @@ def test_wheel_contains_resources_and_entry_point(wheel):
         names = set(zf.namelist())
         for resource in RESOURCES_IN_WHEEL:
             assert f"ecpfs_viewer/resources/{resource}" in names
+        # PEP 561: "Typing :: Typed" is claimed, so the marker ships (an empty file)
+        assert "ecpfs_viewer/py.typed" in names and zf.read("ecpfs_viewer/py.typed") == b""
         shipped = zf.getinfo("ecpfs_viewer/resources/digits.csv.gz").file_size
         assert shipped == (RESOURCES / "digits.csv.gz").stat().st_size
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
@@ -97,6 +99,7 @@ def test_wheel_metadata_declares_licence_and_only_the_application_dependencies(w
     assert not any(c.startswith("License ::") for c in metadata.get_all("Classifier"))
     assert "Programming Language :: Python :: 3.13" in metadata.get_all("Classifier")
     assert "zarr" in metadata["Keywords"]
+    assert "Typing :: Typed" in metadata.get_all("Classifier") and (ROOT / "ecpfs_viewer" / "py.typed").is_file()
     assert sorted(metadata.get_all("Provides-Extra")) == ["remote", "scale"]
     requirements = " ".join(metadata.get_all("Requires-Dist"))
     for tool in ("pytest", "ruff", "mypy", "moto", "faiss", "fsspec", "aiohttp"):
@@ -110,14 +113,33 @@ def test_sdist_holds_what_its_tests_need(sdist):
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     for needed in ("tests/conftest.py", "tests/test_packaging.py", "tests/data/two_clusters.zarr/zarr.json",
                    "packaging/ecpfs-viewer.spec", "docs/architecture.md", "CHANGELOG.md", "LICENSE",
-                   "scripts/changelog.py", "ecpfs_viewer/resources/digits.csv.gz"):
+                   "scripts/changelog.py", "ecpfs_viewer/resources/digits.csv.gz", "ecpfs_viewer/py.typed",
+                   "benchmarks/README.md", "benchmarks/bench_search.py", "benchmarks/_bench_index.py",
+                   ".ci/run", ".pre-commit-config.yaml", "scripts/dev.py"):
         assert needed in names, needed
-    assert not any("__pycache__" in name for name in names)
+    # every benchmark script: test_every_benchmark_script_imports imports each from the sdist
+    assert {n for n in names if n.startswith("benchmarks/")} >= {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "benchmarks").glob("*.py")}
+    assert not any("__pycache__" in name or "/.cache/" in name for name in names)
+    with tarfile.open(sdist) as tar:  # the CI entry point stays a program
+        (ci_run,) = [m for m in tar.getmembers() if m.name.endswith("/.ci/run")]
+        assert ci_run.mode & 0o111
+
+
+def test_check_manifest_finds_every_versioned_file_in_the_sdist():
+    """check-manifest compares the files under version control with the sdist it builds: a new
+    file that MANIFEST.in leaves out fails here, not in a distributor's build."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("check-manifest compares with version control: this tree is not a git checkout (an sdist)")
+    done = subprocess.run([sys.executable, "-m", "check_manifest", "--no-build-isolation", str(ROOT)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
 def test_tests_pass_from_the_unpacked_sdist(sdist, tmp_path):
-    """A distributor runs the tests from the sdist: the demo data, the fixtures of conftest.py and
-    tests/data, and the changelog check all work from its files alone."""
+    """A distributor runs the tests from the sdist, with this interpreter: the demo data, the
+    fixtures of conftest.py and tests/data, the benchmark scripts, the changelog check and the
+    model's tests all work from its files alone."""
     with tarfile.open(sdist) as tar:
         tar.extractall(tmp_path, filter="data")
     (unpacked,) = tmp_path.iterdir()
@@ -127,11 +149,16 @@ def test_tests_pass_from_the_unpacked_sdist(sdist, tmp_path):
     assert Path(where.stdout.strip()).is_relative_to(unpacked), where.stdout + where.stderr
     tests = ["tests/model/build/test_demo.py::test_demo_vectors_are_the_uci_digits",
              "tests/model/storage/test_stores.py::test_zip_written_by_us_under_a_folder",
-             "tests/test_packaging.py::test_changelog_and_metainfo_releases_agree"]
+             "tests/test_packaging.py::test_changelog_and_metainfo_releases_agree",
+             "tests/test_benchmarks.py::test_every_benchmark_script_imports",
+             "tests/model/ecpfs/test_paths.py",
+             "tests/model/validation/test_validation.py::test_two_clusters_is_clean",
+             "tests/model/validation/test_validation.py::test_format_version_2_is_an_error"]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
                           capture_output=True, text=True, env=env, cwd=unpacked, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "3 passed" in done.stdout
+    assert " failed" not in done.stdout and " skipped" not in done.stdout, done.stdout[-3000:]
+    assert "no tests ran" not in done.stdout
 
 
 def test_wheel_version_is_the_package_version(wheel):

@@ -26,6 +26,7 @@ from ecpfs_viewer.cli.contract import (
     UsageError,
     report,
 )
+from ecpfs_viewer.cli.numbers import Positive
 from ecpfs_viewer.logs import configure_logging
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.options import RemoteOptions
@@ -61,6 +62,8 @@ Exit status: 0 done, 1 the answer is no (errors found, not an index, item absent
 data), 2 cannot start (usage error, or a store or file cannot be opened), 130 interrupted.
 """
 VERBOSE_HELP = "print debug messages on stderr (errors are always kept in the log file)"
+VERSION_HELP = ("print the version and exit; with --verbose also those of Python, Qt, zarr, numpy and the rest, "
+                "the Qt platform plugin and the platform (for a bug report)")
 
 
 #: subcommand -> (module, function that registers it); modules are imported only when needed
@@ -78,7 +81,7 @@ _REGISTRARS = {
 def build_subcommand_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """Parser for `ecpfs-viewer SUBCOMMAND ...`; `only` registers just those (a faster start)."""
     parser = Parser(prog="ecpfs-viewer", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("--version", action="version", version=version_text(), help=VERSION_HELP)
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in only or SUBCOMMANDS:
@@ -100,9 +103,9 @@ def build_gui_parser() -> argparse.ArgumentParser:
                              "(exit 0 opened, 1 could not open)")
     parser.add_argument("--select", metavar="PATH",
                         help="select this node or array once the store is open (e.g. lvl_3/node_812)")
-    parser.add_argument("--timeout", type=float, metavar="S",
+    parser.add_argument("--timeout", action=Positive, metavar="S",
                         help="for a URL: seconds per request before it fails (default 30)")
-    parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("--version", action="version", version=version_text(), help=VERSION_HELP)
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     return parser
 
@@ -136,6 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
               platform.python_version(), platform.platform(), args_list, log_file or "none")
     if args_list and args_list[0] in SUBCOMMANDS:
         return run_subcommand(args_list, as_program=argv is None)
+    if verbose and "--version" in args_list:
+        from ecpfs_viewer.cli.about import version_report
+
+        print(version_report())
+        return 0
     try:
         return _run_gui(args_list)
     except CommandError as exc:

@@ -29,6 +29,7 @@ from ecpfs_viewer.cli.contract import (
     UsageError,
     unusable_file,
 )
+from ecpfs_viewer.cli.numbers import AtLeast
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.model.blas import scan_libraries
 from ecpfs_viewer.model.build.builder import (
@@ -56,21 +57,23 @@ def add_build_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     p = add_command(subparsers, "build")
     p.add_argument("input", metavar="INPUT", help=".npy file or store.zarr#array/path")
     p.add_argument("output", metavar="OUTPUT", help="index directory to create (e.g. index.zarr)")
-    p.add_argument("--levels", type=int, default=3, help="node levels below the root (default 3)")
-    p.add_argument("--target-cluster-items", type=int, default=100,
+    p.add_argument("--levels", action=AtLeast, least=1, default=3, help="node levels below the root (default 3)")
+    p.add_argument("--target-cluster-items", action=AtLeast, least=1, default=100,
                    help="average leaf size to aim for (default 100)")
     p.add_argument("--metric", choices=("L2", "IP"), type=str.upper, default="L2")
     p.add_argument("--dtype", choices=DTYPE_CHOICES, default="native",
                    help="stored embedding type (default: the input's, float64 -> float32)")
     p.add_argument("--rep-selection", choices=("offset", "random"), default="offset")
-    p.add_argument("--seed", type=int, default=None, help="seed for --rep-selection random")
+    p.add_argument("--seed", action=AtLeast, least=0, default=None, help="seed for --rep-selection random")
     p.add_argument("--normalized", action="store_true", help="promise that vectors are unit length")
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it is an existing store")
     p.add_argument("--force", action="store_true",
                    help="build even when the index would be unusually large for its input "
                         "(over 4 times the input and 256 MiB on disk)")
-    p.add_argument("--node-chunk-kb", type=int, default=512, help="node chunk budget in KiB (default 512)")
-    p.add_argument("--rep-chunk-mb", type=int, default=8, help="representative chunk budget in MiB (default 8)")
+    p.add_argument("--node-chunk-kb", action=AtLeast, least=1, default=512,
+                   help="node chunk budget in KiB (default 512)")
+    p.add_argument("--rep-chunk-mb", action=AtLeast, least=1, default=8,
+                   help="representative chunk budget in MiB (default 8)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     p.set_defaults(func=run_build)
     return p
@@ -133,8 +136,6 @@ def _stopped_by(signum: int, complete: str | None) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     """Build the index; each problem with the input, parameters or output is one line on stderr."""
-    if args.node_chunk_kb < 1 or args.rep_chunk_mb < 1:
-        raise UsageError("--node-chunk-kb and --rep-chunk-mb must be at least 1")
     params = BuildParams(
         levels=args.levels, target_cluster_items=args.target_cluster_items, metric=args.metric,
         is_normalized=args.normalized, dtype=args.dtype, rep_selection=args.rep_selection,

@@ -60,7 +60,7 @@ COMMAND_TEXTS: dict[str, tuple[str, str]] = {
     "workload": (
         "replay queries: visits per node, leaves per query, hot leaves, skew",
         "Replay a query set with eCP search and count what it reads: visits per node, leaves scanned per "
-        "query, the most visited leaves, and the share of each level's visits that go to its busiest 1%% "
+        "query, the most visited leaves, and the share of each level's visits that go to its busiest 1% "
         "of nodes (hubness).",
     ),
     "cache": (

@@ -11,7 +11,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.commands import add_command
-from ecpfs_viewer.cli.contract import EXIT_OK, UsageError
+from ecpfs_viewer.cli.contract import EXIT_OK
+from ecpfs_viewer.cli.numbers import AtLeast, add_search_exp
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search import IndexReader
@@ -29,9 +30,8 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
     p.add_argument("index_a", metavar="A", help="first index: folder, .zip or URL")
     p.add_argument("index_b", metavar="B", help="second index: folder, .zip or URL")
     add_query_source(p, count_help="sample N items both indexes hold as queries (default 200)", default=200)
-    p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
-    p.add_argument("--search-exp", default="1,2,4,8", metavar="N,N",
-                   help="comma-separated search_exp values (default 1,2,4,8)")
+    p.add_argument("--k", action=AtLeast, least=1, default=10, help="results per query (default 10)")
+    add_search_exp(p, (1, 2, 4, 8))
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
     add_remote_options(p)
@@ -53,15 +53,10 @@ def _open_index(location: str, args: argparse.Namespace) -> IndexReader:
 
 def _compare(args: argparse.Namespace) -> int:
     from ecpfs_viewer.cli.progress import TerminalProgress
-    from ecpfs_viewer.cli.search import check_params, load_queries, parse_ids
+    from ecpfs_viewer.cli.search import load_queries
     from ecpfs_viewer.model.tuning.compare import compare_indexes
 
-    exps = parse_ids(args.search_exp, "--search-exp")
-    if not exps:
-        raise UsageError("--search-exp needs at least one value")
-    check_params(args.k, exps, -1)
-    if args.queries is None and args.sample < 1:
-        raise UsageError(f"--sample must be at least 1 (got {args.sample})")
+    exps = list(args.search_exp)
     queries = load_queries(args.queries) if args.queries else None
     args.index = args.index_a  # what an OSError names
     a = _open_index(args.index_a, args)

@@ -10,7 +10,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from ecpfs_viewer.cli.contract import EXIT_OK, UsageError
+from ecpfs_viewer.cli.contract import EXIT_OK
+from ecpfs_viewer.cli.numbers import AtLeast, add_search_exp
 from ecpfs_viewer.cli.search import add_query_source, load_queries, open_index, run_body, subcommand
 
 if TYPE_CHECKING:
@@ -22,9 +23,9 @@ def add_workload_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
     p = subcommand(subparsers, "workload")
     src = add_query_source(p, required=True)
     src.add_argument("--saved", action="store_true", help="the index's saved queries (queries/*)")
-    p.add_argument("--search-exp", type=int, default=4, metavar="N", help="leaves per search (default 4)")
-    p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="hot leaves to print (default 10)")
+    add_search_exp(p, 4, least=1, help_text="leaves per search (default 4)")
+    p.add_argument("--k", action=AtLeast, least=1, default=10, help="results per query (default 10)")
+    p.add_argument("--top", action=AtLeast, least=1, default=10, metavar="N", help="hot leaves to print (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON (every node's visits included)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
     p.set_defaults(func=lambda args: run_body(_workload, args))
@@ -36,12 +37,6 @@ def _workload(args: argparse.Namespace) -> int:
     from ecpfs_viewer.model.diagnostics.workload import replay
     from ecpfs_viewer.model.search import SearchParams, queries_from_array, sample_items, saved_queries
 
-    if args.sample is not None and args.sample < 1:
-        raise UsageError(f"--sample must be at least 1 (got {args.sample})")
-    if args.search_exp < 1:
-        raise UsageError(f"--search-exp must be at least 1 (got {args.search_exp})")
-    if args.k < 1:
-        raise UsageError(f"--k must be at least 1 (got {args.k})")
     matrix = load_queries(args.queries) if args.queries else None
     reader = open_index(args)
     with TerminalProgress(enabled=not args.quiet) as bar:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen
+from ecpfs_viewer.cli.numbers import AtLeast
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.cli.remote import add_remote_options, remote_options
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
@@ -49,7 +50,7 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     """Register `check PATH`."""
     parser = add_command(subparsers, "check")
     parser.add_argument("path", metavar="PATH", help="index folder, .zip or http(s)/s3/gs/az URL")
-    parser.add_argument("--max-node-reads", type=int, default=256, metavar="N",
+    parser.add_argument("--max-node-reads", action=AtLeast, least=1, default=256, metavar="N",
                         help="decode at most N nodes for the sampled checks (default 256)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--deep", action="store_true",

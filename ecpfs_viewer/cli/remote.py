@@ -7,6 +7,7 @@ import argparse
 
 from ecpfs_viewer.cli.contract import UsageError
 from ecpfs_viewer.model.storage import schemes
+from ecpfs_viewer.cli.numbers import AtLeast, Positive
 from ecpfs_viewer.model.storage.options import RemoteOptions
 
 
@@ -17,9 +18,9 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
                        "(MinIO, a local emulator); credentials come from the environment or profile")
     group.add_argument("--anon", action="store_true", help="public bucket: unsigned requests, no credentials")
     group.add_argument("--region", metavar="REGION", help="bucket region (default: AWS_REGION or us-east-1)")
-    group.add_argument("--timeout", type=float, default=30.0, metavar="S",
+    group.add_argument("--timeout", action=Positive, default=30.0, metavar="S",
                        help="seconds per request before it fails (default 30)")
-    group.add_argument("--max-in-flight", type=int, default=128, metavar="N",
+    group.add_argument("--max-in-flight", action=AtLeast, least=1, default=128, metavar="N",
                        help="concurrent requests per store (default 128)")
     group.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE", dest="storage_option",
                        help="an option of the fsspec client (repeatable): VALUE is read as JSON when it parses, "

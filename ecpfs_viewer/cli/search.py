@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, CommandError, UsageError, unusable_file
+from ecpfs_viewer.cli.numbers import AtLeast, add_search_exp
 from ecpfs_viewer.model.ecpfs.paths import node_path
 
 if TYPE_CHECKING:
@@ -63,15 +64,6 @@ def parse_ids(text: str, option: str) -> list[int]:
         raise UsageError(f"{option} must be comma-separated integers, got {text!r}") from None
 
 
-def check_params(k: int, search_exps: list[int], max_increments: int) -> None:
-    if k < 1:
-        raise UsageError(f"--k must be at least 1 (got {k})")
-    if any(e < 0 for e in search_exps):
-        raise UsageError(f"--search-exp must be >= 0 (got {min(search_exps)})")
-    if max_increments < -1:
-        raise UsageError(f"--max-increments must be >= -1 (got {max_increments})")
-
-
 def load_queries(path: str) -> np.ndarray:
     """A .npy of queries (1-D is one query), memory-mapped.
 
@@ -104,16 +96,17 @@ def add_query_source(p: argparse.ArgumentParser, count: str = "--sample",
     with --seed for the sample; the group, for another source."""
     src = p.add_mutually_exclusive_group(required=required)
     src.add_argument("--queries", metavar="Q.npy", help=queries_help)
-    src.add_argument(count, type=int, default=default, metavar="N", help=count_help)
+    src.add_argument(count, action=AtLeast, least=1, default=default, metavar="N", help=count_help)
     if seed:
-        p.add_argument("--seed", type=int, default=0, help=f"seed for {count} (default 0)")
+        p.add_argument("--seed", action=AtLeast, least=0, default=0, help=f"seed for {count} (default 0)")
     return src
 
 
-def _add_search_options(p: argparse.ArgumentParser, search_exp_help: str, search_exp_default: str) -> None:
-    p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
-    p.add_argument("--search-exp", default=search_exp_default, metavar="N", help=search_exp_help)
-    p.add_argument("--max-increments", type=int, default=-1, help="times search_exp may double (default -1: no limit)")
+def _add_search_options(p: argparse.ArgumentParser, search_exp_default: int | tuple[int, ...]) -> None:
+    p.add_argument("--k", action=AtLeast, least=1, default=10, help="results per query (default 10)")
+    add_search_exp(p, search_exp_default)
+    p.add_argument("--max-increments", action=AtLeast, least=-1, default=-1,
+                   help="times search_exp may double (default -1: no limit)")
     p.add_argument("--exclude", default="", metavar="ID,ID", help="item ids never to return")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
@@ -154,17 +147,17 @@ def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     """Register `search INDEX (--item ID | --query-file Q.npy [--query-row N] | --saved-query ID)`."""
     p = subcommand(subparsers, "search")
     q = p.add_mutually_exclusive_group()
-    q.add_argument("--item", type=int, metavar="ID", help="search with the stored vector of this item")
+    q.add_argument("--item", action=AtLeast, least=0, metavar="ID", help="search with the stored vector of this item")
     q.add_argument("--saved-query", metavar="ID", help="search with the vector of queries/ID")
     p.add_argument("--query-file", metavar="Q.npy", help="2-D .npy of queries")
-    p.add_argument("--query-row", type=int, metavar="N", help="row of --query-file (default 0)")
-    _add_search_options(p, "leaves to visit before the stop test (default 4)", "4")
+    p.add_argument("--query-row", action=AtLeast, least=0, metavar="N", help="row of --query-file (default 0)")
+    _add_search_options(p, 4)
     p.add_argument("--trace", action="store_true", help="also print the popped nodes (to stderr unless --json)")
     p.add_argument("--explain", action="store_true",
                    help="also compute the exact neighbours and say why each missed one was missed")
-    p.add_argument("--recall", type=int, metavar="N",
+    p.add_argument("--recall", action=AtLeast, least=1, metavar="N",
                    help="sample N queries (from --query-file, else stored items) and print recall@k")
-    p.add_argument("--seed", type=int, default=0, help="seed for --recall sampling")
+    p.add_argument("--seed", action=AtLeast, least=0, default=0, help="seed for --recall sampling")
     _add_scheduler_option(p)
     p.set_defaults(func=lambda args: run_body(_search, args))
     return p
@@ -174,8 +167,7 @@ def _search(args: argparse.Namespace) -> int:
     from ecpfs_viewer.model.search import SearchParams
 
     exclude = frozenset(parse_ids(args.exclude, "--exclude"))
-    search_exp = _single_exp(args.search_exp)
-    check_params(args.k, [search_exp], args.max_increments)
+    search_exp = args.search_exp
     if args.recall is not None:
         return _legacy_recall(args, exclude, search_exp)
     if args.item is None and args.saved_query is None and args.query_file is None and args.query_row is None:
@@ -227,13 +219,6 @@ def _finish_item_map(reader: IndexReader, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _single_exp(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f"--search-exp must be an integer, got {text!r}") from None
-
-
 def _query_vector(reader: IndexReader, args: argparse.Namespace, queries: np.ndarray | None) -> np.ndarray:
     import numpy as np
 
@@ -272,8 +257,6 @@ def _legacy_recall(args: argparse.Namespace, exclude: frozenset[int], search_exp
 
     from ecpfs_viewer.model.search import queries_from_array, recall_sweep, sample_items
 
-    if args.recall < 1:
-        raise UsageError("--recall needs at least 1 query")
     reader = open_index(args)
     if args.query_file:
         queries = load_queries(args.query_file)
@@ -299,7 +282,7 @@ def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     add_query_source(p)
     p.add_argument("--include-self", action="store_true",
                    help="with sampled items, keep the query item in both result lists")
-    _add_search_options(p, "comma-separated search_exp values (default 1,2,4,8)", "1,2,4,8")
+    _add_search_options(p, (1, 2, 4, 8))
     p.add_argument("--miss-map", action="store_true",
                    help="also say where recall is lost: the nodes where missed true neighbours left the search's "
                         "path (with --json: an object with rows and miss_map)")
@@ -317,13 +300,8 @@ def _recall(args: argparse.Namespace) -> int:
         saved_query_ids,
     )
 
-    exps = parse_ids(args.search_exp, "--search-exp")
-    if not exps:
-        raise UsageError("--search-exp needs at least one value")
-    check_params(args.k, exps, args.max_increments)
+    exps = list(args.search_exp)
     exclude = frozenset(parse_ids(args.exclude, "--exclude"))
-    if args.sample is not None and args.sample < 1:
-        raise UsageError(f"--sample must be at least 1 (got {args.sample})")
     queries = load_queries(args.queries) if args.queries else None
     reader = open_index(args)
     exact = _exact_with(reader, args)
@@ -388,7 +366,7 @@ def _progress_bar(args: argparse.Namespace) -> TerminalProgress:
 def add_locate_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `locate INDEX ITEM_ID [--json]`."""
     p = subcommand(subparsers, "locate")
-    p.add_argument("item", type=int, metavar="ITEM_ID")
+    p.add_argument("item", action=AtLeast, least=0, metavar="ITEM_ID")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=lambda args: run_body(_locate, args))
     return p

@@ -15,6 +15,7 @@ import sys
 
 from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_CANNOT_START, EXIT_OK, CommandError, UsageError
+from ecpfs_viewer.cli.numbers import AtLeast, IntList, Positive, add_search_exp
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.formatting import format_bytes
@@ -40,17 +41,20 @@ def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
     p = add_command(subparsers, "tune")
     p.add_argument("input", metavar="IN.npy", help="2-D .npy of embeddings")
-    p.add_argument("--levels", default="1,2,3", help="comma-separated levels (default 1,2,3)")
-    p.add_argument("--target-cluster-items", default="25,50,100,200",
+    p.add_argument("--levels", action=IntList, least=1, default=(1, 2, 3),
+                   help="comma-separated levels (default 1,2,3)")
+    p.add_argument("--target-cluster-items", action=IntList, least=1, default=(25, 50, 100, 200),
                    help="comma-separated target leaf sizes (default 25,50,100,200)")
     p.add_argument("--rep-selection", default="offset", help="offset, random or offset,random (default offset)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the held-out rows and of random selection (default 0)")
+    p.add_argument("--seed", action=AtLeast, least=0, default=0,
+                   help="seed of the held-out rows and of random selection (default 0)")
     p.add_argument("--metric", choices=("L2", "IP"), type=str.upper, default="L2")
     add_query_source(p, "--holdout", "rows left out of the builds and used as queries (default 200)", default=200,
                      queries_help="2-D .npy of queries (then no rows are held out)", seed=False)
-    p.add_argument("--recall-target", type=float, default=0.9, help="recall@k to reach (default 0.9)")
-    p.add_argument("--k", type=int, default=10, help="neighbours per query (default 10)")
-    p.add_argument("--search-exp", default="1,2,4,8,16", help="comma-separated search_exp values (default 1,2,4,8,16)")
+    p.add_argument("--recall-target", action=Positive, at_most=1.0, default=0.9, metavar="R",
+                   help="recall@k to reach, in (0, 1] (default 0.9)")
+    p.add_argument("--k", action=AtLeast, least=1, default=10, help="neighbours per query (default 10)")
+    add_search_exp(p, (1, 2, 4, 8, 16))
     p.add_argument("--cost", choices=tuple(COST_AXES), default=DEFAULT_COST,
                    help="cost axis of the frontier and the recommendation (default distance_computations)")
     p.add_argument("--keep", metavar="DIR", help="keep every variant in DIR (created; must not hold them already)")
@@ -58,17 +62,6 @@ def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run_tune)
     return p
-
-
-def _numbers(text: str, option: str, least: int) -> tuple[int, ...]:
-    from ecpfs_viewer.cli.search import parse_ids
-
-    values = tuple(parse_ids(text, option))
-    if not values:
-        raise UsageError(f"{option} needs at least one value")
-    if min(values) < least:
-        raise UsageError(f"{option} values must be at least {least} (got {min(values)})")
-    return values
 
 
 def _selections(text: str) -> tuple[str, ...]:
@@ -81,14 +74,9 @@ def _selections(text: str) -> tuple[str, ...]:
 
 def run_tune(args: argparse.Namespace) -> int:
     """Run the grid; the report as a table or JSON on stdout."""
-    grid = TuneGrid(levels=_numbers(args.levels, "--levels", 1),
-                    target_cluster_items=_numbers(args.target_cluster_items, "--target-cluster-items", 1),
+    grid = TuneGrid(levels=args.levels, target_cluster_items=args.target_cluster_items,
                     rep_selections=_selections(args.rep_selection), metric=args.metric, seed=args.seed)
-    if args.k < 1:
-        raise UsageError(f"--k must be at least 1 (got {args.k})")
-    if not 0 < args.recall_target <= 1:
-        raise UsageError(f"--recall-target must be in (0, 1] (got {args.recall_target})")
-    settings = TuneSettings(k=args.k, search_exps=_numbers(args.search_exp, "--search-exp", 0),
+    settings = TuneSettings(k=args.k, search_exps=args.search_exp,
                             holdout=args.holdout, queries=args.queries, recall_target=args.recall_target,
                             seed=args.seed, keep=args.keep)
     bar = TerminalProgress(enabled=not args.quiet)

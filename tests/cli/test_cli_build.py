@@ -113,7 +113,7 @@ def test_a_header_with_a_negative_shape_is_one_sentence(work: Path, capsys: pyte
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--levels", "0"], "levels must be at least 1"),
-     (["--target-cluster-items", "0"], "target_cluster_items must be at least 1"),
+     (["--target-cluster-items", "0"], "--target-cluster-items must be at least 1"),
      (["--target-cluster-items", "9"], "larger than the number of rows (8)"),
      (["--node-chunk-kb", "0"], "at least 1"),
      (["--node-chunk-kb", "1", "--rep-chunk-mb", "1"], None)],
@@ -139,15 +139,16 @@ def test_chunk_budget_too_small_for_one_row(work: Path, capsys: pytest.CaptureFi
 
 
 def test_every_problem_is_one_line_and_exit_2(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The CLI prints the builder's own problems (the ones the Build dialog shows beside its fields)."""
+    """The CLI prints the builder's own problems (the ones the Build dialog shows beside its fields);
+    a value out of range (--levels 0) is refused sooner, while parsing (tests/cli/test_cli_options.py)."""
     from ecpfs_viewer.model.build.builder import BuildParams, check_build
 
     (work / "taken.zarr").mkdir()
-    rc = main(["build", str(work / "good.npy"), str(work / "taken.zarr"), "--levels", "0",
+    rc = main(["build", str(work / "good.npy"), str(work / "taken.zarr"), "--levels", "1",
                "--target-cluster-items", "9", "--quiet"])
     assert rc == 2
-    _, problems = check_build(work / "good.npy", BuildParams(levels=0, target_cluster_items=9), work / "taken.zarr")
-    assert [p.field for p in problems] == ["levels", "target", "output"]
+    _, problems = check_build(work / "good.npy", BuildParams(levels=1, target_cluster_items=9), work / "taken.zarr")
+    assert [p.field for p in problems] == ["target", "output"]
     err = capsys.readouterr().err
     assert err.splitlines() == [f"ecpfs-viewer: error: {p}" for p in problems]
     assert f"{work / 'taken.zarr'}: already exists" in err

@@ -71,8 +71,8 @@ def test_search_bad_input(work: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 @pytest.mark.parametrize(("args", "message", "code"), [
     (["--item", "1", "--k", "0"], "--k must be at least 1", 2),
-    (["--item", "1", "--search-exp", "-1"], "--search-exp must be >= 0", 2),
-    (["--item", "1", "--max-increments", "-2"], "--max-increments must be >= -1", 2),
+    (["--item", "1", "--search-exp", "-1"], "--search-exp must be at least 0", 2),
+    (["--item", "1", "--max-increments", "-2"], "--max-increments must be at least -1", 2),
     (["--query-file", "nan.npy"], "NaN or Inf", 1),
     (["--query-file", "inf.npy"], "NaN or Inf", 1),
     (["--query-file", "missing.npy"], "file not found", 2),
@@ -182,7 +182,7 @@ def test_recall_self_exclusion_switch(work: Path, capsys: pytest.CaptureFixture[
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--search-exp", "1,x"], "--search-exp must be comma-separated integers"),
-    (["--search-exp", "-1"], "--search-exp must be >= 0"),
+    (["--search-exp", "-1"], "--search-exp values must be at least 0"),
     (["--k", "0"], "--k must be at least 1"),
     (["--sample", "0"], "--sample must be at least 1"),
 ])
