@@ -100,10 +100,12 @@ def test_wheel_metadata_declares_licence_and_only_the_application_dependencies(w
     assert "Programming Language :: Python :: 3.13" in metadata.get_all("Classifier")
     assert "zarr" in metadata["Keywords"]
     assert "Typing :: Typed" in metadata.get_all("Classifier") and (ROOT / "ecpfs_viewer" / "py.typed").is_file()
-    assert sorted(metadata.get_all("Provides-Extra")) == ["remote", "scale"]
+    assert sorted(metadata.get_all("Provides-Extra")) == ["fsspec", "remote", "scale"]
     requirements = " ".join(metadata.get_all("Requires-Dist"))
-    for tool in ("pytest", "ruff", "mypy", "moto", "faiss", "fsspec", "aiohttp"):
+    for tool in ("pytest", "ruff", "mypy", "moto", "faiss", "aiohttp", "pyftpdlib", "wsgidav"):
         assert tool not in requirements
+    fsspec = [r for r in metadata.get_all("Requires-Dist") if r.startswith("fsspec")]
+    assert fsspec and all('extra == "fsspec"' in r for r in fsspec)  # only with the extra
     groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
     assert any(r.startswith("pytest>=") for r in groups["test"]) and any(r.startswith("ruff") for r in groups["lint"])
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from ecpfs_viewer.cli.contract import UsageError
-from ecpfs_viewer.model.storage import schemes
 from ecpfs_viewer.cli.numbers import AtLeast, Positive
+from ecpfs_viewer.model.storage import schemes
 from ecpfs_viewer.model.storage.options import RemoteOptions
 
 
