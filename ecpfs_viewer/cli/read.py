@@ -24,6 +24,7 @@ from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.cli.remote import add_remote_options, remote_options
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.ecpfs.opened_index import open_index, opened_index_of
 from ecpfs_viewer.model.formatting import format_age, format_value
@@ -109,7 +110,7 @@ def _deepen(h: Hierarchy, report: ValidationReport, bar: TerminalProgress) -> Va
     try:
         deep, _ = with_reachability(report, index_reader(opened_index_of(h)), progress=bar)
     except SearchError as exc:
-        return replace(report, findings=(*report.findings, Finding(Severity.WARNING, "", f"--deep: {exc}")))
+        return replace(report, findings=(*report.findings, Finding(fc.DEEP_CHECK_FAILED, "", f"--deep: {exc}")))
     return deep
 
 

@@ -94,7 +94,7 @@ def test_check_json(capsys, two_clusters_copy: Path) -> None:
     code, out, _ = run(capsys, "check", "--json", str(two_clusters_copy))
     data = json.loads(out)
     assert code == 1 and data["ok"] is False
-    assert {"severity": "error", "path": "info/metric",
+    assert {"code": "ECPFS-E030", "severity": "error", "path": "info/metric",
             "message": "'cosine' is not a metric ecpfs knows (expected 'L2' or 'IP', case-sensitive)",
             "sampled": None} in data["findings"]
 

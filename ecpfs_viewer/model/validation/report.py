@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.tasks import checkpoint
@@ -166,11 +167,9 @@ class Check:
         self.done = 0
         self.total = 1
 
-    def error(self, path: str, message: str, sampled: str = "") -> None:
-        self.findings.append(Finding(Severity.ERROR, path, message, sampled))
-
-    def warning(self, path: str, message: str, sampled: str = "") -> None:
-        self.findings.append(Finding(Severity.WARNING, path, message, sampled))
+    def add(self, code: str, path: str, message: str, sampled: str = "") -> None:
+        """A finding of ``code`` (a row of finding_codes, which gives its severity)."""
+        self.findings.append(Finding(code, path, message, sampled))
 
     def step(self, message: str) -> None:
         checkpoint(self.cancel)
@@ -188,8 +187,8 @@ class Check:
     def read_failed(self, path: str, exc: BaseException) -> None:
         """Report a failed read of path: 'could not be read' when it failed on the way, not a fact."""
         if transport_failure(exc) is not None:
-            self.error(path, describe_exception(exc) if "could not be read" in str(exc)
+            self.add(fc.COULD_NOT_BE_READ, path, describe_exception(exc) if "could not be read" in str(exc)
                        else f"could not be read ({describe_exception(exc)})")
         else:
-            self.error(path, f"cannot read data: {describe_exception(exc)}")
+            self.add(fc.UNREADABLE_DATA, path, f"cannot read data: {describe_exception(exc)}")
 
