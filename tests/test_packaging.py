@@ -70,6 +70,9 @@ def test_wheel_contains_resources_and_entry_point(wheel):
         names = set(zf.namelist())
         for resource in RESOURCES_IN_WHEEL:
             assert f"ecpfs_viewer/resources/{resource}" in names
+        from ecpfs_viewer.cli.schema import SCHEMA_NAMES  # `ecpfs-viewer schema` reads them from the package
+
+        assert {f"ecpfs_viewer/resources/schemas/{name}.schema.json" for name in SCHEMA_NAMES} <= names
         shipped = zf.getinfo("ecpfs_viewer/resources/digits.csv.gz").file_size
         assert shipped == (RESOURCES / "digits.csv.gz").stat().st_size
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]

@@ -76,6 +76,12 @@ COMMAND_TEXTS: dict[str, tuple[str, str]] = {
         "~/.local/share/bash-completion/completions/ecpfs-viewer (or `source` it); zsh: save it as "
         "_ecpfs-viewer in a folder on $fpath, then run compinit.",
     ),
+    "schema": (
+        "print the JSON Schema of a subcommand's --json output",
+        "Print the JSON Schema (draft 2020-12) that COMMAND's --json output follows; `error` is the object "
+        "printed instead when a command fails. Every --json output is one object with \"schema_version\"; "
+        "--list names what has a schema.",
+    ),
 }
 
 

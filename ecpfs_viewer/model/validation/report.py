@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -81,6 +81,17 @@ class ValidationReport:
     cancelled: bool = False
     requests: int = 0  # what the run asked the store for
     unanswered: int = 0  # ... and how many of those failed on the way (no answer, a dropped connection)
+    ignored: tuple[Finding, ...] = ()  # findings of codes the user chose to ignore: kept, never counted
+
+    def ignoring(self, codes: Iterable[str]) -> ValidationReport:
+        """The report with the findings of ``codes`` moved to :attr:`ignored` (they no longer count
+        toward :attr:`ok`); ValueError for a code the table does not hold."""
+        wanted = {fc.finding_code(code).code for code in codes}
+        if not wanted:
+            return self
+        kept = tuple(f for f in self.findings if f.code not in wanted)
+        moved = tuple(f for f in self.findings if f.code in wanted)
+        return replace(self, findings=kept, ignored=(*self.ignored, *moved))
 
     @property
     def headline(self) -> str | None:
@@ -150,8 +161,9 @@ class ValidationReport:
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "cancelled": self.cancelled, "headline": self.headline,
                 "requests": self.requests, "unanswered": self.unanswered, "errors": len(self.errors),
-                "warnings": len(self.warnings), "checked": list(self.checked),
-                "findings": [f.to_dict() for f in self.findings]}
+                "warnings": len(self.warnings), "ignored": len(self.ignored), "checked": list(self.checked),
+                "findings": [f.to_dict() for f in self.findings],
+                "ignored_findings": [f.to_dict() for f in self.ignored]}
 
 
 class Check:
