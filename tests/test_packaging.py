@@ -74,6 +74,10 @@ def test_wheel_contains_resources_and_entry_point(wheel):
             assert f"ecpfs_viewer/resources/{resource}" in names
         # PEP 561: "Typing :: Typed" is claimed, so the marker ships (an empty file)
         assert "ecpfs_viewer/py.typed" in names and zf.read("ecpfs_viewer/py.typed") == b""
+
+        from ecpfs_viewer.cli.schema import SCHEMA_NAMES  # `ecpfs-viewer schema` reads them from the package
+
+        assert {f"ecpfs_viewer/resources/schemas/{name}.schema.json" for name in SCHEMA_NAMES} <= names
         shipped = zf.getinfo("ecpfs_viewer/resources/digits.csv.gz").file_size
         assert shipped == (RESOURCES / "digits.csv.gz").stat().st_size
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]

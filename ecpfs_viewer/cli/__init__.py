@@ -35,7 +35,7 @@ from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 log = logging.getLogger(__name__)
 
 SUBCOMMANDS = ("info", "check", "build", "tune", "search", "recall", "locate", "compare", "workload", "cache",
-               "completion", "install-desktop")
+               "completion", "install-desktop", "schema")
 
 DESCRIPTION = """\
 Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
@@ -54,6 +54,7 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer cache [list|clear]   show or clear the cache folder (item maps, remote metadata)
   ecpfs-viewer completion bash|zsh  print a shell completion script
   ecpfs-viewer install-desktop      add the app to the desktop's menu for this user (--uninstall)
+  ecpfs-viewer schema COMMAND       print the JSON Schema of COMMAND's --json output
 
 Run `ecpfs-viewer SUBCOMMAND --help` for the options of each subcommand. --verbose (anywhere on
 the line) prints debug messages on stderr; errors are also kept in a log file.
@@ -75,6 +76,7 @@ _REGISTRARS = {
     "compare": ("compare", "add_compare_parser"), "workload": ("diagnostics", "add_workload_parser"),
     "cache": ("cache", "add_cache_parser"), "completion": ("completion", "add_completion_parser"),
     "install-desktop": ("desktop", "add_install_desktop_parser"),
+    "schema": ("schema", "add_schema_parser"),
 }
 
 

@@ -83,6 +83,12 @@ COMMAND_TEXTS: dict[str, tuple[str, str]] = {
         "after the app id io.github.ecpfs_viewer.ecpfs_viewer, then refresh the desktop's caches when their "
         "tools are installed. --uninstall removes exactly those files.",
     ),
+    "schema": (
+        "print the JSON Schema of a subcommand's --json output",
+        "Print the JSON Schema (draft 2020-12) that COMMAND's --json output follows; `error` is the object "
+        "printed instead when a command fails. Every --json output is one object with \"schema_version\"; "
+        "--list names what has a schema.",
+    ),
 }
 
 

@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.commands import add_command
-from ecpfs_viewer.cli.contract import EXIT_OK
+from ecpfs_viewer.cli.contract import EXIT_OK, versioned
 from ecpfs_viewer.cli.numbers import AtLeast, add_search_exp
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def _compare(args: argparse.Namespace) -> int:
         comparison = compare_indexes(a, b, queries=queries, query_source=args.queries or "", sample=args.sample,
                                      seed=args.seed, k=args.k, search_exps=exps, progress=bar)
     if args.json:
-        print(json.dumps(comparison.to_dict(), indent=2, default=_plain))
+        print(json.dumps(versioned(comparison.to_dict()), indent=2, default=_plain))
     else:
         print_comparison(comparison)
     return EXIT_OK

@@ -13,8 +13,12 @@ Every subcommand ends the same way (the README's "Exit status" table says it for
 ====  ===========================================================================================
 
 A failure is one line on stderr, ``ecpfs-viewer: error: MESSAGE``; with ``--json`` the same is
-also printed on stdout as ``{"error": {"kind": ..., "message": ..., "exit_code": ...}}`` so a
-script reading stdout always gets JSON.
+also printed on stdout as ``{"schema_version": 1, "error": {"kind": ..., "message": ..., "exit_code": ...}}``
+so a script reading stdout always gets JSON.
+
+Every ``--json`` output is one object whose ``schema_version`` says which version of its JSON Schema
+(``ecpfs_viewer/resources/schemas``, printed by ``ecpfs-viewer schema COMMAND``) it follows; the
+version grows only when a key is removed or changes meaning.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import argparse
 import json
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -31,6 +35,12 @@ EXIT_CANNOT_START = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl+C
 
 PREFIX = "ecpfs-viewer: error: "
+SCHEMA_VERSION = 1
+
+
+def versioned(body: dict[str, Any]) -> dict[str, Any]:
+    """A --json output: ``schema_version`` first, then the command's keys."""
+    return {"schema_version": SCHEMA_VERSION, **body}
 
 
 class CommandError(Exception):
@@ -65,7 +75,7 @@ def report(error: CommandError, as_json: bool) -> int:
 def report_message(message: str, code: int, kind: str, as_json: bool) -> int:
     print(PREFIX + message, file=sys.stderr)
     if as_json:
-        print(json.dumps({"error": {"kind": kind, "message": message, "exit_code": code}}, indent=2))
+        print(json.dumps(versioned({"error": {"kind": kind, "message": message, "exit_code": code}}), indent=2))
     return code
 
 

@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from ecpfs_viewer.cli.contract import EXIT_OK
+from ecpfs_viewer.cli.contract import EXIT_OK, versioned
 from ecpfs_viewer.cli.numbers import AtLeast, add_search_exp
 from ecpfs_viewer.cli.search import add_query_source, load_queries, open_index, run_body, subcommand
 
@@ -48,7 +48,7 @@ def _workload(args: argparse.Namespace) -> int:
             queries = sample_items(reader, args.sample, args.seed, progress=bar)
         work = replay(reader, queries, SearchParams(k=args.k, search_exp=args.search_exp), progress=bar)
     if args.json:
-        print(json.dumps(work.to_dict(), indent=2))
+        print(json.dumps(versioned(work.to_dict()), indent=2))
     else:
         print(format_workload(work, args.top))
     return EXIT_OK

@@ -20,11 +20,13 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.cli.commands import add_command
-from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen
+from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, CannotOpen, UsageError, versioned
 from ecpfs_viewer.cli.numbers import AtLeast
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.cli.remote import add_remote_options, remote_options
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.finding_codes import CODES
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.ecpfs.opened_index import open_index, opened_index_of
 from ecpfs_viewer.model.formatting import count_noun, format_age, format_value
@@ -57,6 +59,10 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
                         help="also search the index with its own items: self-reachability at search_exp 1 "
                              "(every item, or a seeded sample of 20,000 on indexes of over 250,000)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODE",
+                        help="leave findings of CODE (e.g. ECPFS-W005; repeatable, or comma-separated) out of the "
+                             "verdict and the exit status; they are still listed as ignored "
+                             "(codes: docs/finding-codes.md)")
     add_remote_options(parser)
     parser.set_defaults(func=run_check)
     return parser
@@ -78,21 +84,37 @@ def run_info(args: argparse.Namespace) -> int:
     leaf_sizes = args.leaf_sizes if args.leaf_sizes is not None else h.store.kind != "remote"
     levels = collect_level_stats(h, summary, leaf_sizes=leaf_sizes)
     if args.json:
-        print(json.dumps(info_dict(summary, levels), indent=2, default=_json_default))
+        print(json.dumps(versioned(info_dict(summary, levels)), indent=2, default=_json_default))
     else:
         print(format_info(summary, levels))
     return EXIT_OK if summary.layout.is_index and all(s.complete for s in levels) else EXIT_FAILED
 
 
+def ignored_codes(values: Sequence[str]) -> tuple[str, ...]:
+    """The codes of `check --ignore` ('ECPFS-W005', 'w005', 'E012,W005'); a usage error for a code the
+    table does not hold, so a typo never silently ignores nothing."""
+    codes: list[str] = []
+    for value in values:
+        for part in (p.strip().upper() for p in value.split(",")):
+            if not part:
+                continue
+            code = part if part.startswith("ECPFS-") else f"ECPFS-{part}"
+            if code not in CODES:
+                raise UsageError(f"--ignore: {part!r} is not a finding code (see docs/finding-codes.md)")
+            codes.append(code)
+    return tuple(dict.fromkeys(codes))
+
+
 def run_check(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    ignore = ignored_codes(args.ignore)
     h = _open(args.path, args)
     with TerminalProgress(enabled=not args.quiet) as bar:
-        report = validate(h, max_node_reads=args.max_node_reads, progress=bar)
+        report = validate(h, max_node_reads=args.max_node_reads, progress=bar).ignoring(ignore)
         if args.deep and report.ok and not report.cancelled:
-            report = _deepen(h, report, bar)
+            report = _deepen(h, report, bar).ignoring(ignore)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(json.dumps(versioned(report.to_dict()), indent=2))
     else:
         print(format_report(report, location=args.path))
         floor = h.store.request_floor()
@@ -110,7 +132,7 @@ def _deepen(h: Hierarchy, report: ValidationReport, bar: TerminalProgress) -> Va
     try:
         deep, _ = with_reachability(report, index_reader(opened_index_of(h)), progress=bar)
     except SearchError as exc:
-        return replace(report, findings=(*report.findings, Finding(Severity.WARNING, "", f"--deep: {exc}")))
+        return replace(report, findings=(*report.findings, Finding(fc.DEEP_CHECK_FAILED, "", f"--deep: {exc}")))
     return deep
 
 
@@ -138,10 +160,21 @@ def _json_default(value: Any) -> Any:
 
 
 def info_dict(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> dict[str, Any]:
-    """What `info --json` prints: the summary plus one entry per level."""
+    """What `info --json` prints: the summary plus one entry per level.
+
+    Every level entry has the same keys: a level whose sizes were not read (``sizes_read`` false,
+    `--no-leaf-sizes`) has null for what only the sizes tell."""
     result = summary.to_dict()
-    result["level_stats"] = [s.to_dict() for s in levels]
+    result["level_stats"] = [{key: row.get(key) for key in LEVEL_KEYS} | {"sizes_read": isinstance(s, LevelStats)}
+                             for s, row in ((s, s.to_dict()) for s in levels)]
     return result
+
+
+#: The keys of every `info --json` level entry (LevelStats.to_dict's; info.schema.json lists them)
+LEVEL_KEYS = ("level", "path", "is_leaf", "node_count", "max_nodes", "gap_count", "gap_ids", "out_of_range_ids",
+              "size_min", "size_median", "size_mean", "size_max", "total_rows", "leaf_sum", "total_items",
+              "chunk_rows", "underfill", "histogram", "largest", "smallest", "empty_nodes", "other_entries",
+              "findings")
 
 
 def _text(value: Any, absent: str = "-") -> str:
@@ -239,7 +272,11 @@ def format_report(report: ValidationReport, location: str = "") -> str:
     head = f"{location}: " if location else ""
     if report.headline:  # before any finding: the errors below may all come from it
         verdict = f"INCOMPLETE: {report.headline}\n{head}{verdict}"
-    lines.append(f"{head}{verdict} - {len(report.errors)} error(s), {len(report.warnings)} warning(s)")
+    ignored = ""
+    if report.ignored:
+        codes = ", ".join(sorted({f.code for f in report.ignored}))
+        ignored = f", {len(report.ignored)} ignored ({codes})"
+    lines.append(f"{head}{verdict} - {len(report.errors)} error(s), {len(report.warnings)} warning(s){ignored}")
     for finding in report.findings:
         lines.append(f"  {finding.describe()}")
     if report.checked:

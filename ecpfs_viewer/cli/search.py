@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.commands import add_command
-from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, CommandError, UsageError, unusable_file
+from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, CommandError, UsageError, unusable_file, versioned
 from ecpfs_viewer.cli.numbers import AtLeast, add_search_exp
 from ecpfs_viewer.model.ecpfs.paths import node_path
 
@@ -169,6 +169,8 @@ def _search(args: argparse.Namespace) -> int:
     exclude = frozenset(parse_ids(args.exclude, "--exclude"))
     search_exp = args.search_exp
     if args.recall is not None:
+        if args.json:  # its one text line is no JSON; `recall --json` is the contract
+            raise UsageError("--recall prints text only; for JSON use `ecpfs-viewer recall --json`")
         return _legacy_recall(args, exclude, search_exp)
     if args.item is None and args.saved_query is None and args.query_file is None and args.query_row is None:
         raise UsageError("give --item ID, --query-file Q.npy [--query-row N] or --saved-query ID")
@@ -179,7 +181,7 @@ def _search(args: argparse.Namespace) -> int:
     query = _query_vector(reader, args, queries)
     params = SearchParams(args.k, search_exp, args.max_increments, exclude)
     result = reader.search(query, params)
-    report: dict[str, Any] = result.to_dict()
+    report: dict[str, Any] = {**result.to_dict(), "exact": None, "missed": None}  # one shape, with --explain or not
     misses: tuple[Any, ...] = ()
     exact: tuple[Any, ...] = ()
     if args.explain:
@@ -191,7 +193,7 @@ def _search(args: argparse.Namespace) -> int:
         report["exact"] = [h.to_dict() for h in exact]
         report["missed"] = [m.to_dict() for m in misses]
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(versioned(report), indent=2))
         return _finish_item_map(reader, args)
     for hit in result.hits:
         print(f"{hit.item_id}\t{hit.score:.6g}")
@@ -285,7 +287,7 @@ def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     _add_search_options(p, (1, 2, 4, 8))
     p.add_argument("--miss-map", action="store_true",
                    help="also say where recall is lost: the nodes where missed true neighbours left the search's "
-                        "path (with --json: an object with rows and miss_map)")
+                        "path (with --json: the miss_map key, else null)")
     _add_scheduler_option(p)
     p.set_defaults(func=lambda args: run_body(_recall, args))
     return p
@@ -319,7 +321,8 @@ def _recall(args: argparse.Namespace) -> int:
     miss_map = None if miss is None else miss.result(reader.locator.complete_map())
     if args.json:
         rows = [row.to_dict() for row in report.rows]
-        print(json.dumps(rows if miss_map is None else {"rows": rows, "miss_map": miss_map.to_dict()}, indent=2))
+        body = {"rows": rows, "miss_map": None if miss_map is None else miss_map.to_dict()}
+        print(json.dumps(versioned(body), indent=2))
         return EXIT_OK
     costs = [("dist", "distance_computations"), ("nodes", "nodes_visited"), ("bytes", "bytes"),
              ("requests", "requests")]
@@ -381,5 +384,5 @@ def _locate(args: argparse.Namespace) -> int:
     if location is None:
         reader = open_index(args)
         location = reader.locate(args.item)
-    print(json.dumps(location.to_dict(), indent=2) if args.json else location.describe())
+    print(json.dumps(versioned(location.to_dict()), indent=2) if args.json else location.describe())
     return EXIT_OK if reader is None else _finish_item_map(reader, args)

@@ -14,7 +14,7 @@ import json
 import sys
 
 from ecpfs_viewer.cli.commands import add_command
-from ecpfs_viewer.cli.contract import EXIT_CANNOT_START, EXIT_OK, CommandError, UsageError
+from ecpfs_viewer.cli.contract import EXIT_CANNOT_START, EXIT_OK, CommandError, UsageError, versioned
 from ecpfs_viewer.cli.numbers import AtLeast, IntList, Positive, add_search_exp
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.model.build.builder import BuildError
@@ -95,7 +95,7 @@ def run_tune(args: argparse.Namespace) -> int:
         raise CannotTune(str(exc)) from None
     except BuildError as exc:
         raise CommandError("; ".join(str(p) for p in exc.problems)) from None
-    print(json.dumps(report.to_dict(), indent=2) if args.json else format_tune(report))
+    print(json.dumps(versioned(report.to_dict()), indent=2) if args.json else format_tune(report))
     return EXIT_OK
 
 

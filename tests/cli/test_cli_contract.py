@@ -67,7 +67,8 @@ def test_cannot_open_with_json_prints_a_json_error_on_stdout(command: str, tmp_p
     code, out, err = run(capsys, *_cannot_open_lines(missing, "")[command], "--json")
     assert code == 2
     message = _one_error_line(err)
-    assert json.loads(out) == {"error": {"kind": "cannot_open", "message": message, "exit_code": 2}}
+    assert json.loads(out) == {"schema_version": 1,
+                               "error": {"kind": "cannot_open", "message": message, "exit_code": 2}}
 
 
 @pytest.mark.parametrize("line", [

@@ -87,6 +87,24 @@ def test_check_exit_codes(capsys, two_clusters_path: Path, two_clusters_copy: Pa
     assert code == 2 and "empty" in err
 
 
+def test_check_ignore_leaves_a_code_out_of_the_verdict_and_says_so(capsys, two_clusters_copy: Path) -> None:
+    shutil.rmtree(two_clusters_copy / "rep_item_ids")
+    code, out, _ = run(capsys, "check", str(two_clusters_copy))
+    codes = set(re.findall(r"\[(ECPFS-E\d{3})\]", out))
+    assert code == 1 and "ECPFS-E022" in codes  # the required array missing, with its code on the line
+    code, out, _ = run(capsys, "check", str(two_clusters_copy), *[f"--ignore={c}" for c in sorted(codes)])
+    assert code == 0, out
+    head = out.splitlines()[0]
+    assert head.startswith(f"{two_clusters_copy}: OK - 0 error(s)") and "ignored (" in head and "ECPFS-E022" in head
+    assert "[ECPFS-E022]" not in out  # listed as ignored in the summary line, not as a finding
+    short = ",".join(c.removeprefix("ECPFS-").lower() for c in sorted(codes))  # short forms, one option
+    assert run(capsys, "check", str(two_clusters_copy), "--ignore", short)[0] == 0
+    partial = run(capsys, "check", str(two_clusters_copy), "--ignore", "ECPFS-W005")
+    assert partial[0] == 1  # ignoring another code changes nothing
+    code, _, err = run(capsys, "check", str(two_clusters_copy), "--ignore", "E999")
+    assert code == 2 and "'E999' is not a finding code" in err
+
+
 def test_check_json(capsys, two_clusters_copy: Path) -> None:
     import zarr
 
@@ -94,7 +112,7 @@ def test_check_json(capsys, two_clusters_copy: Path) -> None:
     code, out, _ = run(capsys, "check", "--json", str(two_clusters_copy))
     data = json.loads(out)
     assert code == 1 and data["ok"] is False
-    assert {"severity": "error", "path": "info/metric",
+    assert {"code": "ECPFS-E030", "severity": "error", "path": "info/metric",
             "message": "'cosine' is not a metric ecpfs knows (expected 'L2' or 'IP', case-sensitive)",
             "sampled": None} in data["findings"]
 

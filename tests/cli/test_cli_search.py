@@ -143,7 +143,9 @@ def test_recall_table_and_json(work: Path, capsys: pytest.CaptureFixture[str]) -
     idx = _build(work)
     capsys.readouterr()
     assert main(["recall", idx, "--sample", "8", "--k", "2", "--search-exp", "1,4", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out)
+    assert report["schema_version"] == 1 and report["miss_map"] is None
+    rows = report["rows"]
     assert [r["search_exp"] for r in rows] == [1, 4]
     costs = {f"{name}_{stat}" for name in ("distance_computations", "nodes_visited", "bytes", "requests")
              for stat in ("mean", "p95")}
@@ -175,7 +177,7 @@ def test_recall_self_exclusion_switch(work: Path, capsys: pytest.CaptureFixture[
     # k=1 with the query item kept: every query finds itself, so recall is 1 even on one leaf
     assert main(["recall", idx, "--sample", "8", "--k", "1", "--search-exp", "1", "--max-increments", "0",
                  "--include-self", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["recall"] == 1.0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["recall"] == 1.0
     assert main(["recall", idx, "--sample", "8", "--k", "1", "--search-exp", "1", "--max-increments", "0"]) == 0
     assert "each query item left out of its lists" in capsys.readouterr().out
 
@@ -205,7 +207,7 @@ def test_same_answers_over_zip_and_http(two_clusters_path: Path, tmp_path: Path,
         for command, *rest in commands:
             assert main([command, location, *rest]) == 0
             found.append(json.loads(capsys.readouterr().out))
-        for row in found[2]:  # timings differ from run to run
+        for row in found[2]["rows"]:  # timings differ from run to run
             del row["ms_mean"], row["ms_p95"]
         answers.append(found)
     assert answers[0][0]["items"][0] == {"item_id": 6, "score": 0.0, "leaf": 3, "row": 0}
@@ -215,7 +217,7 @@ def test_same_answers_over_zip_and_http(two_clusters_path: Path, tmp_path: Path,
         for key in ("bytes_read", "requests", "total_bytes", "total_requests", "cold_bytes", "cold_requests",
                     "total_cold_bytes", "total_cold_requests"):
             del found[0]["cost"][key]
-        for row in found[2]:
+        for row in found[2]["rows"]:
             for key in ("bytes_mean", "bytes_p95", "requests_mean", "requests_p95"):
                 del row[key]
     assert answers[2] == answers[0]

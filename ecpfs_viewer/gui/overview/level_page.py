@@ -37,12 +37,12 @@ from ecpfs_viewer.model.ecpfs import (
     IndexSummary,
     LevelStats,
     ReferencedChildren,
-    Severity,
     cached_level_stats,
     referenced_children,
     shared_level_stats,
     summarize,
 )
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.histogram import log_histogram
@@ -115,7 +115,7 @@ def metadata_findings(stats: LevelStats) -> list[Finding]:
     leaves far larger than the rest of the level (validation warns about the same leaves)."""
     found = list(stats.findings)
     if stats.is_leaf:
-        found += [Finding(Severity.WARNING, leaf.path,
+        found += [Finding(fc.OVERSIZED_LEAF, leaf.path,
                           f"{leaf.rows:,} rows in {leaf.chunks:,} chunks of {leaf.chunk_rows:,}, far above the "
                           f"level's median of {leaf.median:g}; a search that visits it decodes every chunk")
                   for leaf in oversized_leaves(stats)]

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.widgets.icons import standard_icon
 from ecpfs_viewer.gui.widgets.rows_table import fit_table
 from ecpfs_viewer.model.ecpfs import Finding, NodeSize, Severity
+from ecpfs_viewer.model.ecpfs.finding_codes import finding_code
 from ecpfs_viewer.model.formatting import format_value
 
 _SEVERITY_ICONS = {Severity.ERROR: "SP_MessageBoxCritical", Severity.WARNING: "SP_MessageBoxWarning",
@@ -194,15 +195,20 @@ def _plain(text: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", text.replace("<br>", "\n")))
 
 
+#: the column of the message in :class:`FindingsList` (after Path and Code)
+MESSAGE_COLUMN = 2
+
+
 class FindingsList(QTableWidget):
-    """Findings with a severity icon, the path (as wide as the longest) and the whole message
-    (wrapped, in the width left); a click requests the path."""
+    """Findings with a severity icon, the path (as wide as the longest), the stable code (its title
+    as tooltip; docs/finding-codes.md) and the whole message (wrapped, in the width left); a click
+    requests the path."""
 
     path_clicked = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(0, 2, parent)
-        self.setHorizontalHeaderLabels(["Path", "Finding"])
+        super().__init__(0, 3, parent)
+        self.setHorizontalHeaderLabels(["Path", "Code", "Finding"])
         self.verticalHeader().hide()
         self.setShowGrid(False)
         self.setWordWrap(True)
@@ -212,7 +218,7 @@ class FindingsList(QTableWidget):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         header = self.horizontalHeader()
-        fit_table(self, stretch=1)
+        fit_table(self, stretch=MESSAGE_COLUMN)
         header.sectionResized.connect(lambda *_: self.resizeRowsToContents())
         self.itemClicked.connect(self._on_clicked)
         self.itemActivated.connect(self._on_clicked)
@@ -223,37 +229,47 @@ class FindingsList(QTableWidget):
         self.setRowCount(0)
         for finding in findings:
             message = finding.message + (f"  [sampled: {finding.sampled}]" if finding.sampled else "")
+            row = finding_code(finding.code)
             self._add_row(
                 standard_icon(_SEVERITY_ICONS[finding.severity]),
                 finding.path or "/",
                 message,
                 finding.path,
-                f"{finding.severity.value}: {message}\nClick to select the node.",
+                f"{finding.severity.value} {finding.code}: {message}\nClick to select the node.",
+                (finding.code, f"{row.title}: {row.explanation}"),
             )
         if not findings:
             self._add_row(standard_icon("SP_DialogApplyButton"), "", empty_text, None, "")
-        fit_table(self, stretch=1)
+        fit_table(self, stretch=MESSAGE_COLUMN)
         self.resizeRowsToContents()
 
-    def _add_row(self, icon: Any, path_text: str, message: str, path: str | None, tip: str) -> None:
+    def _add_row(self, icon: Any, path_text: str, message: str, path: str | None, tip: str,
+                 code: tuple[str, str] = ("", "")) -> None:
         row = self.rowCount()
         self.insertRow(row)
         where = QTableWidgetItem(icon, path_text)
+        which = QTableWidgetItem(code[0])
         what = QTableWidgetItem(message)
-        for item in (where, what):
+        for item in (where, which, what):
             item.setData(PATH_ROLE, path)
             item.setToolTip(tip)
             item.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        which.setToolTip(code[1])
         self.setItem(row, 0, where)
-        self.setItem(row, 1, what)
+        self.setItem(row, 1, which)
+        self.setItem(row, MESSAGE_COLUMN, what)
+
+    def _text(self, row: int, column: int) -> str:
+        item = self.item(row, column)
+        return item.text() if item is not None else ""
 
     def row_texts(self) -> list[tuple[str, str]]:
         """(path, message) of every row as shown."""
-        def text(row: int, column: int) -> str:
-            item = self.item(row, column)
-            return item.text() if item is not None else ""
+        return [(self._text(r, 0), self._text(r, MESSAGE_COLUMN)) for r in range(self.rowCount())]
 
-        return [(text(r, 0), text(r, 1)) for r in range(self.rowCount())]
+    def row_codes(self) -> list[str]:
+        """The code of every row as shown ('' on the row that says there are none)."""
+        return [self._text(r, 1) for r in range(self.rowCount())]
 
     def _on_clicked(self, item: QTableWidgetItem) -> None:
         path = item.data(PATH_ROLE)

@@ -6,7 +6,8 @@ import threading
 from dataclasses import replace
 
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport, self_reachability
-from ecpfs_viewer.model.ecpfs.findings import Finding, Severity
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search.index import IndexReader
 from ecpfs_viewer.model.search.results import ProgressCallback
@@ -19,14 +20,14 @@ NAMED_LEAVES = 50
 def reachability_findings(report: ReachabilityReport) -> list[Finding]:
     """One finding for the index (the rule and the numbers), one per leaf whose items stray."""
     sampled = f"{report.checked:,} sampled items (seed {report.seed})" if report.sampled else ""
-    severity = Severity.WARNING if report.strays else Severity.INFO
-    found = [Finding(severity, "", f"self-reachability: {report.sentence()}", sampled)]
+    code = fc.SELF_REACHABILITY if report.strays else fc.SELF_REACHABILITY_OK
+    found = [Finding(code, "", f"self-reachability: {report.sentence()}", sampled)]
     per_leaf = sorted(report.per_leaf().items(), key=lambda kv: (-kv[1], kv[0]))[:NAMED_LEAVES]
     for leaf, count in per_leaf:
         rows = report.strays_of_leaf(leaf)
         levels = sorted({r["leaves_branch_at"] for r in rows})
         items = ", ".join(str(r["item_id"]) for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
-        found.append(Finding(Severity.WARNING, node_path(report.levels, leaf),
+        found.append(Finding(fc.LEAF_STRAYS, node_path(report.levels, leaf),
                              f"{count:,} item(s) of this leaf do not reach it with search_exp 1 (items {items}); "
                              f"their search leaves this branch at {', '.join(f'lvl_{lv}' for lv in levels)}",
                              sampled))

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ecpfs_viewer.model.ecpfs.findings import Finding, Severity
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.metadata import MetadataReader
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
@@ -68,10 +69,10 @@ class IndexLayout:
         if self.generation is Generation.V1:
             return None
         if self.generation is Generation.UNSTAMPED:
-            return Finding(Severity.WARNING, "info/format_version", UNSTAMPED_MESSAGE)
+            return Finding(fc.UNSTAMPED, "info/format_version", UNSTAMPED_MESSAGE)
         if self.generation is Generation.NEWER:
-            return Finding(Severity.ERROR, "info/format_version", self.reason)
-        return Finding(Severity.ERROR, "", self.reason)
+            return Finding(fc.NEWER_FORMAT, "info/format_version", self.reason)
+        return Finding(fc.NOT_AN_INDEX, "", self.reason)
 
     def to_dict(self) -> dict[str, Any]:
         problem = self.finding
@@ -88,7 +89,7 @@ def detect_index(h: Hierarchy) -> IndexLayout:
 def detect(reader: MetadataReader) -> IndexLayout:
     root = reader.h.root()
     if root.kind is NodeKind.ERROR and root.error:  # e.g. refused over the metadata cap: said, not skipped
-        reader.findings.append(Finding(Severity.ERROR, "", f"unreadable metadata: {root.error}"))
+        reader.findings.append(Finding(fc.UNREADABLE_METADATA, "", f"unreadable metadata: {root.error}"))
     unread = {p: why for p in ("info/format_version", *REQUIRED_ARRAYS) if (why := reader.unread(p))}
     missing = tuple(p for p in REQUIRED_ARRAYS if p not in unread and not reader.exists(p))
 

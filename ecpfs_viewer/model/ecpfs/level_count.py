@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.findings import Finding, error
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.levels import MAX_NODE_ID, _gaps
 from ecpfs_viewer.model.ecpfs.paths import level_path, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
@@ -52,10 +53,12 @@ def level_count(h: Hierarchy, level: int, summary: IndexSummary) -> LevelCount:
     limit = summary.max_nodes(level)
     try:
         if path not in {n.name for n in h.children("")}:
-            return LevelCount(level, path, leaf, 0, limit, 0, (error(path, "level does not exist"),))
+            return LevelCount(level, path, leaf, 0, limit, 0, (Finding(fc.LEVEL_MISSING,
+                                                                       path, "level does not exist"),))
         listed = h.children(path)
     except Exception as exc:  # a store that cannot be listed: said, not raised
-        return LevelCount(level, path, leaf, 0, limit, 0, (error(path, f"cannot list: {describe_exception(exc)}"),),
+        return LevelCount(level, path, leaf, 0, limit, 0, (Finding(fc.CANNOT_LIST,
+                                                                   path, f"cannot list: {describe_exception(exc)}"),),
                           listed=False)
     ids = [i for i in (parse_node_name(child.name) for child in listed if child.kind.is_container)
            if i is not None and i <= MAX_NODE_ID]

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings, error, warning
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings
 from ecpfs_viewer.model.ecpfs.level_stats_cache import LevelStatsCache
 from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays, check_node, read_node_arrays
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name, parse_node_name
@@ -187,11 +188,12 @@ def level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -
         stats = _level_stats(h, level, path, summary)
     except Exception as exc:  # never let a bad store escape to the caller
         if transport_failure(exc) is not None:
-            stats = replace(_empty_level(level, path, summary, (error(path, _unread_message(exc)),)),
+            stats = replace(_empty_level(level, path, summary, (Finding(fc.LEVEL_UNREAD, path, _unread_message(exc)),)),
                             unread=describe_exception(exc))
         else:
             stats = _empty_level(
-                level, path, summary, (error(path, f"cannot compute statistics: {describe_exception(exc)}"),)
+                level, path, summary, (Finding(fc.STATISTICS_FAILED,
+                                               path, f"cannot compute statistics: {describe_exception(exc)}"),)
             )
     return replace(stats, seconds=time.perf_counter() - started)
 
@@ -339,7 +341,7 @@ def _measure(nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary, 
             unread[node.node_id] = node.unread
             continue
         for message in node.errors:
-            findings.append(error(node.path, message))
+            findings.append(Finding(fc.NODE_METADATA, node.path, message))
         if node.emb is None and node.ids is None:
             if not node.errors:
                 empty.append(node.path)
@@ -368,7 +370,7 @@ def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSum
     try:
         read_node_arrays(h, nodes, "item_ids" if leaf else "node_ids" if leaf is not None else None)
     except Exception as exc:
-        return replace(_empty_level(level, path, summary, (error(path, _unread_message(exc)),)),
+        return replace(_empty_level(level, path, summary, (Finding(fc.LEVEL_UNREAD, path, _unread_message(exc)),)),
                        subset=True, unread=describe_exception(exc))
     ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measure(nodes, leaf, summary, findings)
     empty = [node for node in empty if h.node(node).kind is not NodeKind.ERROR]  # absent: no empty group
@@ -384,19 +386,21 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     findings: list[Finding] = []
     try:
         if path not in {n.name for n in h.children("")}:
-            return _empty_level(level, path, summary, (error(path, "level does not exist"),))
+            return _empty_level(level, path, summary, (Finding(fc.LEVEL_MISSING, path, "level does not exist"),))
         listed = h.children(path)
     except OSError as exc:
         if transport_failure(exc) is not None:
             raise
-        return _empty_level(level, path, summary, (error(path, f"cannot list: {describe_exception(exc)}"),))
+        return _empty_level(level, path, summary, (Finding(fc.CANNOT_LIST,
+                                                           path, f"cannot list: {describe_exception(exc)}"),))
     leaf: bool | None = None if summary.levels is None else level == summary.levels
     nodes: list[NodeArrays] = []
     others: list[str] = []
     for child in listed:
         node_id = parse_node_name(child.name)
         if node_id is not None and node_id > MAX_NODE_ID:
-            findings.append(warning(child.path, f"node id is larger than {MAX_NODE_ID:,}; not part of the index"))
+            findings.append(Finding(fc.NODE_ID_TOO_LARGE,
+                                    child.path, f"node id is larger than {MAX_NODE_ID:,}; not part of the index"))
             node_id = None
         if node_id is not None and child.unread:
             nodes.append(NodeArrays(node_id, child.path, names=set(), unread=child.error))
@@ -404,10 +408,10 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         if node_id is None or not child.kind.is_container:
             others.append(child.name)
             if child.kind is NodeKind.ERROR:
-                findings.append(error(child.path, f"unreadable metadata: {child.error}"))
+                findings.append(Finding(fc.UNREADABLE_METADATA, child.path, f"unreadable metadata: {child.error}"))
             continue
         if child.kind is NodeKind.ERROR:
-            findings.append(error(child.path, f"unreadable group metadata: {child.error}"))
+            findings.append(Finding(fc.UNREADABLE_METADATA, child.path, f"unreadable group metadata: {child.error}"))
         nodes.append(NodeArrays(node_id, child.path))
     expected_ids = "item_ids" if leaf else "node_ids" if leaf is not None else None
     read_node_arrays(h, nodes, expected_ids)
@@ -415,12 +419,14 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
     release_gradually(nodes)  # 40,000 parsed node documents: freed at once they hold the GUI up
     if unread:
         first = min(unread)
-        findings.append(error(path, f"{count_noun(len(unread), 'node')} of {len(nodes):,} could not be read "
+        findings.append(Finding(fc.NODES_UNREAD,
+                                path, f"{count_noun(len(unread), 'node')} of {len(nodes):,} could not be read "
                                     f"(e.g. {path}/node_{first}: {unread[first]}); the statistics lack them"))
     if empty:
         findings.append(
-            warning(
-                path, f"{count_noun(len(empty), 'node group')} without arrays (search skips them), e.g. {empty[0]}"
+            Finding(
+                fc.NODES_WITHOUT_ARRAYS, path,
+                f"{count_noun(len(empty), 'node group')} without arrays (search skips them), e.g. {empty[0]}"
             )
         )
     order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
@@ -433,11 +439,12 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         gap_count, gap_ids = _gaps(np.concatenate(there), limit)
         out_of_range = tuple(int(i) for i in node_ids[node_ids >= limit][:MAX_LISTED_IDS])
         if node_ids.size > limit:
-            findings.append(warning(path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))
+            findings.append(Finding(fc.TOO_MANY_NODES,
+                                    path, f"{node_ids.size} nodes, more than the possible min(ns^N, R) = {limit}"))
         if out_of_range:
             findings.append(
-                warning(
-                    path,
+                Finding(
+                    fc.NODE_ID_OUT_OF_RANGE, path,
                     f"{count_noun(len(out_of_range), 'node id')} at or above min(ns^N, R) = {limit}, "
                     f"e.g. {path}/node_{out_of_range[0]}",
                 )

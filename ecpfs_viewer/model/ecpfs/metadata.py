@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.findings import Finding, error
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.errors import MetadataError, describe_exception, transport_failure
 from ecpfs_viewer.model.zarrtree.documents import load_json_object
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -118,7 +119,7 @@ class MetadataReader:
             if node is None or not node.kind.is_container:
                 if node is not None and node.kind is NodeKind.ERROR:
                     what = "unreadable" if node.raw is None else "unreadable metadata"
-                    self.findings.append(error(path, f"{what}: {node.error}"))
+                    self.findings.append(Finding(fc.UNREADABLE_METADATA, path, f"{what}: {node.error}"))
                     self._unlisted.add(path)  # its children may still be readable one by one
                 self._maps[path] = None
                 return None
@@ -127,7 +128,7 @@ class MetadataReader:
         except OSError as exc:
             if transport_failure(exc) is not None:
                 raise  # not read: no fact about what is there (summarize says so)
-            self.findings.append(error(path, f"cannot list: {describe_exception(exc)}"))
+            self.findings.append(Finding(fc.CANNOT_LIST, path, f"cannot list: {describe_exception(exc)}"))
             self._unlisted.add(path)
         self._maps[path] = result
         return result
@@ -170,13 +171,13 @@ class MetadataReader:
         if node is None:
             pass
         elif node.kind is NodeKind.ERROR:
-            self.findings.append(error(path, f"unreadable metadata: {node.error}"))
+            self.findings.append(Finding(fc.UNREADABLE_METADATA, path, f"unreadable metadata: {node.error}"))
         elif node.kind is not NodeKind.ARRAY or node.raw is None:
-            self.findings.append(error(path, f"expected an array, found {node.kind.value}"))
+            self.findings.append(Finding(fc.NOT_AN_ARRAY, path, f"expected an array, found {node.kind.value}"))
         else:
             parsed = parse_array_meta(path, node.raw, node.zarr_format)
             if isinstance(parsed, str):
-                self.findings.append(error(path, parsed))
+                self.findings.append(Finding(fc.BAD_ARRAY_METADATA, path, parsed))
             else:
                 meta = parsed
         self._metas[path] = meta
@@ -189,10 +190,10 @@ class MetadataReader:
         try:
             value = self.h.read_scalar(path)
         except Exception as exc:  # ArrayReadError, or zarr refusing the metadata
-            self.findings.append(error(path, f"unreadable value: {describe_exception(exc)}"))
+            self.findings.append(Finding(fc.UNREADABLE_VALUE, path, f"unreadable value: {describe_exception(exc)}"))
             return None
         if isinstance(value, np.ndarray):
-            self.findings.append(error(path, f"expected a single value, found shape {value.shape}"))
+            self.findings.append(Finding(fc.WRONG_VALUE, path, f"expected a single value, found shape {value.shape}"))
             return None
         self._check_scalar_chunk(path)
         return value
@@ -212,10 +213,12 @@ class MetadataReader:
         try:
             listed = dict(self.h.store.list_dir(path))
         except OSError as exc:
-            self.findings.append(error(path, f"cannot list the stored value ({describe_exception(exc)})"))
+            self.findings.append(Finding(fc.UNREADABLE_VALUE,
+                                         path, f"cannot list the stored value ({describe_exception(exc)})"))
             return
         if listed.get(name) is True:
-            self.findings.append(error(path, f"{path}/{name} is a folder, not a stored value; the fill value is shown"))
+            self.findings.append(Finding(fc.VALUE_IS_FOLDER, path,
+                                         f"{path}/{name} is a folder, not a stored value; the fill value is shown"))
 
     def integer(self, path: str) -> int | None:
         value = self.scalar(path)
@@ -224,5 +227,5 @@ class MetadataReader:
         try:
             return int(value)
         except (TypeError, ValueError, OverflowError):
-            self.findings.append(error(path, f"expected an integer, found {value!r}"))
+            self.findings.append(Finding(fc.WRONG_VALUE, path, f"expected an integer, found {value!r}"))
             return None

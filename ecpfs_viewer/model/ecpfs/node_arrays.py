@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ecpfs_viewer.model.ecpfs.findings import Finding, error
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, parse_array_meta
 from ecpfs_viewer.model.ecpfs.sizing import STORED_DTYPES
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
@@ -131,51 +132,57 @@ def check_node(node: NodeArrays, leaf: bool | None, summary: IndexSummary, findi
     """Per-node metadata checks of §10 items 3, 5 and 6 (an unreadable array was reported as such)."""
     if node.emb is None:
         if "embeddings" not in node.unreadable:
-            findings.append(error(node.path, f"has {node.ids_name} but no embeddings array"))
+            findings.append(Finding(fc.IDS_WITHOUT_EMBEDDINGS,
+                                    node.path, f"has {node.ids_name} but no embeddings array"))
         return
     if node.ids is None:
         if node.unreadable - {"embeddings"}:
             return
         findings.append(
-            error(node.path, "has embeddings but no ids array (node_ids or item_ids); upstream reports it as corrupt")
+            Finding(fc.EMBEDDINGS_WITHOUT_IDS,
+                    node.path, "has embeddings but no ids array (node_ids or item_ids); upstream reports it as corrupt")
         )
         return
     if leaf is not None:
         wanted = "item_ids" if leaf else "node_ids"
         if node.ids_name != wanted:
             where = "the leaf level" if leaf else "an internal level"
-            findings.append(error(f"{node.path}/{node.ids_name}", f"wrong ids array for {where} (expected {wanted})"))
+            findings.append(Finding(fc.WRONG_IDS_ARRAY,
+                                    f"{node.path}/{node.ids_name}", f"wrong ids array for {where} (expected {wanted})"))
     if node.ids.rows != node.emb.rows or len(node.ids.shape) != 1:
         findings.append(
-            error(
-                node.path,
+            Finding(
+                fc.ROW_COUNT_MISMATCH, node.path,
                 f"embeddings has {node.emb.rows} rows but {node.ids_name} has "
                 f"{node.ids.rows} (shape {list(node.ids.shape)}); they must agree",
             )
         )
     if len(node.emb.shape) != 2:
-        findings.append(error(f"{node.path}/embeddings", f"expected 2 dimensions, found shape {list(node.emb.shape)}"))
+        findings.append(Finding(fc.EMBEDDINGS_NOT_2D, f"{node.path}/embeddings",
+                                f"expected 2 dimensions, found shape {list(node.emb.shape)}"))
     elif summary.dim is not None and node.emb.shape[1] != summary.dim:
         findings.append(
-            error(
-                f"{node.path}/embeddings",
+            Finding(
+                fc.DIMENSION_DIFFERS, f"{node.path}/embeddings",
                 f"dimension {node.emb.shape[1]} differs from index_root/embeddings ({summary.dim})",
             )
         )
     if summary.dtype is not None and node.emb.data_type != summary.dtype:
         findings.append(
-            error(
-                f"{node.path}/embeddings",
+            Finding(
+                fc.DTYPE_DIFFERS, f"{node.path}/embeddings",
                 f"data type {node.emb.data_type} differs from index_root/embeddings ({summary.dtype})",
             )
         )
     elif node.emb.data_type not in STORED_DTYPES and summary.dtype is None:
         findings.append(
-            error(
-                f"{node.path}/embeddings", f"data type {node.emb.data_type} is not one of {', '.join(STORED_DTYPES)}"
+            Finding(
+                fc.STORED_DTYPE, f"{node.path}/embeddings",
+                f"data type {node.emb.data_type} is not one of {', '.join(STORED_DTYPES)}"
             )
         )
     if node.ids.data_type != "uint32":
-        findings.append(error(f"{node.path}/{node.ids_name}", f"ids must be uint32, found {node.ids.data_type}"))
+        findings.append(Finding(fc.IDS_NOT_UINT32,
+                                f"{node.path}/{node.ids_name}", f"ids must be uint32, found {node.ids.data_type}"))
 
 

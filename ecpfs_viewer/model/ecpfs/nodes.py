@@ -20,10 +20,10 @@ import numpy as np
 from ecpfs_viewer.model.ecpfs import (
     Finding,
     IndexSummary,
-    Severity,
     shared_level_stats,
     summarize,
 )
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, is_inside_root, level_path, node_containing, node_path
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
@@ -80,8 +80,8 @@ def node_ref_of(path: str) -> NodeRef | None:
     return NodeRef(*found)
 
 
-def _finding(severity: Severity, ref: NodeRef | str, message: str) -> Finding:
-    return Finding(severity, ref if isinstance(ref, str) else ref.path, message)
+def _finding(code: str, ref: NodeRef | str, message: str) -> Finding:
+    return Finding(code, ref if isinstance(ref, str) else ref.path, message)
 
 
 # -- concurrent reads ---------------------------------------------------------------------------
@@ -208,7 +208,8 @@ def _build_parent_map(h: Hierarchy, level: int, progress: ProgressCallback | Non
     read = 0
     for parent, values in zip(parents, found, strict=True):
         if isinstance(values, str):
-            findings.append(_finding(Severity.ERROR, f"{above.node_path(parent)}/node_ids", f"unreadable: {values}"))
+            findings.append(_finding(fc.UNREADABLE_DATA,
+                                     f"{above.node_path(parent)}/node_ids", f"unreadable: {values}"))
             continue
         read += 1
         ids = np.asarray(values).astype(np.int64, copy=False).ravel()
@@ -223,7 +224,7 @@ def _build_parent_map(h: Hierarchy, level: int, progress: ProgressCallback | Non
     repeated = np.flatnonzero(child[1:] == child[:-1]) + 1
     for at in repeated[:10]:
         findings.append(_finding(
-            Severity.ERROR, NodeRef(level, int(child[at])),
+            fc.LED_TWICE, NodeRef(level, int(child[at])),
             f"led by two rows: {node_path(level - 1, owner[at - 1])} row {row[at - 1]} and "
             f"{node_path(level - 1, owner[at])} row {row[at]}; the first is used"))
     keep = np.ones(child.size, dtype=bool)
@@ -253,7 +254,7 @@ def parent_of(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None =
     if found is None:
         where = "index_root/embeddings has no such row" if ref.level == 1 else \
             f"no row of {level_path(ref.level - 1)} references node id {ref.node_id}"
-        return ParentLink(ref, None, None, _finding(Severity.WARNING, ref, f"no parent: {where}"))
+        return ParentLink(ref, None, None, _finding(fc.NO_PARENT, ref, f"no parent: {where}"))
     return ParentLink(ref, found[0], found[1])
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.findings import Finding, error
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_IDS, LevelStats, level_stats
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception
@@ -134,7 +135,8 @@ def referenced_children(
             try:
                 refs.add(parent, h.read_array(f"{parent}/node_ids"))
             except Exception as exc:
-                findings.append(error(f"{parent}/node_ids", f"unreadable: {describe_exception(exc)}"))
+                findings.append(Finding(fc.UNREADABLE_DATA,
+                                        f"{parent}/node_ids", f"unreadable: {describe_exception(exc)}"))
                 continue
             parents_read += 1
             if progress is not None:

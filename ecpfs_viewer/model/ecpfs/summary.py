@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.findings import Finding, error
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.layout import (
     REQUIRED_ARRAYS,
     Generation,
@@ -166,7 +167,7 @@ def _summarize(reader: MetadataReader, now: float) -> IndexSummary:
             values["dim"] = root.shape[1]
         else:
             problem = f"expected 2 dimensions (rows, dim), found shape {root.shape}"
-            reader.findings.append(error(ROOT_EMBEDDINGS, problem))
+            reader.findings.append(Finding(fc.ROOT_SHAPE, ROOT_EMBEDDINGS, problem))
     for meta in (root, rep_ids, rep_emb, reader.array("info/levels")):
         if meta is not None and writer_of(meta.attributes):
             values["writer"] = writer_of(meta.attributes)
@@ -189,11 +190,12 @@ def _metric(reader: MetadataReader) -> str | None:
         code = int(value)
         return LEGACY_METRIC_CODES.get(code, f"unknown code {code}")
     if not isinstance(value, str):
-        reader.findings.append(error("info/metric", f"expected a string, found {value!r}"))
+        reader.findings.append(Finding(fc.WRONG_VALUE, "info/metric", f"expected a string, found {value!r}"))
         return None
     if value not in LEGAL_METRICS:
         reader.findings.append(
-            error("info/metric", f"{value!r} is not a metric ecpfs knows (expected 'L2' or 'IP', case-sensitive)")
+            Finding(fc.UNKNOWN_METRIC,
+                    "info/metric", f"{value!r} is not a metric ecpfs knows (expected 'L2' or 'IP', case-sensitive)")
         )
     return value
 

@@ -13,9 +13,9 @@ from ecpfs_viewer.model.ecpfs import (
     IndexSummary,
     LevelStats,
     MetadataReader,
-    Severity,
     summarize,
 )
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.tasks import Cancelled
 from ecpfs_viewer.model.validation.data_checks import check_data
@@ -51,9 +51,9 @@ def _validate(h: Hierarchy, max_node_reads: int, max_vectors: int,
             check_data(check, summary, levels, max_node_reads, max_vectors)
     except Cancelled:
         cancelled = True
-        check.findings.append(Finding(Severity.INFO, "", "check cancelled; the report is incomplete"))
+        check.add(fc.CHECK_CANCELLED, "", "check cancelled; the report is incomplete")
     except Exception as exc:  # a bug must still produce a readable report
-        check.error("", f"validation stopped: {describe_exception(exc)}")
+        check.add(fc.VALIDATION_STOPPED, "", f"validation stopped: {describe_exception(exc)}")
     order = {severity: rank for rank, severity in enumerate(SEVERITY_ORDER)}
     findings = sorted(_dedupe(check.findings), key=lambda f: order[f.severity])
     return ValidationReport(tuple(findings), summary, tuple(levels), tuple(check.checked), cancelled)

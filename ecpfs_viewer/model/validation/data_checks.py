@@ -10,6 +10,7 @@ import numpy as np
 import zarr
 
 from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, ChildReferences, IndexSummary, LevelStats, cap_findings, spread
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.formatting import count_noun
@@ -55,7 +56,7 @@ def check_data(
             reps = rep_rows.first(len(root))
             if reps is not None and not _same_rows(root, reps):
                 bad = _first_different(root, reps)
-                check.warning(
+                check.add(fc.ROOT_DIFFERS_FROM_REPS,
                     ROOT_EMBEDDINGS,
                     f"row {bad} differs from rep_embeddings[{bad}] (the root must be the first ns representatives)",
                 )
@@ -67,7 +68,8 @@ def check_data(
         missing_first = root_refs.missing(present)
         if missing_first:
             count = root_refs.missing_count(present)
-            check.warning(level_path(1), f"{count} root entries lead to no node (e.g. {node_name(missing_first[0])})")
+            check.add(fc.ROOT_ENTRY_LEADS_NOWHERE,
+                      level_path(1), f"{count} root entries lead to no node (e.g. {node_name(missing_first[0])})")
     if internal_total == 0 and not internal:
         check.checked.append("no internal levels to decode")
     if leaves is not None:
@@ -79,7 +81,8 @@ def check_data(
         what = f"{vectors.count:,} vectors from {len(vectors.sources):,} arrays"
         if bad_row is not None:
             path, row, norm = bad_row
-            check.warning(path, f"is_normalized is true but row {row} has length {norm:.4f}", f"checked {what}")
+            check.add(fc.NOT_UNIT_LENGTH,
+                      path, f"is_normalized is true but row {row} has length {norm:.4f}", f"checked {what}")
         check.checked.append(f"unit length (is_normalized): {what}")
     if rep_rows.compared:
         check.checked.append(rep_rows.describe())
@@ -173,17 +176,18 @@ def _check_internal_level(
                 mismatched.append(path)
     usable, sampled = _sampled(stats, len(ids), "nodes")
     for path, value in refs.invalid[:10]:
-        check.error(
+        check.add(fc.NOT_A_REPRESENTATIVE,
             f"{path}/node_ids", f"value {value} is not a representative (R = {summary.representatives})", sampled
         )
     for path in mismatched[:10]:
-        check.warning(f"{path}/embeddings", "rows differ from rep_embeddings[node_ids[j]]", sampled)
+        check.add(fc.NODE_ROWS_DIFFER_FROM_REPS,
+                  f"{path}/embeddings", "rows differ from rep_embeddings[node_ids[j]]", sampled)
     if child is not None:
         present = child.present_ids()  # a node with unreadable embeddings exists: its own finding says so
         missing = refs.missing(present)
         if missing:
             examples = ", ".join(node_name(m) for m in missing[:5])
-            check.warning(
+            check.add(fc.CHILD_MISSING,
                 child.path,
                 f"{refs.missing_count(present):,} of {count_noun(refs.referenced, 'referenced child node')} "
                 f"do not exist "
@@ -222,10 +226,11 @@ def _check_leaves(
                 vectors.add(path, embeddings)
     usable, sampled = _sampled(leaves, len(plan), "leaves")
     for path, value in too_big[:10]:
-        check.error(f"{path}/item_ids", f"item id {value} is not below next_item_id ({summary.next_item_id})", sampled)
+        check.add(fc.ITEM_ID_BEYOND_NEXT,
+                  f"{path}/item_ids", f"item id {value} is not below next_item_id ({summary.next_item_id})", sampled)
     for value, first, second in duplicates[:10]:
         where = f"twice in {first}" if first == second else f"in {first} and {second}"
-        check.error(f"{second}/item_ids", f"item id {value} appears {where}", sampled)
+        check.add(fc.DUPLICATE_ITEM_ID, f"{second}/item_ids", f"item id {value} appears {where}", sampled)
     check.checked.append(
         f"{leaves.path} item_ids: {len(plan):,} of {usable:,} usable leaves decoded "
         f"({len(seen):,} distinct item ids){' (sampled)' if sampled else ''}"
@@ -276,7 +281,7 @@ class _RepRows:
                 self._array = self.check.h.open_async_array("rep_embeddings")
             except Exception as exc:
                 self._failed = True
-                self.check.error("rep_embeddings", f"cannot open: {describe_exception(exc)}")
+                self.check.add(fc.UNREADABLE_DATA, "rep_embeddings", f"cannot open: {describe_exception(exc)}")
         return self._array
 
     def _whole(self) -> np.ndarray | None:

@@ -16,6 +16,7 @@ from ecpfs_viewer.model.ecpfs import (
     level_plan,
     shared_level_stats,
 )
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.ecpfs.sizing import STORED_DTYPES
 from ecpfs_viewer.model.formatting import count_noun
@@ -38,14 +39,14 @@ def check_layout(check: Check, summary: IndexSummary) -> bool:
     """
     layout = summary.layout
     if summary.unread is not None:  # not read on the way: no fact about the layout to report
-        check.error("", summary.unread)
+        check.add(fc.HEADER_UNREAD, "", summary.unread)
         return False
     if layout.finding is not None:
         check.findings.append(layout.finding)
     if not layout.supported:
         return False
     for path in layout.missing:
-        check.error(path, "missing (required by format version 1)")
+        check.add(fc.MISSING_REQUIRED, path, "missing (required by format version 1)")
     return True
 
 
@@ -56,44 +57,50 @@ def check_types(check: Check, reader: MetadataReader, summary: IndexSummary) -> 
         if meta is None:
             continue
         if meta.data_type != "uint32":
-            check.error(path, f"must be uint32, found {meta.data_type}")
+            check.add(fc.INFO_SCALAR_TYPE, path, f"must be uint32, found {meta.data_type}")
         if meta.shape != ():
-            check.error(path, f"must be a scalar (shape []), found shape {list(meta.shape)}")
+            check.add(fc.INFO_SCALAR_TYPE, path, f"must be a scalar (shape []), found shape {list(meta.shape)}")
     metric = reader.array("info/metric")
     if metric is not None and (metric.data_type != "string" or metric.shape != ()):
-        check.error("info/metric", f"must be a variable-length string scalar, found {metric.data_type} "
+        check.add(fc.INFO_SCALAR_TYPE,
+                  "info/metric", f"must be a variable-length string scalar, found {metric.data_type} "
                                    f"with shape {list(metric.shape)}")
     normalized = reader.array("info/is_normalized")
     if normalized is not None and (normalized.data_type != "bool" or normalized.shape != ()):
-        check.error("info/is_normalized", f"must be a bool scalar, found {normalized.data_type} "
+        check.add(fc.INFO_SCALAR_TYPE, "info/is_normalized", f"must be a bool scalar, found {normalized.data_type} "
                                           f"with shape {list(normalized.shape)}")
     rep_ids = reader.array("rep_item_ids")
     if rep_ids is not None:
         if rep_ids.data_type != "uint32":
-            check.error("rep_item_ids", f"must be uint32, found {rep_ids.data_type}")
+            check.add(fc.REP_IDS_TYPE, "rep_item_ids", f"must be uint32, found {rep_ids.data_type}")
         if len(rep_ids.shape) != 1:
-            check.error("rep_item_ids", f"must be 1-D, found shape {list(rep_ids.shape)}")
+            check.add(fc.REP_IDS_TYPE, "rep_item_ids", f"must be 1-D, found shape {list(rep_ids.shape)}")
     if summary.dtype is not None and summary.dtype not in STORED_DTYPES:
-        check.error(ROOT_EMBEDDINGS, f"data type {summary.dtype} is not one of {', '.join(STORED_DTYPES)}")
+        check.add(fc.STORED_DTYPE,
+                  ROOT_EMBEDDINGS, f"data type {summary.dtype} is not one of {', '.join(STORED_DTYPES)}")
     rep_emb = reader.array("rep_embeddings")
     if rep_emb is not None:
         if summary.dtype is not None and rep_emb.data_type != summary.dtype:
-            check.error("rep_embeddings", f"data type {rep_emb.data_type} differs from {ROOT_EMBEDDINGS} "
+            check.add(fc.REP_EMBEDDINGS_MISMATCH,
+                      "rep_embeddings", f"data type {rep_emb.data_type} differs from {ROOT_EMBEDDINGS} "
                                           f"({summary.dtype})")
         if len(rep_emb.shape) != 2 or (summary.dim is not None and rep_emb.shape[1] != summary.dim):
-            check.error("rep_embeddings", f"shape {list(rep_emb.shape)} does not match dimension {summary.dim}")
+            check.add(fc.REP_EMBEDDINGS_MISMATCH,
+                      "rep_embeddings", f"shape {list(rep_emb.shape)} does not match dimension {summary.dim}")
         elif summary.representatives is not None and rep_emb.rows != summary.representatives:
-            check.error("rep_embeddings", f"{rep_emb.rows} rows but rep_item_ids has {summary.representatives}")
+            check.add(fc.REP_EMBEDDINGS_MISMATCH,
+                      "rep_embeddings", f"{rep_emb.rows} rows but rep_item_ids has {summary.representatives}")
     if summary.levels is not None and summary.levels < 1:
-        check.error("info/levels", f"must be at least 1, found {summary.levels}")
+        check.add(fc.LEVELS_TOO_FEW, "info/levels", f"must be at least 1, found {summary.levels}")
     if summary.fan_out is not None and summary.representatives is not None and \
             summary.fan_out > summary.representatives:
-        check.error(ROOT_EMBEDDINGS, f"{summary.fan_out} rows but there are only {summary.representatives} "
+        check.add(fc.FAN_OUT_TOO_LARGE,
+                  ROOT_EMBEDDINGS, f"{summary.fan_out} rows but there are only {summary.representatives} "
                                      "representatives")
     implicit = [p or "/" for p in ("", "info", "index_root") if _is_implicit(reader, p)]
     implicit += [p for p in summary.level_paths if _is_implicit(reader, p)]
     if implicit:
-        check.warning("", "no group metadata (zarr.json) at " + ", ".join(implicit)
+        check.add(fc.IMPLICIT_GROUPS, "", "no group metadata (zarr.json) at " + ", ".join(implicit)
                       + " (written before 0.9.99); zarr-python cannot open these as groups")
 
 
@@ -105,15 +112,17 @@ def _is_implicit(reader: MetadataReader, path: str) -> bool:
 def check_counters(check: Check, summary: IndexSummary) -> None:
     gap = summary.gap
     if gap is not None and gap > 0:
-        check.warning("info/next_item_id", f"{count_noun(gap, 'item id')} reserved but never written "
+        check.add(fc.ITEM_ID_GAP, "info/next_item_id", f"{count_noun(gap, 'item id')} reserved but never written "
                                            f"(next_item_id {summary.next_item_id} > total_items "
                                            f"{summary.total_items}); likely a crash during insert")
     elif gap is not None and gap < 0:
-        check.warning("info/next_item_id", f"next_item_id {summary.next_item_id} is below total_items "
+        check.add(fc.NEXT_ID_BELOW_TOTAL,
+                  "info/next_item_id", f"next_item_id {summary.next_item_id} is below total_items "
                                            f"{summary.total_items}; impossible upstream, likely corruption")
     expected = summary.expected_fan_out
     if expected is not None and summary.fan_out is not None and summary.fan_out != expected:
-        check.warning(ROOT_EMBEDDINGS, f"fan-out {summary.fan_out} differs from ceil(R^(1/L)) = {expected} "
+        check.add(fc.FAN_OUT_DIFFERS,
+                  ROOT_EMBEDDINGS, f"fan-out {summary.fan_out} differs from ceil(R^(1/L)) = {expected} "
                                        f"(R = {summary.representatives}, L = {summary.levels}); "
                                        "fine for custom or hand-made indexes")
 
@@ -124,15 +133,17 @@ def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) ->
     count = summary.levels or 0
     check.total = len(plan.stored) + 1
     if count >= 1 and 1 in plan.missing:
-        check.error(level_path(1), "missing; an index needs at least level 1")
+        check.add(fc.LEVEL_ONE_MISSING, level_path(1), "missing; an index needs at least level 1")
     if plan.extra and summary.levels is not None:
-        check.warning(plan.extra[0], f"{', '.join(plan.extra)} not part of an index with "
+        check.add(fc.EXTRA_LEVELS, plan.extra[0], f"{', '.join(plan.extra)} not part of an index with "
                                      f"{count_noun(count, 'level')}; ignored")
     for level in plan.missing[:MAX_LISTED_LEVELS]:
         if level > 1:
-            check.warning(level_path(level), "missing level group; every node at this level is absent")
+            check.add(fc.MISSING_LEVEL_GROUP,
+                      level_path(level), "missing level group; every node at this level is absent")
     if plan.missing_count > len(plan.missing):
-        check.warning("info/levels", f"declares {count:,} levels but {count_noun(len(plan.stored), 'level')} "
+        check.add(fc.MISSING_LEVEL_GROUP,
+                  "info/levels", f"declares {count:,} levels but {count_noun(len(plan.stored), 'level')} "
                                      f"are stored; {plan.missing_count:,} are missing")
     stats: list[LevelStats] = []
     for level in plan.stored:
@@ -156,7 +167,7 @@ def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) ->
             sizeless = len(leaves.sizeless)
             unsized = f" ({count_noun(sizeless, 'leaf', 'leaves')} without usable embeddings not counted)" \
                 if sizeless else ""
-            check.warning(
+            check.add(fc.LEAF_SUM_DIFFERS,
                 leaves.path,
                 f"leaf sizes sum to {leaves.leaf_sum:,} but total_items is {summary.total_items:,}{unsized}",
             )
@@ -171,7 +182,7 @@ def _check_oversized_leaves(check: Check, leaves: LevelStats) -> None:
         return
     rule = oversize_rule()
     for leaf in found[:MAX_OVERSIZED_LISTED]:
-        check.warning(
+        check.add(fc.OVERSIZED_LEAF,
             leaf.path,
             f"{leaf.rows:,} rows in {leaf.chunks:,} chunks of {leaf.chunk_rows:,}, far above this level's "
             f"leaves (median {leaf.median:g}, Q3 + {DRIFT_FENCE_IQR:g} x IQR = {leaf.fence:,.0f}); a search "
@@ -179,7 +190,7 @@ def _check_oversized_leaves(check: Check, leaves: LevelStats) -> None:
         )
     if len(found) > MAX_OVERSIZED_LISTED:
         rest = len(found) - MAX_OVERSIZED_LISTED
-        check.warning(leaves.path, f"{count_noun(rest, 'more leaf', 'more leaves')} like "
+        check.add(fc.OVERSIZED_LEAF, leaves.path, f"{count_noun(rest, 'more leaf', 'more leaves')} like "
                                    f"{found[0].path} (largest first). {rule}")
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.paths import level_path
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
 from ecpfs_viewer.model.tasks import checkpoint
@@ -80,6 +81,17 @@ class ValidationReport:
     cancelled: bool = False
     requests: int = 0  # what the run asked the store for
     unanswered: int = 0  # ... and how many of those failed on the way (no answer, a dropped connection)
+    ignored: tuple[Finding, ...] = ()  # findings of codes the user chose to ignore: kept, never counted
+
+    def ignoring(self, codes: Iterable[str]) -> ValidationReport:
+        """The report with the findings of ``codes`` moved to :attr:`ignored` (they no longer count
+        toward :attr:`ok`); ValueError for a code the table does not hold."""
+        wanted = {fc.finding_code(code).code for code in codes}
+        if not wanted:
+            return self
+        kept = tuple(f for f in self.findings if f.code not in wanted)
+        moved = tuple(f for f in self.findings if f.code in wanted)
+        return replace(self, findings=kept, ignored=(*self.ignored, *moved))
 
     @property
     def headline(self) -> str | None:
@@ -149,8 +161,9 @@ class ValidationReport:
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "cancelled": self.cancelled, "headline": self.headline,
                 "requests": self.requests, "unanswered": self.unanswered, "errors": len(self.errors),
-                "warnings": len(self.warnings), "checked": list(self.checked),
-                "findings": [f.to_dict() for f in self.findings]}
+                "warnings": len(self.warnings), "ignored": len(self.ignored), "checked": list(self.checked),
+                "findings": [f.to_dict() for f in self.findings],
+                "ignored_findings": [f.to_dict() for f in self.ignored]}
 
 
 class Check:
@@ -166,11 +179,9 @@ class Check:
         self.done = 0
         self.total = 1
 
-    def error(self, path: str, message: str, sampled: str = "") -> None:
-        self.findings.append(Finding(Severity.ERROR, path, message, sampled))
-
-    def warning(self, path: str, message: str, sampled: str = "") -> None:
-        self.findings.append(Finding(Severity.WARNING, path, message, sampled))
+    def add(self, code: str, path: str, message: str, sampled: str = "") -> None:
+        """A finding of ``code`` (a row of finding_codes, which gives its severity)."""
+        self.findings.append(Finding(code, path, message, sampled))
 
     def step(self, message: str) -> None:
         checkpoint(self.cancel)
@@ -188,8 +199,8 @@ class Check:
     def read_failed(self, path: str, exc: BaseException) -> None:
         """Report a failed read of path: 'could not be read' when it failed on the way, not a fact."""
         if transport_failure(exc) is not None:
-            self.error(path, describe_exception(exc) if "could not be read" in str(exc)
+            self.add(fc.COULD_NOT_BE_READ, path, describe_exception(exc) if "could not be read" in str(exc)
                        else f"could not be read ({describe_exception(exc)})")
         else:
-            self.error(path, f"cannot read data: {describe_exception(exc)}")
+            self.add(fc.UNREADABLE_DATA, path, f"cannot read data: {describe_exception(exc)}")
 

@@ -20,11 +20,11 @@ from ecpfs_viewer.model.ecpfs import (
     Finding,
     IndexSummary,
     LevelStats,
-    Severity,
     held_level_stats,
     nodes_stats,
     shared_level_stats,
 )
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.nodes import (
     NodeError,
     NodeRef,
@@ -48,7 +48,7 @@ def _node_findings(stats: LevelStats, node_id: int) -> list[Finding]:
     path = stats.node_path(node_id)
     found = [f for f in stats.findings if f.path == path or f.path.startswith(path + "/")]
     if not found and node_id in stats.broken_ids:
-        found.append(Finding(Severity.ERROR, path, "an array is missing or unreadable (see the level's findings)"))
+        found.append(Finding(fc.NODE_INCOMPLETE, path, "an array is missing or unreadable (see the level's findings)"))
     return found
 
 
@@ -155,7 +155,7 @@ def node_info(h: Hierarchy, ref: NodeRef, *, progress: ProgressCallback | None =
     findings += _node_findings(stats, ref.node_id)
     if not exists and not findings:
         why = "has no arrays" if ref.path in stats.empty_nodes else "does not exist"
-        findings.append(Finding(Severity.WARNING, ref.path, f"{why} (search skips it)"))
+        findings.append(Finding(fc.CHILD_MISSING, ref.path, f"{why} (search skips it)"))
     link = parent_of(h, ref, progress=progress, cancel=cancel)
     if link.finding is not None:
         findings.append(link.finding)
@@ -186,7 +186,7 @@ def _chunk_use(h: Hierarchy, path: str, findings: list[Finding]) -> ChunkUse | N
     try:
         details = h.array_details(path)
     except Exception as exc:
-        findings.append(Finding(Severity.ERROR, path, describe_exception(exc)))
+        findings.append(Finding(fc.UNREADABLE_DATA, path, describe_exception(exc)))
         return None
     if not details.shape or not details.chunk_shape or details.chunk_shape[0] <= 0:
         return None
@@ -223,7 +223,7 @@ def _ids_of(h: Hierarchy, ref: NodeRef, name: str) -> np.ndarray | Finding:
     try:
         return np.asarray(h.read_array(path)).astype(np.int64, copy=False).ravel()
     except Exception as exc:
-        return Finding(Severity.ERROR, path, f"unreadable: {describe_exception(exc)}")
+        return Finding(fc.UNREADABLE_DATA, path, f"unreadable: {describe_exception(exc)}")
 
 
 #: What one child row of a page holds in memory, about: the ChildRow and its NodeRef.
@@ -236,7 +236,7 @@ def _root_ids(rows: int) -> np.ndarray | Finding:
     try:
         check_allocation(ROOT_EMBEDDINGS, rows, "rows", _CHILD_ROW_BYTES)
     except ReadTooLarge as exc:
-        return Finding(Severity.ERROR, ROOT_EMBEDDINGS, str(exc))
+        return Finding(fc.UNREADABLE_DATA, ROOT_EMBEDDINGS, str(exc))
     return np.arange(rows, dtype=np.int64)
 
 
@@ -257,12 +257,12 @@ def children_of(h: Hierarchy, ref: NodeRef, whole_level: bool = True) -> Childre
         exists = sized or child_id in stats.sizeless
         finding: Finding | None = None
         if summary.representatives is not None and child_id >= summary.representatives:
-            finding = Finding(Severity.ERROR, child.path,
+            finding = Finding(fc.NOT_A_REPRESENTATIVE, child.path,
                               f"node id {child_id} is not below the {summary.representatives:,} representatives")
         elif not exists or child_id in stats.broken_ids:
             found = _node_findings(stats, child_id)
             finding = found[0] if found else Finding(
-                Severity.WARNING, child.path,
+                fc.CHILD_MISSING, child.path,
                 f"referenced by {ref.path} row {row} but does not exist (search skips it)")
         rows.append(ChildRow(row, child, int(stats.sizes[at]) if sized else None, finding))
     return Children(ref, tuple(rows))
@@ -305,17 +305,18 @@ def leaf_items(h: Hierarchy, ref: NodeRef, whole_level: bool = True) -> LeafItem
     ids = _ids_of(h, ref, "item_ids")
     if isinstance(ids, Finding):
         return LeafItems(ref, np.zeros(0, dtype=np.int64), findings=(ids,))
-    bad: dict[int, str] = {}
+    bad: dict[int, tuple[str, str]] = {}
     if summary.next_item_id is not None:
         for row in np.flatnonzero(ids >= summary.next_item_id)[:MAX_LISTED_PROBLEMS].tolist():
-            bad[row] = f"item id {ids[row]} is not below next_item_id ({summary.next_item_id:,})"
+            bad[row] = (fc.ITEM_ID_BEYOND_NEXT,
+                        f"item id {ids[row]} is not below next_item_id ({summary.next_item_id:,})")
     order = np.argsort(ids, kind="stable")
     repeats = np.flatnonzero(ids[order][1:] == ids[order][:-1]) + 1
     for at in repeats[:MAX_LISTED_PROBLEMS].tolist():
         first, row = int(order[at - 1]), int(order[at])
-        bad.setdefault(row, f"item id {ids[row]} also at row {first} of this leaf")
-    problems = tuple(MemberProblem(row, int(ids[row]), Finding(Severity.ERROR, f"{ref.path}/item_ids", text))
-                     for row, text in sorted(bad.items())[:MAX_LISTED_PROBLEMS])
+        bad.setdefault(row, (fc.DUPLICATE_ITEM_ID, f"item id {ids[row]} also at row {first} of this leaf"))
+    problems = tuple(MemberProblem(row, int(ids[row]), Finding(code, f"{ref.path}/item_ids", text))
+                     for row, (code, text) in sorted(bad.items())[:MAX_LISTED_PROBLEMS])
     beyond = int((ids >= summary.next_item_id).sum()) if summary.next_item_id is not None else 0
     findings = tuple(_node_findings(_stats_for(h, ref.level, [ref.node_id], summary, whole_level), ref.node_id))
     return LeafItems(ref, ids, problems, beyond + int(repeats.size), findings)

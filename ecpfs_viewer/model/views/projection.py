@@ -14,7 +14,8 @@ from enum import StrEnum
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, Finding, Severity, shared_level_stats
+from ecpfs_viewer.model.ecpfs import ROOT_EMBEDDINGS, Finding, shared_level_stats
+from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.nodes import (
     ROOT,
     NodeError,
@@ -211,13 +212,13 @@ def project_node(h: Hierarchy, ref: NodeRef, *, members: bool = False, max_point
     present = set(stats.node_ids.tolist())
     rows = [(row, NodeRef(ref.level + 1, int(i))) for row, i in enumerate(ids) if int(i) in present]
     for i in sorted(set(ids.tolist()) - present):
-        points.findings.append(Finding(Severity.WARNING, NodeRef(ref.level + 1, i).path, "does not exist"))
+        points.findings.append(Finding(fc.CHILD_MISSING, NodeRef(ref.level + 1, i).path, "does not exist"))
     found = _read_pairs(h, [_node_pair(child, child_leaf) for _, child in rows], progress, cancel)
     quota = max(1, (max_points - len(ids)) // max(1, len(rows)))
     rng = np.random.default_rng(seed)
     for (row, child), got in zip(rows, found, strict=True):
         if isinstance(got, str):
-            points.findings.append(Finding(Severity.ERROR, child.path, got))
+            points.findings.append(Finding(fc.UNREADABLE_DATA, child.path, got))
             continue
         child_vectors, child_ids = got
         pick = np.sort(rng.choice(len(child_ids), quota, replace=False)) if len(child_ids) > quota else slice(None)
@@ -231,13 +232,13 @@ def _leaf_projection(h: Hierarchy, ref: NodeRef, vectors: np.ndarray, ids: np.nd
     points.add(vectors, ids, items=True, cls=0)
     link = parent_of(h, ref)
     if link.parent is None or link.row is None:
-        points.findings.append(link.finding or Finding(Severity.WARNING, ref.path, "no representative"))
+        points.findings.append(link.finding or Finding(fc.NO_PARENT, ref.path, "no representative"))
     else:
         path = ROOT_EMBEDDINGS if link.parent.is_root else f"{link.parent.path}/embeddings"
         centre = read_arrays(h, [path])[0]
         item_id, _ = rep_item_id(h, ref.node_id, representatives)
         if isinstance(centre, str):
-            points.findings.append(Finding(Severity.ERROR, path, centre))
+            points.findings.append(Finding(fc.UNREADABLE_DATA, path, centre))
         else:
             points.add(centre[link.row:link.row + 1], np.array([ref.node_id if item_id is None else item_id]),
                        items=item_id is not None, cls=1, marked=True)
@@ -270,7 +271,7 @@ def project_level(h: Hierarchy, level: int, *, max_points: int = DEFAULT_MAX_POI
         found = _read_pairs(h, [_node_pair(parents[i], False) for i in chosen], progress, cancel)
     for cls, (i, got) in enumerate(zip(chosen.tolist(), found, strict=True)):
         if isinstance(got, str):
-            points.findings.append(Finding(Severity.ERROR, parents[i].path, got))
+            points.findings.append(Finding(fc.UNREADABLE_DATA, parents[i].path, got))
             continue
         points.add(got[0], got[1], items=False, cls=cls)
     points.total = max(points.total, total)

@@ -52,6 +52,10 @@ def test_clicking_a_finding_requests_its_node(qtbot, panel: IndexOverviewPanel, 
     row = rows.index(("lvl_2/node_1", "has embeddings but no ids array (node_ids or item_ids); upstream reports "
                                       "it as corrupt"))
     assert "<b>1 error</b>" in panel.index_page.verdict.text()
+    table = panel.index_page.findings
+    assert table.horizontalHeaderItem(1).text() == "Code"
+    assert table.row_codes()[row] == "ECPFS-E041"  # the stable code beside the message, its meaning as tooltip
+    assert table.item(row, 1).toolTip().startswith("Embeddings without ids: ")
     with qtbot.waitSignal(panel.node_requested, timeout=2000) as signal:
         click_row(qtbot, panel.index_page.findings, row)
     assert signal.args == ["lvl_2/node_1"]

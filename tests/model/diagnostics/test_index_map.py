@@ -21,7 +21,7 @@ from ecpfs_viewer.model.diagnostics.index_map import (
     overlay_from_nodes,
     size_overlay,
 )
-from ecpfs_viewer.model.ecpfs.findings import error
+from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.search import IndexReader
 
 
@@ -83,7 +83,7 @@ def test_overlays_give_each_node_its_value(three_levels: Path) -> None:
     assert chunk and fill.value(3, biggest) == pytest.approx(
         leaves.rows[biggest] / (np.ceil(leaves.rows[biggest] / chunk) * chunk))
     leaf = int(leaves.node_ids[2])
-    found = findings_overlay(index_map, [error(f"lvl_3/node_{leaf}/embeddings", "bad")])
+    found = findings_overlay(index_map, [Finding("ECPFS-E010", f"lvl_3/node_{leaf}/embeddings", "bad")])
     assert found.value(3, 2) == 2.0 and found.value(3, 3) == 0.0
     named = overlay_from_nodes(index_map, "visits", {(3, leaf): 7.0}, "visits per node")
     same = overlay_from_arrays(index_map, "visits", {3: (np.array([leaf]), np.array([7.0]))}, "visits per node")

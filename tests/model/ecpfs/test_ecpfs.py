@@ -352,7 +352,7 @@ def test_each_layout_states_its_meaning_in_one_finding(two_clusters_copy: Path, 
     root = tmp_path / "g1.zarr"
     write_python_legacy(root, first_level=1)
     legacy = summarize(hierarchy(root))
-    assert legacy.layout.finding == Finding(Severity.ERROR, "", legacy.layout.reason)
+    assert legacy.layout.finding == Finding("ECPFS-E021", "", legacy.layout.reason)
     assert legacy.layout.finding not in legacy.findings
     assert legacy.layout.to_dict()["finding"]["severity"] == "error"
     zarr.open_array(two_clusters_copy / "info" / "format_version", mode="r+")[...] = 2
