@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ecpfs_viewer.model.search.reader import NodeReader, score_block
+from ecpfs_viewer.model.search.reader import NodeReader, as_float32, score_block
 
 NEG = np.float32(-np.inf)
 
@@ -59,7 +59,7 @@ class EntryTree:
         lv = self.levels[level - 1]
         vectors = lv.vectors if rows is None else lv.vectors[rows]
         norms = lv.sq_norms if rows is None else lv.sq_norms[rows]
-        dots = (queries.astype(np.float64) @ vectors.T).astype(np.float32)
+        dots = as_float32(queries.astype(np.float64) @ vectors.T)
         return score_block(self.metric, self.is_normalized, dots, norms, q_sq.reshape(-1, 1))
 
     def leaf_entry_of_node(self) -> dict[int, int]:

@@ -30,7 +30,7 @@ from ecpfs_viewer.model.diagnostics.pop_order import (
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.index import IndexReader
 from ecpfs_viewer.model.search.queries import sample_items
-from ecpfs_viewer.model.search.reader import score_block
+from ecpfs_viewer.model.search.reader import as_float32, score_block
 from ecpfs_viewer.model.search.results import ProgressCallback, Reporter, SearchCancelled, SearchParams
 from ecpfs_viewer.model.tasks import checkpoint
 
@@ -189,7 +189,7 @@ def _own_keys(tree: EntryTree, queries: np.ndarray, q_sq: np.ndarray, own_entry:
     q64 = queries.astype(np.float64)
     for lv in tree.levels:
         rows = chain[:, lv.level - 1]
-        dots = np.einsum("ij,ij->i", q64, lv.vectors[rows]).astype(np.float32)
+        dots = as_float32(np.einsum("ij,ij->i", q64, lv.vectors[rows]))
         scores = score_block(tree.metric, tree.is_normalized, dots, lv.sq_norms[rows], q_sq)
         keys = append_score(keys, scores)
     with np.errstate(invalid="ignore"):
@@ -204,7 +204,7 @@ def _first_leaves(tree: EntryTree, queries: np.ndarray, own_entry: np.ndarray,
     """For each query the leaf node of the first stored, non-empty leaf entry it pops, and whether
     that was decided by exactly equal keys (then ecp_search decides)."""
     n = len(queries)
-    q_sq = np.einsum("ij,ij->i", queries.astype(np.float64), queries.astype(np.float64)).astype(np.float32)
+    q_sq = as_float32(np.einsum("ij,ij->i", queries.astype(np.float64), queries.astype(np.float64)))
     bound = _own_keys(tree, queries, q_sq, own_entry)
     # level 1: every root entry of every query
     first = tree.levels[0]

@@ -238,6 +238,14 @@ class NodeReader:
         self.store.close()
 
 
+def as_float32(values: np.ndarray) -> np.ndarray:
+    """float64 sums rounded to float32, as upstream scores them: a stored value past float32's range
+    gives inf (then +inf scores, never a warning on stderr)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded: np.ndarray = np.asarray(values).astype(np.float32)
+    return rounded
+
+
 def row_dots(vectors: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Dot products of float32 rows with a query, accumulated in float64 and rounded to float32.
 
@@ -245,15 +253,13 @@ def row_dots(vectors: np.ndarray, q: np.ndarray) -> np.ndarray:
     summation order BLAS picks for a given matrix shape: search (one node at a time) and exact
     search (candidates from anywhere) give the same score to the same item, bit for bit.
     """
-    dots: np.ndarray = (vectors.astype(np.float64) @ q.astype(np.float64)).astype(np.float32)
-    return dots
+    return as_float32(vectors.astype(np.float64) @ q.astype(np.float64))
 
 
 def squared_norms(vectors: np.ndarray) -> np.ndarray:
     """Squared norm of each row, computed like :func:`row_dots` (float64 sum, float32 result)."""
     v = vectors.astype(np.float64)
-    norms: np.ndarray = np.einsum("ij,ij->i", v, v).astype(np.float32)
-    return norms
+    return as_float32(np.einsum("ij,ij->i", v, v))
 
 
 def score_block(metric: str, is_normalized: bool, dots: np.ndarray, sq_norms: np.ndarray,
@@ -263,11 +269,12 @@ def score_block(metric: str, is_normalized: bool, dots: np.ndarray, sq_norms: np
 
     ``dots`` is (n,) for one query or (queries, n) with ``q_sq`` of shape (queries, 1).
     """
-    if metric == "IP":
-        scores = -dots
-    else:
-        base = np.float32(1.0) if is_normalized else sq_norms
-        scores = np.sqrt(np.maximum(base - np.float32(2.0) * dots + q_sq, np.float32(0.0)))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf from stored extremes: NaN, made +inf below
+        if metric == "IP":
+            scores = -dots
+        else:
+            base = np.float32(1.0) if is_normalized else sq_norms
+            scores = np.sqrt(np.maximum(base - np.float32(2.0) * dots + q_sq, np.float32(0.0)))
     if np.isnan(scores).any():
         scores = np.where(np.isnan(scores), np.float32(np.inf), scores)
     return scores
