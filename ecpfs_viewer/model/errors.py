@@ -55,6 +55,8 @@ def describe_exception(exc: BaseException) -> str:
     path or node in front; the type and traceback go to the log, e.g. ``TaskError``). One raised
     without a message is said in words ('timed out'); a KeyError names the key it did not find."""
     text = str(exc).strip()
+    if isinstance(exc, UserError) and text:
+        return text  # written for the user, whatever else it is (an UnknownItemError is a KeyError too)
     if isinstance(exc, KeyError) and exc.args:
         return f"no entry {exc.args[0]!r}"
     if text:

@@ -276,6 +276,9 @@ def test_user_errors_are_described_without_a_class_name(tmp_path: Path) -> None:
         open_store(tmp_path / "missing")
     assert describe_exception(caught.value) == f"{tmp_path / 'missing'}: no such file or directory"
     assert describe_exception(KeyError("x")) == "no entry 'x'"
+    from ecpfs_viewer.model.search.results import UnknownItemError
+
+    assert describe_exception(UnknownItemError("item 42 is not in this index")) == "item 42 is not in this index"
     assert describe_exception(ValueError("cannot reshape array of size 2 into shape ()")) == \
         "cannot reshape array of size 2 into shape ()"
     # raised without a message: said in words, never the class name alone
