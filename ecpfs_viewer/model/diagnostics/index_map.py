@@ -37,7 +37,6 @@ from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_path, parse_nod
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 
-
 #: ``MapLevel.state`` values
 OK, UNREAD, BROKEN = 0, 1, 2
 STATE_NAMES = {OK: "", UNREAD: "could not be read", BROKEN: "broken (no usable arrays)"}
@@ -384,7 +383,8 @@ def fill_overlay(index_map: IndexMap) -> MapOverlay:
             out[known] = rows[known] / (np.ceil(rows[known] / chunk) * chunk)
         values[band.level] = out
     return MapOverlay("fill", colouring("fill").title, values,
-                      "rows / (chunks x chunk rows): 1 = every chunk full, 0 = empty", high=1.0, formatter=lambda v: f"{v:.0%}")
+                      "rows / (chunks x chunk rows): 1 = every chunk full, 0 = empty", high=1.0,
+                      formatter=lambda v: f"{v:.0%}")
 
 
 def findings_overlay(index_map: IndexMap, findings: Iterable[Finding]) -> MapOverlay:
