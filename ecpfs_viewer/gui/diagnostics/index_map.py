@@ -151,6 +151,7 @@ class IndexMapPanel(QWidget):
         self.index_map = self.miss_map = self.boundary = None
         self._report = None
         self._node_values.clear()
+        self._wanted = "size"  # a choice made for another index (boundary items: a long computation) is not carried
         self.view.set_map(None)
         self._rebuild()
         self._show_lost_filter()
