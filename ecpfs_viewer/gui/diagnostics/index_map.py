@@ -1,15 +1,19 @@
 """The Index map panel: the whole tree as one picture, a colour-by choice with its legend, and the
 "where recall is lost" list once a recall sweep gave a miss map.
 
-The layout and boundary items are computed in workers (BackgroundRunner); the panel keeps the
-overlays by name, so another diagnostic adds its own with :meth:`IndexMapPanel.add_overlay`.
-Clicking a node (on the map or in the list) emits ``node_requested(path)``; the window opens it.
+The colour-by choices are the colourings of the registry (model/diagnostics/colourings.py), each
+combo item's data the overlay's key (the colouring's id, plus a variant such as a search_exp). The
+panel keeps the inputs (validation report, miss map, boundary items, per-node values of the
+Diagnostics dialogs) apart from the map, and rebuilds every overlay from them whenever either
+changes: so whatever order they arrive in, every colouring whose input exists is offered.
+The layout and boundary items are computed in workers (BackgroundRunner). Clicking a node (on the
+map or in the list) emits ``node_requested(path)``; the window opens it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -26,12 +30,14 @@ from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
-from ecpfs_viewer.model.diagnostics.boundary import BoundaryReport, boundary_items
+from ecpfs_viewer.model.diagnostics.boundary import DEFAULT_TOLERANCE, BoundaryReport, boundary_items
+from ecpfs_viewer.model.diagnostics.colourings import COLOURINGS, Need
 from ecpfs_viewer.model.diagnostics.index_map import (
     IndexMap,
     MapOverlay,
     fill_overlay,
     findings_overlay,
+    overlay_from_nodes,
     shared_layout,
     size_overlay,
 )
@@ -41,8 +47,8 @@ from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import ProgressCallback
 from ecpfs_viewer.model.validation import ValidationReport
 
-BOUNDARY = "boundary items (5%)"
 LOST_HEADERS = ("node", "misses", "share of all misses")
+NO_INDEX = "Open an index to see its map."
 
 
 def _layout_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
@@ -72,9 +78,10 @@ class IndexMapPanel(QWidget):
         self.miss_map: MissMap | None = None
         self.boundary: BoundaryReport | None = None
         self._report: ValidationReport | None = None
-        self._overlays: dict[str, MapOverlay] = {}
-        self._wanted = size_name = "size vs level median"
-        self._size_name = size_name
+        #: per-node values of the Diagnostics dialogs: colouring id -> (values by (level, node id), legend)
+        self._node_values: dict[str, tuple[Mapping[tuple[int, int], float], str]] = {}
+        self._overlays: dict[str, MapOverlay] = {}  # by key, rebuilt from the inputs (_rebuild)
+        self._wanted = "size"  # the key of the colouring the user chose last
 
         self.colour_combo = QComboBox()
         self.colour_combo.setToolTip("What the nodes' colours say")
@@ -82,7 +89,7 @@ class IndexMapPanel(QWidget):
         self.colour_combo.currentIndexChanged.connect(self._colour_chosen)
         self.reset_button = QPushButton("Show all")
         self.reset_button.setToolTip("Zoom out to the whole index (Home; a double-click on the map does the same)")
-        self.controls = RunControls(self, "Open an index to see its map.", cancel=self.cancel,
+        self.controls = RunControls(self, NO_INDEX, cancel=self.cancel,
                                     runners=(self._runner, self._boundary_runner))
         self.progress, self.cancel_button, self.status = (self.controls.progress, self.controls.cancel_button,
                                                           self.controls.summary)
@@ -123,25 +130,32 @@ class IndexMapPanel(QWidget):
         layout.addWidget(body, 1)
 
     # -- what is shown --------------------------------------------------------------------------
-    def show_index(self, reader_of: Callable[[], NodeReader]) -> None:
-        """Lay out the index that ``reader_of`` (called in a worker) reads; what was shown is dropped."""
-        self.clear()
+    def set_reader(self, reader_of: Callable[[], NodeReader] | None) -> None:
+        """Where the open index is read (called in a worker): what the layout and boundary items read."""
         self._reader_of = reader_of
+
+    def show_index(self, reader_of: Callable[[], NodeReader] | None = None) -> None:
+        """Lay out the open index; the inputs arrived so far are kept and laid on the new map."""
+        if reader_of is not None:
+            self._reader_of = reader_of
+        if self._reader_of is None:
+            return
+        self.controls.drop(None)
         self.controls.started("Laying out the tree …")
-        self._runner.run(_layout_job, reader_of, on_result=self._on_map, on_error=self.controls.failed,
+        self._runner.run(_layout_job, self._reader_of, on_result=self._on_map, on_error=self.controls.failed,
                          on_progress=self.controls.show_progress, heavy=True)
 
     def clear(self) -> None:
+        """Another index (or none): the map and every input are dropped."""
         self.controls.drop(None)
-        self._reader_of = None
         self.index_map = self.miss_map = self.boundary = None
         self._report = None
-        self._overlays.clear()
+        self._node_values.clear()
+        self._wanted = "size"  # a choice made for another index (boundary items: a long computation) is not carried
         self.view.set_map(None)
-        self.legend.set_overlay(None)
-        self._fill_combo()
+        self._rebuild()
         self._show_lost_filter()
-        self.controls.finished("Open an index to see its map.")
+        self.controls.finished(NO_INDEX)
         self.diagnostics_changed.emit()
 
     @property
@@ -152,45 +166,56 @@ class IndexMapPanel(QWidget):
         self.controls.drop()
 
     def overlays(self) -> dict[str, MapOverlay]:
-        """The overlays offered, by name (a copy)."""
+        """The overlays offered, by key (a copy)."""
         return dict(self._overlays)
 
     def overlay_names(self) -> list[str]:
+        """The colour-by choices as the user reads them."""
         return [self.colour_combo.itemText(i) for i in range(self.colour_combo.count())]
 
-    def add_overlay(self, overlay: MapOverlay, show: bool = False) -> None:
-        """Offer an overlay in the colour-by choice (one of that name is replaced); show it at once if asked."""
-        self._overlays[overlay.name] = overlay
-        if show:
-            self._wanted = overlay.name
-        self._fill_combo()
+    def offered(self) -> list[str]:
+        """The colour-by choices by key (a colouring's id, ``misses:4`` for one search_exp)."""
+        return [str(self.colour_combo.itemData(i)) for i in range(self.colour_combo.count())]
 
-    def colour_by(self, name: str) -> None:
-        """Colour by the overlay of that name (boundary items are computed first when needed)."""
-        i = self.colour_combo.findText(name)
+    def current(self) -> str | None:
+        """The key of the colouring chosen."""
+        key = self.colour_combo.currentData()
+        return None if key is None else str(key)
+
+    def colour_by(self, key: str) -> None:
+        """Colour by the colouring of that key (boundary items are computed first when needed)."""
+        self._wanted = key
+        i = self.colour_combo.findData(key)
         if i >= 0:
-            self.colour_combo.setCurrentIndex(i)
+            if i == self.colour_combo.currentIndex():
+                self._apply_colour()
+            else:
+                self.colour_combo.setCurrentIndex(i)
 
     def set_report(self, report: ValidationReport | None) -> None:
-        """A validation report: its findings become an overlay."""
+        """A validation report: its findings become an overlay (now, or when the map is laid out)."""
         self._report = report
-        if self.index_map is not None and report is not None:
-            self.add_overlay(findings_overlay(self.index_map, report.findings))
+        self._rebuild()
+
+    def set_node_values(self, colouring_id: str, by_node: Mapping[tuple[int, int], float] | None, legend: str,
+                        show: bool = True) -> None:
+        """Per-node values of a Diagnostics result (None: dropped); shown at once if asked."""
+        if by_node is None:
+            self._node_values.pop(colouring_id, None)
+        else:
+            self._node_values[colouring_id] = (by_node, legend)
+            if show:
+                self._wanted = colouring_id
+        self._rebuild()
 
     def set_miss_map(self, miss_map: MissMap | None) -> None:
         """A recall sweep's miss map: shown on the map (coloured by it) and as the list."""
         self.miss_map = miss_map
-        for name in [n for n in self._overlays if n.startswith("misses (")]:
-            del self._overlays[name]
         if miss_map is not None:
+            self._wanted = "misses"
             if self.index_map is None or not _same_layout(self.index_map, miss_map.index_map):
                 self._adopt(miss_map.index_map)
-            for exp in miss_map.search_exps:
-                self._overlays[miss_map.overlay(exp).name] = miss_map.overlay(exp)
-            every = miss_map.overlay()
-            self._overlays[every.name] = every
-            self._wanted = every.name
-        self._fill_combo()
+        self._rebuild()
         self._show_lost_filter()
         self.diagnostics_changed.emit()
 
@@ -202,21 +227,18 @@ class IndexMapPanel(QWidget):
     # -- workers --------------------------------------------------------------------------------
     def _on_map(self, index_map: IndexMap) -> None:
         self._adopt(index_map)
-        self.controls.finished(f"{index_map.node_count:,} nodes over {len(index_map.levels)} levels, "
-                               f"{int(index_map.total):,} items. Hover a node for its facts, click to open it; "
-                               f"wheel zooms, drag pans.")
-        self.map_ready.emit(index_map)
 
     def _adopt(self, index_map: IndexMap) -> None:
+        if self.boundary is not None and not _same_layout(self.boundary.index_map, index_map):
+            self.boundary = None
         self.index_map = index_map
-        keep = {name: o for name, o in self._overlays.items()
-                if name.startswith("misses (") or name not in (self._size_name, "chunk fill", "findings")}
-        self._overlays = {o.name: o for o in (size_overlay(index_map), fill_overlay(index_map))}
-        self._overlays.update(keep)
-        if self._report is not None:
-            self._overlays["findings"] = findings_overlay(index_map, self._report.findings)
         self.view.set_map(index_map)
-        self._fill_combo()
+        self._rebuild()
+        if not self.busy:
+            self.controls.finished(f"{index_map.node_count:,} nodes over {len(index_map.levels)} levels, "
+                                   f"{int(index_map.total):,} items. Hover a node for its facts, click to open it; "
+                                   f"wheel zooms, drag pans.")
+        self.map_ready.emit(index_map)
 
     def _start_boundary(self) -> None:
         if self._reader_of is None or self.index_map is None or self._boundary_runner.busy:
@@ -226,41 +248,65 @@ class IndexMapPanel(QWidget):
                                   on_error=self.controls.failed, on_progress=self.controls.show_progress, heavy=True)
 
     def _on_boundary(self, report: BoundaryReport) -> None:
+        if self.index_map is None or not _same_layout(self.index_map, report.index_map):
+            return  # for a map no longer shown
         self.boundary = report
-        overlay = report.overlay()
-        self._overlays.pop(BOUNDARY, None)
-        self._overlays[overlay.name] = overlay
-        self._wanted = overlay.name
-        self._fill_combo()
+        self._wanted = "boundary"
+        self._rebuild()
         shares = ", ".join(f"lvl_{b.level} {report.level_share(b.level) or 0:.0%}" for b in report.index_map.levels)
         self.controls.finished(f"Boundary items: {report.scored:,} items scored; {shares}")
         self.diagnostics_changed.emit()
 
     # -- colour by ------------------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        """Every overlay whose input exists, laid on the map shown, in the registry's order."""
+        index_map = self.index_map
+        found: list[MapOverlay] = []
+        if index_map is not None:
+            found += [size_overlay(index_map), fill_overlay(index_map)]
+            if self._report is not None:
+                found.append(findings_overlay(index_map, self._report.findings))
+            miss_map = self.miss_map
+            if miss_map is not None and _same_layout(index_map, miss_map.index_map):
+                found += [miss_map.overlay()] + [miss_map.overlay(exp) for exp in miss_map.search_exps]
+            if self.boundary is not None:
+                found.append(self.boundary.overlay())
+            found += [overlay_from_nodes(index_map, cid, by_node, legend)
+                      for cid, (by_node, legend) in self._node_values.items()]
+        order = {c.id: i for i, c in enumerate(COLOURINGS)}
+        found.sort(key=lambda o: order[o.id])  # stable: a colouring's variants keep their order
+        self._overlays = {o.key: o for o in found}
+        self._fill_combo()
+
     def _fill_combo(self) -> None:
-        names = list(self._overlays)
-        if self.index_map is not None and self.boundary is None:
-            names.append(BOUNDARY)
+        items = [(o.name, key) for key, o in self._overlays.items()]
+        if self.index_map is not None and self._reader_of is not None:
+            for c in COLOURINGS:  # computed when chosen: offered before it exists
+                if c.needs is Need.ON_DEMAND and not any(o.id == c.id for o in self._overlays.values()):
+                    items.append((f"{c.title} ({DEFAULT_TOLERANCE:.0%})", c.id))
+        items.sort(key=lambda item: [c.id for c in COLOURINGS].index(item[1].split(":")[0]))
         self.colour_combo.blockSignals(True)
         self.colour_combo.clear()
-        for name in names:
-            self.colour_combo.addItem(name)
-        at = self.colour_combo.findText(self._wanted)
+        for text, key in items:
+            self.colour_combo.addItem(text, key)
+        at = self.colour_combo.findData(self._wanted)
         self.colour_combo.setCurrentIndex(at if at >= 0 else 0)
         self.colour_combo.blockSignals(False)
         self._apply_colour()
 
     def _colour_chosen(self, _index: int) -> None:
-        self._wanted = self.colour_combo.currentText()
+        key = self.current()
+        if key is not None:
+            self._wanted = key
         self._apply_colour()
 
     def _apply_colour(self) -> None:
-        name = self.colour_combo.currentText()
-        if name == BOUNDARY and self.boundary is None:
-            self._start_boundary()
-            return
-        overlay = self._overlays.get(name)
-        self.view.extra_facts = [o for n, o in self._overlays.items() if n != name and not n.startswith("misses (s")]
+        key = self.current()
+        overlay = None if key is None else self._overlays.get(key)
+        if overlay is None and key == "boundary" and self.boundary is None:
+            self._start_boundary()  # the map stays uncoloured until they arrive, the progress shown
+        self.view.extra_facts = [o for k, o in self._overlays.items()
+                                 if k != key and not (o.id == "misses" and o.variant)]
         self.view.set_overlay(overlay)
         self.legend.set_overlay(overlay)
 

@@ -21,7 +21,7 @@ from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.widgets.actions import window_action
 from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
 from ecpfs_viewer.model.diagnostics.boundary import boundary_miss_correlation
-from ecpfs_viewer.model.diagnostics.index_map import overlay_from_nodes
+from ecpfs_viewer.model.diagnostics.colourings import colouring
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap
 from ecpfs_viewer.model.diagnostics.overlays import STRAYS_LEGEND, VISITS_LEGEND, stray_share_by_node, visits_by_node
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport
@@ -32,10 +32,6 @@ from ecpfs_viewer.model.validation import ValidationReport
 
 #: The tree-marks layer of the miss map.
 MISSES_LAYER = "misses"
-#: The overlays the Diagnostics dialogs' results become.
-STRAYS = "self-reachability strays"
-VISITS = "workload visits"
-_OWN_OVERLAYS = ("size vs level median", "chunk fill", "findings", "misses (", "boundary items (")
 
 
 def miss_marks(miss_map: MissMap | None) -> dict[str, RowMark]:
@@ -71,15 +67,13 @@ class IndexMapFeature(QObject):
         self.dock.hide()
         self._sized = False
         self._selected = ""
-        #: per-node values of the Diagnostics dialogs (name -> values, legend), laid on every map shown
-        self._node_values: dict[str, tuple[dict[tuple[int, int], float], str]] = {}
+        self.panel.set_reader(reader_of)
         self.show_action = window_action(host, "Index &Map", self.show_map, "Ctrl+Shift+M")
         if view_menu is not None:
             view_menu.addAction(self.show_action)
         self.panel.node_requested.connect(reveal)
         self.panel.diagnostics_changed.connect(self._spread)
         self.panel.map_ready.connect(lambda _map: self.panel.select_path(self._selected))
-        self.panel.map_ready.connect(lambda _map: self._lay_node_values())
         tree_model.modelReset.connect(self._on_tree_reset)  # a store shown, or closed
         node_page.extra_facts = self.node_facts
         level_page.extra_facts = self.level_facts
@@ -122,28 +116,13 @@ class IndexMapFeature(QObject):
 
     def set_reachability(self, report: ReachabilityReport | None) -> None:
         """A self-reachability report: each leaf's share of strays, on the map."""
-        self._set_node_values(STRAYS, None if report is None else stray_share_by_node(report), STRAYS_LEGEND)
+        self.panel.set_node_values("strays", None if report is None else stray_share_by_node(report), STRAYS_LEGEND)
 
     def set_workload(self, work: Workload | None) -> None:
         """A replayed workload: how many queries read each node, on the map."""
-        self._set_node_values(VISITS, None if work is None else visits_by_node(work), VISITS_LEGEND)
-
-    def _set_node_values(self, name: str, by_node: dict[tuple[int, int], float] | None, legend: str) -> None:
-        if by_node is None:
-            self._node_values.pop(name, None)
-            return
-        self._node_values[name] = (by_node, legend)
-        self._lay_node_values(show=name)
-
-    def _lay_node_values(self, show: str | None = None) -> None:
-        index_map = self.panel.index_map
-        if index_map is None:  # laid when the map is shown
-            return
-        for name, (by_node, legend) in self._node_values.items():
-            self.panel.add_overlay(overlay_from_nodes(index_map, name, by_node, legend), show=name == show)
+        self.panel.set_node_values("workload", None if work is None else visits_by_node(work), VISITS_LEGEND)
 
     def _on_tree_reset(self) -> None:
-        self._node_values.clear()
         self.panel.clear()
         if self.dock.isVisible() and self.tree_model.rowCount() > 0:
             self.panel.show_index(self._reader_of)
@@ -178,12 +157,12 @@ class IndexMapFeature(QObject):
         index_map = self.panel.index_map
         if index_map is not None and level <= len(index_map.levels):
             i = index_map.band(level).index_of(node_id)
-            for name, overlay in self.panel.overlays().items():
-                if i is None or name.startswith(_OWN_OVERLAYS):
+            for overlay in self.panel.overlays().values():
+                if i is None or not colouring(overlay.id).node_fact:
                     continue
                 value = overlay.value(level, i)
                 if value is not None:
-                    rows.append((name[:1].upper() + name[1:], overlay.format(value)))
+                    rows.append((overlay.name[:1].upper() + overlay.name[1:], overlay.format(value)))
         return rows
 
     def level_facts(self, level: int) -> list[tuple[str, str]]:

@@ -59,10 +59,10 @@ class BoundaryReport:
                 f"within {self.tolerance:.0%} of the best)")
 
     def overlay(self) -> MapOverlay:
-        return MapOverlay(f"boundary items ({self.tolerance:.0%})",
+        return MapOverlay("boundary", f"boundary items ({self.tolerance:.0%})",
                           {band.level: self.shares(band.level) for band in self.index_map.levels},
                           f"share of the node's items whose second-best representative at its level scores within "
-                          f"{self.tolerance:.0%} of the best: 0 .. 100%", "sequential", high=1.0,
+                          f"{self.tolerance:.0%} of the best: 0 .. 100%", high=1.0,
                           formatter=lambda v: f"{v:.0%}")
 
     def level_share(self, level: int) -> float | None:

@@ -7,9 +7,10 @@ drawing scales them to its width. Nodes no parent lists (unlinked: search cannot
 laid out after the linked ones, their subtrees under them. A node whose arrays could not be read
 is kept, with width 0 and its ``state`` saying so (never silently left out).
 
-Overlays: a :class:`MapOverlay` is a name, one float array per level aligned with that level's
+Overlays: a :class:`MapOverlay` is a colouring of the registry (model/diagnostics/colourings.py: its
+``id``, and through it its kind), a display name, one float array per level aligned with that level's
 :class:`MapLevel` arrays (NaN: no value for that node), a legend text that says what the values
-and their scale mean, and a kind that tells a drawing how to colour them:
+and their scale mean; the registry's kind tells a drawing how to colour them:
 
 - ``"sequential"``: 0 .. ``high`` (e.g. misses beneath a node, a share of boundary items);
 - ``"diverging"``: centred on ``centre`` (e.g. log2 of size against the level's median);
@@ -27,16 +28,14 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from threading import Event, Lock
-from typing import Literal
 
 import numpy as np
 
+from ecpfs_viewer.model.diagnostics.colourings import OverlayKind, colouring
 from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_path, parse_node_name
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
-
-OverlayKind = Literal["sequential", "diverging", "flag"]
 
 #: ``MapLevel.state`` values
 OK, UNREAD, BROKEN = 0, 1, 2
@@ -127,15 +126,28 @@ class IndexMap:
 
 @dataclass(frozen=True, eq=False)
 class MapOverlay:
-    """Named per-node values to colour the map by (see the module docstring)."""
+    """Per-node values of one registry colouring to colour the map by (see the module docstring)."""
 
-    name: str
+    id: str  # a colouring of the registry (model/diagnostics/colourings.py)
+    name: str  # its display text, which may carry a parameter: "misses (search_exp 4)"
     values: Mapping[int, np.ndarray]  # level -> float64 per node of that MapLevel (NaN: no value)
     legend: str  # what the values mean and their scale, shown beside the map
-    kind: OverlayKind = "sequential"
     high: float | None = None  # top of the scale; None: the largest value
     centre: float = 0.0  # for "diverging"
     formatter: Callable[[float], str] | None = None
+    variant: str = ""  # the parameter that sets it apart from others of its colouring ("4": search_exp 4)
+
+    def __post_init__(self) -> None:
+        colouring(self.id)  # an overlay of no registered colouring is refused where it is made
+
+    @property
+    def kind(self) -> OverlayKind:
+        return colouring(self.id).kind
+
+    @property
+    def key(self) -> str:
+        """What identifies it among the overlays offered: the colouring's id, and the variant if any."""
+        return f"{self.id}:{self.variant}" if self.variant else self.id
 
     def value(self, level: int, index: int) -> float | None:
         arr = self.values.get(level)
@@ -157,8 +169,8 @@ class MapOverlay:
         return max(tops, default=0.0) or 1.0
 
 
-def overlay_from_nodes(index_map: IndexMap, name: str, by_node: Mapping[tuple[int, int], float], legend: str,
-                       kind: OverlayKind = "sequential", default: float = math.nan, **extra: object) -> MapOverlay:
+def overlay_from_nodes(index_map: IndexMap, colouring_id: str, by_node: Mapping[tuple[int, int], float], legend: str,
+                       default: float = math.nan, **extra: object) -> MapOverlay:
     """An overlay from values keyed by (level, node_id); nodes not named get ``default``."""
     grouped: dict[int, tuple[list[int], list[float]]] = {}
     for (level, node_id), value in by_node.items():
@@ -167,11 +179,11 @@ def overlay_from_nodes(index_map: IndexMap, name: str, by_node: Mapping[tuple[in
         vals.append(value)
     arrays = {level: (np.asarray(ids, np.int64), np.asarray(vals, np.float64))
               for level, (ids, vals) in grouped.items()}
-    return overlay_from_arrays(index_map, name, arrays, legend, kind, default, **extra)
+    return overlay_from_arrays(index_map, colouring_id, arrays, legend, default, **extra)
 
 
-def overlay_from_arrays(index_map: IndexMap, name: str, level_ids: Mapping[int, tuple[np.ndarray, np.ndarray]],
-                        legend: str, kind: OverlayKind = "sequential", default: float = math.nan,
+def overlay_from_arrays(index_map: IndexMap, colouring_id: str,
+                        level_ids: Mapping[int, tuple[np.ndarray, np.ndarray]], legend: str, default: float = math.nan,
                         **extra: object) -> MapOverlay:
     """An overlay from, per level, (node_ids, values) arrays (vectorised :func:`overlay_from_nodes`)."""
     values: dict[int, np.ndarray] = {}
@@ -185,7 +197,8 @@ def overlay_from_arrays(index_map: IndexMap, name: str, level_ids: Mapping[int, 
             hit = band.node_ids[order][at] == ids
             out[order[at[hit]]] = np.asarray(vals, np.float64)[hit]
         values[band.level] = out
-    return MapOverlay(name, values, legend, kind, **extra)  # type: ignore[arg-type]
+    name = str(extra.pop("name", colouring(colouring_id).title))
+    return MapOverlay(colouring_id, name, values, legend, **extra)  # type: ignore[arg-type]
 
 
 # -- layout -------------------------------------------------------------------------------------
@@ -353,9 +366,9 @@ def size_overlay(index_map: IndexMap) -> MapOverlay:
         out[known] = np.log2(sizes[known] / median)
         out[(band.rows == 0) | ((sizes == 0) & (band.state == OK))] = -3.0  # empty: the bottom of the scale
         values[band.level] = out
-    return MapOverlay("size vs level median", values,
+    return MapOverlay("size", colouring("size").title, values,
                       "items beneath against the level's median, log2: 0 = median, +1 = twice, -1 = half",
-                      "diverging", high=3.0, formatter=lambda v: f"{2.0 ** v:.2f} x median")
+                      high=3.0, formatter=lambda v: f"{2.0 ** v:.2f} x median")
 
 
 def fill_overlay(index_map: IndexMap) -> MapOverlay:
@@ -369,8 +382,9 @@ def fill_overlay(index_map: IndexMap) -> MapOverlay:
             known = rows > 0
             out[known] = rows[known] / (np.ceil(rows[known] / chunk) * chunk)
         values[band.level] = out
-    return MapOverlay("chunk fill", values, "rows / (chunks x chunk rows): 1 = every chunk full, 0 = empty",
-                      "sequential", high=1.0, formatter=lambda v: f"{v:.0%}")
+    return MapOverlay("fill", colouring("fill").title, values,
+                      "rows / (chunks x chunk rows): 1 = every chunk full, 0 = empty", high=1.0,
+                      formatter=lambda v: f"{v:.0%}")
 
 
 def findings_overlay(index_map: IndexMap, findings: Iterable[Finding]) -> MapOverlay:
@@ -390,5 +404,5 @@ def findings_overlay(index_map: IndexMap, findings: Iterable[Finding]) -> MapOve
         for i in np.flatnonzero(band.state != OK):
             worst[(band.level, int(band.node_ids[i]))] = 2.0
     return overlay_from_nodes(index_map, "findings", worst, "worst finding on the node: 2 error, 1 warning, 0 none",
-                              "flag", default=0.0, high=2.0,
+                              default=0.0, high=2.0,
                               formatter=lambda v: {2.0: "error", 1.0: "warning", 0.5: "note"}.get(v, "none"))

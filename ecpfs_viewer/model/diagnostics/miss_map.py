@@ -89,9 +89,9 @@ class MissMap:
     def overlay(self, search_exp: int | None = None) -> MapOverlay:
         label = "all search_exp" if search_exp is None else f"search_exp {search_exp}"
         values = {level: arr.astype(np.float64) for level, arr in self.per_node(search_exp).items()}
-        return MapOverlay(f"misses ({label})", values,
+        return MapOverlay("misses", f"misses ({label})", values,
                           f"true neighbours lost at the node (its first node the search never opened), {label}",
-                          "sequential")
+                          variant="" if search_exp is None else str(search_exp))
 
     def to_dict(self, top: int = 20) -> dict[str, Any]:
         return {"rule": "each missed true neighbour counts at the first node on its path the search never opened",

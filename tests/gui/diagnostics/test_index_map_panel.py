@@ -32,6 +32,7 @@ def test_the_map_names_opens_outlines_and_recolours_nodes(qtbot, defect, tmp_pat
     assert win.index_map.show_action in win.commands.view_menu.actions()  # View > Index Map opens it too
     panel = open_index_map(qtbot, win)
     view = panel.view
+    assert panel.offered()[:2] == ["size", "fill"]
     assert panel.overlay_names()[:2] == ["size vs level median", "chunk fill"]
     assert "size vs level median" in panel.legend.text() and "x median" in panel.legend.text()
     leaves = panel.index_map.band(2)
@@ -49,7 +50,7 @@ def test_the_map_names_opens_outlines_and_recolours_nodes(qtbot, defect, tmp_pat
     select(qtbot, win, "lvl_1/node_0")
     assert view.selected == (1, 0)
     before = view.grab().toImage()
-    panel.colour_by("chunk fill")
+    panel.colour_by("fill")
     assert "chunk fill" in panel.legend.text()
     after = view.grab().toImage()
     assert before != after
@@ -107,18 +108,18 @@ def test_the_miss_map_puts_the_misses_of_the_moved_leaf_on_its_path(qtbot, defec
     page = win.overview.level_page
     qtbot.waitUntil(lambda: "Recall lost at this level" in page.summary_text(), timeout=10_000)
     assert f"Most lost at: {top} (" in page.summary_text()
-    panel.colour_by("boundary items (5%)")  # with boundary items too, the level page correlates the two
+    panel.colour_by("boundary")  # with boundary items too, the level page correlates the two
     qtbot.waitUntil(lambda: "Boundary items vs misses" in page.summary_text(), timeout=60_000)
 
 
 def test_boundary_items_are_computed_on_demand_and_shown_on_the_map_and_node_page(qtbot, defect) -> None:
     win = open_window(qtbot, defect.path, 1280, 900)
     panel = open_index_map(qtbot, win)
-    qtbot.waitUntil(lambda: "findings" in panel.overlay_names(), timeout=30_000)  # the opening validation's
+    qtbot.waitUntil(lambda: "findings" in panel.offered(), timeout=30_000)  # the opening validation's
     leaf = int(panel.index_map.band(2).node_ids[0])
     select(qtbot, win, f"lvl_2/node_{leaf}")
     assert "Boundary items" not in win.node_page.facts_text()
-    panel.colour_by("boundary items (5%)")
+    panel.colour_by("boundary")
     qtbot.waitUntil(lambda: panel.boundary is not None and not panel.busy, timeout=60_000)
     assert panel.colour_combo.currentText() == "boundary items (5%)"
     assert "share of the node's items whose second-best representative" in panel.legend.text()

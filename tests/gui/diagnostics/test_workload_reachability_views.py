@@ -115,26 +115,25 @@ def test_menu_is_off_until_an_index_opens(qtbot) -> None:
 
 def test_diagnostics_results_colour_the_index_map(qtbot, opened) -> None:
     """Self-reachability run before the map opens, a workload after: both become colour-by choices."""
-    from ecpfs_viewer.gui.window.index_map_wiring import STRAYS, VISITS
-
     win, _, (leaf, _items, _level) = opened
     win.diagnostics.reachability_action.trigger()
     reach = win.diagnostics.reachability
     reach.run_button.click()
     qtbot.waitUntil(lambda: reach.report is not None, timeout=30000)
     panel = open_index_map(qtbot, win)
-    assert STRAYS in panel.overlay_names()
-    strays = panel.overlays()[STRAYS].values[3]
+    assert "strays" in panel.offered() and "self-reachability strays" in panel.overlay_names()
+    strays = panel.overlays()["strays"].values[3]
     band = panel.index_map.band(3)
     assert band.node_ids[int(strays.argmax())] == leaf  # the moved leaf strays most
     win.diagnostics.workload_action.trigger()
     work = win.diagnostics.workload
     work.count.setValue(100)
     work.run_button.click()
-    qtbot.waitUntil(lambda: VISITS in panel.overlay_names(), timeout=30000)
-    assert panel.colour_combo.currentText() == VISITS and VISITS in panel.legend.text()
-    visits = panel.overlays()[VISITS].values[3]
+    qtbot.waitUntil(lambda: "workload" in panel.offered(), timeout=30000)
+    assert panel.current() == "workload" and "workload visits" in panel.legend.text()
+    visits = panel.overlays()["workload"].values[3]
     assert int(visits.sum()) == int(work.workload.leaves_per_query.sum())  # every leaf scanned counted once
     _shots(panel, "map_workload_visits")
-    panel.colour_by(STRAYS)
+    panel.colour_by("strays")
+    assert panel.current() == "strays"
     _shots(panel, "map_strays")

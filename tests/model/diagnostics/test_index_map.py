@@ -85,10 +85,10 @@ def test_overlays_give_each_node_its_value(three_levels: Path) -> None:
     leaf = int(leaves.node_ids[2])
     found = findings_overlay(index_map, [Finding("ECPFS-E010", f"lvl_3/node_{leaf}/embeddings", "bad")])
     assert found.value(3, 2) == 2.0 and found.value(3, 3) == 0.0
-    named = overlay_from_nodes(index_map, "visits", {(3, leaf): 7.0}, "visits per node")
-    same = overlay_from_arrays(index_map, "visits", {3: (np.array([leaf]), np.array([7.0]))}, "visits per node")
+    named = overlay_from_nodes(index_map, "workload", {(3, leaf): 7.0}, "visits per node")
+    same = overlay_from_arrays(index_map, "workload", {3: (np.array([leaf]), np.array([7.0]))}, "visits per node")
     assert named.value(3, 2) == same.value(3, 2) == 7.0 and named.value(3, 3) is None is same.value(3, 3)
-    assert "visits: 7" in index_map.facts(3, leaf, [named])
+    assert "workload visits: 7" in index_map.facts(3, leaf, [named])
 
 
 def test_unlinked_nodes_are_laid_out_after_the_linked_ones() -> None:
