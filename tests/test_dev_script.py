@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +55,50 @@ def test_unknown_leg_is_refused():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "dev.py"), "test", "--leg", "middle"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--leg takes newest, lowest or all" in done.stdout
+
+
+_WORKER_PROBE = '''
+import os
+from pathlib import Path
+
+import pytest
+
+OUT = Path(__file__).parent / "ran"
+
+
+def record(name):
+    (OUT / name).write_text(os.environ.get("PYTEST_XDIST_WORKER", "main") + " " + str(os.getpid()))
+
+
+@pytest.mark.parametrize("number", range(12))
+def test_probe(number):
+    record(f"probe-{number}")
+'''
+
+
+def _run_probe(dev, folder: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """The suite's pytest command (dev.pytest_command) on a probe file of twelve tests: the output
+    and, per test, the worker (and process) that ran it."""
+    (folder / "ran").mkdir(exist_ok=True)
+    for old in (folder / "ran").iterdir():
+        old.unlink()
+    (folder / "test_probe.py").write_text(_WORKER_PROBE)
+    (folder / "pytest.ini").write_text("[pytest]\n")  # not the checkout's configuration
+    command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", *argv, str(folder)])
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done, {path.name: path.read_text() for path in (folder / "ran").iterdir()}
+
+
+def test_the_suite_runs_in_worker_processes_and_prints_the_ten_slowest(dev, tmp_path):
+    done, ran = _run_probe(dev, tmp_path)
+    assert len(ran) == 12
+    assert all(where.startswith("gw") for where in ran.values())  # xdist workers, not the main process
+    assert "slowest 10 durations" in done.stdout
+    if (os.cpu_count() or 1) > 1:
+        assert len({where.split()[0] for where in ran.values()}) > 1  # more than one of them
+
+
+def test_arguments_given_to_the_test_command_win_over_the_parallel_options(dev, tmp_path):
+    _done, ran = _run_probe(dev, tmp_path, "-n", "0")
+    assert len(ran) == 12 and {where.split()[0] for where in ran.values()} == {"main"}
