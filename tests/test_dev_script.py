@@ -85,7 +85,9 @@ def _run_probe(dev, folder: Path, *argv: str) -> tuple[subprocess.CompletedProce
     (folder / "test_probe.py").write_text(_WORKER_PROBE)
     (folder / "pytest.ini").write_text("[pytest]\n")  # not the checkout's configuration
     command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", *argv, str(folder)])
-    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300)
+    # not this run's worker id (PYTEST_XDIST_WORKER...) when the suite itself runs under xdist
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done, {path.name: path.read_text() for path in (folder / "ran").iterdir()}
 
