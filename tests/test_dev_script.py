@@ -104,3 +104,12 @@ def test_the_suite_runs_in_worker_processes_and_prints_the_ten_slowest(dev, tmp_
 def test_arguments_given_to_the_test_command_win_over_the_parallel_options(dev, tmp_path):
     _done, ran = _run_probe(dev, tmp_path, "-n", "0")
     assert len(ran) == 12 and {where.split()[0] for where in ran.values()} == {"main"}
+
+
+def test_the_long_runs_come_first_so_no_worker_waits_for_one_at_the_end(request):
+    """tests/conftest.py orders what this run collected: every test marked long before the rest."""
+    ordered = [item.get_closest_marker("long") is None for item in request.session.items]
+    assert ordered == sorted(ordered)
+    marked = {item.path.name for item in request.session.items if item.get_closest_marker("long")}
+    collected = {item.path.name for item in request.session.items}
+    assert {"test_soak.py", "test_monkey.py", "test_fuzz_truth.py"} & collected <= marked
