@@ -4,6 +4,7 @@
 Needs only python3 (>= 3.11). Usage:
     python3 scripts/dev.py run [ecpfs-viewer arguments]   # GUI on the demo index by default
     python3 scripts/dev.py test                           # static checks, then the whole suite on one leg
+                                                          # (in parallel: a pytest-xdist worker per CPU)
     CI=true python3 scripts/dev.py test                   # ... on both legs, newest and lowest
     python3 scripts/dev.py test --leg lowest|newest|all   # choose the legs yourself (all: CI's two)
     python3 scripts/dev.py test --leg py312               # the newest releases on Python 3.12 (not in CI)
@@ -247,6 +248,20 @@ def test_legs(choice: str | None) -> list[tuple[Environment, str]]:
     return legs
 
 
+#: how pytest runs in every leg: one worker process per logical CPU (pytest-xdist), an idle worker taking
+#: half of a busy one's queue (--dist worksteal, so both end together), and the ten slowest tests
+#: printed at the end. Nothing needs a worker of its own: servers listen on ephemeral ports, each
+#: worker starts its own emulators, files go to per-test temporary folders. (Not --dist loadgroup:
+#: pytest 9.2 silently drops its xdist_group marks, pytest-xdist issue #1386.) Arguments after
+#: `test` come later, so they win (`-n 0`: one process).
+PYTEST_OPTIONS = ("-n", "logical", "--dist", "worksteal", "--durations=10")
+
+
+def pytest_command(python: Path, argv: list[str]) -> list[str]:
+    """The pytest command line of a leg: PYTEST_OPTIONS, then what the user gave."""
+    return [str(python), "-m", "pytest", *PYTEST_OPTIONS, *argv]
+
+
 def run_tests(argv: list[str]) -> int:
     """Static checks once (in the newest environment, also when only the lowest leg runs: its older
     numpy types flag what newer ones allow), then pytest
@@ -276,7 +291,7 @@ def run_tests(argv: list[str]) -> int:
         print_versions(env)
         compile_project(python)
         started = time.monotonic()
-        code = subprocess.call([str(python), "-m", "pytest", *argv], cwd=ROOT)
+        code = subprocess.call(pytest_command(python, argv), cwd=ROOT)
         results.append((env.name, code, time.monotonic() - started))
     print("== summary", flush=True)
     for name, code, seconds in results:

@@ -265,6 +265,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "documents, chunks and shard indexes judged for truth (tests/model/test_fuzz_truth.py)")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first (a stable sort: the rest keep their order). Under pytest-xdist a test
+    that has started cannot move to an idle worker: one left for last would be run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 #: A test still running after this long is stuck where even pytest-timeout cannot act (a deadlock
 #: holding the GIL): faulthandler's C watchdog prints every thread's stack and ends the run.
 HARD_TEST_LIMIT_S = 400

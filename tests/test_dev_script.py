@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,62 @@ def test_the_matrix_covers_every_python_the_package_and_the_readme_support(dev):
     row = re.search(r"^\| Python \| ([^|]+) \|", (ROOT / "README.md").read_text(), re.MULTILINE)
     assert row is not None
     assert {tuple(map(int, v.split("."))) for v in re.findall(r"3\.\d+", row.group(1))} == legs
+
+
+
+_WORKER_PROBE = '''
+import os
+from pathlib import Path
+
+import pytest
+
+OUT = Path(__file__).parent / "ran"
+
+
+def record(name):
+    (OUT / name).write_text(os.environ.get("PYTEST_XDIST_WORKER", "main") + " " + str(os.getpid()))
+
+
+@pytest.mark.parametrize("number", range(12))
+def test_probe(number):
+    record(f"probe-{number}")
+'''
+
+
+def _run_probe(dev, folder: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """The suite's pytest command (dev.pytest_command) on a probe file of twelve tests: the output
+    and, per test, the worker (and process) that ran it."""
+    (folder / "ran").mkdir(exist_ok=True)
+    for old in (folder / "ran").iterdir():
+        old.unlink()
+    (folder / "test_probe.py").write_text(_WORKER_PROBE)
+    (folder / "pytest.ini").write_text("[pytest]\n")  # not the checkout's configuration
+    command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", *argv, str(folder)])
+    # not this run's worker id (PYTEST_XDIST_WORKER...) when the suite itself runs under xdist
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done, {path.name: path.read_text() for path in (folder / "ran").iterdir()}
+
+
+def test_the_suite_runs_in_worker_processes_and_prints_the_ten_slowest(dev, tmp_path):
+    done, ran = _run_probe(dev, tmp_path)
+    assert len(ran) == 12
+    assert all(where.startswith("gw") for where in ran.values())  # xdist workers, not the main process
+    assert "slowest 10 durations" in done.stdout
+    if (os.cpu_count() or 1) > 1:
+        assert len({where.split()[0] for where in ran.values()}) > 1  # more than one of them
+
+
+def test_arguments_given_to_the_test_command_win_over_the_parallel_options(dev, tmp_path):
+    _done, ran = _run_probe(dev, tmp_path, "-n", "0")
+    assert len(ran) == 12 and {where.split()[0] for where in ran.values()} == {"main"}
+
+
+def test_the_long_runs_come_first_so_no_worker_waits_for_one_at_the_end(request):
+    """tests/conftest.py orders what this run collected: every test marked long before the rest."""
+    ordered = [item.get_closest_marker("long") is None for item in request.session.items]
+    assert ordered == sorted(ordered)
+    marked = {item.path.name for item in request.session.items if item.get_closest_marker("long")}
+    collected = {item.path.name for item in request.session.items}
+    assert {"test_soak.py", "test_monkey.py", "test_fuzz_truth.py"} & collected <= marked

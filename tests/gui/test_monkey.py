@@ -43,6 +43,7 @@ def stores(tmp_path: Path, two_clusters_path: Path) -> dict[str, Path]:
     return build_stores(tmp_path / "stores", two_clusters_path)
 
 
+@pytest.mark.long
 @pytest.mark.timeout(max(180, COUNT // 2))  # about 0.15 s an action on a loaded machine; the long mode
 def test_random_user_actions_raise_nothing_log_no_traceback_and_leave_a_working_window(
         qtbot, tmp_path: Path, stores: dict[str, Path], http_data_url: str) -> None:

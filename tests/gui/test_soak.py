@@ -98,6 +98,7 @@ def select(qtbot, window: MainWindow, path: str) -> None:
                              and not window.is_busy()), timeout=60_000)
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_opening_closing_and_selecting_leaks_no_memory_threads_or_files(qtbot, tmp_path: Path,
                                                                       two_clusters_path: Path) -> None:

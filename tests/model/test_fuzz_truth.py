@@ -436,6 +436,7 @@ def long_run(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--fuzz-long"))
 
 
+@pytest.mark.long
 def test_every_answer_on_a_mutated_index_is_true_or_says_what_could_not_be_read(
         stores: dict[str, Path], tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str],
         long_run: bool) -> None:
