@@ -192,7 +192,7 @@ class GuardedZipStore(Store):
         method = _COMPRESSED[member.method]
         try:
             decompressor, body = _decompressor(member.method, stored)
-            data = decompressor.decompress(body, member.size + 1)
+            data: bytes = decompressor.decompress(body, member.size + 1)
         except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError) as exc:
             raise UnreadableFile(where, f"damaged zip member (its {method} data is invalid: {exc})") from exc
         if len(data) > member.size:
