@@ -104,10 +104,14 @@ def _zstd(data: Any, limit: int) -> bytes:
         raise _PastLimit("zstd", declared)
     try:
         if declared >= 0:
+            # libzstd stops a frame at its declared size; given no more than such a frame can be
+            # stored as, so that what follows it (unused_data) is never a copy of a huge chunk's rest
+            framed = memoryview(numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
             stream = _decompressor().decompressobj()
-            out = stream.decompress(data)  # libzstd stops a frame at its declared size
-            if stream.eof and not stream.unused_data and len(out) == declared:
+            out = stream.decompress(framed[:_zstd_most(declared)])
+            if stream.eof and not stream.unused_data and len(out) == declared and len(framed) <= _zstd_most(declared):
                 return out
+            del stream, out
         reader = _decompressor().stream_reader(data, read_across_frames=True)
         pieces: list[bytes] = []
         total = 0
@@ -122,6 +126,12 @@ def _zstd(data: Any, limit: int) -> bytes:
     if total > limit:
         raise _PastLimit("zstd")
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _zstd_most(decoded: int) -> int:
+    """The most bytes one zstd frame of `decoded` bytes is stored as (ZSTD_compressBound's n/256
+    and its small-input term, the frame header and checksum, with room to spare)."""
+    return decoded + (decoded >> 7) + 1024
 
 
 def _streams(codec: str, make: Callable[[], Any], data: Any, limit: int, *, padding_ends: bool = False) -> bytes:

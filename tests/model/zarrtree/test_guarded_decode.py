@@ -77,6 +77,20 @@ def test_a_frame_with_bytes_after_it_fails_naming_the_chunk(tmp_path: Path, tail
         ArrayBatchReader(Hierarchy(open_store(path))).read(["ids"])
 
 
+def test_a_frame_followed_by_a_grown_tail_is_refused_without_copying_the_tail() -> None:
+    """zarr-python hands the codec a chunk already read (bounded by the per-object cap only): the
+    decode refuses a frame followed by a huge tail without a second copy of the tail."""
+    chunk = numcodecs.Zstd().encode(DATA.tobytes()) + bytes(32 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodeRefused, match="the zstd chunk cannot be decoded"):
+            decode_bounded("zstd", chunk, DATA.nbytes)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+
+
 def test_threads_decode_at_once_each_with_its_own_context() -> None:
     chunks = [(np.full(200 + i, i, "uint32").tobytes(), numcodecs.Zstd(level=1).encode(np.full(200 + i, i, "uint32")))
               for i in range(64)]
