@@ -39,7 +39,7 @@ from ecpfs_viewer.model.storage.counted_io import (
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
 from ecpfs_viewer.model.storage.options import RemoteOptions
-from ecpfs_viewer.model.storage.stored_bound import StoredBound, size_check, stored_bounds
+from ecpfs_viewer.model.storage.stored_bound import ChunkBoundedStore, StoredBound, size_check, stored_bounds
 from ecpfs_viewer.model.storage.zip_directory import NoEndRecord, StoredSizes, ZipFormatError
 from ecpfs_viewer.model.storage.zip_store import GuardedZipStore
 
@@ -119,7 +119,7 @@ class OpenedStore:
                  archive_sizes: Mapping[str, int] | None = None,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.counter = IOCounter()
-        self.zarr_store = CountingStore(store, self.counter)
+        self.zarr_store = ChunkBoundedStore(store, self.counter)
         self.label = label
         self.kind = kind  # "local", "zip", "remote", "memory", "store"
         self.root = root.strip("/")

@@ -13,6 +13,10 @@ takes them); every store, wherever it learns an object's size before reading its
 - a remote object: the answer's Content-Length (``BoundedStore``); an fsspec store wrapped the same
   way calls :func:`check_stored` where it checks the per-object cap.
 
+zarr-python reads the chunks of the arrays it opens itself (a codec sees a chunk only once read):
+the Hierarchy gives each array's bound to the store's :class:`ChunkBoundedStore` (``bound_chunks``),
+which sets it around every whole read of a key below that array.
+
 Range reads are not bounded here (a shard is read in ranges, its entries checked against it).
 """
 
@@ -22,9 +26,13 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
+
+from zarr.abc.buffer import Buffer, BufferPrototype
+from zarr.abc.store import ByteRequest, Store
 
 from ecpfs_viewer.model.formatting import format_value
-from ecpfs_viewer.model.storage.counted_io import UnreadableFile
+from ecpfs_viewer.model.storage.counted_io import CountingStore, IOCounter, UnreadableFile, is_metadata_key
 
 
 class StoredTooLarge(UnreadableFile):
@@ -49,20 +57,22 @@ class StoredBound:
                                         f"{format_value(self.decoded, grouped=True)} bytes; could not be read")
 
 
-# the bounds of the chunks the code running in this context reads, by store key; copied into the
-# model's event-loop tasks by event_loop.run and into worker threads by counted_io.carry_context
-_BOUNDS: contextvars.ContextVar[Mapping[str, StoredBound] | None] = contextvars.ContextVar("ecpfs_stored_bounds",
-                                                                                           default=None)
+# the bounds in force for the code running in this context, innermost first, by store key; copied
+# into the model's event-loop tasks by event_loop.run and into worker threads by carry_context
+_BOUNDS: contextvars.ContextVar[tuple[Mapping[str, StoredBound], ...]] = contextvars.ContextVar(
+    "ecpfs_stored_bounds", default=())
 
 
 @contextmanager
 def stored_bounds(bounds: Mapping[str, StoredBound] | None) -> Iterator[None]:
     """Every whole-object read of these keys (store keys) inside the with block, in this thread and
-    the tasks and workers it starts with its context, is refused past its bound."""
+    the tasks and workers it starts with its context, is refused past its bound. A key ending in
+    '/' is an array's: it bounds every chunk below it (zarr-python's reads, whose keys the caller
+    does not list). The mapping is used as it is, not copied."""
     if not bounds:
         yield
         return
-    token = _BOUNDS.set({**(_BOUNDS.get() or {}), **bounds})
+    token = _BOUNDS.set((bounds, *_BOUNDS.get()))
     try:
         yield
     finally:
@@ -70,9 +80,21 @@ def stored_bounds(bounds: Mapping[str, StoredBound] | None) -> Iterator[None]:
 
 
 def stored_bound(key: str) -> StoredBound | None:
-    """The bound :func:`stored_bounds` set here for the whole object at key, None when there is none."""
-    bounds = _BOUNDS.get()
-    return None if bounds is None else bounds.get(key)
+    """The bound :func:`stored_bounds` set here for the whole object at key (its own, else that of
+    the array it is a chunk of), None when there is none."""
+    chain = _BOUNDS.get()
+    if not chain:
+        return None
+    found = next((bounds[key] for bounds in chain if key in bounds), None)
+    if found is not None or is_metadata_key(key):
+        return found
+    parent = key
+    while parent:  # the arrays it may be a chunk of, innermost first; '/' is an array at the root
+        parent = parent.rsplit("/", 1)[0] if "/" in parent else ""
+        found = next((bounds[parent + "/"] for bounds in chain if parent + "/" in bounds), None)
+        if found is not None:
+            return found
+    return None
 
 
 def size_check(key: str) -> Callable[[str, int], None] | None:
@@ -86,3 +108,30 @@ def check_stored(where: str, key: str, size: int) -> None:
     bound = stored_bound(key)
     if bound is not None:
         bound.check(where, size)
+
+
+class ChunkBoundedStore(CountingStore):
+    """The counting wrapper of an opened store (what zarr-python reads through), which also bounds
+    every whole read of a chunk of an array whose bound it was given (:meth:`bound_chunks`)."""
+
+    def __init__(self, store: Store, counter: IOCounter | None = None) -> None:
+        super().__init__(store, counter)
+        self.array_bounds: dict[str, StoredBound] = {}  # by the array's key + '/' ('/' at the root)
+
+    def bound_chunks(self, array_key: str, bound: StoredBound | None) -> None:
+        """Bound every chunk below array_key by `bound` from now on (None: by the per-object cap only)."""
+        prefix = array_key.strip("/") + "/"
+        if bound is None:
+            self.array_bounds.pop(prefix, None)
+        else:
+            self.array_bounds[prefix] = bound
+
+    async def get(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+                  ) -> Buffer | None:
+        with stored_bounds(self.array_bounds if byte_range is None else None):
+            return await super().get(key, prototype, byte_range)
+
+    def get_sync(self, key: str, *, prototype: BufferPrototype | None = None, byte_range: Any = None
+                 ) -> Buffer | None:
+        with stored_bounds(self.array_bounds if byte_range is None else None):
+            return super().get_sync(key, prototype=prototype, byte_range=byte_range)

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import numcodecs
 import numpy as np
 import pytest
 import remote_fixtures
@@ -69,11 +70,22 @@ def _read(location: str | Path, **remote: Any) -> np.ndarray | ArrayReadError | 
 @pytest.mark.parametrize("name", COMPRESSORS)
 @pytest.mark.parametrize("shape", [(3,), (256, 64)], ids=["a few bytes", "64 KiB"])
 def test_incompressible_chunks_of_every_codec_still_read(tmp_path: Path, name: str, shape: tuple[int, ...]) -> None:
-    data = np.random.default_rng(7).standard_normal(shape).astype("float32")  # random: each codec's worst case
+    data = np.random.default_rng(7).integers(0, 1 << 32, shape, dtype="uint32")  # random bits: each codec's worst case
     _array(tmp_path / "s.zarr", _compressors()[name], data, shape)
     found = _read(tmp_path / "s.zarr")
     assert isinstance(found, np.ndarray), found
     np.testing.assert_array_equal(found, data)
+    # and through zarr-python, with the bound the Hierarchy gives the store
+    np.testing.assert_array_equal(Hierarchy(open_store(tmp_path / "s.zarr")).read_array("e"), data)
+
+
+@pytest.mark.parametrize("codec", [None, "zstd", "gzip", "zlib", "blosc", "lz4", "bz2", "lzma"])
+def test_incompressible_zarr_v2_chunks_still_read(tmp_path: Path, codec: str | None) -> None:
+    data = np.random.default_rng(8).integers(0, 1 << 32, (256, 64), dtype="uint32")
+    zarr.create_array(tmp_path / "s.zarr", name="e", shape=data.shape, dtype=data.dtype, chunks=(100, 64),
+                      zarr_format=2, compressors=None if codec is None else numcodecs.get_codec({"id": codec}),
+                      fill_value=0)[...] = data
+    np.testing.assert_array_equal(Hierarchy(open_store(tmp_path / "s.zarr")).read_array("e"), data)
 
 
 def _grown(tmp_path: Path, name: str) -> Path:
@@ -134,3 +146,35 @@ def test_a_grown_http_object_is_refused_by_its_length_before_its_body(tmp_path: 
     assert isinstance(found, ArrayReadError), found
     assert str(found) == ("e/c/0/0: 67,108,864 bytes stored for a chunk that decodes to 25,600 bytes; "
                           "could not be read")
+
+
+@pytest.mark.parametrize("kind", ["v3 subset", "v2", "v3 at the store's root"])
+def test_zarr_pythons_own_reads_refuse_a_grown_chunk_by_its_size(tmp_path: Path, kind: str) -> None:
+    """Arrays zarr-python reads itself (a subset preview, a Zarr v2 array): the Hierarchy gives the
+    store each array's bound, and the chunk is refused from its size before it is read."""
+    from ecpfs_viewer.model.zarrtree.subset import SelectionError, read_subset
+
+    store = tmp_path / "s.zarr"
+    if kind == "v2":
+        zarr.create_array(store, name="e", shape=SHAPE, dtype="float32", chunks=SHAPE, zarr_format=2,
+                          compressors=numcodecs.Zstd(), fill_value=0)[...] = 1
+        chunk, key = store / "e" / "0.0", "e/0.0"
+    else:
+        at_root = kind == "v3 at the store's root"
+        zarr.create_array(store, name=None if at_root else "e", shape=SHAPE, dtype="float32", chunks=SHAPE,
+                          fill_value=0)[...] = 1
+        chunk, key = (store / "c/0/0", "c/0/0") if at_root else (store / "e/c/0/0", "e/c/0/0")
+    with open(chunk, "r+b") as grown:
+        grown.truncate(GROWN)
+    h = Hierarchy(open_store(store))
+    path = "" if kind == "v3 at the store's root" else "e"
+    tracemalloc.start()
+    try:
+        with pytest.raises(SelectionError) as refused:
+            read_subset(h, path, "0:10, :")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert f"{key}: 67,108,864 bytes stored for a chunk that decodes to 25,600 bytes; could not be read" in str(
+        refused.value), refused.value
+    assert peak < 4 << 20, peak
