@@ -32,12 +32,12 @@ from ecpfs_viewer.model.storage.counted_io import (
     IOStats,
     UnreadableFile,
     cut_to_range,
-    local_sizes,
     read_file,
     read_file_range,
 )
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
+from ecpfs_viewer.model.storage.local_listing import local_sizes
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.stored_bound import ChunkBoundedStore, StoredBound, size_check, stored_bounds
 from ecpfs_viewer.model.storage.zip_directory import NoEndRecord, StoredSizes, ZipFormatError
