@@ -9,6 +9,7 @@ command on the undamaged copy; without the guarded decode each run decodes the w
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -52,3 +53,18 @@ def test_a_bomb_in_builds_zarr_input_is_refused_naming_it(tmp_path: Path) -> Non
     assert done.returncode != 0
     assert not (tmp_path / "out.zarr").exists()
     assert peak < 300 << 10, peak  # the issue's CLI bound; the bomb alone is 128 MiB decoded
+
+
+def test_a_chunk_grown_past_what_its_codecs_make_is_refused_unread(clean_index: Path, tmp_path: Path) -> None:
+    """A leaf chunk grown to just under the per-object cap (a store rewritten while read) is refused
+    from its size, before it is read: the CLI stays within its bound, the chunk named."""
+    index = tmp_path / "grown.zarr"
+    shutil.copytree(clean_index, index)
+    with open(index / LEAF / "embeddings" / "c" / "0" / "0", "r+b") as chunk:
+        chunk.truncate(250 << 20)  # sparse: zeros after the chunk's own bytes
+    done, peak = peak_run("check", str(index), "--deep", tmp_path=tmp_path)
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said, said
+    assert f"{LEAF}/embeddings/c/0/0: 262,144,000 bytes stored for a chunk that decodes to " in said, said
+    assert done.returncode == 1, said
+    assert peak < 300 << 10, peak  # the issue's CLI bound; reading the chunk alone takes 250 MB

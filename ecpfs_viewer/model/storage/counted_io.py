@@ -350,14 +350,17 @@ def _open_regular(path: str) -> tuple[int, int] | None:
 _FIRST_READ = 1 << 16
 
 
-def read_file(path: str) -> bytes | None:
+def read_file(path: str, check: Callable[[str, int], None] | None = None) -> bytes | None:
     """A whole local file, or None when it does not exist (or is a directory).
 
     Only regular files are read, and only up to the cap for their kind (metadata or chunk, told by
-    the file name): a larger one raises UnreadableFile. Uses raw descriptors: listing 4,000 nodes
+    the file name): a larger one raises UnreadableFile, from its size alone. ``check`` is called
+    with (path, size) once the size is known, before the body is read, and raises to refuse it (a
+    chunk's bound: ``stored_bound.size_check``). Uses raw descriptors: listing 4,000 nodes
     reads 4,000 small files, and a buffered open() per file costs markedly more (benchmarks/bench_design.py). A small
     file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
-    EAGAIN), a device fills the first read, and both of those cases are told apart by fstat.
+    EAGAIN), a device fills the first read, and both of those cases are told apart by fstat. A
+    larger one is read again from its start in one piece (no second copy to join the pieces).
     """
     try:
         fd = os.open(path, _O_READ)
@@ -372,20 +375,27 @@ def read_file(path: str) -> bytes | None:
         if 0 < len(data) < _FIRST_READ:
             if len(data) > cap:
                 too_large(path, name, len(data))
+            if check is not None:
+                check(path, len(data))
             return data
         size = _regular_size(fd, path)
         if size is None:
             return None
         if size > cap:
             too_large(path, name, size)
-        parts = [data]
-        total = len(data)
+        if check is not None:
+            check(path, size)
+        os.lseek(fd, 0, os.SEEK_SET)
+        parts: list[bytes] = []
+        total = 0
         while block := os.read(fd, max(1 << 20, size - total + 1)):
             parts.append(block)
             total += len(block)
             if total > cap:
                 too_large(path, name, total, "the file (still growing)")
-        return b"".join(parts)
+            if check is not None:
+                check(path, total)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
     except IsADirectoryError:  # Linux opens a directory read-only and fails on read
         return None
     finally:

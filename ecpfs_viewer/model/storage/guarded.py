@@ -2,7 +2,8 @@
 
 Chunk data is read through zarr-python, which would read a FIFO until a writer comes and /dev/zero
 until memory runs out. This store reads only regular files and refuses an object past its cap
-before reading it, with a message naming it. (Zips: model/storage/zip_store.py.)
+before reading it, with a message naming it; a chunk with a bound (model/storage/stored_bound.py) is
+refused past it the same way. (Zips: model/storage/zip_store.py.)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from zarr.buffer import default_buffer_prototype
 from zarr.storage import LocalStore
 
 from ecpfs_viewer.model.storage.counted_io import read_file, read_file_range
+from ecpfs_viewer.model.storage.stored_bound import size_check
 
 
 class GuardedLocalStore(LocalStore):
@@ -24,7 +26,7 @@ class GuardedLocalStore(LocalStore):
 
     def _read(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
         path = os.path.join(self.root, key)
-        return read_file(path) if byte_range is None else read_file_range(path, byte_range)
+        return read_file(path, size_check(key)) if byte_range is None else read_file_range(path, byte_range)
 
     def get_sync(self, key: str, *, prototype: BufferPrototype | None = None,
                  byte_range: ByteRequest | None = None) -> Buffer | None:

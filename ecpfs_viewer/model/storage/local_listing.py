@@ -1,4 +1,5 @@
-"""The sizes of every file below a local folder, walked once (chunk statistics of a local store)."""
+"""Sizes of the files below a local folder (chunk statistics of a local store), walked without
+following a link back up the tree."""
 
 from __future__ import annotations
 

@@ -38,27 +38,15 @@ from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
 from ecpfs_viewer.model.storage.local_listing import local_sizes
 from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.model.storage.stored_bound import ChunkBoundedStore, StoredBound, size_check, stored_bounds
 from ecpfs_viewer.model.storage.zip_directory import NoEndRecord, StoredSizes, ZipFormatError
 from ecpfs_viewer.model.storage.zip_store import GuardedZipStore
 
-# The counter, its wrapper store and the file reads live in store_io; they are still used as stores.*
+# The counter, its wrapper store and the file reads live in counted_io; they are still used as stores.*
 __all__ = [
-    "DEFAULT_MAX_IN_FLIGHT",
-    "METADATA_KEYS",
-    "REMOTE_EXTRA_HINT",
-    "CountingStore",
-    "IOCounter",
-    "IOStats",
-    "OpenedStore",
-    "StoreOpenError",
-    "UnreadableFile",
-    "is_url",
-    "join_key",
-    "open_memory",
-    "open_store",
-    "read_file",
-    "read_file_range",
-    "zip_root",
+    "DEFAULT_MAX_IN_FLIGHT", "METADATA_KEYS", "REMOTE_EXTRA_HINT", "CountingStore", "IOCounter", "IOStats",
+    "OpenedStore", "StoreOpenError", "UnreadableFile", "is_url", "join_key", "open_memory", "open_store",
+    "read_file", "read_file_range", "zip_root",
 ]
 
 REMOTE_EXTRA_HINT = schemes.OBSTORE_EXTRA_HINT
@@ -128,7 +116,7 @@ class OpenedStore:
                  archive_sizes: Mapping[str, int] | None = None,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.counter = IOCounter()
-        self.zarr_store = CountingStore(store, self.counter)
+        self.zarr_store = ChunkBoundedStore(store, self.counter)
         self.label = label
         self.kind = kind  # "local", "zip", "remote", "memory", "store"
         self.root = root.strip("/")
@@ -164,10 +152,11 @@ class OpenedStore:
             found.append(value)
         return found
 
-    def read_many_or_errors(self, keys: Sequence[str]) -> list[Value]:
-        """Like read_many, but a key that fails (permission denied, I/O error) gives its exception
-        in place, so one unreadable entry does not hide its siblings."""
-        return self.read_ranges([(key, None) for key in keys])
+    def read_many_or_errors(self, keys: Sequence[str], bounds: Mapping[str, StoredBound] | None = None) -> list[Value]:
+        """Like read_many, but a failed key (permission denied, I/O error, stored past its bound in
+        `bounds`: model/storage/stored_bound.py) gives its exception in place, not hiding its siblings."""
+        with stored_bounds(bounds):
+            return self.read_ranges([(key, None) for key in keys])
 
     def read_ranges(self, requests: Sequence[tuple[str, ByteRequest | None]]) -> list[Value]:
         """The bytes of each (key, byte range) request (None: the whole value), in order.
@@ -193,7 +182,8 @@ class OpenedStore:
         total = 0
         for key, byte_range in requests:
             try:
-                data = read_file(base + key) if byte_range is None else read_file_range(base + key, byte_range)
+                path = base + key
+                data = read_file(path, size_check(key)) if byte_range is None else read_file_range(path, byte_range)
             except OSError as exc:
                 found.append(exc)
                 continue

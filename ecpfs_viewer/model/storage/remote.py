@@ -43,6 +43,7 @@ from ecpfs_viewer.model.storage.counted_io import (
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote_clients import RemoteOpenError as RemoteOpenError
 from ecpfs_viewer.model.storage.remote_clients import make_object_store as make_object_store
+from ecpfs_viewer.model.storage.stored_bound import check_stored
 
 _T = TypeVar("_T")
 #: seconds our own deadline waits past the client's timeout, so the client normally ends first
@@ -319,7 +320,8 @@ class BoundedStore(ReadingWrapper[Store]):
                   byte_range: ByteRequest | None = None) -> Buffer | None:
         """The object (or a range of it), each within the cap for its kind (metadata or chunk):
         a longer range is refused before it is asked for, a larger object once its size is known
-        from the answer's headers, before its body is read (UnreadableFile, as for a local file)."""
+        from the answer's headers, before its body is read (UnreadableFile, as for a local file);
+        so is a whole chunk past its bound (model/storage/stored_bound.py)."""
         _refuse_long_range(self.where(key), key, byte_range)
         try:
             found = await self._call(key, lambda attempt: self._get_capped(key, prototype, byte_range, attempt))
@@ -347,6 +349,8 @@ class BoundedStore(ReadingWrapper[Store]):
                                                       "object holds; could not be read") from exc
             if found is not None:
                 check_size(self.where(key), key, len(found), "the object")
+                if byte_range is None:
+                    check_stored(self.where(key), key, len(found))
             return found
         import obstore
 
@@ -358,6 +362,8 @@ class BoundedStore(ReadingWrapper[Store]):
         start, stop = answer.range
         what = "the object" if byte_range is None else f"the object from byte {start:,}"
         check_size(self.where(key), key, stop - start, what)  # before the body: dropping the answer closes it
+        if byte_range is None:
+            check_stored(self.where(key), key, stop - start)  # a chunk's bound (model/storage/stored_bound.py)
         data = await answer.bytes_async()
         check_size(self.where(key), key, len(data), what)
         return prototype.buffer.from_bytes(data)  # type: ignore[arg-type]

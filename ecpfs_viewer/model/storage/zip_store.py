@@ -25,6 +25,7 @@ from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, Store
 
 from ecpfs_viewer.model.storage.counted_io import UnreadableFile, check_size, range_within
+from ecpfs_viewer.model.storage.stored_bound import check_stored
 from ecpfs_viewer.model.storage.zip_directory import Member, ZipDirectory, ZipFormatError, utf8_name
 
 _LOCAL_HEADER = 30
@@ -143,6 +144,8 @@ class GuardedZipStore(Store):
         check_size(where, key, needed, "the member, uncompressed as the zip declares,")
         if member.method in _COMPRESSED:
             check_size(where, key, member.compressed, "the member, compressed as the zip declares,")
+        if byte_range is None:
+            check_stored(where, key, member.size)  # a chunk's bound: its declared size (decompressed to no more)
         data_at = self._data_offset(where, member)
         if member.method == _STORED:
             if member.compressed != member.size:

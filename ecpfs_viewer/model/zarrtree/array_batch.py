@@ -41,7 +41,14 @@ from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import OpenedStore, join_key
 from ecpfs_viewer.model.storage.read_scope import drained_reads
-from ecpfs_viewer.model.zarrtree.guarded_decode import GUARDED, ChunkDecoder, DecodeRefused, between_allowance
+from ecpfs_viewer.model.storage.stored_bound import StoredBound, StoredTooLarge
+from ecpfs_viewer.model.zarrtree.guarded_decode import (
+    GUARDED,
+    ChunkDecoder,
+    DecodeRefused,
+    between_allowance,
+    most_stored,
+)
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy, Unanswered, array_read_error
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
 from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read, verdict_stamp
@@ -66,6 +73,7 @@ class _Template:
     #: numcodecs decoding of one chunk, when the chain allows: the stored chunk and the extent the
     #: array uses of it (its last chunks are cut by the shape) -> a new array of that extent
     decode_one: Callable[[bytes, tuple[int, ...]], np.ndarray] | None
+    stored: StoredBound | None  # what a chunk may be stored as (its codecs' bound), refused past it unread
 
 
 #: One chunk of an array: its key below the array, the extent of it the array uses, the region
@@ -231,7 +239,8 @@ class ArrayBatchReader:
             if check is not None:
                 check()
             part = [job for job in jobs[start:start + per_call] if not isinstance(outputs[job[0]], ArrayReadError)]
-            raws = self.store.read_many_or_errors([chunk_key for _, chunk_key, _ in part])
+            bounds = {chunk_key: bound for n, chunk_key, _ in part if (bound := batch[n][1].template.stored)}
+            raws = self.store.read_many_or_errors([chunk_key for _, chunk_key, _ in part], bounds)
             decoded = self._decode(batch, part, raws, isolate)
             for (n, _key, (_, _extent, region, cut)), chunk in zip(part, decoded, strict=True):
                 output = outputs[n]
@@ -258,7 +267,9 @@ class ArrayBatchReader:
         groups: dict[str, list[int]] = {}
         for j, (n, key, _chunk) in enumerate(part):
             raw = raws[j]
-            if isinstance(raw, Exception):
+            if isinstance(raw, StoredTooLarge):
+                decoded[j] = ArrayReadError(f"{key}: {raw.strerror}")
+            elif isinstance(raw, Exception):
                 decoded[j] = (array_read_error(key, raw) if transport_failure(raw) is not None
                               else ArrayReadError(f"{key}: cannot read ({describe_exception(raw)})"))
             elif raw is not None:
@@ -398,8 +409,10 @@ def _parse(path: str, document: dict[str, Any]) -> _Template | None:
     layout = {k: v for k, v in document.items() if k not in ("shape", "attributes")}
     decode_key = json.dumps([codecs, str(dtype), chunk_shape], sort_keys=True, default=str)
     chunk_nbytes = math.prod(chunk_shape) * int(dtype.itemsize)  # Python ints: a hostile chunk shape cannot overflow
+    most = most_stored(codecs, chunk_nbytes) if dtype.kind in "biufc" else None
+    stored = None if most is None else StoredBound(most[0], chunk_nbytes, exact=most[1])
     return _Template(array, layout, chunk_shape, array.metadata.fill_value, dtype, decode_key, chunk_nbytes,
-                     _numcodecs_decoder(codecs, dtype, chunk_shape))
+                     _numcodecs_decoder(codecs, dtype, chunk_shape), stored)
 
 
 # the bytes-to-bytes codecs the batch path decodes itself: zarr's own names and its ``numcodecs.<id>``

@@ -23,11 +23,13 @@ import zarr.codecs
 import zarr.codecs.numcodecs
 import zarr.registry
 
+from ecpfs_viewer.model.storage.stored_bound import StoredBound
 from ecpfs_viewer.model.zarrtree.checked_sharding import use_checked_sharding
 from ecpfs_viewer.model.zarrtree.guarded_decode import (
     between_allowance,
     decode_bounded,
     default_limit,
+    most_stored,
     spec_size,
 )
 
@@ -199,6 +201,32 @@ def bound_array(array: _A) -> _A:
     if itemsize and np.dtype(metadata.dtype.to_native_dtype()).kind not in "OT":  # type: ignore[union-attr]
         compressor.set_decoded_limit(math.prod(chunks) * itemsize)
     return array
+
+
+def array_stored_bound(array: Any) -> StoredBound | None:
+    """What each chunk of a zarr array may be stored as (model/storage/stored_bound.py), for the
+    chains :func:`guarded_decode.most_stored` knows: a Zarr v3 ``bytes`` + compressors chain on a
+    regular grid, a Zarr v2 array with one compressor (or none) and no filters; else None (sharded
+    arrays are read in ranges, each entry checked against its shard)."""
+    metadata = getattr(array, "metadata", None)
+    try:
+        dtype = np.dtype(metadata.dtype.to_native_dtype())  # type: ignore[union-attr]
+        if getattr(metadata, "zarr_format", None) == 2:
+            if metadata.filters:  # type: ignore[union-attr]
+                return None
+            chunks = tuple(int(n) for n in metadata.chunks)  # type: ignore[union-attr]
+            compressor = metadata.compressor  # type: ignore[union-attr]
+            codecs: list[Any] = ["bytes"] + ([] if compressor is None else [str(compressor.codec_id)])
+        else:
+            chunks = tuple(int(n) for n in metadata.chunk_grid.chunk_shape)  # type: ignore[union-attr]
+            codecs = [codec.to_dict() for codec in metadata.codecs]  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):  # irregular grids, codecs without a document
+        return None
+    if dtype.kind not in "biufc" or not chunks:
+        return None
+    decoded = math.prod(chunks) * dtype.itemsize
+    most = most_stored(codecs, decoded)
+    return None if most is None else StoredBound(most[0], decoded, exact=most[1])
 
 
 _installed = False

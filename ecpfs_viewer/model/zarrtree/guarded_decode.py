@@ -11,10 +11,17 @@ size) and never decoded again without the limit.
 Three readers decode chunks, and all come here:
 - the batch reader (array_batch) decodes ``bytes`` + compressor chains with :func:`decode_bounded`;
 - zarr-python decodes everything else (sharding, Zarr v2, other chains, subsets):
-  ``guarded_codecs.install`` puts guarded subclasses of zarr's codecs in zarr's codec registry (the
-  public ``codecs.<name>`` configuration) and guarded numcodecs classes in numcodecs' registry
-  (what zarr builds a Zarr v2 array's compressor from); a v3 codec gets the chunk's size from its
-  chunk spec, a v2 compressor from ``guarded_codecs.bound_array`` (else the decoded-chunk cap of model/limits.py).
+  ``guarded_codecs.install`` puts guarded subclasses of zarr's codecs in zarr's codec registry
+  (the public ``codecs.<name>`` configuration) and guarded numcodecs classes in numcodecs'
+  registry (what zarr builds a Zarr v2 array's compressor from); a v3 codec gets the chunk's size
+  from its chunk spec, a v2 compressor from ``guarded_codecs.bound_array`` (else the decoded-chunk
+  cap of model/limits.py).
+
+The stored chunk is bounded too, before it is read: :func:`most_stored` says what a ``bytes`` +
+compressor chain can make of a chunk's decoded size, and the batch reader hands that bound to the
+store (model/storage/stored_bound.py), which refuses a larger chunk from its size alone. zarr-python
+reads its chunks itself (a codec sees them only once read): there a chunk is bounded by the
+per-object cap (Limits.max_chunk_bytes), and the decode keeps no copy of it.
 
 Zstandard chunks are decoded with a context each thread keeps: numcodecs makes and frees one per
 chunk, which costs several times the decompression of a small chunk (a 2,000,000-item index has
@@ -104,10 +111,14 @@ def _zstd(data: Any, limit: int) -> bytes:
         raise _PastLimit("zstd", declared)
     try:
         if declared >= 0:
+            # libzstd stops a frame at its declared size; given no more than such a frame can be
+            # stored as, so that what follows it (unused_data) is never a copy of a huge chunk's rest
+            framed = memoryview(numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
             stream = _decompressor().decompressobj()
-            out = stream.decompress(data)  # libzstd stops a frame at its declared size
-            if stream.eof and not stream.unused_data and len(out) == declared:
+            out = stream.decompress(framed[:_zstd_most(declared)])
+            if stream.eof and not stream.unused_data and len(out) == declared and len(framed) <= _zstd_most(declared):
                 return out
+            del stream, out
         reader = _decompressor().stream_reader(data, read_across_frames=True)
         pieces: list[bytes] = []
         total = 0
@@ -122,6 +133,12 @@ def _zstd(data: Any, limit: int) -> bytes:
     if total > limit:
         raise _PastLimit("zstd")
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _zstd_most(decoded: int) -> int:
+    """The most bytes one zstd frame of `decoded` bytes is stored as (ZSTD_compressBound's n/256
+    and its small-input term, the frame header and checksum, with room to spare)."""
+    return decoded + (decoded >> 7) + 1024
 
 
 def _streams(codec: str, make: Callable[[], Any], data: Any, limit: int, *, padding_ends: bool = False) -> bytes:
@@ -236,6 +253,34 @@ _DECODERS: dict[str, Callable[[Mapping[str, Any]], Callable[[Any, int], Any]]] =
     "lz4": lambda _config: _lz4,
 }
 GUARDED = frozenset(_DECODERS)
+
+
+#: The most each codec may add to what it compresses (n bytes): (n >> shift) + fixed bytes. A
+#: compressor's worst case on incompressible data is small (zstd n/256, deflate 5 bytes a block,
+#: bz2 1% + 600, LZ4 n/255 + 16, blosc a 16- or 32-byte header); these leave room to spare.
+_EXPANSION: dict[str, tuple[int | None, int]] = {
+    "zstd": (7, 4096), "gzip": (10, 4096), "zlib": (10, 4096), "bz2": (6, 4096), "lzma": (5, 4096),
+    "lz4": (7, 4096), "blosc": (None, 4096), "crc32c": (None, 4),
+}
+
+
+def most_stored(codecs: Any, decoded: int) -> tuple[int, bool] | None:
+    """The most bytes a chunk of a ``bytes`` + compressor chain (zarr v3 codec documents) that
+    decodes to `decoded` bytes can be stored as, and whether it is stored as exactly that (``bytes``
+    alone); None for a chain whose stored size this does not know (it is then bounded only by the
+    per-object cap). A larger stored chunk is damage, refused before it is read."""
+    names = [c if isinstance(c, str) else c.get("name") if isinstance(c, dict) else None
+             for c in (codecs if isinstance(codecs, list) else [None])]
+    if not names or names[0] != "bytes":
+        return None
+    most = decoded
+    for name in names[1:]:
+        found = _EXPANSION.get(str(name).removeprefix("numcodecs."))
+        if found is None:
+            return None
+        shift, fixed = found
+        most += (most >> shift if shift is not None else 0) + fixed
+    return most, len(names) == 1
 
 
 def bounded_decoder(codec: str, config: Mapping[str, Any] | None = None) -> Callable[[Any, int], Any]:

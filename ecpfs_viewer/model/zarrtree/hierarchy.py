@@ -22,7 +22,7 @@ from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.opening import METADATA_KEYS, OpenedStore, join_key
 from ecpfs_viewer.model.storage.read_scope import drained_reads
 from ecpfs_viewer.model.zarrtree.documents import classify_v2, classify_v3, parse_details
-from ecpfs_viewer.model.zarrtree.guarded_codecs import bound_array, install
+from ecpfs_viewer.model.zarrtree.guarded_codecs import array_stored_bound, bound_array, install
 from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails, Node, NodeDetails, NodeKind, sorted_naturally
 from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
 
@@ -322,6 +322,7 @@ class Hierarchy:
             warnings.simplefilter("ignore")
             array = bound_array(zarr.AsyncArray.from_dict(StorePath(self.store.zarr_store, self.store.key(path)),
                                                           document))
+        self.store.zarr_store.bound_chunks(self.store.key(path), array_stored_bound(array))
         with self._lock:
             self._arrays[path] = array
         return array

@@ -268,6 +268,24 @@ def test_read_file_reads_whole_files_and_none_for_directories(tmp_path: Path) ->
     assert read_file(str(tmp_path / "big" / "below")) is None
 
 
+def test_read_file_holds_one_copy_of_a_large_file(tmp_path: Path) -> None:
+    """A large file (a chunk grown to near the per-object cap) is read into one object, not read in
+    pieces and joined into a second."""
+    import tracemalloc
+
+    from ecpfs_viewer.model.storage.opening import read_file
+
+    (tmp_path / "c").write_bytes(os.urandom(1 << 20) + bytes(31 << 20))
+    tracemalloc.start()
+    try:
+        data = read_file(str(tmp_path / "c"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert data == (tmp_path / "c").read_bytes()
+    assert peak < (32 << 20) + (4 << 20), peak
+
+
 def test_user_errors_are_described_without_a_class_name(tmp_path: Path) -> None:
     from ecpfs_viewer.model.errors import describe_exception
     from ecpfs_viewer.model.storage.opening import StoreOpenError, open_store

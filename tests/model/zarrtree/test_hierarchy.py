@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -214,10 +215,10 @@ def test_unreadable_metadata_is_an_error_row_and_siblings_load(two_clusters_copy
     from ecpfs_viewer.model.storage import opening as stores
     real_read_file = stores.read_file
 
-    def refusing(path: str) -> bytes | None:
+    def refusing(path: str, bound: Any = None) -> bytes | None:
         if path.endswith("lvl_2/node_1/zarr.json"):
             raise PermissionError(13, "Permission denied", path)
-        return real_read_file(path)
+        return real_read_file(path, bound)
 
     monkeypatch.setattr(stores, "read_file", refusing)
     children = {n.name: n for n in Hierarchy(open_store(two_clusters_copy)).children("lvl_2")}
