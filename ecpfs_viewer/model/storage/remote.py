@@ -271,7 +271,10 @@ class BoundedStore(ReadingWrapper[Store]):
             if not failed_on_the_way:  # the server answered (404, 403, a cap): no retry
                 self.health.answered()
                 raise error
-            self.health.failed(self.where(key), started)
+            if isinstance(error, RemoteBusyError):
+                self.health.answered()  # a 429 or 503 is an answer: busy, not gone (never "not answering")
+            else:
+                self.health.failed(self.where(key), started)
             attempt += 1
             pause = min(0.1 * 2 ** attempt, 2.0) * random.uniform(0.5, 1.0)
             if attempt >= MAX_ATTEMPTS or time.monotonic() + pause >= deadline:

@@ -24,6 +24,7 @@ from ecpfs_viewer.model.errors import TransportError, transport_failure
 from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote import (
+    RemoteBusyError,
     RemoteTimeoutError,
     ServerNotAnsweringError,
     open_remote,
@@ -115,6 +116,34 @@ def test_503_cuts_the_requests_in_flight_and_is_retried(many_files: Path) -> Non
     assert all(f == f'{{"n": {i}}}'.encode() for i, f in enumerate(found)), found
     bounded = store.zarr_store._store
     assert bounded.in_flight_limit() < 16  # halved on the 503s, not grown back past them yet
+
+
+class _AlwaysBusyHandler(http.server.SimpleHTTPRequestHandler):
+    """503 for every path named busy_*, the file for the others."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def send_head(self) -> object:
+        if "/busy_" in self.path:
+            self.send_error(503, "busy")
+            return None
+        return super().send_head()
+
+
+def test_objects_answered_503_do_not_make_the_server_not_answering(many_files: Path) -> None:
+    """A 503 is an answer (busy, not gone): two objects that stay busy through every retry fail
+    alone as busy, and the next object is still asked for. The server was taken for 'not
+    answering' (no request made for the rest of the timeout) when two 503s came in a row."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             lambda *a: _AlwaysBusyHandler(*a, directory=str(many_files)))
+    server.daemon_threads = True
+    with remote_fixtures.running(server) as url:
+        store = _opened(url, max_in_flight=4, timeout_s=3)
+        for name in ("busy_a.json", "busy_b.json"):  # one after the other: the second asked after the first failed
+            [busy] = store.read_many_or_errors([name])
+            assert isinstance(busy, RemoteBusyError), busy
+        assert store.read_many_or_errors(["doc_7.json"]) == [b'{"n": 7}']
 
 
 def test_one_stalled_object_fails_alone(two_clusters_path: Path) -> None:
