@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 import ftplib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from zarr.abc.buffer import Buffer, BufferPrototype
@@ -130,8 +131,25 @@ def _make_store(url: str, kwargs: dict[str, Any]) -> tuple[Store, bool]:
     from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
     from zarr.storage import FsspecStore
 
+    class ListedFsspecStore(FsspecStore):
+        """FsspecStore, listing a folder by the names of its children whatever the root (zarr 3.1
+        joined an empty root path with '/': a reference file system found no child of '/a')."""
+
+        async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+            folder = "/".join(part for part in (self.path.strip("/"), prefix.strip("/")) if part)
+            try:
+                found = await self.fs._ls(folder, detail=False)
+            except FileNotFoundError:
+                return
+            seen: set[str] = set()
+            for entry in found:
+                name = str(entry).rstrip("/").rsplit("/", 1)[-1]
+                if name not in ("", ".", "..") and name not in seen and str(entry).rstrip("/") != folder:
+                    seen.add(name)
+                    yield name
+
     fs, path = url_to_fs(url, **kwargs)
-    store = FsspecStore(fs=AsyncFileSystemWrapper(fs, asynchronous=True), path=path.rstrip("/"), read_only=True)
+    store = ListedFsspecStore(fs=AsyncFileSystemWrapper(fs, asynchronous=True), path=path.rstrip("/"), read_only=True)
     return store, bool(fs.async_impl)
 
 
