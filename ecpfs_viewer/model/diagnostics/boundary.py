@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
-from ecpfs_viewer.model.search.reader import NodeData, NodeReader, as_float32, score_block
+from ecpfs_viewer.model.search.reader import NodeData, NodeReader, as_float32, on_stored_vectors, score_block
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 
 DEFAULT_TOLERANCE = 0.05
@@ -129,6 +129,7 @@ def _candidate(reader: NodeReader, cache: dict[tuple[int, int], NodeData | None]
     return cache[key]
 
 
+@on_stored_vectors
 def _near_tie(reader: NodeReader, cand: NodeData, vectors: np.ndarray, sq: np.ndarray, tolerance: float) -> np.ndarray:
     dots = as_float32(vectors.astype(np.float64) @ cand.vectors.astype(np.float64).T)
     scores = score_block(reader.metric, reader.is_normalized, dots, cand.sq_norms, sq[:, None])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ecpfs_viewer.model.search.reader import NodeReader, as_float32, score_block
+from ecpfs_viewer.model.search.reader import NodeReader, as_float32, on_stored_vectors, score_block
 
 NEG = np.float32(-np.inf)
 
@@ -53,6 +53,7 @@ class EntryTree:
     def depth(self) -> int:
         return len(self.levels)
 
+    @on_stored_vectors
     def scores(self, level: int, queries: np.ndarray, q_sq: np.ndarray, rows: slice | np.ndarray | None = None
                ) -> np.ndarray:
         """(queries, entries) lower-is-better scores of a level's entries (or some rows of them)."""
@@ -80,6 +81,7 @@ class EntryTree:
         return out
 
 
+@on_stored_vectors
 def entry_tree(index: NodeReader, leaf_items: dict[int, int]) -> EntryTree:
     """The entries of every level, from index_root and each internal node (read once, cached);
     ``leaf_items`` gives the items of each stored leaf (a leaf absent from it is missing)."""

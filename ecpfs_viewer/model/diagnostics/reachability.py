@@ -30,7 +30,7 @@ from ecpfs_viewer.model.diagnostics.pop_order import (
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.index import IndexReader
 from ecpfs_viewer.model.search.queries import sample_items
-from ecpfs_viewer.model.search.reader import as_float32, score_block
+from ecpfs_viewer.model.search.reader import as_float32, on_stored_vectors, score_block
 from ecpfs_viewer.model.search.results import ProgressCallback, Reporter, SearchCancelled, SearchParams
 from ecpfs_viewer.model.tasks import checkpoint
 
@@ -113,6 +113,7 @@ def _n(value: int) -> str:
     return f"{value:,}"
 
 
+@on_stored_vectors
 def self_reachability(index: IndexReader, *, seed: int = 0, full_limit: int = FULL_LIMIT, sample: int = SAMPLE,
                       progress: ProgressCallback | None = None, cancel: threading.Event | None = None
                       ) -> ReachabilityReport:
@@ -177,6 +178,7 @@ def _all_items(index: IndexReader, reporter: Reporter) -> tuple[np.ndarray, np.n
     return np.concatenate(ids), np.concatenate(leaves), np.concatenate(vectors)
 
 
+@on_stored_vectors
 def _own_keys(tree: EntryTree, queries: np.ndarray, q_sq: np.ndarray, own_entry: np.ndarray) -> np.ndarray:
     """Each query's pop key of its own leaf entry (the bound); +inf where it has none."""
     depth = tree.depth
@@ -199,6 +201,7 @@ def _own_keys(tree: EntryTree, queries: np.ndarray, q_sq: np.ndarray, own_entry:
     return out
 
 
+@on_stored_vectors
 def _first_leaves(tree: EntryTree, queries: np.ndarray, own_entry: np.ndarray,
                   cancel: threading.Event | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For each query the leaf node of the first stored, non-empty leaf entry it pops, and whether

@@ -9,11 +9,12 @@ The search algorithms (ecp, locate, exact) read through a :class:`NodeReader`;
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -238,10 +239,31 @@ class NodeReader:
         self.store.close()
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def stored_arithmetic() -> np.errstate:
+    """Arithmetic on stored vectors: a NaN or a value past float32's range (a damaged chunk that
+    still decodes) gives NaN or inf, scored +inf as upstream's search would, never a warning."""
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore")
+
+
+def on_stored_vectors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run fn under :func:`stored_arithmetic` (diagnostics that compute on many stored vectors)."""
+
+    @functools.wraps(fn)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with stored_arithmetic():
+            return fn(*args, **kwargs)
+
+    return run
+
+
 def as_float32(values: np.ndarray) -> np.ndarray:
     """float64 sums rounded to float32, as upstream scores them: a stored value past float32's range
     gives inf (then +inf scores, never a warning on stderr)."""
-    with np.errstate(over="ignore", invalid="ignore"):
+    with stored_arithmetic():
         rounded: np.ndarray = np.asarray(values).astype(np.float32)
     return rounded
 
@@ -253,13 +275,15 @@ def row_dots(vectors: np.ndarray, q: np.ndarray) -> np.ndarray:
     summation order BLAS picks for a given matrix shape: search (one node at a time) and exact
     search (candidates from anywhere) give the same score to the same item, bit for bit.
     """
-    return as_float32(vectors.astype(np.float64) @ q.astype(np.float64))
+    with stored_arithmetic():
+        return as_float32(vectors.astype(np.float64) @ q.astype(np.float64))
 
 
 def squared_norms(vectors: np.ndarray) -> np.ndarray:
     """Squared norm of each row, computed like :func:`row_dots` (float64 sum, float32 result)."""
-    v = vectors.astype(np.float64)
-    return as_float32(np.einsum("ij,ij->i", v, v))
+    with stored_arithmetic():
+        v = vectors.astype(np.float64)
+        return as_float32(np.einsum("ij,ij->i", v, v))
 
 
 def score_block(metric: str, is_normalized: bool, dots: np.ndarray, sq_norms: np.ndarray,
