@@ -258,7 +258,7 @@ def test_locate_reads_only_ids_arrays(two_clusters_path: Path) -> None:
     reader = IndexReader(opened)
     keys: list[str] = []
     real_read_many = opened.read_many_or_errors
-    opened.read_many_or_errors = lambda ks: keys.extend(ks) or real_read_many(ks)  # type: ignore[method-assign]
+    opened.read_many_or_errors = lambda ks, *a, **kw: keys.extend(ks) or real_read_many(ks, *a, **kw)  # type: ignore[method-assign]
     location = reader.locate(5)
     assert (location.leaf, location.row, location.complete) == (2, 1, True)
     assert [(s.level, s.node_id, s.row) for s in location.path] == [(1, 1, 1), (2, 2, 1)]
