@@ -89,7 +89,7 @@ def test_cli_recall_and_explain_on_a_cluster(index_path: Path, cluster_address: 
     plain = json.loads(capsys.readouterr().out)
     assert main([*args, "--scheduler", cluster_address]) == 0
     on_cluster = json.loads(capsys.readouterr().out)
-    assert [r["recall"] for r in on_cluster] == [r["recall"] for r in plain]
+    assert [r["recall"] for r in on_cluster["rows"]] == [r["recall"] for r in plain["rows"]]
     search = ["search", str(index_path), "--item", "3", "--k", "5", "--explain", "--json"]
     assert main(search) == 0
     expected = json.loads(capsys.readouterr().out)["exact"]
