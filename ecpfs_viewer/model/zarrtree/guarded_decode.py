@@ -49,6 +49,7 @@ import zstandard
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_value
 from ecpfs_viewer.model.limits import current_limits
+from ecpfs_viewer.model.zarrtree.zstd_frames import check_whole_frames
 
 
 def between_allowance(expected: int) -> int:
@@ -109,16 +110,20 @@ def _zstd(data: Any, limit: int) -> bytes:
         raise _broken("zstd", exc) from None
     if declared > limit:
         raise _PastLimit("zstd", declared)
+    framed = memoryview(numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
     try:
         if declared >= 0:
             # libzstd stops a frame at its declared size; given no more than such a frame can be
             # stored as, so that what follows it (unused_data) is never a copy of a huge chunk's rest
-            framed = memoryview(numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
             stream = _decompressor().decompressobj()
             out = stream.decompress(framed[:_zstd_most(declared)])
             if stream.eof and not stream.unused_data and len(out) == declared and len(framed) <= _zstd_most(declared):
                 return out
             del stream, out
+        try:
+            check_whole_frames(framed)  # bytes after the last frame: refused on every zstandard version
+        except ValueError as exc:
+            raise _broken("zstd", exc) from None
         reader = _decompressor().stream_reader(data, read_across_frames=True)
         pieces: list[bytes] = []
         total = 0
