@@ -10,6 +10,7 @@ Of a remote index the documents the root's consolidated metadata holds are taken
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
@@ -74,8 +75,17 @@ class IndexCache:
     only by a request for it, which is what the cache would save."""
 
     def __init__(self, h: Hierarchy) -> None:
-        self.hierarchy = h
+        # kept beside the hierarchy (Hierarchy.cache): a strong reference back would make a cycle,
+        # and an index closed by the window would wait for a full collection to be freed
+        self._hierarchy = weakref.ref(h)
         self.store = h.store
+
+    @property
+    def hierarchy(self) -> Hierarchy:
+        found = self._hierarchy()
+        if found is None:
+            raise RuntimeError("the index this cache belongs to was closed")
+        return found
 
     @property
     def disk(self) -> StoreCache | None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from zarr.abc.store import Store
 
@@ -37,17 +38,23 @@ class OpenedIndex:
         self.location = location if location is not None else self.store.label
         self.cache: IndexCache = index_cache(hierarchy)
         self._lock = threading.Lock()
-        self._shared: dict[object, object] = {}
+        # readers hold this index: kept weakly here, shared while someone holds them, never a cycle
+        # that keeps their decoded nodes until a full collection
+        self._shared: weakref.WeakValueDictionary[object, Any] = weakref.WeakValueDictionary()
 
     def shared(self, kind: Callable[[OpenedIndex], _Shared]) -> _Shared:
         """The one ``kind(self)`` of this index, built on first use (a reader is built by the
         first worker that asks, and handed to every later one)."""
         with self._lock:
-            if kind in self._shared:
-                return self._shared[kind]  # type: ignore[return-value]  # stored under its own kind
+            found = self._shared.get(kind)
+            if found is not None:
+                return found  # type: ignore[no-any-return]  # stored under its own kind
         made = kind(self)  # outside the lock: building a reader reads the index
         with self._lock:
-            return self._shared.setdefault(kind, made)  # type: ignore[return-value]  # the first one wins
+            found = self._shared.get(kind)
+            if found is None:
+                self._shared[kind] = found = made
+            return found  # type: ignore[no-any-return]  # the first one wins
 
     def close(self) -> None:
         """Let the store go (what waits to be written to the cache folder is written)."""
@@ -58,10 +65,11 @@ class OpenedIndex:
 
 
 class _Slot:
-    """The opened index kept beside its hierarchy (Hierarchy.cache): one per hierarchy."""
+    """The opened index of a hierarchy, kept beside it (Hierarchy.cache) weakly: one per hierarchy
+    while anyone holds it (a strong reference back would make a cycle through the hierarchy)."""
 
     def __init__(self) -> None:
-        self.index: OpenedIndex | None = None
+        self.index: weakref.ref[OpenedIndex] | None = None
 
     def forget(self, path: str, /) -> None:
         """Kept across a refresh: its cache checks every entry on use, its readers are the caller's."""
@@ -74,9 +82,11 @@ def opened_index_of(h: Hierarchy, location: str | None = None) -> OpenedIndex:
     """The opened index of a hierarchy (made on first use for one opened otherwise)."""
     slot = h.cache(_Slot)
     with _SLOT_LOCK:
-        if slot.index is None:
-            slot.index = OpenedIndex(h, location)
-        return slot.index
+        found = slot.index() if slot.index is not None else None
+        if found is None:
+            found = OpenedIndex(h, location)
+            slot.index = weakref.ref(found)
+        return found
 
 
 def open_index(location: str | os.PathLike[str] | OpenedStore | Store | Hierarchy, *,
