@@ -153,4 +153,4 @@ def test_the_long_runs_come_first_so_no_worker_waits_for_one_at_the_end(request)
     assert ordered == sorted(ordered)
     marked = {item.path.name for item in request.session.items if item.get_closest_marker("long")}
     collected = {item.path.name for item in request.session.items}
-    assert {"test_monkey.py", "test_fuzz_truth.py"} & collected <= marked
+    assert {"test_soak.py", "test_monkey.py", "test_fuzz_truth.py"} & collected <= marked

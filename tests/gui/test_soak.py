@@ -98,9 +98,7 @@ def select(qtbot, window: MainWindow, path: str) -> None:
                              and not window.is_busy()), timeout=60_000)
 
 
-# Not marked long (run first, in a fresh worker): its 20 warm-up opens do not bring a fresh process
-# to its steady state since open_index() and the per-index cache (+56-70 MB over 200 opens alone,
-# +23-26 MB before them); it runs where it ran before the suite went parallel, after other tests.
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_opening_closing_and_selecting_leaks_no_memory_threads_or_files(qtbot, tmp_path: Path,
                                                                       two_clusters_path: Path) -> None:
