@@ -54,7 +54,7 @@ class OpenedIndex:
             found = self._shared.get(kind)
             if found is None:
                 self._shared[kind] = found = made
-            return found  # type: ignore[no-any-return]  # the first one wins
+            return found  # the first one wins
 
     def close(self) -> None:
         """Let the store go (what waits to be written to the cache folder is written)."""
