@@ -38,15 +38,20 @@ class NpyHeader:
     data_offset: int  # where the data starts, in bytes
 
 
+def _os_failure(path: str, exc: OSError) -> NpyFileError:
+    """Why the file could not be examined or read, in words."""
+    if isinstance(exc, FileNotFoundError):
+        return NpyFileError(path, "file not found")
+    if isinstance(exc, PermissionError):
+        return NpyFileError(path, "permission denied")
+    return NpyFileError(path, f"cannot read ({exc.strerror or exc})")
+
+
 def _stat(path: str) -> os.stat_result:
     try:
         status = os.stat(path)
-    except FileNotFoundError:
-        raise NpyFileError(path, "file not found") from None
-    except PermissionError:
-        raise NpyFileError(path, "permission denied") from None
     except OSError as exc:
-        raise NpyFileError(path, f"cannot read ({exc.strerror or exc})") from None
+        raise _os_failure(path, exc) from None
     if stat.S_ISDIR(status.st_mode):
         raise NpyFileError(path, "is a folder, not a .npy file")
     if not stat.S_ISREG(status.st_mode):  # opening a FIFO would wait for a writer for ever
@@ -72,12 +77,8 @@ def read_npy_header(path: str | os.PathLike[str]) -> NpyHeader:
             except (ValueError, SyntaxError, TypeError, UnicodeDecodeError) as exc:
                 raise NpyFileError(path, f"corrupt .npy header ({exc})") from None
             offset = fh.tell()
-    except FileNotFoundError:
-        raise NpyFileError(path, "file not found") from None
-    except PermissionError:
-        raise NpyFileError(path, "permission denied") from None
     except OSError as exc:
-        raise NpyFileError(path, f"cannot read ({exc.strerror or exc})") from None
+        raise _os_failure(path, exc) from None
     shape = tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
         raise NpyFileError(path, f"the header declares shape {shape}; a shape cannot be negative")
