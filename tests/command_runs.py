@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,6 +59,21 @@ def run_limited(code: str, *args: str, env: dict[str, str] | None = None,
                               timeout=SECONDS, env={**os.environ, **extra})
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"did not end within {SECONDS} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
+
+
+#: the CLI in a fresh process; prints its exit code and whether zarr was imported, after its output
+_LATER_PROCESS = """
+import sys
+from ecpfs_viewer.cli import main
+code = main(sys.argv[1:])
+print(f"exit={code} zarr={'zarr' in sys.modules}")
+"""
+
+
+def run_later_process(*argv: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`ecpfs-viewer ARGV` in a fresh process (with `cache` as its cache folder when given), its
+    output followed by `exit=N zarr=True|False` (whether it needed zarr to answer)."""
+    return run_limited(_LATER_PROCESS, *argv, env=None if cache is None else {"ECPFS_VIEWER_CACHE": str(cache)})
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, nobody: Any = None) -> subprocess.CompletedProcess[str]:

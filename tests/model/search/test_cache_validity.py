@@ -15,19 +15,12 @@ from pathlib import Path
 import numcodecs
 import numpy as np
 import pytest
-from command_runs import run_limited
+from command_runs import run_later_process
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.search.results import UnknownItemError
 from ecpfs_viewer.model.search.saved_locate import saved_location
-
-_LATER_PROCESS = """
-import sys
-from ecpfs_viewer.cli import main
-code = main(sys.argv[1:])
-print(f"exit={code} zarr={'zarr' in sys.modules}")
-"""
 
 
 @pytest.fixture
@@ -37,7 +30,7 @@ def index(tmp_path: Path) -> Path:
 
 def _cli(*argv: str, cache: Path | None = None) -> str:
     """stdout (and the exit line) and stderr of `ecpfs-viewer ARGV` in a fresh process."""
-    done = run_limited(_LATER_PROCESS, *argv, env=None if cache is None else {"ECPFS_VIEWER_CACHE": str(cache)})
+    done = run_later_process(*argv, cache=cache)
     return done.stdout + done.stderr
 
 

@@ -10,21 +10,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from command_runs import run, run_limited
+from command_runs import run, run_later_process
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.search.results import ItemIdRangeError, UnknownItemError
 from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, saved_location
 from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root
-
-# the CLI in a fresh process; prints its exit code and whether zarr was imported, after its output
-_LATER_PROCESS = """
-import sys
-from ecpfs_viewer.cli import main
-code = main(sys.argv[1:])
-print(f"exit={code} zarr={'zarr' in sys.modules}")
-"""
 
 
 @pytest.fixture
@@ -35,7 +27,7 @@ def index(tmp_path: Path) -> Path:
 def _cli(*argv: str, cache: Path | None = None) -> tuple[str, str]:
     """stdout and stderr of `ecpfs-viewer ARGV` in a new process (the test's cache folder, unless
     another is given)."""
-    done = run_limited(_LATER_PROCESS, *argv, env=None if cache is None else {"ECPFS_VIEWER_CACHE": str(cache)})
+    done = run_later_process(*argv, cache=cache)
     return done.stdout, done.stderr
 
 
