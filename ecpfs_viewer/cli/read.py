@@ -26,7 +26,7 @@ from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.cli.remote import add_remote_options, remote_options
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
-from ecpfs_viewer.model.ecpfs.finding_codes import CODES
+from ecpfs_viewer.model.ecpfs.finding_codes import normalise_code
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.ecpfs.opened_index import open_index, opened_index_of
 from ecpfs_viewer.model.formatting import count_noun, format_age, format_value
@@ -98,8 +98,8 @@ def ignored_codes(values: Sequence[str]) -> tuple[str, ...]:
         for part in (p.strip().upper() for p in value.split(",")):
             if not part:
                 continue
-            code = part if part.startswith("ECPFS-") else f"ECPFS-{part}"
-            if code not in CODES:
+            code = normalise_code(part)
+            if code is None:
                 raise UsageError(f"--ignore: {part!r} is not a finding code (see docs/finding-codes.md)")
             codes.append(code)
     return tuple(dict.fromkeys(codes))

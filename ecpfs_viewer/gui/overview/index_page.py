@@ -17,6 +17,7 @@ from ecpfs_viewer.gui.overview.terms import SUMMARY_TIPS, glossary_html
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, fact_value, facts_scroll, group_box
+from ecpfs_viewer.gui.widgets.findings_filter import FindingsFilterBar
 from ecpfs_viewer.model.ecpfs import Generation, IndexSummary, Severity, summarize
 from ecpfs_viewer.model.formatting import count_noun, format_age
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
@@ -139,6 +140,7 @@ class IndexPage(QSplitter):
         self.progress.hide()
         self.findings = FindingsList()
         self.findings.path_clicked.connect(self.node_requested)
+        self.findings_filter = FindingsFilterBar(self.findings)
         self.checked = QLabel()
         self.checked.setWordWrap(True)
         self.checked.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -147,6 +149,7 @@ class IndexPage(QSplitter):
         report_layout.addWidget(self.verdict)
         report_layout.addWidget(self.rebuild)
         report_layout.addWidget(self.progress)
+        report_layout.addWidget(self.findings_filter)
         report_layout.addWidget(self.findings, 1)
         report_layout.addWidget(self.checked)
         self.addWidget(group_box("Validation", report_box))

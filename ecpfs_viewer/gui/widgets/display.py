@@ -36,6 +36,7 @@ from ecpfs_viewer.gui.widgets.icons import standard_icon
 from ecpfs_viewer.gui.widgets.rows_table import fit_table
 from ecpfs_viewer.model.ecpfs import Finding, NodeSize, Severity
 from ecpfs_viewer.model.ecpfs.finding_codes import finding_code
+from ecpfs_viewer.model.ecpfs.finding_filter import FindingFilter
 from ecpfs_viewer.model.formatting import format_value
 
 _SEVERITY_ICONS = {Severity.ERROR: "SP_MessageBoxCritical", Severity.WARNING: "SP_MessageBoxWarning",
@@ -205,9 +206,12 @@ class FindingsList(QTableWidget):
     requests the path."""
 
     path_clicked = Signal(str)
+    #: the rows were replaced (a filter bar re-applies itself)
+    rows_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(0, 3, parent)
+        self._filter = FindingFilter()
         self.setHorizontalHeaderLabels(["Path", "Code", "Finding"])
         self.verticalHeader().hide()
         self.setShowGrid(False)
@@ -240,8 +244,26 @@ class FindingsList(QTableWidget):
             )
         if not findings:
             self._add_row(standard_icon("SP_DialogApplyButton"), "", empty_text, None, "")
+        self._apply_filter()
         fit_table(self, stretch=MESSAGE_COLUMN)
         self.resizeRowsToContents()
+        self.rows_changed.emit()
+
+    def set_filter(self, finding_filter: FindingFilter) -> None:
+        """Show only the findings ``finding_filter`` matches; the rows are kept, only hidden."""
+        self._filter = finding_filter
+        self._apply_filter()
+
+    def _apply_filter(self) -> None:
+        for row in range(self.rowCount()):
+            code = self._text(row, 1)
+            shown = not code or self._filter.matches(self._text(row, 0), code, self._text(row, MESSAGE_COLUMN))
+            self.setRowHidden(row, not shown)
+
+    def filter_counts(self) -> tuple[int, int]:
+        """(findings shown, findings listed); the row saying there are none counts as neither."""
+        coded = [r for r in range(self.rowCount()) if self._text(r, 1)]
+        return sum(not self.isRowHidden(r) for r in coded), len(coded)
 
     def _add_row(self, icon: Any, path_text: str, message: str, path: str | None, tip: str,
                  code: tuple[str, str] = ("", "")) -> None:
@@ -264,12 +286,13 @@ class FindingsList(QTableWidget):
         return item.text() if item is not None else ""
 
     def row_texts(self) -> list[tuple[str, str]]:
-        """(path, message) of every row as shown."""
-        return [(self._text(r, 0), self._text(r, MESSAGE_COLUMN)) for r in range(self.rowCount())]
+        """(path, message) of every row as shown (rows a filter hides left out)."""
+        return [(self._text(r, 0), self._text(r, MESSAGE_COLUMN)) for r in range(self.rowCount())
+                if not self.isRowHidden(r)]
 
     def row_codes(self) -> list[str]:
         """The code of every row as shown ('' on the row that says there are none)."""
-        return [self._text(r, 1) for r in range(self.rowCount())]
+        return [self._text(r, 1) for r in range(self.rowCount()) if not self.isRowHidden(r)]
 
     def _on_clicked(self, item: QTableWidgetItem) -> None:
         path = item.data(PATH_ROLE)

@@ -166,6 +166,14 @@ def finding_code(code: str) -> FindingCode:
         raise ValueError(f"unknown finding code {code!r} (see docs/finding-codes.md)") from None
 
 
+def normalise_code(text: str) -> str | None:
+    """The full code a user means by ``text`` ('ECPFS-W005', 'w005'), or None when the table holds
+    no such code: the one reading of a typed code, for `check --ignore` and the window's filter."""
+    part = text.strip().upper()
+    code = part if part.startswith("ECPFS-") else f"ECPFS-{part}"
+    return code if code in CODES else None
+
+
 def markdown() -> str:
     """docs/finding-codes.md: the table for users."""
     lines = ["# Finding codes", "",
