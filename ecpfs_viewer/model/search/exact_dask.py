@@ -15,31 +15,29 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
-from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.search.cluster import RETRIES, SCALE_EXTRA_HINT, SchedulerError, connected, gather, is_cluster
 from ecpfs_viewer.model.search.exact import RESCORE_MARGIN, ExactNeighbours
 from ecpfs_viewer.model.search.index import IndexReader, index_reader
 from ecpfs_viewer.model.search.reader import row_dots, score_block, squared_norms
-from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter
+from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchCancelled
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.options import RemoteOptions
 
 #: Leaves read and scored by one task (about 12,800 rows at 50 rows per leaf).
 LEAF_BLOCK = 256
-SCALE_EXTRA_HINT = "install the scale extra: pip install 'ecpfs-viewer[scale]'"
 _NO_ID = np.iinfo(np.int64).max  # sorts padding after every real item with the same score
 _CANDIDATE = np.dtype([("score", "f4"), ("id", "i8"), ("leaf", "i8"), ("row", "i8")])
 
 
-class SchedulerError(UserError):
-    """dask is missing or the scheduler cannot be reached; the message says what to do."""
+__all__ = ["SCALE_EXTRA_HINT", "IndexSource", "SchedulerError", "exact_knn_dask", "exact_with", "source_of"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,7 @@ def exact_knn_dask(index: IndexReader, queries: Any, k: int, exclude: frozenset[
     if self_ids is not None and len(self_ids) != len(q):
         raise QueryError(f"{len(self_ids)} self ids for {len(q)} queries")
     reporter = Reporter(progress, cancel)
-    distributed = scheduler is not None and scheduler not in ("threads", "sync", "synchronous")
+    distributed = is_cluster(scheduler)
     reads: IndexSource | IndexReader = (source or source_of(index)) if distributed else index
     scoring = _Scoring(q, index.metric, index.is_normalized, k + RESCORE_MARGIN,
                        np.fromiter(exclude, np.int64, len(exclude)) if exclude else None,
@@ -118,7 +116,7 @@ def exact_knn_dask(index: IndexReader, queries: Any, k: int, exclude: frozenset[
     top = da.reduction(items, chunk=functools.partial(_block_top, scoring=scoring), combine=merge, aggregate=merge,
                        axis=0, keepdims=True, dtype=_CANDIDATE, output_size=len(q) * scoring.keep, concatenate=True)
     reporter.report("exact search (dask)", 0, len(blocks))
-    found = _compute_on_cluster(top, str(scheduler)) if distributed else top.compute(scheduler="threads")
+    found = _compute_on_cluster(top, str(scheduler), cancel) if distributed else top.compute(scheduler="threads")
     reporter.report("exact search (dask)", len(blocks), len(blocks))
     return _unpack(np.asarray(found), len(q), k)
 
@@ -132,19 +130,29 @@ def _dask() -> tuple[Any, Any]:
     return da, dask
 
 
-def _compute_on_cluster(top: Any, address: str) -> np.ndarray:
-    try:
-        import distributed
-    except ImportError as exc:
-        raise SchedulerError(f"--scheduler {address} needs dask.distributed; {SCALE_EXTRA_HINT}") from exc
-    try:
-        client_class: Any = distributed.Client  # untyped: dask's own annotations stop at the Client
-        client = client_class(address, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise SchedulerError(f"cannot reach the dask scheduler at {address} ({exc})") from exc
-    with client:
-        found: np.ndarray = client.compute(top).result()
+def _compute_on_cluster(top: Any, address: str, cancel: threading.Event | None) -> np.ndarray:
+    """The graph computed on the cluster, each task retried on error; a cancel cancels its futures."""
+    with connected(address) as client:
+        future = client.compute(top, retries=RETRIES)
+        found: np.ndarray = gather(client, [future], cancel, cancelled=SearchCancelled)[0]
     return found
+
+
+def exact_with(index: IndexReader, scheduler: str | None,
+               remote: RemoteOptions | None = None) -> Callable[..., ExactNeighbours]:
+    """The exact search ``scheduler`` asks for, with ``index.exact``'s arguments: the in-process one
+    for None, else :func:`exact_knn_dask` (on a cluster, its workers open the index where ``index``
+    was opened, with ``remote``)."""
+    if scheduler is None:
+        return index.exact
+    source = source_of(index, remote) if is_cluster(scheduler) else None
+
+    def exact(queries: Any, k: int, exclude: frozenset[int] = frozenset(), self_ids: Any = None,
+              progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> ExactNeighbours:
+        return exact_knn_dask(index, queries, k, exclude, self_ids, scheduler=scheduler, source=source,
+                              progress=progress, cancel=cancel)
+
+    return exact
 
 
 class _BlockCounter:
