@@ -69,19 +69,28 @@ def _json(args: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
     return json.loads(capsys.readouterr().out)
 
 
-def test_recall_and_compare_on_the_cluster_equal_local(tmp_path: Path, cluster: DaskCluster,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    a = build_clustered_index(tmp_path, items=1500, dim=8)
-    b_folder = tmp_path / "b"
-    b_folder.mkdir()
-    b = build_clustered_index(b_folder, items=1500, dim=8, target_cluster_items=60)
-    recall = ["recall", str(a), "--sample", "20", "--k", "5", "--search-exp", "1,2,4", "--json"]
+@pytest.fixture(scope="module")
+def index_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two builds of the same vectors with different leaf sizes."""
+    a = build_clustered_index(tmp_path_factory.mktemp("a"), items=1500, dim=8)
+    b = build_clustered_index(tmp_path_factory.mktemp("b"), items=1500, dim=8, target_cluster_items=60)
+    return a, b
+
+
+def test_recall_on_the_cluster_equals_local(index_pair: tuple[Path, Path], cluster: DaskCluster,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    recall = ["recall", str(index_pair[0]), "--sample", "20", "--k", "5", "--search-exp", "1,2,4", "--json"]
     local = _json(recall, capsys)
-    assert _answer(_json([*recall, "--scheduler", cluster.address], capsys)) == _answer(local)
     assert 0 < local["rows"][0]["recall"] < 1  # a sweep that can tell a wrong truth from the right one
-    compare = ["compare", str(a), str(b), "--sample", "20", "--k", "5", "--search-exp", "1,2", "--json"]
+    assert _answer(_json([*recall, "--scheduler", cluster.address], capsys)) == _answer(local)
+
+
+def test_compare_on_the_cluster_equals_local(index_pair: tuple[Path, Path], cluster: DaskCluster,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    compare = ["compare", *map(str, index_pair), "--sample", "20", "--k", "5", "--search-exp", "1,2", "--json"]
     local = _json(compare, capsys)
     assert local["recall"]["shared_truth"]  # same data: the exact neighbours computed once, on the cluster
+    assert local["recall"]["differing_queries"]  # the per-query table is compared too
     assert _answer(_json([*compare, "--scheduler", cluster.address], capsys)) == _answer(local)
 
 
