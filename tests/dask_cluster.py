@@ -52,16 +52,16 @@ def dask_cluster(folder: Path, workers: int = 2) -> Iterator[DaskCluster]:
 
 
 class DieOnce(WorkerPlugin):
-    """A worker plugin: the first worker to start a task whose key begins with ``prefix`` dies on the spot
+    """A worker plugin: the first worker to start a task whose key holds ``part`` dies on the spot
     (``os._exit``), once per ``marker`` file; the scheduler must then run the task elsewhere."""
 
     name = "ecpfs-die-once"
 
-    def __init__(self, prefix: str, marker: str) -> None:
-        self.prefix, self.marker = prefix, marker
+    def __init__(self, part: str, marker: str) -> None:
+        self.part, self.marker = part, marker
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
-        if finish != "executing" or not str(key).startswith(self.prefix):
+        if finish != "executing" or self.part not in str(key):
             return
         try:
             os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))

@@ -106,20 +106,27 @@ def test_tune_on_the_cluster_equals_local(tmp_path: Path, cluster: DaskCluster, 
     assert cluster.work_folders() == [] and list(same_tmp.iterdir()) == []
 
 
-def test_a_worker_that_dies_mid_tune_is_replaced(tmp_path: Path, cluster: DaskCluster, same_tmp: Path) -> None:
+def test_a_worker_that_dies_mid_run_is_replaced(tmp_path: Path, index_pair: tuple[Path, Path], cluster: DaskCluster,
+                                                same_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows, _ = cluster_rows(tmp_path, clusters=6)
     grid = TuneGrid(levels=(1,), target_cluster_items=(25, 50))
     settings = TuneSettings(k=5, search_exps=(1, 2), holdout=20)
     local = tune(rows, grid, settings)
-    marker = tmp_path / "a worker died"
+    recall = ["recall", str(index_pair[0]), "--sample", "10", "--k", "5", "--search-exp", "1,2", "--json"]
+    local_recall = _json(recall, capsys)
+    tune_died, block_died = tmp_path / "a tune worker died", tmp_path / "a block worker died"
     with cluster.client() as client:
-        client.register_plugin(DieOnce("ecpfs-tune-", str(marker)))
+        client.register_plugin(DieOnce("ecpfs-tune-", str(tune_died)), name="tune")
+        client.register_plugin(DieOnce("read_block", str(block_died)), name="blocks")
         try:
             on_cluster = tune(rows, grid, settings, scheduler=cluster.address)
+            on_cluster_recall = _json([*recall, "--scheduler", cluster.address], capsys)
         finally:
-            client.unregister_worker_plugin(DieOnce.name)
-    assert marker.exists()  # a worker did die while starting a variant
+            client.unregister_worker_plugin("tune")
+            client.unregister_worker_plugin("blocks")
+    assert tune_died.exists() and block_died.exists()  # a worker did die starting a variant, and one a block
     assert [_answer(v.to_dict()) for v in on_cluster.variants] == [_answer(v.to_dict()) for v in local.variants]
+    assert _answer(on_cluster_recall) == _answer(local_recall)
 
 
 def test_a_cancelled_tune_leaves_nothing(tmp_path: Path, cluster: DaskCluster, same_tmp: Path) -> None:
