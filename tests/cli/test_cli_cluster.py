@@ -117,7 +117,7 @@ def test_a_worker_that_dies_mid_run_is_replaced(tmp_path: Path, index_pair: tupl
     tune_died, block_died = tmp_path / "a tune worker died", tmp_path / "a block worker died"
     with cluster.client() as client:
         client.register_plugin(DieOnce("ecpfs-tune-", str(tune_died)), name="tune")
-        client.register_plugin(DieOnce("read_block", str(block_died)), name="blocks")
+        client.register_plugin(DieOnce("ecpfs-exact-", str(block_died)), name="blocks")
         try:
             on_cluster = tune(rows, grid, settings, scheduler=cluster.address)
             on_cluster_recall = _json([*recall, "--scheduler", cluster.address], capsys)

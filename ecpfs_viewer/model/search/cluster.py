@@ -71,8 +71,9 @@ def connected(address: str) -> Iterator[Any]:
 
 def gather(client: Any, futures: Sequence[Any], cancel: threading.Event | None = None,
            on_done: Callable[[int, Any], None] | None = None, on_stop: Callable[[], None] | None = None,
-           cancelled: type[Cancelled] = Cancelled) -> list[Any]:
-    """The results of ``futures`` in their order, ``on_done(i, result)`` as each arrives.
+           cancelled: type[Cancelled] = Cancelled, keep_results: bool = True) -> list[Any]:
+    """The results of ``futures`` in their order, ``on_done(i, result)`` as each arrives (without
+    ``keep_results``, only ``on_done`` sees them: the list holds None).
 
     A cancel (or an error: a task that failed after its retries, a worker that died too often)
     calls ``on_stop``, waits up to CANCEL_GRACE_SECONDS for the running tasks to end, then cancels
@@ -91,9 +92,12 @@ def gather(client: Any, futures: Sequence[Any], cancel: threading.Event | None =
             changed.clear()
             for i in [i for i in waiting if futures[i].done()]:
                 waiting.remove(i)
-                results[i] = _result(futures[i], distributed)
+                result = _result(futures[i], distributed)
+                futures[i].release()  # its value leaves the cluster's memory
+                if keep_results:
+                    results[i] = result
                 if on_done is not None:
-                    on_done(i, results[i])
+                    on_done(i, result)
     except BaseException:
         if on_stop is not None:
             with contextlib.suppress(Exception):  # the scheduler may be what failed
@@ -138,7 +142,7 @@ def _result(future: Any, distributed: Any) -> Any:
 
 def run_tasks(address: str, function: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, name: str,
               cancel: threading.Event | None = None, on_done: Callable[[int, Any], None] | None = None,
-              cancelled: type[Cancelled] = Cancelled) -> list[Any]:
+              cancelled: type[Cancelled] = Cancelled, keep_results: bool = True) -> list[Any]:
     """``function(*call, stop=NAME)`` for every call as one task each on the cluster at ``address``; the
     results in the order of ``calls``.
 
@@ -155,7 +159,7 @@ def run_tasks(address: str, function: Callable[..., Any], calls: Sequence[tuple[
         futures = [client.submit(_task, function, *call, stop=stop.name, key=f"{name}-{run}-{i}", pure=False,
                                  retries=RETRIES) for i, call in enumerate(calls)]
         try:
-            return gather(client, futures, cancel, on_done, stop.set, cancelled)
+            return gather(client, futures, cancel, on_done, stop.set, cancelled, keep_results)
         finally:
             with contextlib.suppress(Exception):
                 client.cancel(futures)  # releases every future's result on the workers

@@ -3,11 +3,13 @@
 The in-process exact search (:mod:`exact`) stacks every leaf into one matrix in memory. Here the
 leaves become a dask array of blocks (one task reads a block of leaves through the store), each
 block keeps its best ``k + RESCORE_MARGIN`` candidates per query, scored exactly as eCP search
-scores them, and a tree reduction merges the candidates down to k, ties by item id. Memory is
-one block per worker thread, and the blocks run wherever dask runs them: the local threaded
-scheduler by default, or a ``dask.distributed`` cluster given as ``tcp://HOST:PORT`` (the
-optional ``scale`` extra). Workers of a cluster open the index themselves, so its location
-must be one they can reach (a URL, or a path on a shared file system).
+scores them, and the candidates are merged down to k, ties by item id. Memory is one block per
+worker thread. On the local threaded scheduler the blocks are a dask array and a tree reduction
+merges them; on a ``dask.distributed`` cluster given as ``tcp://HOST:PORT`` (the optional
+``scale`` extra, through :mod:`cluster`) each block is one task, retried on error, and the
+caller merges the lists in block order as they arrive (progress per block, a cancel that
+cancels the tasks). Workers of a cluster open the index themselves, so its location must be
+one they can reach (a URL, or a path on a shared file system).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
-from ecpfs_viewer.model.search.cluster import RETRIES, SCALE_EXTRA_HINT, SchedulerError, connected, gather, is_cluster
+from ecpfs_viewer.model.search.cluster import SCALE_EXTRA_HINT, SchedulerError, is_cluster, run_tasks
 from ecpfs_viewer.model.search.exact import RESCORE_MARGIN, ExactNeighbours
 from ecpfs_viewer.model.search.index import IndexReader, index_reader
 from ecpfs_viewer.model.search.reader import row_dots, score_block, squared_norms
@@ -99,7 +101,6 @@ def exact_knn_dask(index: IndexReader, queries: Any, k: int, exclude: frozenset[
         raise QueryError(f"{len(self_ids)} self ids for {len(q)} queries")
     reporter = Reporter(progress, cancel)
     distributed = is_cluster(scheduler)
-    reads: IndexSource | IndexReader = (source or source_of(index)) if distributed else index
     scoring = _Scoring(q, index.metric, index.is_normalized, k + RESCORE_MARGIN,
                        np.fromiter(exclude, np.int64, len(exclude)) if exclude else None,
                        np.array([-1 if s is None else s for s in self_ids], np.int64) if self_ids is not None else None)
@@ -107,16 +108,19 @@ def exact_knn_dask(index: IndexReader, queries: Any, k: int, exclude: frozenset[
     blocks = [leaves[i:i + LEAF_BLOCK] for i in range(0, len(leaves), LEAF_BLOCK)]
     if not blocks:
         return _unpack(np.full(len(q) * scoring.keep, _padding(), _CANDIDATE), len(q), k)
-    rows = _rows_dtype(index.dim)
-    counter = _BlockCounter(reporter, len(blocks)) if not distributed else None
-    parts = [da.from_delayed(dask.delayed(_read_block, pure=True)(reads, index.levels, block, counter),
-                             shape=(np.nan,), dtype=rows) for block in blocks]
-    items = da.concatenate(parts)
-    merge = functools.partial(_merge, keep=scoring.keep, queries=len(q))
-    top = da.reduction(items, chunk=functools.partial(_block_top, scoring=scoring), combine=merge, aggregate=merge,
-                       axis=0, keepdims=True, dtype=_CANDIDATE, output_size=len(q) * scoring.keep, concatenate=True)
     reporter.report("exact search (dask)", 0, len(blocks))
-    found = _compute_on_cluster(top, str(scheduler), cancel) if distributed else top.compute(scheduler="threads")
+    if distributed:
+        found = _on_cluster(source or source_of(index), index.levels, blocks, scoring, str(scheduler), reporter,
+                            cancel)
+    else:
+        counter = _BlockCounter(reporter, len(blocks))
+        parts = [da.from_delayed(dask.delayed(_read_block, pure=True)(index, index.levels, block, counter),
+                                 shape=(np.nan,), dtype=_rows_dtype(index.dim)) for block in blocks]
+        merge = functools.partial(_merge, keep=scoring.keep, queries=len(q))
+        top = da.reduction(da.concatenate(parts), chunk=functools.partial(_block_top, scoring=scoring),
+                           combine=merge, aggregate=merge, axis=0, keepdims=True, dtype=_CANDIDATE,
+                           output_size=len(q) * scoring.keep, concatenate=True)
+        found = top.compute(scheduler="threads")
     reporter.report("exact search (dask)", len(blocks), len(blocks))
     return _unpack(np.asarray(found), len(q), k)
 
@@ -130,12 +134,35 @@ def _dask() -> tuple[Any, Any]:
     return da, dask
 
 
-def _compute_on_cluster(top: Any, address: str, cancel: threading.Event | None) -> np.ndarray:
-    """The graph computed on the cluster, each task retried on error; a cancel cancels its futures."""
-    with connected(address) as client:
-        future = client.compute(top, retries=RETRIES)
-        found: np.ndarray = gather(client, [future], cancel, cancelled=SearchCancelled)[0]
-    return found
+def _on_cluster(source: IndexSource, levels: int, blocks: list[list[int]], scoring: _Scoring, address: str,
+                reporter: Reporter, cancel: threading.Event | None) -> np.ndarray:
+    """Each block read and cut to its best candidates as one task on the cluster (retried, cancelled with
+    the run); the candidate lists merged here in block order as they arrive, so the progress is per
+    block, only blocks that arrive ahead of their turn wait in memory, and the merge is the same
+    left-to-right one as the local reduction's."""
+    queries, keep = len(scoring.q), scoring.keep
+    merged = np.full(queries * keep, _padding(), _CANDIDATE)
+    early: dict[int, np.ndarray] = {}
+    arrived = [0, 0]  # blocks arrived, blocks merged
+
+    def on_block(i: int, candidates: np.ndarray) -> None:
+        nonlocal merged
+        early[i] = candidates
+        while arrived[1] in early:
+            merged = _merge(np.concatenate([merged, early.pop(arrived[1])]), keep=keep, queries=queries)
+            arrived[1] += 1
+        arrived[0] += 1
+        reporter.report("exact search (dask)", arrived[0], len(blocks))
+
+    run_tasks(address, _block_candidates, [(source, levels, block, scoring) for block in blocks],
+              name="ecpfs-exact", cancel=cancel, on_done=on_block, cancelled=SearchCancelled, keep_results=False)
+    return merged
+
+
+def _block_candidates(source: IndexSource, levels: int, leaves: list[int], scoring: _Scoring, *,
+                      stop: str | None = None) -> np.ndarray:
+    """On a worker: one block's best candidates per query (a block is short: no cancel inside it)."""
+    return _block_top(_read_block(source, levels, leaves, None), scoring=scoring)
 
 
 def exact_with(index: IndexReader, scheduler: str | None,
