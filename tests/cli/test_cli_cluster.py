@@ -95,9 +95,10 @@ def test_compare_on_the_cluster_equals_local(index_pair: tuple[Path, Path], clus
 
 
 def test_tune_on_the_cluster_equals_local(tmp_path: Path, cluster: DaskCluster, same_tmp: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
-    rows, _ = cluster_rows(tmp_path, clusters=12)
-    tune_args = ["tune", str(rows), "--levels", "1,2", "--target-cluster-items", "25,50", "--holdout", "30",
+                                          capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster_rows(tmp_path, clusters=12)
+    monkeypatch.chdir(tmp_path)  # a relative input: the workers, elsewhere, are sent its absolute path
+    tune_args = ["tune", "rows.npy", "--levels", "1,2", "--target-cluster-items", "25,50", "--holdout", "30",
                  "--k", "5", "--search-exp", "1,2", "--json", "--quiet"]
     local = _json(tune_args, capsys)
     on_cluster = _json([*tune_args, "--scheduler", cluster.address], capsys)

@@ -295,8 +295,6 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
     if scheduler is not None and keep_dir is not None:
         raise TuneError("variants built on a cluster are not kept (each worker removes its own); "
                         "leave out --keep or --scheduler")
-    if scheduler is not None:
-        source = os.path.abspath(source)  # what the workers open
     steps = _Steps(len(variants), progress, cancel)
     extra = data.nbytes if held.size else 0
     estimates = grid_estimates(source, variants)
@@ -327,8 +325,9 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         exact_seconds = time.perf_counter() - t
         results = []
         if scheduler is not None:
-            results = _on_cluster(scheduler, variants, source, held, queries, query_source, truth, settings,
-                                  [e + extra for e in estimates], steps, cancel, on_variant)
+            # the workers open the input by its absolute path
+            results = _on_cluster(scheduler, variants, os.path.abspath(source), held, queries, query_source, truth,
+                                  settings, [e + extra for e in estimates], steps, cancel, on_variant)
         for i, params in enumerate(variants if scheduler is None else ()):
             out = (keep_dir / folder_name(params)) if keep_dir is not None else work / folder_name(params)
             written.append(out)
