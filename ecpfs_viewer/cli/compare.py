@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register `compare A B [--queries Q.npy | --sample N] [--k 10] [--search-exp 1,2,4,8] [--json]`."""
     from ecpfs_viewer.cli.remote import add_remote_options
-    from ecpfs_viewer.cli.search import add_query_source
+    from ecpfs_viewer.cli.search import add_query_source, add_scheduler_option
 
     p: argparse.ArgumentParser = add_command(subparsers, "compare")
     p.add_argument("index_a", metavar="A", help="first index: folder, .zip or URL")
@@ -35,6 +35,7 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
     add_remote_options(p)
+    add_scheduler_option(p)
     p.set_defaults(func=_compare_command, index=None)
     return p
 
@@ -53,17 +54,20 @@ def _open_index(location: str, args: argparse.Namespace) -> IndexReader:
 
 def _compare(args: argparse.Namespace) -> int:
     from ecpfs_viewer.cli.progress import TerminalProgress
-    from ecpfs_viewer.cli.search import load_queries
+    from ecpfs_viewer.cli.remote import remote_options
+    from ecpfs_viewer.cli.search import load_queries, scheduler_of
     from ecpfs_viewer.model.tuning.compare import compare_indexes
 
     exps = list(args.search_exp)
+    scheduler = scheduler_of(args)
     queries = load_queries(args.queries) if args.queries else None
     args.index = args.index_a  # what an OSError names
     a = _open_index(args.index_a, args)
     b = _open_index(args.index_b, args)
     with TerminalProgress(enabled=not args.quiet) as bar:
         comparison = compare_indexes(a, b, queries=queries, query_source=args.queries or "", sample=args.sample,
-                                     seed=args.seed, k=args.k, search_exps=exps, progress=bar)
+                                     seed=args.seed, k=args.k, search_exps=exps, progress=bar, scheduler=scheduler,
+                                     remote=remote_options(args))
     if args.json:
         print(json.dumps(versioned(comparison.to_dict()), indent=2, default=_plain))
     else:

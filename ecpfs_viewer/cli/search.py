@@ -112,32 +112,37 @@ def _add_search_options(p: argparse.ArgumentParser, search_exp_default: int | tu
     p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
 
 
-def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scheduler", metavar="threads|tcp://HOST:PORT",
-                   help="compute the exact neighbours as a dask graph over blocks of leaves: 'threads' on this "
-                        "machine, or a dask.distributed scheduler address (needs the scale extra; workers open "
-                        "INDEX themselves, so it must be a URL or a path they share)")
+def add_scheduler_option(p: argparse.ArgumentParser, what: str = "compute the exact neighbours as a dask graph "
+                         "over blocks of leaves", local: bool = True) -> None:
+    where = ("'threads' on this machine, or a dask.distributed scheduler address" if local
+             else "a dask.distributed scheduler address")
+    p.add_argument("--scheduler", metavar="threads|tcp://HOST:PORT" if local else "tcp://HOST:PORT",
+                   help=f"{what}: {where} (needs the scale extra; workers open the input themselves, so it must "
+                        "be a URL or a path they share)")
+
+
+def scheduler_of(args: argparse.Namespace) -> str | None:
+    """--scheduler as given (None without it); a usage error when it is no scheduler."""
+    if getattr(args, "scheduler", None) is None:
+        return None
+    from ecpfs_viewer.model.search.cluster import scheduler_problem
+
+    scheduler = str(args.scheduler).strip()
+    problem = scheduler_problem(scheduler)
+    if problem is not None:
+        raise UsageError(f"--scheduler {problem}")
+    return scheduler
 
 
 def _exact_with(reader: IndexReader, args: argparse.Namespace) -> Any:
     """The exact-search function --scheduler asks for (None: the in-process one)."""
-    if args.scheduler is None:
+    scheduler = scheduler_of(args)
+    if scheduler is None:
         return None
-    scheduler = str(args.scheduler).strip()
-    if scheduler != "threads" and "://" not in scheduler:
-        raise UsageError(f"--scheduler must be 'threads' or a scheduler address like tcp://HOST:PORT "
-                         f"(got {scheduler!r})")
     from ecpfs_viewer.cli.remote import remote_options
-    from ecpfs_viewer.model.search.exact_dask import exact_knn_dask, source_of
+    from ecpfs_viewer.model.search.exact_dask import exact_with
 
-    source = source_of(reader, remote_options(args)) if scheduler != "threads" else None
-
-    def exact(queries: Any, k: int, exclude: frozenset[int] = frozenset(), self_ids: Any = None,
-              progress: Any = None, cancel: Any = None) -> Any:
-        return exact_knn_dask(reader, queries, k, exclude, self_ids, scheduler=scheduler, source=source,
-                              progress=progress, cancel=cancel)
-
-    return exact
+    return exact_with(reader, scheduler, remote_options(args))
 
 
 # ------------------------------------------------------------------------------------ search
@@ -158,7 +163,7 @@ def add_search_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--recall", action=AtLeast, least=1, metavar="N",
                    help="sample N queries (from --query-file, else stored items) and print recall@k")
     p.add_argument("--seed", action=AtLeast, least=0, default=0, help="seed for --recall sampling")
-    _add_scheduler_option(p)
+    add_scheduler_option(p)
     p.set_defaults(func=lambda args: run_body(_search, args))
     return p
 
@@ -288,7 +293,7 @@ def add_recall_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--miss-map", action="store_true",
                    help="also say where recall is lost: the nodes where missed true neighbours left the search's "
                         "path (with --json: the miss_map key, else null)")
-    _add_scheduler_option(p)
+    add_scheduler_option(p)
     p.set_defaults(func=lambda args: run_body(_recall, args))
     return p
 

@@ -37,7 +37,7 @@ class CannotTune(CommandError, code=EXIT_CANNOT_START, kind="cannot_start"):
 
 def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `tune IN.npy [grid and measurement options]`."""
-    from ecpfs_viewer.cli.search import add_query_source
+    from ecpfs_viewer.cli.search import add_query_source, add_scheduler_option
 
     p = add_command(subparsers, "tune")
     p.add_argument("input", metavar="IN.npy", help="2-D .npy of embeddings")
@@ -60,6 +60,8 @@ def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     p.add_argument("--keep", metavar="DIR", help="keep every variant in DIR (created; must not hold them already)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_scheduler_option(p, "build and measure each variant as a task of a dask cluster, in a folder of the worker's "
+                            "own that it removes", local=False)
     p.set_defaults(func=run_tune)
     return p
 
@@ -74,6 +76,12 @@ def _selections(text: str) -> tuple[str, ...]:
 
 def run_tune(args: argparse.Namespace) -> int:
     """Run the grid; the report as a table or JSON on stdout."""
+    from ecpfs_viewer.cli.search import scheduler_of
+    from ecpfs_viewer.model.search.cluster import SchedulerError, is_cluster
+
+    scheduler = scheduler_of(args)
+    if scheduler is not None and not is_cluster(scheduler):
+        raise UsageError(f"--scheduler of tune takes a scheduler address like tcp://HOST:PORT (got {scheduler!r})")
     grid = TuneGrid(levels=args.levels, target_cluster_items=args.target_cluster_items,
                     rep_selections=_selections(args.rep_selection), metric=args.metric, seed=args.seed)
     settings = TuneSettings(k=args.k, search_exps=args.search_exp,
@@ -90,11 +98,14 @@ def run_tune(args: argparse.Namespace) -> int:
 
     try:
         with bar:
-            report = tune(args.input, grid, settings, progress=bar, cost_axis=args.cost, on_variant=line)
+            report = tune(args.input, grid, settings, progress=bar, cost_axis=args.cost, on_variant=line,
+                          scheduler=scheduler)
     except TuneError as exc:
         raise CannotTune(str(exc)) from None
     except BuildError as exc:
         raise CommandError("; ".join(str(p) for p in exc.problems)) from None
+    except SchedulerError as exc:
+        raise CommandError(str(exc)) from None
     print(json.dumps(versioned(report.to_dict()), indent=2) if args.json else format_tune(report))
     return EXIT_OK
 

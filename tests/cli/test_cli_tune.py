@@ -64,7 +64,11 @@ def test_tune_refusals_exit_2(tmp_path: Path, own_tmp: Path, capsys: pytest.Capt
     assert "--levels must be comma-separated integers" in capsys.readouterr().err
     assert main(["tune", str(tmp_path / "none.npy")]) == 2
     assert "none.npy: file not found" in capsys.readouterr().err
-    assert list(own_tmp.iterdir()) == []
+    assert main(["tune", str(src), "--scheduler", "threads"]) == 2  # tune's tasks go to a cluster only
+    assert "--scheduler of tune takes a scheduler address like tcp://HOST:PORT" in capsys.readouterr().err
+    assert main(["tune", str(src), "--scheduler", "tcp://127.0.0.1:1", "--keep", str(tmp_path / "kept")]) == 2
+    assert "variants built on a cluster are not kept" in capsys.readouterr().err
+    assert list(own_tmp.iterdir()) == [] and not (tmp_path / "kept").exists()
 
 
 def test_tune_is_in_the_parser_completion_reads() -> None:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
@@ -35,6 +36,7 @@ from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.model.diagnostics.index_map import shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
 from ecpfs_viewer.model.search import QueryError
+from ecpfs_viewer.model.search.cluster import scheduler_problem
 from ecpfs_viewer.model.search.explore import RecallOutcome, RecallSpec, misses_csv_path, recall_explore
 from ecpfs_viewer.model.search.results import ProgressCallback, parse_search_exps
 from ecpfs_viewer.model.tasks import Cancelled
@@ -55,12 +57,13 @@ NUMBER_TIPS = {f"{name}\n{stat}": f"{tip} ({word})" for name, tip in _COST_TIPS.
                for stat, word in (("mean", "mean"), ("p95", "95th percentile"))}
 _FILE = ("Rows of a .npy file", "file")
 _SOURCES = (("Sampled stored items", "sample"), _FILE, ("Saved queries", "saved"))
+_SCHEDULER_KEY = "recall/scheduler"
 
 
 
 
 def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int], exclude_self: bool,
-                progress: ProgressCallback | None = None,
+                scheduler: str | None = None, progress: ProgressCallback | None = None,
                 cancel: threading.Event | None = None) -> tuple[RecallOutcome, MissMap | None]:
     """The sweep, and its miss map (None for an index that cannot be laid out)."""
     reader = session.reader()
@@ -71,7 +74,7 @@ def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int
     except Exception:  # a tree that cannot be laid out: the sweep goes on without its miss map
         collector = None
     outcome = recall_explore(reader, spec, k, exps, exclude_self, progress, cancel,
-                             observe=None if collector is None else collector.observe)
+                             observe=None if collector is None else collector.observe, scheduler=scheduler)
     return outcome, None if collector is None else collector.result(reader.locator.complete_map())
 
 
@@ -134,6 +137,12 @@ class RecallView(QWidget):
         self.exps_edit.returnPressed.connect(self.run)
         self.self_check = QCheckBox("Leave each sampled item out of its own lists")
         self.self_check.setChecked(True)
+        self.scheduler_edit = QLineEdit(str(settings().value(_SCHEDULER_KEY, "")))
+        self.scheduler_edit.setPlaceholderText("this process; or threads, or tcp://HOST:PORT of a dask cluster")
+        self.scheduler_edit.setToolTip("Compute the exact neighbours with dask: 'threads' on this machine, or on the "
+                                       "workers of this dask.distributed scheduler (the scale extra; the workers "
+                                       "open the index themselves, so it must be a URL or a path they share). "
+                                       "Empty: in this process.")
         self.controls = RunControls(self, "", "Run recall", run=self.run, one_line=True, runners=(self._runner,))
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.status = self.controls.progress, self.controls.summary
@@ -149,6 +158,7 @@ class RecallView(QWidget):
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Queries", hbox(self.source_combo, self.n_spin, self.seed_spin, self.file_edit, browse, stretch=3))
         form.addRow("Sweep", hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.self_check, stretch=2))
+        form.addRow("Scheduler", self.scheduler_edit)
         form.addRow("", hbox(self.run_button, self.cancel_button, self.progress, self.status, self.csv_button,
                               self.json_button, stretch=3))
 
@@ -160,13 +170,18 @@ class RecallView(QWidget):
             kind = str(self.source_combo.currentData())
             if kind == "file" and not self.file_edit.text().strip():
                 raise QueryError("choose a .npy file of queries")
+            scheduler = self.scheduler_edit.text().strip() or None
+            problem = scheduler and scheduler_problem(scheduler)
+            if problem:
+                raise QueryError(f"Scheduler {problem}; or empty for this process")
         except QueryError as exc:
             self.controls.say(str(exc), error=True)
             return
+        settings().setValue(_SCHEDULER_KEY, scheduler or "")
         spec = RecallSpec(kind, self.n_spin.value(), self.seed_spin.value(), self.file_edit.text().strip())
         self.clear()  # the numbers of the sweep this one replaces are no longer what the form says
         self._runner.run(_recall_job, self.session, spec, self.k_spin.value(), exps, self.self_check.isChecked(),
-                         on_result=self._on_sweep, on_error=self.controls.failed,
+                         scheduler, on_result=self._on_sweep, on_error=self.controls.failed,
                          on_progress=self.controls.show_progress, heavy=True)
         self.controls.started(f"Measuring recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
 

@@ -35,6 +35,7 @@ from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.formatting import format_bytes
+from ecpfs_viewer.model.search.cluster import SchedulerError
 from ecpfs_viewer.model.tasks import TaskError
 from ecpfs_viewer.model.tuning.tune import (
     COST_AXES,
@@ -53,13 +54,14 @@ POINT_HEADERS = ("variant", "search_exp", "recall", "cost mean", "cost p95", "le
 VARIANT_HEADERS = ("variant", "build s", "disk", "files", "leaf max/median", "leaf CV", "kept in")
 
 
-def _run_tune(source: str, grid: TuneGrid, tune_settings: TuneSettings, axis: str, *,
+def _run_tune(source: str, grid: TuneGrid, tune_settings: TuneSettings, axis: str, scheduler: str | None, *,
               progress: Callable[[TuneProgress], None],
-              cancel: threading.Event) -> TuneReport | TuneError | BuildError | TuneCancelled:
+              cancel: threading.Event) -> TuneReport | TuneError | BuildError | TuneCancelled | SchedulerError:
     """The worker side: the report, or why it stopped, as a value."""
     try:
-        return tune(source, grid, tune_settings, progress=progress, cancel=cancel, cost_axis=axis)
-    except (TuneError, BuildError, TuneCancelled) as exc:
+        return tune(source, grid, tune_settings, progress=progress, cancel=cancel, cost_axis=axis,
+                    scheduler=scheduler)
+    except (TuneError, BuildError, TuneCancelled, SchedulerError) as exc:
         return exc
 
 
@@ -152,6 +154,7 @@ class TuneDialog(RunDialog):
             return
         try:
             grid, tune_settings = self.form.read()
+            scheduler = self.form.scheduler()
         except ValueError as exc:
             self._show_status(str(exc), error=True)
             return
@@ -162,7 +165,7 @@ class TuneDialog(RunDialog):
         self.variant_bar.setRange(0, 0)
         self.variant_bar.show()
         self._request = self.runner.run(_run_tune, self.form.source(), grid, tune_settings,
-                                        self.axis_combo.currentData(), on_result=self._ended,
+                                        self.axis_combo.currentData(), scheduler, on_result=self._ended,
                                         on_error=self._failed, on_progress=self._progress, heavy=True)
 
     def cancel(self) -> None:
@@ -188,7 +191,7 @@ class TuneDialog(RunDialog):
         self.controls.finished(step)
         self.cancel_button.setEnabled(True)
 
-    def _ended(self, outcome: TuneReport | TuneError | BuildError | TuneCancelled) -> None:
+    def _ended(self, outcome: TuneReport | TuneError | BuildError | TuneCancelled | SchedulerError) -> None:
         if isinstance(outcome, TuneReport):
             self.overall_bar.setValue(1000)
             self._show_report(outcome)
@@ -198,6 +201,9 @@ class TuneDialog(RunDialog):
             self._finish(CANCELLED)
         elif isinstance(outcome, BuildError):
             self._show_status("A build failed: " + "; ".join(str(p) for p in outcome.problems), error=True)
+            self._finish("Stopped.")
+        elif isinstance(outcome, SchedulerError):
+            self._show_status(str(outcome), error=True)
             self._finish("Stopped.")
         else:
             self._show_status(str(outcome), error=True)

@@ -1,4 +1,5 @@
-"""The form of the Tune dialog: the .npy, the grid, the queries, the target and where variants are kept.
+"""The form of the Tune dialog: the .npy, the grid, the queries, the target, where variants are kept and
+where they are built (this machine, or the workers of a dask cluster).
 
 It reads its widgets into the model's :class:`TuneGrid` and :class:`TuneSettings` (or one message
 naming the field that is wrong), and remembers what was typed for the next time it opens.
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
+from ecpfs_viewer.model.search.cluster import is_cluster, scheduler_problem
 from ecpfs_viewer.model.tuning.tune import TuneGrid, TuneSettings
 
 _KEY = "tune/"
@@ -76,6 +78,11 @@ class TuneForm(QWidget):
         self.keep_edit.setPlaceholderText("a new folder (else they are removed at the end)")
         keep_browse = QPushButton("Browse…")
         keep_browse.clicked.connect(self._browse_keep)
+        self.scheduler_edit = QLineEdit(str(stored.value(_KEY + "scheduler", "")))
+        self.scheduler_edit.setPlaceholderText("this machine; or tcp://HOST:PORT of a dask cluster")
+        self.scheduler_edit.setToolTip("Build and measure each variant on a worker of this dask.distributed "
+                                       "scheduler (the scale extra; the workers read the input by its path, "
+                                       "so it must be one they share). Empty: on this machine.")
 
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
@@ -87,9 +94,10 @@ class TuneForm(QWidget):
         form.addRow("Queries", hbox(self.source_combo, self.holdout_spin, self.queries_edit, queries_browse, stretch=2))
         form.addRow("Recall", hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.target_spin, stretch=2))
         form.addRow(self.keep_check, hbox(self.keep_edit, keep_browse))
+        form.addRow("Scheduler", self.scheduler_edit)
         self.target_spin.setPrefix("target ")
         for edit in (self.input_edit, self.levels_edit, self.targets_edit, self.exps_edit, self.queries_edit,
-                     self.keep_edit):
+                     self.keep_edit, self.scheduler_edit):
             edit.textChanged.connect(self.changed)
         for check in (self.offset_check, self.random_check, self.keep_check):
             check.toggled.connect(self.changed)
@@ -104,6 +112,18 @@ class TuneForm(QWidget):
 
     def source(self) -> str:
         return self.input_edit.text().strip()
+
+    def scheduler(self) -> str | None:
+        """The dask scheduler address to tune on, None for this machine; ValueError naming the field."""
+        text = self.scheduler_edit.text().strip()
+        if not text:
+            return None
+        problem = scheduler_problem(text)
+        if problem is not None or not is_cluster(text):
+            raise ValueError(f"Scheduler: an address like tcp://HOST:PORT, or empty for this machine (got {text!r})")
+        if self.keep_check.isChecked():
+            raise ValueError("Scheduler: variants built on a cluster are not kept; untick Keep or empty Scheduler")
+        return text
 
     def read(self) -> tuple[TuneGrid, TuneSettings]:
         """The grid and settings the form shows; ValueError with a message naming the field."""
@@ -135,7 +155,8 @@ class TuneForm(QWidget):
     def save_settings(self) -> None:
         stored = settings()
         for key, edit in (("input", self.input_edit), ("levels", self.levels_edit), ("targets", self.targets_edit),
-                          ("search_exps", self.exps_edit), ("keep", self.keep_edit)):
+                          ("search_exps", self.exps_edit), ("keep", self.keep_edit),
+                          ("scheduler", self.scheduler_edit)):
             stored.setValue(_KEY + key, edit.text())
 
     def _browse_keep(self) -> None:

@@ -3,11 +3,13 @@
 The in-process exact search (:mod:`exact`) stacks every leaf into one matrix in memory. Here the
 leaves become a dask array of blocks (one task reads a block of leaves through the store), each
 block keeps its best ``k + RESCORE_MARGIN`` candidates per query, scored exactly as eCP search
-scores them, and a tree reduction merges the candidates down to k, ties by item id. Memory is
-one block per worker thread, and the blocks run wherever dask runs them: the local threaded
-scheduler by default, or a ``dask.distributed`` cluster given as ``tcp://HOST:PORT`` (the
-optional ``scale`` extra). Workers of a cluster open the index themselves, so its location
-must be one they can reach (a URL, or a path on a shared file system).
+scores them, and the candidates are merged down to k, ties by item id. Memory is one block per
+worker thread. On the local threaded scheduler the blocks are a dask array and a tree reduction
+merges them; on a ``dask.distributed`` cluster given as ``tcp://HOST:PORT`` (the optional
+``scale`` extra, through :mod:`cluster`) each block is one task, retried on error, and the
+caller merges the lists in block order as they arrive (progress per block, a cancel that
+cancels the tasks). Workers of a cluster open the index themselves, so its location must be
+one they can reach (a URL, or a path on a shared file system).
 """
 
 from __future__ import annotations
@@ -15,31 +17,29 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
-from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.search.cluster import SCALE_EXTRA_HINT, SchedulerError, is_cluster, run_tasks
 from ecpfs_viewer.model.search.exact import RESCORE_MARGIN, ExactNeighbours
 from ecpfs_viewer.model.search.index import IndexReader, index_reader
 from ecpfs_viewer.model.search.reader import row_dots, score_block, squared_norms
-from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter
+from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchCancelled
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.options import RemoteOptions
 
 #: Leaves read and scored by one task (about 12,800 rows at 50 rows per leaf).
 LEAF_BLOCK = 256
-SCALE_EXTRA_HINT = "install the scale extra: pip install 'ecpfs-viewer[scale]'"
 _NO_ID = np.iinfo(np.int64).max  # sorts padding after every real item with the same score
 _CANDIDATE = np.dtype([("score", "f4"), ("id", "i8"), ("leaf", "i8"), ("row", "i8")])
 
 
-class SchedulerError(UserError):
-    """dask is missing or the scheduler cannot be reached; the message says what to do."""
+__all__ = ["SCALE_EXTRA_HINT", "IndexSource", "SchedulerError", "exact_knn_dask", "exact_with", "source_of"]
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,7 @@ def exact_knn_dask(index: IndexReader, queries: Any, k: int, exclude: frozenset[
     if self_ids is not None and len(self_ids) != len(q):
         raise QueryError(f"{len(self_ids)} self ids for {len(q)} queries")
     reporter = Reporter(progress, cancel)
-    distributed = scheduler is not None and scheduler not in ("threads", "sync", "synchronous")
-    reads: IndexSource | IndexReader = (source or source_of(index)) if distributed else index
+    distributed = is_cluster(scheduler)
     scoring = _Scoring(q, index.metric, index.is_normalized, k + RESCORE_MARGIN,
                        np.fromiter(exclude, np.int64, len(exclude)) if exclude else None,
                        np.array([-1 if s is None else s for s in self_ids], np.int64) if self_ids is not None else None)
@@ -109,16 +108,19 @@ def exact_knn_dask(index: IndexReader, queries: Any, k: int, exclude: frozenset[
     blocks = [leaves[i:i + LEAF_BLOCK] for i in range(0, len(leaves), LEAF_BLOCK)]
     if not blocks:
         return _unpack(np.full(len(q) * scoring.keep, _padding(), _CANDIDATE), len(q), k)
-    rows = _rows_dtype(index.dim)
-    counter = _BlockCounter(reporter, len(blocks)) if not distributed else None
-    parts = [da.from_delayed(dask.delayed(_read_block, pure=True)(reads, index.levels, block, counter),
-                             shape=(np.nan,), dtype=rows) for block in blocks]
-    items = da.concatenate(parts)
-    merge = functools.partial(_merge, keep=scoring.keep, queries=len(q))
-    top = da.reduction(items, chunk=functools.partial(_block_top, scoring=scoring), combine=merge, aggregate=merge,
-                       axis=0, keepdims=True, dtype=_CANDIDATE, output_size=len(q) * scoring.keep, concatenate=True)
     reporter.report("exact search (dask)", 0, len(blocks))
-    found = _compute_on_cluster(top, str(scheduler)) if distributed else top.compute(scheduler="threads")
+    if distributed:
+        found = _on_cluster(source or source_of(index), index.levels, blocks, scoring, str(scheduler), reporter,
+                            cancel)
+    else:
+        counter = _BlockCounter(reporter, len(blocks))
+        parts = [da.from_delayed(dask.delayed(_read_block, pure=True)(index, index.levels, block, counter),
+                                 shape=(np.nan,), dtype=_rows_dtype(index.dim)) for block in blocks]
+        merge = functools.partial(_merge, keep=scoring.keep, queries=len(q))
+        top = da.reduction(da.concatenate(parts), chunk=functools.partial(_block_top, scoring=scoring),
+                           combine=merge, aggregate=merge, axis=0, keepdims=True, dtype=_CANDIDATE,
+                           output_size=len(q) * scoring.keep, concatenate=True)
+        found = top.compute(scheduler="threads")
     reporter.report("exact search (dask)", len(blocks), len(blocks))
     return _unpack(np.asarray(found), len(q), k)
 
@@ -132,19 +134,52 @@ def _dask() -> tuple[Any, Any]:
     return da, dask
 
 
-def _compute_on_cluster(top: Any, address: str) -> np.ndarray:
-    try:
-        import distributed
-    except ImportError as exc:
-        raise SchedulerError(f"--scheduler {address} needs dask.distributed; {SCALE_EXTRA_HINT}") from exc
-    try:
-        client_class: Any = distributed.Client  # untyped: dask's own annotations stop at the Client
-        client = client_class(address, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise SchedulerError(f"cannot reach the dask scheduler at {address} ({exc})") from exc
-    with client:
-        found: np.ndarray = client.compute(top).result()
-    return found
+def _on_cluster(source: IndexSource, levels: int, blocks: list[list[int]], scoring: _Scoring, address: str,
+                reporter: Reporter, cancel: threading.Event | None) -> np.ndarray:
+    """Each block read and cut to its best candidates as one task on the cluster (retried, cancelled with
+    the run); the candidate lists merged here in block order as they arrive, so the progress is per
+    block, only blocks that arrive ahead of their turn wait in memory, and the merge is the same
+    left-to-right one as the local reduction's."""
+    queries, keep = len(scoring.q), scoring.keep
+    merged = np.full(queries * keep, _padding(), _CANDIDATE)
+    early: dict[int, np.ndarray] = {}
+    arrived = [0, 0]  # blocks arrived, blocks merged
+
+    def on_block(i: int, candidates: np.ndarray) -> None:
+        nonlocal merged
+        early[i] = candidates
+        while arrived[1] in early:
+            merged = _merge(np.concatenate([merged, early.pop(arrived[1])]), keep=keep, queries=queries)
+            arrived[1] += 1
+        arrived[0] += 1
+        reporter.report("exact search (dask)", arrived[0], len(blocks))
+
+    run_tasks(address, _block_candidates, [(source, levels, block, scoring) for block in blocks],
+              name="ecpfs-exact", cancel=cancel, on_done=on_block, cancelled=SearchCancelled, keep_results=False)
+    return merged
+
+
+def _block_candidates(source: IndexSource, levels: int, leaves: list[int], scoring: _Scoring, *,
+                      stop: str | None = None) -> np.ndarray:
+    """On a worker: one block's best candidates per query (a block is short: no cancel inside it)."""
+    return _block_top(_read_block(source, levels, leaves, None), scoring=scoring)
+
+
+def exact_with(index: IndexReader, scheduler: str | None,
+               remote: RemoteOptions | None = None) -> Callable[..., ExactNeighbours]:
+    """The exact search ``scheduler`` asks for, with ``index.exact``'s arguments: the in-process one
+    for None, else :func:`exact_knn_dask` (on a cluster, its workers open the index where ``index``
+    was opened, with ``remote``)."""
+    if scheduler is None:
+        return index.exact
+    source = source_of(index, remote) if is_cluster(scheduler) else None
+
+    def exact(queries: Any, k: int, exclude: frozenset[int] = frozenset(), self_ids: Any = None,
+              progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> ExactNeighbours:
+        return exact_knn_dask(index, queries, k, exclude, self_ids, scheduler=scheduler, source=source,
+                              progress=progress, cancel=cancel)
+
+    return exact
 
 
 class _BlockCounter:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.paths import node_path
+from ecpfs_viewer.model.search.exact_dask import exact_with
 from ecpfs_viewer.model.search.explain import MissedNeighbour, explain_misses
 from ecpfs_viewer.model.search.queries import (
     QuerySet,
@@ -343,13 +344,16 @@ def recall_queries(reader: IndexReader, spec: RecallSpec, progress: ProgressCall
 
 def recall_explore(reader: IndexReader, spec: RecallSpec, k: int, search_exps: Sequence[int],
                    exclude_self: bool = True, progress: ProgressCallback | None = None,
-                   cancel: threading.Event | None = None, observe: SearchObserver | None = None) -> RecallOutcome:
+                   cancel: threading.Event | None = None, observe: SearchObserver | None = None,
+                   scheduler: str | None = None) -> RecallOutcome:
     """Recall@k per search_exp (:func:`recall_sweep`, which hands each search to ``observe``), then
-    for each search_exp and query the true neighbours missed and why."""
+    for each search_exp and query the true neighbours missed and why. ``scheduler``: the exact
+    neighbours with dask (:func:`exact_dask.exact_with`: ``threads`` or ``tcp://HOST:PORT``)."""
+
     reporter = Reporter(progress, cancel)
     queries, labels = recall_queries(reader, spec, progress, cancel)
     own = list(queries.self_ids) if exclude_self else [None] * len(queries)
-    truth = reader.exact(queries.vectors, k, frozenset(), own, progress, cancel)  # one pass over the leaves
+    truth = exact_with(reader, scheduler)(queries.vectors, k, frozenset(), own, progress, cancel)  # one pass
     report = recall_sweep(reader, queries, k, search_exps, exclude_self=exclude_self, progress=progress,
                           cancel=cancel, exact=lambda *_: truth, observe=observe)
     misses: list[RecallMiss] = []

@@ -11,13 +11,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.search.exact import ExactNeighbours
+from ecpfs_viewer.model.search.exact_dask import exact_with
 from ecpfs_viewer.model.search.index import IndexReader
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.queries import QuerySet, queries_from_array
@@ -35,6 +36,9 @@ from ecpfs_viewer.model.search.results import (
 from ecpfs_viewer.model.tasks import checkpoint
 from ecpfs_viewer.model.tuning.balance import LevelBalance, index_balance
 from ecpfs_viewer.model.tuning.migration import Migration, compare_assignments
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.storage.options import RemoteOptions
 
 #: Queries whose recall differs most, listed.
 TOP_QUERIES = 20
@@ -271,10 +275,12 @@ def same_vectors(a: IndexReader, b: IndexReader, common_ids: np.ndarray, seed: i
 def compare_recall(a: IndexReader, b: IndexReader, *, queries: Any | None = None, query_source: str = "queries",
                    sample: int = 200, seed: int = 0, k: int = 10, search_exps: Sequence[int] = (1, 2, 4, 8),
                    common_ids: np.ndarray | None = None, progress: ProgressCallback | None = None,
-                   cancel: threading.Event | None = None) -> RecallComparison:
+                   cancel: threading.Event | None = None, scheduler: str | None = None,
+                   remote: RemoteOptions | None = None) -> RecallComparison:
     """Recall@k against cost of both indexes on the same queries: rows of ``queries`` or ``sample``
     item ids both hold (each left out of its own result lists), exact neighbours computed once
-    when both hold the same vectors."""
+    when both hold the same vectors; with ``scheduler``, by dask (see :func:`exact_with`; ``remote``:
+    the options the workers open URLs with)."""
     if common_ids is None:
         map_a, map_b = item_maps(a, b, progress, cancel)
         common_ids = np.intersect1d(map_a.unique_ids(), map_b.unique_ids())
@@ -297,7 +303,8 @@ def compare_recall(a: IndexReader, b: IndexReader, *, queries: Any | None = None
     truth: ExactNeighbours | None = None
     if shared:
         own = list(qa.self_ids)
-        truth = a.exact(qa.vectors, k, frozenset(), own, _phased(progress, "exact neighbours"), cancel)
+        truth = exact_with(a, scheduler, remote)(qa.vectors, k, frozenset(), own, _phased(progress, "exact neighbours"),
+                                                 cancel)
         note += ": exact neighbours computed once"
     else:
         note += ": exact neighbours computed in each index"
@@ -311,7 +318,8 @@ def compare_recall(a: IndexReader, b: IndexReader, *, queries: Any | None = None
     for name, reader, query_set in (("A", a, qa), ("B", b, qb)):
         collector = _Collector(cancel)
         report = recall_sweep(reader, query_set, k, search_exps, progress=_phased(progress, name), cancel=cancel,
-                              exact=given if truth is not None else None, observe=collector)
+                              exact=given if truth is not None else exact_with(reader, scheduler, remote),
+                              observe=collector)
         curves.append(collector.curve(search_exps, {row.search_exp: row.recall for row in report.rows}))
         collectors.append(collector)
     truths = [tuple(c.truth[q] for q in range(len(qa))) for c in collectors]
@@ -363,8 +371,10 @@ class Comparison:
 
 def compare_indexes(a: IndexReader, b: IndexReader, *, queries: Any | None = None, query_source: str = "queries",
                     sample: int = 200, seed: int = 0, k: int = 10, search_exps: Sequence[int] = (1, 2, 4, 8),
-                    progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Comparison:
-    """Summaries, balance, migration and recall against cost of two indexes."""
+                    progress: ProgressCallback | None = None, cancel: threading.Event | None = None,
+                    scheduler: str | None = None, remote: RemoteOptions | None = None) -> Comparison:
+    """Summaries, balance, migration and recall against cost of two indexes (the exact neighbours with
+    dask when ``scheduler`` is given: see :func:`compare_recall`)."""
     for problem in (p for exp in search_exps for p in SearchParams(k, exp).problems()):
         raise QueryError(problem)
     map_a, map_b = item_maps(a, b, progress, cancel)
@@ -373,5 +383,6 @@ def compare_indexes(a: IndexReader, b: IndexReader, *, queries: Any | None = Non
     note = "" if moved.common_items else "the indexes hold no item id in common: no migration"
     common = np.intersect1d(map_a.unique_ids(), map_b.unique_ids())
     recall = compare_recall(a, b, queries=queries, query_source=query_source, sample=sample, seed=seed, k=k,
-                            search_exps=search_exps, common_ids=common, progress=progress, cancel=cancel)
+                            search_exps=search_exps, common_ids=common, progress=progress, cancel=cancel,
+                            scheduler=scheduler, remote=remote)
     return Comparison(sides, moved if moved.common_items else None, note, recall)

@@ -32,6 +32,7 @@ from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.search import index_reader, queries_from_array, recall_sweep
+from ecpfs_viewer.model.search.cluster import run_tasks, stop_watch
 from ecpfs_viewer.model.search.explore import map_npy
 from ecpfs_viewer.model.search.recall import SweepSearch
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
@@ -263,11 +264,16 @@ def _remove_timed(path: Path, spent: list[float]) -> None:
 
 def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings | None = None,
          progress: Progress | None = None, cancel: threading.Event | None = None,
-         cost_axis: str = DEFAULT_COST, on_variant: Callable[[VariantResult], None] | None = None) -> TuneReport:
+         cost_axis: str = DEFAULT_COST, on_variant: Callable[[VariantResult], None] | None = None,
+         scheduler: str | None = None) -> TuneReport:
     """Build and measure every variant of ``grid`` on ``source``; TuneError / TuneCancelled leave nothing.
 
     TuneError comes before anything is built; a BuildError means the input's data cannot be built.
     ``on_variant`` sees each variant as soon as it is measured (a terminal prints a line).
+    ``scheduler`` (``tcp://HOST:PORT``) builds and measures each variant as a task of that
+    dask.distributed cluster, whose workers read ``source`` by its path (so it must be one they
+    share) and each work in a folder of their own that they remove; the exact neighbours are
+    computed here once and sent with the tasks.
     """
     settings = settings or TuneSettings()
     started = time.perf_counter()
@@ -286,6 +292,9 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         clash = [folder_name(p) for p in variants if (keep_dir / folder_name(p)).exists()]
         if clash:
             raise TuneError(f"{keep_dir}: already holds {', '.join(clash)}; choose an empty folder")
+    if scheduler is not None and keep_dir is not None:
+        raise TuneError("variants built on a cluster are not kept (each worker removes its own); "
+                        "leave out --keep or --scheduler")
     steps = _Steps(len(variants), progress, cancel)
     extra = data.nbytes if held.size else 0
     estimates = grid_estimates(source, variants)
@@ -302,7 +311,7 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
     remover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tune-remove")
     removing: list[float] = []
     try:
-        check_space(work_parent, estimates, keep_dir is not None, extra)
+        check_space(work_parent, [0] if scheduler is not None else estimates, keep_dir is not None, extra)
         build_source = source
         if held.size:
             build_source = str(work / REMAINING)
@@ -315,7 +324,11 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
                                  lambda p: steps.report(len(variants), "exact neighbours", p.done, p.total), cancel)
         exact_seconds = time.perf_counter() - t
         results = []
-        for i, params in enumerate(variants):
+        if scheduler is not None:
+            # the workers open the input by its absolute path
+            results = _on_cluster(scheduler, variants, os.path.abspath(source), held, queries, query_source, truth,
+                                  settings, [e + extra for e in estimates], steps, cancel, on_variant)
+        for i, params in enumerate(variants if scheduler is None else ()):
             out = (keep_dir / folder_name(params)) if keep_dir is not None else work / folder_name(params)
             written.append(out)
             results.append(_measure(i, params, build_source, out, queries, query_source, truth, settings, steps,
@@ -386,3 +399,43 @@ def _measure(i: int, params: BuildParams, build_source: str, out: Path, queries:
                          files=files, path=str(out) if settings.keep else None, build_seconds=build_seconds,
                          search_seconds=search_seconds, points=points)
 
+
+
+def _on_cluster(scheduler: str, variants: Sequence[BuildParams], source: str, held: np.ndarray, queries: np.ndarray,
+                query_source: str, truth: Any, settings: TuneSettings, needs: Sequence[int], steps: _Steps,
+                cancel: threading.Event | None,
+                on_variant: Callable[[VariantResult], None] | None) -> list[VariantResult]:
+    """Every variant measured as one task of the cluster; progress and ``on_variant`` as each arrives."""
+    arrived = [0]
+
+    def done(_i: int, result: VariantResult) -> None:
+        steps.report(arrived[0], "search", 1, 1)
+        arrived[0] += 1
+        if on_variant is not None:
+            on_variant(result)
+
+    calls = [(i, params, source, held, queries, query_source, truth, settings, needs[i])
+             for i, params in enumerate(variants)]
+    results: list[VariantResult] = run_tasks(scheduler, _measure_on_worker, calls, name="ecpfs-tune", cancel=cancel,
+                                             on_done=done, cancelled=TuneCancelled)
+    return results
+
+
+def _measure_on_worker(i: int, params: BuildParams, source: str, held: np.ndarray, queries: np.ndarray,
+                       query_source: str, truth: Any, settings: TuneSettings, need_bytes: int, *,
+                       stop: str | None = None) -> VariantResult:
+    """One variant built and measured in a task on a dask worker, in a work folder of its own (with its
+    own copy of the rows not held out) that it removes whatever happens; the result as a value."""
+    with stop_watch(stop) as cancel:
+        checkpoint(cancel, TuneCancelled)
+        remove_stale_work(search_places(None))  # what a worker killed earlier left behind
+        work = make_work_folder(ram_folder(need_bytes) or Path(tempfile.gettempdir()))
+        try:
+            build_source = source
+            if held.size:
+                build_source = str(work / REMAINING)
+                _write_remaining(_load(source), held, Path(build_source), cancel)
+            return _measure(i, params, build_source, work / folder_name(params), queries, query_source, truth,
+                            settings, _Steps(i + 1, None, cancel), cancel)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)

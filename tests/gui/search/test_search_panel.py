@@ -383,3 +383,19 @@ def test_internal_words_read_plainly_or_explain_themselves(qtbot, window, index_
     leaves = panel.path_view.leaves_model
     assert "parent's children" in leaves.headerData(3, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
     assert "nodes visited" in panel.path_view.summary.text()
+
+
+def test_recall_with_a_scheduler_gives_the_same_numbers_and_is_remembered(qtbot, window, index_path):
+    win = window(index_path)
+    local = [(r.recall, r.leaves_mean, r.distance_computations_mean)
+             for r in run_recall(qtbot, win, 10, "1, 2").outcome.report.rows]
+    recall = win.search.panel.recall_view
+    recall.scheduler_edit.setText("cluster-please")
+    recall.run()
+    assert recall.status.text().startswith("Scheduler must be 'threads' or a scheduler address") and not recall.busy
+    recall.scheduler_edit.setText("threads")  # dask's threads: the same graph the workers of a cluster run
+    with qtbot.waitSignal(recall.finished, timeout=60000):
+        recall.run()
+    assert recall.outcome is not None, recall.status.text()
+    assert [(r.recall, r.leaves_mean, r.distance_computations_mean) for r in recall.outcome.report.rows] == local
+    assert app_settings.settings().value("recall/scheduler") == "threads"

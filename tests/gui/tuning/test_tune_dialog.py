@@ -132,3 +132,40 @@ def test_build_menu_tune_opens_the_dialog_and_a_kept_variant_opens_in_the_window
     qtbot.waitUntil(lambda: win.session.current is not None, timeout=30_000)
     assert os.path.samefile(win.session.current.location, tmp_path / "kept" / "l1_t25.zarr")
     win.close()
+
+
+def test_a_bad_scheduler_says_so(qtbot, tmp_path: Path) -> None:
+    dialog = TuneDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.form.input_edit.setText(str(tmp_path / "x.npy"))
+    dialog.form.scheduler_edit.setText("cluster-please")
+    qtbot.mouseClick(dialog.run_button, Qt.MouseButton.LeftButton)
+    assert dialog.status.text().startswith("Scheduler: an address like tcp://HOST:PORT") and not dialog.busy
+    dialog.form.scheduler_edit.setText("tcp://127.0.0.1:1")
+    dialog.form.keep_check.setChecked(True)
+    dialog.form.keep_edit.setText(str(tmp_path / "kept"))
+    qtbot.mouseClick(dialog.run_button, Qt.MouseButton.LeftButton)
+    assert dialog.status.text().startswith("Scheduler: variants built on a cluster are not kept") and not dialog.busy
+
+
+@pytest.mark.long  # starts a scheduler and two workers
+def test_the_dialog_tunes_on_a_dask_cluster_and_remembers_it(qtbot, tmp_path: Path, own_tmp: Path) -> None:
+    pytest.importorskip("distributed", reason="dask.distributed is part of the scale extra")
+    from dask_cluster import dask_cluster
+
+    rows, queries = cluster_rows(tmp_path, clusters=6)
+    with dask_cluster(tmp_path / "dask") as cluster:
+        dialog = TuneDialog()
+        qtbot.addWidget(dialog)
+        dialog.show()
+        fill(dialog, rows, queries, f"{CLUSTER}, {2 * CLUSTER}")
+        dialog.form.scheduler_edit.setText(cluster.address)
+        run(qtbot, dialog)
+        assert isinstance(dialog.report, TuneReport), dialog.status.text()
+        assert [v.name for v in dialog.report.variants] == ["L1 t50", "L1 t100"]
+        assert "Recommended: L1 t50 at search_exp 1" in dialog.recommendation.text()
+        assert cluster.work_folders() == [] and list(own_tmp.iterdir()) == []
+    again = TuneDialog()
+    qtbot.addWidget(again)
+    assert again.form.scheduler_edit.text() == cluster.address

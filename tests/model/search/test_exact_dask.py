@@ -70,8 +70,13 @@ def test_local_cluster_of_two_workers_equals_in_process_exact(index_path: Path, 
                                                              small_blocks: None) -> None:
     reader = IndexReader(index_path)
     queries = _queries(reader)
-    found = exact_knn_dask(reader, queries, 10, scheduler=cluster_address)
+    seen: list[tuple[int, int]] = []
+    found = exact_knn_dask(reader, queries, 10, scheduler=cluster_address,
+                           progress=lambda p: seen.append((p.done, p.total)))
     _same(found, IndexReader(index_path).exact(queries, 10))
+    blocks = -(-len(reader.leaf_ids()) // 7)
+    assert [done for done, _total in seen] == [0, *range(1, blocks + 1), blocks]  # one step per block on a worker
+    assert {total for _done, total in seen} == {blocks}
 
 
 def test_recall_with_dask_truth_equals_in_process_recall(index_path: Path) -> None:
