@@ -75,7 +75,8 @@ class AddVectorsDialog(RunDialog):
         self.rows, browse_rows = npy_field("Vectors to add", "vectors.npy")
         self.checks = QLabel()
         self.checks.setWordWrap(True)
-        note = QLabel(f"Like upstream's insert: no rebalancing; ids are reserved first. Note: {UPSTREAM_NOT_COVERED}.")
+        note = QLabel("Like upstream's insert: no rebalancing; ids are reserved first. Note: "
+                      + UPSTREAM_NOT_COVERED.replace("`", "") + ".")
         note.setWordWrap(True)
         form = QFormLayout()
         form.addRow("Index folder", hbox(self.index, browse_index, self.use_open))
