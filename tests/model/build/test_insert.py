@@ -7,6 +7,7 @@ rewritten; zarr-python and the app read the result alike."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -312,3 +313,41 @@ def test_the_item_cache_does_not_answer_stale_after_an_add(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, "-m", "ecpfs_viewer", "locate", str(index), "629"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def _docs(index: Path, level: int) -> dict[str, bytes]:
+    return {str(p.relative_to(index)): p.read_bytes() for p in (index / f"lvl_{level}").rglob("zarr.json")}
+
+
+def test_grown_and_new_leaves_are_documented_as_the_build_documents_its_leaves(tmp_path: Path) -> None:
+    """Same arrays, dtypes, chunk shapes, codecs, attributes and formatting: only the row count changes
+    in a grown leaf's documents, and a created leaf's documents are a built leaf's with its own count."""
+    index, data = _build(tmp_path, "float32", "L2", 2)
+    rep = 9
+    template = {name: json.loads((index / "lvl_2" / f"node_{rep}" / name / "zarr.json").read_bytes())
+                for name in ("embeddings", "item_ids", "border")}
+    group = (index / "lvl_2" / f"node_{rep}" / "zarr.json").read_bytes()
+    shutil.rmtree(index / "lvl_2" / f"node_{rep}")
+    before = _docs(index, 2)
+    new = np.concatenate([data[rep * T][None, :], _data("float32", 60, 7)])
+    result = add_rows(index, new)
+    assert result.leaves_created == [rep]
+    after = _docs(index, 2)
+    grown = 0
+    for key, raw in before.items():
+        old, now = json.loads(raw), json.loads(after[key])
+        if old != now:
+            grown += 1
+            assert now["shape"][0] > old["shape"][0]
+            now["shape"] = old["shape"]
+            assert now == old, key
+            assert after[key] == json.dumps(json.loads(after[key]), indent=2).encode()  # formatted alike
+    assert grown >= 2
+    made = index / "lvl_2" / f"node_{rep}"
+    assert (made / "zarr.json").read_bytes() == group
+    for name, doc in template.items():
+        now = json.loads((made / name / "zarr.json").read_bytes())
+        if name != "border":
+            assert now["shape"][0] == zarr.open_array(made / "item_ids", mode="r").shape[0] >= 1
+            now["shape"] = doc["shape"]
+        assert now == doc, name
