@@ -53,6 +53,8 @@ __all__ = ["AddCancelled", "AddFailed", "AddInterrupted", "AddPlan", "AddResult"
 
 #: codecs a new leaf's ids array may copy from the root's chain (anything else gets bytes + zstd)
 _PLAIN_CODECS = frozenset({"bytes", "zstd", "gzip", "blosc", "crc32c"})
+#: rows are routed in batches of about this many bytes of float64 (memory stays bounded for a large add)
+ROUTE_BATCH_BYTES = 32 * 1024 * 1024
 _STANDARD_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}},
                     {"name": "zstd", "configuration": {"level": 3, "checksum": False}}]
 
@@ -205,14 +207,20 @@ def _route(facts: IndexFacts, stored: np.ndarray, progress: Callable[[BuildProgr
                 raise BuildError(BuildProblem("output", "internal node with unreadable or mismatched embeddings "
                                                         "and node_ids", where))
             table[n] = NodeTable.from_rows(emb, ids)
-        _report(progress, "routing", level, facts.levels, f"level {level}: {len(node_ids)} nodes reached")
 
     root = NodeTable.from_rows(facts.root, np.arange(facts.root.shape[0]))
     router = Router(root, use_dot, fetch)
     for _ in range(1, facts.levels):
         router.add_level({})
+    rows = stored.shape[0]
+    step = max(1, ROUTE_BATCH_BYTES // (8 * facts.dim))  # the router widens a batch to float64
+    leaf_of_row = np.empty(rows, dtype=np.int64)
     try:
-        return router.route(stored, facts.levels)
+        for start in range(0, rows, step):
+            checkpoint(cancel, AddCancelled)
+            leaf_of_row[start:start + step] = router.route(stored[start:start + step], facts.levels)
+            _report(progress, "routing", min(start + step, rows), rows, "rows routed to their leaves")
+        return leaf_of_row
     except MissingNodeError as exc:
         raise BuildError(BuildProblem(
             "output", f"a row's route reaches internal node {exc.path}, which is not stored; upstream's insert "

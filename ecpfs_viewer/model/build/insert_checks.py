@@ -25,6 +25,8 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 #: item ids and ``info/next_item_id`` are uint32
 MAX_NEXT_ID = 2**32 - 1
+#: rows checked at a time (their float64 copy is what the check holds)
+CHECK_BATCH_ROWS = 16384
 #: a row whose norm is further than this from 1 breaks an ``is_normalized`` promise (as a build's check)
 NORM_TOLERANCE = 1e-3
 
@@ -167,17 +169,22 @@ def row_problems(data: np.ndarray, label: str, facts: IndexFacts, *, force: bool
     if sizing.is_narrowing(native, facts.stored_dtype):
         warnings.append(f"{label}: {native} rows are stored as {facts.stored_dtype} (lossy), as the index stores "
                         f"its vectors")
-    if facts.stored_dtype == "float16" and data.dtype.kind == "f":
-        with np.errstate(over="ignore"):
-            if not np.isfinite(data.astype(np.float16)).all():
-                problems.append(BuildProblem("input", "values beyond ±65504 do not fit the index's float16", label))
-    v = to_float32_input(data).astype(np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+    norms = np.empty(n, dtype=np.float64)
+    too_big = False
+    for start in range(0, n, CHECK_BATCH_ROWS):  # bounded copies, whatever the number of rows
+        part = data[start:start + CHECK_BATCH_ROWS]
+        if facts.stored_dtype == "float16" and part.dtype.kind == "f":
+            with np.errstate(over="ignore"):
+                too_big = too_big or not bool(np.isfinite(part.astype(np.float16)).all())
+        v = to_float32_input(part).astype(np.float64)
+        norms[start:start + len(part)] = np.sqrt(np.einsum("ij,ij->i", v, v))
+    if too_big:
+        problems.append(BuildProblem("input", "values beyond ±65504 do not fit the index's float16", label))
     off = np.abs(norms - 1.0) > NORM_TOLERANCE
     if facts.is_normalized and off.any():
         text = (f"the index promises unit-length vectors (is_normalized) but {int(off.sum()):,} of {n:,} rows are "
-                f"not (norms {norms.min():.4g} .. {norms.max():.4g}); they would be routed and scored with wrong "
-                f"distances: normalise them first")
+                f"not (norms {float(np.min(norms)):.4g} .. {float(np.max(norms)):.4g}); they would be routed and "
+                f"scored with wrong distances: normalise them first")
         if force:
             warnings.append(f"{label}: {text} (added anyway: --force)")
         else:

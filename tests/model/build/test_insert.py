@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import zarr
 
+from ecpfs_viewer.model.build import insert
 from ecpfs_viewer.model.build.builder import BuildParams, BuildProgress, build_index
 from ecpfs_viewer.model.build.errors import BuildError
 from ecpfs_viewer.model.build.insert import AddCancelled, AddInterrupted, add_rows
@@ -83,7 +84,8 @@ def _leaf_ids(g: zarr.Group, levels: int) -> dict[int, np.ndarray]:
 @pytest.mark.parametrize("metric", ["L2", "IP"])
 @pytest.mark.parametrize("levels", [1, 3])
 def test_rows_land_where_the_independent_routing_sends_them(tmp_path: Path, dtype: str, metric: str,
-                                                            levels: int) -> None:
+                                                            levels: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(insert, "ROUTE_BATCH_BYTES", 8 * DIM * 7)  # routed 7 rows at a time: batches change nothing
     index, data = _build(tmp_path, dtype, metric, levels)
     new = _data(dtype, 150, 2, metric)
     new[:5] = data[0]  # exact ties at the root and below: the last equal row wins
