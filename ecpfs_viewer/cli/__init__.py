@@ -34,7 +34,7 @@ from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = ("info", "check", "build", "tune", "search", "recall", "locate", "compare", "workload", "cache",
+SUBCOMMANDS = ("info", "check", "build", "add", "tune", "search", "recall", "locate", "compare", "workload", "cache",
                "completion", "install-desktop", "schema")
 
 DESCRIPTION = """\
@@ -45,6 +45,7 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer info PATH            print the index summary (like `ecp info`, and more)
   ecpfs-viewer check PATH [--deep]  validate an index (exit 0 ok, 1 errors, 2 cannot open)
   ecpfs-viewer build IN.npy OUT.zarr  build an index from a .npy file
+  ecpfs-viewer add INDEX ROWS.npy   add vectors to an index as upstream's insert does; prints their ids
   ecpfs-viewer tune IN.npy          build a grid of variants; the cheapest reaching a recall target
   ecpfs-viewer search INDEX ...     eCP search with a trace, exact neighbours, why-missed
   ecpfs-viewer recall INDEX ...     recall@k against exact search, per search_exp
@@ -70,7 +71,7 @@ VERSION_HELP = ("print the version and exit; with --verbose also those of Python
 #: subcommand -> (module, function that registers it); modules are imported only when needed
 _REGISTRARS = {
     "info": ("read", "add_info_parser"), "check": ("read", "add_check_parser"),
-    "build": ("build", "add_build_parser"), "tune": ("tune", "add_tune_parser"),
+    "build": ("build", "add_build_parser"), "add": ("add", "add_add_parser"), "tune": ("tune", "add_tune_parser"),
     "search": ("search", "add_search_parser"),
     "recall": ("search", "add_recall_parser"), "locate": ("search", "add_locate_parser"),
     "compare": ("compare", "add_compare_parser"), "workload": ("diagnostics", "add_workload_parser"),

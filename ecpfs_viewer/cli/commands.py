@@ -22,6 +22,18 @@ COMMAND_TEXTS: dict[str, tuple[str, str]] = {
         "Build an ecpfs index (format version 1) the way the upstream builder does. INPUT is a .npy file "
         "(float16/32/64, uint8, int8) or store.zarr#path/to/array.",
     ),
+    "add": (
+        "add vectors to an index as upstream's insert does (`ecp add-data`); prints their item ids",
+        "Add the rows of a .npy file to a local index folder exactly as upstream's insert does (format "
+        "document §3.8): ids are reserved first (info/next_item_id), each row is routed root -> leaf with "
+        "the build's nearest and tie rules and appended to its leaf narrowed to the index's dtype (a "
+        "missing leaf is created, a missing internal node is an error naming it), info/total_items is "
+        "written last. Rows are checked like build's input (dimension, type, NaN, unit length when the "
+        "index promises is_normalized). An advisory lock keeps other ecpfs-viewer writers out (they wait "
+        "--wait seconds, then are refused); upstream's writers take no lock and are not covered. Ctrl+C "
+        "after the reservation leaves upstream's id gap (next_item_id > total_items), which `info` "
+        "reports. Exit status: 0 added, 1 the rows cannot be added, 2 cannot start, 130 interrupted.",
+    ),
     "tune": (
         "build a grid of variants of a .npy and recommend the cheapest reaching a recall target",
         "Build every combination of --levels x --target-cluster-items x --rep-selection as `build` does "

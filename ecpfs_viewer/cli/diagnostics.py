@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from ecpfs_viewer.cli.contract import EXIT_OK, versioned
+from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, unusable_file, versioned
 from ecpfs_viewer.cli.numbers import AtLeast, add_search_exp
 from ecpfs_viewer.cli.search import add_query_source, load_queries, open_index, run_body, subcommand
 
@@ -19,10 +19,12 @@ if TYPE_CHECKING:
 
 
 def add_workload_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    """Register `workload INDEX (--queries Q.npy | --sample N | --saved) [--search-exp 4] [--json]`."""
+    """Register `workload INDEX (--queries Q.npy | --sample N | --saved | --log LOG.jsonl) [--search-exp 4]`."""
     p = subcommand(subparsers, "workload")
     src = add_query_source(p, required=True)
     src.add_argument("--saved", action="store_true", help="the index's saved queries (queries/*)")
+    src.add_argument("--log", metavar="FILE.jsonl",
+                     help="the searches an ecpfs JSONL log recorded (written at trace level: the visited nodes)")
     add_search_exp(p, 4, least=1, help_text="leaves per search (default 4)")
     p.add_argument("--k", action=AtLeast, least=1, default=10, help="results per query (default 10)")
     p.add_argument("--top", action=AtLeast, least=1, default=10, metavar="N", help="hot leaves to print (default 10)")
@@ -34,19 +36,25 @@ def add_workload_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
 
 def _workload(args: argparse.Namespace) -> int:
     from ecpfs_viewer.cli.progress import TerminalProgress
+    from ecpfs_viewer.model.diagnostics.search_log import workload_from_log
     from ecpfs_viewer.model.diagnostics.workload import replay
     from ecpfs_viewer.model.search import SearchParams, queries_from_array, sample_items, saved_queries
 
+    if args.log and unusable_file(args.log):
+        raise CannotOpen(f"{args.log}: cannot read the log (no such readable file)")
     matrix = load_queries(args.queries) if args.queries else None
     reader = open_index(args)
     with TerminalProgress(enabled=not args.quiet) as bar:
-        if matrix is not None:
-            queries = queries_from_array(reader, matrix, args.queries)
-        elif args.saved:
-            queries = saved_queries(reader)
+        if args.log:
+            work = workload_from_log(reader, args.log, progress=bar)
         else:
-            queries = sample_items(reader, args.sample, args.seed, progress=bar)
-        work = replay(reader, queries, SearchParams(k=args.k, search_exp=args.search_exp), progress=bar)
+            if matrix is not None:
+                queries = queries_from_array(reader, matrix, args.queries)
+            elif args.saved:
+                queries = saved_queries(reader)
+            else:
+                queries = sample_items(reader, args.sample, args.seed, progress=bar)
+            work = replay(reader, queries, SearchParams(k=args.k, search_exp=args.search_exp), progress=bar)
     if args.json:
         print(json.dumps(versioned(work.to_dict()), indent=2))
     else:
@@ -56,7 +64,7 @@ def _workload(args: argparse.Namespace) -> int:
 
 def format_workload(work: Workload, top: int = 10) -> str:
     """The text report: the summary line, leaves per query, skew per level, the hot leaves."""
-    lines = [work.sentence(), "", "leaves scanned  queries"]
+    lines = [work.sentence(), *(f"  note: {n}" for n in work.notes), "", "leaves scanned  queries"]
     values, counts = work.leaves_histogram()
     lines += [f"{int(v):>14}  {int(c):>7}" for v, c in zip(values, counts, strict=True)]
     lines += ["", "level   nodes  visited  top 1% share"]

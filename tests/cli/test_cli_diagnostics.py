@@ -51,7 +51,7 @@ def test_workload_text_from_a_query_file_and_saved_queries(tmp_path: Path, capsy
 @pytest.mark.parametrize(("args", "message"), [
     (["--sample", "0"], "--sample must be at least 1"),
     (["--sample", "3", "--search-exp", "0"], "--search-exp must be at least 1"),
-    ([], "one of the arguments --queries --sample --saved is required"),
+    ([], "one of the arguments --queries --sample --saved --log is required"),
 ])
 def test_workload_usage_errors(two_clusters_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                                message: str) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLineEdit,
     QPushButton,
     QSplitter,
     QVBoxLayout,
@@ -31,20 +32,24 @@ from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
+from ecpfs_viewer.model.diagnostics.search_log import workload_from_log
 from ecpfs_viewer.model.diagnostics.workload import Workload, replay
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import IndexReader, SearchParams, queries_from_array, sample_items, saved_queries
 from ecpfs_viewer.model.search.explore import load_npy
 from ecpfs_viewer.model.views.export import write_csv
 
-SOURCES = ("Sampled items", "Queries from a .npy file", "Saved queries")
+SOURCES = ("Sampled items", "Queries from a .npy file", "Saved queries", "Searches of an ecpfs log (.jsonl)")
+LOG_SOURCE = 3
 HOT_HEADERS = ("leaf", "visits", "items", "share of queries")
 
 
 def workload_job(reader: Callable[[], IndexReader], source: int, count: int, seed: int, npy: str, search_exp: int,
-                 k: int, progress: Any = None, cancel: threading.Event | None = None) -> Workload:
-    """Open the queries and replay them (runs in a worker)."""
+                 k: int, log: str = "", progress: Any = None, cancel: threading.Event | None = None) -> Workload:
+    """Open the queries and replay them, or read what a search log recorded (runs in a worker)."""
     index = reader()
+    if source == LOG_SOURCE:
+        return workload_from_log(index, log, progress=progress, cancel=cancel)
     if source == 1:
         queries = queries_from_array(index, load_npy(npy), Path(npy).name)
     elif source == 2:
@@ -69,12 +74,17 @@ class WorkloadDialog(RunDialog):
         self.count = spin_box(1, 1_000_000, 1000, "How many stored items to sample as queries")
         self.count.setGroupSeparatorShown(True)
         self.npy, browse = npy_field("Queries", chosen=lambda: self.source.setCurrentIndex(1))
+        self.log = QLineEdit()
+        self.log.setPlaceholderText("ecpfs search log, written with --log-level trace")
+        self.log_browse = QPushButton("Browse…")
+        self.log_browse.clicked.connect(self._browse_log)
         self.search_exp = spin_box(1, 4096, 4, "search_exp of every replayed search")
         self.k = spin_box(1, 10_000, 10, "k: results per replayed search")
         form = QFormLayout()
         form.addRow("Queries", self.source)
         form.addRow("Items to sample", self.count)
         form.addRow(".npy file", hbox(self.npy, browse))
+        form.addRow("Log file", hbox(self.log, self.log_browse))
         form.addRow("search_exp", self.search_exp)
         form.addRow("k", self.k)
         buttons = self.controls.row
@@ -128,11 +138,14 @@ class WorkloadDialog(RunDialog):
         if source == 1 and not self.npy.text().strip():
             self.controls.say("Choose a .npy file of queries first.", error=True)
             return
-        self.controls.started("Replaying …")
+        if source == LOG_SOURCE and not self.log.text().strip():
+            self.controls.say("Choose an ecpfs search log (.jsonl) first.", error=True)
+            return
+        self.controls.started("Reading the log …" if source == LOG_SOURCE else "Replaying …")
         self._request = self.runner.run(
             workload_job, self._reader, source, self.count.value(), 0, self.npy.text().strip(),
-            self.search_exp.value(), self.k.value(), on_result=self._show, on_error=self.controls.failed,
-            on_progress=self.controls.show_progress, heavy=True)
+            self.search_exp.value(), self.k.value(), self.log.text().strip(), on_result=self._show,
+            on_error=self.controls.failed, on_progress=self.controls.show_progress, heavy=True)
 
     def _show(self, work: Workload) -> None:
         self.workload = work
@@ -147,7 +160,7 @@ class WorkloadDialog(RunDialog):
         fit_table(self.hot_view, stretch=3)
         for button in (self.export_csv, self.export_json, self.export_png):
             button.setEnabled(True)
-        self.controls.finished(work.sentence())
+        self.controls.finished("\n".join((work.sentence(), *work.notes)))
 
     def _open_row(self, row: int) -> None:
         path = str(self.hot_model.row(row)[0])
@@ -182,6 +195,17 @@ class WorkloadDialog(RunDialog):
     def _source_changed(self, source: int) -> None:
         self.count.setEnabled(source == 0)
         self.npy.setEnabled(source == 1)
+        for widget in (self.log, self.log_browse):
+            widget.setEnabled(source == LOG_SOURCE)
+        for spin in (self.search_exp, self.k):  # a log says what its searches used
+            spin.setEnabled(source != LOG_SOURCE)
+
+    def _browse_log(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "ecpfs search log", self.log.text(),
+                                              "JSONL logs (*.jsonl);;All files (*)")
+        if path:
+            self.log.setText(path)
+            self.source.setCurrentIndex(LOG_SOURCE)
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:  # the theme changed: plots follow the palette

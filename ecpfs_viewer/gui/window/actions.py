@@ -41,6 +41,7 @@ class WindowSlots:
     demo: Callable[[], None]
     compare: Callable[[str, RemoteOptions | None], None]  # the window's index beside this one
     tune: Callable[[], None]
+    add_vectors: Callable[[], None] = lambda: None
 
 
 class WindowActions(QObject):
@@ -62,6 +63,7 @@ class WindowActions(QObject):
         self.compare_zip_action = action("&Zip…", self.compare_zip_dialog)
         self.compare_url_action = action("&URL…", self.compare_url_dialog)
         self.tune_action = action("&Tune…", slots.tune, "Ctrl+Shift+B")
+        self.add_vectors_action = action("&Add Vectors…", slots.add_vectors)
         self.clear_cache = ClearCacheFlow(window)
         self.clear_cache_action = action("Clear &Cache…", self.clear_cache.start)
         self.close_action = action("&Close", slots.close_store, "Ctrl+W")
@@ -108,6 +110,7 @@ class WindowActions(QObject):
         self.theme_actions = self._theme_menu(view.addMenu("&Theme"))
         build = window.menuBar().addMenu("&Build")
         build.addAction(self.build_action)
+        build.addAction(self.add_vectors_action)
         build.addAction(self.tune_action)
         go = window.menuBar().addMenu("&Go")
         for item in (self.navigation.back_action, self.navigation.forward_action):

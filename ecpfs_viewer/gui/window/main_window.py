@@ -9,6 +9,7 @@ through :class:`BackgroundRunner`, and the status bar shows what the last action
 from __future__ import annotations
 
 import contextlib
+import os
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDragMoveEvent, QDropEvent
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.build.add_dialog import AddVectorsDialog
 from ecpfs_viewer.gui.build.dialog import BuildDialog
 from ecpfs_viewer.gui.data.plot_pane import PlotPane
 from ecpfs_viewer.gui.metadata.panel import MetadataPanel
@@ -73,6 +75,7 @@ class MainWindow(QMainWindow):
         self._early: str | None = None  # a node whose pages reveal_path showed before the tree listed it
         self.select_request: SelectRequest | None = None  # --select, when the window was started with it
         self._build_dialog: QWidget | None = None
+        self._add_dialog: QWidget | None = None
         self._compare_views: list[CompareView] = []
         self._tune_dialog: QWidget | None = None
         self.last_action = ""
@@ -99,7 +102,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.cost_label, 1)
         self.statusBar().addPermanentWidget(self.progress)
         slots = WindowSlots(close_store=self.close_store, refresh=self.refresh_all, build=self.open_build_dialog,
-                            demo=self.open_demo, compare=self.open_comparison, tune=self.open_tune_dialog)
+                            demo=self.open_demo, compare=self.open_comparison, tune=self.open_tune_dialog,
+                            add_vectors=self.open_add_vectors_dialog)
         clipboard = NodeClipboard(self.current_item, lambda: self.session.hierarchy, self.statusBar().showMessage)
         self.commands = WindowActions(self, self.session, self.tree_panel, clipboard, slots)
         self.commands.connect_start_page(self.start_page, slots)
@@ -277,6 +281,22 @@ class MainWindow(QMainWindow):
         self._build_dialog = dialog
         dialog.show()
 
+    def open_add_vectors_dialog(self) -> None:
+        """Build > Add Vectors…: writes only into the folder the user names in it (the open index is offered
+        by a button, never taken); the window re-reads its index when that was the one written."""
+        location = self.session.location
+        local = location if location and not is_url(location) and not location.lower().endswith(".zip") else None
+        dialog = AddVectorsDialog(self, open_index=local)
+        dialog.added.connect(self._after_add)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._add_dialog = dialog
+        dialog.show()
+
+    def _after_add(self, index: str) -> None:
+        location = self.session.location
+        if location and not is_url(location) and os.path.abspath(location) == os.path.abspath(index):
+            self.refresh_all()
+
     def open_comparison(self, location: str, remote: RemoteOptions | None = None) -> None:
         """File > Compare With…: a comparison window of the index on screen and the one at location."""
         opened = self.session.current
@@ -404,11 +424,11 @@ class MainWindow(QMainWindow):
         A task still running then (a stalled server, a computation that ignores its cancel flag)
         is abandoned: closing never waits on it (app.run_gui leaves the process without it)."""
         self.save_layout()
-        for dialog in (self._build_dialog, self._tune_dialog):
+        for dialog in (self._build_dialog, self._tune_dialog, self._add_dialog):
             if dialog is not None:
                 with contextlib.suppress(RuntimeError):  # already deleted by Qt (WA_DeleteOnClose)
                     dialog.close()
-        self._build_dialog = self._tune_dialog = None
+        self._build_dialog = self._tune_dialog = self._add_dialog = None
         for view in list(self._compare_views):
             with contextlib.suppress(RuntimeError):  # already deleted by Qt
                 view.close()

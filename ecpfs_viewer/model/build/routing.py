@@ -9,6 +9,7 @@ exactly (and the last one wins) whatever the batch composition.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,13 +98,25 @@ def _nearest_block(node: NodeTable, x: np.ndarray, x_sq: np.ndarray, use_dot: bo
     return pick
 
 
+class MissingNodeError(RuntimeError):
+    """A route reached an internal node that is not stored (spec §3.5: the build or insert fails)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"corrupt tree: route reached missing node {path}")
+
+
 class Router:
     """Routes vectors from the root down through the levels built so far."""
 
-    def __init__(self, root: NodeTable, use_dot: bool) -> None:
+    def __init__(self, root: NodeTable, use_dot: bool,
+                 fetch: Callable[[int, list[int]], None] | None = None) -> None:
         self.root = root
         self.use_dot = use_dot
         self.levels: list[dict[int, NodeTable]] = []  # levels[l-1] = nodes of lvl_l
+        #: called with (level, node ids reached there) before they are used: an insert reads only the
+        #: nodes its rows pass through into ``levels`` (a build has them all already)
+        self.fetch = fetch
 
     def add_level(self, nodes: dict[int, NodeTable]) -> None:
         self.levels.append(nodes)
@@ -121,11 +134,13 @@ class Router:
             starts = np.concatenate(([0], cuts))
             ends = np.concatenate((cuts, [len(order)]))
             nxt = np.empty_like(cur)
+            if self.fetch is not None:
+                self.fetch(level, sorted_ids[starts].tolist())
             for s, e in zip(starts.tolist(), ends.tolist(), strict=False):
                 node_id = int(sorted_ids[s])
                 node = nodes.get(node_id)
                 if node is None:
-                    raise RuntimeError(f"corrupt tree: route reached missing node {node_path(level, node_id)}")
+                    raise MissingNodeError(node_path(level, node_id))
                 rows = order[s:e]
                 nxt[rows] = node.ids[nearest(node, x[rows], x_sq[rows], self.use_dot)]
             cur = nxt

@@ -56,6 +56,7 @@ class Workload:
     leaves_per_query: np.ndarray
     nodes_per_query: np.ndarray
     searched: int = 0  # queries settled by ecp_search (exactly equal keys at the cut)
+    notes: tuple[str, ...] = ()  # what the source could not tell, or how it was read (a search log)
 
     def hot_leaves(self, n: int = HOT) -> list[dict[str, Any]]:
         """The most visited leaves, with the share of queries that scanned each."""
@@ -95,7 +96,7 @@ class Workload:
                                      "histogram": {str(int(v)): int(c) for v, c in zip(values, counts, strict=True)}},
                 "skew_top_1_percent": {f"lvl_{lv}": s for lv, s in self.skew().items()},
                 "hot_leaves": self.hot_leaves(), "settled_by_search": self.searched,
-                "nodes": self.visits_rows()}
+                "notes": list(self.notes), "nodes": self.visits_rows()}
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,11 @@ def traces(index: IndexReader, vectors: np.ndarray, params: SearchParams | None 
     for _, part, _ in _traces(index, tree, index.prepare_queries(vectors), params or SearchParams(), Reporter()):
         out.extend(part)
     return out
+
+
+def stored_levels(index: IndexReader, reporter: Reporter) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per level, the stored node ids and their sizes (children, or items for a leaf)."""
+    return _tree(index, reporter)[1]
 
 
 def _tree(index: IndexReader, reporter: Reporter) -> tuple[EntryTree, list[tuple[np.ndarray, np.ndarray]]]:

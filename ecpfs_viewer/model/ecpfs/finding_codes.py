@@ -148,6 +148,15 @@ ROOT_ENTRY_LEADS_NOWHERE = _code("W021", "Root entries lead nowhere", "Rows of i
 NOT_UNIT_LENGTH = _code("W022", "Not unit length", "is_normalized is true but a vector is not of length 1.")
 NODE_ROWS_DIFFER_FROM_REPS = _code("W023", "Node rows differ from representatives",
                                    "An internal node's embeddings differ from rep_embeddings[node_ids[j]].")
+FAN_OUT_TINY = _code("W024", "Fan-out of 1 or 2",
+                     "The root, or the nodes of an internal level on average, have only 1 or 2 rows: the tree is "
+                     "all depth and no breadth (upstream's tuning guide; nothing upstream checks it). Fewer levels "
+                     "or a smaller target_cluster_items give wider nodes.")
+UNIT_BUT_NOT_NORMALIZED = _code("I003", "Unit vectors, is_normalized not set",
+                                "Every sampled vector has length 1 but info/is_normalized is not set. Distances "
+                                "are right either way; set it (build --normalized) only if every vector is unit "
+                                "length, for search to use the dot product. The opposite, is_normalized set on "
+                                "vectors that are not unit length, is ECPFS-W022: wrong distances.")
 
 # -- searching the index (check --deep) ---------------------------------------------------------
 SELF_REACHABILITY = _code("W030", "Items do not reach their own leaf",

@@ -19,7 +19,13 @@ from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.tasks import Cancelled
 from ecpfs_viewer.model.validation.data_checks import check_data
-from ecpfs_viewer.model.validation.metadata_checks import check_counters, check_layout, check_levels, check_types
+from ecpfs_viewer.model.validation.metadata_checks import (
+    check_counters,
+    check_fan_out,
+    check_layout,
+    check_levels,
+    check_types,
+)
 from ecpfs_viewer.model.validation.report import SEVERITY_ORDER, Check, CheckProgress, ValidationReport
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -48,6 +54,7 @@ def _validate(h: Hierarchy, max_node_reads: int, max_vectors: int,
             check_types(check, reader, summary)
             check_counters(check, summary)
             levels = check_levels(check, reader, summary)
+            check_fan_out(check, summary, levels)
             check_data(check, summary, levels, max_node_reads, max_vectors)
     except Cancelled:
         cancelled = True

@@ -22,6 +22,8 @@ from ecpfs_viewer.model.zarrtree.read_guard import check_rows, chunks_touched
 
 #: Tolerance on vector norms when is_normalized is set.
 NORM_TOLERANCE = 1e-2
+#: Vectors a sample needs before "all are unit length" is said of an index without is_normalized.
+MIN_UNIT_SAMPLE = 16
 #: Nodes decoded together, and the declared bytes their arrays may hold at once.
 BATCH_NODES = 64
 BATCH_BYTES = 64 << 20
@@ -81,9 +83,16 @@ def check_data(
         what = f"{vectors.count:,} vectors from {len(vectors.sources):,} arrays"
         if bad_row is not None:
             path, row, norm = bad_row
+            off = vectors.count_non_unit(NORM_TOLERANCE)
             check.add(fc.NOT_UNIT_LENGTH,
-                      path, f"is_normalized is true but row {row} has length {norm:.4f}", f"checked {what}")
+                      path, f"is_normalized is true but row {row} has length {norm:.4f} ({off:,} of "
+                            f"{vectors.count:,} sampled vectors are not unit length): distances are wrong",
+                      f"checked {what}")
         check.checked.append(f"unit length (is_normalized): {what}")
+    elif vectors.count >= MIN_UNIT_SAMPLE and vectors.non_unit(NORM_TOLERANCE) is None:
+        check.add(fc.UNIT_BUT_NOT_NORMALIZED, "info/is_normalized",
+                  f"all {vectors.count:,} sampled vectors have length 1 (within {NORM_TOLERANCE:g}) but "
+                  "is_normalized is not set", f"checked {vectors.count:,} vectors from {len(vectors.sources):,} arrays")
     if rep_rows.compared:
         check.checked.append(rep_rows.describe())
     check.findings[:] = list(cap_findings(check.findings))
@@ -340,6 +349,10 @@ class _VectorSample:
         take = rows[: self.limit - self.count]
         self.sources.append((path, take))
         self.count += len(take)
+
+    def count_non_unit(self, tolerance: float) -> int:
+        return sum(int(np.count_nonzero(np.abs(np.linalg.norm(rows.astype(np.float64), axis=1) - 1.0) > tolerance))
+                   for _, rows in self.sources)
 
     def non_unit(self, tolerance: float) -> tuple[str, int, float] | None:
         for path, rows in self.sources:

@@ -127,6 +127,31 @@ def check_counters(check: Check, summary: IndexSummary) -> None:
                                        "fine for custom or hand-made indexes")
 
 
+#: Items below which a tree's shape does not matter to search cost (upstream's two-cluster fixture, 8 items with
+#: fan-out 2, is not worth a warning)
+MIN_SHAPE_ITEMS = 100
+
+
+def check_fan_out(check: Check, summary: IndexSummary, levels: list[LevelStats]) -> None:
+    """A fan-out of 1 or 2 at the root or (on average) at an internal level: all depth, no breadth."""
+    if (summary.total_items or 0) < MIN_SHAPE_ITEMS:
+        return
+    if summary.fan_out is not None and summary.fan_out <= 2 and (summary.representatives or 0) > 1:
+        check.add(fc.FAN_OUT_TINY, ROOT_EMBEDDINGS,
+                  f"fan-out {summary.fan_out} (R = {summary.representatives}, L = {summary.levels}): each node has at "
+                  f"most {summary.fan_out} children, so a search walks a deep, narrow tree; use fewer levels or a "
+                  "smaller target_cluster_items")
+        return
+    for stats in levels:
+        if stats.is_leaf is not False or len(stats.sizes) < 2:
+            continue
+        mean = float(stats.sizes.mean())
+        if mean <= 2:
+            check.add(fc.FAN_OUT_TINY, stats.path,
+                      f"{len(stats.sizes):,} internal nodes with {mean:.2f} rows (children) each on average: the "
+                      "tree is all depth and no breadth here; fewer levels give wider nodes")
+
+
 def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) -> list[LevelStats]:
     """§10 items 4-6 (from metadata) and the level warnings, for every lvl_N."""
     plan = level_plan(summary)  # from the stored lvl_N: info/levels may be huge or unreadable
