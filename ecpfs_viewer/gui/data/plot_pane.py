@@ -345,6 +345,8 @@ class PlotPane(QWidget):
         self._set_export_enabled(True)
         for action in (self.export_npy_action, self.export_csv_action):
             action.setEnabled(data.window is None)  # a lazy table has no subset in memory
+        if self._hierarchy is not None:  # the heatmap's colours are chosen per array
+            self.heatmap.use_array((self._hierarchy.store.label, data.subset.path))
         scores = [view.priority(data) for view in self.views]
         for index, (view, score) in enumerate(zip(self.views, scores, strict=True)):
             view.clear()

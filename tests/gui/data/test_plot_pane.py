@@ -14,6 +14,8 @@ from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QFileDialog
 
 from ecpfs_viewer.gui.data.plot_pane import PlotPane
+from ecpfs_viewer.gui.data.plot_views.heatmap_look import DEFAULT_LOOK
+from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.runtime.workers import thread_pool
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views import plot_data as plot_data_module
@@ -393,10 +395,10 @@ def test_clipping_colours_are_announced_and_the_full_range_removes_the_warning(q
     assert clipped > 0
     assert heat.clip_text().startswith(f"Colours clip {clipped / values.size:.1%} of values ({clipped:,})")
     assert f"the data {values.min():.4g} … {values.max():.4g}" in heat.clip_text()
-    heat.choices["heatmap/range"].setFocus()
+    heat.choices["range"].setFocus()
     with qtbot.waitSignal(heat.recoloured, timeout=10_000):  # other scales are computed in a worker
-        qtbot.keyClick(heat.choices["heatmap/range"], Qt.Key.Key_Down)
-    assert heat.choices["heatmap/range"].currentText() == "full (min–max)"
+        qtbot.keyClick(heat.choices["range"], Qt.Key.Key_Down)
+    assert heat.choices["range"].currentText() == "full (min–max)"
     assert tuple(pane.image_item.levels) == pytest.approx((values.min(), values.max()))
     assert heat.clip_text() == "" and not heat.clip_label.isVisible()
 
@@ -409,7 +411,7 @@ def test_the_warnings_link_shows_the_full_range(qtbot, pane, hierarchy) -> None:
     qtbot.keyClick(label, Qt.Key.Key_Tab)  # to the link, as keyboard users reach it
     with qtbot.waitSignal(pane.heatmap.recoloured, timeout=10_000):
         qtbot.keyClick(label, Qt.Key.Key_Return)
-    assert pane.heatmap.choice("heatmap/range") == "full" and not label.isVisible()
+    assert pane.heatmap.choice("range") == "full" and not label.isVisible()
 
 
 def test_integer_heatmaps_show_every_value_and_warn_of_nothing(qtbot, pane, hierarchy) -> None:
@@ -432,11 +434,14 @@ def test_log_scale_colours_decades_and_names_what_it_cannot_colour(qtbot, pane, 
     assert pane.show_view("Heatmap")
     heat = pane.heatmap
     with qtbot.waitSignal(heat.recoloured, timeout=10_000):
-        heat.set_choice("heatmap/scale", "log")
+        heat.set_choice("scale", "log")
     np.testing.assert_allclose(pane.image_item.image, np.log10(DECADES), rtol=1e-6)
     assert tuple(pane.image_item.levels) == pytest.approx((-3.0, 4.0))
     assert heat.colorbar.axis.logMode and heat.clip_text() == ""
-    show(qtbot, pane, hierarchy, "matrix")  # signed: the values <= 0 are drawn blank, and counted
+    show(qtbot, pane, hierarchy, "matrix")  # another array opens in its own (linear) look
+    assert heat.choice("scale") == "linear" and not heat.colorbar.axis.logMode
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("scale", "log")  # signed: the values <= 0 are drawn blank, and counted
     qtbot.waitUntil(lambda: heat.scale is not None and heat.scale.scale == "log", timeout=10_000)
     negative = int(np.count_nonzero(MATRIX[:100] <= 0))
     assert f"{negative:,} values ≤ 0 have no place on a log scale (drawn blank)" in heat.clip_text()
@@ -444,9 +449,9 @@ def test_log_scale_colours_decades_and_names_what_it_cannot_colour(qtbot, pane, 
 
 
 def test_log_scale_of_data_without_positive_values_is_refused_with_the_reason(qtbot, pane, hierarchy) -> None:
-    pane.heatmap.set_choice("heatmap/scale", "log")
     show(qtbot, pane, hierarchy, "not_positive")
     assert pane.show_view("Heatmap")  # six values open as a table
+    pane.heatmap.set_choice("scale", "log")
     qtbot.waitUntil(lambda: pane.heatmap.clip_text().startswith("No log scale"), timeout=10_000)
     text = pane.heatmap.clip_text()
     assert text.startswith("No log scale: none of the 6 finite values is above 0 (linear shown)")
@@ -457,7 +462,7 @@ def test_log_scale_of_data_without_positive_values_is_refused_with_the_reason(qt
 def test_colour_map_choice_recolours_and_is_remembered(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix")
     viridis = pane.heatmap.grab().toImage()
-    box = pane.heatmap.choices["heatmap/colormap"]
+    box = pane.heatmap.choices["colormap"]
     box.setFocus()
     with qtbot.waitSignal(pane.heatmap.recoloured, timeout=10_000):
         qtbot.keyClick(box, Qt.Key.Key_End)  # the last map: the diverging one
@@ -466,11 +471,70 @@ def test_colour_map_choice_recolours_and_is_remembered(qtbot, pane, hierarchy) -
     low, high = pane.image_item.levels
     assert low == pytest.approx(-high)  # a diverging map centres signed data on 0
     assert pane.heatmap.grab().toImage() != viridis
-    pane.heatmap.set_choice("heatmap/range", "full")
-    again = PlotPane()
-    qtbot.addWidget(again)
-    assert again.heatmap.choice("heatmap/colormap") == "CET-D1A" and again.heatmap.choice("heatmap/range") == "full"
-    assert again.heatmap.colorbar.colorMap().name == "CET-D1A"
+    pane.heatmap.set_choice("range", "full")
+    show(qtbot, pane, hierarchy, "flags")  # another array: the default look
+    assert pane.show_view("Heatmap")
+    assert pane.heatmap.look() == DEFAULT_LOOK and pane.heatmap.colorbar.colorMap().name == "viridis"
+    show(qtbot, pane, hierarchy, "matrix", "0:50, :")  # back: its own look again
+    assert pane.heatmap.choice("colormap") == "CET-D1A" and pane.heatmap.choice("range") == "full"
+    assert pane.heatmap.colorbar.colorMap().name == "CET-D1A"
+    qtbot.waitUntil(lambda: pane.image_item.levels is not None
+                    and pane.image_item.levels[0] == pytest.approx(-pane.image_item.levels[1]), timeout=10_000)
+
+
+def test_every_colour_map_is_offered_and_reversible(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    heat = pane.heatmap
+    box = heat.choices["colormap"]
+    assert [box.itemText(i) for i in range(box.count())] == [
+        "viridis", "magma", "inferno", "plasma", "cividis", "gray", "diverging (signed data)"]
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("colormap", "CET-L1")
+    lut = heat.colorbar.colorMap().getLookupTable(nPts=2, alpha=False)
+    assert lut.tolist() == [[0, 0, 0], [255, 255, 255]]  # gray: black to white
+    qtbot.mouseClick(heat.reverse_box, Qt.MouseButton.LeftButton)
+    assert heat.reverse_box.isChecked()
+    lut = heat.colorbar.colorMap().getLookupTable(nPts=2, alpha=False)
+    assert lut.tolist() == [[255, 255, 255], [0, 0, 0]]
+    # the cached map itself is untouched: another array's gray still runs black to white
+    show(qtbot, pane, hierarchy, "flags")
+    assert pane.show_view("Heatmap")
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("colormap", "CET-L1")
+    assert heat.colorbar.colorMap().getLookupTable(nPts=2, alpha=False).tolist()[0] == [0, 0, 0]
+
+
+def test_reset_view_brings_back_the_default_look_and_the_whole_picture(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "decades")
+    assert pane.show_view("Heatmap")
+    heat = pane.heatmap
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("scale", "log")
+    heat.reverse_box.setChecked(True)
+    heat.heat_plot.setXRange(1, 2, padding=0)  # zoomed in
+    qtbot.mouseClick(heat.reset_button, Qt.MouseButton.LeftButton)
+    assert heat.look() == DEFAULT_LOOK
+    qtbot.waitUntil(lambda: heat.scale is not None and heat.scale.scale == "linear", timeout=10_000)
+    assert not heat.colorbar.axis.logMode
+    np.testing.assert_allclose(pane.image_item.image, DECADES, rtol=1e-6)  # the values, not their logs
+    (x0, x1), _ = heat.heat_plot.viewRange()
+    assert x0 <= -0.5 + 1e-6 and x1 >= 3.5 - 1e-6  # all four columns again
+    show(qtbot, pane, hierarchy, "matrix")
+    show(qtbot, pane, hierarchy, "decades")
+    assert heat.look() == DEFAULT_LOOK  # the reset look is what the array keeps
+
+
+def test_old_global_heatmap_settings_do_not_colour_new_data(qtbot, show, hierarchy) -> None:
+    store = settings()
+    for key, value in (("heatmap/colormap", "CET-D1A"), ("heatmap/scale", "log"), ("heatmap/range", "full")):
+        store.setValue(key, value)
+    store.sync()
+    pane = show(PlotPane(), 900, 600)
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        pane.show_array(hierarchy, "matrix")
+    assert pane.heatmap.look() == DEFAULT_LOOK
+    assert pane.heatmap.scale is not None and pane.heatmap.scale.scale == "linear"
+    assert not np.isnan(pane.image_item.image).any()  # not a blank, speckled log image
 
 
 def test_statistics_show_percentiles_and_each_kind_of_missing_value(qtbot, pane, hierarchy) -> None:
