@@ -233,11 +233,34 @@ def test_element_cap_refuses_with_a_message_and_the_pane_recovers(qtbot, pane, h
 
 
 def test_unparsable_selection_shows_why(qtbot, pane, hierarchy) -> None:
-    show(qtbot, pane, hierarchy, "matrix", "rows 1 to 5")
+    show(qtbot, pane, hierarchy, "matrix", "rows 1 to 5")  # nothing on screen yet: the pane says it too
     message = pane.message_text()
     assert message.startswith("Cannot show matrix [rows 1 to 5]:\ncannot parse")
     assert "Traceback" not in message and "SelectionError" not in message
+    assert pane.subset_error_text().startswith("Cannot read [rows 1 to 5]: cannot parse")
     assert not pane.export_button.isEnabled()
+
+
+def test_a_bad_selection_is_explained_under_the_field_and_the_pictures_stay(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    assert pane.show_view("Histogram")
+    for typed in ("0:10, oops", "0:5, 0:5, 0:5", "999:, 70"):
+        pane.subset_edit.setText(typed)
+        press_enter(qtbot, pane)
+        error = pane.subset_error_text()
+        assert error.startswith(f"Cannot read [{typed}]: ") and "Traceback" not in error
+        assert pane.subset_error.isVisible() and pane.subset_error.geometry().top() < pane.stack.geometry().top()
+        assert pane.message_text() == "" and pane.current_view() == "Histogram"  # the pane and its tabs kept
+        assert pane.offered_views() == ["Heatmap", "Histogram", "Table"]
+        assert pane.current_subset() is not None and pane.current_subset().text == "0:100, :"
+        assert pane.subset_edit.text() == typed  # left for the user to correct
+        assert pane.export_button.isEnabled()
+    assert QColor(pane.subset_error.palette().color(pane.subset_error.foregroundRole())) != \
+        pane.palette().color(QPalette.ColorRole.WindowText)  # in the error colour
+    pane.subset_edit.setText("0:10, 0:10")
+    press_enter(qtbot, pane)
+    assert pane.subset_error_text() == "" and not pane.subset_error.isVisible()
+    np.testing.assert_array_equal(pane.current_subset().data, MATRIX[:10, :10])
 
 
 def test_corrupt_chunk_shows_a_message_then_next_array_works(qtbot, pane, store_path) -> None:
