@@ -174,6 +174,45 @@ def test_histogram_of_no_finite_value_is_empty_and_says_why(qtbot, pane, hierarc
     assert shown.tolist() == [0]  # one flat bin, not a stale picture
 
 
+def test_histogram_bins_range_and_log_count_are_the_users(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    assert pane.show_view("Histogram")
+    hist = pane.histogram
+    values = MATRIX[:100].ravel()
+    hist.bins_box.setFocus()
+    hist.bins_box.selectAll()
+    qtbot.keyClicks(hist.bins_box, "7")
+    qtbot.keyClick(hist.bins_box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: hist.counts.size == 7, timeout=10_000)
+    assert hist.counts.sum() == values.size
+    assert (hist.edges[0], hist.edges[-1]) == pytest.approx((values.min(), values.max()))
+    hist.low_edit.setFocus()
+    qtbot.keyClicks(hist.low_edit, "0")
+    hist.high_edit.setFocus()  # leaving the field applies it
+    qtbot.keyClicks(hist.high_edit, "2")
+    qtbot.keyClick(hist.high_edit, Qt.Key.Key_Return)
+    inside = int(np.count_nonzero((values >= 0) & (values <= 2)))
+    qtbot.waitUntil(lambda: hist.edges[0] == 0.0 and hist.edges[-1] == 2.0, timeout=10_000)
+    assert hist.counts.sum() == inside and hist.counts.size == 7
+    assert hist.note.isVisible() and f"{values.size - inside:,} finite values outside the range" in hist.note.text()
+    qtbot.mouseClick(hist.log_box, Qt.MouseButton.LeftButton)
+    assert hist.plot.getAxis("left").logMode
+    _, shown = hist.item.getData()
+    np.testing.assert_allclose(shown, np.log10(np.where(hist.counts > 0, hist.counts, 0.5)))
+    show(qtbot, pane, hierarchy, "matrix", "0:50, :")  # the same array: its range is kept
+    qtbot.waitUntil(lambda: hist.counts.sum() == np.count_nonzero((MATRIX[:50] >= 0) & (MATRIX[:50] <= 2)),
+                    timeout=10_000)
+    show(qtbot, pane, hierarchy, "vector")  # another array: its own range, the bins still 7
+    assert pane.current_view() == "Histogram" and hist.low_edit.text() == "" and hist.high_edit.text() == ""
+    qtbot.waitUntil(lambda: hist.counts.size == 7 and hist.counts.sum() == VECTOR.size, timeout=10_000)
+    hist.bins_box.setValue(0)  # auto again: the worker's one bin per value
+    qtbot.waitUntil(lambda: hist.counts.size == VECTOR.max() - VECTOR.min() + 1, timeout=10_000)
+    hist.low_edit.setText("5")
+    hist.high_edit.setText("1")
+    hist.high_edit.editingFinished.emit()
+    assert "The range is empty" in hist.note.text()
+
+
 def test_the_tab_the_user_picked_stays_open_where_it_applies(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix")
     qtbot.mouseClick(pane.tabs.tabBar(), Qt.MouseButton.LeftButton,
