@@ -49,15 +49,31 @@ def plot_colors(palette: QPalette) -> tuple[QColor, QColor, QColor]:
 
 
 def style_plot(plot: pg.PlotItem, palette: QPalette) -> None:
-    """Axis lines, tick labels and title in the palette's text colour."""
+    """Axis lines, tick labels, axis labels, title and legend in the palette's text colour."""
     _, text, _ = plot_colors(palette)
     for name in ("left", "bottom", "right", "top"):
         axis = plot.getAxis(name)
         axis.setPen(pg.mkPen(text))
         axis.setTextPen(pg.mkPen(text))
+        axis.label.setDefaultTextColor(text)
     plot.titleLabel.setAttr("color", text.name())
     if plot.titleLabel.text:
         plot.titleLabel.setText(plot.titleLabel.text)
+    if plot.legend is not None:
+        style_legend(plot.legend, palette)
+
+
+def style_legend(legend: pg.LegendItem, palette: QPalette) -> None:
+    """A legend's words in the text colour over a backdrop of the plot's background (curves under it
+    stay visible), framed faintly: readable on light and dark (pyqtgraph's default is grey on none)."""
+    background, text, _ = plot_colors(palette)
+    legend.setLabelTextColor(text)
+    behind = QColor(background)
+    behind.setAlpha(210)
+    legend.setBrush(pg.mkBrush(behind))
+    frame = QColor(text)
+    frame.setAlpha(90)
+    legend.setPen(pg.mkPen(frame))
 
 
 def style_filled_steps(view: pg.PlotWidget, plot: pg.PlotItem, item: pg.PlotDataItem, palette: QPalette) -> None:
