@@ -207,6 +207,12 @@ def test_histogram_bins_range_and_log_count_are_the_users(qtbot, pane, hierarchy
     qtbot.waitUntil(lambda: hist.counts.size == 7 and hist.counts.sum() == VECTOR.size, timeout=10_000)
     hist.bins_box.setValue(0)  # auto again: the worker's one bin per value
     qtbot.waitUntil(lambda: hist.counts.size == VECTOR.max() - VECTOR.min() + 1, timeout=10_000)
+    hist.low_edit.setText("5000")  # above every value: nothing counted, drawn flat on the log axis
+    hist.high_edit.setText("6000")
+    hist.high_edit.editingFinished.emit()
+    qtbot.waitUntil(lambda: hist.counts.size == 0, timeout=10_000)
+    _, shown = hist.item.getData()
+    assert np.isfinite(shown).all() and f"{VECTOR.size:,} finite values outside" in hist.note.text()
     hist.low_edit.setText("5")
     hist.high_edit.setText("1")
     hist.high_edit.editingFinished.emit()

@@ -154,8 +154,9 @@ class HistogramView(PlotView):
         if self.counts.size:
             shown = np.where(self.counts > 0, self.counts, LOG_FLOOR) if log else self.counts
             self.item.setData(self.edges, shown)
-        else:  # no finite value (in the range): nothing to count
-            self.item.setData(*_EMPTY)
+        else:  # no finite value (in the range): nothing to count, one flat bin at the floor
+            edges, zero = _EMPTY
+            self.item.setData(edges, np.full_like(zero, LOG_FLOOR) if log else zero)
         self.plot.enableAutoRange()
 
     def _say(self, text: str) -> None:
