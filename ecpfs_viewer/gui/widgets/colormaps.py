@@ -69,7 +69,7 @@ def style_legend(legend: pg.LegendItem, palette: QPalette) -> None:
     background, text, _ = plot_colors(palette)
     legend.setLabelTextColor(text)
     behind = QColor(background)
-    behind.setAlpha(210)
+    behind.setAlpha(170)  # points under it show through, its words stay readable
     legend.setBrush(pg.mkBrush(behind))
     frame = QColor(text)
     frame.setAlpha(90)
