@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.data.plot_views.base import AXIS_WIDTH, BEST, PlotView, export_plot, fit_constant_y, index_axes
 from ecpfs_viewer.gui.data.plot_views.heatmap_look import DEFAULT_LOOK, ArrayKey, HeatmapLook, LookMemory
@@ -43,16 +43,20 @@ from ecpfs_viewer.model.views.plot_data import PlotData
 
 #: The choices above the heatmap: (key, label, [(shown text, value)...]); the keys are HeatmapLook's fields.
 CHOICES = (
-    ("colormap", "Colours:", list(HEATMAP_COLORMAPS)),
+    ("colormap", "Map:", list(HEATMAP_COLORMAPS)),
     ("scale", "Scale:", [("linear", LINEAR), ("log", LOG)]),
     ("range", "Range:", [("robust (p0.5–p99.5)", ROBUST), ("full (min–max)", FULL)]),
 )
 
 
 def _choice_box(options: list[tuple[str, str]]) -> QComboBox:
+    """A combo box that may shrink below its longest entry (the pane is narrow beside a wide tree)."""
     box = QComboBox()
     for text, value in options:
         box.addItem(text, value)
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    box.setMinimumContentsLength(4)
+    box.setToolTip("\n".join(text for text, _ in options))
     return box
 
 
@@ -84,8 +88,9 @@ class HeatmapView(PlotView):
             bar.addWidget(box)
             if key == "colormap":
                 bar.addWidget(self.reverse_box)
-            bar.addSpacing(8)
-        self.reset_button = QPushButton("Reset View")
+            bar.addSpacing(4)
+        self.reset_button = QToolButton()
+        self.reset_button.setText("Reset View")
         self.reset_button.setToolTip("Back to the default colours (viridis, linear, robust range) and the whole "
                                      "picture, for this array")
         self.reset_button.clicked.connect(lambda _checked=False: self.reset_view())
