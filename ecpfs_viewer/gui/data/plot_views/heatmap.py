@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.data.plot_views.base import AXIS_WIDTH, BEST, PlotView, export_plot, fit_constant_y, index_axes
@@ -49,13 +49,19 @@ CHOICES = (
 )
 
 
+class _ShrinkingCombo(QComboBox):
+    """As wide as its longest entry when there is room, down to a few letters when there is not (the
+    pane is narrow beside a wide tree)."""
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(min(hint.width(), self.fontMetrics().horizontalAdvance("robust") + 32), hint.height())
+
+
 def _choice_box(options: list[tuple[str, str]]) -> QComboBox:
-    """A combo box that may shrink below its longest entry (the pane is narrow beside a wide tree)."""
-    box = QComboBox()
+    box = _ShrinkingCombo()
     for text, value in options:
         box.addItem(text, value)
-    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-    box.setMinimumContentsLength(4)
     box.setToolTip("\n".join(text for text, _ in options))
     return box
 
