@@ -67,8 +67,8 @@ def finite_values(values: ArrayLike) -> NDArray[Any]:
     return flat if mask.all() else flat[mask]
 
 
-def histogram(values: ArrayLike, bins: int | None = None, *,
-              per_value_limit: int = PER_VALUE_LIMIT) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+def histogram(values: ArrayLike, bins: int | None = None, *, per_value_limit: int = PER_VALUE_LIMIT,
+              span: tuple[float, float] | None = None) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """(counts, edges) of the finite values; ``len(edges) == len(counts) + 1``.
 
     Integers (and booleans) spanning at most ``per_value_limit`` values: one bin per value, edges at
@@ -76,21 +76,27 @@ def histogram(values: ArrayLike, bins: int | None = None, *,
     rest. Wider integers: ``bins`` equal bins over ``[min, max + 1]`` so the top value is not
     squeezed into the last bin's closed edge. Floats: ``bins`` equal bins over ``[min, max]``, or one
     bin of width 1 around a constant. No finite value: no bins (``counts`` empty, ``edges == [0.0]``).
+    With ``span`` (low, high): only the values in it are counted, and the bins cover it (the user's
+    range; integers keep whole-value bins over the whole numbers in it).
     """
     data = np.asarray(values)
     finite = finite_values(data.astype(np.uint8) if data.dtype.kind == "b" else data)
+    if span is not None:
+        finite = finite[(finite >= span[0]) & (finite <= span[1])]
     if finite.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.float64)
     if bins is None:
         bins = freedman_diaconis_bins(finite, DEFAULT_BINS)
     if data.dtype.kind in "iub":
         low, high = int(np.min(finite)), int(np.max(finite))
+        if span is not None:
+            low, high = math.ceil(span[0]), math.floor(span[1])
         if high - low + 1 <= per_value_limit:
             edges = np.arange(low, high + 2, dtype=np.float64) - 0.5
         else:  # as floats: high + 1 of a uint64 is no numpy integer
             edges = np.linspace(float(low), float(high) + 1.0, bins + 1)
     else:
-        low_f, high_f = float(np.min(finite)), float(np.max(finite))
+        low_f, high_f = (float(np.min(finite)), float(np.max(finite))) if span is None else span
         if not high_f > low_f:
             low_f, high_f = low_f - 0.5, high_f + 0.5
         edges = np.linspace(low_f / 2, high_f / 2, bins + 1) * 2  # finite even over the whole float64 range

@@ -5,7 +5,8 @@ subset, converted for pyqtgraph, with colour levels, histogram and summary), the
 how well it fits the result (silx's DataViewer idea; see :mod:`ecpfs_viewer.gui.data.plot_views`): the
 views that can show it become tabs and the best one opens, unless the user picked another tab
 that still applies. A result for an array the user already left is dropped by the
-BackgroundRunner; a failed read becomes a message in the pane.
+BackgroundRunner; a failed read becomes a message in the pane, and a selection that cannot be parsed
+or read a message under the subset field, the pictures on screen kept.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from functools import partial
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -36,12 +37,13 @@ from ecpfs_viewer.gui.data.export_image import add_title
 from ecpfs_viewer.gui.data.plot_views import HeatmapView, HistogramView, LineView, PlotView, TableView, ValueView
 from ecpfs_viewer.gui.data.plot_views.table import Reader
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.model.tasks import TaskError
 from ecpfs_viewer.model.views.export import subset_labels, write_csv, write_npy
 from ecpfs_viewer.model.views.plot_data import DEFAULT_MAX_ELEMENTS, PlotData, join_notes, prepare_plot, prepare_table
 from ecpfs_viewer.model.views.table_data import TableWindow, read_table_rows
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-from ecpfs_viewer.model.zarrtree.subset import SelectionTooLarge, Subset
+from ecpfs_viewer.model.zarrtree.subset import SelectionError, SelectionTooLarge, Subset
 
 
 class PlotPane(QWidget):
@@ -91,8 +93,9 @@ class PlotPane(QWidget):
         bar.addWidget(QLabel("Subset:"))
         self.subset_edit = QLineEdit()
         self.subset_edit.setPlaceholderText("numpy-style selection, e.g. 0:200, :")
-        self.subset_edit.setToolTip("Rows and columns to read, numpy style (0:200, :  or  5, ::2). "
-                                    "Press Enter to apply.")
+        self.subset_edit.setWhatsThis("Rows and columns to read, numpy style (0:200, :  or  5, ::2). "
+                                      "Press Enter to apply.")
+        self.subset_edit.setToolTip(self.subset_edit.whatsThis())
         self.subset_edit.setMinimumWidth(140)
         self.subset_edit.returnPressed.connect(self.apply_subset)
         bar.addWidget(self.subset_edit, 1)
@@ -111,6 +114,13 @@ class PlotPane(QWidget):
         self.export_button.setMenu(menu)
         bar.addWidget(self.export_button)
         layout.addLayout(bar)
+        self.subset_error = QLabel()  # why the typed selection was refused; the pictures stay
+        self.subset_error.setWordWrap(True)
+        self.subset_error.setTextFormat(Qt.TextFormat.PlainText)
+        self.subset_error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.subset_error.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.subset_error.hide()
+        layout.addWidget(self.subset_error)
 
         self.stack = QStackedWidget()
         self.tabs = QTabWidget()
@@ -173,6 +183,7 @@ class PlotPane(QWidget):
         self.path_label.setText("")
         self.subset_edit.clear()
         self.subset_edit.setEnabled(False)
+        self._show_subset_error("")
         self._drop_data()
         self.show_message("Select an array to plot its data.")
 
@@ -186,6 +197,16 @@ class PlotPane(QWidget):
     def message_text(self) -> str:
         """The message shown instead of a plot, or '' while a plot is shown."""
         return self._message.text() if self.stack.currentWidget() is self._message_page else ""
+
+    def subset_error_text(self) -> str:
+        """Why the selection typed last was refused ('' when it was not)."""
+        return self.subset_error.text() if self.subset_error.isVisibleTo(self) else ""
+
+    def _show_subset_error(self, text: str) -> None:
+        self.subset_error.setText(text)
+        self.subset_error.setStyleSheet(f"color: {error_color(self)}" if text else "")
+        self.subset_error.setVisible(bool(text))
+        self.subset_edit.setToolTip(text or self.subset_edit.whatsThis())
 
     def current_subset(self) -> Subset | None:
         """The subset on screen (None while a message is shown)."""
@@ -314,6 +335,7 @@ class PlotPane(QWidget):
             self.subset_edit.clear()  # the default selection arrives with the result
         self.path_label.setText(f"<b>{path or '/'}</b>")
         self.subset_edit.setEnabled(True)
+        self._show_subset_error("")
         self._pending_text = text
         self._busy_timer.start()
         if lazy and text is not None:
@@ -329,11 +351,18 @@ class PlotPane(QWidget):
 
     def _on_error(self, error: TaskError) -> None:
         self._busy_timer.stop()
-        self._drop_data()
         message = error.message
         if self._path and message.startswith(f"{self._path}: "):
             message = message[len(self._path) + 2:]  # the header already names the array
         selection = f" [{self._pending_text}]" if self._pending_text else ""
+        if error.is_a(SelectionError) and not error.is_a(SelectionTooLarge):
+            # a typo in the field: say so under it, and keep what is on screen (tabs and all)
+            self._show_subset_error(f"Cannot read{selection}: {message}")
+            if self._data is not None:
+                self.stack.setCurrentWidget(self.tabs)  # back from "Reading…", if that was shown
+                self.shown.emit()
+                return
+        self._drop_data()
         self.show_message(f"Cannot show {self._path}{selection}:\n{message}")
         self.table_button.setVisible(error.is_a(SelectionTooLarge))  # a table pages through it
         self.shown.emit()
@@ -345,6 +374,8 @@ class PlotPane(QWidget):
         self._set_export_enabled(True)
         for action in (self.export_npy_action, self.export_csv_action):
             action.setEnabled(data.window is None)  # a lazy table has no subset in memory
+        if self._hierarchy is not None:  # the heatmap's colours are chosen per array
+            self.heatmap.use_array((self._hierarchy.store.label, data.subset.path))
         scores = [view.priority(data) for view in self.views]
         for index, (view, score) in enumerate(zip(self.views, scores, strict=True)):
             view.clear()
@@ -367,6 +398,11 @@ class PlotPane(QWidget):
         self._set_export_enabled(False)
         for view in self.views:
             view.clear()
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.PaletteChange and self.subset_error.text():
+            self._show_subset_error(self.subset_error.text())  # its red follows light or dark
+        super().changeEvent(event)
 
     def _index_of(self, title: str) -> int:
         return next(i for i, view in enumerate(self.views) if view.title == title)

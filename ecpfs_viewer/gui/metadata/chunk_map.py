@@ -448,9 +448,10 @@ class ChunkMapWidget(QWidget):
         self._missing_swatch.setPixmap(QPixmap.fromImage(
             QImage(swatch.data, 12, 12, 36, QImage.Format.Format_RGB888).copy()))
         partial = np.zeros((12, 12, 3), dtype=np.uint8)
-        top = lookup_table()[-1]
-        partial[:] = unused_tint(top, self.palette())
-        partial[:4, :] = top
+        # a cell of the middle of the ramp (its end is the biggest chunk's yellow, which this is not)
+        sample = lookup_table()[len(lookup_table()) // 2]
+        partial[:] = unused_tint(sample, self.palette())
+        partial[:4, :] = sample
         self._partial_swatch.setPixmap(QPixmap.fromImage(
             QImage(np.ascontiguousarray(partial).data, 12, 12, 36, QImage.Format.Format_RGB888).copy()))
         has_stats = self._grid is not None

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.categorical import MAX_CATEGORIES, category_color
 from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.uniform_scatter import UniformScatterPlotItem
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef
@@ -40,11 +41,7 @@ from ecpfs_viewer.model.tasks import Progress, ProgressCallback
 from ecpfs_viewer.model.views.projection import Projection, ProjectionKind, project_level, project_node
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
-#: Distinct colours for classes (Tableau 10 and 10 more); class i gets colour i % len(PALETTE).
-PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-           "#9c755f", "#bab0ac", "#1f77b4", "#aec7e8", "#ff7f0e", "#98df8a", "#d62728", "#c5b0d5",
-           "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-LEGEND_LIMIT = 12  # more classes than this: one muted colour, the current node highlighted
+LEGEND_LIMIT = MAX_CATEGORIES  # more classes than this: one muted colour, the current node highlighted
 HOVER_PIXELS = 8  # a point this close to the cursor is hovered
 POINT_SIZE = 7
 MARK_SIZE = 14
@@ -251,7 +248,7 @@ class ProjectionView(QWidget):
             for cls, name in enumerate(p.class_names):
                 chosen = plain & (p.classes == cls)
                 if chosen.any():  # a class drawn only as marks (a leaf's representative) is the star's entry
-                    self._scatter(p, chosen, pg.mkBrush(PALETTE[cls % len(PALETTE)]), name)
+                    self._scatter(p, chosen, pg.mkBrush(category_color(cls)), name)
         if p.marked.any():
             self.marks.setData(x=p.coords[p.marked, 0], y=p.coords[p.marked, 1])
             self.legend.addItem(self.marks, "representative")

@@ -336,5 +336,9 @@ class RecallView(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange and hasattr(self, "graphics"):
-            self._style_plots()
+            outcome = getattr(self, "_outcome", None)
+            if outcome is not None:
+                self._plot(outcome)  # the curves' and markers' colours come from the palette too
+            else:
+                self._style_plots()
         super().changeEvent(event)

@@ -13,15 +13,16 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
-from ecpfs_viewer.gui.widgets.colormaps import colormap, plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.categorical import line_colors
+from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.log_axis import set_log_ticks
 from ecpfs_viewer.model.tuning.tune import COST_AXES, TuneReport
 
 
-def variant_colors(count: int) -> list[QColor]:
-    """``count`` colours spread over the app's colour map (skipping its darkest end)."""
-    cmap = colormap()
-    return [cmap.map(0.15 + 0.8 * (i / max(1, count - 1)), mode="qcolor") for i in range(count)]
+def variant_colors(count: int, background: QColor) -> list[QColor]:
+    """One colour per variant, told apart and standing out from the plot's background (a ramp of
+    viridis drew its first variant indigo on the dark theme's black)."""
+    return line_colors(count, background)
 
 
 class TunePlot(pg.PlotWidget):  # type: ignore[misc]
@@ -53,7 +54,7 @@ class TunePlot(pg.PlotWidget):  # type: ignore[misc]
         plot.addLegend(offset=(-8, -8), labelTextColor=text, brush=pg.mkBrush(behind))  # bottom right
         axis = report.cost_axis
         plot.setLogMode(x=True, y=False)
-        for v, color in zip(report.variants, variant_colors(len(report.variants)), strict=True):
+        for v, color in zip(report.variants, variant_colors(len(report.variants), background), strict=True):
             xs = [max(p.cost(axis), 1e-9) for p in v.points]
             self.curves[v.name] = plot.plot(xs, [p.recall for p in v.points], pen=pg.mkPen(color, width=2),
                                             symbol="o", symbolSize=6, symbolBrush=color, symbolPen=None, name=v.name)

@@ -15,10 +15,11 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QWidget
 
 COLORMAP_NAME = "viridis"
-#: The heatmap's colour maps, (label, pyqtgraph name): perceptually uniform sequential maps, and
-#: one diverging map (blue, white, red) for signed data centred on 0.
-HEATMAP_COLORMAPS = (("viridis", "viridis"), ("magma", "magma"), ("cividis", "cividis"),
-                     ("diverging (signed data)", "CET-D1A"))
+#: The heatmap's colour maps, (label, pyqtgraph name): perceptually uniform sequential maps (gray is
+#: colorcet's linear grey, black to white), and one diverging map (blue, white, red) for signed data
+#: centred on 0. Each can be reversed (:func:`colormap`).
+HEATMAP_COLORMAPS = (("viridis", "viridis"), ("magma", "magma"), ("inferno", "inferno"), ("plasma", "plasma"),
+                     ("cividis", "cividis"), ("gray", "CET-L1"), ("diverging (signed data)", "CET-D1A"))
 DIVERGING = frozenset({"CET-D1A"})
 MISSING_RGB = (128, 128, 128)  # a missing chunk (reads as fill): neutral grey, hatched darker
 MISSING_HATCH_RGB = (88, 88, 88)
@@ -31,8 +32,14 @@ def lookup_table(name: str = COLORMAP_NAME, n: int = 256) -> np.ndarray:
     return np.ascontiguousarray(table[:, :3], dtype=np.uint8)
 
 
-def colormap(name: str = COLORMAP_NAME) -> pg.ColorMap:
-    return pg.colormap.get(name)
+def colormap(name: str = COLORMAP_NAME, reverse: bool = False) -> pg.ColorMap:
+    """A pyqtgraph colour map by name, reversed on request (a copy: pyqtgraph caches the maps it
+    loads, and reversing one in place would reverse it for every view)."""
+    cmap = pg.colormap.get(name)
+    if not reverse:
+        return cmap
+    positions, colors = cmap.getStops()
+    return pg.ColorMap(1.0 - positions[::-1], colors[::-1], name=f"{name} reversed")
 
 
 def plot_colors(palette: QPalette) -> tuple[QColor, QColor, QColor]:
@@ -42,15 +49,31 @@ def plot_colors(palette: QPalette) -> tuple[QColor, QColor, QColor]:
 
 
 def style_plot(plot: pg.PlotItem, palette: QPalette) -> None:
-    """Axis lines, tick labels and title in the palette's text colour."""
+    """Axis lines, tick labels, axis labels, title and legend in the palette's text colour."""
     _, text, _ = plot_colors(palette)
     for name in ("left", "bottom", "right", "top"):
         axis = plot.getAxis(name)
         axis.setPen(pg.mkPen(text))
         axis.setTextPen(pg.mkPen(text))
+        axis.label.setDefaultTextColor(text)
     plot.titleLabel.setAttr("color", text.name())
     if plot.titleLabel.text:
         plot.titleLabel.setText(plot.titleLabel.text)
+    if plot.legend is not None:
+        style_legend(plot.legend, palette)
+
+
+def style_legend(legend: pg.LegendItem, palette: QPalette) -> None:
+    """A legend's words in the text colour over a backdrop of the plot's background (curves under it
+    stay visible), framed faintly: readable on light and dark (pyqtgraph's default is grey on none)."""
+    background, text, _ = plot_colors(palette)
+    legend.setLabelTextColor(text)
+    behind = QColor(background)
+    behind.setAlpha(170)  # points under it show through, its words stay readable
+    legend.setBrush(pg.mkBrush(behind))
+    frame = QColor(text)
+    frame.setAlpha(90)
+    legend.setPen(pg.mkPen(frame))
 
 
 def style_filled_steps(view: pg.PlotWidget, plot: pg.PlotItem, item: pg.PlotDataItem, palette: QPalette) -> None:

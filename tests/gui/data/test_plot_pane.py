@@ -14,6 +14,8 @@ from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QFileDialog
 
 from ecpfs_viewer.gui.data.plot_pane import PlotPane
+from ecpfs_viewer.gui.data.plot_views.heatmap_look import DEFAULT_LOOK
+from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.runtime.workers import thread_pool
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.views import plot_data as plot_data_module
@@ -172,6 +174,51 @@ def test_histogram_of_no_finite_value_is_empty_and_says_why(qtbot, pane, hierarc
     assert shown.tolist() == [0]  # one flat bin, not a stale picture
 
 
+def test_histogram_bins_range_and_log_count_are_the_users(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    assert pane.show_view("Histogram")
+    hist = pane.histogram
+    values = MATRIX[:100].ravel()
+    hist.bins_box.setFocus()
+    hist.bins_box.selectAll()
+    qtbot.keyClicks(hist.bins_box, "7")
+    qtbot.keyClick(hist.bins_box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: hist.counts.size == 7, timeout=10_000)
+    assert hist.counts.sum() == values.size
+    assert (hist.edges[0], hist.edges[-1]) == pytest.approx((values.min(), values.max()))
+    hist.low_edit.setFocus()
+    qtbot.keyClicks(hist.low_edit, "0")
+    hist.high_edit.setFocus()  # leaving the field applies it
+    qtbot.keyClicks(hist.high_edit, "2")
+    qtbot.keyClick(hist.high_edit, Qt.Key.Key_Return)
+    inside = int(np.count_nonzero((values >= 0) & (values <= 2)))
+    qtbot.waitUntil(lambda: hist.edges[0] == 0.0 and hist.edges[-1] == 2.0, timeout=10_000)
+    assert hist.counts.sum() == inside and hist.counts.size == 7
+    assert hist.note.isVisible() and f"{values.size - inside:,} finite values outside the range" in hist.note.text()
+    qtbot.mouseClick(hist.log_box, Qt.MouseButton.LeftButton)
+    assert hist.plot.getAxis("left").logMode
+    _, shown = hist.item.getData()
+    np.testing.assert_allclose(shown, np.log10(np.where(hist.counts > 0, hist.counts, 0.5)))
+    show(qtbot, pane, hierarchy, "matrix", "0:50, :")  # the same array: its range is kept
+    qtbot.waitUntil(lambda: hist.counts.sum() == np.count_nonzero((MATRIX[:50] >= 0) & (MATRIX[:50] <= 2)),
+                    timeout=10_000)
+    show(qtbot, pane, hierarchy, "vector")  # another array: its own range, the bins still 7
+    assert pane.current_view() == "Histogram" and hist.low_edit.text() == "" and hist.high_edit.text() == ""
+    qtbot.waitUntil(lambda: hist.counts.size == 7 and hist.counts.sum() == VECTOR.size, timeout=10_000)
+    hist.bins_box.setValue(0)  # auto again: the worker's one bin per value
+    qtbot.waitUntil(lambda: hist.counts.size == VECTOR.max() - VECTOR.min() + 1, timeout=10_000)
+    hist.low_edit.setText("5000")  # above every value: nothing counted, drawn flat on the log axis
+    hist.high_edit.setText("6000")
+    hist.high_edit.editingFinished.emit()
+    qtbot.waitUntil(lambda: hist.counts.size == 0, timeout=10_000)
+    _, shown = hist.item.getData()
+    assert np.isfinite(shown).all() and f"{VECTOR.size:,} finite values outside" in hist.note.text()
+    hist.low_edit.setText("5")
+    hist.high_edit.setText("1")
+    hist.high_edit.editingFinished.emit()
+    assert "The range is empty" in hist.note.text()
+
+
 def test_the_tab_the_user_picked_stays_open_where_it_applies(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix")
     qtbot.mouseClick(pane.tabs.tabBar(), Qt.MouseButton.LeftButton,
@@ -231,11 +278,34 @@ def test_element_cap_refuses_with_a_message_and_the_pane_recovers(qtbot, pane, h
 
 
 def test_unparsable_selection_shows_why(qtbot, pane, hierarchy) -> None:
-    show(qtbot, pane, hierarchy, "matrix", "rows 1 to 5")
+    show(qtbot, pane, hierarchy, "matrix", "rows 1 to 5")  # nothing on screen yet: the pane says it too
     message = pane.message_text()
     assert message.startswith("Cannot show matrix [rows 1 to 5]:\ncannot parse")
     assert "Traceback" not in message and "SelectionError" not in message
+    assert pane.subset_error_text().startswith("Cannot read [rows 1 to 5]: cannot parse")
     assert not pane.export_button.isEnabled()
+
+
+def test_a_bad_selection_is_explained_under_the_field_and_the_pictures_stay(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    assert pane.show_view("Histogram")
+    for typed in ("0:10, oops", "0:5, 0:5, 0:5", "999:, 70"):
+        pane.subset_edit.setText(typed)
+        press_enter(qtbot, pane)
+        error = pane.subset_error_text()
+        assert error.startswith(f"Cannot read [{typed}]: ") and "Traceback" not in error
+        assert pane.subset_error.isVisible() and pane.subset_error.geometry().top() < pane.stack.geometry().top()
+        assert pane.message_text() == "" and pane.current_view() == "Histogram"  # the pane and its tabs kept
+        assert pane.offered_views() == ["Heatmap", "Histogram", "Table"]
+        assert pane.current_subset() is not None and pane.current_subset().text == "0:100, :"
+        assert pane.subset_edit.text() == typed  # left for the user to correct
+        assert pane.export_button.isEnabled()
+    assert QColor(pane.subset_error.palette().color(pane.subset_error.foregroundRole())) != \
+        pane.palette().color(QPalette.ColorRole.WindowText)  # in the error colour
+    pane.subset_edit.setText("0:10, 0:10")
+    press_enter(qtbot, pane)
+    assert pane.subset_error_text() == "" and not pane.subset_error.isVisible()
+    np.testing.assert_array_equal(pane.current_subset().data, MATRIX[:10, :10])
 
 
 def test_corrupt_chunk_shows_a_message_then_next_array_works(qtbot, pane, store_path) -> None:
@@ -393,10 +463,10 @@ def test_clipping_colours_are_announced_and_the_full_range_removes_the_warning(q
     assert clipped > 0
     assert heat.clip_text().startswith(f"Colours clip {clipped / values.size:.1%} of values ({clipped:,})")
     assert f"the data {values.min():.4g} … {values.max():.4g}" in heat.clip_text()
-    heat.choices["heatmap/range"].setFocus()
+    heat.choices["range"].setFocus()
     with qtbot.waitSignal(heat.recoloured, timeout=10_000):  # other scales are computed in a worker
-        qtbot.keyClick(heat.choices["heatmap/range"], Qt.Key.Key_Down)
-    assert heat.choices["heatmap/range"].currentText() == "full (min–max)"
+        qtbot.keyClick(heat.choices["range"], Qt.Key.Key_Down)
+    assert heat.choices["range"].currentText() == "full (min–max)"
     assert tuple(pane.image_item.levels) == pytest.approx((values.min(), values.max()))
     assert heat.clip_text() == "" and not heat.clip_label.isVisible()
 
@@ -409,7 +479,7 @@ def test_the_warnings_link_shows_the_full_range(qtbot, pane, hierarchy) -> None:
     qtbot.keyClick(label, Qt.Key.Key_Tab)  # to the link, as keyboard users reach it
     with qtbot.waitSignal(pane.heatmap.recoloured, timeout=10_000):
         qtbot.keyClick(label, Qt.Key.Key_Return)
-    assert pane.heatmap.choice("heatmap/range") == "full" and not label.isVisible()
+    assert pane.heatmap.choice("range") == "full" and not label.isVisible()
 
 
 def test_integer_heatmaps_show_every_value_and_warn_of_nothing(qtbot, pane, hierarchy) -> None:
@@ -432,11 +502,14 @@ def test_log_scale_colours_decades_and_names_what_it_cannot_colour(qtbot, pane, 
     assert pane.show_view("Heatmap")
     heat = pane.heatmap
     with qtbot.waitSignal(heat.recoloured, timeout=10_000):
-        heat.set_choice("heatmap/scale", "log")
+        heat.set_choice("scale", "log")
     np.testing.assert_allclose(pane.image_item.image, np.log10(DECADES), rtol=1e-6)
     assert tuple(pane.image_item.levels) == pytest.approx((-3.0, 4.0))
     assert heat.colorbar.axis.logMode and heat.clip_text() == ""
-    show(qtbot, pane, hierarchy, "matrix")  # signed: the values <= 0 are drawn blank, and counted
+    show(qtbot, pane, hierarchy, "matrix")  # another array opens in its own (linear) look
+    assert heat.choice("scale") == "linear" and not heat.colorbar.axis.logMode
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("scale", "log")  # signed: the values <= 0 are drawn blank, and counted
     qtbot.waitUntil(lambda: heat.scale is not None and heat.scale.scale == "log", timeout=10_000)
     negative = int(np.count_nonzero(MATRIX[:100] <= 0))
     assert f"{negative:,} values ≤ 0 have no place on a log scale (drawn blank)" in heat.clip_text()
@@ -444,9 +517,9 @@ def test_log_scale_colours_decades_and_names_what_it_cannot_colour(qtbot, pane, 
 
 
 def test_log_scale_of_data_without_positive_values_is_refused_with_the_reason(qtbot, pane, hierarchy) -> None:
-    pane.heatmap.set_choice("heatmap/scale", "log")
     show(qtbot, pane, hierarchy, "not_positive")
     assert pane.show_view("Heatmap")  # six values open as a table
+    pane.heatmap.set_choice("scale", "log")
     qtbot.waitUntil(lambda: pane.heatmap.clip_text().startswith("No log scale"), timeout=10_000)
     text = pane.heatmap.clip_text()
     assert text.startswith("No log scale: none of the 6 finite values is above 0 (linear shown)")
@@ -457,7 +530,7 @@ def test_log_scale_of_data_without_positive_values_is_refused_with_the_reason(qt
 def test_colour_map_choice_recolours_and_is_remembered(qtbot, pane, hierarchy) -> None:
     show(qtbot, pane, hierarchy, "matrix")
     viridis = pane.heatmap.grab().toImage()
-    box = pane.heatmap.choices["heatmap/colormap"]
+    box = pane.heatmap.choices["colormap"]
     box.setFocus()
     with qtbot.waitSignal(pane.heatmap.recoloured, timeout=10_000):
         qtbot.keyClick(box, Qt.Key.Key_End)  # the last map: the diverging one
@@ -466,11 +539,70 @@ def test_colour_map_choice_recolours_and_is_remembered(qtbot, pane, hierarchy) -
     low, high = pane.image_item.levels
     assert low == pytest.approx(-high)  # a diverging map centres signed data on 0
     assert pane.heatmap.grab().toImage() != viridis
-    pane.heatmap.set_choice("heatmap/range", "full")
-    again = PlotPane()
-    qtbot.addWidget(again)
-    assert again.heatmap.choice("heatmap/colormap") == "CET-D1A" and again.heatmap.choice("heatmap/range") == "full"
-    assert again.heatmap.colorbar.colorMap().name == "CET-D1A"
+    pane.heatmap.set_choice("range", "full")
+    show(qtbot, pane, hierarchy, "flags")  # another array: the default look
+    assert pane.show_view("Heatmap")
+    assert pane.heatmap.look() == DEFAULT_LOOK and pane.heatmap.colorbar.colorMap().name == "viridis"
+    show(qtbot, pane, hierarchy, "matrix", "0:50, :")  # back: its own look again
+    assert pane.heatmap.choice("colormap") == "CET-D1A" and pane.heatmap.choice("range") == "full"
+    assert pane.heatmap.colorbar.colorMap().name == "CET-D1A"
+    qtbot.waitUntil(lambda: pane.image_item.levels is not None
+                    and pane.image_item.levels[0] == pytest.approx(-pane.image_item.levels[1]), timeout=10_000)
+
+
+def test_every_colour_map_is_offered_and_reversible(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "matrix")
+    heat = pane.heatmap
+    box = heat.choices["colormap"]
+    assert [box.itemText(i) for i in range(box.count())] == [
+        "viridis", "magma", "inferno", "plasma", "cividis", "gray", "diverging (signed data)"]
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("colormap", "CET-L1")
+    lut = heat.colorbar.colorMap().getLookupTable(nPts=2, alpha=False)
+    assert lut.tolist() == [[0, 0, 0], [255, 255, 255]]  # gray: black to white
+    qtbot.mouseClick(heat.reverse_box, Qt.MouseButton.LeftButton)
+    assert heat.reverse_box.isChecked()
+    lut = heat.colorbar.colorMap().getLookupTable(nPts=2, alpha=False)
+    assert lut.tolist() == [[255, 255, 255], [0, 0, 0]]
+    # the cached map itself is untouched: another array's gray still runs black to white
+    show(qtbot, pane, hierarchy, "flags")
+    assert pane.show_view("Heatmap")
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("colormap", "CET-L1")
+    assert heat.colorbar.colorMap().getLookupTable(nPts=2, alpha=False).tolist()[0] == [0, 0, 0]
+
+
+def test_reset_view_brings_back_the_default_look_and_the_whole_picture(qtbot, pane, hierarchy) -> None:
+    show(qtbot, pane, hierarchy, "decades")
+    assert pane.show_view("Heatmap")
+    heat = pane.heatmap
+    with qtbot.waitSignal(heat.recoloured, timeout=10_000):
+        heat.set_choice("scale", "log")
+    heat.reverse_box.setChecked(True)
+    heat.heat_plot.setXRange(1, 2, padding=0)  # zoomed in
+    qtbot.mouseClick(heat.reset_button, Qt.MouseButton.LeftButton)
+    assert heat.look() == DEFAULT_LOOK
+    qtbot.waitUntil(lambda: heat.scale is not None and heat.scale.scale == "linear", timeout=10_000)
+    assert not heat.colorbar.axis.logMode
+    np.testing.assert_allclose(pane.image_item.image, DECADES, rtol=1e-6)  # the values, not their logs
+    (x0, x1), _ = heat.heat_plot.viewRange()
+    assert x0 <= -0.5 + 1e-6 and x1 >= 3.5 - 1e-6  # all four columns again
+    show(qtbot, pane, hierarchy, "matrix")
+    show(qtbot, pane, hierarchy, "decades")
+    assert heat.look() == DEFAULT_LOOK  # the reset look is what the array keeps
+
+
+def test_old_global_heatmap_settings_do_not_colour_new_data(qtbot, show, hierarchy) -> None:
+    store = settings()
+    for key, value in (("heatmap/colormap", "CET-D1A"), ("heatmap/scale", "log"), ("heatmap/range", "full")):
+        store.setValue(key, value)
+    store.sync()
+    pane = show(PlotPane(), 900, 600)
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        pane.show_array(hierarchy, "matrix")
+    assert pane.heatmap.look() == DEFAULT_LOOK
+    assert pane.heatmap.scale is not None and pane.heatmap.scale.scale == "linear"
+    assert not np.isnan(pane.image_item.image).any()  # not a blank, speckled log image
 
 
 def test_statistics_show_percentiles_and_each_kind_of_missing_value(qtbot, pane, hierarchy) -> None:

@@ -244,3 +244,21 @@ def test_sharded_array_shows_inner_chunks_and_shard_edges(chunk_map, hierarchy) 
     text = chunk_map.canvas.palette().color(QPalette.ColorRole.Text)
     edge_x = chunk_map.cell_rect((0, 1)).left() + chunk_map.cell_rect((0, 1)).width() - 1
     assert pixel(chunk_map, edge_x, center(chunk_map, (0, 0)).y()) == (text.red(), text.green(), text.blue())
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_the_unused_rows_swatch_is_not_the_top_of_the_ramp(chunk_map, hierarchy, dark) -> None:
+    if dark:
+        palette = QPalette(chunk_map.palette())
+        for role, color in ((QPalette.ColorRole.Window, "#2b2b2b"), (QPalette.ColorRole.Base, "#1e1e1e"),
+                            (QPalette.ColorRole.Text, "#e6e6e6")):
+            palette.setColor(role, QColor(color))
+        chunk_map.setPalette(palette)
+    chunk_map.set_stats(chunk_stats(hierarchy, "lvl_1/node_3/embeddings", node_array=True))
+    assert chunk_map._partial_swatch.isVisibleTo(chunk_map)
+    swatch = chunk_map._partial_swatch.pixmap().toImage()
+    top = np.asarray(lookup_table()[-1], dtype=int)  # viridis' yellow: the biggest chunk
+    colours = {QColor(swatch.pixel(x, y)).getRgb()[:3] for x in range(swatch.width()) for y in range(swatch.height())}
+    assert len(colours) == 2  # a used strip and the pale unused rest
+    for colour in colours:
+        assert np.abs(np.asarray(colour) - top).sum() > 120, colour

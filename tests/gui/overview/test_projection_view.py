@@ -11,6 +11,8 @@ from index_factory import build_clustered_index  # tests/ is on sys.path (confte
 from PySide6.QtGui import QColor, QPalette
 
 from ecpfs_viewer.gui.overview.projection_view import LEGEND_LIMIT, ProjectionView
+from ecpfs_viewer.gui.widgets.categorical import CATEGORICAL, MAX_CATEGORIES
+from ecpfs_viewer.gui.widgets.contrast import contrast_ratio
 from ecpfs_viewer.model.ecpfs import shared_level_stats, summarize
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef
 from ecpfs_viewer.model.storage.opening import open_store
@@ -22,6 +24,12 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-level index of 6,000 vectors: 240 leaves under 16 parents, parents of 2 to 37 leaves."""
     return build_clustered_index(tmp_path_factory.mktemp("projection"), 6000, 8)
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-level index of 6,000 vectors in smaller leaves: 25 parents, more than colours tell apart."""
+    return build_clustered_index(tmp_path_factory.mktemp("crowded"), 6000, 8, target_cluster_items=10)
 
 
 def project(qtbot, view: ProjectionView, h: Hierarchy, ref: NodeRef, *, leaf: bool = False,
@@ -58,8 +66,41 @@ def test_a_node_with_few_children_names_each_colour(qtbot, show, built) -> None:
     assert len(drawn_colours(view)) == len(view.legend_labels())
 
 
-def test_a_level_of_many_parents_is_one_colour_with_the_current_node_highlighted(qtbot, show, built) -> None:
+def test_up_to_twenty_children_each_get_a_colour_of_their_own(qtbot, show, built) -> None:
     h = Hierarchy(open_store(built))
+    stats = shared_level_stats(h, 1, summarize(h))
+    sizes = stats.sizes.tolist()
+    node = int(stats.node_ids[max(i for i, size in enumerate(sizes) if 12 < size <= MAX_CATEGORIES)])
+    view: ProjectionView = show(ProjectionView(), 800, 600)
+    project(qtbot, view, h, NodeRef(1, node))  # an internal node of 13 to 20 children
+    p = view.projection
+    assert 12 < len(p.class_names) <= MAX_CATEGORIES
+    assert "too many" not in view.info_label.text()
+    assert view.legend_labels() == [p.class_names[c] for c in sorted(set(p.classes.tolist()))]
+    assert len(drawn_colours(view)) == len(view.legend_labels())
+    project(qtbot, view, h, NodeRef(2, 40), leaf=True, level=True)  # 16 parents: coloured apart too
+    assert len(view.projection.class_names) == 16 and len(drawn_colours(view)) == 16
+    assert "too many" not in view.info_label.text()
+
+
+def test_the_categorical_colours_are_told_apart_on_light_and_dark() -> None:
+    def lab(hex_colour: str) -> np.ndarray:
+        c = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+        c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+        xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ c
+        f = np.cbrt(xyz / np.array([0.95047, 1.0, 1.08883]))
+        return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+    assert len(set(CATEGORICAL)) == MAX_CATEGORIES == 20
+    points = np.array([lab(c) for c in CATEGORICAL])
+    distances = np.linalg.norm(points[:, None] - points[None], axis=2) + np.eye(20) * 1e9
+    assert distances.min() > 20  # every pair differs clearly (CIE76)
+    for background in ("#ffffff", "#1e1e1e"):  # the light base and the dark theme's base
+        assert min(contrast_ratio(QColor(c), QColor(background)) for c in CATEGORICAL) >= 1.6
+
+
+def test_a_level_of_many_parents_is_one_colour_with_the_current_node_highlighted(qtbot, show, crowded) -> None:
+    h = Hierarchy(open_store(crowded))
     view: ProjectionView = show(ProjectionView(), 800, 600)
     project(qtbot, view, h, NodeRef(2, 40), leaf=True, level=True)
     p = view.projection
@@ -76,9 +117,9 @@ def test_a_level_of_many_parents_is_one_colour_with_the_current_node_highlighted
     assert len(siblings.data) == int(np.count_nonzero(p.classes == p.classes[own]))
 
 
-def test_the_crowd_colours_follow_a_dark_palette(qtbot, show, built) -> None:
+def test_the_crowd_colours_follow_a_dark_palette(qtbot, show, crowded) -> None:
     view: ProjectionView = show(ProjectionView(), 800, 600)
-    project(qtbot, view, Hierarchy(open_store(built)), NodeRef(2, 40), leaf=True, level=True)
+    project(qtbot, view, Hierarchy(open_store(crowded)), NodeRef(2, 40), leaf=True, level=True)
     light = drawn_colours(view)
     dark = QPalette(view.palette())
     dark.setColor(QPalette.ColorRole.Base, QColor(30, 30, 30))

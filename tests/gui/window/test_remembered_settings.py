@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 from window_driver import open_window, wait_idle
 
 from ecpfs_viewer.gui.runtime import settings as app_settings
-from ecpfs_viewer.gui.runtime.theme import Theme, apply_theme
+from ecpfs_viewer.gui.runtime.theme import Theme, ThemeStyle, apply_theme
 from ecpfs_viewer.gui.widgets.colormaps import is_dark
 from ecpfs_viewer.gui.window import open_dialogs
 from ecpfs_viewer.model.storage.options import RemoteOptions
@@ -25,7 +25,8 @@ def test_theme_changes_the_palette_live_and_survives_a_restart(qtbot, two_cluste
     assert list(actions) == ["&System", "&Light", "&Dark"] and actions["&System"].isChecked()
 
     actions["&Dark"].trigger()
-    assert is_dark(QApplication.palette()) and QApplication.style().name().lower() == "fusion"
+    assert is_dark(QApplication.palette()) and isinstance(QApplication.style(), ThemeStyle)
+    assert QApplication.style().baseStyle().name().lower() == "fusion"
     qtbot.waitUntil(lambda: is_dark(win.tree_panel.tree.palette()) and is_dark(win.plot.palette()),
                     timeout=5000)  # every widget of the window, with no restart
     assert actions["&Dark"].isChecked() and not actions["&System"].isChecked()

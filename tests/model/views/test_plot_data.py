@@ -64,6 +64,17 @@ def test_a_constant_gets_one_bin_around_it() -> None:
     assert counts.sum() == 5 and edges[0] == -0.25 and edges[-1] == 0.75
 
 
+def test_a_span_counts_only_its_values_and_its_bins_cover_it() -> None:
+    floats = np.array([-5.0, 0.0, 0.5, 1.0, 2.0, np.nan, 9.0])
+    counts, edges = histogram(floats, bins=4, span=(0.0, 2.0))
+    assert edges.tolist() == [0.0, 0.5, 1.0, 1.5, 2.0] and counts.tolist() == [1, 1, 1, 1]
+    ints = np.array([1, 2, 2, 3, 7, 50], dtype=np.int32)
+    counts, edges = histogram(ints, span=(1.5, 7.0))  # whole values 2..7, one bin each
+    assert edges.tolist() == [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5] and counts.tolist() == [2, 1, 0, 0, 0, 1]
+    counts, edges = histogram(floats, bins=4, span=(20.0, 30.0))  # nothing inside: no bins
+    assert counts.size == 0 and edges.tolist() == [0.0]
+
+
 def test_booleans_count_false_and_true() -> None:
     counts, edges = histogram(np.array([True, False, True]))
     assert counts.tolist() == [1, 2] and edges.tolist() == [-0.5, 0.5, 1.5]

@@ -1,8 +1,10 @@
 """2-D numbers as a heatmap with a colour bar, and the profile of one row below it.
 
-Above the picture: the colour map, linear or log, and a robust (percentile) or full range, all
-remembered between runs; below it, a warning whenever the colours clip values (with a link to
-the full range) or cannot colour some (non-positive values on a log scale).
+Above the picture: the colour map (reversible), linear or log, and a robust (percentile) or full
+range, remembered per array (:mod:`.heatmap_look`: a choice made for one array never restyles the
+next), with Reset View to go back to the default look and the whole picture; below it, a warning
+whenever the colours clip values (with a link to the full range) or cannot colour some
+(non-positive values on a log scale).
 """
 
 from __future__ import annotations
@@ -13,14 +15,13 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.data.plot_views.base import AXIS_WIDTH, BEST, PlotView, export_plot, fit_constant_y, index_axes
-from ecpfs_viewer.gui.runtime.settings import settings
+from ecpfs_viewer.gui.data.plot_views.heatmap_look import DEFAULT_LOOK, ArrayKey, HeatmapLook, LookMemory
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import (
-    COLORMAP_NAME,
     DIVERGING,
     HEATMAP_COLORMAPS,
     colormap,
@@ -40,22 +41,28 @@ from ecpfs_viewer.model.views.color_scale import (
 )
 from ecpfs_viewer.model.views.plot_data import PlotData
 
-#: The choices above the heatmap: (settings key, label, [(shown text, value)...]); the first is the default.
+#: The choices above the heatmap: (key, label, [(shown text, value)...]); the keys are HeatmapLook's fields.
 CHOICES = (
-    ("heatmap/colormap", "Colours:", list(HEATMAP_COLORMAPS)),
-    ("heatmap/scale", "Scale:", [("linear", LINEAR), ("log", LOG)]),
-    ("heatmap/range", "Range:", [("robust (p0.5–p99.5)", ROBUST), ("full (min–max)", FULL)]),
+    ("colormap", "Map:", list(HEATMAP_COLORMAPS)),
+    ("scale", "Scale:", [("linear", LINEAR), ("log", LOG)]),
+    ("range", "Range:", [("robust (p0.5–p99.5)", ROBUST), ("full (min–max)", FULL)]),
 )
 
 
-def _choice_box(key: str, options: list[tuple[str, str]]) -> QComboBox:
-    """A combo box of options, set to the value remembered under key (the first one otherwise)."""
-    box = QComboBox()
+class _ShrinkingCombo(QComboBox):
+    """As wide as its longest entry when there is room, down to a few letters when there is not (the
+    pane is narrow beside a wide tree)."""
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(min(hint.width(), self.fontMetrics().horizontalAdvance("robust") + 32), hint.height())
+
+
+def _choice_box(options: list[tuple[str, str]]) -> QComboBox:
+    box = _ShrinkingCombo()
     for text, value in options:
         box.addItem(text, value)
-    remembered = settings().value(key)
-    index = box.findData(remembered) if isinstance(remembered, str) else -1
-    box.setCurrentIndex(max(index, 0))
+    box.setToolTip("\n".join(text for text, _ in options))
     return box
 
 
@@ -71,17 +78,30 @@ class HeatmapView(PlotView):
         self._row: int | None = None  # selected row, relative to the subset
         self.scale: ColorScale | None = None  # how the image on screen is coloured
         self._runner = BackgroundRunner(self)  # percentiles and logarithms of millions of values
+        self._looks = LookMemory()
+        self._array: ArrayKey | None = None  # the array whose look the choices show
         self.choices: dict[str, QComboBox] = {}
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 0, 4, 0)
+        self.reverse_box = QCheckBox("reversed")
+        self.reverse_box.setToolTip("Run the colour map the other way round")
+        self.reverse_box.toggled.connect(lambda _on: self._choice_changed("colormap"))
         for key, label, options in CHOICES:
-            box = _choice_box(key, options)
+            box = _choice_box(options)
             box.currentIndexChanged.connect(lambda _i, key=key: self._choice_changed(key))
             self.choices[key] = box
             bar.addWidget(QLabel(label))
             bar.addWidget(box)
-            bar.addSpacing(8)
+            if key == "colormap":
+                bar.addWidget(self.reverse_box)
+            bar.addSpacing(4)
+        self.reset_button = QToolButton()
+        self.reset_button.setText("Reset View")
+        self.reset_button.setToolTip("Back to the default colours (viridis, linear, robust range) and the whole "
+                                     "picture, for this array")
+        self.reset_button.clicked.connect(lambda _checked=False: self.reset_view())
         bar.addStretch(1)
+        bar.addWidget(self.reset_button)
         self.view = pg.GraphicsLayoutWidget()
         self.heat_plot: pg.PlotItem = self.view.addPlot(row=0, col=0, axisItems=index_axes("left", "bottom"))
         self.heat_plot.invertY(True)
@@ -90,7 +110,7 @@ class HeatmapView(PlotView):
         self.heat_plot.setMenuEnabled(False)
         self.image_item = pg.ImageItem(axisOrder="row-major")
         self.heat_plot.addItem(self.image_item)
-        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(self.colormap_name()), interactive=True,
+        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(DEFAULT_LOOK.colormap), interactive=True,
                                         width=16)
         self.colorbar.setImageItem(self.image_item)
         self.colorbar.sigLevelsChangeFinished.connect(self._levels_dragged)
@@ -119,7 +139,7 @@ class HeatmapView(PlotView):
         self.clip_label.setTextFormat(Qt.TextFormat.RichText)
         self.clip_label.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse
                                                 | Qt.TextInteractionFlag.LinksAccessibleByKeyboard)
-        self.clip_label.linkActivated.connect(lambda _link: self.set_choice("heatmap/range", FULL))
+        self.clip_label.linkActivated.connect(lambda _link: self.set_choice("range", FULL))
         self.clip_label.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -150,22 +170,61 @@ class HeatmapView(PlotView):
         return str(self.choices[key].currentData())
 
     def set_choice(self, key: str, value: str) -> None:
-        """Choose a value as the user would in its combo box (remembered, and the image recoloured)."""
+        """Choose a value as the user would in its combo box (remembered for this array, and the image
+        recoloured)."""
         self.choices[key].setCurrentIndex(self.choices[key].findData(value))
 
     def colormap_name(self) -> str:
-        return self.choice("heatmap/colormap") if self.choices else COLORMAP_NAME
+        return self.choice("colormap")
+
+    def look(self) -> HeatmapLook:
+        """The look the choices above the picture show."""
+        return HeatmapLook(colormap=self.choice("colormap"), reverse=self.reverse_box.isChecked(),
+                           scale=self.choice("scale"), range=self.choice("range"))
+
+    def use_array(self, key: ArrayKey) -> None:
+        """The next data comes from this array (store label, path): show the look chosen for it, or the
+        default one (set before :meth:`set_data`, so the picture is drawn once, in its own colours)."""
+        if key != self._array:
+            self._array = key
+            self._show_look(self._looks.look_of(key))
+
+    def reset_view(self) -> None:
+        """The default look and the whole picture again, for the array shown (its choices forgotten)."""
+        self._looks.forget(self._array)
+        changed = self.look() != DEFAULT_LOOK
+        self._show_look(DEFAULT_LOOK)
+        if changed and self._data is not None and self._data.image is not None and not self._stale:
+            self.scale = None  # start again from the worker's levels
+            self._color()
+        if self._data is not None and not self._stale:
+            self.heat_plot.enableAutoRange()
+            self.heat_plot.autoRange(padding=0)
+            self.row_plot.enableAutoRange()
+
+    def _show_look(self, look: HeatmapLook) -> None:
+        """Set the choices to a look without recolouring (the caller draws)."""
+        widgets = (*self.choices.values(), self.reverse_box)
+        for widget in widgets:
+            widget.blockSignals(True)
+        try:
+            for key in ("colormap", "scale", "range"):
+                box = self.choices[key]
+                box.setCurrentIndex(max(box.findData(getattr(look, key)), 0))
+            self.reverse_box.setChecked(look.reverse)
+        finally:
+            for widget in widgets:
+                widget.blockSignals(False)
+        self.colorbar.setColorMap(colormap(look.colormap, look.reverse))
 
     def clip_text(self) -> str:
         """The warning under the heatmap, as plain text ('' when the colours show every value)."""
         return self.scale.clip_text() if self.scale is not None and self._data is not None else ""
 
     def _choice_changed(self, key: str) -> None:
-        store = settings()
-        store.setValue(key, self.choice(key))
-        store.sync()
-        if key == "heatmap/colormap":
-            self.colorbar.setColorMap(colormap(self.colormap_name()))
+        self._looks.remember(self._array, self.look())
+        if key == "colormap":
+            self.colorbar.setColorMap(colormap(self.colormap_name(), self.reverse_box.isChecked()))
         if self._data is not None and self._data.image is not None and not self._stale:
             self._color()
 
@@ -174,7 +233,7 @@ class HeatmapView(PlotView):
         levels and statistics; the others in a worker, the picture keeping its colours meanwhile."""
         data = self._data
         assert data is not None and data.image is not None and data.levels is not None
-        scale, span = self.choice("heatmap/scale"), self.choice("heatmap/range")
+        scale, span = self.choice("scale"), self.choice("range")
         symmetric = self.colormap_name() in DIVERGING
         self._runner.invalidate()
         default = scale == LINEAR and span == ROBUST and not symmetric
@@ -213,7 +272,7 @@ class HeatmapView(PlotView):
 
     def _show_clipping(self) -> None:
         text = self.clip_text()
-        if text and self.scale is not None and self.scale.clipped and self.choice("heatmap/range") != FULL:
+        if text and self.scale is not None and self.scale.clipped and self.choice("range") != FULL:
             text += ' — <a href="full">show the full range</a>'
         self.clip_label.setText(f'<span style="color:{warning_color(self)}">{text}</span>' if text else "")
         self.clip_label.setVisible(bool(text))
