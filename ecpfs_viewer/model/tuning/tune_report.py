@@ -11,13 +11,16 @@ import io
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ecpfs_viewer.model.build.builder import BuildParams
 from ecpfs_viewer.model.tuning.balance import LevelBalance
 from ecpfs_viewer.model.tuning.pareto import cheapest_reaching, pareto_front
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.tuning.grid_sizes import VariantSize
 
 #: the cost axes a tune reports, by the name the CLI, JSON and GUI use
 COST_AXES = {"distance_computations": "distance computations", "leaves_scanned": "leaves scanned",
@@ -128,6 +131,7 @@ class TuneReport:
     held_out: tuple[int, ...] = field(default=(), repr=False)
     work_folder: str = ""  # where the temporary folder was made (a RAM filesystem when it had room)
     remove_seconds: float = 0.0  # removing measured variants, mostly while the next one built
+    left_out: tuple[VariantSize, ...] = ()  # variants of the grid over the size guard, not built
 
     @property
     def build_seconds(self) -> float:
@@ -181,7 +185,8 @@ class TuneReport:
                 "work_folder": self.work_folder, "remove_seconds": self.remove_seconds,
                 "variants": [v.to_dict() for v in self.variants],
                 "frontier": [{"variant": p.variant, "search_exp": p.search_exp} for p in self.frontier()],
-                "recommendation": self.recommendation.to_dict() if self.recommendation else None}
+                "recommendation": self.recommendation.to_dict() if self.recommendation else None,
+                "left_out": [s.to_dict() for s in self.left_out]}
 
 
 def variant_name(params: BuildParams) -> str:
