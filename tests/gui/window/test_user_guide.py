@@ -117,3 +117,17 @@ def test_the_guide_is_packaged_markdown() -> None:
     text = guide_markdown()
     assert text.startswith("# ecpfs-viewer user guide")
     assert slug("Building an index") == "building-an-index" and slug("search_exp") == "search_exp"
+
+
+def test_the_border_array_says_what_it_is(qtbot, two_clusters_path: Path) -> None:
+    """Issue 37 §12: a node's `border` array is shown with a word of what it is (tree tooltip, guide)."""
+    win = open_window(qtbot, two_clusters_path)
+    select(qtbot, win, "lvl_1/node_0/border")
+    tree = win.tree_panel.tree
+    tip = tree.model().data(tree.currentIndex(), Qt.ItemDataRole.ToolTipRole)
+    assert "border: reserved by the ecpfs format and never filled" in tip
+    select(qtbot, win, "lvl_1/node_0/node_ids")
+    tip = tree.model().data(tree.currentIndex(), Qt.ItemDataRole.ToolTipRole)
+    assert "node_ids: the ids of the node's children" in tip
+    assert "never fills it" in guide_markdown().split("### border", 1)[1]
+    win.close()
