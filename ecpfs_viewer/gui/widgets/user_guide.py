@@ -46,15 +46,15 @@ class UserGuide(QWidget):
         self.find_edit = QLineEdit()
         self.find_edit.setPlaceholderText("Find in the guide")
         self.find_edit.setClearButtonEnabled(True)
-        self.find_edit.textChanged.connect(lambda: self.find(from_top=True))
-        self.find_edit.returnPressed.connect(self.find)
+        self.find_edit.textChanged.connect(lambda: self.find_text(from_top=True))
+        self.find_edit.returnPressed.connect(self.find_text)
         back = QShortcut(QKeySequence("Shift+Return"), self.find_edit)
         back.setContext(Qt.ShortcutContext.WidgetShortcut)
-        back.activated.connect(lambda: self.find(backward=True))
+        back.activated.connect(lambda: self.find_text(backward=True))
         self.previous_button = QPushButton("Previous")
-        self.previous_button.clicked.connect(lambda: self.find(backward=True))
+        self.previous_button.clicked.connect(lambda: self.find_text(backward=True))
         self.next_button = QPushButton("Next")
-        self.next_button.clicked.connect(lambda: self.find())
+        self.next_button.clicked.connect(lambda: self.find_text())
         self.find_status = QLabel()
         contents = QPushButton("Contents")
         contents.clicked.connect(lambda: self.browser.verticalScrollBar().setValue(0))
@@ -124,7 +124,7 @@ class UserGuide(QWidget):
             QDesktopServices.openUrl(url)
 
     # -- find ----------------------------------------------------------------------------------------
-    def find(self, backward: bool = False, from_top: bool = False) -> bool:
+    def find_text(self, backward: bool = False, from_top: bool = False) -> bool:
         """Select the next (previous) place the Find text occurs, wrapping around; say when there is none."""
         text = self.find_edit.text()
         if not text:

@@ -42,7 +42,7 @@ class GoToPathDialog(AskDialog):
         self.edit.setCompleter(self.completer)
         # a completion chosen (Return on it, or a click) goes there: one Return, not one to take the
         # completion and a second to go (the popup eats the first)
-        self.completer.activated[str].connect(self._completion_chosen)
+        self.completer.activated.connect(self._completion_chosen)
         self._waiting: str | None = None
         self._tree = tree_model
         if tree_model is not None:
@@ -52,7 +52,8 @@ class GoToPathDialog(AskDialog):
         else:  # nothing to walk: the path is the answer
             self.submitted.connect(lambda _text: self.found())
 
-    def _completion_chosen(self, text: str) -> None:
+    def _completion_chosen(self, chosen: object) -> None:
+        text = chosen if isinstance(chosen, str) else str(getattr(chosen, "data", lambda: "")())
         self.edit.setText(text)
         QTimer.singleShot(0, self.accept)  # after the completer has put the text in and closed its popup
 
