@@ -169,9 +169,10 @@ class CompareView(QWidget):
         for widget in (self.sample_spin, self.file_edit, browse, self.k_spin, QLabel("search_exp"), self.exps_edit,
                        self.run_button, self.cancel_button):
             form.addWidget(widget)
-        running = QHBoxLayout()
-        running.addWidget(self.progress)
+        running = QHBoxLayout()  # the status first, on one line from the left edge; the bar at its end
+        self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         running.addWidget(self.status, 1)
+        running.addWidget(self.progress)
 
         self.tabs = QTabWidget()
         self.summary_box = TableBox("Summaries (rows that differ are marked)", lambda: self.export_table("summary"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from index_factory import build_clustered_index
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QMenu
 from window_driver import open_window
@@ -152,6 +152,9 @@ def test_compare_writes_numbers_as_the_main_window_does_and_escape_closes_it(qtb
     view.tabs.setCurrentIndex(3)
     label = view.recall_plot.getPlotItem().getAxis("left").labelString()
     assert "recall@10" in label and "(x" not in label
+    # the progress text: one line from the left edge, not wrapped beside a hidden bar
+    assert not view.status.wordWrap() and view.status.mapTo(view, QPoint(0, 0)).x() < 30
+    assert view.status.height() < 2 * view.status.fontMetrics().lineSpacing()
     assert view.isVisible()
     qtbot.keyClick(view.tabs, Qt.Key.Key_Escape)  # from a child with focus, as a user presses it
     qtbot.waitUntil(lambda: not view.isVisible(), timeout=5000)
