@@ -19,7 +19,12 @@ from ecpfs_viewer.model.build.checks import (
 )
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
-from ecpfs_viewer.model.tuning.tune_report import variant_name
+
+
+def variant_name(params: BuildParams) -> str:
+    """A short label: levels, target and (when random) the selection, e.g. 'L3 t50', 'L2 t100 random'."""
+    name = f"L{params.levels} t{params.target_cluster_items}"
+    return name + (" random" if params.rep_selection == "random" else "")
 
 
 class GridError(UserError):

@@ -11,16 +11,15 @@ import io
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ecpfs_viewer.model.build.builder import BuildParams
 from ecpfs_viewer.model.tuning.balance import LevelBalance
+from ecpfs_viewer.model.tuning.grid_sizes import VariantSize
+from ecpfs_viewer.model.tuning.grid_sizes import variant_name as variant_name  # named here as before
 from ecpfs_viewer.model.tuning.pareto import cheapest_reaching, pareto_front
-
-if TYPE_CHECKING:
-    from ecpfs_viewer.model.tuning.grid_sizes import VariantSize
 
 #: the cost axes a tune reports, by the name the CLI, JSON and GUI use
 COST_AXES = {"distance_computations": "distance computations", "leaves_scanned": "leaves scanned",
@@ -187,12 +186,6 @@ class TuneReport:
                 "frontier": [{"variant": p.variant, "search_exp": p.search_exp} for p in self.frontier()],
                 "recommendation": self.recommendation.to_dict() if self.recommendation else None,
                 "left_out": [s.to_dict() for s in self.left_out]}
-
-
-def variant_name(params: BuildParams) -> str:
-    """A short label: levels, target and (when random) the selection, e.g. 'L3 t50', 'L2 t100 random'."""
-    name = f"L{params.levels} t{params.target_cluster_items}"
-    return name + (" random" if params.rep_selection == "random" else "")
 
 
 def folder_name(params: BuildParams) -> str:
