@@ -131,3 +131,24 @@ def test_the_border_array_says_what_it_is(qtbot, two_clusters_path: Path) -> Non
     assert "node_ids: the ids of the node's children" in tip
     assert "never fills it" in guide_markdown().split("### border", 1)[1]
     win.close()
+
+
+def test_escape_closes_every_secondary_window(qtbot) -> None:
+    """Issue 37 §8: Build, Tune, Keyboard Shortcuts and the guide close on Escape, as Compare does
+    (tested with it), pressed where the keyboard focus is."""
+    from ecpfs_viewer.gui.build.dialog import BuildDialog
+    from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog
+    from ecpfs_viewer.gui.window.help_dialogs import ShortcutsDialog
+
+    win = open_window(qtbot)
+    opens = ((win.commands.build_action, BuildDialog), (win.commands.tune_action, TuneDialog),
+             (win.commands.shortcuts_action, ShortcutsDialog), (win.commands.guide_action, UserGuide))
+    for action, kind in opens:
+        action.trigger()
+        window = next(w for w in QApplication.topLevelWidgets() if isinstance(w, kind) and w.isVisible())
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow, timeout=2000)
+        focus = QApplication.focusWidget() or window
+        qtbot.keyClick(focus, Qt.Key.Key_Escape)
+        qtbot.waitUntil(lambda w=window: not w.isVisible(), timeout=3000)
+    win.close()
