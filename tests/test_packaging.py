@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = ROOT / "packaging"
 RESOURCES = ROOT / "ecpfs_viewer" / "resources"
 APP_ID = "io.github.ecpfs_viewer.ecpfs_viewer"
-RESOURCES_IN_WHEEL = ("digits.csv.gz", "DEMO_DATA.md", f"{APP_ID}.svg", f"{APP_ID}.desktop", f"{APP_ID}.metainfo.xml",
-                      "__init__.py", *(f"icons/{size}x{size}/{APP_ID}.png" for size in (48, 128, 256)))
+RESOURCES_IN_WHEEL = ("digits.csv.gz", "DEMO_DATA.md", "guide.md", f"{APP_ID}.svg", f"{APP_ID}.desktop",
+                      f"{APP_ID}.metainfo.xml", "__init__.py",
+                      *(f"icons/{size}x{size}/{APP_ID}.png" for size in (48, 128, 256)))
 METAINFO = RESOURCES / f"{APP_ID}.metainfo.xml"
 DESKTOP = RESOURCES / f"{APP_ID}.desktop"
 #: what a source tree needs to build and test: the rest (caches, environments, .git) is left out

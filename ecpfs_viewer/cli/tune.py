@@ -3,8 +3,9 @@
 Registered by ``cli/__init__.py``. Progress goes to stderr (a bar on a terminal, and one line per
 measured variant unless --quiet); the table or --json goes to stdout. Exit status as in
 `cli.contract`: 2 when the tune cannot start (a bad option, an input or query file that cannot be
-read, a grid variant `build` would refuse, the disk estimate over the free space), 1 when the
-input's data cannot be built, 130 for Ctrl+C; every folder the tune wrote is removed on the way out.
+read, a grid variant `build` would refuse, every variant over the size guard without --force, the
+disk estimate over the free space), 1 when the input's data cannot be built, 130 for Ctrl+C; every
+folder the tune wrote is removed on the way out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ecpfs_viewer.cli.numbers import AtLeast, IntList, Positive, add_search_exp
 from ecpfs_viewer.cli.progress import TerminalProgress
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.formatting import format_bytes
+from ecpfs_viewer.model.tuning.grid_sizes import left_out_text
 from ecpfs_viewer.model.tuning.tune import (
     COST_AXES,
     DEFAULT_COST,
@@ -57,6 +59,9 @@ def add_tune_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     add_search_exp(p, (1, 2, 4, 8, 16))
     p.add_argument("--cost", choices=tuple(COST_AXES), default=DEFAULT_COST,
                    help="cost axis of the frontier and the recommendation (default distance_computations)")
+    p.add_argument("--force", action="store_true",
+                   help="build the grid's variants that are unusually large for the input too (left out otherwise, "
+                        "as `build` asks for --force)")
     p.add_argument("--keep", metavar="DIR", help="keep every variant in DIR (created; must not hold them already)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -83,7 +88,8 @@ def run_tune(args: argparse.Namespace) -> int:
     if scheduler is not None and not is_cluster(scheduler):
         raise UsageError(f"--scheduler of tune takes a scheduler address like tcp://HOST:PORT (got {scheduler!r})")
     grid = TuneGrid(levels=args.levels, target_cluster_items=args.target_cluster_items,
-                    rep_selections=_selections(args.rep_selection), metric=args.metric, seed=args.seed)
+                    rep_selections=_selections(args.rep_selection), metric=args.metric, seed=args.seed,
+                    include_oversize=args.force)
     settings = TuneSettings(k=args.k, search_exps=args.search_exp,
                             holdout=args.holdout, queries=args.queries, recall_target=args.recall_target,
                             seed=args.seed, keep=args.keep)
@@ -142,6 +148,9 @@ def format_tune(report: TuneReport) -> str:
         lines.append(f"Recommended: {report.variants[rec.variant].name} at search_exp {rec.search_exp}: recall "
                      f"{rec.recall:.3f} at {rec.cost:,.0f} {COST_AXES[axis]} per query")
         lines.append(f"  {rec.command}")
+    if report.left_out:
+        lines.append(left_out_text(report.left_out, len(report.variants) + len(report.left_out))
+                     + "; --force builds them")
     if report.kept:
         lines.append(f"Variants kept in {report.kept}")
     return "\n".join(lines)

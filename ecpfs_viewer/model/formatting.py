@@ -25,6 +25,25 @@ def format_value(value: Any, absent: str = "-", grouped: bool = False) -> str:
     return str(value)
 
 
+def format_cell(value: Any, kind: str = "") -> str:
+    """A table cell as the window shows it: 200,000 for counts, 56.5 MiB for bytes (kind "bytes"),
+    0.8125 for fractions, 1,234.5 for large means, yes/no, a dash for nothing; kind "id" keeps an
+    id's digits ungrouped (it is copied and searched for, not read as an amount)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and kind == "bytes":
+        return format_bytes(value)
+    if isinstance(value, int):
+        return str(value) if kind == "id" else f"{value:,}"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        return f"{value:,.1f}" if abs(value) >= 10_000 else f"{value:.4g}"
+    return str(value)
+
+
 def format_bytes(n: float) -> str:
     """Human-readable byte count (1 KiB = 1024 B)."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

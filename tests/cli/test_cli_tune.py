@@ -59,7 +59,9 @@ def test_tune_refusals_exit_2(tmp_path: Path, own_tmp: Path, capsys: pytest.Capt
     np.save(src, np.zeros((3000, 64), np.float32))
     assert main(["tune", str(src), "--levels", "64", "--target-cluster-items", "1", "--json"]) == 2
     out = capsys.readouterr()
-    assert json.loads(out.out)["error"]["kind"] == "cannot_start" and "8.1 GiB on disk" in out.err
+    assert json.loads(out.out)["error"]["kind"] == "cannot_start"
+    assert "1 variant of 1 left out" in out.err and "L64 t1: about 8.1 GiB, 2,120,387 files and folders" in out.err
+    assert "Nothing is left to build: include them anyway (--force)" in out.err
     assert main(["tune", str(src), "--levels", "1,x"]) == 2
     assert "--levels must be comma-separated integers" in capsys.readouterr().err
     assert main(["tune", str(tmp_path / "none.npy")]) == 2
@@ -69,6 +71,25 @@ def test_tune_refusals_exit_2(tmp_path: Path, own_tmp: Path, capsys: pytest.Capt
     assert main(["tune", str(src), "--scheduler", "tcp://127.0.0.1:1", "--keep", str(tmp_path / "kept")]) == 2
     assert "variants built on a cluster are not kept" in capsys.readouterr().err
     assert list(own_tmp.iterdir()) == [] and not (tmp_path / "kept").exists()
+
+
+def test_tune_leaves_out_the_variants_over_the_size_guard_and_says_so(
+        tmp_path: Path, own_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37 §6: the default grid adapts to the input; --force is the explicit "include anyway"."""
+    rows, queries = cluster_rows(tmp_path)
+    args = ["tune", str(rows), "--levels", "1,150,200", "--target-cluster-items", str(CLUSTER),
+            "--queries", str(queries), "--search-exp", "1", "--quiet"]
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [v["name"] for v in report["variants"]] == [f"L1 t{CLUSTER}"]
+    assert [(s["name"], s["files"]) for s in report["left_out"]] == [(f"L150 t{CLUSTER}", 76_543),
+                                                                      (f"L200 t{CLUSTER}", 102_643)]
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert ("2 variants of 3 left out, unusually large for this input (over 4 times the input and 256.0 MiB, "
+            "where `build` asks first): L150 t50: about 299.0 MiB") in table and "; --force builds them" in table
+    assert build_subcommand_parser().parse_args(["tune", "x.npy", "--force"]).force
+    assert list(own_tmp.iterdir()) == []
 
 
 def test_tune_is_in_the_parser_completion_reads() -> None:

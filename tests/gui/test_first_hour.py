@@ -488,14 +488,14 @@ def test_help_lists_the_shortcuts_and_opens_the_documentation(qtbot, opened, two
     # by title among the menu bar's menus: QAction.menu() of PySide6 before 6.11.2 destroys the menu
     help_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&Help")
     assert [a.text() for a in help_menu.actions() if a.text()] == [
-        "&Keyboard Shortcuts", "&Documentation (README)", "&About ecpfs-viewer"]
+        "User &Guide", "Help on This &Page", "&Keyboard Shortcuts", "&Documentation (README)", "&About ecpfs-viewer"]
     win.commands.shortcuts_action.trigger()
     qtbot.waitUntil(lambda: any(isinstance(w, ShortcutsDialog) and w.isVisible()
                                 for w in QApplication.topLevelWidgets()), timeout=3000)
     dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, ShortcutsDialog))
     rows = dict(dialog.rows())
     assert rows["Open Index Folder"] == "Ctrl+O" and rows["Filter Tree"] == "Ctrl+F"
-    assert rows["Copy Path"] == "Ctrl+Shift+C" and rows["Keyboard Shortcuts"] == "F1"
+    assert rows["Copy Path"] == "Ctrl+Shift+C" and rows["Help on This Page"] == "F1"
     dialog.close()
     opened_urls: list[str] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened_urls.append(url.toString()) or True)

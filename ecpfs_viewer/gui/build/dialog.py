@@ -3,8 +3,11 @@
 Every change re-checks the form in a worker (debounced) with the builder's own check
 (:func:`ecpfs_viewer.model.build.builder.preview_build`): the numbers, the warnings, and the problems,
 each tied to its field, so it appears under that field (:class:`BuildForm`); the Build button
-stays disabled until there are none. A build the preview finds unusually large for its input
-(:attr:`BuildPreview.oversize`) starts only after the user confirms it. The build runs through a
+stays disabled until there are none. When the input is chosen, a second worker reads its values
+for NaN and infinity (:func:`scan_values`), and a build the preview finds unusually large for its
+input (:attr:`BuildPreview.oversize`) is said beside the preview with a "Build it anyway" box: both
+before Build is pressed. The message line and the progress keep their place when empty, so
+nothing moves as they fill. The build runs through a
 :class:`BackgroundRunner` with progress (:class:`BuildProgressBox`) and cancel; the builder leaves
 nothing on disk when it fails or is cancelled, and the form keeps its values for another try
 (and for the next time the dialog opens: paths and parameters are remembered).
@@ -18,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 from superqt.utils import qdebounced
 
 from ecpfs_viewer.gui.build.form import BuildForm, PreviewBox
@@ -36,11 +39,14 @@ from ecpfs_viewer.model.build.builder import (
     build_index,
     preview_build,
 )
+from ecpfs_viewer.model.build.value_scan import scan_values
+from ecpfs_viewer.model.tasks import Counted, TaskError
 
 PREVIEW_DELAY_MS = 150
 CHECKING = "Checking…"
+SCANNING = "Checking the values for NaN and infinity…"
 CANCELLED = "Cancelled, nothing written."
-BUILD_ANYWAY = "Build anyway"
+BUILD_ANYWAY = "Build it anyway"
 
 
 def check_form(source: str, output: str, overwrite: bool, params: BuildParams) -> BuildPreview:
@@ -78,20 +84,26 @@ class BuildDialog(QDialog):
         self._build_runner = BackgroundRunner(self)
         self._start_check_later = qdebounced(self._start_check, timeout=PREVIEW_DELAY_MS, parent=self)
         self._check: BuildPreview | None = None  # the check of the form as it is now, once it arrived
+        self._ready = False  # that check and the values' check found nothing wrong
         self._build_request: int | None = None
         self._close_when_done = False
-        self.confirm_box: QMessageBox | None = None  # the question before an unusually large build
+        self._scan_runner = BackgroundRunner(self)
+        self._scan: tuple[str, BuildProblem | None] | None = None  # the values' check of the input named
+        self._scanning: str | None = None  # the input whose values are being read
 
         self.form = BuildForm(input_path=input_path)
         self.form.resized.connect(self._fit_height)
         self.preview = PreviewBox()
         self.progress = BuildProgressBox()
+        keep = self.progress.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)  # its place is kept: the buttons do not move when a build starts
+        self.progress.setSizePolicy(keep)
         self.progress.hide()
         layout = QVBoxLayout(self)
         layout.setSizeConstraint(QVBoxLayout.SizeConstraint.SetMinimumSize)  # error labels never squeeze fields
         top = QHBoxLayout()
-        top.addWidget(self.form, 3)
-        top.addWidget(self.preview, 2)
+        top.addWidget(self.form, 5)
+        top.addWidget(self.preview, 4)  # room for the size on one line, so warnings fit beside the form
         layout.addLayout(top)
         layout.addWidget(self.progress)
         self.message = QLabel()
@@ -116,6 +128,8 @@ class BuildDialog(QDialog):
         layout.addLayout(buttons)
 
         self.form.changed.connect(self._schedule_check)
+        self.form.input_edit.textChanged.connect(self._input_changed)
+        self.preview.anyway_check.toggled.connect(self._update_build_button)
         self._schedule_check()
         self.resize(max(self.sizeHint().width(), 960), self.sizeHint().height())
 
@@ -139,10 +153,37 @@ class BuildDialog(QDialog):
     def _schedule_check(self) -> None:
         """Something changed: forget the last check and run a new one shortly."""
         self._check = None
+        self._ready = False
         self._preview_runner.invalidate()
         self.build_button.setEnabled(False)
         self.preview.status_label.setText(CHECKING)
         self._start_check_later()
+
+    def _input_changed(self) -> None:
+        """Another input: its values are read again (once its header checks out)."""
+        self._scan = None
+        self._scanning = None
+        self._scan_runner.invalidate()
+        self.message.hide()  # what the last build said was about another input
+
+    def _start_scan(self, source: str) -> None:
+        self._scanning = source
+        self._scan_runner.run(scan_values, source, on_result=lambda problem: self._scanned(source, problem),
+                              on_error=lambda error: self._scan_failed(source, error),
+                              on_progress=self._scan_progress)
+
+    def _scan_progress(self, p: Counted) -> None:
+        if self._check is not None and self._scanning is not None:
+            self.preview.status_label.setText(f"{SCANNING} {p.done / max(1, p.total):.0%}")
+
+    def _scanned(self, source: str, problem: BuildProblem | None) -> None:
+        self._scanning = None
+        self._scan = (source, problem)
+        if self._check is not None:
+            self._show_check(self._check)
+
+    def _scan_failed(self, source: str, error: TaskError) -> None:
+        self._scanned(source, BuildProblem("input", f"its values could not be read: {error}"))
 
     def _start_check(self) -> None:
         self._preview_runner.run(check_form, self.form.source(), self.form.output(), self.form.overwrite(),
@@ -153,45 +194,48 @@ class BuildDialog(QDialog):
 
     def _show_check(self, check: BuildPreview) -> None:
         self._check = check
-        invalid = self.form.show_problems(check.problems)
+        problems = list(check.problems)
+        source = self.form.source()
+        header_ok = check.rows > 0 and not any(p.field == "input" for p in problems)
+        scanning = False
+        if header_ok:
+            if self._scan is not None and self._scan[0] == source:
+                if self._scan[1] is not None:
+                    problems.append(self._scan[1])
+            else:
+                scanning = True
+                if self._scanning != source:
+                    self._start_scan(source)
+        invalid = self.form.show_problems(problems)
         self.preview.show_preview(check)
         self._fit_height()
-        self.preview.status_label.setText(
-            "Ready to build." if not invalid else
-            f"Fix the {'field' if invalid == 1 else f'{invalid} fields'} marked in red to build."
-        )
-        self.build_button.setEnabled(not invalid and self._build_request is None)
+        if invalid:
+            status = f"Fix the {'field' if invalid == 1 else f'{invalid} fields'} marked in red to build."
+        elif scanning:
+            status = SCANNING
+        elif check.oversize:
+            status = f"Unusually large: tick {BUILD_ANYWAY} to build it."
+        else:
+            status = "Ready to build."
+        self.preview.status_label.setText(status)
+        self._ready = not invalid and not scanning
+        self._update_build_button()
+
+    def _update_build_button(self) -> None:
+        check = self._check
+        anyway = check is not None and (not check.oversize or self.preview.anyway_check.isChecked())
+        self.build_button.setEnabled(check is not None and self._ready and anyway
+                                     and self._build_request is None)
 
     # ----------------------------------------------------------------------------- building
 
     def start_build(self) -> None:
-        """Start the build with the checked form (the Build button); an unusually large one is asked about first."""
+        """Start the build with the checked form (the Build button); an unusually large one only once
+        "Build it anyway" is ticked beside the preview."""
         check = self._check
-        if check is None or not check.ok or self._build_request is not None:
-            return
-        if check.oversize:
-            self._ask_before_large_build(check)
+        if check is None or not self.build_button.isEnabled() or self._build_request is not None:
             return
         self._start(check)
-
-    def _ask_before_large_build(self, check: BuildPreview) -> None:
-        """A window-modal question; the build starts only on "Build anyway", with the form unchanged."""
-        box = QMessageBox(QMessageBox.Icon.Warning, "Unusually large index",
-                          f"{check.oversize[:1].upper()}{check.oversize[1:]}.", QMessageBox.StandardButton.Cancel,
-                          self)
-        box.setInformativeText("Build it anyway?")
-        anyway = box.addButton(BUILD_ANYWAY, QMessageBox.ButtonRole.AcceptRole)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-
-        def answered() -> None:
-            self.confirm_box = None
-            if box.clickedButton() is anyway and self._check is check and self._build_request is None:
-                self._start(check)
-
-        box.finished.connect(answered)
-        self.confirm_box = box
-        box.open()
 
     def _start(self, check: BuildPreview) -> None:
         self.form.save_settings()

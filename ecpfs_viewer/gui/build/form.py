@@ -410,6 +410,12 @@ class BuildForm(QGroupBox):
         s.sync()
 
 
+def size_text(p: BuildPreview) -> str:
+    """'about 265.0 MiB on disk: 55,579 files and folders, 60.3 MiB of it data'."""
+    return (f"about {format_bytes(p.estimated_bytes)} on disk: {p.estimated_files:,} files and folders, "
+            f"{format_bytes(p.estimated_apparent_bytes)} of it data")
+
+
 class PreviewBox(QGroupBox):
     """"What will be built": the preview's numbers, a status line and the warnings, under the numbers.
 
@@ -424,7 +430,7 @@ class PreviewBox(QGroupBox):
         for key, title in (("rows", "Rows:"), ("dim", "Dimension:"), ("dtype", "Source → stored dtype:"),
                            ("representatives", "Representatives (R):"), ("fan_out", "Fan-out:"),
                            ("nodes", "Nodes per level (at most):"), ("chunk_rows", "Rows per chunk:"),
-                           ("size", "Estimated size on disk:")):
+                           ("size", "Size (estimate):")):
             value = QLabel("—")
             value.setObjectName(f"preview_{key}")
             value.setWordWrap(True)
@@ -442,6 +448,17 @@ class PreviewBox(QGroupBox):
         self.warnings_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.warnings_label.hide()
         form.addRow(self.warnings_label)
+        self.oversize_label = QLabel()  # an unusually large build, said before Build is pressed
+        self.oversize_label.setObjectName("preview_oversize")
+        self.oversize_label.setWordWrap(True)
+        self.oversize_label.setStyleSheet(f"color: {_warning_color(self)};")
+        self.oversize_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow(self.oversize_label)
+        self.anyway_check = QCheckBox("Build it anyway")
+        self.anyway_check.setToolTip("This size is meant: build it (as `build --force`)")
+        form.addRow(self.anyway_check)
+        self._form = form
+        self._show_oversize(False)
 
     def show_preview(self, p: BuildPreview) -> None:
         """The numbers the preview could compute (a dash for the others) and its warnings."""
@@ -461,7 +478,16 @@ class PreviewBox(QGroupBox):
                                         for i, n in enumerate(p.max_nodes_per_level, 1)) if complete else "")
         v["chunk_rows"].setText(f"{p.node_chunk_rows:,} (nodes) · {p.rep_chunk_rows:,} (reps)"
                                 if complete else "—")
-        v["size"].setText(f"about {format_bytes(p.estimated_bytes)} ({format_bytes(p.estimated_apparent_bytes)} "
-                          f"in {p.estimated_files:,} files and folders)" if complete else "—")
+        v["size"].setText(size_text(p) if complete else "—")
         self.warnings_label.setText("\n".join(f"⚠ {w}" for w in p.warnings))
         self.warnings_label.setVisible(bool(p.warnings))
+        oversize = p.oversize
+        if oversize != self.oversize_label.text().removeprefix("⚠ ").rstrip("."):
+            self.anyway_check.setChecked(False)  # "anyway" was said of another size
+        self.oversize_label.setText(f"⚠ {oversize}." if oversize else "")
+        self._show_oversize(bool(oversize))
+
+    def _show_oversize(self, shown: bool) -> None:
+        """The rows of the size question, shown or taken out of the layout (no spacing left behind)."""
+        for widget in (self.oversize_label, self.anyway_check):
+            self._form.setRowVisible(widget, shown)

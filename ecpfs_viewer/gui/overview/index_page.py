@@ -18,6 +18,7 @@ from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, fact_value, facts_scroll, group_box
 from ecpfs_viewer.gui.widgets.findings_filter import FindingsFilterBar
+from ecpfs_viewer.gui.widgets.user_guide import open_guide
 from ecpfs_viewer.model.ecpfs import Generation, IndexSummary, Severity, summarize
 from ecpfs_viewer.model.formatting import count_noun, format_age
 from ecpfs_viewer.model.validation import CheckProgress, ValidationReport, validate
@@ -116,6 +117,7 @@ class IndexPage(QSplitter):
         self.glossary = QLabel(glossary_html())  # what the summary's words mean
         self.glossary.setWordWrap(True)
         self.glossary.setTextFormat(Qt.TextFormat.RichText)
+        self.glossary.linkActivated.connect(lambda link: open_guide(self.window(), link.removeprefix("guide:")))
         summary_box = QWidget()
         summary_layout = QVBoxLayout(summary_box)
         summary_layout.setContentsMargins(0, 0, 0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 #: The terms a new user meets first, in the order they help: each with one plain sentence.
 GLOSSARY: tuple[tuple[str, str], ...] = (
@@ -38,7 +39,15 @@ SUMMARY_TIPS: dict[str, str] = {
 }
 
 
+def guide_link(term: str) -> str:
+    """The link of a term to its section of the user guide ('guide:fan-out')."""
+    return "guide:" + re.sub(r"[^a-z0-9_]+", "-", term.lower()).strip("-")
+
+
 def glossary_html() -> str:
-    """The glossary as the lines under the summary: a bold term, then its sentence."""
-    lines = "".join(f"<br><b>{html.escape(term)}</b>: {html.escape(text)}." for term, text in GLOSSARY)
-    return f"<b>What am I looking at?</b> A tree of clusters searched from the top down.{lines}"
+    """The glossary as the lines under the summary: a bold term, linked to its section of the user
+    guide, then its sentence."""
+    lines = "".join(f'<br><a href="{guide_link(term)}"><b>{html.escape(term)}</b></a>: {html.escape(text)}.'
+                    for term, text in GLOSSARY)
+    return (f'<b>What am I looking at?</b> A tree of clusters searched from the top down '
+            f'(<a href="guide:words-of-the-index">more in the user guide</a>).{lines}')

@@ -34,6 +34,7 @@ from ecpfs_viewer.gui.tree.ranges import LARGE_GROUP, in_ranges, range_tooltip
 from ecpfs_viewer.gui.tree.tree_item import LoadState, TreeItem
 from ecpfs_viewer.gui.widgets.icons import kind_icon
 from ecpfs_viewer.model.ecpfs import forget_level_stats
+from ecpfs_viewer.model.ecpfs.paths import array_role
 from ecpfs_viewer.model.storage.opening import join_key
 from ecpfs_viewer.model.views.tree_rows import NodeSummary, needs_summary, summarize_nodes
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -279,6 +280,9 @@ class HierarchyTreeModel(QAbstractItemModel):
             if item.ranged and item.children:
                 return range_tooltip(item)
             where = f"/{item.path}" if item.parent is not self._root else item.name
+            role_text = array_role(item.path) if item.kind is NodeKind.ARRAY else None
+            if role_text:
+                where += f"\n{item.name}: {role_text}"
             marked = self._marks.tooltip(item.path)
             return f"{where}\n{marked}" if marked else where
         if role == _BACKGROUND:

@@ -50,6 +50,7 @@ def draw_balance(widget: pg.PlotWidget, sides: SideBySide | None, level: int | N
                       pen=pg.mkPen(colour, width=2), name=f"{name} ({int(counts.sum()):,} nodes)")
     plot.setLabel("bottom", "rows per node (log scale)")
     plot.setLabel("left", "share of nodes at or below" if cdf else "nodes")
+    plain_numbers(plot)
     set_log_ticks(plot.getAxis("bottom"), np.concatenate(sizes).tolist() if sizes else [])
     plot.setTitle(f"lvl_{level}: " + ("; ".join(figures) or "no nodes"))
     _style(widget)
@@ -72,8 +73,16 @@ def draw_recall(widget: pg.PlotWidget, recall: RecallComparison | None, axis: st
             plot.addItem(label)
     plot.setLabel("bottom", f"mean {COST_AXES[axis]} per search")
     plot.setLabel("left", f"recall@{recall.k}")
+    plain_numbers(plot)
     plot.setTitle(f"recall@{recall.k} against cost (points labelled with search_exp)")
     _style(widget)
+
+
+def plain_numbers(plot: pg.PlotItem) -> None:
+    """Ticks as the numbers they are: pyqtgraph's SI scaling would write a recall of 0.2-0.8 as 200-800
+    under "recall@10 (x0.001)"."""
+    for side in ("left", "bottom"):
+        plot.getAxis(side).enableAutoSIPrefix(False)
 
 
 def _legend(widget: pg.PlotWidget) -> None:

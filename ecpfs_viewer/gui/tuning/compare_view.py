@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tuning.compare_charts import draw_balance, draw_recall
 from ecpfs_viewer.gui.widgets.display import panes
+from ecpfs_viewer.gui.widgets.escape import close_on_escape
 from ecpfs_viewer.gui.widgets.fields import npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
@@ -120,7 +121,7 @@ class TableBox(QWidget):
 
     def show_table(self, table: Table) -> None:
         self.model.set_headers(table.headers)
-        self.model.set_rows(table.rows, highlight=table.marked)
+        self.model.set_rows(table.rows, highlight=table.marked, texts=table.texts())
         fit_table(self.view, stretch=self._stretch)
 
 
@@ -144,6 +145,7 @@ class CompareView(QWidget):
         self.searched: Searched | None = None
         self.tables: dict[str, Table] = {}
         self._build()
+        close_on_escape(self)
         self._open()
 
     # -- layout ---------------------------------------------------------------------------------
@@ -167,9 +169,10 @@ class CompareView(QWidget):
         for widget in (self.sample_spin, self.file_edit, browse, self.k_spin, QLabel("search_exp"), self.exps_edit,
                        self.run_button, self.cancel_button):
             form.addWidget(widget)
-        running = QHBoxLayout()
-        running.addWidget(self.progress)
+        running = QHBoxLayout()  # the status first, on one line from the left edge; the bar at its end
+        self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         running.addWidget(self.status, 1)
+        running.addWidget(self.progress)
 
         self.tabs = QTabWidget()
         self.summary_box = TableBox("Summaries (rows that differ are marked)", lambda: self.export_table("summary"))

@@ -1,7 +1,9 @@
 """Build > Tune…: build a grid of variants of one .npy in the background and show recall against cost.
 
 The tune runs as the one job of a :class:`RunDialog` (heavy) with a bar for the variant's step and
-one for the whole run, and Cancel (the model removes every folder it wrote; idle, Cancel closes). The result: the
+one for the whole run, and Cancel (the model removes every folder it wrote), live only while a tune
+runs (Close and Escape close the dialog). Before Run, :class:`GridGuard` lists the grid's variants
+that are unusually large for the input, left out unless "Include them anyway" is ticked. The result: the
 plot (one curve per variant, the Pareto frontier, a choice of cost axis), the sortable table of
 every point and of the variants, CSV / JSON export, the recommendation with its `build` command
 (Copy), and Open for a kept variant (``open_requested``, which the window connects to opening it).
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -25,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.tuning.grid_guard import GridGuard
 from ecpfs_viewer.gui.tuning.tune_form import TuneForm
 from ecpfs_viewer.gui.tuning.tune_plot import TunePlot
 from ecpfs_viewer.gui.widgets.colormaps import error_color
@@ -34,7 +38,7 @@ from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view,
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.model.build.builder import BuildError
-from ecpfs_viewer.model.formatting import format_bytes
+from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.search.cluster import SchedulerError
 from ecpfs_viewer.model.tasks import TaskError
 from ecpfs_viewer.model.tuning.tune import (
@@ -76,6 +80,8 @@ class TuneDialog(RunDialog):
         self.report: TuneReport | None = None
 
         self.form = TuneForm(input_path)
+        self.guard = GridGuard()
+        self.form.changed.connect(self._grid_changed)
         self.step_label, self.overall_bar = self.summary, self.progress  # the step, the whole run
         self.overall_bar.setFormat("overall: %p%")
         self.variant_bar = QProgressBar()
@@ -108,8 +114,12 @@ class TuneDialog(RunDialog):
         self.csv_button.clicked.connect(lambda: self.export_csv())
         self.json_button = QPushButton("Export JSON…")
         self.json_button.clicked.connect(lambda: self.export_json())
+        self.close_button = QPushButton("Close")
+        self.close_button.setAutoDefault(False)
+        self.close_button.clicked.connect(self.reject)
         self._layout()
         self._show_report(None)
+        self._grid_changed()
 
     def _layout(self) -> None:
         top = QHBoxLayout()
@@ -118,6 +128,7 @@ class TuneDialog(RunDialog):
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
         buttons.addStretch(1)
+        buttons.addWidget(self.close_button)
         top.addLayout(buttons)
         bars = QHBoxLayout()
         bars.addWidget(self.step_label, 2)
@@ -141,6 +152,7 @@ class TuneDialog(RunDialog):
         body.setSizes([620, 680])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.guard)
         layout.addLayout(bars)
         layout.addWidget(self.status)
         layout.addWidget(body, 1)
@@ -158,20 +170,30 @@ class TuneDialog(RunDialog):
         except ValueError as exc:
             self._show_status(str(exc), error=True)
             return
+        grid = replace(grid, include_oversize=self.guard.include())
+        count = len(grid.variants()) if grid.include_oversize else len(grid.variants()) - len(self.guard.left_out)
         self.form.save_settings()
         self.form.setEnabled(False)
+        self.guard.setEnabled(False)
         self._show_status("")
-        self.controls.started(f"Starting {len(grid.variants())} variants…")
+        self.controls.started(f"Starting {count_noun(count, 'variant')}…")
         self.variant_bar.setRange(0, 0)
         self.variant_bar.show()
         self._request = self.runner.run(_run_tune, self.form.source(), grid, tune_settings,
                                         self.axis_combo.currentData(), scheduler, on_result=self._ended,
                                         on_error=self._failed, on_progress=self._progress, heavy=True)
 
+    def _grid_changed(self) -> None:
+        try:
+            grid: TuneGrid | None = self.form.grid()
+        except ValueError:
+            grid = None  # Run names the field
+        self.guard.check(self.form.source(), grid)
+
     def cancel(self) -> None:
-        """Stop the running tune (the model removes what it wrote), or close the dialog when idle."""
+        """Stop the running tune (the model removes what it wrote); nothing when none runs (Cancel is
+        disabled then: it never means close)."""
         if not self.busy:
-            self.reject()
             return
         self.cancel_button.setEnabled(False)
         self.controls.say("Cancelling…")
@@ -185,11 +207,11 @@ class TuneDialog(RunDialog):
         self.overall_bar.setValue(p.done)
 
     def _finish(self, step: str) -> None:
-        """The tune ended: ``step`` says how, the form is live again and Cancel closes the dialog."""
+        """The tune ended: ``step`` says how, the form is live again, Cancel is not."""
         self.form.setEnabled(True)
+        self.guard.setEnabled(True)
         self.variant_bar.hide()
         self.controls.finished(step)
-        self.cancel_button.setEnabled(True)
 
     def _ended(self, outcome: TuneReport | TuneError | BuildError | TuneCancelled | SchedulerError) -> None:
         if isinstance(outcome, TuneReport):

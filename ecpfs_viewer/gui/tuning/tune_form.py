@@ -101,6 +101,7 @@ class TuneForm(QWidget):
             edit.textChanged.connect(self.changed)
         for check in (self.offset_check, self.random_check, self.keep_check):
             check.toggled.connect(self.changed)
+        self.metric_combo.currentIndexChanged.connect(self.changed)
         self.source_combo.currentIndexChanged.connect(self._source_changed)
         self._source_changed()
 
@@ -125,17 +126,21 @@ class TuneForm(QWidget):
             raise ValueError("Scheduler: variants built on a cluster are not kept; untick Keep or empty Scheduler")
         return text
 
-    def read(self) -> tuple[TuneGrid, TuneSettings]:
-        """The grid and settings the form shows; ValueError with a message naming the field."""
-        if not self.source():
-            raise ValueError("Input .npy: choose the embeddings to tune on")
+    def grid(self) -> TuneGrid:
+        """The grid the form shows; ValueError with a message naming the field."""
         selections = tuple(name for name, check in (("offset", self.offset_check), ("random", self.random_check))
                            if check.isChecked())
         if not selections:
             raise ValueError("Representatives: tick offset, random or both")
-        grid = TuneGrid(levels=parse_numbers(self.levels_edit.text(), "Levels", 1),
+        return TuneGrid(levels=parse_numbers(self.levels_edit.text(), "Levels", 1),
                         target_cluster_items=parse_numbers(self.targets_edit.text(), "Target cluster items", 1),
                         rep_selections=selections, metric=self.metric_combo.currentText())
+
+    def read(self) -> tuple[TuneGrid, TuneSettings]:
+        """The grid and settings the form shows; ValueError with a message naming the field."""
+        if not self.source():
+            raise ValueError("Input .npy: choose the embeddings to tune on")
+        grid = self.grid()
         queries = None
         if self.source_combo.currentData() == "file":
             queries = self.queries_edit.text().strip()

@@ -72,6 +72,7 @@ class TunePlot(pg.PlotWidget):  # type: ignore[misc]
         set_log_ticks(plot.getAxis("bottom"), [p.cost(axis) for v in report.variants for p in v.points])
         plot.setLabel("bottom", f"{COST_AXES[axis]} per query (mean, log scale)")
         plot.setLabel("left", f"recall@{report.k}")
+        plot.getAxis("left").enableAutoSIPrefix(False)  # a recall of 0.2-0.8 is not "200-800 (x0.001)"
         plot.setTitle(f"recall@{report.k} against cost: {len(report.variants)} variants")
         self._style()
 

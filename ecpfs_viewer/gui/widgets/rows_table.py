@@ -88,12 +88,14 @@ class RowsModel(SortingTableModel):
         self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(self._headers) - 1)
 
     def set_rows(self, rows: Sequence[tuple[Any, ...]], highlight: Sequence[int] = (),
-                 tooltips: Sequence[str | None] | None = None) -> None:
+                 tooltips: Sequence[str | None] | None = None, texts: Sequence[Sequence[str]] | None = None) -> None:
         """Replace every row; ``highlight`` are row numbers (of ``rows``) shown bold on a tint. The
-        rows keep the order the user sorted the table by."""
+        rows keep the order the user sorted the table by. ``texts``: the cells as shown, when the
+        caller formats them (the values still sort)."""
         self.beginResetModel()
         self._rows = list(rows)
-        self._texts = [[format_value(v) for v in row] for row in self._rows]
+        self._texts = ([list(t) for t in texts] if texts is not None
+                       else [[format_value(v) for v in row] for row in self._rows])
         marked = set(highlight)
         self._highlight = [i in marked for i in range(len(self._rows))]
         self._tooltips = list(tooltips) if tooltips is not None else [None] * len(self._rows)

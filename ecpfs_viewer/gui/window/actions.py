@@ -19,11 +19,13 @@ from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.theme import Theme, apply_theme, save_theme, saved_theme
 from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.widgets.actions import window_action
+from ecpfs_viewer.gui.widgets.user_guide import open_guide
 from ecpfs_viewer.gui.window.about_dialog import show_about
 from ecpfs_viewer.gui.window.cache_dialog import ClearCacheFlow
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.go_to import GoToPathDialog
-from ecpfs_viewer.gui.window.help_dialogs import open_documentation, show_shortcuts
+from ecpfs_viewer.gui.window.help_dialogs import show_shortcuts
+from ecpfs_viewer.gui.window.help_wiring import open_documentation_or_guide, open_page_help
 from ecpfs_viewer.gui.window.navigation import SelectionNavigation
 from ecpfs_viewer.gui.window.open_dialogs import OpenUrlDialog, ask_index_folder, ask_zip
 from ecpfs_viewer.gui.window.session import IndexSession
@@ -75,8 +77,10 @@ class WindowActions(QObject):
         self.copy_location_action = action("Copy &Full Path or URL", clipboard.copy_location, "Ctrl+Alt+C")
         self.copy_snippet_action = action("Copy Python &Snippet (zarr)", clipboard.copy_snippet)
         self.about_action = action("&About ecpfs-viewer", lambda: show_about(window))
-        self.shortcuts_action = action("&Keyboard Shortcuts", lambda: show_shortcuts(window), "F1")
-        self.docs_action = action("&Documentation (README)", open_documentation)
+        self.guide_action = action("User &Guide", lambda: open_guide(window))
+        self.page_help_action = action("Help on This &Page", lambda: open_page_help(window), "F1")
+        self.shortcuts_action = action("&Keyboard Shortcuts", lambda: show_shortcuts(window))
+        self.docs_action = action("&Documentation (README)", lambda: open_documentation_or_guide(window))
         tree.item_actions = [self.copy_path_action, self.copy_location_action, self.copy_snippet_action]
         self.navigation = SelectionNavigation(window, tree)
         session.dropping.connect(self.navigation.reset)
@@ -118,7 +122,7 @@ class WindowActions(QObject):
         go.addSeparator()
         go.addAction(self.go_to_action)
         help_menu = window.menuBar().addMenu("&Help")
-        for item in (self.shortcuts_action, self.docs_action):
+        for item in (self.guide_action, self.page_help_action, self.shortcuts_action, self.docs_action):
             help_menu.addAction(item)
         help_menu.addSeparator()
         help_menu.addAction(self.about_action)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from PySide6.QtCore import QModelIndex, QStringListModel, Qt
+from PySide6.QtCore import QModelIndex, QStringListModel, Qt, QTimer
 from PySide6.QtWidgets import QCompleter, QWidget
 
 from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
@@ -40,6 +40,9 @@ class GoToPathDialog(AskDialog):
         self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.completer.setFilterMode(Qt.MatchFlag.MatchContains)
         self.edit.setCompleter(self.completer)
+        # a completion chosen (Return on it, or a click) goes there: one Return, not one to take the
+        # completion and a second to go (the popup eats the first)
+        self.completer.activated.connect(self._completion_chosen)
         self._waiting: str | None = None
         self._tree = tree_model
         if tree_model is not None:
@@ -48,6 +51,11 @@ class GoToPathDialog(AskDialog):
             self.submitted.connect(self._walk)
         else:  # nothing to walk: the path is the answer
             self.submitted.connect(lambda _text: self.found())
+
+    def _completion_chosen(self, chosen: object) -> None:
+        text = chosen if isinstance(chosen, str) else str(getattr(chosen, "data", lambda: "")())
+        self.edit.setText(text)
+        QTimer.singleShot(0, self.accept)  # after the completer has put the text in and closed its popup
 
     def path(self) -> str:
         """The typed path as the tree names it ('//lvl_1//node_2/' is 'lvl_1/node_2')."""

@@ -34,6 +34,30 @@ _NODE_SUFFIX_RE = re.compile(r"(^|/)lvl_\d+/node_\d+$")
 _NODE_ARRAY_SUFFIX_RE = re.compile(r"(^|/)(lvl_\d+/node_\d+/(embeddings|node_ids|item_ids)|index_root/embeddings)$")
 
 
+#: What the arrays of an index hold, in a sentence each, by their name in a node (or path at the root).
+ARRAY_ROLES = {
+    "embeddings": "the node's vectors: one row per child (internal node) or per item (leaf)",
+    "node_ids": "the ids of the node's children, one per row of its embeddings",
+    "item_ids": "the ids of the leaf's items, one per row of its embeddings",
+    "border": "reserved by the ecpfs format and never filled: it always reads as its fill value (0.0) "
+              "and no search uses it",
+    ROOT_EMBEDDINGS: "the vectors of the root's children (the top level's representatives)",
+    REP_EMBEDDINGS: "every representative's vector, by node id",
+    REP_ITEM_IDS: "every representative's item id, by node id",
+}
+
+
+def array_role(path: str) -> str | None:
+    """What an index array at ``path`` holds ('border' -> reserved, never filled), None for others."""
+    path = path.strip("/")
+    if path in ARRAY_ROLES:
+        return ARRAY_ROLES[path]
+    parent, _, name = path.rpartition("/")
+    if _NODE_SUFFIX_RE.search(parent) and name in ARRAY_ROLES:
+        return ARRAY_ROLES[name]
+    return None
+
+
 def info_path(name: str) -> str:
     """'info/levels' for 'levels'."""
     return f"{INFO}/{name}"

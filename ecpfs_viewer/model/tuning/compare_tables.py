@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.model.formatting import format_cell
 from ecpfs_viewer.model.search.results import SearchResult
 from ecpfs_viewer.model.tuning.compare import COST_AXES, RecallComparison, SideBySide
 from ecpfs_viewer.model.tuning.migration import Migration
@@ -27,6 +28,14 @@ class Table:
     headers: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
     marked: tuple[int, ...] = field(default=())
+    kinds: tuple[str, ...] = ()  # per column, as :func:`format_cell` takes it ("bytes", "id"); "" for the rest
+    byte_rows: tuple[int, ...] = ()  # rows whose numbers are bytes (the summary's "disk bytes")
+
+    def texts(self) -> list[list[str]]:
+        """Every cell as the window shows it, with the one formatter of the application (exports keep the values)."""
+        kinds = self.kinds + ("",) * (len(self.headers) - len(self.kinds))
+        return [[format_cell(v, "bytes" if r in self.byte_rows and not isinstance(v, str) else kind)
+                 for v, kind in zip(row, kinds, strict=False)] for r, row in enumerate(self.rows)]
 
     def csv_text(self) -> str:
         out = io.StringIO()
@@ -47,7 +56,8 @@ class Table:
 def summary_table(sides: SideBySide) -> Table:
     rows = tuple((r.name, r.a, r.b, "yes" if r.differs else "") for r in sides.rows)
     marked = tuple(i for i, r in enumerate(sides.rows) if r.differs)
-    return Table("summary", ("fact", "A", "B", "differs"), rows, marked)
+    byte_rows = tuple(i for i, r in enumerate(sides.rows) if r.name == "disk bytes")
+    return Table("summary", ("fact", "A", "B", "differs"), rows, marked, byte_rows=byte_rows)
 
 
 def balance_table(sides: SideBySide) -> Table:
@@ -63,19 +73,23 @@ def balance_table(sides: SideBySide) -> Table:
 
 def flows_table(migration: Migration) -> Table:
     rows = tuple((f.leaf_a, f.leaf_b, f.items, f.leaf_a_size, f.stayed_in) for f in migration.flows)
-    return Table("flows", ("leaf of A", "leaf of B", "items moved", "items of the A leaf", "most went to B leaf"), rows)
+    return Table("flows", ("leaf of A", "leaf of B", "items moved", "items of the A leaf", "most went to B leaf"), rows,
+                 kinds=("id", "id", "", "", "id"))
 
 
 def curve_table(recall: RecallComparison) -> Table:
     rows = tuple((name, p.search_exp, round(p.recall, 4), *(round(p.cost(axis), 2) for axis in COST_AXES))
                  for name, curve in (("A", recall.curve_a), ("B", recall.curve_b)) for p in curve)
-    return Table("recall_vs_cost", ("index", "search_exp", f"recall@{recall.k}", *COST_AXES.values()), rows)
+    kinds = ("", "", "", *("bytes" if axis == "bytes_cold" else "" for axis in COST_AXES))
+    return Table("recall_vs_cost", ("index", "search_exp", f"recall@{recall.k}", *COST_AXES.values()), rows,
+                 kinds=kinds)
 
 
 def differing_table(recall: RecallComparison) -> Table:
     rows = tuple((d.query, d.item_id, d.search_exp, round(d.recall_a, 3), round(d.recall_b, 3),
                   round(d.difference, 3)) for d in recall.differing)
-    return Table("differing_queries", ("query", "item id", "search_exp", "recall A", "recall B", "B - A"), rows)
+    return Table("differing_queries", ("query", "item id", "search_exp", "recall A", "recall B", "B - A"), rows,
+                 kinds=("id", "id"))
 
 
 def trace_table(name: str, result: SearchResult, found: frozenset[int] = frozenset()) -> Table:

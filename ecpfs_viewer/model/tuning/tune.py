@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.build.builder import BuildParams, BuildProgress, build_index, preview_build
+from ecpfs_viewer.model.build.builder import BuildParams, BuildProgress, build_index
 from ecpfs_viewer.model.build.replaceable import remove_index
 from ecpfs_viewer.model.ecpfs.levels import level_stats
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
@@ -37,6 +37,7 @@ from ecpfs_viewer.model.search.explore import map_npy
 from ecpfs_viewer.model.search.recall import SweepSearch
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
 from ecpfs_viewer.model.tuning.balance import LevelBalance
+from ecpfs_viewer.model.tuning.grid_sizes import GridError, VariantSize, grid_sizes, left_out_text, split_grid
 from ecpfs_viewer.model.tuning.truth import exact_neighbours
 from ecpfs_viewer.model.tuning.tune_report import (
     COST_AXES,
@@ -62,7 +63,7 @@ from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 __all__ = ["COST_AXES", "DEFAULT_COST", "CostFigures", "LevelBalance", "Recommendation", "TuneCancelled",
            "TuneError", "TuneGrid", "TunePoint", "TuneProgress", "TuneReport", "TuneSettings", "VariantResult",
-           "build_command", "check_space", "folder_name", "grid_estimates", "tune", "variant_name"]
+           "VariantSize", "build_command", "check_space", "folder_name", "runnable_variants", "tune", "variant_name"]
 
 
 class TuneError(UserError):
@@ -85,6 +86,7 @@ class TuneGrid:
     rep_selections: tuple[str, ...] = ("offset",)
     metric: str = "L2"
     seed: int | None = 0  # for rep_selection random, as `build --seed`
+    include_oversize: bool = False  # build the variants over `build`'s size guard too (left out otherwise)
 
     def variants(self) -> list[BuildParams]:
         """The grid's BuildParams, in the order levels, target, selection; each as `build` would make it."""
@@ -221,20 +223,19 @@ def _balance(h: Hierarchy, levels: int) -> tuple[LevelBalance, ...]:
     return tuple(out)
 
 
-def grid_estimates(source: str, variants: Sequence[BuildParams]) -> list[int]:
-    """Each variant's estimated bytes on disk; TuneError for a variant `build` would refuse.
-
-    Each variant gets the builder's own checks and its unusual-size guard (`build` asks for --force).
-    """
-    estimates = []
-    for params in variants:
-        preview = preview_build(source, params, None)
-        if preview.problems:
-            raise TuneError(f"{variant_name(params)}: " + "; ".join(str(p) for p in preview.problems))
-        if preview.oversize:
-            raise TuneError(f"{variant_name(params)}: {preview.oversize}; leave this setting out of the grid")
-        estimates.append(preview.estimated_bytes)
-    return estimates
+def runnable_variants(source: str, grid: TuneGrid) -> tuple[list[VariantSize], list[VariantSize]]:
+    """(the variants to build with their estimates, those the size guard leaves out); TuneError for a
+    variant `build` would refuse for another reason, or when the guard leaves none."""
+    variants = grid.variants()
+    try:
+        sizes = grid_sizes(source, variants)
+    except GridError as exc:
+        raise TuneError(str(exc)) from None
+    run, left_out = split_grid(sizes, grid.include_oversize)
+    if not run:
+        raise TuneError(f"{left_out_text(left_out, len(variants))}. Nothing is left to build: include them "
+                        "anyway (--force), or give fewer levels or larger target cluster sizes")
+    return run, left_out
 
 
 def check_space(work: Path, estimates: Sequence[int], keep: bool, extra_bytes: int) -> None:
@@ -287,6 +288,9 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
         raise TuneError(f"the recall target must be in (0, 1] (got {settings.recall_target})")
     data = _load(source)
     queries, held, query_source = _queries(data, settings)
+    sizes, left_out = runnable_variants(source, grid)
+    variants = [s.params for s in sizes]
+    estimates = [s.estimated_bytes for s in sizes]
     keep_dir = Path(settings.keep).expanduser() if settings.keep else None
     if keep_dir is not None:
         clash = [folder_name(p) for p in variants if (keep_dir / folder_name(p)).exists()]
@@ -297,7 +301,6 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
                         "leave out --keep or --scheduler")
     steps = _Steps(len(variants), progress, cancel)
     extra = data.nbytes if held.size else 0
-    estimates = grid_estimates(source, variants)
     remove_stale_work(search_places(keep_dir))
     work_parent = _work_parent(keep_dir, estimates, extra)
     made_keep = False
@@ -356,7 +359,7 @@ def tune(source: str | os.PathLike[str], grid: TuneGrid, settings: TuneSettings 
                         variants=tuple(results), cost_axis=cost_axis, recommendation=None,
                         seconds=time.perf_counter() - started, exact_seconds=exact_seconds,
                         kept=str(keep_dir) if keep_dir is not None else None, work_folder=str(work_parent),
-                        remove_seconds=sum(removing),
+                        remove_seconds=sum(removing), left_out=tuple(left_out),
                         held_out=tuple(int(h) for h in held))
     return with_axis(report, cost_axis)
 

@@ -17,6 +17,8 @@ import numpy as np
 
 from ecpfs_viewer.model.build.builder import BuildParams
 from ecpfs_viewer.model.tuning.balance import LevelBalance
+from ecpfs_viewer.model.tuning.grid_sizes import VariantSize
+from ecpfs_viewer.model.tuning.grid_sizes import variant_name as variant_name  # named here as before
 from ecpfs_viewer.model.tuning.pareto import cheapest_reaching, pareto_front
 
 #: the cost axes a tune reports, by the name the CLI, JSON and GUI use
@@ -128,6 +130,7 @@ class TuneReport:
     held_out: tuple[int, ...] = field(default=(), repr=False)
     work_folder: str = ""  # where the temporary folder was made (a RAM filesystem when it had room)
     remove_seconds: float = 0.0  # removing measured variants, mostly while the next one built
+    left_out: tuple[VariantSize, ...] = ()  # variants of the grid over the size guard, not built
 
     @property
     def build_seconds(self) -> float:
@@ -181,13 +184,8 @@ class TuneReport:
                 "work_folder": self.work_folder, "remove_seconds": self.remove_seconds,
                 "variants": [v.to_dict() for v in self.variants],
                 "frontier": [{"variant": p.variant, "search_exp": p.search_exp} for p in self.frontier()],
-                "recommendation": self.recommendation.to_dict() if self.recommendation else None}
-
-
-def variant_name(params: BuildParams) -> str:
-    """A short label: levels, target and (when random) the selection, e.g. 'L3 t50', 'L2 t100 random'."""
-    name = f"L{params.levels} t{params.target_cluster_items}"
-    return name + (" random" if params.rep_selection == "random" else "")
+                "recommendation": self.recommendation.to_dict() if self.recommendation else None,
+                "left_out": [s.to_dict() for s in self.left_out]}
 
 
 def folder_name(params: BuildParams) -> str:

@@ -12,16 +12,28 @@ MAX_ENTRIES = 200
 
 
 class SelectionHistory:
-    """The paths selected, oldest first, and the place of the one on screen."""
+    """The paths selected, oldest first, and the place of the one on screen; each entry also keeps
+    the view it was last seen in (the window's tab), which going back to it restores."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._entries: list[str] = []
+        self._views: list[str | None] = []
         self._place = -1
         self._max = max(1, max_entries)
 
     @property
     def current(self) -> str | None:
         return self._entries[self._place] if self._entries else None
+
+    @property
+    def current_view(self) -> str | None:
+        """The view the current entry was last seen in (None: not noted)."""
+        return self._views[self._place] if self._entries else None
+
+    def note_view(self, view: str) -> None:
+        """The current entry is now seen in ``view``."""
+        if self._entries:
+            self._views[self._place] = view
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -38,8 +50,11 @@ class SelectionHistory:
         if path == self.current:
             return
         del self._entries[self._place + 1:]
+        del self._views[self._place + 1:]
         self._entries.append(path)
+        self._views.append(None)
         if len(self._entries) > self._max:
+            del self._views[: len(self._entries) - self._max]
             del self._entries[: len(self._entries) - self._max]
         self._place = len(self._entries) - 1
 
@@ -60,4 +75,5 @@ class SelectionHistory:
     def clear(self) -> None:
         """Another index (or none) is shown: its paths mean nothing there."""
         self._entries.clear()
+        self._views.clear()
         self._place = -1

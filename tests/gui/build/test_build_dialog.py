@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from PySide6.QtCore import QPoint, QRect, Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import QPoint, QRect
 
 from ecpfs_viewer.gui.build import dialog as build_dialog
 from ecpfs_viewer.gui.build.dialog import BuildDialog
@@ -39,8 +38,10 @@ def open_dialog(qtbot, input_path: Path | None = None) -> BuildDialog:
 
 
 def wait_checked(qtbot, dialog: BuildDialog) -> None:
-    """Wait until the status line stops saying "Checking…": the check of the form as it is now arrived."""
-    qtbot.waitUntil(lambda: dialog.preview.status_label.text() != build_dialog.CHECKING, timeout=5000)
+    """Wait until the status line stops saying "Checking…": the check of the form as it is now, and of
+    the input's values, arrived."""
+    qtbot.waitUntil(lambda: not dialog.preview.status_label.text().startswith(
+        (build_dialog.CHECKING, build_dialog.SCANNING)), timeout=5000)
 
 
 def visible_errors(dialog: BuildDialog) -> dict[str, str]:
@@ -81,7 +82,8 @@ def test_preview_shows_the_numbers_of_a_known_file(qtbot, vectors):
     assert v["chunk_rows"] == "8,192 (nodes) · 131,072 (reps)"
     preview = preview_build(vectors, dialog.params(), dialog.form.output())
     on_disk, apparent = format_bytes(preview.estimated_bytes), format_bytes(preview.estimated_apparent_bytes)
-    assert v["size"] == f"about {on_disk} ({apparent} in {preview.estimated_files:,} files and folders)"
+    assert v["size"] == (f"about {on_disk} on disk: {preview.estimated_files:,} files and folders, "
+                         f"{apparent} of it data")
     assert visible_errors(dialog) == {}
     assert dialog.form.output_edit.text() == str(vectors.parent / "vectors.zarr")  # derived from the input
     assert dialog.build_button.isEnabled()
@@ -205,21 +207,23 @@ def test_cancel_mid_build_stops_and_leaves_nothing(qtbot, tmp_path, vectors, mon
     assert dialog.form.isEnabled()
 
 
-def test_failed_build_says_which_input_and_row(qtbot, tmp_path):
+def test_nan_in_the_input_is_said_before_build_is_pressed(qtbot, tmp_path, vectors):
+    """Issue 37 §12: the values are read in a worker as soon as the input is chosen; the bad row is
+    named under the input and Build stays disabled; another input clears it."""
     data = np.ones((200, 8), dtype=np.float32)
     data[37, 3] = np.nan
     source = tmp_path / "bad.npy"
     np.save(source, data)
     dialog = open_dialog(qtbot, source)
     set_params(dialog, levels=2, target=10)
-    wait_checked(qtbot, dialog)
-    assert dialog.build_button.isEnabled()  # the header is fine; the bad row shows only when read
-    dialog.build_button.click()
-    qtbot.waitUntil(lambda: dialog.message.isVisibleTo(dialog) and not dialog.building, timeout=10000)
-    assert dialog.message.text() == f"Build failed: {source}: row 37 contains NaN"
-    assert dialog.isVisible()
+    qtbot.waitUntil(lambda: "input" in visible_errors(dialog), timeout=10000)
+    assert visible_errors(dialog)["input"] == "row 37 contains NaN"
+    assert not dialog.build_button.isEnabled()
+    assert dialog.preview.status_label.text() == "Fix the field marked in red to build."
+    dialog.form.input_edit.setText(str(vectors))
+    qtbot.waitUntil(lambda: dialog.build_button.isEnabled(), timeout=10000)
+    assert visible_errors(dialog) == {}
     assert not (tmp_path / "bad.zarr").exists()
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "settings") == ["bad.npy"]
 
 
 def test_closing_during_a_build_cancels_it(qtbot, tmp_path, vectors, monkeypatch):
@@ -409,8 +413,9 @@ def test_hints_appear_and_go_without_moving_fields_or_buttons(qtbot, tmp_path, v
     assert _places(dialog) == calm and dialog.size() == size
 
 
-def test_large_build_is_asked_about_first(qtbot, tmp_path, monkeypatch):
-    """16 levels of one-item clusters over 3,000 rows: nearly 1 GiB of near-empty nodes for 750 KiB of input."""
+def test_large_build_is_said_before_build_is_pressed(qtbot, tmp_path, monkeypatch):
+    """16 levels of one-item clusters over 3,000 rows: nearly 1 GiB of near-empty nodes for 750 KiB of
+    input. Said beside the preview as soon as the parameters are set; Build waits for "Build it anyway"."""
     source = tmp_path / "rows.npy"
     np.save(source, np.random.default_rng(1).standard_normal((3000, 64)).astype(np.float32))
     started: list[str] = []
@@ -423,31 +428,44 @@ def test_large_build_is_asked_about_first(qtbot, tmp_path, monkeypatch):
     monkeypatch.setattr(build_dialog, "build_index", build_cancelled_at_once)
     output = tmp_path / "out" / "huge.zarr"
     dialog = ready_dialog(qtbot, source, output, levels=16, target=1)
-    assert dialog.build_button.isEnabled()  # allowed, but asked about
-
-    def question() -> QMessageBox:
-        qtbot.waitUntil(lambda: dialog.findChild(QMessageBox) is not None
-                        and dialog.findChild(QMessageBox).isVisible(), timeout=5000)
-        return dialog.findChild(QMessageBox)
-
-    dialog.build_button.click()
-    box = question()
+    qtbot.waitUntil(lambda: dialog.preview.anyway_check.isVisibleTo(dialog), timeout=10000)
     reason = preview_build(source, dialog.params(), output).oversize  # about 970 MiB on ext4
-    assert box.text() == f"T{reason[1:]}."
+    assert dialog.preview.oversize_label.text() == f"⚠ {reason}."
     assert "on disk in 248,291 files and folders" in reason and "times the 750.0 KiB of the input" in reason
-    qtbot.mouseClick(box.button(QMessageBox.StandardButton.Cancel), Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: dialog.confirm_box is None, timeout=5000)
+    assert dialog.preview.status_label.text() == f"Unusually large: tick {build_dialog.BUILD_ANYWAY} to build it."
+    assert not dialog.build_button.isEnabled()
+    dialog.start_build()  # Return in the form: nothing starts
     assert started == [] and not dialog.building
-    assert dialog.build_button.isEnabled() and dialog.form.levels_spin.value() == 16
-
+    dialog.preview.anyway_check.setChecked(True)
+    assert dialog.build_button.isEnabled()
+    # a change of the parameters: the size is another one, "anyway" is asked again
+    dialog.form.levels_spin.setValue(15)
+    qtbot.waitUntil(lambda: dialog.preview.status_label.text().startswith("Unusually large"), timeout=10000)
+    assert not dialog.preview.anyway_check.isChecked() and not dialog.build_button.isEnabled()
+    dialog.preview.anyway_check.setChecked(True)
     dialog.build_button.click()
-    box = question()
-    anyway = next(b for b in box.buttons() if b.text() == build_dialog.BUILD_ANYWAY)
-    qtbot.mouseClick(anyway, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: started != [] and not dialog.building, timeout=10000)
     assert started == [str(output)]
     assert dialog.message.text() == build_dialog.CANCELLED
     assert list(output.parent.iterdir()) == []
+
+
+def test_starting_and_ending_a_build_moves_nothing(qtbot, tmp_path, vectors, monkeypatch):
+    """Issue 37 §12: the progress and the message line keep their place when empty."""
+    def build_cancelled_at_once(*args, cancel, **kwargs):
+        cancel.set()
+        return real_build_index(*args, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(build_dialog, "build_index", build_cancelled_at_once)
+    dialog = ready_dialog(qtbot, vectors, tmp_path / "out" / "v.zarr")
+    qtbot.waitUntil(dialog.build_button.isEnabled, timeout=10000)
+    calm, size = _places(dialog), dialog.size()
+    buttons = dialog.build_button.mapTo(dialog, dialog.build_button.rect().topLeft())
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: not dialog.building and dialog.message.isVisibleTo(dialog), timeout=10000)
+    assert dialog.message.text() == build_dialog.CANCELLED
+    assert _places(dialog) == calm and dialog.size() == size
+    assert dialog.build_button.mapTo(dialog, dialog.build_button.rect().topLeft()) == buttons
 
 
 def test_after_cancel_the_inputs_are_kept(qtbot, tmp_path, vectors, monkeypatch):

@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 from index_factory import build_clustered_index
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QMenu
 from window_driver import open_window
 
 from ecpfs_viewer.gui.tuning.compare_view import CompareView
 from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.search import IndexReader
-from ecpfs_viewer.model.tuning.compare import compare_indexes
+from ecpfs_viewer.model.tuning.compare import COST_AXES, compare_indexes
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +127,35 @@ def test_cancel_stops_the_comparison(qtbot, two_builds) -> None:
     view.exps_edit.setText("1, x")
     view.run()
     assert "'x' is not one" in view.status.text()
+
+
+def test_compare_writes_numbers_as_the_main_window_does_and_escape_closes_it(qtbot, two_builds) -> None:
+    """Issue 37 §8: counts grouped, bytes in KiB/MiB, yes/no, recall ticks without SI scaling; Escape closes."""
+    fine, coarse = two_builds
+    win = open_window(qtbot, fine)
+    win.open_comparison(str(coarse))
+    view = _done(qtbot, win)
+    view.show()
+    shown = {row[0]: row for row in view.summary_box.model.texts()}
+    values = {view.summary_box.model.row(r)[0]: view.summary_box.model.row(r)
+              for r in range(view.summary_box.model.rowCount())}
+    assert shown["normalized"][1:3] == ["no", "no"]  # not "False"
+    disk = values["disk bytes"][1]
+    assert shown["disk bytes"][1] == format_bytes(disk) and shown["disk bytes"][1].endswith("iB")
+    files = values["files"][1]
+    assert shown["files"][1] == f"{files:,}"
+    curve = view.curve_box.model
+    bytes_column = list(COST_AXES).index("bytes_cold") + 3
+    cold = curve.row(0)[bytes_column]
+    assert curve.texts()[0][bytes_column] == format_bytes(cold)  # 46.8 KiB, not 47911.6
+    assert curve.texts()[0][2] == f"{curve.row(0)[2]:.4g}"  # recall as a fraction
+    view.tabs.setCurrentIndex(3)
+    label = view.recall_plot.getPlotItem().getAxis("left").labelString()
+    assert "recall@10" in label and "(x" not in label
+    # the progress text: one line from the left edge, not wrapped beside a hidden bar
+    assert not view.status.wordWrap() and view.status.mapTo(view, QPoint(0, 0)).x() < 30
+    assert view.status.height() < 2 * view.status.fontMetrics().lineSpacing()
+    assert view.isVisible()
+    qtbot.keyClick(view.tabs, Qt.Key.Key_Escape)  # from a child with focus, as a user presses it
+    qtbot.waitUntil(lambda: not view.isVisible(), timeout=5000)
+    win.close()

@@ -122,7 +122,7 @@ def test_build_menu_tune_opens_the_dialog_and_a_kept_variant_opens_in_the_window
     qtbot.addWidget(win)
     win.show()
     build_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&Build")
-    assert [a.text() for a in build_menu.actions()] == ["&Build Index from .npy…", "&Tune…"]
+    assert [a.text() for a in build_menu.actions()] == ["&Build Index from .npy…", "&Add Vectors…", "&Tune…"]
     win.commands.tune_action.trigger()
     dialog = win.findChild(TuneDialog)
     assert dialog is not None and dialog.isVisible()
@@ -169,3 +169,45 @@ def test_the_dialog_tunes_on_a_dask_cluster_and_remembers_it(qtbot, tmp_path: Pa
     again = TuneDialog()
     qtbot.addWidget(again)
     assert again.form.scheduler_edit.text() == cluster.address
+
+
+def test_the_grid_adapts_to_the_input_listing_every_left_out_variant_with_an_include_anyway(
+        qtbot, tmp_path: Path, own_tmp: Path) -> None:
+    """Issue 37 §6: the size guard leaves out, before Run, every variant too large for the input, all
+    named at once with their sizes; Run builds the rest; "Include them anyway" is said explicitly;
+    Cancel is live only while a tune runs and never closes the dialog."""
+    rows, queries = cluster_rows(tmp_path)
+    dialog = TuneDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert not dialog.cancel_button.isEnabled()
+    fill(dialog, rows, queries, f"{CLUSTER}")
+    dialog.form.levels_edit.setText("1, 150, 200")
+    qtbot.waitUntil(lambda: dialog.guard.isVisible(), timeout=30_000)
+    text = dialog.guard.label.text()
+    assert text.startswith("2 variants of 3 left out, unusually large for this input")
+    assert "L150 t50: about 299.0 MiB, 76,543 files and folders" in text
+    assert "L200 t50: about 400.9 MiB, 102,643 files and folders" in text
+    assert dialog.guard.include_check.text() == "Include them anyway" and not dialog.guard.include_check.isChecked()
+    dialog.cancel_button.click()  # disabled: nothing happens, the dialog stays
+    assert dialog.isVisible()
+    qtbot.mouseClick(dialog.run_button, Qt.MouseButton.LeftButton)
+    assert dialog.step_label.text() == "Starting 1 variant…" and dialog.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: dialog.run_button.isEnabled(), timeout=120_000)
+    assert isinstance(dialog.report, TuneReport), dialog.status.text()
+    assert [v.name for v in dialog.report.variants] == ["L1 t50"]
+    assert [s.name for s in dialog.report.left_out] == ["L150 t50", "L200 t50"]
+    assert not dialog.cancel_button.isEnabled() and dialog.isVisible()
+    # a grid whose variants all fit: nothing listed
+    dialog.form.levels_edit.setText("1")
+    qtbot.waitUntil(lambda: dialog.guard.to_build != [], timeout=30_000)
+    assert not dialog.guard.isVisible()
+    # ticking "anyway" sends the whole grid (the run itself is the model's, tested there)
+    dialog.form.levels_edit.setText("1, 200")
+    qtbot.waitUntil(lambda: dialog.guard.isVisible(), timeout=30_000)
+    dialog.guard.include_check.setChecked(True)
+    assert dialog.guard.include()
+    dialog.form.levels_edit.setText("1, 150")  # another grid: "anyway" was said of other variants
+    assert not dialog.guard.include_check.isChecked()
+    qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+    assert not dialog.isVisible()

@@ -118,3 +118,53 @@ def test_go_to_path_keeps_the_parent_row_in_view(qtbot, tmp_path):
     assert shown.contains(parent), "the parent row lies above the viewport"
     assert parent.top() < tree.visualRect(target).top()
     win.close()
+
+
+def test_back_and_forward_restore_the_tab_the_selection_was_seen_on(qtbot, two_clusters_path):
+    """Issue 37 §11: Back returns to the node and to the tab (Overview, Data, Metadata) it was on."""
+    win = open_window(qtbot, two_clusters_path)
+    select(qtbot, win, "lvl_2/node_3")
+    assert win.tabs.currentIndex() == win.TAB_OVERVIEW
+    win.tabs.setCurrentIndex(win.TAB_DATA)  # the user looks at its embeddings
+    select(qtbot, win, "lvl_1")
+    assert win.tabs.currentIndex() == win.TAB_OVERVIEW
+    win.tabs.setCurrentIndex(win.TAB_METADATA)
+    select(qtbot, win, "lvl_2/node_1")
+    assert win.tabs.currentIndex() == win.TAB_OVERVIEW
+    win.commands.navigation.back_action.trigger()
+    qtbot.waitUntil(lambda: selected_path(win) == "lvl_1" and win.tabs.currentIndex() == win.TAB_METADATA,
+                    timeout=5000)
+    win.commands.navigation.back_action.trigger()
+    qtbot.waitUntil(lambda: selected_path(win) == "lvl_2/node_3" and win.tabs.currentIndex() == win.TAB_DATA,
+                    timeout=5000)
+    win.commands.navigation.forward_action.trigger()
+    qtbot.waitUntil(lambda: selected_path(win) == "lvl_1" and win.tabs.currentIndex() == win.TAB_METADATA,
+                    timeout=5000)
+    win.commands.navigation.forward_action.trigger()
+    qtbot.waitUntil(lambda: selected_path(win) == "lvl_2/node_1" and win.tabs.currentIndex() == win.TAB_OVERVIEW,
+                    timeout=5000)
+    wait_idle(qtbot, win)
+    win.close()
+
+
+def test_go_to_path_takes_a_completion_with_one_return(qtbot, two_clusters_path):
+    """Issue 37 §11: Return on a completion goes there (it took a second Return)."""
+    win = open_window(qtbot, two_clusters_path)
+    select(qtbot, win, "lvl_2/node_3")  # lvl_2 is listed: its nodes complete
+
+    def answer() -> None:
+        dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, GoToPathDialog) and w.isVisible())
+        dialog.edit.clear()
+        qtbot.keyClicks(dialog.edit, "lvl_2/node_1")
+        popup = dialog.completer.popup()
+        qtbot.waitUntil(popup.isVisible, timeout=3000)
+        wanted = dialog.completer.completionModel().index(0, 0).data()
+        answer.wanted = wanted  # type: ignore[attr-defined]
+        qtbot.keyClick(popup, Qt.Key.Key_Down)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)  # once
+
+    QTimer.singleShot(0, answer)
+    win.commands.go_to_action.trigger()  # runs the dialog until it closes
+    assert selected_path(win) == answer.wanted  # type: ignore[attr-defined]
+    assert answer.wanted.startswith("lvl_2/node_1")  # type: ignore[attr-defined]
+    win.close()

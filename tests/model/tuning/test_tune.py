@@ -103,8 +103,8 @@ def test_cancel_leaves_nothing_behind(tmp_path: Path, own_tmp: Path) -> None:
 def test_a_grid_the_builder_would_refuse_stops_before_building(tmp_path: Path, own_tmp: Path) -> None:
     src = tmp_path / "rows.npy"
     np.save(src, np.random.default_rng(0).standard_normal((3000, 64)).astype(np.float32))
-    with pytest.raises(TuneError, match=r"L64 t1: the index would take about 8\.1 GiB on disk"):
-        tune(src, TuneGrid(levels=(2, 64), target_cluster_items=(1,)), TuneSettings(holdout=10))
+    with pytest.raises(TuneError, match=r"L64 t1: about 8\.1 GiB, 2,120,387 files and folders\. Nothing is left"):
+        tune(src, TuneGrid(levels=(64,), target_cluster_items=(1,)), TuneSettings(holdout=10))
     with pytest.raises(TuneError, match="larger than the number of rows"):
         tune(src, TuneGrid(levels=(1,), target_cluster_items=(5000,)), TuneSettings(holdout=10))
     with pytest.raises(TuneError, match="file not found"):
@@ -149,3 +149,20 @@ def test_a_grid_larger_than_the_free_space_stops_before_building(tmp_path: Path,
         tune(rows, TuneGrid(levels=(1, 2), target_cluster_items=(25,)),
              TuneSettings(holdout=10, keep=str(own_tmp / "k")))
     assert list(own_tmp.iterdir()) == []
+
+
+def test_the_size_guard_splits_the_grid_and_anyway_keeps_it_whole(tmp_path: Path) -> None:
+    """Issue 37 §6: variants over `build`'s size guard are left out (all named, with sizes), unless included."""
+    from tune_data import cluster_rows
+
+    from ecpfs_viewer.model.tuning.tune import TuneError, TuneGrid, runnable_variants
+
+    rows, _ = cluster_rows(tmp_path)
+    run, left = runnable_variants(str(rows), TuneGrid(levels=(1, 200), target_cluster_items=(50,)))
+    assert [s.name for s in run] == ["L1 t50"] and [s.name for s in left] == ["L200 t50"]
+    assert left[0].oversize and left[0].estimated_bytes > 256 << 20
+    run, left = runnable_variants(str(rows), TuneGrid(levels=(1, 200), target_cluster_items=(50,),
+                                                      include_oversize=True))
+    assert [s.name for s in run] == ["L1 t50", "L200 t50"] and left == []
+    with pytest.raises(TuneError, match=r"2 variants of 2 left out.*L150 t50: about 299\.0 MiB.*L200 t50"):
+        runnable_variants(str(rows), TuneGrid(levels=(150, 200), target_cluster_items=(50,)))

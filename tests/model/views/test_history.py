@@ -36,3 +36,17 @@ def test_the_oldest_entries_go_first_and_clear_forgets_all():
     assert history.entries == ("c", "d", "e")
     history.clear()
     assert history.current is None and history.entries == () and not history.can_go_back()
+
+
+def test_each_entry_keeps_the_view_it_was_last_seen_in() -> None:
+    history = SelectionHistory()
+    history.visit("a")
+    history.note_view("Data")
+    history.visit("b")
+    assert history.current_view is None
+    history.note_view("Metadata")
+    assert history.back() == "a" and history.current_view == "Data"
+    history.visit("c")  # drops b and its view
+    assert history.entries == ("a", "c") and history.current_view is None
+    history.clear()
+    assert history.current_view is None
