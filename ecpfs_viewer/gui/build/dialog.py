@@ -116,6 +116,7 @@ class BuildDialog(QDialog):
         layout.addLayout(buttons)
 
         self.form.changed.connect(self._schedule_check)
+        self.form.changed.connect(self.message.hide)  # a build's failure was about the inputs as they were
         self._schedule_check()
         self.resize(max(self.sizeHint().width(), 960), self.sizeHint().height())
 

@@ -227,6 +227,7 @@ class RecallView(QWidget):
         self.numbers_model.clear()
         self.misses_model.clear()
         self.miss_filter.clear()
+        self.misses_label.setText("True neighbours missed")  # no count of a sweep no longer shown
         self.recall_plot.clear()
         self.leaves_plot.clear()
         self.csv_button.setEnabled(False)
