@@ -95,7 +95,7 @@ class RecallView(QWidget):
         self._metric = "L2"
         self._build_form()
         self.graphics = pg.GraphicsLayoutWidget()
-        self.graphics.setMinimumSize(360, 170)
+        self.graphics.setMinimumSize(240, 170)  # at 1.5x the tables keep most of a narrow pane
         self.recall_plot = self.graphics.addPlot(row=0, col=0)
         self.leaves_plot = self.graphics.addPlot(row=0, col=1)
         self.numbers_model = RowsModel(self.NUMBER_HEADERS, self, NUMBER_TIPS)

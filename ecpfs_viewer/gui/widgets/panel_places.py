@@ -106,8 +106,8 @@ class PanelPlaces(QObject):
         tabs.setTabsClosable(True)
         for i in range(fixed):  # Overview, Metadata and Data always stay
             for side in (QTabBar.ButtonPosition.RightSide, QTabBar.ButtonPosition.LeftSide):
-                tabs.tabBar().setTabButton(i, side, None)  # type: ignore[arg-type]  # None removes it
-        tabs.tabCloseRequested.connect(lambda i: self.close_widget(tabs.widget(i)))
+                tabs.tabBar().setTabButton(i, side, None)  # None removes it
+        tabs.tabCloseRequested.connect(self._tab_close_requested)
         view_menu.addSeparator()
         self.menu = view_menu.addMenu("&Panels")
         self.menu.setToolTipsVisible(True)
@@ -208,6 +208,11 @@ class PanelPlaces(QObject):
         if entry.window is not None and entry.window.isVisible():
             entry.window.close()
 
+    def _tab_close_requested(self, index: int) -> None:
+        widget = self.tabs.widget(index)
+        if widget is not None:
+            self.close_widget(widget)
+
     def close_widget(self, widget: QWidget) -> None:
         for entry in self._panels.values():
             if entry.widget is widget:
@@ -220,7 +225,7 @@ class PanelPlaces(QObject):
         if entry.widget is not None:
             entry.widget.removeEventFilter(self)
             with contextlib.suppress(RuntimeError):  # already deleted
-                entry.widget.setParent(None)  # type: ignore[call-overload]  # off the window it sat in
+                entry.widget.setParent(None)  # off the window it sat in
         entry.widget = None
 
     def _window_closed(self, key: str) -> None:

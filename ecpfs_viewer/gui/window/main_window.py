@@ -244,12 +244,11 @@ class MainWindow(QMainWindow):
     def _register_resets(self) -> None:
         """What every view forgets when the session drops its index, before its store closes."""
         register = self.resets.register
-        register("tree", lambda: (self.tree_panel.pending.clear(), self.tree_model.clear(),
-                                  self.tree_panel.clear_filter()))
+        register("tree", self.tree_panel.pending.clear, self.tree_model.clear, self.tree_panel.clear_filter)
         register("metadata", self.metadata.clear)
         register("plot", self.plot.clear)
-        register("overview", lambda: (self.overview.clear(), self.overview.forget_report(),
-                                      self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)))
+        register("overview", self.overview.clear, self.overview.forget_report,
+                 lambda: self.tabs.setTabEnabled(self.TAB_OVERVIEW, False))
         register("node page", self.node_page.clear)
         register("selection", self.selection.forget)
         register("early page", lambda: setattr(self, "_early", None))

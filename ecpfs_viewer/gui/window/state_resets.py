@@ -21,15 +21,15 @@ class StoreResets(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._resets: list[tuple[str, Callable[[], None]]] = []
+        self._resets: list[tuple[str, Callable[[], object]]] = []
 
-    def register(self, name: str, reset: Callable[[], None]) -> None:
-        """Run reset whenever the store changes; name says whose it is (in a failure's message)."""
-        self._resets.append((name, reset))
+    def register(self, name: str, *resets: Callable[[], object]) -> None:
+        """Run resets (in this order) whenever the store changes; name says whose they are."""
+        self._resets.extend((name, reset) for reset in resets)
 
     @property
     def names(self) -> list[str]:
-        return [name for name, _ in self._resets]
+        return list(dict.fromkeys(name for name, _ in self._resets))
 
     def store_changed(self) -> None:
         """The index on screen went (closed, replaced, or failed to open): every panel forgets it."""

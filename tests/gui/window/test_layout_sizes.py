@@ -121,19 +121,23 @@ def test_the_recall_table_shows_a_sweep_of_eight_search_exps(qtbot, show, index,
 
 
 @pytest.mark.parametrize("name", list(SIZES))
-def test_the_level_page_chart_keeps_its_title(qtbot, show, index, name):
+def test_the_level_page_charts_keep_their_titles_and_height_inside_the_window(qtbot, show, index, name):
+    """The level page's chart title was cut; at 1.5x its charts ran below the window's edge."""
     win = opened(qtbot, show, index, SIZES[name])
     select(qtbot, win, "lvl_2")
     page = win.overview.level_page
-    qtbot.waitUntil(lambda: page.histogram_view.isVisible(), timeout=10_000)
+    qtbot.waitUntil(lambda: page.histogram_view.isVisible() and not page.busy and page.view is not None,
+                    timeout=10_000)
     idle(qtbot, win)
+    central = win.tabs.currentWidget()
     for view in (page.histogram_view, page.profile_view):
         plot = view.getPlotItem()
         title = plot.titleLabel
-        assert title.isVisible() and title.boundingRect().height() > 0
-        assert view.height() >= 180, (name, view.height())
-        # the plot's own area is below its title, inside the widget
-        assert plot.vb.sceneBoundingRect().top() >= title.sceneBoundingRect().bottom() - 1
+        assert title.isVisible() and title.item.boundingRect().width() <= view.width() - 20, (name, view.width())
+        assert view.height() >= 150, (name, view.height())
+        assert plot.vb.sceneBoundingRect().top() >= title.sceneBoundingRect().bottom() - 1  # plot below its title
+        bottom = view.mapTo(central, view.rect().bottomLeft()).y()
+        assert bottom <= central.height(), (name, bottom, central.height())  # not cut by the window's edge
     shot(win, f"level-{name}")
 
 
