@@ -213,6 +213,12 @@ class PanelPlaces(QObject):
         if widget is not None:
             self.close_widget(widget)
 
+    def close_windows(self) -> None:
+        """The main window closes: so do the panels' own windows (each remembers its geometry)."""
+        for entry in self._panels.values():
+            if entry.window is not None and entry.window.isVisible():
+                entry.window.close()
+
     def close_widget(self, widget: QWidget) -> None:
         for entry in self._panels.values():
             if entry.widget is widget:

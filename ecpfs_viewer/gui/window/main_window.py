@@ -374,6 +374,7 @@ class MainWindow(QMainWindow):
         A task still running then (a stalled server, a computation that ignores its cancel flag)
         is abandoned: closing never waits on it (app.run_gui leaves the process without it)."""
         self.save_layout()
+        self.places.close_windows()  # a panel's own window would keep the application running
         for dialog in (self._build_dialog, self._tune_dialog):
             if dialog is not None:
                 with contextlib.suppress(RuntimeError):  # already deleted by Qt (WA_DeleteOnClose)

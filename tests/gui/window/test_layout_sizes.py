@@ -170,7 +170,11 @@ def test_panels_open_in_their_own_windows_when_the_user_chooses_so(qtbot, show, 
     win.places.action("search").trigger()  # View ▸ Panels ▸ Search shows it again
     assert win.search.panel.window().isVisible()
     win.index_map.show_map()
-    assert win.index_map.panel.window() not in (win, win.search.panel.window())
+    map_window = win.index_map.panel.window()
+    assert map_window not in (win, win.search.panel.window()) and map_window.isVisible()
+    win.close()  # the panels' windows close with the main window (they would keep the application running)
+    assert not map_window.isVisible() and not win.search.panel.window().isVisible()
+    win.show()
     win.places.reset_action.trigger()  # View ▸ Reset Layout: tabs again, panels closed
     assert saved_placement() is Placement.TABS and win.tabs.count() == 3
     assert not win.search.dock.isVisible() and not win.index_map.dock.isVisible()
