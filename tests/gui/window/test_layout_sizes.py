@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QStyle
+from PySide6.QtWidgets import QApplication, QStyle
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
@@ -54,6 +54,7 @@ def shot(win: MainWindow, name: str) -> None:
     folder = os.environ.get("ECPFS_SHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
+        QApplication.processEvents()  # a tab just added is laid out on the next pass
         win.grab().save(str(Path(folder) / f"{name}.png"))
 
 
