@@ -41,7 +41,8 @@ from PySide6.QtWidgets import (
 )
 
 from ecpfs_viewer.gui.window.go_to import GoToPathDialog
-from ecpfs_viewer.gui.window.main_window import MainWindow
+from ecpfs_viewer.gui.window.main_window import WINDOW_TITLE, MainWindow
+from ecpfs_viewer.gui.window.session import display_label
 
 
 def build_stores(folder: Path, two_clusters: Path, hostile: bool = True) -> dict[str, Path]:
@@ -104,6 +105,32 @@ def type_text(widget: QWidget, text: str) -> None:
             QTest.keyClicks(widget, chunk)
         elif isinstance(widget, QLineEdit):
             widget.insert(chunk)
+
+
+def stale_labels(window: MainWindow) -> list[str]:
+    """Labels of an idle window that do not match its state: each a sentence saying which."""
+    problems = []
+    session, panel = window.session, window.search.panel
+    opened = session.current
+    if opened is None and not session.busy and window.windowTitle() != WINDOW_TITLE:
+        problems.append(f"nothing is open but the title is {window.windowTitle()!r}")
+    if opened is not None and not window.windowTitle().startswith(display_label(opened.location)):
+        problems.append(f"{opened.location} is open but the title is {window.windowTitle()!r}")
+    tree = window.tree_panel
+    if not tree.filter_edit.text() and (tree.filter_status.isVisibleTo(tree) or tree.tree.model() is tree.proxy):
+        problems.append(f"no filter typed, but the tree is filtered ({tree.filter_status.text()!r})")
+    if panel.session.hierarchy is not session.hierarchy:
+        problems.append("the Search panel searches another store than the one open")
+    recall = panel.recall_view
+    if recall.outcome is None and "shown of" in recall.misses_label.text():
+        problems.append(f"no recall sweep shown, but {recall.misses_label.text()!r}")
+    if panel.exploration is None and panel.misses_label.text().startswith("True neighbours missed: "):
+        problems.append(f"no search shown, but {panel.misses_label.text()!r}")
+    if panel.form.compare_check.isChecked() and "tick" in panel.misses_label.text():
+        problems.append(f"'Compare with exact search' is ticked, but {panel.misses_label.text()!r}")
+    if opened is None and window.tree_model.hierarchy is not None:
+        problems.append("nothing is open but the tree shows a store")
+    return problems
 
 
 @dataclass
@@ -194,8 +221,12 @@ class Monkey:
             self.settle()
 
     def settle(self, timeout_ms: int = 60_000) -> str:
-        """Wait until nothing the window started runs: a window that never settles is a hang."""
+        """Wait until nothing the window started runs (a window that never settles is a hang), then
+        check that no label it can see describes another state (issue 37: stale texts)."""
         self.qtbot.waitUntil(lambda: not self.window.is_busy(), timeout=timeout_ms)
+        QApplication.processEvents()
+        where = self.run.actions[-1] if self.run.actions else "before the first action"
+        self.run.errors.extend(f"after {where}: stale: {problem}" for problem in stale_labels(self.window))
         return "until idle"
 
     # -- dialogs -----------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ def run_recall(qtbot, win: MainWindow, queries: int, search_exps: str) -> Recall
 def open_index_map(qtbot, win: MainWindow):
     """Open the Index map from the index page of the open index and wait for its layout; the panel."""
     select(qtbot, win, "")
+    win.tabs.setCurrentIndex(win.TAB_OVERVIEW)  # the root may have been selected already, with a panel's tab on top
     button = win.overview.index_page.map_button
     qtbot.waitUntil(button.isVisible, timeout=10_000)
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)

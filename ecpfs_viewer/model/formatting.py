@@ -65,3 +65,13 @@ def format_age(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds:.0f} s"
+
+
+def format_percent(share: float, digits: int = 2) -> str:
+    """A share (0..1) as a percentage that is never rounded to all or nothing: 199,999 of 200,000
+    is '> 99.99%', not '100.00%' (a reader takes that for every one)."""
+    text = f"{100 * share:.{digits}f}%"
+    if 0 < share < 1 and text in (f"{100:.{digits}f}%", f"{0:.{digits}f}%"):
+        step = 10.0 ** -digits
+        return f"> {100 - step:.{digits}f}%" if share > 0.5 else f"< {step:.{digits}f}%"
+    return text

@@ -134,15 +134,15 @@ def test_legacy_index_says_how_to_rebuild_it_and_does_it(qtbot, opened, two_clus
     qtbot.mouseClick(box.copy_button, Qt.MouseButton.LeftButton)
     assert QApplication.clipboard().text() == box.command.text()
     qtbot.mouseClick(box.save_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: isinstance(win._build_dialog, BuildDialog) and win._build_dialog.isVisible(),
-                    timeout=15000)
-    assert win._build_dialog.form.source() == str(vectors)
+    qtbot.waitUntil(lambda: isinstance(win.secondary.build_dialog, BuildDialog)
+                    and win.secondary.build_dialog.isVisible(), timeout=15000)
+    assert win.secondary.build_dialog.form.source() == str(vectors)
     stored = np.load(vectors)
     reference = Hierarchy(open_store(two_clusters_copy))
     for leaf in range(4):  # row i of the file is item i's vector
         ids = reference.read_array(f"lvl_2/node_{leaf}/item_ids")
         np.testing.assert_array_equal(stored[ids], reference.read_array(f"lvl_2/node_{leaf}/embeddings"))
-    win._build_dialog.close()
+    win.secondary.build_dialog.close()
     build_index(vectors, output, BuildParams(levels=2, target_cluster_items=2, metric="L2"))  # the command's build
     assert validate(Hierarchy(open_store(output))).ok
 

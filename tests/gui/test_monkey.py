@@ -1,9 +1,11 @@
 """The monkey test: seeded random user actions in the real window over good, damaged and hostile stores.
 
 Pass: no uncaught exception (GUI thread or any other), no traceback in the application's log, the
-window settles (never busy for a minute) and still answers afterwards. CI runs a few hundred
-actions with a fixed seed; ``ECPFS_MONKEY_SEED=123 ECPFS_MONKEY_ACTIONS=20000`` runs a long one
-(see docs/reliability.md). A failure prints the seed, the replay command and the last actions.
+window settles (never busy for a minute), no label it shows when settled contradicts its state
+(monkey.stale_labels: issue 37) and it still answers afterwards. CI runs a few hundred actions with
+a fixed seed; ``ECPFS_MONKEY_SEED=123 ECPFS_MONKEY_ACTIONS=20000`` runs a long one (see
+docs/reliability.md; issue 37 asks for 5,000). A failure prints the seed, the replay command and
+the last actions.
 """
 
 from __future__ import annotations

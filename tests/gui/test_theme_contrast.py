@@ -85,7 +85,7 @@ def test_plots_legends_arrows_and_check_boxes_read_in_both_themes(qtbot, two_clu
         assert strongest(glyph, window) >= VISIBLE
 
     win.open_build_dialog()
-    dialog = win._build_dialog
+    dialog = win.secondary.build_dialog
     qtbot.waitExposed(dialog)
     boxes = dialog.findChildren(QCheckBox)
     assert boxes

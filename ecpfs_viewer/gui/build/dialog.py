@@ -130,6 +130,7 @@ class BuildDialog(QDialog):
         self.form.changed.connect(self._schedule_check)
         self.form.input_edit.textChanged.connect(self._input_changed)
         self.preview.anyway_check.toggled.connect(self._update_build_button)
+        self.form.changed.connect(self.message.hide)  # a build's failure was about the inputs as they were
         self._schedule_check()
         self.resize(max(self.sizeHint().width(), 960), self.sizeHint().height())
 

@@ -121,6 +121,7 @@ class IndexMapPanel(QWidget):
         self.lost_view = rows_view(self.lost_model, self._lost_activated)
         self.lost_view.setToolTip("Double-click a node to open its page")
         lost_box = titled(self.lost_view, self.lost_label, self.lost_filter)
+        lost_box.setMinimumWidth(220)  # its title and node names readable in a narrow window (1.5x)
 
         body = panes(Qt.Orientation.Horizontal, (map_box, 3), (lost_box, 1))
         body.setSizes([750, 300])

@@ -25,6 +25,7 @@ from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport, self_reachability
 from ecpfs_viewer.model.ecpfs.paths import node_path
+from ecpfs_viewer.model.formatting import format_percent
 from ecpfs_viewer.model.search import IndexReader
 
 STRAY_HEADERS = ("item", "own leaf", "reached leaf", "leaves its branch at")
@@ -80,7 +81,7 @@ class ReachabilityDialog(RunDialog):
 
     def _show(self, report: ReachabilityReport) -> None:
         self.report = report
-        share = f"{100 * report.share_reached:.2f}% reach their own leaf"
+        share = f"{format_percent(report.share_reached)} reach their own leaf"
         more = f" (the first {SHOWN:,} are listed; the JSON export has all)" if report.strays > SHOWN else ""
         self.model.set_rows(stray_rows(report))
         fit_table(self.view, stretch=3)

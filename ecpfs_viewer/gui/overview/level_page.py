@@ -122,6 +122,12 @@ def metadata_findings(stats: LevelStats) -> list[Finding]:
     return found
 
 
+#: The charts' height, kept at 1.5x on a 1280 x 800 screen (a logical 853 x 533) with the facts above.
+PLOT_MIN_HEIGHT = 150
+#: The facts and node lists: they scroll below this.
+TOP_MIN_HEIGHT = 110
+
+
 @dataclass(frozen=True)
 class LevelView:
     """What the level page draws: the statistics plus the summary they are judged against."""
@@ -236,7 +242,9 @@ class LevelPage(QSplitter):
         histogram_layout.addWidget(self.histogram_view, 1)
         self.profile_view = pg.PlotWidget()
         self.profile_plot = self.profile_view.getPlotItem()
-        self.profile_plot.setTitle("Sorted size profile (click a bar to open the node)")
+        self.profile_plot.setTitle("Sorted size profile")  # short: a long title is cut in a narrow window
+        self.profile_view.setToolTip("Every node of the level by its rows, largest first: click a bar to open "
+                                     "the node")
         self.profile_plot.setLabel("bottom", "nodes, largest first")
         self.profile_plot.setLabel("left", "rows")
         # A filled step curve, not 4,000 bar rectangles: sub-pixel bars would be dropped when drawn.
@@ -248,7 +256,7 @@ class LevelPage(QSplitter):
         self.profile_plot.addItem(self.chunk_line)
         self.profile_view.scene().sigMouseClicked.connect(self._on_profile_clicked)
         for view in (self.histogram_view, self.profile_view):
-            view.setMinimumHeight(180)
+            view.setMinimumHeight(PLOT_MIN_HEIGHT)  # the charts keep their height; the lists above scroll
         plots_layout.addWidget(histogram_box)
         plots_layout.addWidget(self.profile_view)
         self.addWidget(plots)
@@ -256,7 +264,7 @@ class LevelPage(QSplitter):
         self.setStretchFactor(1, 1)
         self.setStretchFactor(2, 4)
         self.setSizes([280, 90, 380])
-        top.setMinimumHeight(200)
+        top.setMinimumHeight(TOP_MIN_HEIGHT)
         self._apply_palette()
         self.clear()
 

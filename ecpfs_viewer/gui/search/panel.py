@@ -85,7 +85,7 @@ class SearchPanel(QWidget):
         self.run_button.setToolTip("Run the search (Ctrl+Enter)")
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.run)
-        self.status = QLabel("Type an item id (or pick another query source) and press Run.")
+        self.status = QLabel()
         self.status.setToolTip("Nodes visited: the nodes the search opened, from the root down (its trace); "
                                "leaves: the last-level nodes whose items it compared with the query")
         self.status.setWordWrap(True)
@@ -126,6 +126,10 @@ class SearchPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.tabs)
+        self.form.source_combo.currentIndexChanged.connect(self._source_changed)
+        self.form.compare_check.toggled.connect(lambda _on: self._show_misses_hint())
+        self._show_status(self._prompt())
+        self._show_misses_hint()
         for keys in ("Ctrl+Return", "Ctrl+Enter"):
             shortcut = QShortcut(QKeySequence(keys), self)
             shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -150,10 +154,22 @@ class SearchPanel(QWidget):
         self.results_model.set_headers(self.RESULT_HEADERS)  # the score's name is the index's metric
         self.misses_model.clear()
         self.misses_model.set_headers(self.MISS_HEADERS)
-        self.misses_label.setText("True neighbours missed")
+        self._show_misses_hint()
         self.path_view.clear()
         self.marks_changed.emit({})
-        self._show_status("Type an item id (or pick another query source) and press Run.")
+        self._show_status(self._prompt())
+
+    def _source_changed(self) -> None:
+        if self._exploration is None and not self._runner.busy:
+            self._show_status(self._prompt())  # the prompt follows the source; a result's summary stays
+
+    def _prompt(self) -> str:
+        """What to do first, for the query source chosen."""
+        return {"item": "Type an item id (or pick another query source) and press Run.",
+                "file": "Choose a .npy file of queries and its row, then press Run.",
+                "saved": "Pick a saved query of this index and press Run.",
+                "array": "Name an array of this index and its row (or use a heatmap row), then press Run.",
+                }.get(self.form.kind, "Choose a query and press Run.")
 
     def is_busy(self) -> bool:
         return self._runner.busy or self._compare_runner.busy or self._saved_runner.busy or self.recall_view.busy
@@ -218,6 +234,7 @@ class SearchPanel(QWidget):
             self._compare_runner.run(_compare_job, self.session, exploration, on_result=self._on_compared,
                                      on_error=self._on_error, on_progress=self._on_progress, heavy=True)
             self._show_status(f"{self._summary(exploration)} Comparing with exact search …")
+            self._show_misses_hint()
         else:
             self.finished.emit()
 
@@ -254,9 +271,22 @@ class SearchPanel(QWidget):
             text += (f" {found} of the {len(exploration.exact)} exact neighbours found "
                      f"(recall {exploration.recall:.2f}).")
             self.misses_label.setText(f"True neighbours missed: {len(exploration.misses)}")
-        else:
-            self.misses_label.setText("True neighbours missed (tick 'Compare with exact search')")
+        self._show_misses_hint()
         self._show_status(text)
+
+    def _show_misses_hint(self) -> None:
+        """The misses' title while no comparison is on screen: what to do, as the form is now."""
+        exploration = self._exploration
+        if exploration is not None and exploration.exact is not None:
+            return  # the count of the comparison shown
+        if exploration is not None and self._compare and self._compare_runner.busy:
+            hint = "comparing with exact search …"
+        elif self.form.compare_check.isChecked():
+            hint = "run the search to compare with exact search" if exploration is None else \
+                "run again to compare with exact search"
+        else:
+            hint = "tick 'Compare with exact search'"
+        self.misses_label.setText(f"True neighbours missed ({hint})")
 
     # -- results --------------------------------------------------------------------------------
     def _result_activated(self, row: int) -> None:

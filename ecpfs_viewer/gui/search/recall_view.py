@@ -98,7 +98,7 @@ class RecallView(QWidget):
         self._metric = "L2"
         self._build_form()
         self.graphics = pg.GraphicsLayoutWidget()
-        self.graphics.setMinimumSize(360, 170)
+        self.graphics.setMinimumSize(240, 170)  # at 1.5x the tables keep most of a narrow pane
         self.recall_plot = self.graphics.addPlot(row=0, col=0)
         self.leaves_plot = self.graphics.addPlot(row=0, col=1)
         self.numbers_model = RowsModel(self.NUMBER_HEADERS, self, NUMBER_TIPS)
@@ -138,7 +138,7 @@ class RecallView(QWidget):
         self.self_check = QCheckBox("Leave each sampled item out of its own lists")
         self.self_check.setChecked(True)
         self.scheduler_edit = QLineEdit(str(settings().value(_SCHEDULER_KEY, "")))
-        self.scheduler_edit.setPlaceholderText("this process; or threads, or tcp://HOST:PORT of a dask cluster")
+        self.scheduler_edit.setPlaceholderText("this process, threads or tcp://HOST:PORT")
         self.scheduler_edit.setToolTip("Compute the exact neighbours with dask: 'threads' on this machine, or on the "
                                        "workers of this dask.distributed scheduler (the scale extra; the workers "
                                        "open the index themselves, so it must be a URL or a path they share). "
@@ -157,8 +157,8 @@ class RecallView(QWidget):
         form = QFormLayout(self.form)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Queries", hbox(self.source_combo, self.n_spin, self.seed_spin, self.file_edit, browse, stretch=3))
-        form.addRow("Sweep", hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.self_check, stretch=2))
-        form.addRow("Scheduler", self.scheduler_edit)
+        form.addRow("Sweep", hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.self_check,
+                                  QLabel("scheduler"), self.scheduler_edit, stretch=2))
         form.addRow("", hbox(self.run_button, self.cancel_button, self.progress, self.status, self.csv_button,
                               self.json_button, stretch=3))
 
@@ -242,6 +242,7 @@ class RecallView(QWidget):
         self.numbers_model.clear()
         self.misses_model.clear()
         self.miss_filter.clear()
+        self.misses_label.setText("True neighbours missed")  # no count of a sweep no longer shown
         self.recall_plot.clear()
         self.leaves_plot.clear()
         self.csv_button.setEnabled(False)

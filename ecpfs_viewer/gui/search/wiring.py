@@ -1,5 +1,5 @@
-"""The Search panel in the main window: its dock, the Search menu (Ctrl+Shift+F, Ctrl+G), tree marks,
-and opening a leaf with one row selected.
+"""The Search panel in the main window: its place (a tab or its own window), the Search menu
+(Ctrl+Shift+F, Ctrl+G), tree marks, and opening a leaf with one row selected.
 
 The feature is given what it works with (the tree model it marks, the plot pane it opens rows in,
 a callable that selects a path, the status bar) rather than the window, so it depends on those
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QModelIndex, QObject, Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDockWidget, QLineEdit, QMainWindow, QMenu
+from PySide6.QtWidgets import QLineEdit, QMainWindow, QMenu
 
 from ecpfs_viewer.gui.data.plot_pane import PlotPane
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
@@ -22,6 +22,7 @@ from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
 from ecpfs_viewer.gui.tree.tree_item import TreeItem
 from ecpfs_viewer.gui.widgets.actions import window_action
 from ecpfs_viewer.gui.widgets.ask_dialog import AskDialog
+from ecpfs_viewer.gui.widgets.panel_places import PanelPlaces
 from ecpfs_viewer.model.search import ItemLocation, UnknownItemError
 
 #: Rows of a leaf shown around a selected row (the heatmap then selects that row).
@@ -54,14 +55,15 @@ def row_window(row: int, window: int = ROW_WINDOW) -> tuple[int, int]:
 
 
 class SearchFeature(QObject):
-    """Owns the Search dock and its actions; reacts to the store the tree shows and to the plot.
+    """Owns the Search panel and its actions; reacts to the store the tree shows and to the plot.
 
-    ``host`` holds the dock and the Search menu; ``reveal`` selects a path in the tree (listing
-    its ancestors), ``current_item`` is the row selected there, ``show_data`` brings the plot pane
-    forward and ``say`` puts a note on the status bar.
+    ``host`` holds the Search menu, ``places`` puts the panel in a tab or a window of its own;
+    ``reveal`` selects a path in the tree (listing its ancestors), ``current_item`` is the row
+    selected there, ``show_data`` brings the plot pane forward and ``say`` puts a note on the status
+    bar.
     """
 
-    def __init__(self, host: QMainWindow, *, tree_model: HierarchyTreeModel, plot: PlotPane,
+    def __init__(self, host: QMainWindow, places: PanelPlaces, *, tree_model: HierarchyTreeModel, plot: PlotPane,
                  reveal: Callable[[str], None], current_item: Callable[[], TreeItem | None],
                  show_data: Callable[[], None], say: Callable[[str, int], None]) -> None:
         super().__init__(host)
@@ -69,15 +71,10 @@ class SearchFeature(QObject):
         self._reveal, self._current_item, self._show_data, self._say = reveal, current_item, show_data, say
         self.session = SearchSession()
         self.panel = SearchPanel(self.session)
-        self.dock = QDockWidget("Search", host)
-        self.dock.setObjectName("search_dock")  # its place is saved with the window's layout
-        self.dock.setWidget(self.panel)
-        host.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
-        self.dock.hide()
+        self.dock = places.panel("search", "Search", self.panel, self.show_panel)  # a tab, or its own window
         self._locate_runner = BackgroundRunner(self)
         self._pending_row: tuple[str, int] | None = None  # embeddings path, row: waiting for the tree
         self._pending_select: tuple[str, int] | None = None  # embeddings path, row: waiting for the plot
-        self._sized = False
         self._pending_message = ""  # shown once the row is on screen (Go to Item says where the item is)
         self._build_actions()
 
@@ -117,10 +114,6 @@ class SearchFeature(QObject):
     def show_panel(self) -> None:
         """Show the dock and put the cursor in the query field."""
         self.dock.show()
-        self.dock.raise_()
-        if not self._sized:
-            self._sized = True  # a useful height the first time; later the user's own
-            self.host.resizeDocks([self.dock], [max(320, self.host.height() * 2 // 5)], Qt.Orientation.Vertical)
         self.panel.tabs.setCurrentIndex(self.panel.TAB_SEARCH)
         field = self.panel.form.item_edit if self.panel.form.kind == "item" else self.panel.form.source_combo
         field.setFocus(Qt.FocusReason.ShortcutFocusReason)

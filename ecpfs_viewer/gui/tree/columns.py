@@ -14,6 +14,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QHeaderView, QStyle, QTreeView
 
 MIN_NAME_WIDTH = 120
+MIN_DETAIL_WIDTH = 36
 
 
 class TreeColumns(QObject):
@@ -44,8 +45,13 @@ class TreeColumns(QObject):
             self.fit()
 
     def fit(self) -> None:
-        """Name column: what the names need, at most what leaves the details column its width."""
-        room = self.tree.viewport().width() - self.detail_width
+        """Name column: what the names need, at most what leaves the details column its width; in a
+        narrow tree the names come first ("embeddings" is never elided to leave room for "2 x 2
+        float32"), the details keeping at least MIN_DETAIL_WIDTH."""
+        viewport = self.tree.viewport().width()
+        room = viewport - self.detail_width
+        if self.needed > room:
+            room = min(self.needed, viewport - MIN_DETAIL_WIDTH)
         self.tree.header().resizeSection(0, max(MIN_NAME_WIDTH, min(self.needed, room)))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:

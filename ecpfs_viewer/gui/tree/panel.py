@@ -46,6 +46,14 @@ class PendingReveal:
         self.ranges.clear()
 
 
+def _ancestors(item: TreeItem | None) -> list[str]:
+    """The paths of the groups above item, root first ("" is the root)."""
+    if item is None:
+        return []
+    parts = item.path.split("/") if item.path else []
+    return ["/".join(parts[:i]) for i in range(len(parts))]
+
+
 class TreePanel(QWidget):
     """The filter row above the tree; emits ``item_chosen(TreeItem)`` when a row should be shown.
 
@@ -63,6 +71,7 @@ class TreePanel(QWidget):
         self.pending = PendingReveal()
         self.item_actions: list[QAction] = []  # offered on a row's context menu (copy its path …)
         self._filter_changing = False
+        self._expanded_unfiltered: list[str] = []  # what was expanded when the filter was typed: restored after
         self.tree = QTreeView()
         self.tree.setModel(self.tree_model)
         self.tree.setUniformRowHeights(True)
@@ -224,7 +233,7 @@ class TreePanel(QWidget):
     def _on_listing_finished(self, path: str, _result: Measured) -> None:
         listed = self.tree_model.item(self.tree_model.index_for_path(path))
         names = [child.name for child in listed.children] + ([] if path else [listed.name])  # the root row too
-        self.tree_columns.note_names(names, path.count("/") + 1 if path else 1)
+        self.tree_columns.note_names(names, path.count("/") + 2 if path else 1)  # the depth of the children
         for wanted in sorted(self.pending.expand):
             if self.tree_model.is_loaded(wanted):
                 self.pending.expand.discard(wanted)
@@ -267,9 +276,15 @@ class TreePanel(QWidget):
         expanded = self.expanded_paths()
         current = self.current_item()
         if filtering:
+            self._expanded_unfiltered = expanded
             self.proxy.setSourceModel(self.tree_model)
             self.tree.setModel(self.proxy)
         else:
+            # the filter hid rows (and with them their expansion) and expanded every match: the tree
+            # comes back as it was before the filter, opened down to the row selected meanwhile
+            expanded = [p for p in dict.fromkeys([*self._expanded_unfiltered, *_ancestors(current)])
+                        if self.tree_model.is_loaded(p)]
+            self._expanded_unfiltered = []
             self.tree.setModel(self.tree_model)
             self.proxy.setSourceModel(None)  # type: ignore[arg-type]  # detaches it; the stubs omit None
         self.tree.selectionModel().currentChanged.connect(self._on_current_changed)
@@ -279,6 +294,13 @@ class TreePanel(QWidget):
             index = self.view_index(self.tree_model.index_for_path(current.path))
             if index.isValid():
                 self.tree.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.NoUpdate)
+
+    def clear_filter(self) -> None:
+        """Another store (or none): a filter typed for the old one is dropped with its status, so the
+        new tree is never shown filtered to nothing ("0 matches") as if it were empty."""
+        self._expanded_unfiltered = []
+        self.filter_edit.clear()
+        self._update_filter_status()
 
     def _update_filter_status(self) -> None:
         """How many loaded rows match, and which groups were not searched (never listed)."""

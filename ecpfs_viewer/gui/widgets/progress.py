@@ -6,11 +6,17 @@ from typing import Any
 
 from PySide6.QtWidgets import QProgressBar
 
+#: QProgressBar counts in a C int: a larger total is shown as a share of _BAR_SCALE steps
+_BAR_MAX, _BAR_SCALE = 2**31 - 1, 1_000_000
+
 
 def show_progress(bar: QProgressBar, report: Any) -> None:
     """``report`` has done and total, and message (tasks.Counted) or phase (SearchProgress)."""
     done, total = int(getattr(report, "done", 0)), int(getattr(report, "total", 0))
     doing = getattr(report, "message", None) or getattr(report, "phase", "")
-    bar.setRange(0, max(total, 1))
-    bar.setValue(min(done, max(total, 1)))
-    bar.setFormat(f"{doing} {done:,}/{total:,}")
+    top, value = max(total, 1), min(max(done, 0), max(total, 1))
+    if top > _BAR_MAX:  # a count past a 32-bit int (bytes, distance computations): the bar shows the share
+        top, value = _BAR_SCALE, int(value * _BAR_SCALE // max(total, 1))
+    bar.setRange(0, top)
+    bar.setValue(value)
+    bar.setFormat(f"{doing} {done:,}/{total:,}")  # the text keeps the real numbers

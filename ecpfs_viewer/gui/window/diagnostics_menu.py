@@ -1,8 +1,9 @@
-"""The Diagnostics menu: Query Workload and Self-Reachability dialogs over the open index.
+"""The Diagnostics menu: Query Workload and Self-Reachability panels over the open index.
 
-Each dialog is made once per window and kept (a result stays on screen while the user browses);
-a node it names opens in the tree, and a self-reachability report goes to the leaf pages. Both use
-the Search panel's reader of the open index, so nothing is read twice.
+Each panel is made once per index and kept (a result stays on screen while the user browses), as
+a tab of the window or a window of its own (View ▸ Panels); a node it names opens in the tree, and a
+self-reachability report goes to the leaf pages. Both use the Search panel's reader of the open
+index, so nothing is read twice.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ecpfs_viewer.gui.diagnostics.reachability_view import ReachabilityDialog
 from ecpfs_viewer.gui.diagnostics.workload_view import WorkloadDialog
 from ecpfs_viewer.gui.overview.node_page import NodePage
 from ecpfs_viewer.gui.widgets.actions import window_action
+from ecpfs_viewer.gui.widgets.panel_places import PanelPlaces
 from ecpfs_viewer.model.search import IndexReader
 
 
@@ -26,9 +28,10 @@ class DiagnosticsMenu(QObject):
     reachability_ready = Signal(object)  # the ReachabilityReport (for the index map)
 
     def __init__(self, window: QMainWindow, reader: Callable[[], IndexReader], reveal: Callable[[str], None],
-                 node_page: NodePage) -> None:
+                 node_page: NodePage, places: PanelPlaces) -> None:
         super().__init__(window)
         self.window, self._reader, self._reveal, self._node_page = window, reader, reveal, node_page
+        self.places = places  # each dialog is a tab of the window, or a window of its own
         self.workload: WorkloadDialog | None = None
         self.reachability: ReachabilityDialog | None = None
         self.workload_action = window_action(window, "Query &Workload…", self.open_workload)
@@ -44,6 +47,8 @@ class DiagnosticsMenu(QObject):
             bar.addMenu(menu)
         menu.addAction(self.workload_action)
         menu.addAction(self.reachability_action)
+        places.add("workload", "Query workload", self.workload_action.trigger)
+        places.add("reachability", "Self-reachability", self.reachability_action.trigger)
         self.set_enabled(False)
 
     def set_enabled(self, enabled: bool) -> None:
@@ -55,8 +60,8 @@ class DiagnosticsMenu(QObject):
             self.workload = WorkloadDialog(self._reader, self.window)
             self.workload.node_requested.connect(self._reveal)
             self.workload.finished_run.connect(self._workload_done)
-        self.workload.show()
-        self.workload.raise_()
+            self.places.attach("workload", self.workload)
+        self.places.show("workload")
         return self.workload
 
     def _workload_done(self) -> None:
@@ -69,17 +74,17 @@ class DiagnosticsMenu(QObject):
             self.reachability.node_requested.connect(self._reveal)
             self.reachability.report_ready.connect(self._node_page.set_reachability)
             self.reachability.report_ready.connect(self.reachability_ready)
-        self.reachability.show()
-        self.reachability.raise_()
+            self.places.attach("reachability", self.reachability)
+        self.places.show("reachability")
         return self.reachability
 
     def forget(self) -> None:
         """The index was let go: its results no longer apply."""
         self._node_page.set_reachability(None)
-        for dialog in (self.workload, self.reachability):
+        for key, dialog in (("workload", self.workload), ("reachability", self.reachability)):
             if dialog is not None:
                 dialog.runner.invalidate()
-                dialog.close()
+                self.places.forget(key)
                 dialog.deleteLater()
         self.workload = self.reachability = None
         self.set_enabled(False)

@@ -1,4 +1,4 @@
-"""The Index map dock wired into the window: opened from the index overview (or View ▸ Index Map),
+"""The Index map panel wired into the window: opened from the index overview (or View ▸ Index Map),
 outlining the tree's selection, opening the node clicked, and spreading a recall sweep's miss map
 and the boundary items to the tree (a mark per node), the node pages and the level pages."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QMainWindow
 
 from ecpfs_viewer.gui.diagnostics.index_map import IndexMapPanel
 from ecpfs_viewer.gui.overview.level_page import LevelPage
@@ -18,7 +18,7 @@ from ecpfs_viewer.gui.search.recall_view import RecallView
 from ecpfs_viewer.gui.tree.item_model import HierarchyTreeModel
 from ecpfs_viewer.gui.tree.marks import MarkKind, RowMark
 from ecpfs_viewer.gui.tree.panel import TreePanel
-from ecpfs_viewer.gui.widgets.actions import window_action
+from ecpfs_viewer.gui.widgets.panel_places import PanelPlaces
 from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
 from ecpfs_viewer.model.diagnostics.boundary import boundary_miss_correlation
 from ecpfs_viewer.model.diagnostics.colourings import colouring
@@ -50,27 +50,20 @@ def miss_marks(miss_map: MissMap | None) -> dict[str, RowMark]:
 
 
 class IndexMapFeature(QObject):
-    """Owns the Index map dock and its action (in ``view_menu``); ``reader_of`` gives the index reader
-    (called in a worker)."""
+    """Owns the Index map panel (a tab or its own window, in ``places``, shown from View ▸ Panels);
+    ``reader_of`` gives the index reader (called in a worker)."""
 
     def __init__(self, host: QMainWindow, *, tree_model: HierarchyTreeModel, reader_of: Callable[[], NodeReader],
                  reveal: Callable[[str], None], node_page: NodePage, level_page: LevelPage,
-                 view_menu: QMenu | None = None) -> None:
+                 places: PanelPlaces) -> None:
         super().__init__(host)
         self.host, self.tree_model, self._reader_of = host, tree_model, reader_of
         self.node_page, self.level_page = node_page, level_page
         self.panel = IndexMapPanel()
-        self.dock = QDockWidget("Index map", host)
-        self.dock.setObjectName("index_map_dock")  # its place is saved with the window's layout
-        self.dock.setWidget(self.panel)
-        host.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
-        self.dock.hide()
-        self._sized = False
+        self.dock = places.panel("index_map", "Index map", self.panel, self.show_map, "Ctrl+Shift+M")
+        self.show_action = places.action("index_map")
         self._selected = ""
         self.panel.set_reader(reader_of)
-        self.show_action = window_action(host, "Index &Map", self.show_map, "Ctrl+Shift+M")
-        if view_menu is not None:
-            view_menu.addAction(self.show_action)
         self.panel.node_requested.connect(reveal)
         self.panel.diagnostics_changed.connect(self._spread)
         self.panel.map_ready.connect(lambda _map: self.panel.select_path(self._selected))
@@ -96,10 +89,6 @@ class IndexMapFeature(QObject):
     def show_map(self) -> None:
         """Show the dock, laying out the index on first use."""
         self.dock.show()
-        self.dock.raise_()
-        if not self._sized:
-            self._sized = True
-            self.host.resizeDocks([self.dock], [max(300, self.host.height() * 2 // 5)], Qt.Orientation.Vertical)
         if self.panel.index_map is None and not self.panel.busy:
             self.panel.show_index(self._reader_of)
 

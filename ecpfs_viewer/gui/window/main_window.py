@@ -2,17 +2,16 @@
 
 The window only lays things out and wires them together: the opened index lives in
 :class:`IndexSession`, the tree and its filter in :class:`TreePanel`, the commands in
-:class:`WindowActions`, the Search dock in :class:`SearchFeature`; every panel does its I/O
-through :class:`BackgroundRunner`, and the status bar shows what the last action read.
+:class:`WindowActions`, the Search panel in :class:`SearchFeature`; where the panels sit (tabs or
+windows) in :class:`PanelPlaces`, the window's sizes in :class:`WindowLayout`, and what every panel
+forgets when the index goes in :class:`StoreResets`. Every panel does its I/O through
+:class:`BackgroundRunner`, and the status bar shows what the last action read.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDragMoveEvent, QDropEvent
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
@@ -23,13 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.build.add_dialog import AddVectorsDialog
-from ecpfs_viewer.gui.build.dialog import BuildDialog
 from ecpfs_viewer.gui.data.plot_pane import PlotPane
 from ecpfs_viewer.gui.metadata.panel import MetadataPanel
 from ecpfs_viewer.gui.overview.node_page import NodePage
 from ecpfs_viewer.gui.overview.panel import IndexOverviewPanel
-from ecpfs_viewer.gui.runtime import settings as app_settings
 from ecpfs_viewer.gui.runtime.action_cost import Measured
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner, wait_for_workers
 from ecpfs_viewer.gui.search.wiring import SearchFeature
@@ -37,20 +33,23 @@ from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.tree.tree_item import TreeItem
 from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_marks
 from ecpfs_viewer.gui.tuning.compare_view import CompareView
-from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog
 from ecpfs_viewer.gui.widgets.display import MessageBanner, panes
+from ecpfs_viewer.gui.widgets.panel_places import PanelPlaces
 from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
+from ecpfs_viewer.gui.window.drops import StoreDrops
 from ecpfs_viewer.gui.window.index_map_wiring import IndexMapFeature
+from ecpfs_viewer.gui.window.secondary_windows import SecondaryWindows
 from ecpfs_viewer.gui.window.select_request import SelectRequest
 from ecpfs_viewer.gui.window.selection_tabs import SelectionTabs, targets
-from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_label, location_from_drop
+from ecpfs_viewer.gui.window.session import IndexSession, OpenedIndex, display_label
 from ecpfs_viewer.gui.window.start_page import StartPage
+from ecpfs_viewer.gui.window.state_resets import StoreResets
+from ecpfs_viewer.gui.window.window_layout import WindowLayout
 from ecpfs_viewer.model.build.builder import BuildProgress
 from ecpfs_viewer.model.ecpfs.derived_listing import listing_note
 from ecpfs_viewer.model.ecpfs.nodes import node_ref_of
-from ecpfs_viewer.model.storage.opening import is_url
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.validation import ValidationReport
 from ecpfs_viewer.model.zarrtree.nodes import NodeKind
@@ -69,15 +68,11 @@ class MainWindow(QMainWindow):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(WINDOW_TITLE)
-        self.setAcceptDrops(True)
         self.setMinimumSize(800, 500)
         self.session = IndexSession(self)
         self._early: str | None = None  # a node whose pages reveal_path showed before the tree listed it
         self.select_request: SelectRequest | None = None  # --select, when the window was started with it
-        self._build_dialog: QWidget | None = None
-        self._add_dialog: QWidget | None = None
-        self._compare_views: list[CompareView] = []
-        self._tune_dialog: QWidget | None = None
+        self.secondary = SecondaryWindows(self, self.session, lambda: self.refresh_all())
         self.last_action = ""
         self._shown_started = 0.0  # when the action whose cost the status bar shows began
 
@@ -107,17 +102,25 @@ class MainWindow(QMainWindow):
         clipboard = NodeClipboard(self.current_item, lambda: self.session.hierarchy, self.statusBar().showMessage)
         self.commands = WindowActions(self, self.session, self.tree_panel, clipboard, slots)
         self.commands.connect_start_page(self.start_page, slots)
-        self.search = SearchFeature(  # the Search dock and menu, Go to Item
-            self, tree_model=self.tree_model, plot=self.plot, reveal=self.reveal_path, current_item=self.current_item,
-            show_data=lambda: self.tabs.setCurrentIndex(self.TAB_DATA), say=self.statusBar().showMessage)
-        self.diagnostics = DiagnosticsMenu(self, self.search.session.reader, self.reveal_path, self.node_page)
-        self.index_map = IndexMapFeature(  # the Index map dock: opened from the index overview
+        self.places = PanelPlaces(self, self.tabs, 3, self.commands.view_menu)  # panels: tabs, or windows
+        self.search = SearchFeature(  # the Search panel and menu, Go to Item
+            self, self.places, tree_model=self.tree_model, plot=self.plot, reveal=self.reveal_path,
+            current_item=self.current_item, show_data=lambda: self.tabs.setCurrentIndex(self.TAB_DATA),
+            say=self.statusBar().showMessage)
+        self.index_map = IndexMapFeature(  # the Index map panel: opened from the index overview
             self, tree_model=self.tree_model, reader_of=self.search.session.reader, reveal=self.reveal_path,
-            node_page=self.node_page, level_page=self.overview.level_page, view_menu=self.commands.view_menu)
+            node_page=self.node_page, level_page=self.overview.level_page, places=self.places)
+        self.diagnostics = DiagnosticsMenu(self, self.search.session.reader, self.reveal_path, self.node_page,
+                                           self.places)
         self.index_map.follow(self.overview, self.search.panel.recall_view, self.tree_panel, self.diagnostics)
+        self.resets = StoreResets(self)  # the one place a dropped index is forgotten
+        self._register_resets()
         self._connect_session()
         self._show_recent(self.session.recent())
-        self._restore_layout()
+        self.drops = StoreDrops(self, self.session.open_location, self.open_build_dialog)
+        self.layout_memory = WindowLayout(self, self.splitter, self.metadata.splitter)
+        self.places.reset_hooks.append(self.layout_memory.reset)
+        self.layout_memory.restore()
         self.show_start_page()
 
     # -- construction -------------------------------------------------------------------------
@@ -158,7 +161,6 @@ class MainWindow(QMainWindow):
 
         self.selection = SelectionTabs(self.tabs, self.overview_stack, self.overview, self.node_page, self.plot)
         self.splitter = panes(Qt.Orientation.Horizontal, (self.tree_panel, 0), (self.tabs, 1))
-        self.splitter.setSizes([340, 940])
         self.browser = self.splitter
 
     def _connect_session(self) -> None:
@@ -166,7 +168,7 @@ class MainWindow(QMainWindow):
         session.opening.connect(self._on_opening)
         session.opened.connect(self._on_opened)
         session.failed.connect(self._on_open_failed)
-        session.dropping.connect(self._let_go)
+        session.dropping.connect(self.resets.store_changed)
         session.dropped.connect(self.store_dropped)
         session.recent_changed.connect(self._show_recent)
         session.demo_progress.connect(self._on_demo_progress)
@@ -230,28 +232,27 @@ class MainWindow(QMainWindow):
     def _on_open_failed(self, location: str, message: str) -> None:
         self.tree_model.show_failure(display_label(location), message)
         self.metadata.clear()
+        self.setWindowTitle(WINDOW_TITLE)  # nothing is open: the title names no store
         self.banner.show_message(f"Could not open {location}\n{message}")
         self.statusBar().showMessage(f"Could not open {location}", 10000)
         self.open_failed.emit(location, message)
 
-    def _let_go(self) -> None:
-        """The session drops its index: every view forgets it before its store closes."""
-        self.tree_panel.pending.clear()
-        self.tree_model.clear()
-        self.metadata.clear()
-        self.plot.clear()
-        self.overview.clear()
-        self.node_page.clear()
-        self.selection.forget()
-        self._early = None
-        self.overview.forget_report()
-        self.diagnostics.forget()
-        self.tabs.setTabEnabled(self.TAB_OVERVIEW, False)
+    def _register_resets(self) -> None:
+        """What every view forgets when the session drops its index, before its store closes."""
+        register = self.resets.register
+        register("tree", self.tree_panel.pending.clear, self.tree_model.clear, self.tree_panel.clear_filter)
+        register("metadata", self.metadata.clear)
+        register("plot", self.plot.clear)
+        register("overview", self.overview.clear, self.overview.forget_report,
+                 lambda: self.tabs.setTabEnabled(self.TAB_OVERVIEW, False))
+        register("node page", self.node_page.clear)
+        register("selection", self.selection.forget)
+        register("early page", lambda: setattr(self, "_early", None))
+        register("diagnostics", self.diagnostics.forget)
 
     def close_store(self) -> None:
         self.session.drop()
         self.banner.clear()
-        self.tree_panel.filter_edit.clear()
         self.cost_label.clear()
         self.show_start_page()
 
@@ -275,51 +276,21 @@ class MainWindow(QMainWindow):
             self.banner.show_message(f"Could not build the demo index\n{failure}")
 
     def open_build_dialog(self, input_path: str | None = None) -> None:
-        dialog = BuildDialog(self, input_path=input_path)
-        dialog.index_built.connect(self.session.open_location)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self._build_dialog = dialog
-        dialog.show()
+        self.secondary.open_build(input_path)
 
     def open_add_vectors_dialog(self) -> None:
-        """Build > Add Vectors…: writes only into the folder the user names in it (the open index is offered
-        by a button, never taken); the window re-reads its index when that was the one written."""
-        location = self.session.location
-        local = location if location and not is_url(location) and not location.lower().endswith(".zip") else None
-        dialog = AddVectorsDialog(self, open_index=local)
-        dialog.added.connect(self._after_add)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self._add_dialog = dialog
-        dialog.show()
-
-    def _after_add(self, index: str) -> None:
-        location = self.session.location
-        if location and not is_url(location) and os.path.abspath(location) == os.path.abspath(index):
-            self.refresh_all()
+        self.secondary.open_add()
 
     def open_comparison(self, location: str, remote: RemoteOptions | None = None) -> None:
-        """File > Compare With…: a comparison window of the index on screen and the one at location."""
-        opened = self.session.current
-        if opened is None:
-            return
-        view = CompareView(opened.location, location, self.session.remote, remote, parent=self)
-        view.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        view.destroyed.connect(lambda *_: self._compare_views.remove(view) if view in self._compare_views else None)
-        self._compare_views.append(view)
-        view.show()
+        self.secondary.open_comparison(location, remote)
 
     @property
     def comparisons(self) -> list[CompareView]:
         """The comparison windows open now."""
-        return list(self._compare_views)
+        return self.secondary.comparisons
 
     def open_tune_dialog(self) -> None:
-        """Build > Tune…: a kept variant it opens becomes the window's index."""
-        dialog = TuneDialog(self)
-        dialog.open_requested.connect(self.session.open_location)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self._tune_dialog = dialog
-        dialog.show()
+        self.secondary.open_tune()
 
     def _show_recent(self, locations: list[str]) -> None:
         self.start_page.set_recent(locations)
@@ -339,33 +310,6 @@ class MainWindow(QMainWindow):
         root = self.tree_model.item(self.tree_model.index_for_path(""))
         if self.tree_model.is_loaded(""):
             self.refresh_item(root)
-
-    # -- drag and drop ------------------------------------------------------------------------
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        mime = event.mimeData()
-        if mime.hasUrls() or mime.hasText():
-            event.acceptProposedAction()
-        else:
-            event.ignore()
-
-    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
-        event.acceptProposedAction()
-
-    def dropEvent(self, event: QDropEvent) -> None:
-        mime = event.mimeData()
-        if mime.hasUrls() and mime.urls():
-            url = mime.urls()[0]
-            location = url.toLocalFile() if url.isLocalFile() else url.toString()
-        elif mime.hasText():
-            location = location_from_drop(mime.text())
-        else:
-            event.ignore()
-            return
-        event.acceptProposedAction()
-        if location.lower().endswith(".npy") and not is_url(location):
-            self.open_build_dialog(location)
-        else:
-            self.session.open_location(location)
 
     # -- showing the selected node --------------------------------------------------------------
     def _show_item(self, item: TreeItem) -> None:
@@ -403,20 +347,8 @@ class MainWindow(QMainWindow):
         self.cost_label.setText(self.last_action)
         self.statusBar().clearMessage()
 
-    # -- layout memory ------------------------------------------------------------------------
-    def _restore_layout(self) -> None:
-        if not app_settings.restore_widget_state("main_window", self):
-            screen = self.screen()
-            wanted = QSize(1280, 800)
-            self.resize(wanted if screen is None else app_settings.fitted_size(wanted, screen.availableGeometry()))
-        app_settings.clamp_to_screen(self)  # a geometry saved at another scale or on a larger screen
-        app_settings.restore_widget_state("main_splitter", self.splitter)
-        app_settings.restore_widget_state("metadata_splitter", self.metadata.splitter)
-
     def save_layout(self) -> None:
-        app_settings.save_widget_state("main_window", self)
-        app_settings.save_widget_state("main_splitter", self.splitter)
-        app_settings.save_widget_state("metadata_splitter", self.metadata.splitter)
+        self.layout_memory.save()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Remember the layout, cancel pending work, wait a bounded time for the workers.
@@ -424,14 +356,8 @@ class MainWindow(QMainWindow):
         A task still running then (a stalled server, a computation that ignores its cancel flag)
         is abandoned: closing never waits on it (app.run_gui leaves the process without it)."""
         self.save_layout()
-        for dialog in (self._build_dialog, self._tune_dialog, self._add_dialog):
-            if dialog is not None:
-                with contextlib.suppress(RuntimeError):  # already deleted by Qt (WA_DeleteOnClose)
-                    dialog.close()
-        self._build_dialog = self._tune_dialog = self._add_dialog = None
-        for view in list(self._compare_views):
-            with contextlib.suppress(RuntimeError):  # already deleted by Qt
-                view.close()
+        self.places.close_windows()  # a panel's own window would keep the application running
+        self.secondary.close_all()
         self.session.stop()
         for runner in self.findChildren(BackgroundRunner):
             runner.invalidate()  # every task of this window: asked to stop, its result dropped

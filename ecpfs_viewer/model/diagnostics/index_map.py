@@ -403,6 +403,7 @@ def findings_overlay(index_map: IndexMap, findings: Iterable[Finding]) -> MapOve
     for band in index_map.levels:  # unreadable nodes are findings too
         for i in np.flatnonzero(band.state != OK):
             worst[(band.level, int(band.node_ids[i]))] = 2.0
-    return overlay_from_nodes(index_map, "findings", worst, "worst finding on the node: 2 error, 1 warning, 0 none",
+    return overlay_from_nodes(index_map, "findings", worst,
+                              "worst finding on the node, from none to note, warning, error",
                               default=0.0, high=2.0,
                               formatter=lambda v: {2.0: "error", 1.0: "warning", 0.5: "note"}.get(v, "none"))

@@ -27,6 +27,7 @@ from ecpfs_viewer.model.diagnostics.pop_order import (
     lex_order,
     sibling_ties,
 )
+from ecpfs_viewer.model.formatting import format_percent
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.search.index import IndexReader
 from ecpfs_viewer.model.search.queries import sample_items
@@ -97,9 +98,9 @@ class ReachabilityReport:
             f"{_n(self.checked)} sampled items (seed {self.seed}) of {_n(self.total_items)}"
         if not self.strays:
             return f"all {what} reach their own leaf with search_exp 1"
-        share = 100.0 * self.strays / self.checked
+        share = format_percent(self.strays / self.checked, 1)
         levels = "; ".join(f"{c} leave their branch at lvl_{lv}" for lv, c in sorted(self.by_level().items()))
-        return (f"{_n(self.strays)} of {what} ({share:.1f}%) do not reach their own leaf with "
+        return (f"{_n(self.strays)} of {what} ({share}) do not reach their own leaf with "
                 f"search_exp 1; {levels}")
 
     def to_dict(self) -> dict[str, Any]:

@@ -64,6 +64,8 @@ def _choose(qtbot, win: MainWindow, key: str) -> None:
     at = combo.findData(key)
     assert at >= 0, f"{key} not offered: {panel.offered()}"
     computing = key == "boundary" and panel.boundary is None
+    if win.index_map.dock.isVisible():
+        win.index_map.show_map()  # its tab (or window) brought forward, as the user does to use its combo
     if combo.currentIndex() == at:  # already current (e.g. an earlier computation failed): choose again
         combo.setCurrentIndex(0 if at else 1)
     combo.setCurrentIndex(at)

@@ -29,7 +29,7 @@ def _centre(view, level: int, node_id: int) -> QPoint:
 
 def test_the_map_names_opens_outlines_and_recolours_nodes(qtbot, defect, tmp_path: Path) -> None:
     win = open_window(qtbot, defect.path, 1280, 900)
-    assert win.index_map.show_action in win.commands.view_menu.actions()  # View > Index Map opens it too
+    assert win.index_map.show_action in win.places.menu.actions()  # View > Panels > Index map opens it too
     panel = open_index_map(qtbot, win)
     view = panel.view
     assert panel.offered()[:2] == ["size", "fill"]
@@ -92,6 +92,7 @@ def test_the_miss_map_puts_the_misses_of_the_moved_leaf_on_its_path(qtbot, defec
 
     view = panel.view
     level, node_id = (int(top.split("/")[0][4:]), int(top.split("_")[-1]))
+    win.index_map.show_map()  # the map's tab, in front of the Search tab the sweep ran in
     qtbot.mouseMove(view, _centre(view, level, node_id))
     qtbot.waitUntil(lambda: view.hover_text.startswith(top + "\n"), timeout=5_000)
     assert "misses (all search_exp):" in view.hover_text
@@ -128,6 +129,7 @@ def test_boundary_items_are_computed_on_demand_and_shown_on_the_map_and_node_pag
     qtbot.waitUntil(lambda: "Boundary items" in win.node_page.facts_text(), timeout=10_000)
     assert f"({b:,} of {n:,} score a second representative" in win.node_page.facts_text()
     view = panel.view
+    win.index_map.show_map()  # the map's tab, in front of the node page
     qtbot.mouseMove(view, _centre(view, 2, leaf))
     qtbot.waitUntil(lambda: view.hover_text.startswith(f"lvl_2/node_{leaf}\n"), timeout=5_000)
     assert "boundary items (5%):" in view.hover_text

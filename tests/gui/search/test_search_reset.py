@@ -48,6 +48,7 @@ def test_opening_another_index_clears_headers_queries_results_path_and_recall(
     with qtbot.waitSignal(recall.finished, timeout=60000):
         qtbot.mouseClick(recall.run_button, Qt.MouseButton.LeftButton)
     assert recall.outcome is not None and recall.numbers_model.rowCount() == 2
+    assert "shown of" in recall.misses_label.text()
     assert "inner product" in headers(recall.misses_model) or recall.misses_model.rowCount() == 0
     panel.tabs.setCurrentIndex(panel.TAB_PATH)  # drawn when on screen
     qtbot.waitUntil(lambda: panel.path_view.leaves_model.rowCount() > 0, timeout=10000)
@@ -62,6 +63,7 @@ def test_opening_another_index_clears_headers_queries_results_path_and_recall(
     assert panel.path_view.leaves_model.rowCount() == 0
     assert panel.path_view.summary.text() == "Run a search to see its path through the tree."
     assert recall.outcome is None and recall.numbers_model.rowCount() == 0
+    assert recall.misses_label.text() == "True neighbours missed"  # issue 37: "416 shown of 1,291" stayed
     assert headers(recall.numbers_model) == list(recall.NUMBER_HEADERS)
     assert headers(recall.misses_model) == list(recall.MISS_HEADERS)
     assert not recall.csv_button.isEnabled()
