@@ -281,6 +281,10 @@ class BoundedStore(ReadingWrapper[Store]):
                 raise error
             await asyncio.sleep(pause)
 
+    async def call(self, key: str, make: Callable[[int], Awaitable[_T]]) -> _T:
+        """make(attempt), bounded as every request of this store is (in flight, retries, deadline)."""
+        return await self._call(key, make)
+
     def translate(self, exc: BaseException, key: str) -> BaseException:
         """A client's exception as a RemoteError naming the object (others unchanged)."""
         return translate_error(exc, self.where(key), self.scheme, self.options.timeout_s)
