@@ -10,7 +10,6 @@ from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage.disk_cache import CacheUsage, cache_root, cache_usage, clear_cache
 
-
 #: What is kept of which store, and how an entry is checked before it answers (docs/reliability.md).
 KEPT_NOTE = ("Kept per index, each entry checked before it answers: local folders and zips (file stamps), "
              "s3/gs/az object stores (ETag, Last-Modified, size from listings). Nothing is kept of plain "

@@ -21,7 +21,8 @@ from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_k
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
-from ecpfs_viewer.model.storage.remote_stamps import RemoteStamper, lists_validators
+from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, lists_validators
+from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
 from ecpfs_viewer.model.storage.stamps import Stamps, frame_entry, stamp_archive, stamp_local, unframe_entry
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -62,7 +63,25 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
     store.disk = cache
     if cache is not None:
         cache.fit()
+        if store.kind == "remote":  # an object store: its documents kept, each with its listed stamp
+            documents = StampedDocuments(cache, keeps_document, Lister(store))
+            if store.zarr_store.documents is not None:
+                documents.seeded.update(store.zarr_store.documents.seeded)
+            store.zarr_store.documents = documents
+            h.cache(_Relist).documents = documents
     return cache
+
+
+class _Relist:
+    """Kept beside a hierarchy whose store answers documents from the cache folder: a refresh
+    (F5) means ask the server, so every document is checked against a new listing."""
+
+    def __init__(self) -> None:
+        self.documents: StampedDocuments | None = None
+
+    def forget(self, path: str, /) -> None:
+        if self.documents is not None:
+            self.documents.relist()
 
 
 def seed_consolidated(h: Hierarchy) -> int:

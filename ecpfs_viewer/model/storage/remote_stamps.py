@@ -16,6 +16,7 @@ comes with neither an ETag nor a Last-Modified.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ MAX_PREFIXES = 4
 #: Objects one listing request answers (S3 and GCS give at most 1,000 per page; counted so).
 PAGE = 1000
 _FOLDER = 1  # last field of a folder's row
+#: Timeouts a folder's listing of children may take in all (its pages come in one call).
+CHILD_PAGES = 20
 
 Row = tuple[int, ...]
 
@@ -73,28 +76,39 @@ class Lister:
     def objects(self, prefixes: Sequence[str]) -> list[dict[str, Row | None]]:
         """Every object below each prefix (a folder key, '' for the store) with its row, the
         prefixes listed in parallel; a failed listing raises."""
+        return self._run([lambda p=p: self.below(p) for p in prefixes])
+
+    async def below(self, prefix: str) -> dict[str, Row | None]:
+        """Every object below prefix with its row (on the model's event loop). Each page has the
+        store's timeout (a level of 40,000 nodes is 200 pages; the client retries a page)."""
         import obstore
 
-        async def one(prefix: str) -> dict[str, Row | None]:
-            async def listed(attempt: int) -> list[Any]:
-                return list(await obstore.list(self._inner, prefix or None).collect_async())
-
-            found = await self._bounded.call(prefix, listed)
-            self._count(len(found))
-            return {str(meta["path"]): validator_row(meta.get("e_tag"), meta.get("last_modified"), meta["size"])
-                    for meta in found}
-
-        return self._run([lambda p=p: one(p) for p in prefixes])
+        stream = obstore.list(self._inner, prefix or None, chunk_size=PAGE)
+        found: dict[str, Row | None] = {}
+        while True:
+            try:
+                page = await asyncio.wait_for(anext(stream), self._bounded.options.timeout_s)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                raise self._bounded.translate(exc, prefix) from exc
+            self.opened.counter.add_listing()
+            for meta in page:
+                found[str(meta["path"])] = validator_row(meta.get("e_tag"), meta.get("last_modified"), meta["size"])
+        return found
 
     def children(self, folders: Sequence[str]) -> list[Row]:
         """The stamp row of each folder's set of children (names of objects and folders below it)."""
         import obstore
 
         async def one(folder: str) -> Row:
-            async def listed(attempt: int) -> Any:
-                return await obstore.list_with_delimiter_async(self._inner, folder or None)
-
-            found = await self._bounded.call(folder, listed)
+            # one call for every page (the client bounds and retries each); a level of 40,000
+            # nodes is 40 pages, so the store's timeout bounds about a page's worth each
+            try:
+                found = await asyncio.wait_for(obstore.list_with_delimiter_async(self._inner, folder or None),
+                                               self._bounded.options.timeout_s * CHILD_PAGES)
+            except Exception as exc:
+                raise self._bounded.translate(exc, folder) from exc
             names = [p.rstrip("/").rsplit("/", 1)[-1] + "/" for p in found["common_prefixes"]]
             names += [str(meta["path"]).rsplit("/", 1)[-1] for meta in found["objects"]]
             self._count(len(names))

@@ -120,3 +120,45 @@ def test_listing_prefixes_list_few_node_folders_apart_and_many_by_their_folder()
     assert listing_prefixes(["lvl_3/node_5/item_ids"]) == ["lvl_3/node_5"]
     assert listing_prefixes([f"lvl_3/node_{n}/item_ids" for n in range(500)]) == ["lvl_3"]
     assert listing_prefixes([f"lvl_{n}/node_0/node_ids" for n in range(1, 9)]) == [""]
+
+
+def _check(cloud: CloudServer, url: str) -> tuple[list[object], IOStats]:
+    """check and every level's statistics, as the CLI's `check` and `info` run them."""
+    from ecpfs_viewer.model.ecpfs import shared_level_stats, summarize
+    from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
+    from ecpfs_viewer.model.validation import validate
+
+    h = index_hierarchy(open_store(url, remote=RemoteOptions(endpoint=cloud.endpoint)))
+    summary = summarize(h)
+    report = validate(h)
+    levels = [shared_level_stats(h, level, summary).to_dict() for level in range(1, summary.levels + 1)]
+    leaf = h.read_array("lvl_3/node_7/item_ids")
+    stats = h.store.stats()
+    h.store.close()
+    return [[f.describe() for f in report.findings], levels, leaf.tolist()], stats
+
+
+def test_a_later_check_answers_the_documents_from_the_cache_checked_by_listing(cloud: CloudServer,
+                                                                                clustered: Path) -> None:
+    """The metadata and id arrays a check reads are kept with their listed stamps: a later check
+    reads a fraction of them (each level listed once instead) and reports the same."""
+    url = _upload(cloud, clustered)
+    first, asked_first = _check(cloud, url)
+    later, asked_later = _check(cloud, url)
+    assert later == first
+    assert asked_later.requests * 2 < asked_first.requests, (asked_first, asked_later)
+
+
+def test_a_later_check_reads_swapped_leaves_afresh(cloud: CloudServer, clustered: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two leaves' objects swapped after a check: the later check, its level statistics and the
+    leaf's item_ids are those an empty cache gives, never the documents kept before."""
+    url = _upload(cloud, clustered)
+    before, _ = _check(cloud, url)
+    _check(cloud, url)
+    _swap(cloud, clustered, _prefix(url), "lvl_3/node_7", "lvl_3/node_40")
+    after, _ = _check(cloud, url)
+    monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path / "empty"))
+    fresh, _ = _check(cloud, url)
+    assert after == fresh
+    assert after[2] != before[2]  # node_7's item_ids are node_40's now
