@@ -162,3 +162,20 @@ def test_a_later_check_reads_swapped_leaves_afresh(cloud: CloudServer, clustered
     fresh, _ = _check(cloud, url)
     assert after == fresh
     assert after[2] != before[2]  # node_7's item_ids are node_40's now
+
+
+def test_a_refresh_checks_the_kept_documents_against_a_new_listing(cloud: CloudServer, clustered: Path) -> None:
+    """In one long-lived process (the window) the documents are checked against the listing made
+    when first asked for; F5 lists again, so leaves swapped meanwhile are read afresh."""
+    from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
+
+    url = _upload(cloud, clustered)
+    _check(cloud, url)  # keeps the documents
+    h = index_hierarchy(open_store(url, remote=RemoteOptions(endpoint=cloud.endpoint)))
+    before = [h.read_array(f"lvl_3/node_{n}/item_ids").tolist() for n in range(20)]
+    assert h.store.zarr_store.documents is not None and h.store.zarr_store.documents.hits > 0
+    _swap(cloud, clustered, _prefix(url), "lvl_3/node_7", "lvl_3/node_8")
+    h.refresh("")
+    after = [h.read_array(f"lvl_3/node_{n}/item_ids").tolist() for n in range(20)]
+    assert after[7] == before[8] and after[8] == before[7]
+    h.store.close()
