@@ -17,6 +17,7 @@ comes with neither an ETag nor a Last-Modified.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -141,8 +142,17 @@ def listing_prefixes(keys: Sequence[str]) -> list[str]:
     return [common]
 
 
-def _below(listed: dict[str, Row | None], key: str) -> list[str]:
-    return sorted(k for k in listed if k == key or k.startswith(key + "/"))
+def _below(listed: dict[str, Row | None], key: str, ordered: list[str] | None = None) -> list[str]:
+    """The listed keys that are key or below it (with ordered, the listed keys sorted: a bisection)."""
+    inside = key + "/"
+    if ordered is None:
+        return sorted(k for k in listed if k == key or k.startswith(inside))
+    found = [key] if key in listed else []
+    at = bisect.bisect_left(ordered, inside)
+    while at < len(ordered) and ordered[at].startswith(inside):
+        found.append(ordered[at])
+        at += 1
+    return found
 
 
 class RemoteStamper:
@@ -155,16 +165,18 @@ class RemoteStamper:
     def __init__(self, opened: OpenedStore) -> None:
         self.lister = Lister(opened)
         self._listed: dict[str, dict[str, Row | None]] = {}
+        self._merged: dict[str, Row | None] = {}
+        self._ordered: list[str] = []
 
-    def _listing(self, keys: Sequence[str]) -> dict[str, Row | None]:
+    def _listing(self, keys: Sequence[str]) -> tuple[dict[str, Row | None], list[str]]:
         prefixes = listing_prefixes(keys)
         covered = [p for p in prefixes if not any(_inside(p, k) for k in self._listed)]
-        for prefix, found in zip(covered, self.lister.objects(covered), strict=True):
-            self._listed[prefix] = found
-        merged: dict[str, Row | None] = {}
-        for found in self._listed.values():
-            merged.update(found)
-        return merged
+        if covered:
+            for prefix, found in zip(covered, self.lister.objects(covered), strict=True):
+                self._listed[prefix] = found
+                self._merged.update(found)
+            self._ordered = sorted(self._merged)
+        return self._merged, self._ordered
 
     def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None:
         """Stamps of (key, owner) pairs: with walk each key stands for every object below it,
@@ -173,9 +185,9 @@ class RemoteStamper:
         owners: list[int] = []
         rows: list[Row] = []
         if walk:
-            listed = self._listing([key for key, _ in groups])
+            listed, ordered = self._listing([key for key, _ in groups])
             for key, owner in groups:
-                below = _below(listed, key)
+                below = _below(listed, key, ordered)
                 for found in below or [key]:
                     row = listed.get(found) if below else _ABSENT
                     if row is None:

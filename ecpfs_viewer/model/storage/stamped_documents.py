@@ -14,6 +14,7 @@ listing that fails answers nothing from the cache.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 import struct
 from collections.abc import Callable
@@ -31,9 +32,13 @@ def _digest(row: Row) -> int:
     return int.from_bytes(raw, "little", signed=True)
 
 
-def _has_below(rows: dict[str, int], key: str) -> bool:
-    below = key + "/"
-    return any(k.startswith(below) for k in rows)
+def _keys_below(ordered: list[str], prefix: str) -> list[str]:
+    """The keys of a sorted list that start with prefix (a bisection)."""
+    at = bisect.bisect_left(ordered, prefix)
+    stop = at
+    while stop < len(ordered) and ordered[stop].startswith(prefix):
+        stop += 1
+    return ordered[at:stop]
 
 
 def top_folder(key: str) -> str | None:
@@ -49,12 +54,14 @@ class StampedDocuments(DocumentCache):
         super().__init__(cache, keeps)
         self.lister = lister
         self._rows: dict[str, dict[str, int] | None] = {}  # top folder -> key -> row digest (None: failed)
+        self._ordered: dict[str, list[str]] = {}  # top folder -> its listed keys, sorted
         self._locks: dict[str, asyncio.Lock] = {}
         self._asked: dict[str, set[str]] = {}  # top folder -> the nodes whose documents were asked for
 
     def relist(self) -> None:
         """Check every document against a new listing from now on (a refresh: F5 asks the server)."""
         self._rows = {}
+        self._ordered = {}
         self._locks = {}
         self._asked = {}
 
@@ -82,6 +89,7 @@ class StampedDocuments(DocumentCache):
             except Exception:  # a listing that fails proves nothing: every document is asked for
                 self._rows[folder] = None
                 return
+            self._ordered[folder] = sorted(listed)
             self._rows[folder] = {k: 0 if row is None else _digest(row) for k, row in listed.items()}
 
     def _listed(self, key: str) -> dict[str, int] | None:
@@ -89,6 +97,9 @@ class StampedDocuments(DocumentCache):
         without validators); None when there is none yet or it failed."""
         folder = top_folder(key)
         return None if folder is None else self._rows.get(folder)
+
+    def _has_below(self, key: str) -> bool:
+        return bool(_keys_below(self._ordered.get(key.split("/", 1)[0], []), key + "/"))
 
     def get(self, key: str) -> tuple[bool, bytes | None]:
         failure = self.failed.pop(key, None)
@@ -110,7 +121,7 @@ class StampedDocuments(DocumentCache):
                 self.hits += 1
                 return True, kept[_STAMP.size:]
             return False, None
-        if row is None and _ABSENT + key in documents and not _has_below(rows, key):
+        if row is None and _ABSENT + key in documents and not self._has_below(key):
             self.hits += 1
             return True, None  # absent when kept, and no object of that name listed now
         return False, None
@@ -120,7 +131,7 @@ class StampedDocuments(DocumentCache):
         if self.cache is None or rows is None or not self.keeps(key) or key in self.seeded or key in self.absent:
             return
         row = rows.get(key)
-        if value is None and row is None and not _has_below(rows, key):
+        if value is None and row is None and not self._has_below(key):
             self.cache.add_later(DOCUMENTS, _ABSENT + key, b"")
         elif value is not None and row:  # stamped as listed before this read: a change since makes it stale
             self.cache.add_later(DOCUMENTS, key, _STAMP.pack(row) + value)
@@ -129,11 +140,11 @@ class StampedDocuments(DocumentCache):
         """The names directly below prefix, from its top folder's listing when this process made
         it (no request); None otherwise."""
         folder = prefix.strip("/")
-        rows = self._rows.get(folder.split("/", 1)[0]) if folder else None
-        if rows is None:
+        top = folder.split("/", 1)[0]
+        if not folder or self._rows.get(top) is None:
             return None
         below = folder + "/"
-        names = {k[len(below):].split("/", 1)[0] for k in rows if k.startswith(below)}
+        names = {k[len(below):].split("/", 1)[0] for k in _keys_below(self._ordered.get(top, []), below)}
         self.hits += 1
         return sorted(names)
 
