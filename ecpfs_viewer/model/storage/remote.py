@@ -281,9 +281,10 @@ class BoundedStore(ReadingWrapper[Store]):
                 raise error
             await asyncio.sleep(pause)
 
-    async def call(self, key: str, make: Callable[[int], Awaitable[_T]]) -> _T:
-        """make(attempt), bounded as every request of this store is (in flight, retries, deadline)."""
-        return await self._call(key, make)
+    @property
+    def object_store(self) -> Any:
+        """The obstore client under zarr's ObjectStore (None under another store: fsspec's)."""
+        return getattr(self._store, "store", None)
 
     def translate(self, exc: BaseException, key: str) -> BaseException:
         """A client's exception as a RemoteError naming the object (others unchanged)."""

@@ -43,7 +43,7 @@ Row = tuple[int, ...]
 def lists_validators(opened: OpenedStore) -> bool:
     """Whether the store's listings give each object's ETag / Last-Modified (obstore's object stores)."""
     bounded = opened.zarr_store.wrapped
-    inner = getattr(getattr(bounded, "_store", None), "store", None)
+    inner = getattr(bounded, "object_store", None)
     return (opened.kind == "remote" and bool(getattr(bounded, "lists", False)) and inner is not None
             and type(inner).__module__.startswith("obstore"))
 
@@ -72,7 +72,7 @@ class Lister:
         self.opened = opened
         bounded = opened.zarr_store.wrapped
         self._bounded: Any = bounded
-        self._inner = bounded._store.store  # type: ignore[attr-defined]  # checked by lists_validators
+        self._inner = bounded.object_store  # type: ignore[attr-defined]  # checked by lists_validators
 
     def objects(self, prefixes: Sequence[str]) -> list[dict[str, Row | None]]:
         """Every object below each prefix (a folder key, '' for the store) with its row, the
