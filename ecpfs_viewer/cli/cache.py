@@ -10,6 +10,12 @@ from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.limits import current_limits
 from ecpfs_viewer.model.storage.disk_cache import CacheUsage, cache_root, cache_usage, clear_cache
 
+#: What is kept of which store, and how an entry is checked before it answers (docs/reliability.md).
+KEPT_NOTE = ("Kept per index, each entry checked before it answers: local folders and zips (file stamps), "
+             "s3/gs/az object stores (ETag, Last-Modified, size from listings). Nothing is kept of plain "
+             "http(s) servers or fsspec stores (a document is proven unchanged only by asking for it), nor of "
+             "objects with neither an ETag nor a Last-Modified.")
+
 
 def add_cache_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `cache [list|clear]`."""
@@ -30,4 +36,5 @@ def run_cache(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"Cache folder: {cache_root()}")
     print(f"Holds: {describe_usage(cache_usage())} (budget {format_bytes(current_limits().max_cache_bytes)})")
+    print(KEPT_NOTE)
     return EXIT_OK

@@ -19,6 +19,7 @@ def test_cache_lists_then_clears_what_locate_saved(capsys, two_clusters_path: Pa
     shutil.copytree(two_clusters_path, index)
     code, out, _ = run(capsys, "cache")
     assert code == 0 and f"Cache folder: {cache_root()}" in out and "0 store(s), 0 file(s)" in out
+    assert "s3/gs/az object stores" in out and "Nothing is kept of plain http(s) servers" in out
     assert run(capsys, "locate", str(index), "999999")[0] == 1  # absent: every leaf read, the map saved
     code, out, _ = run(capsys, "cache", "list")
     assert code == 0 and "1 store(s), 2 file(s)" in out  # the item map and what a location needs besides

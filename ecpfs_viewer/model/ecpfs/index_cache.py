@@ -5,21 +5,30 @@ each scalar's metadata and value), ``index_root`` and each level's group documen
 fingerprint names its entries. That is not enough to trust them (an rsync of a rebuilt index
 swaps leaves under unchanged root documents), so every entry also carries the stamps of the
 documents it was derived from and is answered only while they are unchanged (:class:`IndexCache`).
-Of a remote index the documents the root's consolidated metadata holds are taken from it.
+A remote index whose store lists objects with their validators (S3, GCS, Azure) is stamped by
+listing (model/storage/remote_stamps.py: about a thousand objects per request); one that cannot
+list (plain HTTP) or an fsspec store keeps nothing across processes. Of a remote index the
+documents the root's consolidated metadata holds are taken from it.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
+from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, lists_validators
+from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
 from ecpfs_viewer.model.storage.stamps import Stamps, frame_entry, stamp_archive, stamp_local, unframe_entry
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+
+if TYPE_CHECKING:
+    from ecpfs_viewer.model.storage.opening import OpenedStore
 
 
 def keeps_document(key: str) -> bool:
@@ -27,16 +36,21 @@ def keeps_document(key: str) -> bool:
     return is_metadata_key(key) or "/item_ids/c" in key or "/node_ids/c" in key
 
 
+def keeps_nothing(store: OpenedStore) -> bool:
+    """Whether nothing of this store may be kept across processes: a remote store whose listings
+    give no validators (plain HTTP, fsspec) would have to be asked for each document to prove it
+    unchanged, which is what the cache saves."""
+    return store.kind == "remote" and not lists_validators(store)
+
+
 def attach_cache(h: Hierarchy) -> StoreCache | None:
     """The cache entries of the index h shows, fingerprinted now (once per opened store); None
-    when nothing of it may be kept (not an index, no fingerprint, or a remote store).
+    when nothing of it may be kept (not an index, no fingerprint, or :func:`keeps_nothing`).
 
     The fingerprint (the root documents) only names the entries; each entry is checked on use
-    against the stamps of the documents it was derived from (:class:`IndexCache`). A remote
-    store keeps nothing across processes: its documents would have to be asked for to be proven
-    unchanged (a plain HTTP server gives no listing with validators), which is what the cache saves."""
+    against the stamps of the documents it was derived from (:class:`IndexCache`)."""
     store = h.store
-    if store.disk is not None or store.fingerprint_tried or store.kind == "remote" or store_identity(store) is None:
+    if store.disk is not None or store.fingerprint_tried or keeps_nothing(store) or store_identity(store) is None:
         return store.disk
     try:
         levels = int(h.read_scalar("info/levels"))
@@ -49,7 +63,25 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
     store.disk = cache
     if cache is not None:
         cache.fit()
+        if store.kind == "remote":  # an object store: its documents kept, each with its listed stamp
+            documents = StampedDocuments(cache, keeps_document, Lister(store))
+            if store.zarr_store.documents is not None:
+                documents.seeded.update(store.zarr_store.documents.seeded)
+            store.zarr_store.documents = documents
+            h.cache(_Relist).documents = documents
     return cache
+
+
+class _Relist:
+    """Kept beside a hierarchy whose store answers documents from the cache folder: a refresh
+    (F5) means ask the server, so every document is checked against a new listing."""
+
+    def __init__(self) -> None:
+        self.documents: StampedDocuments | None = None
+
+    def forget(self, path: str, /) -> None:
+        if self.documents is not None:
+            self.documents.relist()
 
 
 def seed_consolidated(h: Hierarchy) -> int:
@@ -70,15 +102,21 @@ class IndexCache:
     the index's identity and fingerprint, each carrying the stamps of the documents it was derived
     from (model/storage/stamps.py) and answered only while they are unchanged.
 
-    A local folder is stamped file by file, a zip by its archive. A remote store keeps nothing
-    across processes (see :func:`attach_cache`): a plain HTTP server can prove a document unchanged
-    only by a request for it, which is what the cache would save."""
+    A local folder is stamped file by file, a zip by its archive, an object store by listing
+    (model/storage/remote_stamps.py); a remote store that cannot list keeps nothing across
+    processes (:func:`keeps_nothing`)."""
 
     def __init__(self, h: Hierarchy) -> None:
         # kept beside the hierarchy (Hierarchy.cache): a strong reference back would make a cycle,
         # and an index closed by the window would wait for a full collection to be freed
         self._hierarchy = weakref.ref(h)
         self.store = h.store
+        self._remote: RemoteStamper | None = None
+
+    def _stamper(self) -> RemoteStamper | None:
+        if self._remote is None and self.store.kind == "remote" and lists_validators(self.store):
+            self._remote = RemoteStamper(self.store)
+        return self._remote
 
     @property
     def hierarchy(self) -> Hierarchy:
@@ -99,6 +137,12 @@ class IndexCache:
             return stamp_local(str(store.local_path), [(store.key(path), owner) for path, owner in groups], walk=walk)
         if store.kind == "zip" and store.archive_path is not None:
             return stamp_archive(str(store.archive_path))
+        remote = self._stamper()
+        if remote is not None:
+            try:
+                return remote.stamp([(store.key(path), owner) for path, owner in groups], walk=walk)
+            except Exception:  # a listing that failed: what is read now is not kept
+                return None
         return None
 
     def unchanged(self, stamps: Stamps, owners: Sequence[int] | None = None) -> bool:
@@ -108,6 +152,9 @@ class IndexCache:
             return stamps.unchanged(str(store.local_path), owners)
         if stamps.kind == "zip" and store.kind == "zip":
             return stamps.unchanged("", None)
+        remote = self._stamper()
+        if stamps.kind == "remote" and remote is not None:
+            return remote.unchanged(stamps, owners)
         return False
 
     def load(self, name: str) -> tuple[bytes, Stamps] | None:

@@ -72,11 +72,12 @@ class IndexReader(NodeReader):
 
     def finish_item_map(self) -> None:
         """Read the item_ids a lookup stopped short of and save the whole map, so that a later
-        process answers any item from the cache folder; nothing when it is saved already, the
-        index has no fingerprint (nothing of it may be kept), or it is remote (a request per leaf:
-        tens of seconds at 40,000 leaves, more than the answer itself)."""
+        process answers any item from the cache folder; nothing when it is saved already or
+        nothing of the index may be kept (no fingerprint, a remote store that cannot list). Of an
+        object store this reads the rest of the leaves once (after the answer is printed): a
+        later process then checks the entry by listing, not by reading every leaf again."""
         with self._lock:
-            if self._map_saved or self.store.kind == "remote" or self.cache.disk is None:
+            if self._map_saved or self.cache.disk is None:
                 return
             if self._locator is not None and self._locator.given:
                 return

@@ -202,6 +202,7 @@ class CountingStore(ReadingWrapper[Store]):
         documents = self.documents if byte_range is None else None
         try:
             if documents is not None:
+                await documents.prepare(key)
                 hit, kept = documents.get(key)  # raises what its read on the way raised
                 if hit:  # no request made now: not counted
                     return None if kept is None else prototype.buffer.from_bytes(kept)
@@ -254,6 +255,8 @@ class CountingStore(ReadingWrapper[Store]):
 
     async def _kept_listing(self, documents: DocumentCache, prefix: str) -> AsyncIterator[str]:
         """A folder's names from the cache folder, else listed (one listing) and kept there."""
+        top = prefix.strip("/").split("/", 1)[0]
+        await documents.prepare_folder(top or None)
         names = documents.listing(prefix)
         if names is None:
             self.counter.add_listing()

@@ -317,6 +317,12 @@ class DocumentCache:
             else:
                 self.seeded[key] = value
 
+    async def prepare(self, key: str) -> None:
+        """Make ready to answer key (a stamped cache lists what proves it unchanged); nothing here."""
+
+    async def prepare_folder(self, folder: str | None) -> None:
+        """Make ready to answer a listing below folder; nothing here."""
+
     def get(self, key: str) -> tuple[bool, bytes | None]:
         """(True, bytes or None for an object known absent) on a hit; (False, None) on a miss.
         Raises a failure seeded for the key, once."""

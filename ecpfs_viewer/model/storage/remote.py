@@ -281,6 +281,11 @@ class BoundedStore(ReadingWrapper[Store]):
                 raise error
             await asyncio.sleep(pause)
 
+    @property
+    def object_store(self) -> Any:
+        """The obstore client under zarr's ObjectStore (None under another store: fsspec's)."""
+        return getattr(self._store, "store", None)
+
     def translate(self, exc: BaseException, key: str) -> BaseException:
         """A client's exception as a RemoteError naming the object (others unchanged)."""
         return translate_error(exc, self.where(key), self.scheme, self.options.timeout_s)
