@@ -170,12 +170,13 @@ class Case:
 
     def best(self, command: list[str], *, ok: tuple[int, ...] = (0,),
              warm: bool = False, server: ChildServer | None = None,
-             measure: Callable[[Run], float] | None = None) -> Figure:
-        """The best of `repeat` fresh processes; warm: one untimed run fills a cache folder they share."""
+             measure: Callable[[Run], float] | None = None, fill: list[str] | None = None) -> Figure:
+        """The best of `repeat` fresh processes; warm: one untimed run (of fill, else of command)
+        fills a cache folder they share."""
         cache = self.cache()
         runs: list[tuple[float, Run, int]] = []
         if warm:
-            run = run_child(command, child_env(cache))
+            run = run_child(fill or command, child_env(cache))
             if run.returncode not in ok:
                 return Figure(None, note=f"warm-up {failure(run)}")
         for _ in range(self.repeat):
@@ -296,6 +297,16 @@ def search_query_file(case: Case) -> tuple[Figure, Figure | None]:
     return case.best(case.cli("search", str(case.index), "--query-file", str(case.query_file()))), None
 
 
+def info_leaf_sizes(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("info", str(case.index), "--leaf-sizes")), None
+
+
+def info_again(case: Case) -> tuple[Figure, Figure | None]:
+    """A plain `info` after one `info --leaf-sizes` kept the leaf sizes in the cache folder."""
+    return case.best(case.cli("info", str(case.index)), warm=True,
+                     fill=case.cli("info", str(case.index), "--leaf-sizes")), None
+
+
 def recall(case: Case) -> tuple[Figure, Figure | None]:
     ours = case.best(case.cli("recall", str(case.index), "--sample", "100", "--search-exp", "1,2,4,8"))
     return ours, case.zarr_baseline("zarr-exact", str(case.index))
@@ -373,6 +384,9 @@ ACTIONS: dict[str, Action] = {
     "search-item": Action("search --item 5, cold", "2M <= 3 s", "0.61 s / 5.51 s", search_item),
     "search-item-again": Action("search --item 5, a later process", "<= 0.5 s", "(new)", search_item_again),
     "locate-present-again": Action("locate item 5, a later process", "<= 0.5 s", "(new)", locate_present_again),
+    "info-leaf-sizes": Action("info --leaf-sizes (every leaf's documents)", "10M <= 1.5 x floor", "(10M: 74 s)",
+                              info_leaf_sizes),
+    "info-again": Action("info, a later process (leaf sizes cached)", "10M <= 2 s", "(10M: 31 s)", info_again),
     "search-query": Action("search --query-file, cold", "no growth", "0.29 s / 0.29 s", search_query_file),
     "recall": Action("recall --sample 100 --search-exp 1,2,4,8", "2M <= 8 s, <= 500 MB",
                      "1.90 s 254 MB / 15.8 s 1,399 MB", recall),
