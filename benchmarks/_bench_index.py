@@ -1,4 +1,5 @@
-"""The benchmark indexes (200,000 or 2,000,000 x 64 float32, levels 3, target_cluster_items 50), built once and cached.
+"""The benchmark indexes (200,000, 2,000,000 or 10,000,000 x 64 float32, levels 3, target_cluster_items 50),
+built once and cached.
 
 Shared by the read, scale and GUI-stall benchmarks. They are built with the project's own builder
 (`ecpfs_viewer.model.build.builder.build_index`) into benchmarks/.cache/ (git-ignored; the
@@ -22,6 +23,7 @@ LEVELS = 3
 TARGET_CLUSTER_ITEMS = 50
 SEED = 20250601
 SCALE_ROWS = 2_000_000
+HUGE_ROWS = 10_000_000
 CACHE = Path(os.environ.get("ECPFS_BENCH_CACHE") or Path(__file__).resolve().parent / ".cache")
 
 
@@ -29,12 +31,20 @@ def _stamp(rows: int) -> dict[str, int]:
     return {"rows": rows, "dim": DIM, "levels": LEVELS, "target_cluster_items": TARGET_CLUSTER_ITEMS, "seed": SEED}
 
 
-def _vectors(rows: int) -> np.ndarray:
-    """Clustered float32 vectors (so the tree is not degenerate), reproducible from SEED."""
+def _write_vectors(path: Path, rows: int, block: int = 1_000_000) -> None:
+    """Clustered float32 vectors (so the tree is not degenerate), reproducible from SEED, written to
+    the .npy file path a block of rows at a time: the noise drawn per block is the same stream as one
+    draw of all rows (numpy's Generator keeps no state between normal() calls), so 10M rows need no
+    5 GB float64 temporary and the 200k and 2M inputs are the ones they always were."""
     rng = np.random.default_rng(SEED)
     centres = rng.normal(0, 10, size=(512, DIM)).astype(np.float32)
     labels = rng.integers(0, len(centres), size=rows)
-    return centres[labels] + rng.normal(0, 1, size=(rows, DIM)).astype(np.float32)
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, DIM))
+    for start in range(0, rows, block):
+        stop = min(rows, start + block)
+        out[start:stop] = centres[labels[start:stop]] + rng.normal(0, 1, size=(stop - start, DIM)).astype(np.float32)
+    out.flush()
+    del out
 
 
 def bench_index_path(progress: bool = True, rows: int = ROWS, in_child: bool = True) -> Path:
@@ -57,7 +67,7 @@ def bench_index_path(progress: bool = True, rows: int = ROWS, in_child: bool = T
 
     CACHE.mkdir(parents=True, exist_ok=True)
     source = CACHE / f"{name}.npy"
-    np.save(source, _vectors(rows))
+    _write_vectors(source, rows)
     if progress:
         print(f"building the benchmark index into {index} ...", file=sys.stderr, flush=True)
     params = BuildParams(levels=LEVELS, target_cluster_items=TARGET_CLUSTER_ITEMS, metric="L2")

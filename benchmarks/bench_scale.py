@@ -1,15 +1,18 @@
-"""The actions of issue 21 at 200,000 and at 2,000,000 items, side by side: figures, not pass/fail.
+"""The actions of issues 21 and 35 at 200,000, 2,000,000 and 10,000,000 items, side by side: figures, not pass/fail.
 
     ECPFS_BENCH_CACHE=/work/bench-data/scale .venv-newest/bin/python benchmarks/bench_scale.py
-        [--rows-small 200000] [--rows-large 2000000 | --index A.zarr --index B.zarr]
-        [--only ACTION,...] [--repeat 2] [--delay-ms 50] [--no-zarr] [--json OUT]
+        [--sizes 200k,2M,10M | --rows-small 200000 --rows-large 2000000 | --index A.zarr --index B.zarr ...]
+        [--cold] [--no-floors] [--only ACTION,...] [--repeat 2] [--delay-ms 50] [--no-zarr] [--json OUT]
 
-Both indexes come from benchmarks/_bench_index.py (64-d float32, levels 3, target 50), built on
+Every index comes from benchmarks/_bench_index.py (64-d float32, levels 3, target 50), built on
 first use. Every figure is a fresh process, as a user runs it: the real command line
 (`python -m ecpfs_viewer ...`), or a small child for the window, timed from outside, the best of
 --repeat runs, with the child's peak resident memory (from ``os.wait4``) and the machine's load
 average when that run started. Each run gets an empty cache folder unless the action is about the
-second process (then one untimed run fills it first). Remote actions read the index over
+second process (then one untimed run fills it first). With --cold the OS page cache is dropped
+before every timed run (benchmarks/_floors.py says how, where that is not allowed). Beside every
+local figure its floor: the files that action read (one more run, logged by _read_log.py), read
+with many in flight, cold and warm. Remote actions read the index over
 benchmarks/_remote_server.py with a delay per request (50 ms unless --delay-ms) and count the
 requests the server answered; the request floor is requests / in flight x delay.
 
@@ -37,7 +40,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bench_index import DIM, ROWS, SCALE_ROWS, bench_index_path
+from _bench_index import DIM, HUGE_ROWS, ROWS, SCALE_ROWS, bench_index_path
+from _floors import evict, eviction_name, floor_of
 from _remote_server import ChildServer, serve_static_child
 from _scale_children import IN_FLIGHT
 
@@ -142,6 +146,8 @@ class Case:
     delay_s: float
     work: Path  # scratch folder: query files, cache folders, key lists
     with_zarr: bool = True
+    cold: bool = False  # drop the OS page cache before every timed run
+    floors: bool = True  # log the files each action reads, and time reading them
     baselines: dict[str, Figure] = field(default_factory=dict)  # zarr-python figures, shared by actions
 
     @property
@@ -164,17 +170,20 @@ class Case:
 
     def best(self, command: list[str], *, ok: tuple[int, ...] = (0,),
              warm: bool = False, server: ChildServer | None = None,
-             measure: Callable[[Run], float] | None = None) -> Figure:
-        """The best of `repeat` fresh processes; warm: one untimed run fills a cache folder they share."""
+             measure: Callable[[Run], float] | None = None, fill: list[str] | None = None) -> Figure:
+        """The best of `repeat` fresh processes; warm: one untimed run (of fill, else of command)
+        fills a cache folder they share."""
         cache = self.cache()
         runs: list[tuple[float, Run, int]] = []
         if warm:
-            run = run_child(command, child_env(cache))
+            run = run_child(fill or command, child_env(cache))
             if run.returncode not in ok:
                 return Figure(None, note=f"warm-up {failure(run)}")
         for _ in range(self.repeat):
             if not warm:
                 cache = self.cache()
+            if self.cold:
+                evict([self.index, cache])
             before = server.requests() if server else 0
             run = run_child(command, child_env(cache))
             if run.returncode not in ok:
@@ -187,7 +196,26 @@ class Case:
             figure.note = f"{requests:,} requests, floor {floor:.1f} s"
             figure.note += f", {seconds / floor:.1f} x the floor" if floor else ""
             figure.extra.update(requests=requests, floor_s=floor)
+        elif self.floors:
+            self.add_floor(figure, command, None if warm else self.cache(), cache)
         return figure
+
+    def add_floor(self, figure: Figure, command: list[str], fresh: Path | None, warm_cache: Path) -> None:
+        """Run command once more, logging the files it opens below the index and the cache folder
+        (a fresh one, or the filled one of a later-process action); the floor of reading them."""
+        cache = fresh or warm_cache
+        log = self.work / f"read-log-{time.monotonic_ns()}.txt"
+        folders = os.pathsep.join([str(self.index), str(cache)])
+        run_child([sys.executable, str(HERE / "_read_log.py"), str(log), folders, *command[1:]], child_env(cache))
+        logged = log.read_text().splitlines() if log.exists() else []
+        floor = floor_of(logged, self.cold, [self.index, cache])
+        mode = floor.cold_s if self.cold else floor.warm_s
+        ratio = f"; {figure.seconds / mode:.1f}x its {'cold' if self.cold else 'warm'} floor" if (
+            mode and figure.seconds is not None and figure.unit == "s") else ""
+        figure.note = "; ".join(filter(None, [figure.note, floor.text() + ratio]))
+        figure.extra.update(floor_files=floor.files, floor_bytes=floor.nbytes, floor_warm_s=floor.warm_s)
+        if floor.cold_s is not None:
+            figure.extra.update(floor_cold_s=floor.cold_s)
 
     @contextlib.contextmanager
     def served(self) -> Iterator[tuple[ChildServer, str]]:
@@ -209,6 +237,8 @@ class Case:
         if job in self.baselines:
             return self.baselines[job]
         before = server.requests() if server else 0
+        if self.cold and server is None:
+            evict([self.index])
         run = run_child([sys.executable, str(CHILDREN), job, *args], child_env(self.cache()))
         if run.returncode != 0:
             figure = Figure(None, note=failure(run))
@@ -265,6 +295,16 @@ def locate_present_again(case: Case) -> tuple[Figure, Figure | None]:
 
 def search_query_file(case: Case) -> tuple[Figure, Figure | None]:
     return case.best(case.cli("search", str(case.index), "--query-file", str(case.query_file()))), None
+
+
+def info_leaf_sizes(case: Case) -> tuple[Figure, Figure | None]:
+    return case.best(case.cli("info", str(case.index), "--leaf-sizes")), None
+
+
+def info_again(case: Case) -> tuple[Figure, Figure | None]:
+    """A plain `info` after one `info --leaf-sizes` kept the leaf sizes in the cache folder."""
+    return case.best(case.cli("info", str(case.index)), warm=True,
+                     fill=case.cli("info", str(case.index), "--leaf-sizes")), None
 
 
 def recall(case: Case) -> tuple[Figure, Figure | None]:
@@ -344,6 +384,9 @@ ACTIONS: dict[str, Action] = {
     "search-item": Action("search --item 5, cold", "2M <= 3 s", "0.61 s / 5.51 s", search_item),
     "search-item-again": Action("search --item 5, a later process", "<= 0.5 s", "(new)", search_item_again),
     "locate-present-again": Action("locate item 5, a later process", "<= 0.5 s", "(new)", locate_present_again),
+    "info-leaf-sizes": Action("info --leaf-sizes (every leaf's documents)", "10M <= 1.5 x floor", "(10M: 74 s)",
+                              info_leaf_sizes),
+    "info-again": Action("info, a later process (leaf sizes cached)", "10M <= 2 s", "(10M: 31 s)", info_again),
     "search-query": Action("search --query-file, cold", "no growth", "0.29 s / 0.29 s", search_query_file),
     "recall": Action("recall --sample 100 --search-exp 1,2,4,8", "2M <= 8 s, <= 500 MB",
                      "1.90 s 254 MB / 15.8 s 1,399 MB", recall),
@@ -365,6 +408,19 @@ ACTIONS: dict[str, Action] = {
 # ------------------------------------------------------------------------------------ the table
 
 
+def parse_size(text: str) -> int:
+    """200k, 2M, 10M or a plain count of items."""
+    text = text.strip().lower().replace("_", "").replace(",", "")
+    scale = {"k": 1000, "m": 1_000_000}.get(text[-1:], 1)
+    try:
+        rows = int(float(text[:-1] if scale > 1 else text) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is no size (like 200k, 2M, 10M)") from None
+    if rows < 1000:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 1k items")
+    return rows
+
+
 def size_name(rows: int) -> str:
     return f"{rows // 1_000_000}M" if rows >= 1_000_000 and rows % 1_000_000 == 0 else f"{rows / 1000:g}k"
 
@@ -383,11 +439,24 @@ def growth(small: Figure, large: Figure) -> str:
     return f"{large.seconds / small.seconds:.1f}x"
 
 
+def growths(figures: list[Figure]) -> str:
+    """The growth from each size to the next (one figure: none)."""
+    return " ".join(growth(a, b) for a, b in itertools.pairwise(figures)) or "-"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows-small", type=int, default=ROWS, help=f"items of the small index (default {ROWS:,})")
-    parser.add_argument("--rows-large", type=int, default=SCALE_ROWS,
-                        help=f"items of the large index (default {SCALE_ROWS:,}; 0: the small one only)")
+    parser.add_argument("--sizes", type=lambda text: [parse_size(t) for t in text.split(",") if t.strip()],
+                        metavar="SIZE,...", help="the indexes' items, e.g. 200k,2M (default 200k,2M,10M; each is "
+                                                 "built on first use: 10M takes minutes and 2.6 GB on disk)")
+    parser.add_argument("--rows-small", type=int, help=f"items of the small index (instead of --sizes; {ROWS:,})")
+    parser.add_argument("--rows-large", type=int,
+                        help=f"items of the large index (instead of --sizes; {SCALE_ROWS:,}; 0: the small one only)")
+    parser.add_argument("--cold", action="store_true",
+                        help="drop the OS page cache before every timed run (root on Linux; else "
+                             "posix_fadvise(DONTNEED) on the index's files), and time the floors cold too")
+    parser.add_argument("--no-floors", action="store_true",
+                        help="leave out the floors (the time to read the files each action read)")
     parser.add_argument("--index", type=Path, action="append", default=[], metavar="PATH",
                         help="a built benchmark index instead of --rows-small/--rows-large (give one or two; "
                              "the stamp beside it, NAME.json, tells its rows)")
@@ -404,13 +473,19 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ecpfs-bench-scale-"))
     try:
         compile_checkout()
+        if args.rows_small is not None or args.rows_large is not None:
+            sizes = [rows for rows in (args.rows_small if args.rows_small is not None else ROWS,
+                                       args.rows_large if args.rows_large is not None else SCALE_ROWS) if rows > 0]
+        else:
+            sizes = args.sizes or [ROWS, SCALE_ROWS, HUGE_ROWS]
         indexes = [(stamped_rows(path, parser), path.resolve()) for path in args.index] or [
-            (rows, bench_index_path(rows=rows)) for rows in (args.rows_small, args.rows_large) if rows > 0]
+            (rows, bench_index_path(rows=rows)) for rows in sizes]
         cases = []
         for number, (rows, index) in enumerate(indexes):
             scratch = work / str(number)
             scratch.mkdir()
-            cases.append(Case(rows, index, args.repeat, args.delay_ms / 1000, scratch, with_zarr=not args.no_zarr))
+            cases.append(Case(rows, index, args.repeat, args.delay_ms / 1000, scratch, with_zarr=not args.no_zarr,
+                              cold=args.cold, floors=not args.no_floors))
         return report(cases, names, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -430,11 +505,13 @@ def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int
     import zarr
 
     sizes = [size_name(case.rows) for case in cases]
-    print(f"issue 21 at size: {', '.join(case.index.name for case in cases)}; best of {args.repeat} fresh processes, "
-          f"peak RSS, load average at the run; remote: {args.delay_ms:g} ms per request, {IN_FLIGHT} in flight; "
-          f"Python {sys.version.split()[0]}, zarr {zarr.__version__}, numpy {numpy.__version__}, "
+    print(f"issues 21/35 at size: {', '.join(case.index.name for case in cases)}; best of {args.repeat} fresh "
+          f"processes, peak RSS, load average at the run; remote: {args.delay_ms:g} ms per request, {IN_FLIGHT} in "
+          f"flight; Python {sys.version.split()[0]}, zarr {zarr.__version__}, numpy {numpy.__version__}, "
           f"{os.cpu_count()} CPUs")
-    print(f"{'action':<44} {''.join(f'{size:<38}' for size in sizes)}{'growth':>7}  {'target':<26} "
+    print(f"OS page cache: {'COLD before every timed run: ' + eviction_name() if args.cold else 'warm'}; "
+          f"floors: {'none' if args.no_floors else 'the files each action read, 64 in flight, path order'}")
+    print(f"{'action':<44} {''.join(f'{size:<38}' for size in sizes)}{'growth':>11}  {'target':<26} "
           f"issue before (200k / 2M)")
     results = []
     for name in names:
@@ -455,13 +532,14 @@ def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int
                         "zarr_python": {size: asdict(f) for size, f in zip(sizes, theirs, strict=True)
                                         if f is not None}})
     if args.json:
-        args.json.write_text(json.dumps({"sizes": sizes, "repeat": args.repeat, "results": results}, indent=2))
+        args.json.write_text(json.dumps({"sizes": sizes, "repeat": args.repeat, "cold": args.cold,
+                                         "results": results}, indent=2))
     return 0
 
 
 def row(figures: list[Figure]) -> str:
     """The figures of the sizes in columns, then the growth from the first to the last."""
-    return "".join(f"{figure.text():<38}" for figure in figures) + f"{growth(figures[0], figures[-1]):>7}"
+    return "".join(f"{figure.text():<38}" for figure in figures) + f"{growths(figures):>11}"
 
 
 if __name__ == "__main__":

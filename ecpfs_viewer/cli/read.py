@@ -81,13 +81,66 @@ def run_info(args: argparse.Namespace) -> int:
     summary = summarize(h)
     if summary.unread is not None:  # no header to show: say why, not 'not an index'
         raise CannotOpen(f"{args.path}: {summary.unread}; retry")
-    leaf_sizes = args.leaf_sizes if args.leaf_sizes is not None else h.store.kind != "remote"
-    levels = collect_level_stats(h, summary, leaf_sizes=leaf_sizes)
+    levels, source = info_levels(h, summary, args)
     if args.json:
-        print(json.dumps(versioned(info_dict(summary, levels)), indent=2, default=_json_default))
+        print(json.dumps(versioned({**info_dict(summary, levels), "leaf_sizes": source.value}), indent=2,
+                         default=_json_default))
     else:
-        print(format_info(summary, levels))
+        print(format_info(summary, levels, source))
     return EXIT_OK if summary.layout.is_index and all(s.complete for s in levels) else EXIT_FAILED
+
+
+class LeafSizes(Enum):
+    """Where `info`'s leaf sizes came from."""
+
+    READ = "read"
+    CACHED = "cached"
+    BACKGROUND = "reading in the background"
+    NOT_READ = "not read"
+
+
+#: Leaves above which a plain `info` of a folder or zip does not read every leaf's documents
+#: (three each) itself: a background process reads them for the next `info`, and it says so.
+BACKGROUND_LEAVES = 50_000
+
+
+def info_levels(h: Hierarchy, summary: IndexSummary, args: argparse.Namespace) -> tuple[list[LevelRow], LeafSizes]:
+    """The level rows `info` shows, and where the leaf level's sizes came from: read (--leaf-sizes,
+    or a folder or zip of up to BACKGROUND_LEAVES leaves), the cache folder, a background reader
+    started now, or not read (a remote store, --no-leaf-sizes)."""
+    from ecpfs_viewer.model.ecpfs.leaf_stats_cache import read_leaf_stats, saved_leaf_stats
+
+    if not summary.layout.is_index or summary.levels is None:
+        return collect_level_stats(h, summary, leaf_sizes=bool(args.leaf_sizes)), LeafSizes.READ
+    upper: list[LevelRow] = [level_stats(h, level, summary) for level in level_plan(summary).shown
+                             if level != summary.levels]
+    if summary.levels not in level_plan(summary).shown:
+        return upper, LeafSizes.READ
+    if args.leaf_sizes is False or (args.leaf_sizes is None and h.store.kind == "remote"):
+        return [*upper, level_count(h, summary.levels, summary)], LeafSizes.NOT_READ
+    if args.leaf_sizes is None:
+        saved = saved_leaf_stats(h, summary)
+        if saved is not None:
+            return [*upper, saved], LeafSizes.CACHED
+        counted = level_count(h, summary.levels, summary)
+        if counted.node_count > BACKGROUND_LEAVES and _read_in_background(args.path):
+            return [*upper, counted], LeafSizes.BACKGROUND
+    return [*upper, read_leaf_stats(h, summary)], LeafSizes.READ
+
+
+def _read_in_background(path: str) -> bool:
+    """Start `info PATH --leaf-sizes` as a process of its own that outlives this one (its answer
+    is kept in the cache folder for the next `info`); False when it cannot be started."""
+    import os
+    import subprocess
+
+    try:
+        subprocess.Popen([sys.executable, "-m", "ecpfs_viewer", "info", path, "--leaf-sizes", "--json"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True, env=os.environ.copy())
+    except OSError:
+        return False
+    return True
 
 
 def ignored_codes(values: Sequence[str]) -> tuple[str, ...]:
@@ -181,7 +234,8 @@ def _text(value: Any, absent: str = "-") -> str:
     return format_value(value, absent)
 
 
-def format_info(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> str:
+def format_info(summary: IndexSummary, levels: Sequence[LevelRow] = (),
+                source: LeafSizes = LeafSizes.READ) -> str:
     """The `info` text: `ecp info`'s lines, then the viewer's additions and a per-level table.
 
     Shared with the builder's post-build summary, so both read the same.
@@ -226,7 +280,10 @@ def format_info(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> str:
         lines.append(format_level_table(levels))
         leaf = levels[-1]
         unsized = sum(why == "unreadable" for why in leaf.sizeless.values()) if isinstance(leaf, LevelStats) else 0
-        if isinstance(leaf, LevelCount) and leaf.is_leaf:
+        if isinstance(leaf, LevelCount) and leaf.is_leaf and source is LeafSizes.BACKGROUND:
+            lines.append(f"Sum of leaf sizes: not yet known ({leaf.node_count:,} leaves: their documents are being "
+                         "read in the background for the next `info`; `info --leaf-sizes` reads them now)")
+        elif isinstance(leaf, LevelCount) and leaf.is_leaf:
             lines.append(f"Sum of leaf sizes: not read ({leaf.node_count:,} leaf documents, one request each; "
                          "`check` or `info --leaf-sizes` reads them)")
         elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None and not leaf.complete:
@@ -238,7 +295,8 @@ def format_info(summary: IndexSummary, levels: Sequence[LevelRow] = ()) -> str:
                          f"read, so it is not compared with Total Items {_text(summary.total_items)})")
         elif isinstance(leaf, LevelStats) and leaf.is_leaf and leaf.leaf_sum is not None:
             match = "matches" if leaf.leaf_sum == summary.total_items else "DIFFERS from"
-            lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} ({match} Total Items {_text(summary.total_items)})")
+            kept = "; from the cache folder: no leaf document changed since" if source is LeafSizes.CACHED else ""
+            lines.append(f"Sum of leaf sizes: {leaf.leaf_sum} ({match} Total Items {_text(summary.total_items)}{kept})")
     problems = [f for f in summary.findings if f.severity is not Severity.INFO]
     problems += [f for s in levels for f in s.findings]
     if problems:

@@ -181,12 +181,18 @@ def _search(args: argparse.Namespace) -> int:
         raise UsageError("give --item ID, --query-file Q.npy [--query-row N] or --saved-query ID")
     if args.query_file is not None and (args.item is not None or args.saved_query is not None):
         raise UsageError("--query-file goes with --query-row, not with --item or --saved-query")
+    key = _saved_search_key(args, exclude)
+    if key is not None and _print_saved_search(args, key):
+        return EXIT_OK
     queries = load_queries(args.query_file) if args.query_file else None
+    started = time.time_ns()
     reader = open_index(args)
     query = _query_vector(reader, args, queries)
     params = SearchParams(args.k, search_exp, args.max_increments, exclude)
     result = reader.search(query, params)
     report: dict[str, Any] = {**result.to_dict(), "exact": None, "missed": None}  # one shape, with --explain or not
+    if key is not None:
+        _keep_search(reader, key, result, report, started)
     misses: tuple[Any, ...] = ()
     exact: tuple[Any, ...] = ()
     if args.explain:
@@ -200,9 +206,7 @@ def _search(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(versioned(report), indent=2))
         return _finish_item_map(reader, args)
-    for hit in result.hits:
-        print(f"{hit.item_id}\t{hit.score:.6g}")
-    _print_cost(result)
+    print("\n".join(_answer_lines(result)))
     if args.trace:
         _print_trace(result)
     if args.explain:
@@ -241,15 +245,51 @@ def _query_vector(reader: IndexReader, args: argparse.Namespace, queries: np.nda
     return reader.vector_for_item(args.item if args.item is not None else args.query_row)
 
 
-def _print_cost(result: SearchResult) -> None:
-    """The '# cost' lines under the hits: machine-independent figures, the time, and reads per level."""
+def _answer_lines(result: SearchResult) -> list[str]:
+    """The hits, then the '# cost' lines: machine-independent figures, the time, and reads per level."""
     from ecpfs_viewer.model.formatting import format_bytes
 
     cost = result.cost
-    print(f"# cost: {cost.describe()}; {result.seconds * 1e3:.2f} ms")
     levels = [f"{'index_root' if i == 0 else f'lvl_{i}'} {format_bytes(b)}/{r}"
               for i, (b, r) in enumerate(zip(cost.bytes_read, cost.requests, strict=True))]
-    print(f"# read per level (bytes/requests): {', '.join(levels)}")
+    return [*(f"{hit.item_id}\t{hit.score:.6g}" for hit in result.hits),
+            f"# cost: {cost.describe()}; {result.seconds * 1e3:.2f} ms",
+            f"# read per level (bytes/requests): {', '.join(levels)}"]
+
+
+#: The line under an answer a later process took from the cache folder.
+FROM_CACHE = "# answered from the cache folder: an earlier process's search, every node it read unchanged"
+
+
+def _saved_search_key(args: argparse.Namespace, exclude: frozenset[int]) -> Any:
+    """The key of a `search --item` whose answer may be kept and answered by a later process
+    (plain --item searches of a local folder; None for anything else)."""
+    if (args.item is None or args.explain or args.trace or args.scheduler is not None or args.query_row is not None
+            or "://" in args.index):
+        return None
+    from ecpfs_viewer.model.search.saved_search import SearchKey
+
+    return SearchKey.of(args.item, args.k, args.search_exp, args.max_increments, exclude)
+
+
+def _print_saved_search(args: argparse.Namespace, key: Any) -> bool:
+    """Print the answer an earlier process kept, when the index is unchanged (no zarr imported)."""
+    from ecpfs_viewer.model.search.saved_search import saved_search
+
+    saved = saved_search(args.index, key)
+    if saved is None:
+        return False
+    print(json.dumps(versioned(saved.report), indent=2) if args.json else "\n".join([*saved.text, FROM_CACHE]))
+    return True
+
+
+def _keep_search(reader: IndexReader, key: Any, result: SearchResult, report: dict[str, Any], started: int) -> None:
+    """Keep this search's answer for a later process, stamped with what it read."""
+    from ecpfs_viewer.model.search.saved_search import SavedSearch, save_search, search_sources
+
+    leaf, _row = reader.locator.find_one(key.item)
+    sources = search_sources(reader.levels, leaf, [(v.level, v.node_id) for v in (*result.trace, *result.skipped)])
+    save_search(reader.cache, key, SavedSearch(report, tuple(_answer_lines(result))), sources, started)
 
 
 def _print_trace(result: SearchResult) -> None:

@@ -67,7 +67,7 @@ def item_map_of(data: bytes) -> ItemMap | None:
         return None
 
 
-def _entry(cache: StoreCache, name: str) -> tuple[bytes, Stamps] | None:
+def read_entry(cache: StoreCache, name: str) -> tuple[bytes, Stamps] | None:
     raw = cache.read(name)
     return None if raw is None else unframe_entry(raw)
 
@@ -75,13 +75,13 @@ def _entry(cache: StoreCache, name: str) -> tuple[bytes, Stamps] | None:
 def saved_location(location: str, item_id: int) -> ItemLocation | None:
     """Where item_id is, from the entries saved for the local index at `location` as it is now;
     None when they cannot answer. Raises what the reader would: ItemIdRangeError, UnknownItemError."""
-    folder, cache, facts = _saved_facts(location)
+    folder, cache, facts = saved_facts(location)
     if folder is None or cache is None or facts is None:
         return None
     refusal = facts.id_range.refusal(item_id)
     if refusal is not None:
         raise ItemIdRangeError(refusal)
-    saved = _entry(cache, ITEM_MAP)
+    saved = read_entry(cache, ITEM_MAP)
     item_map = None if saved is None else item_map_of(saved[0])
     if saved is None or item_map is None:
         return None
@@ -92,7 +92,7 @@ def saved_location(location: str, item_id: int) -> ItemLocation | None:
         raise not_in_index(item_id)
     parents: dict[int, ItemMap] = {}
     for level in range(2, facts.levels + 1):
-        kept = _entry(cache, PARENT_LINKS.format(level=level))
+        kept = read_entry(cache, PARENT_LINKS.format(level=level))
         links = None if kept is None else item_map_of(kept[0])
         if kept is None or links is None or not kept[1].unchanged(folder):
             return None  # saved once a location needed them (the first one of a present item), or stale
@@ -101,7 +101,7 @@ def saved_location(location: str, item_id: int) -> ItemLocation | None:
     return ItemLocation(item_id, place[0], place[1], path, complete)
 
 
-def _saved_facts(location: str) -> tuple[str | None, StoreCache | None, LocateFacts | None]:
+def saved_facts(location: str) -> tuple[str | None, StoreCache | None, LocateFacts | None]:
     """The local folder at location, its cache entries and its saved facts, when an entry's
     fingerprint is the folder's now and the documents the facts came from are unchanged."""
     if "://" in location or "\0" in location:

@@ -1,0 +1,111 @@
+"""A cold OS page cache, and the floor of an action: the time to read exactly the files it read.
+
+bench_scale.py's ``--cold`` drops the page cache before every timed run where it may (root on
+Linux: ``sync; echo 3 > /proc/sys/vm/drop_caches``), else asks the kernel to forget the files of
+the index (``posix_fadvise(POSIX_FADV_DONTNEED)`` on each; what the app's own code and libraries
+need stays cached then, so that cold is colder for the data than for the start-up).
+
+A floor reads the files an action opened (benchmarks/_read_log.py logs them) with many reads in
+flight, in path order (the builder writes an index in path order, so that is the order its files
+were allocated in), each file whole: the device's rate for that set of files, not one request at
+a time. Cold: after the same eviction as the timed runs; warm: right after a read of them all.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+IN_FLIGHT = 64  # files read at once by a floor
+
+
+def can_drop_caches() -> bool:
+    return sys.platform.startswith("linux") and os.access(DROP_CACHES, os.W_OK)
+
+
+def eviction_name() -> str:
+    return ("drop_caches (sync; echo 3 > /proc/sys/vm/drop_caches)" if can_drop_caches()
+            else "posix_fadvise(DONTNEED) on every file of the index" if hasattr(os, "posix_fadvise")
+            else "none possible here (figures are warm)")
+
+
+def evict(folders: Iterable[Path]) -> None:
+    """Make the next reads of the folders' files come from the device (see the module's note)."""
+    if can_drop_caches():
+        subprocess.run(["sync"], check=False)
+        DROP_CACHES.write_text("3\n")
+        return
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for folder in folders:
+        for top, _dirs, files in os.walk(folder):
+            for name in files:
+                forget(os.path.join(top, name))
+
+
+def forget(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def read_whole(path: str) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return 0
+    total = 0
+    try:
+        while block := os.read(fd, 1 << 20):
+            total += len(block)
+    finally:
+        os.close(fd)
+    return total
+
+
+def read_all(paths: list[str]) -> tuple[float, int]:
+    """(seconds, bytes) reading every path whole, IN_FLIGHT at a time, in path order."""
+    started = time.perf_counter()
+    with ThreadPoolExecutor(IN_FLIGHT) as pool:
+        total = sum(pool.map(read_whole, paths, chunksize=64))
+    return time.perf_counter() - started, total
+
+
+@dataclass(frozen=True)
+class Floor:
+    files: int
+    nbytes: int
+    warm_s: float
+    cold_s: float | None  # None: not measured (no --cold)
+
+    def text(self) -> str:
+        cold = f"cold {seconds(self.cold_s)}, " if self.cold_s is not None else ""
+        return f"floor {cold}warm {seconds(self.warm_s)} ({self.files:,} files, {self.nbytes / 1e6:,.1f} MB)"
+
+
+def seconds(value: float) -> str:
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def floor_of(logged: list[str], cold: bool, folders: Iterable[Path]) -> Floor:
+    """The floor of reading the logged files, warm and (with cold) cold."""
+    paths = sorted({path for path in logged if os.path.isfile(path)})
+    cold_s = None
+    if cold:
+        evict(folders)
+        cold_s, _ = read_all(paths)
+    read_all(paths)  # now every one is cached
+    warm_s, nbytes = read_all(paths)
+    return Floor(len(paths), nbytes, warm_s, cold_s)
