@@ -217,7 +217,7 @@ def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, 
     if few or cw > pixel_w or ch > pixel_h:
         positions = index.items_in(rect)
         xy = index.placement.coords[positions].astype(np.float64)
-        pixel = _pixels(xy[:, 0], xy[:, 1], rect, width, height)
+        pixel = _pixels(xy[:, 0], xy[:, 1], rect, width, height, inside=True)
         weights = _item_channels(index, sums, positions)
         counts, rgb = _bin(pixel, None, weights, sums, width, height)
         return DensityFrame(rect, counts, rgb, positions if positions.size <= point_limit else None, "items")
@@ -233,10 +233,14 @@ def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, 
     return DensityFrame(rect, counts, rgb, None, "cells", level)
 
 
-def _pixels(x: np.ndarray, y: np.ndarray, rect: ViewRect, width: int, height: int) -> np.ndarray:
-    """Flat pixel index per point (row 0 at the top), -1 outside the view."""
+def _pixels(x: np.ndarray, y: np.ndarray, rect: ViewRect, width: int, height: int, *,
+            inside: bool = False) -> np.ndarray:
+    """Flat pixel index per point (row 0 at the top), -1 outside the view; ``inside``: the points are
+    known to be in the view (rounding at its right or bottom edge keeps them in the last pixel)."""
     px = np.floor((x - rect.x0) / rect.width * width)
     py = np.floor((rect.y1 - y) / rect.height * height)
+    if inside:
+        px, py = np.clip(px, 0, width - 1), np.clip(py, 0, height - 1)
     inside = (px >= 0) & (px < width) & (py >= 0) & (py < height)
     return np.where(inside, py * width + px, -1).astype(np.int64)
 

@@ -14,7 +14,6 @@ import io
 import os
 import struct
 import tempfile
-import textwrap
 import zlib
 from functools import cache
 from pathlib import Path
@@ -73,10 +72,23 @@ def draw_text(image: np.ndarray, x: int, y: int, text: str, colour: tuple[int, i
     return x
 
 
+def wrap(text: str, width: int) -> list[str]:
+    """Words of text in lines no wider than ``width`` pixels (a word wider than that alone on its line)."""
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        candidate = f"{current} {word}" if current else word
+        if current and text_width(candidate) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = candidate
+    return [*lines, current] if current or not lines else lines
+
+
 def draw_wrapped(image: np.ndarray, x: int, y: int, text: str, width: int, colour: tuple[int, int, int] = INK) -> int:
     """Draw text wrapped to ``width`` pixels; the y below its last line."""
-    per_char = max(text_width("abcdefghij") // 10, 1)
-    for line in textwrap.wrap(text, max(width // per_char, 10)) or [""]:
+    for line in wrap(text, width):
         draw_text(image, x, y, line, colour)
         y += line_height() + 2
     return y
@@ -92,14 +104,13 @@ def render_map(frame: DensityFrame, colours: ItemColours | None, *, title: str, 
     head = MARGIN + lh + (lh if subtitle else 0) + MARGIN // 2
     width = MARGIN + pw + MARGIN + LEGEND_WIDTH + MARGIN
     foot_text = [t for t in ((colours.meaning if colours else ""), *notes) if t]
-    chars_per_line = max((width - 2 * MARGIN) // max(text_width("abcdefghij") // 10, 1), 10)
-    foot_lines = sum(len(textwrap.wrap(t, chars_per_line)) for t in foot_text)
+    foot_lines = sum(len(wrap(t, width - 2 * MARGIN)) for t in foot_text)
     height = head + ph + MARGIN + foot_lines * lh + MARGIN
     image = np.empty((height, width, 3), np.uint8)
     image[:] = BACKGROUND
-    draw_text(image, MARGIN, MARGIN, title, INK)
+    draw_text(image, MARGIN, MARGIN, _clip(title, width - 2 * MARGIN), INK)
     if subtitle:
-        draw_text(image, MARGIN, MARGIN + lh, subtitle, MUTED)
+        draw_text(image, MARGIN, MARGIN + lh, _clip(subtitle, width - 2 * MARGIN), MUTED)
     image[head:head + ph, MARGIN:MARGIN + pw] = picture
     _frame_border(image, head, MARGIN, ph, pw)
     x = MARGIN + pw + MARGIN
