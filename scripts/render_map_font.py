@@ -28,7 +28,8 @@ def main() -> int:
 
     _app = QGuiApplication.instance() or QGuiApplication([])
     families = QFontDatabase.families()
-    family = "DejaVu Sans" if "DejaVu Sans" in families else QFontDatabase.systemFont(QFontDatabase.GeneralFont).family()
+    fallback = QFontDatabase.systemFont(QFontDatabase.GeneralFont).family()
+    family = "DejaVu Sans" if "DejaVu Sans" in families else fallback
     font = QFont(family)
     font.setPixelSize(PIXEL_SIZE)
     font.setHintingPreference(QFont.PreferFullHinting)

@@ -30,7 +30,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
 from ecpfs_viewer.model.diagnostics.index_map import layout_index, size_overlay
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.search.ecp import ecp_search
-from ecpfs_viewer.model.tasks import CancelToken, Cancelled
+from ecpfs_viewer.model.tasks import Cancelled, CancelToken
 
 ITEMS, DIM = 600, 8
 
