@@ -189,14 +189,20 @@ class DensityFrame:
 
     def rgba(self, background: tuple[int, int, int] = (255, 255, 255), gamma: float = 0.5) -> np.ndarray:
         """(height, width, 4) uint8 picture: each pixel's colour, its opacity rising with its count
-        (relative to the frame's largest, ``gamma`` < 1 lifts sparse pixels), over ``background``."""
+        (relative to the frame's largest, ``gamma`` < 1 lifts sparse pixels), over ``background``.
+        Only the pixels that hold items are computed (most of a view is empty)."""
         h, w = self.counts.shape
         out = np.empty((h, w, 4), np.uint8)
-        top = max(int(self.counts.max(initial=0)), 1)
-        alpha = np.where(self.counts > 0, 0.45 + 0.55 * (self.counts / top) ** gamma, 0.0)[..., None]
-        mixed = self.rgb.astype(np.float32) * alpha + np.asarray(background, np.float32) * (1 - alpha)
-        out[..., :3] = mixed.round().astype(np.uint8)
+        out[..., :3] = background
         out[..., 3] = 255
+        flat_counts = self.counts.reshape(-1)
+        occupied = np.flatnonzero(flat_counts)
+        if occupied.size:
+            top = float(flat_counts[occupied].max())
+            alpha = (0.45 + 0.55 * (flat_counts[occupied] / top) ** gamma)[:, None]
+            colour = self.rgb.reshape(-1, 3)[occupied].astype(np.float32)
+            mixed = colour * alpha + np.asarray(background, np.float32) * (1 - alpha)
+            out.reshape(-1, 4)[occupied, :3] = (mixed + 0.5).astype(np.uint8)
         return out
 
 
@@ -254,28 +260,32 @@ def _item_channels(index: DensityIndex, sums: ColourSums | None, positions: np.n
 
 def _bin(pixel: np.ndarray, weights: np.ndarray | None, channels: list[np.ndarray] | None, sums: ColourSums | None,
          width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Counts per pixel and each occupied pixel's colour (blended categories, or the mean value
+    through the scale); empty pixels stay black, their count 0 says so."""
     keep = pixel >= 0
     pixel = pixel[keep]
     n = width * height
     if weights is None:
         counts = np.bincount(pixel, minlength=n)
     else:
-        counts = np.bincount(pixel, weights=weights[keep], minlength=n).round().astype(np.int64)
+        counts = (np.bincount(pixel, weights=weights[keep], minlength=n) + 0.5).astype(np.int64)
     rgb = np.zeros((n, 3), np.uint8)
-    if sums is not None and channels is not None:
-        binned = [np.bincount(pixel, weights=c[keep], minlength=n) for c in channels]
-        colours = sums.colours
-        with np.errstate(invalid="ignore", divide="ignore"):
-            if colours.categorical:
-                mean = np.stack(binned, axis=1) / np.maximum(counts, 1)[:, None]
-                rgb = np.clip(mean, 0, 255).round().astype(np.uint8)
-            else:
-                has, total = binned
-                mean = np.where(has > 0, total / np.maximum(has, 1e-12), np.nan)
-                span = colours.high - colours.low if colours.high > colours.low else 1.0
-                steps = np.clip(np.nan_to_num((mean - colours.low) / span * 255, nan=0), 0, 255).astype(np.int64)
-                rgb = lut(colours.kind)[steps]
-                rgb[has <= 0] = NO_VALUE
+    occupied = np.flatnonzero(counts)
+    if sums is None or channels is None:
+        rgb[occupied] = (60, 60, 60)
+        return counts.reshape(height, width), rgb.reshape(height, width, 3)
+    binned = [np.bincount(pixel, weights=c[keep], minlength=n)[occupied] for c in channels]
+    colours = sums.colours
+    if colours.categorical:
+        here = counts[occupied].astype(np.float64)
+        for c, total in enumerate(binned):
+            rgb[occupied, c] = np.clip(total / here + 0.5, 0, 255).astype(np.uint8)
     else:
-        rgb[:] = (60, 60, 60)
+        has, total = binned
+        valued = has > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = total / np.where(valued, has, 1.0)
+        span = colours.high - colours.low if colours.high > colours.low else 1.0
+        steps = np.clip((mean - colours.low) / span * 255, 0, 255).astype(np.int64)
+        rgb[occupied] = np.where(valued[:, None], lut(colours.kind)[steps], NO_VALUE)
     return counts.reshape(height, width), rgb.reshape(height, width, 3)
