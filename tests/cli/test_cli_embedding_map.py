@@ -85,3 +85,9 @@ def test_usage_errors_are_one_line(capsys, small_index: Path, tmp_path: Path) ->
     code, _, err = run(capsys, "map", str(small_index))
     assert code == 2 and "--png" in err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_an_index_that_cannot_be_opened_exits_2_and_writes_nothing(capsys, tmp_path: Path) -> None:
+    out = tmp_path / "x.png"
+    code, _, err = run(capsys, "map", str(tmp_path / "absent.zarr"), "--png", str(out))
+    assert code == 2 and "absent.zarr" in err and not out.exists()
