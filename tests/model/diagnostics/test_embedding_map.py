@@ -24,6 +24,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     open_placement,
     place_items,
     query_overlay,
+    representatives,
     select_box,
     size_colours,
 )
@@ -220,3 +221,19 @@ def test_a_leaf_that_cannot_be_read_is_named_not_drawn_as_nothing(index) -> None
     assert placement.count == ITEMS - int(index_map.band(2).rows[2])
     assert "could not be read" in placement.note
     assert cached_placement(IndexReader(path), index_map) is None  # an incomplete placement is not kept
+
+
+def test_representatives_are_placed_like_items_on_the_same_axes(index) -> None:
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    ids, xy = representatives(reader, placement.projection, 1)
+    assert ids.tolist() == list(range(len(index_map.band(1))))
+    np.testing.assert_allclose(xy, placement.projection.project(reader.root.vectors))
+    ids, xy = representatives(reader, placement.projection, 2)
+    assert sorted(ids.tolist()) == sorted(index_map.band(2).node_ids.tolist()) and xy.shape == (ids.size, 2)
+    # a leaf's representative is one of its items (rep_selection picks items): it sits on one of its points
+    leaf = int(ids[0])
+    own = placement.coords[placement.leaf_items(placement.leaf_position(leaf))]
+    assert np.min(np.abs(own - xy[0]).sum(axis=1)) < 1e-3

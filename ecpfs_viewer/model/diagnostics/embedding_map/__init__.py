@@ -21,6 +21,7 @@ How a front-end uses it (each step off the GUI thread except the frames, which a
     leaves_under(density, small_rect)                # hover: the leaves most present there
     select_box(density, index_map, rect)             # box: items and the nodes above them
     query_overlay(placement, query, search_result, missed)  # a search's path, results and misses
+    representatives(reader, placement.projection, level)     # the marks of a level's representatives
     write_png(path, render_map(frame, colours, title=...))  # render.py: the CLI's picture
 
 Modules: ``placement`` (PCA fit and streaming placement), ``placement_cache`` (the per-index cache
@@ -63,6 +64,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     Placement,
     fit_projection,
     place_items,
+    representatives,
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import (
     cached_placement,
@@ -76,5 +78,5 @@ __all__ = [
     "MapColouring", "MapProjection", "Placement", "QueryOverlay", "Selection", "ViewRect", "by_level",
     "cached_placement", "colour_sums", "density_frame", "fit_projection", "from_overlay", "keep_placement",
     "leaf_stamps", "leaves_under", "lut", "map_colouring", "open_placement", "place_items", "positions_of",
-    "query_overlay", "select_box", "size_colours",
+    "query_overlay", "representatives", "select_box", "size_colours",
 ]

@@ -219,6 +219,21 @@ def _read(reader: NodeReader, node_ids: np.ndarray, positions: np.ndarray
         return out
 
 
+def representatives(reader: NodeReader, projection: MapProjection, level: int) -> tuple[np.ndarray, np.ndarray]:
+    """(node ids, (n, 2) float32 coordinates) of the representatives of ``level``'s nodes, placed like
+    the items: index_root's rows for level 1, the rows of each node one level up below it (the marks
+    a front-end switches on per level). Parents that cannot be read give no marks."""
+    if not 1 <= level <= reader.levels:
+        raise ValueError(f"level {level} is not one of the index's levels 1..{reader.levels}")
+    if level == 1:
+        return reader.root.ids.copy(), projection.project(reader.root.vectors)
+    parents = [n for n in reader.nodes(level - 1, reader.level_node_ids(level - 1)) if n is not None]
+    if not parents:
+        return np.zeros(0, np.int64), np.zeros((0, 2), np.float32)
+    return (np.concatenate([n.ids for n in parents]),
+            projection.project(np.concatenate([n.vectors for n in parents])))
+
+
 def _starts(counts: np.ndarray) -> np.ndarray:
     starts = np.zeros(counts.size + 1, np.int64)
     np.cumsum(counts, out=starts[1:])
