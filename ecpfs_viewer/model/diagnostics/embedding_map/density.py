@@ -68,7 +68,9 @@ class DensityIndex:
         pad_x, pad_y = max((x1 - x0) * 0.02, 1e-6), max((y1 - y0) * 0.02, 1e-6)
         self.bounds = ViewRect(x0 - pad_x, x1 + pad_x, y0 - pad_y, y1 + pad_y)
         cells = self._cells(placement.coords)
-        self.order = np.argsort(cells, kind="stable").astype(np.int64 if cells.size >= 2**31 else np.int32)
+        #: each item's fine cell (what colour_sums bins by), int32 (grid * grid < 2**31)
+        self.cells = cells.astype(np.int32)
+        self.order = np.argsort(self.cells, kind="stable").astype(np.int64 if cells.size >= 2**31 else np.int32)
         counts = np.bincount(cells, minlength=grid * grid)
         self.cell_start = np.zeros(grid * grid + 1, np.int64)
         np.cumsum(counts, out=self.cell_start[1:])
@@ -130,7 +132,7 @@ class DensityIndex:
 
     @property
     def nbytes(self) -> int:
-        return int(self.order.nbytes + self.cell_start.nbytes + sum(p.nbytes for p in self.pyramid))
+        return int(self.cells.nbytes + self.order.nbytes + self.cell_start.nbytes + sum(p.nbytes for p in self.pyramid))
 
 
 def _pyramid(base: np.ndarray) -> list[np.ndarray]:
@@ -162,9 +164,8 @@ def colour_sums(index: DensityIndex, colours: ItemColours) -> ColourSums:
         has = ~np.isnan(v)
         channels = np.stack([has.astype(np.float32), np.where(has, v, 0.0).astype(np.float32)], axis=1)
     g = index.grid
-    cells = index._cells(index.placement.coords)
-    per_item_leaf = index.placement.leaf_pos
-    pyramids = tuple(_pyramid(np.bincount(cells, weights=channels[per_item_leaf, c], minlength=g * g)
+    leaf_pos = index.placement.leaf_pos
+    pyramids = tuple(_pyramid(np.bincount(index.cells, weights=channels[:, c][leaf_pos], minlength=g * g)
                               .reshape(g, g).astype(np.float32)) for c in range(channels.shape[1]))
     return ColourSums(colours, channels, pyramids)
 
