@@ -12,6 +12,7 @@ from a fresh process (its own peak RSS, VmHWM) with a private cache folder:
 - warm: a second process: the placement from the cache and its first frame (the second opening);
 - frames: the median and worst time to aggregate a 1200 x 800 frame at zooms 1 to 256 (GUI thread);
 - memory: the process's peak RSS, and beyond the index opened and laid out (what the map adds);
+- synthetic (--synthetic N): frames alone on a clustered 2-D placement of N items, no index read;
 - baseline: one pyqtgraph ScatterPlotItem holding every point, set and rendered offscreen once
   (or the size at which it gave up: past --baseline-seconds or out of memory).
 Targets (issue 39): 200k all within 1 s; 10M first picture within 5 s, frames <= 50 ms, <= 600 MB more.
@@ -110,6 +111,51 @@ def child_map(index: str, frames: int) -> dict[str, float | int | str]:
     return out
 
 
+def child_synthetic(items: int, frames: int) -> dict[str, float | int | str]:
+    """Frames alone on a synthetic placement (clustered 2-D points, 50 items a leaf; no index read):
+    what a pan or zoom costs at a size whose index is not at hand."""
+    import numpy as np
+
+    from ecpfs_viewer.model.diagnostics.embedding_map import (
+        DensityIndex,
+        ItemColours,
+        MapProjection,
+        Placement,
+        colour_sums,
+        density_frame,
+    )
+
+    rng = np.random.default_rng(2)
+    leaves = max(items // 50, 1)
+    centres = rng.normal(0, 10, (512, 2))
+    leaf_centre = centres[rng.integers(0, 512, leaves)] + rng.normal(0, 1, (leaves, 2))
+    starts = np.linspace(0, items, leaves + 1).astype(np.int64)
+    counts = np.diff(starts)
+    coords = (np.repeat(leaf_centre, counts, axis=0) + rng.normal(0, 0.3, (items, 2))).astype(np.float32)
+    projection = MapProjection(np.zeros(2), np.eye(2), (0.5, 0.5), items, 0)
+    placement = Placement(projection, np.arange(leaves, dtype=np.int64), starts, coords,
+                          np.arange(items, dtype=np.int64))
+    base = _rss_mb()[0]
+    colours = ItemColours("level1", "synthetic", "a random category per leaf", "categorical",
+                          leaf_codes=rng.integers(0, 40, leaves).astype(np.int32),
+                          names=tuple(f"c{i}" for i in range(40)))
+    t = time.perf_counter()
+    density = DensityIndex(placement)
+    index_s = time.perf_counter() - t
+    t = time.perf_counter()
+    sums = colour_sums(density, colours)
+    sums_s = time.perf_counter() - t
+    times = []
+    for i in range(frames):
+        centre = coords[int(rng.integers(0, items))]
+        view = density.bounds.zoomed(2.0 ** (i % 9), float(centre[0]), float(centre[1]))
+        t = time.perf_counter()
+        density_frame(density, sums, view, WIDTH, HEIGHT).rgba()
+        times.append(time.perf_counter() - t)
+    return {"items": items, "index_s": index_s, "sums_s": sums_s, "frame_median_ms": statistics.median(times) * 1e3,
+            "frame_worst_ms": max(times) * 1e3, "added_mb": _rss_mb()[1] - base, "density_mb": density.nbytes / 2**20}
+
+
 def child_scatter(index: str, limit_s: float) -> dict[str, float | int | str]:
     """The baseline: every point in one pyqtgraph ScatterPlotItem, set and rendered once (offscreen)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -167,17 +213,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="200k,2m,10m", help="which indexes (default 200k,2m,10m when present)")
     parser.add_argument("--frames", type=int, default=20, help="frames timed per size (default 20)")
     parser.add_argument("--baseline-seconds", type=float, default=120.0, help="when the scatter baseline gives up")
+    parser.add_argument("--synthetic", default="", metavar="N,N",
+                        help="also time frames alone on synthetic placements of N items (e.g. 10000000)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         kind, index, value = args.child
-        result = child_map(index, int(value)) if kind == "map" else child_scatter(index, float(value))
+        result = (child_map(index, int(value)) if kind == "map" else child_synthetic(int(index), int(value))
+                  if kind == "synthetic" else child_scatter(index, float(value)))
         print(json.dumps(result))
         return 0
     with open("/proc/loadavg") as f:
         load = f.read().split()[0]
     print(f"embedding map, frames {WIDTH} x {HEIGHT} px, load average {load}")
-    for size in args.sizes.split(","):
+    for n in filter(None, args.synthetic.split(",")):
+        with tempfile.TemporaryDirectory(prefix="bench-map-cache-") as cache:
+            fig = run_child(["synthetic", n, str(args.frames)], Path(cache), 3600)
+        if "gave_up" in fig:
+            print(f"-- synthetic {int(n):,}: gave up: {fig['gave_up']}")
+            continue
+        print(f"-- synthetic placement of {int(n):,} items (frames alone, no index): density index "
+              f"{fig['index_s']:.2f} s, colouring {fig['sums_s']:.2f} s, frame median {fig['frame_median_ms']:.1f} ms, "
+              f"worst {fig['frame_worst_ms']:.1f} ms, +{fig['added_mb']:,.0f} MB (density index "
+              f"{fig['density_mb']:.0f} MB)")
+    for size in filter(None, args.sizes.split(",")):
         index = index_of(size)
         if index is None:
             print(f"{size}: no index in {CACHE} (not built here)")

@@ -107,7 +107,11 @@ def test_density_counts_sum_to_the_items_in_view_at_every_level_of_detail(index)
     coarse = density_frame(density, sums, whole, 16, 16, point_limit=0)
     assert coarse.source == "cells" and coarse.total == ITEMS and coarse.points is None
     fine = density_frame(density, sums, whole, 400, 300, point_limit=0)
-    assert fine.source == "items" and fine.total == ITEMS
+    assert fine.source == "items" and fine.total == ITEMS and fine.pixel_scale == 1
+    # past the item budget, finer than the grid: the fine cells on coarser pixels, and it says so
+    budget = density_frame(density, sums, whole, 400, 300, point_limit=0, item_budget=10)
+    assert budget.source == "cells" and budget.total == ITEMS and budget.pixel_scale == 7  # ceil(400 / 64)
+    assert budget.counts.shape == (43, 58)
     x0, x1, y0, y1 = placement.bounds()
     part = ViewRect(x0, (x0 + x1) / 2, y0, y1)
     xy = placement.coords

@@ -11,14 +11,17 @@ for categories, blended; the sum and count of values for continuous colourings, 
 size): zoomed out, the coarsest pyramid level whose cells are no larger than a pixel is binned
 onto the pixels (each cell goes to the pixel of its centre); zoomed in past the fine grid, only
 the items of the cells under the view are read (``order`` gives them row by row) and binned
-exactly. When at most ``point_limit`` items are in view the frame also lists them
+exactly, unless more than ``item_budget`` are in view: then the fine cells are binned on pixels
+``pixel_scale`` times coarser (the frame says so; a front-end stretches it over the view). When at
+most ``point_limit`` items are in view the frame also lists them
 (:attr:`DensityFrame.points`, positions into the placement) for a front-end to draw as points.
 Counts always add up to the items in view; :attr:`DensityFrame.source` says how it was made.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -28,6 +31,8 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import Placement
 
 DEFAULT_GRID = 2048
 POINT_LIMIT = 20_000
+#: items a frame bins one by one at most; past it, the fine cells are binned on coarser pixels
+ITEM_BUDGET = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -183,6 +188,9 @@ class DensityFrame:
     points: np.ndarray | None  # positions into the placement of the items in view, when few enough
     source: Source  # "cells": binned from a pyramid level's cells; "items": from the items in view
     cell_level: int = 0  # the pyramid level used for "cells"
+    #: screen pixels per frame pixel along each axis: > 1 when the view held more than the item budget
+    #: zoomed in past the fine grid (the frame is then coarser than asked; draw it stretched over the view)
+    pixel_scale: int = 1
 
     @property
     def total(self) -> int:
@@ -208,7 +216,7 @@ class DensityFrame:
 
 
 def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, width: int, height: int, *,
-                  point_limit: int = POINT_LIMIT) -> DensityFrame:
+                  point_limit: int = POINT_LIMIT, item_budget: int = ITEM_BUDGET) -> DensityFrame:
     """Aggregate the items inside ``rect`` on a ``width`` x ``height`` pixel grid (module docstring)."""
     if width < 1 or height < 1 or rect.width <= 0 or rect.height <= 0:
         raise ValueError(f"a view needs a positive size, got {width} x {height} pixels over {rect}")
@@ -220,14 +228,25 @@ def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, 
             break
         level += 1
     cw, ch = index.cell_size(level)
-    few = index.count_in(rect) <= point_limit
-    if few or cw > pixel_w or ch > pixel_h:
+    in_view = index.count_in(rect)
+    finer = cw > pixel_w or ch > pixel_h  # the view asks for more detail than the fine grid holds
+    if in_view <= point_limit or (finer and in_view <= item_budget):
         positions = index.items_in(rect)
         xy = index.placement.coords[positions].astype(np.float64)
         pixel = _pixels(xy[:, 0], xy[:, 1], rect, width, height, inside=True)
-        weights = _item_channels(index, sums, positions)
-        counts, rgb = _bin(pixel, None, weights, sums, width, height)
+        counts, rgb = _bin(pixel, None, _item_channels(index, sums, positions), sums, width, height)
         return DensityFrame(rect, counts, rgb, positions if positions.size <= point_limit else None, "items")
+    if finer:  # too many items to bin one by one: the fine cells on pixels as large as a cell
+        scale = math.ceil(max(cw / pixel_w, ch / pixel_h))
+        frame = _cells_frame(index, sums, rect, math.ceil(width / scale), math.ceil(height / scale), 0)
+        return replace(frame, pixel_scale=scale)
+    return _cells_frame(index, sums, rect, width, height, level)
+
+
+def _cells_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, width: int, height: int,
+                 level: int) -> DensityFrame:
+    """Each cell of a pyramid level under the view binned onto the pixel of its centre."""
+    cw, ch = index.cell_size(level)
     cx0, cx1, cy0, cy1 = index.cell_range(rect, level)
     block = index.pyramid[level][cy0:cy1, cx0:cx1]
     b = index.bounds

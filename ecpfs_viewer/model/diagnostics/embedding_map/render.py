@@ -99,6 +99,8 @@ def render_map(frame: DensityFrame, colours: ItemColours | None, *, title: str, 
     """(height, width, 3) uint8: the frame's picture with a title above, the legend beside it and
     the colours' meaning and any notes below."""
     picture = frame.rgba(BACKGROUND)[..., :3]
+    if frame.pixel_scale > 1:  # a coarser frame than asked (past the item budget): stretched
+        picture = picture.repeat(frame.pixel_scale, axis=0).repeat(frame.pixel_scale, axis=1)
     ph, pw = picture.shape[:2]
     lh = line_height() + 2
     head = MARGIN + lh + (lh if subtitle else 0) + MARGIN // 2
