@@ -267,8 +267,8 @@ def _pixels(x: np.ndarray, y: np.ndarray, rect: ViewRect, width: int, height: in
     py = np.floor((rect.y1 - y) / rect.height * height)
     if inside:
         px, py = np.clip(px, 0, width - 1), np.clip(py, 0, height - 1)
-    inside = (px >= 0) & (px < width) & (py >= 0) & (py < height)
-    return np.where(inside, py * width + px, -1).astype(np.int64)
+    within = (px >= 0) & (px < width) & (py >= 0) & (py < height)
+    return np.where(within, py * width + px, -1).astype(np.int64)
 
 
 def _item_channels(index: DensityIndex, sums: ColourSums | None, positions: np.ndarray) -> list[np.ndarray] | None:
