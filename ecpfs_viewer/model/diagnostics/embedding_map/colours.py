@@ -7,6 +7,13 @@ the window's menu read it): the categorical ones are the map's own, the others n
 colouring and take its title, meaning and need from there. Values are kept per leaf position
 (:class:`ItemColours`: one number per leaf, never one per item); an item takes its leaf's.
 
+The registry colourings come from the overlays the rest of the app makes: ``size_colours(index_map)``;
+``from_overlay(index_map, miss_map.overlay(search_exp), along_path=True)`` for the last sweep's misses
+(counted where the search turned away, often above the leaf, so summed along each item's path);
+``from_overlay(index_map, overlay_from_nodes(index_map, "workload", visits_by_node(work), VISITS_LEGEND))``
+and the same with ``"strays"``/``stray_share_by_node`` (model/diagnostics/overlays.py);
+``from_overlay(index_map, boundary_report.overlay())``. cli/embedding_map.py's ``map_colours`` does each.
+
 Categorical colours come from one palette of up to 20 colours (:data:`PALETTE`); with more
 categories than colours they repeat and :attr:`ItemColours.note` says so. Continuous values are
 drawn through :func:`lut` (a 256-step viridis for sequential and flag values, blue-white-red for

@@ -110,7 +110,7 @@ class Placement:
             parts.append(f"a first picture of {self.count:,} sampled items")
         if self.unplaced:
             parts.append(f"{len(self.unplaced):,} leaves could not be read and are not drawn "
-                         f"(first: lvl leaf {self.unplaced[0][0]}: {self.unplaced[0][1]})")
+                         f"(first: leaf node_{self.unplaced[0][0]}: {self.unplaced[0][1]})")
         return "; ".join(parts)
 
 
