@@ -241,3 +241,15 @@ def test_representatives_are_placed_like_items_on_the_same_axes(index) -> None:
     leaf = int(ids[0])
     own = placement.coords[placement.leaf_items(placement.leaf_position(leaf))]
     assert np.min(np.abs(own - xy[0]).sum(axis=1)) < 1e-3
+
+
+def test_leaves_whose_size_the_map_does_not_know_are_read_not_skipped(index) -> None:
+    from dataclasses import replace
+
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    leaves = index_map.band(2)
+    unknown = replace(index_map, levels=(index_map.band(1), replace(leaves, rows=np.full(len(leaves), -1))))
+    placement = open_placement(reader, unknown, fit_items=50)
+    assert placement.count == ITEMS and not placement.unplaced

@@ -121,9 +121,9 @@ def fit_projection(reader: NodeReader, index_map: IndexMap, *, fit_items: int = 
     Deterministic: the same index, ``fit_items`` and ``seed`` give the same axes (signs fixed by
     ``pca_2d``), so a placement kept in the cache and one made now agree."""
     leaves = index_map.band(reader.levels)
-    readable = np.flatnonzero(leaves.rows > 0)
+    readable = np.flatnonzero(leaves.rows != 0)  # -1: rows unknown (metadata unread), read to see
     order = np.random.default_rng(seed).permutation(readable)
-    take = np.searchsorted(np.cumsum(leaves.rows[order]), fit_items, side="left") + 1
+    take = np.searchsorted(np.cumsum(np.maximum(leaves.rows[order], 1)), fit_items, side="left") + 1
     chosen = np.sort(order[:take])
     vectors: list[np.ndarray] = []
     ids: list[np.ndarray] = []
@@ -152,11 +152,11 @@ def place_items(reader: NodeReader, index_map: IndexMap, projection: MapProjecti
     """Every item of every leaf on the projection's axes, read ``leaf_batch`` leaves at a time; the
     leaves of ``first`` (the fit's sample placement, same map) are taken from it, not read again."""
     leaves = index_map.band(reader.levels)
-    readable = np.flatnonzero(leaves.rows > 0)
+    readable = np.flatnonzero(leaves.rows != 0)  # -1: rows unknown, read to see
     known = np.zeros(len(leaves), bool)
     if first is not None and np.array_equal(first.leaf_ids, leaves.node_ids):
         known = np.diff(first.leaf_start) > 0
-    expected = int(leaves.rows[readable].sum())
+    expected = int(np.maximum(leaves.rows[readable], 0).sum())
     coords = np.empty((expected, 2), np.float32)
     item_ids = np.empty(expected, np.int64)
     counts = np.zeros(len(leaves), np.int64)
