@@ -34,8 +34,8 @@ from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = ("info", "check", "build", "add", "tune", "search", "recall", "locate", "compare", "workload", "cache",
-               "completion", "install-desktop", "schema")
+SUBCOMMANDS = ("info", "check", "build", "add", "tune", "search", "recall", "locate", "compare", "workload", "map",
+               "cache", "completion", "install-desktop", "schema")
 
 DESCRIPTION = """\
 Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
@@ -75,6 +75,7 @@ _REGISTRARS = {
     "search": ("search", "add_search_parser"),
     "recall": ("search", "add_recall_parser"), "locate": ("search", "add_locate_parser"),
     "compare": ("compare", "add_compare_parser"), "workload": ("diagnostics", "add_workload_parser"),
+    "map": ("embedding_map", "add_map_parser"),
     "cache": ("cache", "add_cache_parser"), "completion": ("completion", "add_completion_parser"),
     "install-desktop": ("desktop", "add_install_desktop_parser"),
     "schema": ("schema", "add_schema_parser"),

@@ -75,6 +75,15 @@ COMMAND_TEXTS: dict[str, tuple[str, str]] = {
         "query, the most visited leaves, and the share of each level's visits that go to its busiest 1% "
         "of nodes (hubness).",
     ),
+    "map": (
+        "draw every item of an index in 2-D as a PNG, coloured by the tree or a diagnostic",
+        "Draw the embedding map of an index to --png: every item placed on two principal axes (a PCA "
+        "fitted on a seeded sample of leaves, kept in the cache folder while the leaves are unchanged) and "
+        "drawn as a density image, coloured by --colour: level1 (default) or leaf or level (--level N) "
+        "clusters, size (the leaf against the median), misses (a recall sweep of --sample N items or "
+        "--queries), workload (the same queries replayed), strays (self-reachability) or boundary (boundary "
+        "items). The picture carries a title, a legend and what its colours mean.",
+    ),
     "cache": (
         "show or clear the cache folder (item maps, remote metadata)",
         "What ecpfs-viewer keeps of the indexes it opened (item maps; the metadata of remote indexes), each "

@@ -128,7 +128,7 @@ def test_search_exp_reads_the_same_in_every_subcommand(capsys) -> None:
             if "--search-exp" in action.option_strings:
                 places[name] = action.metavar
                 assert "default" in action.help
-    assert places == {"search": "N", "workload": "N", "recall": LIST_METAVAR, "compare": LIST_METAVAR,
+    assert places == {"search": "N", "workload": "N", "map": "N", "recall": LIST_METAVAR, "compare": LIST_METAVAR,
                       "tune": LIST_METAVAR}
     for name in places:
         with pytest.raises(SystemExit):

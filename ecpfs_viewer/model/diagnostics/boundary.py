@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
+from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay, leaf_ancestors
 from ecpfs_viewer.model.search.reader import NodeData, NodeReader, as_float32, on_stored_vectors, score_block
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 
@@ -83,7 +83,7 @@ def boundary_items(reader: NodeReader, index_map: IndexMap, tolerance: float = D
     boundary = {band.level: np.zeros(len(band), np.int64) for band in index_map.levels}
     items = {band.level: np.zeros(len(band), np.int64) for band in index_map.levels}
     leaves = index_map.band(n_levels)
-    ancestors = _ancestor_positions(index_map)
+    ancestors = leaf_ancestors(index_map)
     candidates: dict[tuple[int, int], NodeData | None] = {}
     readable = np.flatnonzero(leaves.rows > 0)
     scored = 0
@@ -137,19 +137,6 @@ def _near_tie(reader: NodeReader, cand: NodeData, vectors: np.ndarray, sq: np.nd
     best, second = two[:, 0].astype(np.float64), two[:, 1].astype(np.float64)
     near: np.ndarray = (second - best) <= tolerance * np.abs(best)
     return near
-
-
-def _ancestor_positions(index_map: IndexMap) -> list[np.ndarray]:
-    """Per level (0-based), each leaf's ancestor position in that band (-1 above a break)."""
-    n_levels = len(index_map.levels)
-    leaves = index_map.band(n_levels)
-    out: list[np.ndarray] = [np.zeros(0, np.int64)] * n_levels
-    out[n_levels - 1] = np.arange(len(leaves), dtype=np.int64)
-    for depth in range(n_levels - 1, 0, -1):
-        below = out[depth]
-        parents = index_map.levels[depth].parents
-        out[depth - 1] = np.where(below >= 0, parents[np.maximum(below, 0)], -1)
-    return out
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float | None:

@@ -353,6 +353,20 @@ def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, c
     return map_layout(reader.label, inputs, chunk_rows, cancel)
 
 
+def leaf_ancestors(index_map: IndexMap) -> list[np.ndarray]:
+    """Per level (index 0 = lvl_1), each leaf's ancestor position in that band (-1 above a break); the
+    last entry is the leaves' own positions. What boundary items and the embedding map colour by."""
+    n_levels = len(index_map.levels)
+    leaves = index_map.band(n_levels)
+    out: list[np.ndarray] = [np.zeros(0, np.int64)] * n_levels
+    out[n_levels - 1] = np.arange(len(leaves), dtype=np.int64)
+    for depth in range(n_levels - 1, 0, -1):
+        below = out[depth]
+        parents = index_map.levels[depth].parents
+        out[depth - 1] = np.where(below >= 0, parents[np.maximum(below, 0)], -1)
+    return out
+
+
 # -- overlays of what the index stores ----------------------------------------------------------
 
 def size_overlay(index_map: IndexMap) -> MapOverlay:

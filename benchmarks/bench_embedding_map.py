@@ -1,0 +1,269 @@
+"""Embedding map benchmark (issue 39): time to the first picture, per-frame aggregation, peak memory,
+beside one pyqtgraph ScatterPlotItem of every point. Figures, not pass/fail.
+
+    .venv-newest/bin/python benchmarks/bench_embedding_map.py [--sizes 200k,2m,10m] [--frames 20]
+
+Sizes: the 200,000-item benchmark index (built on first use, benchmarks/_bench_index.py) and, when
+they already exist in ECPFS_BENCH_CACHE, the 2M and 10M ones (never built here). Each figure comes
+from a fresh process (its own peak RSS, VmHWM) with a private cache folder:
+
+- cold: open + layout, the PCA fit on its sample drawn as the first picture, then every item placed
+  (and kept in the cache), the density index, the colouring and the first full frame;
+- warm: a second process: the placement from the cache and its first frame (the second opening);
+- frames: the median and worst time to aggregate a 1200 x 800 frame at zooms 1 to 256 (GUI thread);
+- memory: the process's peak RSS, and beyond the index opened and laid out (what the map adds);
+- synthetic (--synthetic N): frames alone on a clustered 2-D placement of N items, no index read;
+- baseline: one pyqtgraph ScatterPlotItem holding every point, set and rendered offscreen once
+  (or the size at which it gave up: past --baseline-seconds or out of memory).
+Targets (issue 39): 200k all within 1 s; 10M first picture within 5 s, frames <= 50 ms, <= 600 MB more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _bench_index import CACHE, ROWS, bench_index_path
+
+WIDTH, HEIGHT = 1200, 800
+SIZES = {"200k": 200_000, "2m": 2_000_000, "10m": 10_000_000}
+
+
+def _rss_mb() -> tuple[float, float]:
+    """(current, peak) resident MB of this process."""
+    found = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                found[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return found["VmRSS"], found["VmHWM"]
+
+
+def child_map(index: str, frames: int) -> dict[str, float | int | str]:
+    """One opening of the map in this process (cold or warm, by the cache folder it was given)."""
+    import numpy as np
+
+    from ecpfs_viewer.model.diagnostics.embedding_map import (
+        DensityIndex,
+        by_level,
+        cached_placement,
+        colour_sums,
+        density_frame,
+        fit_projection,
+        keep_placement,
+        leaf_stamps,
+        place_items,
+    )
+    from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+    from ecpfs_viewer.model.search import IndexReader
+
+    out: dict[str, float | int | str] = {}
+    t0 = time.perf_counter()
+    reader = IndexReader(index)
+    index_map = shared_layout(reader)
+    out["layout_s"] = time.perf_counter() - t0
+    out["base_rss_mb"] = _rss_mb()[0]
+    colours = by_level(index_map, 1)
+
+    def picture(placement):  # type: ignore[no-untyped-def]
+        density = DensityIndex(placement)
+        sums = colour_sums(density, colours)
+        frame = density_frame(density, sums, density.bounds, WIDTH, HEIGHT)
+        frame.rgba()
+        return density, sums
+
+    placement = cached_placement(reader, index_map)
+    out["from_cache"] = int(placement is not None)
+    if placement is None:
+        first = fit_projection(reader, index_map)
+        picture(first)
+        out["first_picture_s"] = time.perf_counter() - t0
+        stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)
+        placement = place_items(reader, index_map, first.projection, first=first)
+        keep_placement(reader, placement, stamps)
+    density, sums = picture(placement)
+    out["full_picture_s"] = time.perf_counter() - t0
+    out.setdefault("first_picture_s", out["full_picture_s"])
+    out["items"] = placement.count
+    rng = np.random.default_rng(1)
+    times = []
+    for i in range(frames):
+        zoom = 2.0 ** (i % 9)
+        centre = placement.coords[int(rng.integers(0, placement.count))]
+        view = density.bounds.zoomed(zoom, float(centre[0]), float(centre[1]))
+        t = time.perf_counter()
+        density_frame(density, sums, view, WIDTH, HEIGHT).rgba()
+        times.append(time.perf_counter() - t)
+    out["frame_median_ms"] = statistics.median(times) * 1e3
+    out["frame_worst_ms"] = max(times) * 1e3
+    out["density_mb"] = density.nbytes / 2**20
+    out["peak_rss_mb"] = _rss_mb()[1]
+    return out
+
+
+def child_synthetic(items: int, frames: int) -> dict[str, float | int | str]:
+    """Frames alone on a synthetic placement (clustered 2-D points, 50 items a leaf; no index read):
+    what a pan or zoom costs at a size whose index is not at hand."""
+    import numpy as np
+
+    from ecpfs_viewer.model.diagnostics.embedding_map import (
+        DensityIndex,
+        ItemColours,
+        MapProjection,
+        Placement,
+        colour_sums,
+        density_frame,
+    )
+
+    rng = np.random.default_rng(2)
+    leaves = max(items // 50, 1)
+    centres = rng.normal(0, 10, (512, 2))
+    leaf_centre = centres[rng.integers(0, 512, leaves)] + rng.normal(0, 1, (leaves, 2))
+    starts = np.linspace(0, items, leaves + 1).astype(np.int64)
+    counts = np.diff(starts)
+    coords = (np.repeat(leaf_centre, counts, axis=0) + rng.normal(0, 0.3, (items, 2))).astype(np.float32)
+    projection = MapProjection(np.zeros(2), np.eye(2), (0.5, 0.5), items, 0)
+    placement = Placement(projection, np.arange(leaves, dtype=np.int64), starts, coords,
+                          np.arange(items, dtype=np.int64))
+    base = _rss_mb()[0]
+    colours = ItemColours("level1", "synthetic", "a random category per leaf", "categorical",
+                          leaf_codes=rng.integers(0, 40, leaves).astype(np.int32),
+                          names=tuple(f"c{i}" for i in range(40)))
+    t = time.perf_counter()
+    density = DensityIndex(placement)
+    index_s = time.perf_counter() - t
+    t = time.perf_counter()
+    sums = colour_sums(density, colours)
+    sums_s = time.perf_counter() - t
+    times = []
+    for i in range(frames):
+        centre = coords[int(rng.integers(0, items))]
+        view = density.bounds.zoomed(2.0 ** (i % 9), float(centre[0]), float(centre[1]))
+        t = time.perf_counter()
+        density_frame(density, sums, view, WIDTH, HEIGHT).rgba()
+        times.append(time.perf_counter() - t)
+    return {"items": items, "index_s": index_s, "sums_s": sums_s, "frame_median_ms": statistics.median(times) * 1e3,
+            "frame_worst_ms": max(times) * 1e3, "added_mb": _rss_mb()[1] - base, "density_mb": density.nbytes / 2**20}
+
+
+def child_scatter(index: str, limit_s: float) -> dict[str, float | int | str]:
+    """The baseline: every point in one pyqtgraph ScatterPlotItem, set and rendered once (offscreen)."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    import pyqtgraph as pg
+
+    from ecpfs_viewer.model.diagnostics.embedding_map import by_level, cached_placement
+    from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+    from ecpfs_viewer.model.search import IndexReader
+
+    reader = IndexReader(index)
+    index_map = shared_layout(reader)
+    placement = cached_placement(reader, index_map)
+    assert placement is not None, "run the cold map first: the baseline draws the cached placement"
+    base = _rss_mb()[0]
+    app = pg.mkQApp()
+    brushes = [pg.mkBrush(*c) for c in by_level(index_map, 1).leaf_rgb().tolist()]
+    leaf_pos = placement.leaf_pos
+    t = time.perf_counter()
+    widget = pg.PlotWidget()
+    widget.resize(WIDTH, HEIGHT)
+    item = pg.ScatterPlotItem(pen=None, size=2)
+    item.setData(x=placement.coords[:, 0], y=placement.coords[:, 1], brush=[brushes[p] for p in leaf_pos])
+    widget.addItem(item)
+    widget.show()
+    widget.grab()
+    app.processEvents()
+    return {"items": placement.count, "scatter_s": time.perf_counter() - t, "scatter_added_mb": _rss_mb()[1] - base,
+            "limit_s": limit_s}
+
+
+def run_child(args: list[str], cache: Path, timeout: float) -> dict[str, float | int | str]:
+    env = {**os.environ, "ECPFS_VIEWER_CACHE": str(cache), "QT_QPA_PLATFORM": "offscreen"}
+    try:
+        done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"gave_up": f"past {timeout:.0f} s"}
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"gave_up": f"exit {done.returncode}: {last}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def index_of(size: str) -> Path | None:
+    rows = SIZES[size]
+    if rows == ROWS:
+        return bench_index_path(rows=rows)
+    name = f"bench_{rows // 1_000_000}m_64_l3_t50.zarr"
+    found = CACHE / name
+    return found if found.is_dir() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="200k,2m,10m", help="which indexes (default 200k,2m,10m when present)")
+    parser.add_argument("--frames", type=int, default=20, help="frames timed per size (default 20)")
+    parser.add_argument("--baseline-seconds", type=float, default=120.0, help="when the scatter baseline gives up")
+    parser.add_argument("--synthetic", default="", metavar="N,N",
+                        help="also time frames alone on synthetic placements of N items (e.g. 10000000)")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        kind, index, value = args.child
+        result = (child_map(index, int(value)) if kind == "map" else child_synthetic(int(index), int(value))
+                  if kind == "synthetic" else child_scatter(index, float(value)))
+        print(json.dumps(result))
+        return 0
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[0]
+    print(f"embedding map, frames {WIDTH} x {HEIGHT} px, load average {load}")
+    for n in filter(None, args.synthetic.split(",")):
+        with tempfile.TemporaryDirectory(prefix="bench-map-cache-") as cache:
+            fig = run_child(["synthetic", n, str(args.frames)], Path(cache), 3600)
+        if "gave_up" in fig:
+            print(f"-- synthetic {int(n):,}: gave up: {fig['gave_up']}")
+            continue
+        print(f"-- synthetic placement of {int(n):,} items (frames alone, no index): density index "
+              f"{fig['index_s']:.2f} s, colouring {fig['sums_s']:.2f} s, frame median {fig['frame_median_ms']:.1f} ms, "
+              f"worst {fig['frame_worst_ms']:.1f} ms, +{fig['added_mb']:,.0f} MB (density index "
+              f"{fig['density_mb']:.0f} MB)")
+    for size in filter(None, args.sizes.split(",")):
+        index = index_of(size)
+        if index is None:
+            print(f"{size}: no index in {CACHE} (not built here)")
+            continue
+        with tempfile.TemporaryDirectory(prefix="bench-map-cache-") as cache:
+            cold = run_child(["map", str(index), str(args.frames)], Path(cache), 3600)
+            warm = run_child(["map", str(index), str(args.frames)], Path(cache), 3600)
+            scatter = run_child(["scatter", str(index), str(args.baseline_seconds)], Path(cache),
+                                args.baseline_seconds)
+        print(f"-- {size}: {index.name}")
+        for name, fig in (("cold (placed now)", cold), ("warm (from the cache)", warm)):
+            if "gave_up" in fig:
+                print(f"  {name:<24} gave up: {fig['gave_up']}")
+                continue
+            print(f"  {name:<24} first picture {fig['first_picture_s']:6.2f} s   "
+                  f"all items {fig['full_picture_s']:6.2f} s"
+                  f"   (layout {fig['layout_s']:.2f} s)   frame median {fig['frame_median_ms']:5.1f} ms, worst "
+                  f"{fig['frame_worst_ms']:5.1f} ms   peak RSS {fig['peak_rss_mb']:,.0f} MB "
+                  f"(+{fig['peak_rss_mb'] - fig['base_rss_mb']:,.0f} MB beyond the index opened; density index "
+                  f"{fig['density_mb']:.0f} MB)")
+        if "gave_up" in scatter:
+            print(f"  {'one ScatterPlotItem':<24} gave up: {scatter['gave_up']}")
+        else:
+            print(f"  {'one ScatterPlotItem':<24} {scatter['items']:,} points set and drawn once in "
+                  f"{scatter['scatter_s']:.2f} s, +{scatter['scatter_added_mb']:,.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The embedding map (issue 39): every item of an index placed in 2-D, drawn as a density image with
+level of detail and coloured by the tree and the diagnostics. Qt-free; the window's View ▸ Embedding
+Map and ``ecpfs-viewer map`` are two front-ends of these calls.
+
+How a front-end uses it (each step off the GUI thread except the frames, which are made for it)::
+
+    reader = IndexReader(path)                       # or the window's opened index's reader
+    index_map = shared_layout(reader)                # model/diagnostics/index_map.py
+    placement = cached_placement(reader, index_map)  # immediate when the cache still holds it
+    if placement is None:                            # else: a first picture, then every item
+        first = fit_projection(reader, index_map, cancel=token)             # the PCA's own sample
+        stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)  # before reading
+        placement = place_items(reader, index_map, first.projection, progress, token, first=first)
+        keep_placement(reader, placement, stamps)
+    # or all of that in one call: open_placement(reader, index_map, progress=..., cancel=...)
+    density = DensityIndex(placement)                # once per placement
+    colours = by_level(index_map, 1)                 # or from_overlay(index_map, miss_map.overlay()) ...
+    sums = colour_sums(density, colours)             # once per colouring
+    frame = density_frame(density, sums, view_rect, width_px, height_px)   # per pan/zoom
+    image = frame.rgba(background)                   # (h, w, 4) uint8; frame.points when few in view
+    leaves_under(density, small_rect)                # hover: the leaves most present there
+    select_box(density, index_map, rect)             # box: items and the nodes above them
+    query_overlay(placement, query, search_result, missed)  # a search's path, results and misses
+    representatives(reader, placement.projection, level)     # the marks of a level's representatives
+    write_png(path, render_map(frame, colours, title=...))  # render.py: the CLI's picture
+
+Modules: ``placement`` (PCA fit and streaming placement), ``placement_cache`` (the per-index cache
+entry), ``colours`` (the colour-by table, palette, scales), ``density`` (aggregation and level of
+detail), ``picking`` (hover, box, query), ``render`` (the PNG with title, legend and meaning).
+"""
+
+from __future__ import annotations
+
+from ecpfs_viewer.model.diagnostics.embedding_map.colours import (
+    MAP_COLOURINGS,
+    PALETTE,
+    ItemColours,
+    MapColouring,
+    by_level,
+    from_overlay,
+    lut,
+    map_colouring,
+    size_colours,
+)
+from ecpfs_viewer.model.diagnostics.embedding_map.density import (
+    ColourSums,
+    DensityFrame,
+    DensityIndex,
+    ViewRect,
+    colour_sums,
+    density_frame,
+)
+from ecpfs_viewer.model.diagnostics.embedding_map.picking import (
+    LeafShare,
+    QueryOverlay,
+    Selection,
+    leaves_under,
+    positions_of,
+    query_overlay,
+    select_box,
+)
+from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
+    MapProjection,
+    Placement,
+    fit_projection,
+    place_items,
+    representatives,
+)
+from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import (
+    cached_placement,
+    keep_placement,
+    leaf_stamps,
+    open_placement,
+)
+
+__all__ = [
+    "MAP_COLOURINGS", "PALETTE", "ColourSums", "DensityFrame", "DensityIndex", "ItemColours", "LeafShare",
+    "MapColouring", "MapProjection", "Placement", "QueryOverlay", "Selection", "ViewRect", "by_level",
+    "cached_placement", "colour_sums", "density_frame", "fit_projection", "from_overlay", "keep_placement",
+    "leaf_stamps", "leaves_under", "lut", "map_colouring", "open_placement", "place_items", "positions_of",
+    "query_overlay", "representatives", "select_box", "size_colours",
+]

@@ -1,0 +1,311 @@
+"""The embedding map drawn as a density image with level of detail: numpy aggregation on the pixel
+grid of the current view, never one object per point.
+
+:class:`DensityIndex` is built once per placement: every item's cell on a fine ``grid`` x ``grid``
+raster over the placement's bounds, the items sorted by cell (``order``, ``cell_start``) and a
+pyramid of cell counts (the grid, then halved until 1 cell). :func:`colour_sums` adds, once per
+colouring, the matching pyramids of what a pixel's colour is made of (the sum of the items' RGB
+for categories, blended; the sum and count of values for continuous colourings, a mean).
+
+:func:`density_frame` aggregates one view (a :class:`ViewRect` in placement units and a pixel
+size): zoomed out, the coarsest pyramid level whose cells are no larger than a pixel is binned
+onto the pixels (each cell goes to the pixel of its centre); zoomed in past the fine grid, only
+the items of the cells under the view are read (``order`` gives them row by row) and binned
+exactly, unless more than ``item_budget`` are in view: then the fine cells are binned on pixels
+``pixel_scale`` times coarser (the frame says so; a front-end stretches it over the view). When at
+most ``point_limit`` items are in view the frame also lists them
+(:attr:`DensityFrame.points`, positions into the placement) for a front-end to draw as points.
+Counts always add up to the items in view; :attr:`DensityFrame.source` says how it was made.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from ecpfs_viewer.model.diagnostics.embedding_map.colours import NO_VALUE, ItemColours, lut
+from ecpfs_viewer.model.diagnostics.embedding_map.placement import Placement
+
+DEFAULT_GRID = 2048
+POINT_LIMIT = 20_000
+#: items a frame bins one by one at most; past it, the fine cells are binned on coarser pixels
+ITEM_BUDGET = 1_000_000
+
+
+@dataclass(frozen=True)
+class ViewRect:
+    """A view in placement units: x from x0 to x1, y from y0 (bottom) to y1 (top)."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+
+    @property
+    def width(self) -> float:
+        return self.x1 - self.x0
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+    def zoomed(self, factor: float, cx: float | None = None, cy: float | None = None) -> ViewRect:
+        """The view ``factor`` times closer (> 1 zooms in) around (cx, cy), its centre by default."""
+        cx = (self.x0 + self.x1) / 2 if cx is None else cx
+        cy = (self.y0 + self.y1) / 2 if cy is None else cy
+        return ViewRect(cx - (cx - self.x0) / factor, cx + (self.x1 - cx) / factor,
+                        cy - (cy - self.y0) / factor, cy + (self.y1 - cy) / factor)
+
+
+class DensityIndex:
+    """Items sorted by the cell of a fine raster over the placement, and counts per cell at every
+    power-of-two coarsening (see the module docstring)."""
+
+    def __init__(self, placement: Placement, grid: int | None = None) -> None:
+        self.placement = placement
+        if grid is None:  # about 4 items a cell where they are spread evenly, at most DEFAULT_GRID
+            grid = int(np.clip(2 * np.sqrt(max(placement.count, 1)), 16, DEFAULT_GRID))
+        self.grid = grid = 1 << max(0, int(grid - 1).bit_length())  # a power of two
+        x0, x1, y0, y1 = placement.bounds()
+        pad_x, pad_y = max((x1 - x0) * 0.02, 1e-6), max((y1 - y0) * 0.02, 1e-6)
+        self.bounds = ViewRect(x0 - pad_x, x1 + pad_x, y0 - pad_y, y1 + pad_y)
+        cells = self._cells(placement.coords)
+        #: each item's fine cell (what colour_sums bins by), int32 (grid * grid < 2**31)
+        self.cells = cells.astype(np.int32)
+        self.order = np.argsort(self.cells, kind="stable").astype(np.int64 if cells.size >= 2**31 else np.int32)
+        counts = np.bincount(cells, minlength=grid * grid)
+        self.cell_start = np.zeros(grid * grid + 1, np.int64)
+        np.cumsum(counts, out=self.cell_start[1:])
+        self.pyramid = _pyramid(counts.reshape(grid, grid).astype(np.int32))
+
+    def _cells(self, coords: np.ndarray) -> np.ndarray:
+        """Cell (row-major, row 0 at the bottom) of each point; points that are not finite go to cell 0
+        of a column past the raster, i.e. are left out of every view."""
+        g, b = self.grid, self.bounds
+        with np.errstate(invalid="ignore"):
+            cx = np.floor((coords[:, 0].astype(np.float64) - b.x0) / b.width * g)
+            cy = np.floor((coords[:, 1].astype(np.float64) - b.y0) / b.height * g)
+        cx = np.clip(np.nan_to_num(cx, nan=0.0), 0, g - 1).astype(np.int64)
+        cy = np.clip(np.nan_to_num(cy, nan=0.0), 0, g - 1).astype(np.int64)
+        return cy * g + cx
+
+    def cell_size(self, level: int = 0) -> tuple[float, float]:
+        """(width, height) of a cell of pyramid level ``level`` (0 = the fine grid)."""
+        g = self.grid >> level
+        return self.bounds.width / g, self.bounds.height / g
+
+    def cell_range(self, rect: ViewRect, level: int = 0) -> tuple[int, int, int, int]:
+        """(cx0, cx1, cy0, cy1): the cells of a level that the view touches (half-open, clipped)."""
+        g = self.grid >> level
+        b = self.bounds
+
+        def span(lo: float, hi: float, base: float, size: float) -> tuple[int, int]:
+            a = int(np.clip(np.floor((lo - base) / size * g), 0, g))
+            z = int(np.clip(np.ceil((hi - base) / size * g), 0, g))
+            return a, z
+
+        cx0, cx1 = span(rect.x0, rect.x1, b.x0, b.width)
+        cy0, cy1 = span(rect.y0, rect.y1, b.y0, b.height)
+        return cx0, cx1, cy0, cy1
+
+    def items_in(self, rect: ViewRect) -> np.ndarray:
+        """Positions (into the placement) of the items inside the view, exactly; ascending."""
+        cx0, cx1, cy0, cy1 = self.cell_range(rect)
+        if cx0 >= cx1 or cy0 >= cy1:
+            return np.zeros(0, np.int64)
+        g = self.grid
+        rows = np.arange(cy0, cy1, dtype=np.int64) * g
+        starts, ends = self.cell_start[rows + cx0], self.cell_start[rows + cx1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        if not total:
+            return np.zeros(0, np.int64)
+        # one gather of every row's run of items: positions start..end per row, concatenated
+        offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        picked = self.order[np.arange(total, dtype=np.int64) + offsets].astype(np.int64)
+        xy = self.placement.coords[picked]
+        inside = (xy[:, 0] >= rect.x0) & (xy[:, 0] < rect.x1) & (xy[:, 1] >= rect.y0) & (xy[:, 1] < rect.y1)
+        return np.sort(picked[inside])
+
+    def count_in(self, rect: ViewRect) -> int:
+        """Items in the cells the view touches (at least the items in view; exact on cell edges)."""
+        cx0, cx1, cy0, cy1 = self.cell_range(rect)
+        return int(self.pyramid[0][cy0:cy1, cx0:cx1].sum(dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.cells.nbytes + self.order.nbytes + self.cell_start.nbytes + sum(p.nbytes for p in self.pyramid))
+
+
+def _pyramid(base: np.ndarray) -> list[np.ndarray]:
+    levels = [base]
+    while levels[-1].shape[0] > 1:
+        a = levels[-1]
+        h = a.shape[0] // 2
+        levels.append(a.reshape(h, 2, h, 2).sum(axis=(1, 3), dtype=a.dtype))
+    return levels
+
+
+@dataclass(frozen=True, eq=False)
+class ColourSums:
+    """Per-cell pyramids of one colouring over a :class:`DensityIndex` (see :func:`colour_sums`)."""
+
+    colours: ItemColours
+    leaf_channels: np.ndarray  # (leaves, c) float32: what one item of each leaf adds per channel
+    pyramids: tuple[list[np.ndarray], ...]  # one pyramid per channel
+
+
+def colour_sums(index: DensityIndex, colours: ItemColours) -> ColourSums:
+    """The channels a pixel's colour is made of, summed per cell at every level: R, G, B of the
+    palette colour (categories, blended) or 1 and the value (continuous: a mean of what has one)."""
+    if colours.categorical:
+        channels = colours.leaf_rgb().astype(np.float32)
+    else:
+        assert colours.leaf_values is not None
+        v = colours.leaf_values
+        has = ~np.isnan(v)
+        channels = np.stack([has.astype(np.float32), np.where(has, v, 0.0).astype(np.float32)], axis=1)
+    g = index.grid
+    leaf_pos = index.placement.leaf_pos
+    pyramids = tuple(_pyramid(np.bincount(index.cells, weights=channels[:, c][leaf_pos], minlength=g * g)
+                              .reshape(g, g).astype(np.float32)) for c in range(channels.shape[1]))
+    return ColourSums(colours, channels, pyramids)
+
+
+Source = Literal["cells", "items"]
+
+
+@dataclass(frozen=True, eq=False)
+class DensityFrame:
+    """One view aggregated on its pixel grid: row 0 is the top of the view (y1)."""
+
+    rect: ViewRect
+    counts: np.ndarray  # (height, width) int64 items per pixel
+    rgb: np.ndarray  # (height, width, 3) uint8 colour per pixel (meaningless where counts == 0)
+    points: np.ndarray | None  # positions into the placement of the items in view, when few enough
+    source: Source  # "cells": binned from a pyramid level's cells; "items": from the items in view
+    cell_level: int = 0  # the pyramid level used for "cells"
+    #: screen pixels per frame pixel along each axis: > 1 when the view held more than the item budget
+    #: zoomed in past the fine grid (the frame is then coarser than asked; draw it stretched over the view)
+    pixel_scale: int = 1
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    def rgba(self, background: tuple[int, int, int] = (255, 255, 255), gamma: float = 0.5) -> np.ndarray:
+        """(height, width, 4) uint8 picture: each pixel's colour, its opacity rising with its count
+        (relative to the frame's largest, ``gamma`` < 1 lifts sparse pixels), over ``background``.
+        Only the pixels that hold items are computed (most of a view is empty)."""
+        h, w = self.counts.shape
+        out = np.empty((h, w, 4), np.uint8)
+        out[..., :3] = background
+        out[..., 3] = 255
+        flat_counts = self.counts.reshape(-1)
+        occupied = np.flatnonzero(flat_counts)
+        if occupied.size:
+            top = float(flat_counts[occupied].max())
+            alpha = (0.45 + 0.55 * (flat_counts[occupied] / top) ** gamma)[:, None]
+            colour = self.rgb.reshape(-1, 3)[occupied].astype(np.float32)
+            mixed = colour * alpha + np.asarray(background, np.float32) * (1 - alpha)
+            out.reshape(-1, 4)[occupied, :3] = (mixed + 0.5).astype(np.uint8)
+        return out
+
+
+def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, width: int, height: int, *,
+                  point_limit: int = POINT_LIMIT, item_budget: int = ITEM_BUDGET) -> DensityFrame:
+    """Aggregate the items inside ``rect`` on a ``width`` x ``height`` pixel grid (module docstring)."""
+    if width < 1 or height < 1 or rect.width <= 0 or rect.height <= 0:
+        raise ValueError(f"a view needs a positive size, got {width} x {height} pixels over {rect}")
+    pixel_w, pixel_h = rect.width / width, rect.height / height
+    level = 0
+    while level + 1 < len(index.pyramid):
+        cw, ch = index.cell_size(level + 1)
+        if cw > pixel_w or ch > pixel_h:
+            break
+        level += 1
+    cw, ch = index.cell_size(level)
+    in_view = index.count_in(rect)
+    finer = cw > pixel_w or ch > pixel_h  # the view asks for more detail than the fine grid holds
+    if in_view <= point_limit or (finer and in_view <= item_budget):
+        positions = index.items_in(rect)
+        xy = index.placement.coords[positions].astype(np.float64)
+        pixel = _pixels(xy[:, 0], xy[:, 1], rect, width, height, inside=True)
+        counts, rgb = _bin(pixel, None, _item_channels(index, sums, positions), sums, width, height)
+        return DensityFrame(rect, counts, rgb, positions if positions.size <= point_limit else None, "items")
+    if finer:  # too many items to bin one by one: the fine cells on pixels as large as a cell
+        scale = math.ceil(max(cw / pixel_w, ch / pixel_h))
+        frame = _cells_frame(index, sums, rect, math.ceil(width / scale), math.ceil(height / scale), 0)
+        return replace(frame, pixel_scale=scale)
+    return _cells_frame(index, sums, rect, width, height, level)
+
+
+def _cells_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, width: int, height: int,
+                 level: int) -> DensityFrame:
+    """Each cell of a pyramid level under the view binned onto the pixel of its centre."""
+    cw, ch = index.cell_size(level)
+    cx0, cx1, cy0, cy1 = index.cell_range(rect, level)
+    block = index.pyramid[level][cy0:cy1, cx0:cx1]
+    b = index.bounds
+    xs = b.x0 + (np.arange(cx0, cx1) + 0.5) * cw
+    ys = b.y0 + (np.arange(cy0, cy1) + 0.5) * ch
+    gx, gy = np.meshgrid(xs, ys)
+    pixel = _pixels(gx.ravel(), gy.ravel(), rect, width, height)
+    channels = None if sums is None else [p[level][cy0:cy1, cx0:cx1].ravel() for p in sums.pyramids]
+    counts, rgb = _bin(pixel, block.ravel(), channels, sums, width, height)
+    return DensityFrame(rect, counts, rgb, None, "cells", level)
+
+
+def _pixels(x: np.ndarray, y: np.ndarray, rect: ViewRect, width: int, height: int, *,
+            inside: bool = False) -> np.ndarray:
+    """Flat pixel index per point (row 0 at the top), -1 outside the view; ``inside``: the points are
+    known to be in the view (rounding at its right or bottom edge keeps them in the last pixel)."""
+    px = np.floor((x - rect.x0) / rect.width * width)
+    py = np.floor((rect.y1 - y) / rect.height * height)
+    if inside:
+        px, py = np.clip(px, 0, width - 1), np.clip(py, 0, height - 1)
+    within = (px >= 0) & (px < width) & (py >= 0) & (py < height)
+    return np.where(within, py * width + px, -1).astype(np.int64)
+
+
+def _item_channels(index: DensityIndex, sums: ColourSums | None, positions: np.ndarray) -> list[np.ndarray] | None:
+    if sums is None:
+        return None
+    leaf = index.placement.leaf_pos[positions]
+    return [sums.leaf_channels[leaf, c] for c in range(sums.leaf_channels.shape[1])]
+
+
+def _bin(pixel: np.ndarray, weights: np.ndarray | None, channels: list[np.ndarray] | None, sums: ColourSums | None,
+         width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Counts per pixel and each occupied pixel's colour (blended categories, or the mean value
+    through the scale); empty pixels stay black, their count 0 says so."""
+    keep = pixel >= 0
+    pixel = pixel[keep]
+    n = width * height
+    if weights is None:
+        counts = np.bincount(pixel, minlength=n)
+    else:
+        counts = (np.bincount(pixel, weights=weights[keep], minlength=n) + 0.5).astype(np.int64)
+    rgb = np.zeros((n, 3), np.uint8)
+    occupied = np.flatnonzero(counts)
+    if sums is None or channels is None:
+        rgb[occupied] = (60, 60, 60)
+        return counts.reshape(height, width), rgb.reshape(height, width, 3)
+    binned = [np.bincount(pixel, weights=c[keep], minlength=n)[occupied] for c in channels]
+    colours = sums.colours
+    if colours.categorical:
+        here = counts[occupied].astype(np.float64)
+        for c, total in enumerate(binned):
+            rgb[occupied, c] = np.clip(total / here + 0.5, 0, 255).astype(np.uint8)
+    else:
+        has, total = binned
+        valued = has > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = total / np.where(valued, has, 1.0)
+        span = colours.high - colours.low if colours.high > colours.low else 1.0
+        steps = np.clip((mean - colours.low) / span * 255, 0, 255).astype(np.int64)
+        rgb[occupied] = np.where(valued[:, None], lut(colours.kind)[steps], NO_VALUE)
+    return counts.reshape(height, width), rgb.reshape(height, width, 3)

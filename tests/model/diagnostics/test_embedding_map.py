@@ -1,0 +1,255 @@
+"""The embedding map's model: placements, colours, density frames, picking and the cache entry, each
+checked against figures this test computes itself from the vectors it built the index from."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.diagnostics.embedding_map import (
+    PALETTE,
+    DensityIndex,
+    ViewRect,
+    by_level,
+    cached_placement,
+    colour_sums,
+    density_frame,
+    fit_projection,
+    from_overlay,
+    leaves_under,
+    open_placement,
+    place_items,
+    query_overlay,
+    representatives,
+    select_box,
+    size_colours,
+)
+from ecpfs_viewer.model.diagnostics.index_map import layout_index, size_overlay
+from ecpfs_viewer.model.search import IndexReader, SearchParams
+from ecpfs_viewer.model.search.ecp import ecp_search
+from ecpfs_viewer.model.tasks import Cancelled, CancelToken
+
+ITEMS, DIM = 600, 8
+
+
+def _two_clusters(folder: Path, seed: int = 3) -> tuple[Path, np.ndarray, np.ndarray]:
+    """An index of two clusters 40 apart along a random direction: (path, vectors, cluster per item)."""
+    rng = np.random.default_rng(seed)
+    direction = rng.standard_normal(DIM)
+    direction /= np.linalg.norm(direction)
+    side = rng.integers(0, 2, ITEMS)
+    data = (rng.standard_normal((ITEMS, DIM)) + np.where(side[:, None] == 1, 20.0, -20.0) * direction)
+    np.save(folder / "data.npy", data.astype(np.float32))
+    build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=2, target_cluster_items=20))
+    return folder / "idx.zarr", data.astype(np.float32), side
+
+
+def _own_pca(data: np.ndarray) -> np.ndarray:
+    """The two principal coordinates of data, each axis's largest loading positive."""
+    centred = data.astype(np.float64) - data.mean(axis=0, dtype=np.float64)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    axes = vt[:2] * np.sign(vt[:2][np.arange(2), np.argmax(np.abs(vt[:2]), axis=1)])[:, None]
+    return centred @ axes.T
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
+    return _two_clusters(tmp_path)
+
+
+def test_every_item_is_placed_once_on_the_principal_axes_and_the_two_clusters_land_apart(index) -> None:
+    path, data, side = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map, fit_items=ITEMS)  # the sample is every leaf: exact axes
+    assert placement.count == ITEMS and sorted(placement.item_ids.tolist()) == list(range(ITEMS))
+    expected = _own_pca(data)[placement.item_ids]
+    np.testing.assert_allclose(placement.coords, expected, rtol=1e-4, atol=1e-3)
+    x = placement.coords[:, 0]
+    a, b = x[side[placement.item_ids] == 0], x[side[placement.item_ids] == 1]
+    assert a.max() < b.min() or b.max() < a.min()  # the first axis separates them, no overlap
+    # items of leaf position p are a run, and they are the leaf's item_ids as stored
+    for p, leaf in enumerate(placement.leaf_ids):
+        stored = reader.node(reader.levels, int(leaf)).ids
+        assert placement.item_ids[placement.leaf_items(p)].tolist() == stored.tolist()
+        assert (placement.leaf_pos[placement.leaf_items(p)] == p).all()
+
+
+def test_a_small_fit_sample_still_places_every_item_and_takes_the_sample_as_read(index) -> None:
+    path, data, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    first = fit_projection(reader, index_map, fit_items=100, seed=7)
+    assert first.sample and 100 <= first.count < ITEMS
+    full = place_items(reader, index_map, first.projection, first=first, leaf_batch=3)
+    again = place_items(reader, index_map, first.projection, leaf_batch=5)  # every leaf read
+    assert full.count == ITEMS
+    np.testing.assert_allclose(full.coords, again.coords, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(full.coords, first.projection.project(data[full.item_ids]), rtol=1e-5, atol=1e-5)
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        place_items(reader, index_map, first.projection, cancel=token)
+
+
+def test_density_counts_sum_to_the_items_in_view_at_every_level_of_detail(index) -> None:
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    density = DensityIndex(placement, grid=64)
+    sums = colour_sums(density, by_level(index_map, 1))
+    whole = density.bounds
+    coarse = density_frame(density, sums, whole, 16, 16, point_limit=0)
+    assert coarse.source == "cells" and coarse.total == ITEMS and coarse.points is None
+    fine = density_frame(density, sums, whole, 400, 300, point_limit=0)
+    assert fine.source == "items" and fine.total == ITEMS and fine.pixel_scale == 1
+    # past the item budget, finer than the grid: the fine cells on coarser pixels, and it says so
+    budget = density_frame(density, sums, whole, 400, 300, point_limit=0, item_budget=10)
+    assert budget.source == "cells" and budget.total == ITEMS and budget.pixel_scale == 7  # ceil(400 / 64)
+    assert budget.counts.shape == (43, 58)
+    x0, x1, y0, y1 = placement.bounds()
+    part = ViewRect(x0, (x0 + x1) / 2, y0, y1)
+    xy = placement.coords
+    inside = int(((xy[:, 0] >= part.x0) & (xy[:, 0] < part.x1) & (xy[:, 1] >= part.y0) & (xy[:, 1] < part.y1)).sum())
+    frame = density_frame(density, sums, part, 200, 200)
+    assert frame.total == inside and frame.points is not None and frame.points.size == inside
+    assert sorted(frame.points.tolist()) == np.flatnonzero(
+        (xy[:, 0] >= part.x0) & (xy[:, 0] < part.x1) & (xy[:, 1] >= part.y0) & (xy[:, 1] < part.y1)).tolist()
+    # a pixel whose items all lie under one level-1 node shows that node's palette colour
+    codes = by_level(index_map, 1).leaf_codes[placement.leaf_pos]
+    i = int(frame.points[0])
+    px = int((xy[i, 0] - part.x0) / part.width * 200)
+    py = int((part.y1 - xy[i, 1]) / part.height * 200)
+    here = [j for j in frame.points.tolist() if int((xy[j, 0] - part.x0) / part.width * 200) == px
+            and int((part.y1 - xy[j, 1]) / part.height * 200) == py]
+    assert len({int(codes[j]) for j in here}) == 1  # 200 x 200 pixels over one cluster's half
+    assert frame.rgb[py, px].tolist() == PALETTE[int(codes[i]) % len(PALETTE)].tolist()
+    assert frame.counts[py, px] == len(here)
+
+
+def test_colours_by_level_and_by_overlay_follow_each_items_ancestors(index) -> None:
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    level1 = by_level(index_map, 1)
+    leaf = by_level(index_map, 2)
+    for p in range(0, placement.count, 37):
+        location = reader.locate(int(placement.item_ids[p]))
+        lp = placement.leaf_pos[p]
+        assert level1.names[level1.leaf_codes[lp]] == f"lvl_1/node_{location.path[0].node_id}"
+        assert leaf.names[leaf.leaf_codes[lp]] == f"lvl_2/node_{location.leaf}"
+    size = size_colours(index_map)
+    rows = index_map.band(2).rows.astype(np.float64)
+    np.testing.assert_allclose(size.leaf_values, np.log2(rows / np.median(rows)))
+    up = from_overlay(index_map, size_overlay(index_map), level=1)
+    lvl1_sizes = index_map.band(1).sizes
+    assert np.allclose(up.leaf_values, np.log2(lvl1_sizes / np.median(lvl1_sizes))[level1.leaf_codes])
+    assert not level1.note  # two level-1 clusters: no repeats
+    many = by_level(index_map, 2)
+    assert (len(many.names) > 20) == bool(many.note)
+
+
+def test_a_querys_path_lands_on_its_own_leafs_points(index) -> None:
+    path, data, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    item = 123
+    result = ecp_search(reader, data[item], SearchParams(k=5, search_exp=2))
+    own_leaf = reader.locate(item).leaf
+    overlay = query_overlay(placement, data[item], result, missed=[(own_leaf, reader.locate(item).row)])
+    p = int(np.flatnonzero(placement.item_ids == item)[0])
+    np.testing.assert_allclose(overlay.query_xy, placement.coords[p], atol=1e-4)
+    assert overlay.scanned_leaves[0] == own_leaf and p in overlay.scanned[0].tolist()
+    assert int(overlay.results[0]) == p  # its own vector: itself first
+    assert placement.item_ids[overlay.results].tolist() == [h.item_id for h in result.hits]
+    assert overlay.missed.tolist() == [p]
+    own = placement.coords[overlay.scanned[0]]
+    assert (own.min(axis=0) <= overlay.query_xy).all() and (overlay.query_xy <= own.max(axis=0)).all()
+
+
+def test_hover_and_box_selection_name_the_leaves_and_nodes_under_them(index) -> None:
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    density = DensityIndex(placement)
+    x, y = (float(v) for v in placement.coords[42])
+    tiny = ViewRect(x - 1e-4, x + 1e-4, y - 1e-4, y + 1e-4)
+    under = leaves_under(density, tiny)
+    assert under and under[0].leaf_id == int(placement.leaf_ids[placement.leaf_pos[42]])
+    box = select_box(density, index_map, density.bounds)
+    assert box.count == ITEMS and sorted(box.item_ids.tolist()) == list(range(ITEMS))
+    for level in (1, 2):
+        ids, counts = box.nodes[level]
+        assert int(counts.sum()) == ITEMS and set(ids.tolist()) == set(index_map.band(level).node_ids.tolist())
+
+
+def test_the_cache_answers_a_second_opening_and_not_once_a_leaf_changed(index) -> None:
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    first = open_placement(reader, index_map)
+    assert not first.from_cache
+    again_reader = IndexReader(path)  # a later opening (the entry is on disk, not in this reader)
+    again = cached_placement(again_reader, layout_index(again_reader))
+    assert again is not None and again.from_cache
+    np.testing.assert_array_equal(again.coords, first.coords)
+    np.testing.assert_array_equal(again.item_ids, first.item_ids)
+    leaf = int(first.leaf_ids[3])
+    chunk = next(p for p in (path / f"lvl_2/node_{leaf}/embeddings").rglob("*") if p.is_file()
+                 and p.name != "zarr.json")
+    chunk.write_bytes(chunk.read_bytes())  # the same bytes, rewritten: its stamp changes
+    os.utime(chunk, ns=(chunk.stat().st_atime_ns, chunk.stat().st_mtime_ns))
+    later = IndexReader(path)
+    assert cached_placement(later, layout_index(later)) is None
+    assert not open_placement(later, layout_index(later)).from_cache
+
+
+def test_a_leaf_that_cannot_be_read_is_named_not_drawn_as_nothing(index) -> None:
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    leaf = int(index_map.band(2).node_ids[2])
+    chunk = next(p for p in (path / f"lvl_2/node_{leaf}/embeddings").rglob("*") if p.is_file()
+                 and p.name != "zarr.json")
+    chunk.write_bytes(b"not zstd")
+    placement = open_placement(IndexReader(path), index_map)
+    assert [u[0] for u in placement.unplaced] == [leaf] and placement.unplaced[0][1]
+    assert placement.count == ITEMS - int(index_map.band(2).rows[2])
+    assert "could not be read" in placement.note
+    assert cached_placement(IndexReader(path), index_map) is None  # an incomplete placement is not kept
+
+
+def test_representatives_are_placed_like_items_on_the_same_axes(index) -> None:
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    ids, xy = representatives(reader, placement.projection, 1)
+    assert ids.tolist() == list(range(len(index_map.band(1))))
+    np.testing.assert_allclose(xy, placement.projection.project(reader.root.vectors))
+    ids, xy = representatives(reader, placement.projection, 2)
+    assert sorted(ids.tolist()) == sorted(index_map.band(2).node_ids.tolist()) and xy.shape == (ids.size, 2)
+    # a leaf's representative is one of its items (rep_selection picks items): it sits on one of its points
+    leaf = int(ids[0])
+    own = placement.coords[placement.leaf_items(placement.leaf_position(leaf))]
+    assert np.min(np.abs(own - xy[0]).sum(axis=1)) < 1e-3
+
+
+def test_leaves_whose_size_the_map_does_not_know_are_read_not_skipped(index) -> None:
+    from dataclasses import replace
+
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    leaves = index_map.band(2)
+    unknown = replace(index_map, levels=(index_map.band(1), replace(leaves, rows=np.full(len(leaves), -1))))
+    placement = open_placement(reader, unknown, fit_items=50)
+    assert placement.count == ITEMS and not placement.unplaced
