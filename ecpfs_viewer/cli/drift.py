@@ -196,13 +196,14 @@ def print_simulation(sim: DriftSimulation) -> None:
           f"recall@{sim.k} and distance computations at search_exp {sim.search_exp}; against a build of all rows\n")
     print("inserted  recall  fresh  distances  fresh  leaves  >2x  >4x  fresh>4x  imbalance  fresh  "
           "reach ins.  rebuild")
-    for pt in sim.points:
+    points = sorted(sim.points, key=lambda pt: pt.inserted_percent)
+    for pt in points:
         d = pt.to_dict()
         print(f"{pt.inserted_percent:>7.0f}%  {d['recall']:.3f}  {d['fresh_recall']:.3f}  "
               f"{d['distance_computations']:>9,.0f}  {d['fresh_distance_computations']:>5,.0f}  {d['leaves']:>6,}  "
               f"{d['over_2x_target']:>3,}  {d['over_4x_target']:>3,}  {d['fresh_over_4x_target']:>8,}  "
               f"{_f(d['imbalance_factor']):>9}  {_f(d['fresh_imbalance_factor']):>5}  "
               f"{_f(d['reach_inserted']):>10}  {'yes' if d['rebuild'] else 'no'}")
-    for pt in sim.points:
+    for pt in points:
         if pt.report.verdict.rebuild:
             print(f"\n{pt.inserted_percent:.0f}% inserted: {pt.report.verdict.headline()}")

@@ -40,7 +40,7 @@ class DriftError(UserError):
 
 
 class DriftCancelled(Cancelled):
-    def __init__(self, message: str = "drift report cancelled; its temporary fresh build was removed") -> None:
+    def __init__(self, message: str = "drift report cancelled; nothing was left behind (a temporary build was removed)") -> None:
         super().__init__(message)
 
 

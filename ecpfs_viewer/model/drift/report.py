@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.diagnostics.reachability import SAMPLE, self_reachability
-from ecpfs_viewer.model.drift.fresh import DriftError, fresh_build, fresh_params, plan_fresh, rebuild_command
+from ecpfs_viewer.model.drift.fresh import DriftCancelled, DriftError, fresh_build, fresh_params, plan_fresh, rebuild_command
 from ecpfs_viewer.model.drift.origin import BuildOrigin, build_origin
 from ecpfs_viewer.model.drift.verdict import DriftFigures, DriftThresholds, Verdict, judge
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
@@ -26,6 +26,7 @@ from ecpfs_viewer.model.search.index import IndexReader, index_reader
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.queries import sample_items
 from ecpfs_viewer.model.search.results import ProgressCallback, Reporter, SearchProgress
+from ecpfs_viewer.model.tasks import Cancelled
 from ecpfs_viewer.model.tuning.balance import LevelBalance
 from ecpfs_viewer.model.tuning.compare import RecallComparison, compare_recall, index_side
 
@@ -137,14 +138,19 @@ def drift_report(index: IndexReader, against: IndexReader | None = None, setting
     if not summary.levels or not summary.dim:
         raise DriftError(f"{index.label}: no levels or no dimension: not an index a drift report can read")
     origin = build_origin(index, built_items=s.built_items, target=s.target)
-    if against is not None:
-        return _measure(index, against, against.label, summary, origin, s, progress, cancel)
-    plan = plan_fresh(summary, origin, summary.total_items or 0)
-    with fresh_build(index, summary, plan, parent=Path(s.work_dir) if s.work_dir else None, force=s.force,
-                     progress=progress, cancel=cancel) as path:
-        fresh = index_reader(open_index(path))
-        what = f"a fresh build of its {plan.rows:,} items (made in a temporary folder, removed)"
-        return _measure(index, fresh, what, summary, origin, s, progress, cancel)
+    try:
+        if against is not None:
+            return _measure(index, against, against.label, summary, origin, s, progress, cancel)
+        plan = plan_fresh(summary, origin, summary.total_items or 0)
+        with fresh_build(index, summary, plan, parent=Path(s.work_dir) if s.work_dir else None, force=s.force,
+                         progress=progress, cancel=cancel) as path:
+            fresh = index_reader(open_index(path))
+            what = f"a fresh build of its {plan.rows:,} items (made in a temporary folder, removed)"
+            return _measure(index, fresh, what, summary, origin, s, progress, cancel)
+    except DriftCancelled:
+        raise
+    except Cancelled:  # a search's or a reader's own cancel type: one type for the caller
+        raise DriftCancelled() from None
 
 
 def _phase(progress: ProgressCallback | None, name: str) -> ProgressCallback | None:
