@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, versioned
 from ecpfs_viewer.cli.numbers import AtLeast, IntList, add_search_exp
+from ecpfs_viewer.model.drift.text import fixed, report_lines
 
 if TYPE_CHECKING:
-    from ecpfs_viewer.model.drift.report import DriftReport, DriftSettings
+    from ecpfs_viewer.model.drift.report import DriftReport
     from ecpfs_viewer.model.drift.simulate import DriftSimulation
     from ecpfs_viewer.model.drift.verdict import DriftThresholds
 
@@ -105,39 +106,9 @@ def _plain(value: Any) -> Any:
     return value.tolist() if hasattr(value, "tolist") else str(value)
 
 
-def _f(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def print_report(r: DriftReport) -> None:
-    """The report as text: the facts, the levels, reachability, recall and cost, the verdict."""
-    print(f"index: {r.index}\nagainst: {r.fresh}")
-    gap = "unknown" if r.gap is None else f"{r.gap:,}" + (" (ids reserved by an insert, never written)" if r.gap else "")
-    print(f"items: {r.total_items:,}; next item id {r.next_item_id:,}; gap {gap}" if r.total_items is not None
-          and r.next_item_id is not None else f"items: {r.total_items}; gap {gap}")
-    print(f"build: {r.origin.how}; target {r.origin.target:,} items a leaf\n")
-    print("level  side    nodes      CV  imbalance   >2x target  >4x target")
-    for lv in r.levels:
-        for name, side, fresh in (("index", lv.index, False), ("fresh", lv.fresh, True)):
-            if side is None:
-                continue
-            over = (f"{lv.over(2, fresh):>11,}  {lv.over(4, fresh):>10,}" if side.is_leaf else f"{'':>11}  {'':>10}")
-            print(f"{lv.index.level:>5}  {name:<5}  {side.nodes:>6,}  {_f(side.coefficient_of_variation):>6}  "
-                  f"{_f(side.imbalance_factor):>9}  {over}")
-    print()
-    for name, share in (("built", r.reach_built), ("inserted", r.reach_inserted)):
-        if share is not None:
-            print(f"own leaf reached ({name}): {share.reached:,} of {share.checked:,} ({_f(share.share, 4)})")
-    print(f"  {r.reach_note}\n")
-    f, rec = r.figures, r.recall
-    print(f"recall@{f.k} at search_exp {f.search_exp} on {rec.source}:")
-    print(f"  index {f.recall:.4f}, {f.cost:,.1f} distance computations a search")
-    print(f"  fresh {f.fresh_recall:.4f}, {f.fresh_cost:,.1f} distance computations a search\n")
-    print("checks:")
-    for line in r.verdict.checks:
-        print(f"  {line}")
-    print(f"\n{r.verdict.headline()}")
-    print(f"rebuild with: {r.verdict.command}\n  ({r.to_dict()['vectors_note']})")
+    """The report as text (the window shows the same lines)."""
+    print("\n".join(report_lines(r)))
 
 
 # ------------------------------------------------------------------------------------ drift-sim
@@ -202,8 +173,8 @@ def print_simulation(sim: DriftSimulation) -> None:
         print(f"{pt.inserted_percent:>7.0f}%  {d['recall']:.3f}  {d['fresh_recall']:.3f}  "
               f"{d['distance_computations']:>9,.0f}  {d['fresh_distance_computations']:>5,.0f}  {d['leaves']:>6,}  "
               f"{d['over_2x_target']:>3,}  {d['over_4x_target']:>3,}  {d['fresh_over_4x_target']:>8,}  "
-              f"{_f(d['imbalance_factor']):>9}  {_f(d['fresh_imbalance_factor']):>5}  "
-              f"{_f(d['reach_inserted']):>10}  {'yes' if d['rebuild'] else 'no'}")
+              f"{fixed(d['imbalance_factor']):>9}  {fixed(d['fresh_imbalance_factor']):>5}  "
+              f"{fixed(d['reach_inserted']):>10}  {'yes' if d['rebuild'] else 'no'}")
     for pt in points:
         if pt.report.verdict.rebuild:
             print(f"\n{pt.inserted_percent:.0f}% inserted: {pt.report.verdict.headline()}")

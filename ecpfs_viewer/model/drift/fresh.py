@@ -39,8 +39,12 @@ class DriftError(UserError):
     """The drift report cannot be made (the message says why); nothing was left behind."""
 
 
+class DriftOversize(DriftError):
+    """The fresh build is over Build's size guard: the CLI asks for --force, the window asks the user."""
+
+
 class DriftCancelled(Cancelled):
-    def __init__(self, message: str = "drift report cancelled; nothing was left behind (a temporary build was removed)") -> None:
+    def __init__(self, message: str = "drift report cancelled; nothing was left behind") -> None:
         super().__init__(message)
 
 
@@ -101,7 +105,7 @@ def guard(plan: FreshPlan, parent: Path, force: bool) -> None:
                          f"another folder, or build it yourself and give it with --against")
     limit = max(LARGE_BUILD_RATIO * plan.vectors_bytes, LARGE_BUILD_FLOOR_BYTES)
     if plan.index_bytes > limit and not force:
-        raise DriftError(f"the fresh build would take about {format_bytes(plan.index_bytes)} on disk, "
+        raise DriftOversize(f"the fresh build would take about {format_bytes(plan.index_bytes)} on disk, "
                          f"{plan.index_bytes / max(1, plan.vectors_bytes):,.0f} times its items' vectors; "
                          f"confirm with --force (the window asks), or give a build with --against")
 

@@ -10,14 +10,21 @@ The fresh build is made in a temporary folder (fresh.py) unless one is given.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ecpfs_viewer.model.diagnostics.reachability import SAMPLE, self_reachability
-from ecpfs_viewer.model.drift.fresh import DriftCancelled, DriftError, fresh_build, fresh_params, plan_fresh, rebuild_command
+from ecpfs_viewer.model.drift.fresh import (
+    DriftCancelled,
+    DriftError,
+    fresh_build,
+    fresh_params,
+    plan_fresh,
+    rebuild_command,
+)
 from ecpfs_viewer.model.drift.origin import BuildOrigin, build_origin
 from ecpfs_viewer.model.drift.verdict import DriftFigures, DriftThresholds, Verdict, judge
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
@@ -119,7 +126,7 @@ class DriftSettings:
     seed: int = 0
     built_items: int | None = None  # the build's size, when the user knows it
     target: int | None = None  # the build's target_cluster_items, when the user knows it
-    thresholds: DriftThresholds = DriftThresholds()
+    thresholds: DriftThresholds = field(default_factory=DriftThresholds)
     force: bool = False  # a fresh build over Build's size guard
     work_dir: str | None = None  # where the fresh build is made (default: the temporary folder)
     queries: Any = None  # a query matrix instead of sampled items
@@ -200,10 +207,11 @@ def _reach(index: IndexReader, item_map: ItemMap, origin: BuildOrigin, s: DriftS
         everyone = ReachShare(len(checked), len(checked) - len(strays))
         return everyone, None, f"{report.sentence()}; built and inserted items cannot be told apart ({origin.how})"
     assert origin.built_below is not None and origin.inserted_from is not None
-    shares = []
-    for mask_of in (lambda ids: ids < origin.built_below, lambda ids: ids >= origin.inserted_from):
-        shares.append(ReachShare(int(mask_of(checked).sum()), int(mask_of(checked).sum() - mask_of(strays).sum())))
-    built, inserted = shares
+    def share(in_group: np.ndarray, strays_in_group: np.ndarray) -> ReachShare:
+        return ReachShare(int(in_group.sum()), int(in_group.sum() - strays_in_group.sum()))
+
+    built = share(checked < origin.built_below, strays < origin.built_below)
+    inserted = share(checked >= origin.inserted_from, strays >= origin.inserted_from)
     return built, (inserted if inserted.checked else None), report.sentence()
 
 

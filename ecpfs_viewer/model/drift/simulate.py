@@ -126,7 +126,8 @@ def simulate_drift(source: str | os.PathLike[str], params: BuildParams, built: S
             build_index(first, grown, params, progress=_named(progress, name), cancel=cancel)
             first.unlink()
             if n < rows:
-                add_rows(grown, np.asarray(data[n:]), progress=_named(progress, f"{name}, adding the rest"), cancel=cancel)
+                add_rows(grown, np.asarray(data[n:]), progress=_named(progress, f"{name}, adding the rest"),
+                         cancel=cancel)
             report = drift_report(index_reader(open_index(grown)), full_reader,
                                   replace(base, built_items=n), progress=_named(progress, name), cancel=cancel)
             points.append(DriftPoint(percent, n, rows - n, report))

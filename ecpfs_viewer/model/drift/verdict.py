@@ -88,7 +88,8 @@ def judge(f: DriftFigures, t: DriftThresholds, command: str) -> Verdict:
 
     drop = f.fresh_recall - f.recall
     check(drop >= t.recall_drop,
-          f"recall@{f.k} at search_exp {f.search_exp} is {f.recall:.2f} where a fresh build reaches {f.fresh_recall:.2f}",
+          f"recall@{f.k} at search_exp {f.search_exp} is {f.recall:.2f} where a fresh build reaches "
+          f"{f.fresh_recall:.2f}",
           f"recall@{f.k} at search_exp {f.search_exp}: {f.recall:.4f} vs fresh {f.fresh_recall:.4f} "
           f"(drop {drop:+.4f}; threshold {t.recall_drop})")
     ratio = f.cost / f.fresh_cost if f.fresh_cost > 0 else 1.0

@@ -52,7 +52,7 @@ def test_cancel_leaves_no_temporary_folder(grown: Path, tmp_path: Path, phase: s
 
 def test_the_guard_refuses_what_does_not_fit_and_asks_force_for_an_oversize_build(tmp_path: Path) -> None:
     free = shutil.disk_usage(tmp_path).free
-    with pytest.raises(DriftError, match="only .* is free"):
+    with pytest.raises(DriftError, match=r"only .* is free"):
         guard(FreshPlan(PARAMS, 10, free, 1), tmp_path, force=True)
     big = FreshPlan(PARAMS, 10, 1000, 300 * 1024 * 1024)  # far over 4× its vectors and over 256 MiB
     with pytest.raises(DriftError, match="--force"):
