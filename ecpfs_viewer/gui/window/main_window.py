@@ -37,6 +37,7 @@ from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.tree.tree_item import TreeItem
 from ecpfs_viewer.gui.tree.validation_marks import VALIDATION_LAYER, validation_marks
 from ecpfs_viewer.gui.tuning.compare_view import CompareView
+from ecpfs_viewer.gui.tuning.drift_sim_dialog import DriftSimDialog
 from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog
 from ecpfs_viewer.gui.widgets.display import MessageBanner, panes
 from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
@@ -103,7 +104,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.progress)
         slots = WindowSlots(close_store=self.close_store, refresh=self.refresh_all, build=self.open_build_dialog,
                             demo=self.open_demo, compare=self.open_comparison, tune=self.open_tune_dialog,
-                            add_vectors=self.open_add_vectors_dialog)
+                            add_vectors=self.open_add_vectors_dialog, simulate_drift=self.open_drift_simulation)
         clipboard = NodeClipboard(self.current_item, lambda: self.session.hierarchy, self.statusBar().showMessage)
         self.commands = WindowActions(self, self.session, self.tree_panel, clipboard, slots)
         self.commands.connect_start_page(self.start_page, slots)
@@ -312,6 +313,13 @@ class MainWindow(QMainWindow):
     def comparisons(self) -> list[CompareView]:
         """The comparison windows open now."""
         return list(self._compare_views)
+
+    def open_drift_simulation(self) -> None:
+        """Build > Simulate Drift…: the drift curve of a .npy (nothing of the open index is used)."""
+        dialog = DriftSimDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._drift_sim_dialog = dialog
+        dialog.show()
 
     def open_tune_dialog(self) -> None:
         """Build > Tune…: a kept variant it opens becomes the window's index."""
