@@ -6,7 +6,8 @@
 The rows are clustered (512 centres, as bench_tune.py makes them). Two arrival orders:
 ``iid`` — rows arrive in random order, so the first N % look like the rest; ``shift`` — half the
 clusters exist from the start and the other half appear at a uniformly random time, so later rows
-come more and more from clusters the first build never saw. For each order and each built share
+come more and more from clusters the first build never saw (``sorted``, run alone: the clusters
+arrive one after another, the extreme of it). For each order and each built share
 (20, 40, 60, 80, 100 %) the rest is added with add_rows and the drift report compares the grown
 index with a build of all rows (model/drift/simulate.py, what `ecpfs-viewer drift-sim` runs).
 """
@@ -39,6 +40,9 @@ def arrivals(rows: int, dim: int, order: str, seed: int = 20250601, centres: int
     data = c[label] + rng.normal(0, 1, size=(rows, dim)).astype(np.float32)
     if order == "iid":
         return data
+    if order == "sorted":  # the clusters arrive one after another: the first build sees only the first ones
+        sorted_rows: np.ndarray = data[np.argsort(label, kind="stable")]
+        return sorted_rows
     birth = np.where(rng.random(centres) < 0.5, 0.0, rng.random(centres))  # half the clusters are new
     at = birth[label] + (1 - birth[label]) * rng.random(rows)
     out: np.ndarray = data[np.argsort(at, kind="stable")]
@@ -53,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", type=int, default=100)
     ap.add_argument("--search-exp", type=int, default=4)
     ap.add_argument("--sample", type=int, default=500)
-    ap.add_argument("--order", choices=("iid", "shift", "both"), default="both")
+    ap.add_argument("--order", choices=("iid", "shift", "sorted", "both"), default="both")
     ap.add_argument("--json", metavar="OUT", help="write every point's figures to OUT")
     args = ap.parse_args(argv)
     results = {}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_FAILED, EXIT_OK, versioned
-from ecpfs_viewer.cli.numbers import AtLeast, IntList, add_search_exp
+from ecpfs_viewer.cli.numbers import AtLeast, IntList, Positive, add_search_exp
 from ecpfs_viewer.model.drift.text import fixed, report_lines
 
 if TYPE_CHECKING:
@@ -23,15 +23,15 @@ def _add_thresholds(p: argparse.ArgumentParser) -> None:
 
     d = DriftThresholds()
     g = p.add_argument_group("thresholds (a rebuild is advised when any is crossed; docs/drift.md)")
-    g.add_argument("--recall-drop", type=float, default=d.recall_drop, metavar="X",
-                   help=f"recall@k fell this much below the fresh build's (default {d.recall_drop})")
-    g.add_argument("--cost-ratio", type=float, default=d.cost_ratio, metavar="X",
+    g.add_argument("--recall-drop", action=Positive, at_most=1, default=d.recall_drop, metavar="X",
+                   help=f"a fresh build reaches this much more recall@k for the same cost (default {d.recall_drop})")
+    g.add_argument("--cost-ratio", action=AtLeast, type=float, least=1, default=d.cost_ratio, metavar="X",
                    help=f"distance computations grew this many times (default {d.cost_ratio})")
-    g.add_argument("--over-4x-share", type=float, default=d.over_4x_share, metavar="X",
+    g.add_argument("--over-4x-share", action=Positive, at_most=1, default=d.over_4x_share, metavar="X",
                    help=f"this much more of the leaves hold over 4x the target (default {d.over_4x_share})")
-    g.add_argument("--imbalance-ratio", type=float, default=d.imbalance_ratio, metavar="X",
+    g.add_argument("--imbalance-ratio", action=AtLeast, type=float, least=1, default=d.imbalance_ratio, metavar="X",
                    help=f"the leaves' imbalance factor grew this many times (default {d.imbalance_ratio})")
-    g.add_argument("--reach-gap", type=float, default=d.reach_gap, metavar="X",
+    g.add_argument("--reach-gap", action=Positive, at_most=1, default=d.reach_gap, metavar="X",
                    help=f"inserted items reach their own leaf this much less often (default {d.reach_gap})")
 
 
@@ -165,12 +165,14 @@ def print_simulation(sim: DriftSimulation) -> None:
     p = sim.params
     print(f"{sim.input}: {sim.rows:,} x {sim.dim}; levels {p.levels}, target {p.target_cluster_items}, {p.metric}; "
           f"recall@{sim.k} and distance computations at search_exp {sim.search_exp}; against a build of all rows\n")
-    print("inserted  recall  fresh  distances  fresh  leaves  >2x  >4x  fresh>4x  imbalance  fresh  "
+    print("inserted  recall  fresh  same cost  distances  fresh  leaves  >2x  >4x  fresh>4x  imbalance  fresh  "
           "reach ins.  rebuild")
     points = sorted(sim.points, key=lambda pt: pt.inserted_percent)
     for pt in points:
         d = pt.to_dict()
-        print(f"{pt.inserted_percent:>7.0f}%  {d['recall']:.3f}  {d['fresh_recall']:.3f}  "
+        same = ("≥" if d["same_cost_bound"] == "at least" else "≤" if d["same_cost_bound"] else " ") + \
+            f"{d['fresh_recall_same_cost']:.3f}"
+        print(f"{pt.inserted_percent:>7.0f}%  {d['recall']:.3f}  {d['fresh_recall']:.3f}  {same:>9}  "
               f"{d['distance_computations']:>9,.0f}  {d['fresh_distance_computations']:>5,.0f}  {d['leaves']:>6,}  "
               f"{d['over_2x_target']:>3,}  {d['over_4x_target']:>3,}  {d['fresh_over_4x_target']:>8,}  "
               f"{fixed(d['imbalance_factor']):>9}  {fixed(d['fresh_imbalance_factor']):>5}  "

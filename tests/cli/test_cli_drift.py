@@ -79,7 +79,9 @@ def test_thresholds_are_options_and_a_bad_one_is_a_usage_error(
     assert main(["drift", str(grown), "--against", str(fresh), "--quiet", *lenient]) == 0
     assert "no rebuild needed" in capsys.readouterr().out
     assert main(["drift", str(grown), "--against", str(fresh), "--recall-drop", "2"]) == 2
-    assert "recall-drop must be between 0 and 1" in capsys.readouterr().err
+    assert "--recall-drop must be at most 1" in capsys.readouterr().err
+    assert main(["drift", str(grown), "--against", str(fresh), "--cost-ratio", "0.5"]) == 2
+    assert "--cost-ratio must be at least 1" in capsys.readouterr().err
 
 
 def test_drift_sim_prints_the_curve_and_its_json_follows_the_schema(

@@ -21,8 +21,8 @@ from ecpfs_viewer.model.drift.report import DriftSettings
 from ecpfs_viewer.model.drift.simulate import DriftSimulation, simulate_drift
 
 #: "(all)": the same figure for the build of all rows
-HEADERS = ("inserted %", "recall", "(all)", "distances", "(all)", "leaves", "> 4× target", "(all)", "imbalance",
-           "(all)", "own leaf", "rebuild")
+HEADERS = ("inserted %", "recall", "(all)", "(all) same cost", "distances", "(all)", "leaves", "> 4× target",
+           "(all)", "imbalance", "(all)", "own leaf", "rebuild")
 
 
 def curve_rows(sim: DriftSimulation) -> list[tuple[Any, ...]]:
@@ -31,6 +31,7 @@ def curve_rows(sim: DriftSimulation) -> list[tuple[Any, ...]]:
     for pt in sorted(sim.points, key=lambda p: p.inserted_percent):
         d = pt.to_dict()
         rows.append((round(pt.inserted_percent, 1), _r(d["recall"], 3), _r(d["fresh_recall"], 3),
+                     ("≥ " if d["same_cost_bound"] == "at least" else "") + f"{d['fresh_recall_same_cost']:.3f}",
                      _r(d["distance_computations"], 0), _r(d["fresh_distance_computations"], 0), d["leaves"],
                      d["over_4x_target"], d["fresh_over_4x_target"], _r(d["imbalance_factor"], 2),
                      _r(d["fresh_imbalance_factor"], 2), _r(d["reach_inserted"], 3), "yes" if d["rebuild"] else "no"))
@@ -65,7 +66,8 @@ class DriftSimDialog(RunDialog):
         form.addRow("search_exp", hbox(self.search_exp, QLabel("sampled queries"), self.sample, stretch=None))
         self.model = RowsModel(HEADERS, self)
         self.view = rows_view(self.model)
-        self.view.setToolTip("(all): the build of all rows; own leaf: the share of inserted rows a search with "
+        self.view.setToolTip("(all): the build of all rows; same cost: its recall for this index's distance "
+                             "computations; own leaf: the share of inserted rows a search with "
                              "their own vector at search_exp 1 leads to their own leaf")
         layout = QVBoxLayout(self)
         layout.addWidget(intro)

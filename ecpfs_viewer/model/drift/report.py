@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ecpfs_viewer.model.diagnostics.reachability import SAMPLE, self_reachability
+from ecpfs_viewer.model.drift.equal_cost import EqualCost, equal_cost_recall
 from ecpfs_viewer.model.drift.fresh import (
     DriftCancelled,
     DriftError,
@@ -94,6 +95,7 @@ class DriftReport:
     reach_inserted: ReachShare | None
     reach_note: str
     recall: RecallComparison
+    equal_cost: EqualCost
     thresholds: DriftThresholds
     figures: DriftFigures
     verdict: Verdict
@@ -113,7 +115,7 @@ class DriftReport:
                                  "note": self.reach_note},
                 "recall": {"k": self.figures.k, "search_exp": self.figures.search_exp, "source": self.recall.source,
                            "note": self.recall.note, "index": self.recall.curve_a[0].to_dict(),
-                           "fresh": self.recall.curve_b[0].to_dict()},
+                           "fresh": self.recall.curve_b[0].to_dict(), "equal_cost": self.equal_cost.to_dict()},
                 "thresholds": self.thresholds.to_dict(), "verdict": self.verdict.to_dict(),
                 "vectors_note": VECTORS_NOTE}
 
@@ -182,15 +184,19 @@ def _measure(index: IndexReader, fresh: IndexReader, fresh_label: str, summary: 
     recall = _recall(index, fresh, map_i, map_f, s, progress, cancel)
     leaf = levels[-1]
     point, fresh_point = recall.curve_a[0], recall.curve_b[0]
+    same_cost = equal_cost_recall(fresh, recall.queries_b, s.k, fresh_point, point.distance_computations,
+                                  progress=_phase(progress, "fresh build at the index's cost"), cancel=cancel)
     figures = DriftFigures(
         s.search_exp, s.k, point.recall, fresh_point.recall, point.distance_computations,
         fresh_point.distance_computations, leaf.index.nodes, leaf.over(4), leaf.fresh.nodes if leaf.fresh else 0,
         leaf.over(4, True), leaf.index.imbalance_factor, leaf.fresh.imbalance_factor if leaf.fresh else None,
-        inserted.share if inserted else None, built.share if built else None, origin.target)
+        inserted.share if inserted else None, built.share if built else None, origin.target,
+        same_cost.fresh_recall, same_cost.bound)
     stem = Path(index.label.rstrip("/")).name.removesuffix(".zarr") or "index"
     command = rebuild_command(fresh_params(summary, origin), VECTORS_PLACEHOLDER, f"{stem}-rebuilt.zarr")
     return DriftReport(index.label, fresh_label, summary.total_items, summary.next_item_id, origin, levels,
-                       built, inserted, note, recall, s.thresholds, figures, judge(figures, s.thresholds, command))
+                       built, inserted, note, recall, same_cost, s.thresholds, figures,
+                       judge(figures, s.thresholds, command))
 
 
 def _reach(index: IndexReader, item_map: ItemMap, origin: BuildOrigin, s: DriftSettings,

@@ -54,7 +54,8 @@ class DriftPoint:
         leaf = self.report.levels[-1]
         return {"built_percent": self.built_percent, "inserted_percent": self.inserted_percent,
                 "built_rows": self.built_rows, "inserted_rows": self.inserted_rows, "recall": f.recall,
-                "fresh_recall": f.fresh_recall, "distance_computations": f.cost, "fresh_distance_computations":
+                "fresh_recall": f.fresh_recall, "fresh_recall_same_cost": f.equal_cost_recall,
+                "same_cost_bound": f.equal_cost_bound, "distance_computations": f.cost, "fresh_distance_computations":
                 f.fresh_cost, "leaves": f.leaves, "fresh_leaves": f.fresh_leaves, "over_2x_target": leaf.over(2),
                 "over_4x_target": f.over_4x, "fresh_over_4x_target": f.fresh_over_4x,
                 "leaf_cv": leaf.index.coefficient_of_variation,

@@ -35,7 +35,11 @@ def report_lines(r: DriftReport) -> list[str]:
     f, rec = r.figures, r.recall
     out.append(f"recall@{f.k} at search_exp {f.search_exp} on {rec.source}:")
     out.append(f"  index {f.recall:.4f}, {f.cost:,.1f} distance computations a search")
-    out.append(f"  fresh {f.fresh_recall:.4f}, {f.fresh_cost:,.1f} distance computations a search\n")
+    out.append(f"  fresh {f.fresh_recall:.4f}, {f.fresh_cost:,.1f} distance computations a search")
+    same = r.equal_cost
+    measured = ", ".join(f"{e}: {rc:.4f} at {c:,.0f}" for e, rc, c in same.points)
+    out.append(f"  fresh at the index's cost: {same.bound + ' ' if same.bound else ''}{same.fresh_recall:.4f} "
+               f"(search_exp {measured})\n")
     out.append("checks:")
     for line in r.verdict.checks:
         out.append(f"  {line}")

@@ -17,7 +17,7 @@ from typing import Any
 class DriftThresholds:
     """A rebuild is advised when any one is crossed (each against the fresh build)."""
 
-    recall_drop: float = 0.03  # recall@k at search_exp fell by at least this much (absolute)
+    recall_drop: float = 0.02  # a fresh build reaches this much more recall@k for the same cost (absolute)
     cost_ratio: float = 1.5  # distance computations per search at search_exp grew by this factor
     over_4x_share: float = 0.05  # this much more of the leaves hold over 4× the target
     imbalance_ratio: float = 1.5  # the leaf level's imbalance factor grew by this factor
@@ -57,6 +57,8 @@ class DriftFigures:
     reach_inserted: float | None  # share of inserted items reaching their own leaf
     reach_built: float | None
     target: int
+    equal_cost_recall: float  # the fresh build's recall at this index's cost
+    equal_cost_bound: str = ""  # "at least" / "at most" when the cost lies beyond what was measured
 
 
 @dataclass(frozen=True)
@@ -86,12 +88,14 @@ def judge(f: DriftFigures, t: DriftThresholds, command: str) -> Verdict:
         if crossed:
             reasons.append(reason)
 
-    drop = f.fresh_recall - f.recall
+    drop = f.equal_cost_recall - f.recall
+    bound = f"{f.equal_cost_bound} " if f.equal_cost_bound else ""
     check(drop >= t.recall_drop,
-          f"recall@{f.k} at search_exp {f.search_exp} is {f.recall:.2f} where a fresh build reaches "
-          f"{f.fresh_recall:.2f}",
-          f"recall@{f.k} at search_exp {f.search_exp}: {f.recall:.4f} vs fresh {f.fresh_recall:.4f} "
-          f"(drop {drop:+.4f}; threshold {t.recall_drop})")
+          f"recall@{f.k} at search_exp {f.search_exp} is {f.recall:.2f} where a fresh build reaches {bound}"
+          f"{f.equal_cost_recall:.2f} for the same {f.cost:,.0f} distance computations",
+          f"recall@{f.k} for the same cost ({f.cost:,.1f} distance computations): {f.recall:.4f} vs fresh "
+          f"{bound}{f.equal_cost_recall:.4f} (drop {drop:+.4f}; threshold {t.recall_drop}); at search_exp "
+          f"{f.search_exp} the fresh build reaches {f.fresh_recall:.4f}")
     ratio = f.cost / f.fresh_cost if f.fresh_cost > 0 else 1.0
     check(ratio >= t.cost_ratio,
           f"a search at search_exp {f.search_exp} computes {ratio:.1f}× the distances of a fresh build "

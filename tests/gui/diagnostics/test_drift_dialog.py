@@ -40,7 +40,8 @@ def test_drift_dialog_shows_progress_and_the_verdict_with_reasons(qtbot, window,
     qtbot.waitUntil(lambda: dialog.progress.isVisible(), timeout=5000)
     qtbot.waitUntil(lambda: dialog.report is not None, timeout=60000)
     assert not dialog.progress.isVisible() and dialog.run_button.isEnabled()
-    assert dialog.summary.text().startswith("Rebuild advised (2 of 5 thresholds crossed)")
+    assert dialog.summary.text().startswith("Rebuild advised (3 of 5 thresholds crossed)")
+    assert "for the same" in dialog.verdict.text()  # recall compared at equal cost
     text = dialog.verdict.text()
     assert "Rebuild advised" in text and "leaves exceed 4× the target of 20 items" in text
     assert dialog.report.verdict.rebuild and all(r in text for r in dialog.report.verdict.reasons)
