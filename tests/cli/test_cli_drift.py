@@ -6,6 +6,7 @@ follows its schema; thresholds are options; `drift-sim` prints the curve and its
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,8 @@ def _valid(name: str, data: dict[str, Any]) -> None:
 
 
 def _leftovers() -> list[Path]:
-    return list(Path(tempfile.gettempdir()).glob(".ecpfs-drift-*"))
+    """This process's drift folders (other processes on the machine make their own)."""
+    return list(Path(tempfile.gettempdir()).glob(f".ecpfs-drift-{os.getpid()}-*"))
 
 
 def test_a_grown_index_is_flagged_and_a_fresh_build_of_the_same_rows_is_not(

@@ -19,7 +19,9 @@ def test_the_build_menu_runs_the_simulation_and_shows_the_curve(qtbot, tmp_path:
     np.save(tmp_path / "rows.npy", clustered(800))
     window = MainWindow()
     qtbot.addWidget(window)
-    build_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Build")
+    from PySide6.QtWidgets import QMenu
+
+    build_menu = next(m for m in window.menuBar().findChildren(QMenu) if m.title() == "&Build")
     assert "Simulate &Drift…" in [a.text() for a in build_menu.actions()]
     window.commands.simulate_drift_action.trigger()
     dialog = window.findChild(DriftSimDialog)

@@ -92,3 +92,12 @@ def test_an_index_with_a_gap_is_compared_on_the_same_query_vectors(tmp_path: Pat
     assert report.gap == 10 and report.total_items == 500 and report.next_item_id == 510
     assert report.recall.source.startswith("the vectors of 40 sampled items")
     assert ROWS  # the shared data module is the one the CLI tests use
+
+
+def test_the_equal_cost_ladder_reaches_past_the_index_cost_and_below_it_when_cheaper() -> None:
+    from ecpfs_viewer.model.drift.equal_cost import LADDER, ladder
+
+    up = ladder(4, 3.7)
+    assert up == sorted(up) and up[0] > 4 and up[-1] >= 4 * 3.7 * 1.5 and len(up) <= LADDER
+    down = ladder(8, 0.5)
+    assert down and down[-1] < 8 and down[0] >= 1 and 8 not in down
