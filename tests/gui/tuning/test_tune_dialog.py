@@ -85,6 +85,11 @@ def test_tune_dialog_runs_a_grid_and_recommends_the_known_best(qtbot, tmp_path: 
     qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
     assert opened == [str(keep / "l1_t50.zarr")]
     assert list(own_tmp.iterdir()) == []
+    # Simulate Drift… opens the drift simulation of this input with the recommended setting
+    drift = dialog.open_drift_simulation()
+    assert drift.isVisible() and drift.rows.text() == str(rows)
+    assert (drift.levels.value(), drift.target.value(), drift.search_exp.value()) == (1, CLUSTER, 1)
+    drift.close()
 
 
 def test_cancel_in_the_dialog_leaves_nothing(qtbot, tmp_path: Path, own_tmp: Path) -> None:
