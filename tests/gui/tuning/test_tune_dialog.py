@@ -127,7 +127,8 @@ def test_build_menu_tune_opens_the_dialog_and_a_kept_variant_opens_in_the_window
     qtbot.addWidget(win)
     win.show()
     build_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&Build")
-    assert [a.text() for a in build_menu.actions()] == ["&Build Index from .npy…", "&Tune…"]
+    assert [a.text() for a in build_menu.actions()] == ["&Build Index from .npy…", "&Add Vectors…", "&Tune…",
+                                                        "Simulate &Drift…"]
     win.commands.tune_action.trigger()
     dialog = win.findChild(TuneDialog)
     assert dialog is not None and dialog.isVisible()
