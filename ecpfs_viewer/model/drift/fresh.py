@@ -3,8 +3,9 @@
 The items are written in id order to a ``.npy`` (model/build/rebuild.py) and built with the
 index's levels, metric, stored type and the build's own leaf target (origin.py), in a hidden
 ``.ecpfs-drift-PID-…`` folder of the temporary folder that is removed whatever happens (done,
-failed, cancelled). Before anything is written the space it takes is estimated: more than the
-free space is refused, and a build over Build's own size guard asks for ``force``.
+failed, cancelled; a killed run's folder is removed by the next, stale.py). Before anything is
+written the space it takes is estimated: more than the free space is refused, and a build over
+Build's own size guard asks for ``force``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ecpfs_viewer.model.build.checks import LARGE_BUILD_FLOOR_BYTES, LARGE_BUILD
 from ecpfs_viewer.model.build.estimate import estimate_disk
 from ecpfs_viewer.model.build.rebuild import write_item_vectors
 from ecpfs_viewer.model.drift.origin import BuildOrigin
+from ecpfs_viewer.model.drift.stale import remove_stale_drift
 from ecpfs_viewer.model.ecpfs import sizing
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.errors import UserError
@@ -116,6 +118,7 @@ def fresh_build(reader: IndexReader, summary: IndexSummary, plan: FreshPlan, *, 
                 cancel: threading.Event | None = None) -> Iterator[Path]:
     """A fresh build of the index's items in a temporary folder, removed when the block ends."""
     parent = Path(parent or tempfile.gettempdir())
+    remove_stale_drift(parent)
     guard(plan, parent, force)
     work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=parent))
     try:

@@ -26,6 +26,7 @@ from ecpfs_viewer.model.build.builder import BuildParams, BuildProgress, build_i
 from ecpfs_viewer.model.build.insert import add_rows
 from ecpfs_viewer.model.drift.fresh import PREFIX, DriftCancelled, DriftError
 from ecpfs_viewer.model.drift.report import DriftReport, DriftSettings, drift_report
+from ecpfs_viewer.model.drift.stale import remove_stale_drift
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.formatting import format_bytes
 from ecpfs_viewer.model.search.explore import map_npy
@@ -105,6 +106,7 @@ def simulate_drift(source: str | os.PathLike[str], params: BuildParams, built: S
     if preview.problems:
         raise DriftError("; ".join(str(p) for p in preview.problems))
     parent = Path(work_dir) if work_dir else Path(tempfile.gettempdir())
+    remove_stale_drift(parent)
     need = 2 * preview.estimated_bytes + data.nbytes
     free = shutil.disk_usage(parent).free
     if need > free:

@@ -53,7 +53,7 @@ def test_cancel_leaves_no_temporary_folder(grown: Path, tmp_path: Path, phase: s
 def test_the_guard_refuses_what_does_not_fit_and_asks_force_for_an_oversize_build(tmp_path: Path) -> None:
     free = shutil.disk_usage(tmp_path).free
     with pytest.raises(DriftError, match=r"only .* is free"):
-        guard(FreshPlan(PARAMS, 10, free, 1), tmp_path, force=True)
+        guard(FreshPlan(PARAMS, 10, 2 * free, 1), tmp_path, force=True)  # twice what is free (others write too)
     big = FreshPlan(PARAMS, 10, 1000, 300 * 1024 * 1024)  # far over 4× its vectors and over 256 MiB
     with pytest.raises(DriftError, match="--force"):
         guard(big, tmp_path, force=False)
@@ -101,3 +101,28 @@ def test_the_equal_cost_ladder_reaches_past_the_index_cost_and_below_it_when_che
     assert up == sorted(up) and up[0] > 4 and up[-1] >= 4 * 3.7 * 1.5 and len(up) <= LADDER
     down = ladder(8, 0.5)
     assert down and down[-1] < 8 and down[0] >= 1 and 8 not in down
+
+
+def test_a_killed_runs_folder_is_removed_by_the_next_and_a_folder_with_anything_else_stays(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from ecpfs_viewer.model.drift.stale import remove_stale_drift
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead = int(gone.stdout)
+    data = clustered(200)
+    np.save(tmp_path / "rows.npy", data)
+    killed = tmp_path / f".ecpfs-drift-{dead}-abc123"
+    killed.mkdir()
+    np.save(killed / "items.npy", data)
+    build_index(tmp_path / "rows.npy", killed / "fresh.zarr", PARAMS)
+    someones = tmp_path / f".ecpfs-drift-{dead}-def456"
+    someones.mkdir()
+    (someones / "notes.txt").write_text("mine")
+    alive = tmp_path / f".ecpfs-drift-{os.getpid()}-ghi789"
+    alive.mkdir()
+    assert remove_stale_drift(tmp_path) == [killed]
+    assert not killed.exists() and (someones / "notes.txt").exists() and alive.exists()
