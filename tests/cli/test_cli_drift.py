@@ -35,6 +35,7 @@ def _leftovers() -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f".ecpfs-drift-{os.getpid()}-*"))
 
 
+@pytest.mark.long  # two fresh builds and reports: about 10 s on a loaded 2-core machine
 def test_a_grown_index_is_flagged_and_a_fresh_build_of_the_same_rows_is_not(
         indexes: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     grown, fresh = indexes

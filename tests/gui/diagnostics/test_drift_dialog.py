@@ -32,6 +32,7 @@ def window(qtbot, indexes):  # type: ignore[no-untyped-def]
     win.close()
 
 
+@pytest.mark.long  # two reports, one with a fresh build: about 10 s on a loaded 2-core machine
 def test_drift_dialog_shows_progress_and_the_verdict_with_reasons(qtbot, window, indexes) -> None:  # type: ignore[no-untyped-def]
     window.diagnostics.drift_action.trigger()
     dialog = window.diagnostics.drift
