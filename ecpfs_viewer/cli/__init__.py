@@ -34,8 +34,8 @@ from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = ("info", "check", "build", "add", "tune", "search", "recall", "locate", "compare", "workload", "map",
-               "cache", "completion", "install-desktop", "schema")
+SUBCOMMANDS = ("info", "check", "build", "add", "tune", "search", "recall", "locate", "compare", "drift", "drift-sim",
+               "workload", "map", "cache", "completion", "install-desktop", "schema")
 
 DESCRIPTION = """\
 Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
@@ -51,6 +51,8 @@ Browse, validate and build ecpfs vector indexes (Zarr v3 stores).
   ecpfs-viewer recall INDEX ...     recall@k against exact search, per search_exp
   ecpfs-viewer locate INDEX ITEM    which leaf and row hold an item
   ecpfs-viewer compare A B          two indexes side by side: balance, migration, recall vs cost
+  ecpfs-viewer drift INDEX          what inserts did against a fresh build; exit 1 when a rebuild is advised
+  ecpfs-viewer drift-sim ROWS.npy   build on N% of the rows, add the rest: how recall and balance decay
   ecpfs-viewer workload INDEX ...   replay queries: visits per node, hot leaves, skew
   ecpfs-viewer cache [list|clear]   show or clear the cache folder (item maps, remote metadata)
   ecpfs-viewer completion bash|zsh  print a shell completion script
@@ -61,7 +63,8 @@ Run `ecpfs-viewer SUBCOMMAND --help` for the options of each subcommand. --verbo
 the line) prints debug messages on stderr; errors are also kept in a log file.
 
 Exit status: 0 done, 1 the answer is no (errors found, not an index, item absent, unusable
-data), 2 cannot start (usage error, or a store or file cannot be opened), 130 interrupted.
+data, a rebuild advised by drift), 2 cannot start (usage error, or a store or file cannot be
+opened), 130 interrupted.
 """
 VERBOSE_HELP = "print debug messages on stderr (errors are always kept in the log file)"
 VERSION_HELP = ("print the version and exit; with --verbose also those of Python, Qt, zarr, numpy and the rest, "
@@ -74,8 +77,9 @@ _REGISTRARS = {
     "build": ("build", "add_build_parser"), "add": ("add", "add_add_parser"), "tune": ("tune", "add_tune_parser"),
     "search": ("search", "add_search_parser"),
     "recall": ("search", "add_recall_parser"), "locate": ("search", "add_locate_parser"),
-    "compare": ("compare", "add_compare_parser"), "workload": ("diagnostics", "add_workload_parser"),
-    "map": ("embedding_map", "add_map_parser"),
+    "compare": ("compare", "add_compare_parser"),
+    "drift": ("drift", "add_drift_parser"), "drift-sim": ("drift", "add_drift_sim_parser"),
+    "workload": ("diagnostics", "add_workload_parser"), "map": ("embedding_map", "add_map_parser"),
     "cache": ("cache", "add_cache_parser"), "completion": ("completion", "add_completion_parser"),
     "install-desktop": ("desktop", "add_install_desktop_parser"),
     "schema": ("schema", "add_schema_parser"),

@@ -34,6 +34,22 @@ COMMAND_TEXTS: dict[str, tuple[str, str]] = {
         "after the reservation leaves upstream's id gap (next_item_id > total_items), which `info` "
         "reports. Exit status: 0 added, 1 the rows cannot be added, 2 cannot start, 130 interrupted.",
     ),
+    "drift": (
+        "how far inserts moved an index from a fresh build of its items; whether to rebuild (exit 1)",
+        "Compare an index with a fresh build of its own items (made in a temporary folder and removed, or "
+        "--against FRESH): the id gap, each level's node sizes (CV, imbalance factor, leaves over 2x and 4x "
+        "the build's target), how often inserted items reach their own leaf against built ones, recall@k "
+        "and distance computations at --search-exp on the same queries; then the verdict with its reasons "
+        "and the `build` command that rebuilds. Thresholds: docs/drift.md. Exit status: 0 no rebuild "
+        "advised, 1 a rebuild is advised (or the report cannot be made), 2 cannot start, 130 interrupted.",
+    ),
+    "drift-sim": (
+        "simulate drift: build on the first N% of a .npy, add the rest, compare with a build of all",
+        "For each --built percentage: build on the first N% of the rows, add the rest as upstream's "
+        "insert does, and report drift against a build of all rows (recall and distance computations at "
+        "--search-exp, leaf balance, own-leaf reachability of inserted items, the verdict). Everything is "
+        "made in a temporary folder and removed.",
+    ),
     "tune": (
         "build a grid of variants of a .npy and recommend the cheapest reaching a recall target",
         "Build every combination of --levels x --target-cluster-items x --rep-selection as `build` does "

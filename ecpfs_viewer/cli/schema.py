@@ -16,7 +16,8 @@ from ecpfs_viewer.cli.commands import add_command
 from ecpfs_viewer.cli.contract import EXIT_OK, UsageError
 
 #: what has a schema: every subcommand with --json, and the error object
-SCHEMA_NAMES = ("info", "check", "add", "search", "recall", "locate", "compare", "workload", "tune", "error")
+SCHEMA_NAMES = ("info", "check", "add", "search", "recall", "locate", "compare", "drift", "drift-sim", "workload",
+                "tune", "error")
 
 
 def schema_text(name: str) -> str:

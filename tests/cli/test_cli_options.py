@@ -129,7 +129,7 @@ def test_search_exp_reads_the_same_in_every_subcommand(capsys) -> None:
                 places[name] = action.metavar
                 assert "default" in action.help
     assert places == {"search": "N", "workload": "N", "map": "N", "recall": LIST_METAVAR, "compare": LIST_METAVAR,
-                      "tune": LIST_METAVAR}
+                      "tune": LIST_METAVAR, "drift": "N", "drift-sim": "N"}
     for name in places:
         with pytest.raises(SystemExit):
             main([name, "--help"])

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.tuning.drift_sim_dialog import DriftSimDialog
 from ecpfs_viewer.gui.tuning.grid_guard import GridGuard
 from ecpfs_viewer.gui.tuning.tune_form import TuneForm
 from ecpfs_viewer.gui.tuning.tune_plot import TunePlot
@@ -114,6 +115,10 @@ class TuneDialog(RunDialog):
         self.csv_button.clicked.connect(lambda: self.export_csv())
         self.json_button = QPushButton("Export JSON…")
         self.json_button.clicked.connect(lambda: self.export_json())
+        self.drift_button = QPushButton("Simulate Drift…")
+        self.drift_button.setToolTip("How the input's index decays as inserts accumulate: build on part of the "
+                                     "rows, add the rest (with the recommended setting after a run)")
+        self.drift_button.clicked.connect(self.open_drift_simulation)
         self.close_button = QPushButton("Close")
         self.close_button.setAutoDefault(False)
         self.close_button.clicked.connect(self.reject)
@@ -128,6 +133,7 @@ class TuneDialog(RunDialog):
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
         buttons.addStretch(1)
+        buttons.addWidget(self.drift_button)
         buttons.addWidget(self.close_button)
         top.addLayout(buttons)
         bars = QHBoxLayout()
@@ -245,6 +251,22 @@ class TuneDialog(RunDialog):
     def _axis_changed(self) -> None:
         if self.report is not None:
             self._show_report(self.report.on_axis(self.axis_combo.currentData()))
+
+    def open_drift_simulation(self) -> DriftSimDialog:
+        """The drift simulation of this input, with the recommended variant and search_exp when there is one."""
+        dialog = DriftSimDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.rows.setText(self.form.input_edit.text())
+        rec = self.report.recommendation if self.report is not None else None
+        if rec is not None and self.report is not None:
+            params = self.report.variants[rec.variant].params
+            dialog.levels.setValue(params.levels)
+            dialog.target.setValue(params.target_cluster_items)
+            dialog.metric_box.setCurrentText(params.metric)
+            dialog.search_exp.setValue(rec.search_exp)
+        self._drift_dialog = dialog
+        dialog.show()
+        return dialog
 
     def _show_report(self, report: TuneReport | None) -> None:
         self.report = report

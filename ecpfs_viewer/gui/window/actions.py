@@ -44,6 +44,7 @@ class WindowSlots:
     compare: Callable[[str, RemoteOptions | None], None]  # the window's index beside this one
     tune: Callable[[], None]
     add_vectors: Callable[[], None] = lambda: None
+    simulate_drift: Callable[[], None] = lambda: None
 
 
 class WindowActions(QObject):
@@ -66,6 +67,7 @@ class WindowActions(QObject):
         self.compare_url_action = action("&URL…", self.compare_url_dialog)
         self.tune_action = action("&Tune…", slots.tune, "Ctrl+Shift+B")
         self.add_vectors_action = action("&Add Vectors…", slots.add_vectors)
+        self.simulate_drift_action = action("Simulate &Drift…", slots.simulate_drift)
         self.clear_cache = ClearCacheFlow(window)
         self.clear_cache_action = action("Clear &Cache…", self.clear_cache.start)
         self.close_action = action("&Close", slots.close_store, "Ctrl+W")
@@ -116,6 +118,7 @@ class WindowActions(QObject):
         build.addAction(self.build_action)
         build.addAction(self.add_vectors_action)
         build.addAction(self.tune_action)
+        build.addAction(self.simulate_drift_action)
         go = window.menuBar().addMenu("&Go")
         for item in (self.navigation.back_action, self.navigation.forward_action):
             go.addAction(item)

@@ -98,7 +98,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.progress)
         slots = WindowSlots(close_store=self.close_store, refresh=self.refresh_all, build=self.open_build_dialog,
                             demo=self.open_demo, compare=self.open_comparison, tune=self.open_tune_dialog,
-                            add_vectors=self.open_add_vectors_dialog)
+                            add_vectors=self.open_add_vectors_dialog, simulate_drift=self.open_drift_simulation)
         clipboard = NodeClipboard(self.current_item, lambda: self.session.hierarchy, self.statusBar().showMessage)
         self.commands = WindowActions(self, self.session, self.tree_panel, clipboard, slots)
         self.commands.connect_start_page(self.start_page, slots)
@@ -288,6 +288,9 @@ class MainWindow(QMainWindow):
     def comparisons(self) -> list[CompareView]:
         """The comparison windows open now."""
         return self.secondary.comparisons
+
+    def open_drift_simulation(self) -> None:
+        self.secondary.open_drift_simulation()
 
     def open_tune_dialog(self) -> None:
         self.secondary.open_tune()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QWidget
 from ecpfs_viewer.gui.build.add_dialog import AddVectorsDialog
 from ecpfs_viewer.gui.build.dialog import BuildDialog
 from ecpfs_viewer.gui.tuning.compare_view import CompareView
+from ecpfs_viewer.gui.tuning.drift_sim_dialog import DriftSimDialog
 from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog
 from ecpfs_viewer.gui.window.session import IndexSession
 from ecpfs_viewer.model.storage.opening import is_url
@@ -31,6 +32,7 @@ class SecondaryWindows:
         self.build_dialog: BuildDialog | None = None
         self.add_dialog: AddVectorsDialog | None = None
         self.tune_dialog: TuneDialog | None = None
+        self.drift_sim_dialog: DriftSimDialog | None = None
         self._compare_views: list[CompareView] = []
 
     def _local_index(self) -> str | None:
@@ -66,6 +68,13 @@ class SecondaryWindows:
         self.tune_dialog = dialog
         dialog.show()
 
+    def open_drift_simulation(self) -> None:
+        """Build > Simulate Drift…: the drift curve of a .npy (nothing of the open index is used)."""
+        dialog = DriftSimDialog(self._parent)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.drift_sim_dialog = dialog
+        dialog.show()
+
     def open_comparison(self, location: str, remote: RemoteOptions | None = None) -> None:
         """File > Compare With…: a comparison window of the index on screen and the one at location."""
         opened = self._session.current
@@ -83,8 +92,9 @@ class SecondaryWindows:
         return list(self._compare_views)
 
     def close_all(self) -> None:
-        for dialog in (self.build_dialog, self.tune_dialog, self.add_dialog, *self._compare_views):
+        for dialog in (self.build_dialog, self.tune_dialog, self.add_dialog, self.drift_sim_dialog,
+                       *self._compare_views):
             if dialog is not None:
                 with contextlib.suppress(RuntimeError):  # already deleted by Qt (WA_DeleteOnClose)
                     dialog.close()
-        self.build_dialog = self.tune_dialog = self.add_dialog = None
+        self.build_dialog = self.tune_dialog = self.add_dialog = self.drift_sim_dialog = None

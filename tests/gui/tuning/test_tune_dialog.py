@@ -85,6 +85,11 @@ def test_tune_dialog_runs_a_grid_and_recommends_the_known_best(qtbot, tmp_path: 
     qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
     assert opened == [str(keep / "l1_t50.zarr")]
     assert list(own_tmp.iterdir()) == []
+    # Simulate Drift… opens the drift simulation of this input with the recommended setting
+    drift = dialog.open_drift_simulation()
+    assert drift.isVisible() and drift.rows.text() == str(rows)
+    assert (drift.levels.value(), drift.target.value(), drift.search_exp.value()) == (1, CLUSTER, 1)
+    drift.close()
 
 
 def test_cancel_in_the_dialog_leaves_nothing(qtbot, tmp_path: Path, own_tmp: Path) -> None:
@@ -122,7 +127,8 @@ def test_build_menu_tune_opens_the_dialog_and_a_kept_variant_opens_in_the_window
     qtbot.addWidget(win)
     win.show()
     build_menu = next(m for m in win.menuBar().findChildren(QMenu) if m.title() == "&Build")
-    assert [a.text() for a in build_menu.actions()] == ["&Build Index from .npy…", "&Add Vectors…", "&Tune…"]
+    assert [a.text() for a in build_menu.actions()] == ["&Build Index from .npy…", "&Add Vectors…", "&Tune…",
+                                                        "Simulate &Drift…"]
     win.commands.tune_action.trigger()
     dialog = win.findChild(TuneDialog)
     assert dialog is not None and dialog.isVisible()
