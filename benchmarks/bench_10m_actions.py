@@ -2,6 +2,7 @@
 
     .venv-newest/bin/python benchmarks/bench_10m_actions.py recall INDEX [--sample 100]
     .venv-newest/bin/python benchmarks/bench_10m_actions.py map INDEX
+    .venv-newest/bin/python benchmarks/bench_10m_actions.py node INDEX [--node lvl_3/node_123]
 
 Prints, after each step, the wall time and the process's resident and peak resident memory
 (``VmRSS``/``VmHWM``): where memory grows with the number of items. Figures, not pass/fail; the
@@ -64,17 +65,37 @@ def index_map(index: str) -> None:
     step(f"layout ({layout.node_count:,} nodes)")
 
 
+def node_page(index: str, node: str) -> None:
+    """The window's node page (as its worker loads it), e.g. ``lvl_3/node_123``, in a fresh process."""
+    import threading
+
+    from ecpfs_viewer.gui.overview.node_page import load_node_page
+    from ecpfs_viewer.model.ecpfs.nodes import NodeRef
+    from ecpfs_viewer.model.ecpfs.opened_index import open_index
+
+    step = _Steps()
+    opened = open_index(index)
+    step("open")
+    level, node_id = node.split("/")
+    load_node_page(opened.hierarchy, NodeRef(int(level[4:]), int(node_id[5:])), progress=lambda *_: None,
+                   cancel=threading.Event())
+    step(f"node page {node}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("recall", "map"))
+    parser.add_argument("action", choices=("recall", "map", "node"))
+    parser.add_argument("--node", default="lvl_3/node_123", help="for node: the node whose page is loaded")
     parser.add_argument("index")
     parser.add_argument("--sample", type=int, default=100)
     parser.add_argument("--search-exp", default="1,2,4,8")
     args = parser.parse_args()
     if args.action == "recall":
         recall(args.index, args.sample, [int(e) for e in args.search_exp.split(",")])
-    else:
+    elif args.action == "map":
         index_map(args.index)
+    else:
+        node_page(args.index, args.node)
 
 
 if __name__ == "__main__":
