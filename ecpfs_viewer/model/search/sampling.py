@@ -14,6 +14,10 @@ so the exact search that follows in a recall sweep reads only the leaves' embedd
 
 from __future__ import annotations
 
+import contextvars
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
 
 #: Bytes of item ids a sampling pass keeps for the exact search after it (a bound, not a share of the index).
 HELD_IDS_BYTES = 64 << 20
+#: Batches of item_ids read at once.
+READ_AHEAD = 4
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,30 @@ class _Held:
                 np.concatenate(self.sizes) if self.sizes else empty)
 
 
+def _batches(index: NodeReader, leaves: list[int], reporter: Reporter
+             ) -> Iterator[tuple[int, list[int], list[np.ndarray | None]]]:
+    """Each LEAF_BATCH of leaves' item_ids, in leaf order, READ_AHEAD batches read at once (the
+    files are small: the pass waits on the disk, not on the cores)."""
+    def read(part: list[int]) -> list[np.ndarray | None]:
+        return index.arrays.read([node_array_path(index.levels, leaf, "item_ids") for leaf in part],
+                                 reporter.check, keep_documents=False)
+
+    starts = list(range(0, len(leaves), LEAF_BATCH))
+    with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="sample-items") as pool:
+        pending: deque[tuple[int, Future[list[np.ndarray | None]]]] = deque()
+        try:
+            for n in range(len(starts)):
+                while len(pending) < READ_AHEAD and n + len(pending) < len(starts):
+                    at = starts[n + len(pending)]
+                    pending.append((at, pool.submit(contextvars.copy_context().run, read,
+                                                    leaves[at:at + LEAF_BATCH])))
+                at, future = pending.popleft()
+                yield at, leaves[at:at + LEAF_BATCH], future.result()
+        finally:
+            for _, future in pending:
+                future.cancel()
+
+
 def dense_sample(index: NodeReader, n: int, seed: int, reporter: Reporter) -> DenseSample | None:
     """n items drawn as ``sample_items`` draws them, found in one pass; None when the index's ids
     are not exactly 0..N-1 for the N it declares (or it declares none): sample from the item map."""
@@ -85,10 +115,7 @@ def dense_sample(index: NodeReader, n: int, seed: int, reporter: Reporter) -> De
     leaves = index.leaf_ids()
     total = 0
     reporter.report("reading item ids", 0, len(leaves))
-    for start in range(0, len(leaves), LEAF_BATCH):
-        part = leaves[start:start + LEAF_BATCH]
-        arrays = index.arrays.read([node_array_path(index.levels, leaf, "item_ids") for leaf in part],
-                                   reporter.check, keep_documents=False)
+    for start, part, arrays in _batches(index, leaves, reporter):
         present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
         run = _Run.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
         ids = run.ids
