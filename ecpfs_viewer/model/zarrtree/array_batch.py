@@ -133,9 +133,7 @@ class ArrayBatchReader:
     def read(self, paths: list[str], check: Callable[[], None] | None = None, *,
              keep_documents: bool = True) -> list[np.ndarray | None]:
         """Every array at paths as numpy, or None where no array is stored; raises ArrayReadError.
-
-        Without ``keep_documents`` the arrays' documents are not kept in the Hierarchy (a pass over
-        every leaf whose memory must not grow with the index)."""
+        Without ``keep_documents`` the Hierarchy keeps none of their documents (a pass over every leaf)."""
         found = self.read_each(paths, check, isolate=False, keep_documents=keep_documents)
         failed = next((value for value in found if isinstance(value, ArrayReadError)), None)
         if failed is not None:
