@@ -351,6 +351,7 @@ def _recall(args: argparse.Namespace) -> int:
     exclude = frozenset(parse_ids(args.exclude, "--exclude"))
     queries = load_queries(args.queries) if args.queries else None
     reader = open_index(args)
+    reader.learn_from_scans = args.miss_map  # the miss map places misses with the whole item map
     exact = _exact_with(reader, args)
     with _progress_bar(args) as bar:
         if queries is not None:

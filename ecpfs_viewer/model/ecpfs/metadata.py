@@ -43,8 +43,31 @@ class ArrayMeta:
         return self.chunk_shape[0] if self.chunk_shape else None
 
 
+#: Parsed documents kept by their bytes (a level's leaves share a few hundred documents that
+#: differ only in shape); at most this many, of at most _PARSED_BYTES bytes each.
+_PARSED_KEPT = 4096
+_PARSED_BYTES = 4096
+_parsed: dict[tuple[bytes, int | None], ArrayMeta] = {}
+
+
 def parse_array_meta(path: str, raw: bytes, zarr_format: int | None = 3) -> ArrayMeta | str:
-    """ArrayMeta from a stored ``zarr.json`` (or v2 ``.zarray``); an error message otherwise."""
+    """ArrayMeta from a stored ``zarr.json`` (or v2 ``.zarray``); an error message otherwise.
+
+    A document parsed before (the same bytes) is not parsed again: reading every leaf's metadata
+    is then mostly reading the files."""
+    key = (raw, zarr_format)
+    known = _parsed.get(key) if len(raw) <= _PARSED_BYTES else None
+    if known is not None:
+        return ArrayMeta(path, known.shape, known.data_type, known.chunk_shape, dict(known.attributes))
+    parsed = _parse_array_meta(path, raw, zarr_format)
+    if isinstance(parsed, ArrayMeta) and len(raw) <= _PARSED_BYTES:
+        if len(_parsed) >= _PARSED_KEPT:
+            _parsed.clear()
+        _parsed[key] = ArrayMeta("", parsed.shape, parsed.data_type, parsed.chunk_shape, dict(parsed.attributes))
+    return parsed
+
+
+def _parse_array_meta(path: str, raw: bytes, zarr_format: int | None) -> ArrayMeta | str:
     where = f"{path}/{'zarr.json' if zarr_format != 2 else '.zarray'}"
     doc = load_json_object(raw, where)
     if isinstance(doc, str):

@@ -54,6 +54,7 @@ class LeafSource(Protocol):
     levels: int
     dim: int
     total_items: int | None
+    learn_from_scans: bool  # whether a scan keeps every leaf's item ids and documents (memory grows)
 
     @property
     def locator(self) -> ItemLocator: ...
@@ -63,7 +64,10 @@ class LeafSource(Protocol):
     def leaf_ids(self) -> list[int]: ...
 
     def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
-                   known_ids: Sequence[np.ndarray] | None = None) -> list[NodeData | None]: ...
+                   known_ids: Sequence[np.ndarray] | None = None, *,
+                   keep_documents: bool = True) -> list[NodeData | None]: ...
+
+    def scan_leaf_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None: ...
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     gets tighter, so it never drops an item that belongs)."""
     leaves = index.leaf_ids()
     blocks = _blocks(index, leaves)
-    known = _LeafIds.of(index.locator.leaf_order())
+    known = _LeafIds.of(index.scan_leaf_order())
     nq, keep = len(scoring.q), scoring.keep
     best = _Candidates.padding(nq, keep)
     reporter.report("reading leaves", 0, len(leaves))
@@ -209,7 +213,8 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
                                                blocks[submitted], scoring, bound, known, cancel))
                     submitted += 1
                 nodes, found = pending.popleft().result()
-                index.locator.learn(block, [None if node is None else node.ids for node in nodes])
+                if index.learn_from_scans:
+                    index.locator.learn(block, [None if node is None else node.ids for node in nodes])
                 best = _merge(best, found, nq, keep)
                 done += len(block)
                 reporter.report("reading leaves", done, len(leaves))
@@ -228,7 +233,8 @@ def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.nd
             raise SearchCancelled()
 
     check()
-    nodes = index.read_nodes(index.levels, leaves, known_ids=None if known is None else known.of_leaves(leaves))
+    nodes = index.read_nodes(index.levels, leaves, known_ids=None if known is None else known.of_leaves(leaves),
+                             keep_documents=index.learn_from_scans)
     check()
     present = [(leaf, node) for leaf, node in zip(leaves, nodes, strict=True) if node is not None]
     if not present:

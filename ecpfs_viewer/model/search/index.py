@@ -40,6 +40,25 @@ class IndexReader(NodeReader):
         self.cache = self.opened.cache
         self._locator: ItemLocator | None = None
         self._map_saved = False
+        #: whether exact search keeps what it read of every leaf: the item ids for the locator and
+        #: the documents in the hierarchy (then locating reads nothing, but memory grows with the
+        #: index); a recall run without a miss map turns it off
+        self.learn_from_scans = True
+        self._scan_order: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def hold_scan_order(self, order: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
+        """Keep every leaf's item ids (ids, leaves, sizes) for the next exact search only, which then
+        reads just the embeddings (a sampling pass read them; bounded in model/search/sampling.py)."""
+        with self._lock:
+            self._scan_order = order
+
+    def scan_leaf_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every leaf's item ids for an exact search: the locator's complete map, else the ones held
+        by :meth:`hold_scan_order` (handed over once), else None (the scan reads item_ids too)."""
+        order = self.locator.leaf_order()
+        with self._lock:
+            held, self._scan_order = self._scan_order, None
+        return order if order is not None else held
 
     def search(self, query: Any, params: SearchParams | None = None) -> SearchResult:
         """One eCP search pass of a new query (§4.3), with the trace of popped nodes."""

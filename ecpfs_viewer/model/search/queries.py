@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecpfs_viewer.model.search.results import ProgressCallback, QueryError, Reporter, SearchError
+from ecpfs_viewer.model.search.sampling import dense_sample
 from ecpfs_viewer.model.storage.remote import ListingUnavailableError
 from ecpfs_viewer.model.zarrtree.nodes import natural_key
 
@@ -77,6 +78,21 @@ def sample_items(index: IndexReader, n: int, seed: int = 0, progress: ProgressCa
     reporter = Reporter(progress, cancel)
     if n < 1:
         raise QueryError(f"the sample needs at least 1 item (got {n})")
+    if not index.locator.complete:  # one pass that holds no item map (model/search/sampling.py)
+        drawn = dense_sample(index, n, seed, reporter)
+        if drawn is not None:
+            index.hold_scan_order(drawn.leaf_order)
+            leaves = sorted(set(drawn.leaves.tolist()))
+            nodes = dict(zip(leaves, index.nodes(index.levels, leaves, reporter), strict=True))
+            vectors = np.empty((len(drawn.items), index.dim), np.float32)
+            for j, (item, leaf, row) in enumerate(zip(drawn.items.tolist(), drawn.leaves.tolist(),
+                                                      drawn.rows.tolist(), strict=True)):
+                node = nodes[leaf]
+                if node is None or row >= len(node.ids) or int(node.ids[row]) != item:
+                    raise SearchError(f"item {item} is no longer in lvl_{index.levels}/node_{leaf}, row {row}: "
+                                      "the index changed while it was sampled")
+                vectors[j] = node.vectors[row]
+            return QuerySet(vectors, tuple(drawn.items.tolist()), f"{len(drawn.items)} sampled items (seed {seed})")
     ids = index.locator.all_item_ids(reporter)
     if len(ids) == 0:
         raise SearchError("the index holds no items to sample")

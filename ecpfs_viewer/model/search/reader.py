@@ -154,13 +154,15 @@ class NodeReader:
                 self.read_costs[(level, node_id)] = cost
 
     def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
-                   known_ids: Sequence[np.ndarray] | None = None) -> list[NodeData | None]:
+                   known_ids: Sequence[np.ndarray] | None = None, *,
+                   keep_documents: bool = True) -> list[NodeData | None]:
         """Read nodes of one level in one batch, bypassing the cache (exact search streams every leaf);
-        with ``known_ids`` (each node's ids, from a complete item map) only the embeddings are read."""
+        with ``known_ids`` (each node's ids, from a complete item map) only the embeddings are read.
+        Without ``keep_documents`` their arrays' documents are not kept either (see ArrayBatchReader)."""
         ids_name = "item_ids" if level == self.levels else "node_ids"
         names = ("embeddings",) if known_ids is not None else ("embeddings", ids_name)
         paths = [node_array_path(level, n, name) for n in node_ids for name in names]
-        arrays = self.arrays.read(paths, None if reporter is None else reporter.check)
+        arrays = self.arrays.read(paths, None if reporter is None else reporter.check, keep_documents=keep_documents)
         if known_ids is not None:
             return [self._make_node(level, n, ids_name, arrays[j], known_ids[j]) for j, n in enumerate(node_ids)]
         return [self._make_node(level, n, ids_name, arrays[2 * j], arrays[2 * j + 1])

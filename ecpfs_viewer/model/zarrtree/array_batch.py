@@ -57,6 +57,8 @@ from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, 
 DECODE_BATCH_BYTES = 64 << 20
 #: Arrays of up to this many chunks keep their chunks' keys and regions in their document's plan.
 PLANNED_CHUNKS = 16
+#: Plans kept by document: an index's leaves share a few hundred documents, but nothing says they must.
+PLANS_KEPT = 4096
 
 
 @dataclass(frozen=True)
@@ -128,16 +130,18 @@ class ArrayBatchReader:
         self._by_layout: dict[str, _Template | None] = {}  # documents that differ only in shape
         self._passed: dict[_Plan, tuple[Any, ...]] = {}  # plans within the read caps, by verdict stamp
 
-    def read(self, paths: list[str], check: Callable[[], None] | None = None) -> list[np.ndarray | None]:
-        """Every array at paths as numpy, or None where no array is stored; raises ArrayReadError."""
-        found = self.read_each(paths, check, isolate=False)
+    def read(self, paths: list[str], check: Callable[[], None] | None = None, *,
+             keep_documents: bool = True) -> list[np.ndarray | None]:
+        """Every array at paths as numpy, or None where no array is stored; raises ArrayReadError.
+        Without ``keep_documents`` the Hierarchy keeps none of their documents (a pass over every leaf)."""
+        found = self.read_each(paths, check, isolate=False, keep_documents=keep_documents)
         failed = next((value for value in found if isinstance(value, ArrayReadError)), None)
         if failed is not None:
             raise failed
         return found  # type: ignore[return-value]  # no ArrayReadError left
 
     def read_each(self, paths: Sequence[str], check: Callable[[], None] | None = None, *,
-                  isolate: bool = True) -> list[Found]:
+                  isolate: bool = True, keep_documents: bool = True) -> list[Found]:
         """Every array at paths, its failure in place (naming the path) or None where nothing is stored.
 
         A failure that happened on the way (no answer) is an :class:`ArrayUnanswered`, not a fact
@@ -147,7 +151,7 @@ class ArrayBatchReader:
         used. ``check`` runs before every chunk batch: it stops the read by raising (cancellation)."""
         if not paths:
             return []
-        unread = self.hierarchy.prefetch(paths)
+        unread = self.hierarchy.prefetch(paths, keep=keep_documents)
         results: list[Found] = [None] * len(paths)
         batch: list[tuple[int, _Plan]] = []
         fallback: list[int] = []
@@ -202,6 +206,9 @@ class ArrayBatchReader:
             template = None
         found = None if template is None else _Plan.of(template, tuple(shape))
         with self._lock:
+            if len(self._by_raw) >= PLANS_KEPT:  # documents that all differ (one per leaf): start over
+                self._by_raw.clear()
+                self._passed.clear()
             self._by_layout[layout] = template
             self._by_raw[raw] = found
         return found

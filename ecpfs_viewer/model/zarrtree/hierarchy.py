@@ -119,18 +119,21 @@ class Hierarchy:
         with self._lock:
             return self._nodes.get(path.strip("/"))
 
-    def prefetch(self, paths: Sequence[str]) -> dict[str, Node]:
+    def prefetch(self, paths: Sequence[str], *, keep: bool = True) -> dict[str, Node]:
         """Read the metadata of the paths not held yet in one batch (concurrent on remote stores).
 
         Paths with no metadata are not kept, so :meth:`node` still explains them; nor are those that
         could not be read on the way: they are returned (path -> node), so a caller need not wait
-        for them a second time.
+        for them a second time. Without ``keep`` nothing read is kept and every node read is
+        returned: a pass over every leaf (exact search, sampling) holds no document per leaf.
         """
         with self._lock:
             wanted = [p for p in dict.fromkeys(p.strip("/") for p in paths) if p not in self._nodes]
         if not wanted:
             return {}
         found = self._probe_many(wanted, [False] * len(wanted))
+        if not keep:
+            return {node.path: node for node in found}
         with self._lock:
             for node in found:
                 if node.kind is not NodeKind.IMPLICIT_GROUP and not node.unread:

@@ -1,0 +1,131 @@
+"""Sampling items and the exact search of a recall run hold nothing per item or per leaf: the same
+draw as from the item map, and memory that does not grow with the index."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.search import IndexReader, sample_items
+from ecpfs_viewer.model.search import exact as exact_module
+from ecpfs_viewer.model.search import sampling as sampling_module
+
+DIM = 8
+
+
+def _index(tmp: Path, items: int) -> Path:
+    data = np.random.default_rng(items).normal(size=(items, DIM)).astype(np.float32)
+    np.save(tmp / f"d{items}.npy", data)
+    out = tmp / f"i{items}.zarr"
+    build_index(tmp / f"d{items}.npy", out, BuildParams(levels=2, target_cluster_items=40))
+    return out
+
+
+@pytest.fixture(scope="module")
+def indexes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same kind of index at N and 4N items."""
+    tmp = tmp_path_factory.mktemp("sampling")
+    return _index(tmp, 2000), _index(tmp, 8000)
+
+
+def _from_item_map(index: Path, n: int, seed: int) -> tuple[list[int], np.ndarray]:
+    """The draw as sample_items made it before: ranks among every distinct id of the item map."""
+    reader = IndexReader(index)
+    ids = reader.locator.all_item_ids()
+    chosen = np.sort(ids[np.random.default_rng(seed).choice(len(ids), size=n, replace=False)])
+    return chosen.tolist(), reader.vectors_for_items(chosen.tolist())
+
+
+def test_the_one_pass_draws_the_items_the_item_map_draws(indexes: tuple[Path, Path]) -> None:
+    small, _ = indexes
+    reader = IndexReader(small)
+    drawn = sample_items(reader, 40, seed=3)
+    ids, vectors = _from_item_map(small, 40, 3)
+    assert list(drawn.self_ids) == ids
+    np.testing.assert_array_equal(drawn.vectors, vectors)
+    assert not reader.locator.complete  # no item map was made
+
+
+def test_a_declared_count_that_is_wrong_falls_back_to_the_item_map(indexes: tuple[Path, Path],
+                                                                   tmp_path: Path) -> None:
+    """info/total_items is only a guess: ids that are not 0..N-1 for it give the item map's draw."""
+    import shutil
+
+    copy = tmp_path / "copy.zarr"
+    shutil.copytree(indexes[0], copy)
+    zarr.open_array(str(copy / "info" / "total_items"), mode="r+")[...] = 2100  # 100 more than stored
+    reader = IndexReader(copy)
+    assert sampling_module.dense_sample(reader, 40, 3, _reporter()) is None
+    drawn = sample_items(reader, 40, seed=3)
+    ids, vectors = _from_item_map(copy, 40, 3)
+    assert list(drawn.self_ids) == ids
+    np.testing.assert_array_equal(drawn.vectors, vectors)
+
+
+def _reporter():  # type: ignore[no-untyped-def]
+    from ecpfs_viewer.model.search.results import Reporter
+
+    return Reporter(None, None)
+
+
+def test_exact_search_of_a_recall_run_keeps_no_leaf_documents(indexes: tuple[Path, Path]) -> None:
+    small, _ = indexes
+    reader = IndexReader(small)
+    reader.learn_from_scans = False
+    queries = sample_items(reader, 10, seed=1)
+    truth = reader.exact(queries.vectors, 5, self_ids=list(queries.self_ids))
+    held = [p for p in reader.hierarchy.loaded_paths() if p.startswith(f"lvl_{reader.levels}/")]
+    sampled_leaves = {f"lvl_{reader.levels}/node_{leaf}" for leaf in truth.leaves.reshape(-1).tolist()}
+    assert len(held) <= 3 * 10  # the sampled items' leaves (node, embeddings, item_ids), not every leaf
+    assert len(reader.level_node_ids(reader.levels)) * 2 > len(held)
+    assert not reader.locator.complete and sampled_leaves
+
+
+def _peak_bytes(index: Path) -> tuple[int, int]:
+    """Traced memory held after, and at the peak of, sampling 20 items and their exact neighbours,
+    beyond the opened reader."""
+    reader = IndexReader(index)
+    reader.learn_from_scans = False
+    reader.preload_internal()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        queries = sample_items(reader, 20, seed=0)
+        reader.exact(queries.vectors, 10, self_ids=list(queries.self_ids))
+        return tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+
+def test_recall_memory_does_not_grow_with_the_items(indexes: tuple[Path, Path],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """At N and 4N items a recall run's sample and exact search take about the same memory (the
+    ids a sampling pass may keep for the exact search are bounded; here they are not kept)."""
+    monkeypatch.setattr(sampling_module, "HELD_IDS_BYTES", 0)
+    monkeypatch.setattr(sampling_module, "LEAF_BATCH", 8)  # many batches and blocks at both sizes:
+    monkeypatch.setattr(exact_module, "MAX_BLOCK_LEAVES", 4)  # what is in flight is then the same
+    small, large = indexes
+    _peak_bytes(small)  # first use: imports and one-time tables
+    (held_n, peak_n), (held_4n, peak_4n) = _peak_bytes(small), _peak_bytes(large)
+    # 6,000 more items (150 more leaves): an item map holds 24 bytes an item and more, a document
+    # kept per leaf some 800 bytes; one parsed plan per distinct leaf shape is kept
+    assert held_4n - held_n < 150_000, (held_n, held_4n)
+    assert peak_4n - peak_n < 300_000, (peak_n, peak_4n)
+
+
+def test_sampling_keeps_the_leaf_ids_for_the_exact_search(indexes: tuple[Path, Path]) -> None:
+    small, _ = indexes
+    reader = IndexReader(small)
+    reader.learn_from_scans = False
+    queries = sample_items(reader, 10, seed=2)
+    before = reader.store.stats().requests
+    reader.exact(queries.vectors, 5, self_ids=list(queries.self_ids))
+    leaves = len(reader.leaf_ids())
+    # embeddings only: a document and a chunk per leaf, not the item_ids' two as well
+    assert reader.store.stats().requests - before <= 2 * leaves
