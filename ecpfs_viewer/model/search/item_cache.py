@@ -11,11 +11,16 @@ is ignored.
 
 from __future__ import annotations
 
+import contextlib
+
 from ecpfs_viewer.model.ecpfs.index_cache import IndexCache
 from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_bytes
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, LocateFacts, item_map_of
 from ecpfs_viewer.model.storage.stamps import Stamps
+
+#: The name an earlier version kept the map under (a whole .npz, read at once).
+_EARLIER_MAP = "item_map.npz"
 
 
 def saved_item_map(cache: IndexCache) -> tuple[ItemMap, Stamps] | None:
@@ -34,6 +39,8 @@ def save_item_map(cache: IndexCache, item_map: ItemMap, stamps: Stamps, facts: L
     if disk is None:
         return
     disk.write(ITEM_MAP, lookup_bytes(item_map, stamps))
+    with contextlib.suppress(OSError):
+        disk.path(_EARLIER_MAP).unlink(missing_ok=True)  # an earlier version's, never read now
     cache.save(LOCATE_FACTS, facts.to_bytes(), facts_stamps)
 
 

@@ -18,8 +18,9 @@ from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_bytes
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.results import UnknownItemError
-from ecpfs_viewer.model.search.saved_locate import saved_location
+from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, saved_location
 from ecpfs_viewer.model.storage import stamps
+from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 
 ABSENT = 10**6
@@ -110,3 +111,13 @@ def test_a_file_that_is_not_a_lookup_is_not_opened(tmp_path: Path) -> None:
     assert MappedLookup.open(path) is None
     path.write_bytes(b"ECPFSENT" + bytes(40))
     assert MappedLookup.open(path) is None
+
+
+def test_an_earlier_versions_map_is_deleted_when_the_new_one_is_saved(index: Path) -> None:
+    (saved,) = (cache_root() / STORES).glob(f"*/*.{ITEM_MAP}")
+    earlier = saved.with_name(saved.name.replace(ITEM_MAP, "item_map.npz"))
+    earlier.write_bytes(b"a map an earlier version kept")
+    saved.unlink()
+    with pytest.raises(UnknownItemError):
+        IndexReader(index).locate(ABSENT)  # every leaf read again: the new map saved
+    assert saved.exists() and not earlier.exists()
