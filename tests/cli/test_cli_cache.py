@@ -64,7 +64,7 @@ def test_a_remote_lookup_stops_at_its_answer_and_a_local_one_reads_the_rest(caps
     assert len(IndexReader(index).leaf_ids()) > 2 * LEAF_BATCH  # item 0 is found in the first batch
 
     def saved_maps() -> list[Path]:
-        return [p for p in cache_root().rglob("*.item_map.npz")]
+        return [p for p in cache_root().rglob("*.item_lookup.bin")]
 
     with remote_fixtures.serve_static(tmp_path) as (base, _):
         assert run(capsys, "locate", f"{base}/idx.zarr", "0")[0] == 0

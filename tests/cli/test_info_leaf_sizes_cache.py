@@ -14,6 +14,7 @@ from index_factory import build_clustered_index
 
 from ecpfs_viewer.cli import read as cli_read
 from ecpfs_viewer.model.ecpfs.leaf_stats_cache import LEAF_STATS
+from ecpfs_viewer.model.storage import stamps
 from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root
 
 CACHED = "; from the cache folder: no leaf document changed since)"
@@ -73,3 +74,14 @@ def test_a_remote_or_switched_off_read_is_not_taken_from_the_cache(capsys: pytes
                                                                    index: Path) -> None:
     run(capsys, "info", str(index))
     assert _source(capsys, str(index), "--no-leaf-sizes") == "not read"
+
+
+@pytest.mark.parametrize("document", ["zarr.json", "embeddings/zarr.json", "item_ids/zarr.json"])
+def test_the_cached_sizes_are_not_answered_right_after_any_leaf_document_changes(
+        capsys: pytest.CaptureFixture[str], index: Path, monkeypatch: pytest.MonkeyPatch, document: str) -> None:
+    monkeypatch.setattr(stamps, "PARALLEL_STATS", 1)  # checked by several threads, as at 10M
+    run(capsys, "info", str(index))
+    assert _source(capsys, str(index)) == "cached"
+    last = max((index / "lvl_2").glob("node_*"), key=lambda p: int(p.name[5:])) / document
+    last.write_bytes(last.read_bytes())  # the last leaf's document rewritten in place
+    assert _source(capsys, str(index)) == "read"

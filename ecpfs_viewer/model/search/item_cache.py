@@ -11,26 +11,36 @@ is ignored.
 
 from __future__ import annotations
 
+import contextlib
+
 from ecpfs_viewer.model.ecpfs.index_cache import IndexCache
+from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_bytes
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, LocateFacts, item_map_of
 from ecpfs_viewer.model.storage.stamps import Stamps
 
+#: The name an earlier version kept the map under (a whole .npz, read at once).
+_EARLIER_MAP = "item_map.npz"
+
 
 def saved_item_map(cache: IndexCache) -> tuple[ItemMap, Stamps] | None:
     """The map saved for this index and what it was made from (checked on use), or None."""
-    found = cache.load(ITEM_MAP)
-    if found is None:
-        return None
-    item_map = item_map_of(found[0])
-    return None if item_map is None else (item_map, found[1])
+    disk = cache.disk
+    lookup = None if disk is None else MappedLookup.open(disk.path(ITEM_MAP))
+    item_map = None if lookup is None else lookup.item_map()
+    return None if lookup is None or item_map is None else (item_map, lookup.stamps())
 
 
 def save_item_map(cache: IndexCache, item_map: ItemMap, stamps: Stamps, facts: LocateFacts,
                   facts_stamps: Stamps) -> None:
     """Keep the complete map of this index, and what a location needs besides, for later
     processes (nothing when it cannot be stamped or has no fingerprint)."""
-    cache.save(ITEM_MAP, item_map.to_bytes(), stamps)
+    disk = cache.disk
+    if disk is None:
+        return
+    disk.write(ITEM_MAP, lookup_bytes(item_map, stamps))
+    with contextlib.suppress(OSError):
+        disk.path(_EARLIER_MAP).unlink(missing_ok=True)  # an earlier version's, never read now
     cache.save(LOCATE_FACTS, facts.to_bytes(), facts_stamps)
 
 

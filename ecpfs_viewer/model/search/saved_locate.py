@@ -6,7 +6,8 @@ stamps of the documents that stand for the index (model/ecpfs/paths.fingerprint_
 exactly as the opened store takes them (model/storage/fingerprint.py); and each entry is checked
 against the stamps of the documents it was made from, as the reader checks them
 (model/storage/stamps.py): a present item's leaf, every leaf for an absent one, every node_ids
-of a level for its links. Anything missing, unreadable or changed means "not answered here": the
+of a level for its links. The item map is memory-mapped (model/search/item_lookup.py): one item
+reads a few pages of it, not the whole map. Anything missing, unreadable or changed means "not answered here": the
 caller opens the index and locates as the first process did (and saves fresh entries).
 """
 
@@ -17,10 +18,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
 from ecpfs_viewer.model.guarded_json import parse_json
+from ecpfs_viewer.model.search.item_lookup import MappedLookup
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.locate import ItemIdRange, ItemLocation, ancestor_path, not_in_index
 from ecpfs_viewer.model.search.results import ItemIdRangeError
@@ -28,8 +28,9 @@ from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.fingerprint import local_fingerprint, local_identity
 from ecpfs_viewer.model.storage.stamps import Stamps, unframe_entry
 
-#: The cache entries' names (item maps in ItemMap.to_bytes's format; the facts as JSON).
-ITEM_MAP = "item_map.npz"
+#: The cache entries' names (the item map a lookup file of model/search/item_lookup.py, the links
+#: in ItemMap.to_bytes's format; the facts as JSON).
+ITEM_MAP = "item_lookup.bin"
 PARENT_LINKS = "parents_lvl_{level}.npz"
 LOCATE_FACTS = "locate_facts.json"
 
@@ -81,12 +82,11 @@ def saved_location(location: str, item_id: int) -> ItemLocation | None:
     refusal = facts.id_range.refusal(item_id)
     if refusal is not None:
         raise ItemIdRangeError(refusal)
-    saved = read_entry(cache, ITEM_MAP)
-    item_map = None if saved is None else item_map_of(saved[0])
-    if saved is None or item_map is None:
+    lookup = MappedLookup.open(cache.path(ITEM_MAP))
+    if lookup is None:
         return None
-    place = item_map.lookup(np.array([item_id], np.int64)).get(item_id)
-    if not saved[1].unchanged(folder, None if place is None else [place[0]]):
+    place = lookup.place(item_id)
+    if not lookup.unchanged(folder, None if place is None else [place[0]]):
         return None  # what the answer depends on changed: the reader reads it afresh
     if place is None:
         raise not_in_index(item_id)

@@ -23,8 +23,10 @@ from __future__ import annotations
 import io
 import os
 import struct
+import threading
 import zipfile
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +34,12 @@ import numpy as np
 #: Owner of a stamped path that every answer of an entry depends on.
 ALWAYS = -1
 _FIELDS = 5  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
+#: The values of one stamp (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns).
+STAMP_FIELDS = _FIELDS
+#: Stamps checked one after another below this many; above, by STAT_THREADS threads (a stat
+#: waits for the disk with the interpreter lock released: a cold disk serves several at once).
+PARALLEL_STATS = 4096
+STAT_THREADS = 8
 _ABSENT = (-1,) * _FIELDS
 _MAGIC = b"ECPFSENT"
 _HEAD = struct.Struct("<8sIQ")  # magic, format, length of the stamps that follow
@@ -78,10 +86,8 @@ class Stamps:
         else:
             wanted = np.asarray([ALWAYS, *owners], np.int64)
             picked = np.flatnonzero(np.isin(self.owners, wanted)).tolist()
-        prefix = base + os.sep if base else ""
         paths = self.paths
-        expected = self.values[picked].tolist()
-        return all(_stat_row(prefix + paths[i]) == tuple(row) for i, row in zip(picked, expected, strict=True))
+        return rows_unchanged(base, [paths[i] for i in picked], self.values[picked])
 
     def to_bytes(self) -> bytes:
         out = io.BytesIO()
@@ -105,6 +111,33 @@ class Stamps:
                 or owners.shape != (len(paths),) or values.shape != (len(paths), _FIELDS)):
             raise ValueError("not stamps: their arrays do not agree")
         return cls(kind, paths, owners, values)
+
+
+def rows_unchanged(base: str, paths: Sequence[str], values: np.ndarray) -> bool:
+    """Whether each path (below base) still has its row of stamp values; many are statted by
+    several threads, stopping at the first change."""
+    prefix = base + os.sep if base else ""
+    if len(paths) < PARALLEL_STATS:
+        return _match(prefix, paths, values, 0, len(paths), None)
+    changed = threading.Event()
+    step = -(-len(paths) // (4 * STAT_THREADS))
+    with ThreadPoolExecutor(STAT_THREADS, thread_name_prefix="stamps") as pool:
+        found = list(pool.map(lambda start: _match(prefix, paths, values, start, min(start + step, len(paths)),
+                                                    changed), range(0, len(paths), step)))
+    return all(found)
+
+
+def _match(prefix: str, paths: Sequence[str], values: np.ndarray, start: int, stop: int,
+           changed: threading.Event | None) -> bool:
+    expected = values[start:stop].tolist()
+    for i, row in enumerate(expected, start):
+        if changed is not None and changed.is_set():
+            return False
+        if _stat_row(prefix + paths[i]) != tuple(row):
+            if changed is not None:
+                changed.set()
+            return False
+    return True
 
 
 def stamp_local(folder: str, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps:

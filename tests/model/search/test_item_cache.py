@@ -13,10 +13,10 @@ from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.search.item_cache import ITEM_MAP
+from ecpfs_viewer.model.search.item_lookup import MappedLookup
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.results import ItemIdRangeError, UnknownItemError
 from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root, cache_usage
-from ecpfs_viewer.model.storage.stamps import unframe_entry
 
 
 @pytest.fixture
@@ -86,8 +86,9 @@ def test_a_damaged_saved_map_is_ignored(index: Path) -> None:
     saved.write_bytes(b"not an npz")
     reader, read = _absent_then_present(index)
     assert read >= len(reader.leaf_ids())
-    entry = unframe_entry(saved.read_bytes())
-    assert entry is not None and ItemMap.from_bytes(entry[0]).item_ids.size == 3000  # saved again, whole
+    lookup = MappedLookup.open(saved)
+    kept = None if lookup is None else lookup.item_map()
+    assert kept is not None and kept.item_ids.size == 3000  # saved again, whole
 
 
 def test_a_saved_map_must_be_sorted_int64_vectors_of_one_length() -> None:

@@ -1,0 +1,149 @@
+"""The item map of an index as one file of the cache folder that a later process memory-maps:
+``locate`` of one item reads a few pages of it (a binary search of the sorted ids) and stats only
+the documents its answer depends on, whatever the size of the index.
+
+The file holds the map (item ids ascending, each one's leaf and row) and the stamps of the
+documents it was made from, sorted by owner (model/storage/stamps.py), so that the stamps of one
+leaf are one contiguous run found by a binary search too. A present item's answer is checked
+against its leaf's stamps and those every answer depends on (the leaf level's folder: a leaf
+added, removed or renamed); an absent item's against every stamp (any leaf's item_ids may have
+been rewritten in place to hold it), statted in parallel.
+
+The file is written whole and renamed into place (StoreCache.write); one that does not read back
+with the layout its header gives is not answered from. Zarr-free (model/search/saved_locate.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ecpfs_viewer.model.search.item_map import ItemMap
+from ecpfs_viewer.model.storage.stamps import ALWAYS, STAMP_FIELDS, Stamps, rows_unchanged
+
+_MAGIC = b"ECPFSLKP"
+_VERSION = 1
+_HEAD = struct.Struct("<8sIQ")  # magic, version, length of the JSON header that follows
+_ALIGN = 8
+
+
+def _pad(size: int) -> int:
+    return -size % _ALIGN
+
+
+def lookup_bytes(item_map: ItemMap, stamps: Stamps) -> bytes:
+    """The file of a complete map and the stamps of what it was made from."""
+    order = np.argsort(stamps.owners, kind="stable")
+    paths = [stamps.paths[i].encode("utf-8", "surrogatepass") for i in order.tolist()]
+    offsets = np.zeros(len(paths) + 1, np.int64)
+    if paths:
+        np.cumsum([len(p) for p in paths], out=offsets[1:])
+    blob = b"".join(paths)
+    header = json.dumps({"kind": stamps.kind, "items": len(item_map), "stamps": len(paths),
+                         "blob": len(blob)}).encode()
+    head = _HEAD.pack(_MAGIC, _VERSION, len(header)) + header
+    parts = [head, b"\0" * _pad(len(head))]
+    for array in (item_map.item_ids, item_map.leaves, item_map.rows, stamps.owners[order],
+                  stamps.values[order], offsets):
+        parts.append(np.ascontiguousarray(array, np.int64).tobytes())
+    parts.append(blob)
+    return b"".join(parts)
+
+
+class MappedLookup:
+    """A lookup file opened read-only through a memory map (see the module's docstring)."""
+
+    def __init__(self, kind: str, ids: np.ndarray, leaves: np.ndarray, rows: np.ndarray, owners: np.ndarray,
+                 values: np.ndarray, offsets: np.ndarray, blob: np.ndarray) -> None:
+        self.kind = kind
+        self.ids, self.leaves, self.rows = ids, leaves, rows
+        self.owners, self.values, self.offsets, self.blob = owners, values, offsets, blob
+
+    @classmethod
+    def open(cls, path: Path) -> MappedLookup | None:
+        """The lookup file at path; None when there is none or it is not one."""
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(_HEAD.size)
+                if len(head) < _HEAD.size:
+                    return None
+                magic, version, length = _HEAD.unpack(head)
+                if magic != _MAGIC or version != _VERSION or length > 1 << 16:
+                    return None
+                header = json.loads(handle.read(length))
+                size = os.fstat(handle.fileno()).st_size
+            kind, items, count, blob = str(header["kind"]), int(header["items"]), int(header["stamps"]), \
+                int(header["blob"])
+            start = _HEAD.size + length
+            start += _pad(start)
+            if min(items, count, blob) < 0 or size != start + 8 * (3 * items + count * (1 + STAMP_FIELDS) + count + 1) \
+                    + blob or kind not in ("local", "zip", "remote"):
+                return None
+            raw = np.memmap(path, np.uint8, mode="r") if size else np.empty(0, np.uint8)
+            os.utime(path)  # recently used: evicted last
+        except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
+            return None
+        arrays = []
+        for n in (items, items, items, count, count * STAMP_FIELDS, count + 1):
+            arrays.append(np.frombuffer(raw, np.int64, n, start))
+            start += 8 * n
+        blob_array = np.frombuffer(raw, np.uint8, blob, start)
+        ids, leaves, rows, owners, values, offsets = arrays
+        if int(offsets[0]) != 0 or int(offsets[-1]) != blob:
+            return None
+        return cls(kind, ids, leaves, rows, owners, values.reshape(count, STAMP_FIELDS), offsets, blob_array)
+
+    def place(self, item_id: int) -> tuple[int, int] | None:
+        """(leaf, row) of an item as the map holds it (the first leaf of a duplicated id), None
+        when it holds none: a binary search, a few pages read."""
+        at = int(np.searchsorted(self.ids, item_id))
+        if at >= len(self.ids) or int(self.ids[at]) != item_id:
+            return None
+        leaf, row = int(self.leaves[at]), int(self.rows[at])
+        if leaf < 0 or row < 0 or (at and int(self.ids[at - 1]) > item_id):
+            return None  # not a map this viewer wrote: its neighbourhood out of order
+        return leaf, row
+
+    def _picked(self, owners: Sequence[int] | None) -> list[int]:
+        if owners is None:
+            return list(range(len(self.owners)))
+        picked: list[int] = []
+        for owner in sorted({ALWAYS, *owners}):
+            low = int(np.searchsorted(self.owners, owner, "left"))
+            high = int(np.searchsorted(self.owners, owner, "right"))
+            picked.extend(range(low, high))
+        return picked
+
+    def _path(self, i: int) -> str:
+        return self.blob[int(self.offsets[i]):int(self.offsets[i + 1])].tobytes().decode("utf-8", "surrogatepass")
+
+    def unchanged(self, base: str, owners: Sequence[int] | None = None) -> bool:
+        """Whether the documents of the given owners (all when None), and those every answer
+        depends on, still have their stamps (a local folder's; False for any other kind)."""
+        if self.kind != "local":
+            return False
+        picked = self._picked(owners)
+        if owners is None:
+            paths = self.blob.tobytes().decode("utf-8", "surrogatepass")
+            cut = self.offsets.tolist()
+            names = [paths[cut[i]:cut[i + 1]] for i in range(len(cut) - 1)] if paths.isascii() else \
+                [self._path(i) for i in picked]
+            return rows_unchanged(base, names, self.values)
+        return rows_unchanged(base, [self._path(i) for i in picked], self.values[picked])
+
+    def item_map(self) -> ItemMap | None:
+        """The whole map, copied out of the file; None when its ids are out of order."""
+        ids = np.array(self.ids)
+        if len(ids) and (bool((ids[1:] < ids[:-1]).any()) or int(self.leaves.min()) < 0 or int(self.rows.min()) < 0):
+            return None
+        return ItemMap(ids, np.array(self.leaves), np.array(self.rows))
+
+    def stamps(self) -> Stamps:
+        """The stamps of what the map was made from, copied out of the file."""
+        return Stamps(self.kind, tuple(self._path(i) for i in range(len(self.owners))), np.array(self.owners),
+                      np.array(self.values))

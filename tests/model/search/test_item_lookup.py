@@ -1,0 +1,123 @@
+"""A later `locate` reads the memory-mapped item map of the cache folder: a present item is
+checked against its own leaf's documents only, an absent one against every leaf's, and nothing
+is answered from it once a document it depends on changed (a leaf's item_ids rewritten in place,
+two leaves swapped, a leaf added): the reader then answers as it finds the index."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from index_factory import build_clustered_index
+
+from ecpfs_viewer.model.search import IndexReader
+from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_bytes
+from ecpfs_viewer.model.search.item_map import ItemMap
+from ecpfs_viewer.model.search.results import UnknownItemError
+from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, saved_location
+from ecpfs_viewer.model.storage import stamps
+from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root
+from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
+
+ABSENT = 10**6
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Path:
+    found = build_clustered_index(tmp_path, 3000, 8)
+    reader = IndexReader(found)
+    with pytest.raises(UnknownItemError):
+        reader.locate(ABSENT)  # every leaf read: the map saved
+    reader.locate(7)  # the parent links saved
+    return found
+
+
+def _leaf_folder(index: Path, leaf: int) -> Path:
+    levels = IndexReader(index).levels
+    return index / f"lvl_{levels}" / f"node_{leaf}"
+
+
+def test_present_and_absent_are_answered_from_the_map(index: Path) -> None:
+    found = saved_location(str(index), 7)
+    assert found is not None and found == IndexReader(index).locate(7)
+    with pytest.raises(UnknownItemError):
+        saved_location(str(index), ABSENT)
+
+
+def test_a_present_item_depends_on_its_own_leaf_only(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = IndexReader(index)
+    seven = reader.locate(7)
+    first = reader.leaf_ids()[0]  # whose item_ids type the saved id range came from
+    other = next(i for i in range(3000) if reader.locate(i).leaf not in (seven.leaf, first))
+    chunk = next(p for p in (_leaf_folder(index, reader.locate(other).leaf) / "item_ids").rglob("*")
+                 if p.is_file() and p.name != "zarr.json")
+    with open(chunk, "r+b") as handle:  # rewritten in place, the same bytes: its stamp changed
+        data = handle.read()
+        handle.seek(0)
+        handle.write(data)
+    assert saved_location(str(index), 7) == seven  # another leaf changed: 7's answer stands
+    assert saved_location(str(index), other) is None  # its own leaf changed
+    monkeypatch.setattr(stamps, "PARALLEL_STATS", 1)  # every leaf statted by several threads
+    assert saved_location(str(index), ABSENT) is None  # any leaf may hold it now
+
+
+def test_an_id_written_into_a_leaf_in_place_is_found(index: Path) -> None:
+    seven = IndexReader(index).locate(7)
+    ids = zarr.open_array(str(_leaf_folder(index, seven.leaf) / "item_ids"), mode="r+")
+    ids[seven.row] = ABSENT - 1  # the leaf's item_ids rewritten in place: 7 gone, ABSENT - 1 there
+    assert saved_location(str(index), ABSENT - 1) is None
+    assert saved_location(str(index), 7) is None
+    assert IndexReader(index).locate(ABSENT - 1).leaf == seven.leaf
+    with pytest.raises(UnknownItemError):
+        IndexReader(index).locate(7)
+
+
+def test_two_leaves_swapped_are_not_answered_for(index: Path) -> None:
+    seven = IndexReader(index).locate(7)
+    a = _leaf_folder(index, seven.leaf)
+    b = next(p for p in sorted(a.parent.glob("node_*")) if p != a)
+    held = int(np.asarray(zarr.open_array(str(b / "item_ids"), mode="r")[0]))
+    spare = a.parent / "swapping"
+    os.rename(a, spare)
+    os.rename(b, a)
+    os.rename(spare, b)
+    assert saved_location(str(index), 7) is None
+    assert IndexReader(index).locate(7).leaf == int(b.name[5:])
+    assert IndexReader(index).locate(held).leaf == seven.leaf
+
+
+def test_a_leaf_added_is_not_answered_for(index: Path) -> None:
+    seven = IndexReader(index).locate(7)
+    leaf = _leaf_folder(index, seven.leaf)
+    last = max(int(p.name[5:]) for p in leaf.parent.glob("node_*"))
+    shutil.copytree(leaf, leaf.parent / f"node_{last + 1}")
+    assert saved_location(str(index), 7) is None
+    assert saved_location(str(index), ABSENT) is None
+
+
+def test_a_file_that_is_not_a_lookup_is_not_opened(tmp_path: Path) -> None:
+    item_map = ItemMap(np.arange(5, dtype=np.int64), np.zeros(5, np.int64), np.arange(5, dtype=np.int64))
+    stamped = Stamps("local", ("b", "a"), np.asarray([3, ALWAYS], np.int64), np.ones((2, 5), np.int64))
+    path = tmp_path / "lookup"
+    path.write_bytes(lookup_bytes(item_map, stamped))
+    lookup = MappedLookup.open(path)
+    assert lookup is not None and lookup.place(3) == (0, 3) and lookup.place(9) is None
+    assert lookup.stamps().paths == ("a", "b")  # sorted by owner: a leaf's stamps are one run
+    path.write_bytes(path.read_bytes()[:-1])  # cut short
+    assert MappedLookup.open(path) is None
+    path.write_bytes(b"ECPFSENT" + bytes(40))
+    assert MappedLookup.open(path) is None
+
+
+def test_an_earlier_versions_map_is_deleted_when_the_new_one_is_saved(index: Path) -> None:
+    (saved,) = (cache_root() / STORES).glob(f"*/*.{ITEM_MAP}")
+    earlier = saved.with_name(saved.name.replace(ITEM_MAP, "item_map.npz"))
+    earlier.write_bytes(b"a map an earlier version kept")
+    saved.unlink()
+    with pytest.raises(UnknownItemError):
+        IndexReader(index).locate(ABSENT)  # every leaf read again: the new map saved
+    assert saved.exists() and not earlier.exists()
