@@ -147,7 +147,7 @@ class Router:
                 node = nodes.get(node_id)
                 rows = order[s:e]
                 if node is None:
-                    raise MissingNodeError(level, node_id, int(rows.min()))
+                    raise MissingNodeError(level, node_id, int(rows[0]))  # the first (a stable sort)
                 nxt[rows] = node.ids[nearest(node, x[rows], x_sq[rows], self.use_dot)]
             cur = nxt
         return cur
