@@ -3,7 +3,9 @@
 Qt-free: the GUI runs :func:`build_index` in a worker, passing a progress callback and a
 cancel event. The tree is the upstream tree (spec §3): double-precision fan-out, level passes,
 the nearest-row rule with "last maximum wins", routing on the values narrowed to the stored
-dtype. The store is written into a hidden sibling directory and renamed into place at the
+dtype. The whole tree is routed before anything is written, so a tree upstream cannot build either
+(a route into an internal node that no representative reached, §3.5) is refused with nothing on
+disk. The store is written into a hidden sibling directory and renamed into place at the
 end, so a failed, cancelled or killed build never leaves a half-written index under the
 requested name.
 """
