@@ -88,6 +88,20 @@ def test_non_finite_values_name_the_first_bad_row(work: Path, capsys: pytest.Cap
     assert _listing(work) == {"good.npy", "nf.npy"}
 
 
+def test_a_tree_upstream_cannot_build_is_one_line_exit_1_and_nothing_written(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """IP scores: representative 1 is not nearest to itself, so lvl_1/node_1 is never made, yet row 10 is
+    routed through it; upstream stops there (spec §3.5), and so does the build, before writing."""
+    name = _bad(work, "monkey.npy", np.random.default_rng(1).random((40, 4), dtype=np.float32))
+    before = _listing(work)
+    assert main(["build", str(work / name), str(work / "out.zarr"), "--levels", "2",
+                 "--target-cluster-items", "3", "--metric", "IP"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: {work / name}: cannot be built" in err
+    assert "lvl_1/node_1" in err and "row 10" in err and "Nothing was written" in err and "Traceback" not in err
+    assert _listing(work) == before
+
+
 def test_truncated_and_non_numpy_and_missing_files(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     raw = (work / "good.npy").read_bytes()
     _bad(work, "trunc.npy", raw[:-10])

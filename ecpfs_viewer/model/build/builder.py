@@ -3,7 +3,9 @@
 Qt-free: the GUI runs :func:`build_index` in a worker, passing a progress callback and a
 cancel event. The tree is the upstream tree (spec §3): double-precision fan-out, level passes,
 the nearest-row rule with "last maximum wins", routing on the values narrowed to the stored
-dtype. The store is written into a hidden sibling directory and renamed into place at the
+dtype. The whole tree is routed before anything is written, so a tree upstream cannot build either
+(a route into an internal node that no representative reached, §3.5) is refused with nothing on
+disk. The store is written into a hidden sibling directory and renamed into place at the
 end, so a failed, cancelled or killed build never leaves a half-written index under the
 requested name.
 """
@@ -31,7 +33,7 @@ from ecpfs_viewer.model.build.checks import (
 )
 from ecpfs_viewer.model.build.errors import PROBLEM_FIELDS, BuildCancelled, BuildError, BuildProblem, ProblemField
 from ecpfs_viewer.model.build.output import commit_output, discard_output, prepare_output, remove_stale_builds
-from ecpfs_viewer.model.build.routing import NodeTable, Router, group_rows
+from ecpfs_viewer.model.build.routing import MissingNodeError, NodeTable, Router, group_rows
 from ecpfs_viewer.model.build.sources import EmbeddingSource, check_finite, narrow
 from ecpfs_viewer.model.build.writer import IndexWriter
 from ecpfs_viewer.model.ecpfs import sizing
@@ -145,32 +147,35 @@ def build_index(
     src = EmbeddingSource(source)
     info = src.info
     output = Path(output)
-    cleaned = _remove_stale(output, rep)
+    stored = sizing.resolve_stored_dtype(info.dtype, params.dtype)
+    R = sizing.total_clusters(info.rows, params.target_cluster_items)
+    ns = sizing.fan_out(R, params.levels)
+    rn = sizing.chunk_rows(info.dim, stored, params.node_chunk_bytes)
+    rr = sizing.chunk_rows(info.dim, stored, params.rep_chunk_bytes)
+    warnings = shape_warnings(ns, params.levels, R)
+    if info.dtype == np.float64:
+        msg = f"{info.label}: float64 input narrowed to float32"
+        warnings.append(msg)
+        rep.log(msg)
+    native = sizing.resolve_stored_dtype(info.dtype, "native")
+    if sizing.is_narrowing(native, stored):
+        msg = f"narrowing {native} to {stored} (lossy)"
+        warnings.append(msg)
+        rep.log(msg)
+    rep.log(f"{info.label}: {info.rows} x {info.dim} {info.dtype.name} -> {stored}; "
+            f"R={R}, fan-out={ns}, levels={params.levels}, Rn={rn}, Rr={rr}")
+    phases: dict[str, float] = {}
+    # the whole tree is routed before anything is written: a tree upstream cannot build (a route into
+    # an internal node no representative reached, §3.5) is refused with nothing on disk
+    with one_blas_thread():
+        plan = _plan_tree(src, params, stored, R, ns, rep, memory_budget_bytes, warnings, phases)
+    warnings = _remove_stale(output, rep) + warnings
     tmp = prepare_output(output)
     writer: IndexWriter | None = None
     try:
-        stored = sizing.resolve_stored_dtype(info.dtype, params.dtype)
-        R = sizing.total_clusters(info.rows, params.target_cluster_items)
-        ns = sizing.fan_out(R, params.levels)
-        rn = sizing.chunk_rows(info.dim, stored, params.node_chunk_bytes)
-        rr = sizing.chunk_rows(info.dim, stored, params.rep_chunk_bytes)
-        warnings = cleaned + shape_warnings(ns, params.levels, R)
-        if info.dtype == np.float64:
-            msg = f"{info.label}: float64 input narrowed to float32"
-            warnings.append(msg)
-            rep.log(msg)
-        native = sizing.resolve_stored_dtype(info.dtype, "native")
-        if sizing.is_narrowing(native, stored):
-            msg = f"narrowing {native} to {stored} (lossy)"
-            warnings.append(msg)
-            rep.log(msg)
-        rep.log(f"{info.label}: {info.rows} x {info.dim} {info.dtype.name} -> {stored}; "
-                f"R={R}, fan-out={ns}, levels={params.levels}, Rn={rn}, Rr={rr}")
         writer = IndexWriter(tmp, info.dim, stored, rn, rr, workers=workers)
-        phases: dict[str, float] = {}
         with one_blas_thread():
-            result_nodes = _run_build(src, params, stored, R, ns, writer, rep, memory_budget_bytes,
-                                      warnings, phases)
+            result_nodes = _write_tree(src, params, plan, writer, rep, memory_budget_bytes, phases)
         t = time.perf_counter()
         writer.close()
         writer = None
@@ -206,27 +211,28 @@ def _remove_stale(output: Path, rep: _Reporter) -> list[str]:
     return [msg]
 
 
-def _run_build(src: EmbeddingSource, params: BuildParams, stored: str, R: int, ns: int,
-               writer: IndexWriter, rep: _Reporter, budget: int, warnings: list[str],
-               phases: dict[str, float]) -> list[int]:
+@dataclass
+class _TreePlan:
+    """The routed tree, held in memory until it is written: every node's rows are known."""
+
+    stored: str
+    ns: int
+    rep_ids: np.ndarray  # (R,) ascending item ids of the representatives
+    rep_stored: np.ndarray  # (R, dim) representatives narrowed to the stored dtype
+    cache: np.ndarray | None  # the whole narrowed input, when it fits the memory budget
+    internal: list[list[tuple[int, np.ndarray]]]  # internal[t-1] = (node id, representative rows) of lvl_t
+    leaf_of_row: np.ndarray  # (N,) the leaf of every row
+    batch_rows: int
+
+
+def _plan_tree(src: EmbeddingSource, params: BuildParams, stored: str, R: int, ns: int,
+               rep: _Reporter, budget: int, warnings: list[str], phases: dict[str, float]) -> _TreePlan:
+    """Read the input and route every representative and row (spec §3.3-3.6); nothing is written."""
     info = src.info
     N, dim, L = info.rows, info.dim, params.levels
     row_bytes = dim * sizing.itemsize(stored)
     keep_all = N * row_bytes <= budget
     batch_rows = max(1, min(src.default_batch_rows(), (budget // 4) // max(1, dim * 8)))
-
-    # info scalars and container groups
-    writer.group("")
-    writer.group("info")
-    writer.scalar("info/format_version", "uint32", 1)
-    writer.scalar("info/levels", "uint32", L)
-    writer.scalar("info/metric", "string", params.metric)
-    writer.scalar("info/is_normalized", "bool", bool(params.is_normalized))
-    writer.scalar("info/total_items", "uint32", N)
-    writer.scalar("info/next_item_id", "uint32", N)
-    writer.group("index_root")
-    for level in range(1, L + 1):
-        writer.group(level_path(level))
 
     # pass 1: validate every row, collect representatives, keep the data if it fits
     t = time.perf_counter()
@@ -252,41 +258,81 @@ def _run_build(src: EmbeddingSource, params: BuildParams, stored: str, R: int, n
             rep.log(w)
     phases["read"] = time.perf_counter() - t
 
-    # representatives and root; routing uses the narrowed values widened back (§3.3)
+    # level passes over the representatives; routing uses the narrowed values widened back (§3.3)
     t = time.perf_counter()
-    writer.pair_array("rep_embeddings", rep_stored, writer.rep_emb)
-    writer.pair_array("rep_item_ids", rep_ids.astype("<u4"), writer.rep_ids)
-    writer.pair_array("index_root/embeddings", rep_stored[:ns], writer.node_emb)
     rep_wide = rep_stored.astype(np.float64)
-    use_dot = params.metric == "IP" or params.is_normalized
-    router = Router(NodeTable.from_rows(rep_wide[:ns], np.arange(ns)), use_dot)
-
-    nodes_per_level: list[int] = []
+    router = Router(NodeTable.from_rows(rep_wide[:ns], np.arange(ns)),
+                    params.metric == "IP" or params.is_normalized)
+    internal: list[list[tuple[int, np.ndarray]]] = []
     for target in range(1, L):
         count = sizing.reps_placed_at_level(target, ns, R)
-        assign = router.route(rep_wide[:count], target)
-        nodes: dict[int, NodeTable] = {}
-        for node_id, rows in group_rows(assign):
-            nodes[node_id] = NodeTable(rep_wide[rows], np.einsum("ij,ij->i", rep_wide[rows],
-                                                                 rep_wide[rows]), rows)
-            writer.node(target, node_id, rep_stored[rows], rows.astype("<u4"), leaf=False)
-        router.add_level(nodes)
-        nodes_per_level.append(len(nodes))
-        rep.report(f"level {target}", count, count, f"{len(nodes)} nodes")
+        try:
+            assign = router.route(rep_wide[:count], target)
+        except MissingNodeError as exc:
+            raise _unbuildable(exc, params, info.label, f"representative {exc.row}") from exc
+        groups = group_rows(assign)
+        router.add_level({node_id: NodeTable(rep_wide[rows], np.einsum("ij,ij->i", rep_wide[rows], rep_wide[rows]),
+                                             rows) for node_id, rows in groups})
+        internal.append(groups)
+        rep.report(f"level {target}", count, count, f"{len(groups)} nodes")
     phases["internal"] = time.perf_counter() - t
 
-    # pass 2: route every row to its leaf
+    # the last pass: route every row to its leaf
     t = time.perf_counter()
     leaf_of_row = np.empty(N, dtype=np.int64)
     for start, narrowed in _narrowed_batches(src, cache, stored, batch_rows):
         stop = start + narrowed.shape[0]
-        leaf_of_row[start:stop] = router.route(narrowed, L)
+        try:
+            leaf_of_row[start:stop] = router.route(narrowed, L)
+        except MissingNodeError as exc:
+            raise _unbuildable(exc, params, info.label, f"row {start + exc.row}") from exc
         rep.report(f"level {L}", stop, N, "routing items to leaves")
     phases["route"] = time.perf_counter() - t
+    return _TreePlan(stored, ns, rep_ids, rep_stored, cache, internal, leaf_of_row, batch_rows)
 
-    # write leaves
+
+def _unbuildable(exc: MissingNodeError, params: BuildParams, label: str, who: str) -> BuildError:
+    """The refusal of a tree upstream's builder cannot build either (spec §3.5), said in the user's terms."""
+    scores = ("dot-product (IP)" if params.metric == "IP" else
+              "dot-product (L2 with is_normalized)" if params.is_normalized else "L2")
+    return BuildError(BuildProblem("input", (
+        f"cannot be built with these settings: with {scores} scores no representative is routed into {exc.path}, "
+        f"not even representative {exc.node_id} itself, so that node is never created, yet {who} is routed "
+        f"through it. Upstream's builder stops on this input too, with a Corrupt error naming the node "
+        f"(spec §3.5). Nothing was written. With levels 1 there are no internal nodes to miss; with L2 "
+        f"(without is_normalized) every representative is nearest to itself"), label))
+
+
+def _write_tree(src: EmbeddingSource, params: BuildParams, plan: _TreePlan, writer: IndexWriter,
+                rep: _Reporter, budget: int, phases: dict[str, float]) -> list[int]:
+    """Write the planned tree: scalars, groups, representatives, root, internal nodes, leaves."""
+    N, L, ns = src.info.rows, params.levels, plan.ns
     t = time.perf_counter()
-    leaves = _write_leaves(src, cache, stored, leaf_of_row, writer, rep, budget, batch_rows, L)
+    writer.group("")
+    writer.group("info")
+    writer.scalar("info/format_version", "uint32", 1)
+    writer.scalar("info/levels", "uint32", L)
+    writer.scalar("info/metric", "string", params.metric)
+    writer.scalar("info/is_normalized", "bool", bool(params.is_normalized))
+    writer.scalar("info/total_items", "uint32", N)
+    writer.scalar("info/next_item_id", "uint32", N)
+    writer.group("index_root")
+    for level in range(1, L + 1):
+        writer.group(level_path(level))
+    writer.pair_array("rep_embeddings", plan.rep_stored, writer.rep_emb)
+    writer.pair_array("rep_item_ids", plan.rep_ids.astype("<u4"), writer.rep_ids)
+    writer.pair_array("index_root/embeddings", plan.rep_stored[:ns], writer.node_emb)
+    nodes_per_level: list[int] = []
+    for target, groups in enumerate(plan.internal, start=1):
+        for node_id, rows in groups:
+            writer.node(target, node_id, plan.rep_stored[rows], rows.astype("<u4"), leaf=False)
+        nodes_per_level.append(len(groups))
+        rep.check()
+    phases["internal"] = phases.get("internal", 0.0) + time.perf_counter() - t
+
+    t = time.perf_counter()
+    leaves = _write_leaves(src, plan.cache, plan.stored, plan.leaf_of_row, writer, rep, budget,
+                           plan.batch_rows, L)
     nodes_per_level.append(leaves)
     phases["leaves"] = time.perf_counter() - t
     return nodes_per_level

@@ -99,11 +99,17 @@ def _nearest_block(node: NodeTable, x: np.ndarray, x_sq: np.ndarray, use_dot: bo
 
 
 class MissingNodeError(RuntimeError):
-    """A route reached an internal node that is not stored (spec §3.5: the build or insert fails)."""
+    """A route reached an internal node that is not stored (spec §3.5: the build or insert fails).
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        super().__init__(f"corrupt tree: route reached missing node {path}")
+    ``level`` and ``node_id`` name the node, ``row`` is one row of the routed batch that reached it.
+    """
+
+    def __init__(self, level: int, node_id: int, row: int) -> None:
+        self.level = level
+        self.node_id = node_id
+        self.row = row
+        self.path = node_path(level, node_id)
+        super().__init__(f"corrupt tree: route reached missing node {self.path}")
 
 
 class Router:
@@ -139,9 +145,9 @@ class Router:
             for s, e in zip(starts.tolist(), ends.tolist(), strict=False):
                 node_id = int(sorted_ids[s])
                 node = nodes.get(node_id)
-                if node is None:
-                    raise MissingNodeError(node_path(level, node_id))
                 rows = order[s:e]
+                if node is None:
+                    raise MissingNodeError(level, node_id, int(rows[0]))  # the first (a stable sort)
                 nxt[rows] = node.ids[nearest(node, x[rows], x_sq[rows], self.use_dot)]
             cur = nxt
         return cur

@@ -153,6 +153,24 @@ def test_a_missing_leaf_is_created_like_the_builds_and_a_missing_internal_node_s
     assert _snapshot(index) == files
 
 
+def test_ip_a_route_into_an_internal_node_the_build_never_made_stops_the_add_naming_it(tmp_path: Path) -> None:
+    """IP scores: root row 0 = (0.1, 0) is nearest to no representative, not even itself, so the build makes
+    no lvl_1/node_0 (every row goes through node 1 and the build succeeds); a row nearest to root row 0
+    reaches that missing internal node, which stops upstream's insert (§3.8), and so the add, before ids
+    are reserved."""
+    rows = np.array([(0.1, 0), (0, 1), (1, 1), (0.5, 1), (0.2, 2), (0, 3), (1, 2), (0.3, 1)], dtype=np.float32)
+    np.save(tmp_path / "rows.npy", rows)
+    index = tmp_path / "ip.zarr"
+    build_index(tmp_path / "rows.npy", index, BuildParams(levels=2, target_cluster_items=2, metric="IP"))
+    assert sorted(p.name for p in (index / "lvl_1").iterdir() if p.is_dir()) == ["node_1"]
+    files = _snapshot(index)
+    with pytest.raises(BuildError, match=r"internal node lvl_1/node_0, which is not stored; upstream's insert fails"):
+        add_rows(index, np.array([[1, -10]], dtype=np.float32))
+    assert _snapshot(index) == files
+    result = add_rows(index, np.array([[1, 10]], dtype=np.float32))  # through lvl_1/node_1: added
+    assert str(result.ids) == "8..8" and summarize(hierarchy(index)).total_items == 9
+
+
 def _independent_path(g: zarr.Group, x: np.ndarray) -> list[int]:
     dot = str(g["info/metric"][()]) == "IP"
     path = [_best_row(g["index_root/embeddings"][:], x, dot)]

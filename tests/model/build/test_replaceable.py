@@ -135,14 +135,14 @@ def test_what_appears_in_the_output_during_the_build_is_not_deleted(
     """The output is looked at again just before it is replaced: a file put there meanwhile stays."""
     out = tmp_path / "late.zarr"
     build_index(src, out, PARAMS)
-    real_run = builder._run_build
+    real_run = builder._write_tree
 
     def run_then_add_a_file(*args: object, **kwargs: object) -> object:
         result = real_run(*args, **kwargs)  # type: ignore[arg-type]
         (out / "notes.txt").write_text("written while the build ran")
         return result
 
-    monkeypatch.setattr(builder, "_run_build", run_then_add_a_file)
+    monkeypatch.setattr(builder, "_write_tree", run_then_add_a_file)
     with pytest.raises(BuildError, match=r"late\.zarr: holds notes\.txt, which is not part of an ecpfs index"):
         build_index(src, out, PARAMS, overwrite=True)
     assert (out / "notes.txt").exists()
