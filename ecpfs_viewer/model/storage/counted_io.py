@@ -286,6 +286,10 @@ class UnreadableFile(UserError, OSError):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self) -> tuple[type[UnreadableFile], tuple[str, str]]:
+        """Pickled (from the remote helper process) it arrives as itself, naming the same file."""
+        return type(self), (self.filename, self.strerror)
+
 
 def is_metadata_key(key: str) -> bool:
     """True when key names a metadata document (its last part is zarr.json, .zarray, ...)."""
