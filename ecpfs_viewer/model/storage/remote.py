@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import random
 import re
 import threading
@@ -471,32 +470,9 @@ def _cut(whole: Buffer, byte_range: ByteRequest) -> Buffer:
     raise unexpected_range(byte_range)
 
 
-#: whether open_remote's stores make their requests in a helper process (use_helper_process)
-_HELPER = {"on": False}
-
-
-def use_helper_process(on: bool = True) -> None:
-    """Make the requests of remote stores opened from now on in a helper process whose answers
-    arrive in batches (model/storage/remote_helper.py): the window's choice, so that a level's
-    thousands of requests do not queue obstore's threads on the interpreter lock before the GUI
-    thread. ECPFS_REMOTE_HELPER=0 or 1 overrides it. Call it from the thread whose priority the
-    helpers should have (the GUI thread): they are started from a thread it makes."""
-    _HELPER["on"] = on
-    if on:
-        from ecpfs_viewer.model.storage.remote_helper import serve_from_here
-
-        serve_from_here()
-
-
-def helper_process_used() -> bool:
-    """Whether open_remote makes a helper-process store (use_helper_process, or ECPFS_REMOTE_HELPER)."""
-    forced = os.environ.get("ECPFS_REMOTE_HELPER", "").strip()
-    return forced == "1" if forced in ("0", "1") else _HELPER["on"]
-
-
-def open_remote(url: str, options: RemoteOptions, helper: bool | None = None) -> BoundedStore:
+def open_remote(url: str, options: RemoteOptions) -> BoundedStore:
     """A read-only zarr store for a URL through obstore, bounded and translated (no request yet);
-    its requests made in a helper process when `helper` (None: :func:`helper_process_used`)."""
+    model/storage/remote_helper.py's open_remote_store may make its requests in a helper process."""
     try:
         from zarr.storage import ObjectStore
     except ImportError as exc:  # pragma: no cover - zarr >= 3.1 has it
@@ -509,12 +485,7 @@ def open_remote(url: str, options: RemoteOptions, helper: bool | None = None) ->
         raise RemoteOpenError(f"{url}: could not set up the client ({describe_exception(exc)})") from exc
     entry = schemes.lookup(urlsplit(url).scheme)
     store = ObjectStore(inner, read_only=True)
-    lists = entry is None or entry.lists
-    if helper_process_used() if helper is None else helper:
-        from ecpfs_viewer.model.storage.remote_helper import HelperStore
-
-        return HelperStore(store, url=url, options=options, lists=lists)
-    return BoundedStore(store, url=url, options=options, lists=lists)
+    return BoundedStore(store, url=url, options=options, lists=entry is None or entry.lists)
 
 
 def obstore_available() -> bool:

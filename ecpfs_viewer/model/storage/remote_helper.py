@@ -9,7 +9,7 @@ thread. :class:`HelperStore` sends its requests to a child process
 back in frames: one thread of this process reads them, and the model's event loop is woken once
 per frame (:attr:`HelperClient.wakeups` counts them).
 
-The window opens remote stores so (:func:`~ecpfs_viewer.model.storage.remote.use_helper_process`);
+The window opens remote stores so (:func:`use_helper_process`);
 the CLI, with no GUI thread to keep free, keeps them in process.
 """
 
@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import functools
 import itertools
+import os
 import pickle
 import queue
 import subprocess
@@ -43,6 +44,7 @@ from ecpfs_viewer.model.storage.remote import (
     RemoteError,
     RemoteTimeoutError,
     _refuse_long_range,
+    open_remote,
 )
 from ecpfs_viewer.model.storage.remote_helper_child import HelperState, read_frame, write_frame
 from ecpfs_viewer.model.storage.stored_bound import stored_bound
@@ -104,24 +106,30 @@ class _Launcher:
         while True:
             done, slot = requests.get()
             try:
-                slot.append(self._popen())
+                slot.append(self._popen(slot.pop()))
             except BaseException as exc:
                 slot.append(exc)
             done.set()
 
     @staticmethod
-    def _popen() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
+    def _popen(reader: Callable[[subprocess.Popen[bytes]], None]) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
             [sys.executable, "-c", "from ecpfs_viewer.model.storage.remote_helper_child import main; main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        threading.Thread(target=reader, args=(process,), name="ecpfs_remote_helper", daemon=True).start()
+        return process
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self, reader: Callable[[subprocess.Popen[bytes]], None]) -> subprocess.Popen[bytes]:
+        """A new helper process, its answers read by `reader` in a thread as nice as this launcher's
+        (a reader made nicer than the GUI thread could be preempted holding the interpreter lock)."""
         if self._requests is None:
-            return self._popen()
-        done, slot = threading.Event(), []
+            return self._popen(reader)
+        done, slot = threading.Event(), list[Any]([reader])
         self._requests.put((done, slot))
-        if not done.wait(SILENCE_GRACE_S) or isinstance(slot[0], BaseException):
-            raise HelperEndedError("the process to read from the server could not be started")
+        if not done.wait(SILENCE_GRACE_S):
+            raise OSError("the thread that starts it did not answer")
+        if isinstance(slot[0], BaseException):
+            raise slot[0]
         started: subprocess.Popen[bytes] = slot[0]
         return started
 
@@ -137,21 +145,27 @@ class _Helper:
         self.client = client
         self.lock = threading.Lock()
         self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
-        self.process = _LAUNCHER.start()
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin: IO[bytes] = self.process.stdin
         self.write_lock = threading.Lock()
         self.last_frame = time.monotonic()
         self.ended: str | None = None
-        self.send((client.url, client.options, client.lists, HELPER_NICENESS))
-        threading.Thread(target=self._read_answers, name="ecpfs_remote_helper", daemon=True).start()
+        try:
+            self.process = _LAUNCHER.start(self._read_answers)
+        except OSError as exc:
+            raise HelperEndedError(f"{client.url}: the process to read from the server could not be started "
+                                   f"({describe_exception(exc)}); retry") from exc
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin: IO[bytes] = self.process.stdin
+        try:
+            self.send((client.url, client.options, client.lists, HELPER_NICENESS))
+        except OSError:
+            self.end("the process reading from the server could not be reached")
 
     def send(self, value: Any) -> None:
         with self.write_lock:
             write_frame(self.stdin, value)
 
-    def _read_answers(self) -> None:
-        stream = self.process.stdout
+    def _read_answers(self, process: subprocess.Popen[bytes]) -> None:
+        stream = process.stdout
         assert stream is not None
         try:
             while True:
@@ -180,10 +194,13 @@ class _Helper:
                 return
             self.ended = why
             pending, self.pending = self.pending, {}
+        stdin, process = getattr(self, "stdin", None), getattr(self, "process", None)  # None: ended starting
         with contextlib.suppress(OSError):
-            self.stdin.close()
+            if stdin is not None:
+                stdin.close()
         with contextlib.suppress(OSError):
-            self.process.kill()
+            if process is not None:
+                process.kill()
         for loop, future in pending.values():
             error = HelperEndedError(f"{self.client.url}: {why} before answering; retry")
             with contextlib.suppress(RuntimeError):
@@ -261,13 +278,12 @@ class HelperClient:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         with self._lock:
-            while True:
-                helper = self._current()
-                ident = next(self._ids)
-                with helper.lock:
-                    if helper.ended is None:
-                        helper.pending[ident] = (loop, future)
-                        break
+            helper = self._current()
+            ident = next(self._ids)
+            with helper.lock:
+                if helper.ended is not None:  # ended as it started: the next request tries a new one
+                    raise HelperEndedError(f"{self.url}: {helper.ended}; retry")
+                helper.pending[ident] = (loop, future)
             self._outgoing.append((ident, op, args))
             self.requests += 1
             flush = self._flush_on is None
@@ -390,3 +406,33 @@ class HelperStore(BoundedStore):
     def close(self) -> None:
         self.client.close()
         super().close()
+
+
+#: whether open_remote_store's stores make their requests in a helper process (use_helper_process)
+_HELPER = {"on": False}
+
+
+def use_helper_process(on: bool = True) -> None:
+    """Make the requests of remote stores opened from now on in a helper process whose answers
+    arrive in batches: the window's choice, so that a level's thousands of requests do not queue
+    obstore's threads on the interpreter lock before the GUI thread. ECPFS_REMOTE_HELPER=0 or 1
+    overrides it. Call it from the thread whose priority the helpers should have (the GUI thread):
+    they are started from a thread it makes."""
+    _HELPER["on"] = on
+    if on:
+        serve_from_here()
+
+
+def helper_process_used() -> bool:
+    """Whether open_remote_store makes a helper-process store (use_helper_process, or ECPFS_REMOTE_HELPER)."""
+    forced = os.environ.get("ECPFS_REMOTE_HELPER", "").strip()
+    return forced == "1" if forced in ("0", "1") else _HELPER["on"]
+
+
+def open_remote_store(url: str, options: RemoteOptions, helper: bool | None = None) -> BoundedStore:
+    """open_remote's store, its requests made in a helper process when `helper` (None:
+    :func:`helper_process_used`)."""
+    store = open_remote(url, options)
+    if not (helper_process_used() if helper is None else helper):
+        return store
+    return HelperStore(store.wrapped, url=store.url, options=options, lists=store.lists)

@@ -70,10 +70,9 @@ def pack_error(exc: BaseException) -> tuple[bytes | None, str, str]:
     """(the exception pickled, when it comes back as itself; its message; its traceback)."""
     text = "".join(traceback.format_exception(exc))
     try:
-        data: bytes | None = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
-        again = pickle.loads(data)
-        if type(again) is not type(exc) or str(again) != str(exc):
-            data = None
+        packed = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
+        again = pickle.loads(packed)
+        data = packed if type(again) is type(exc) and str(again) == str(exc) else None
     except Exception:
         data = None
     from ecpfs_viewer.model.errors import describe_exception
@@ -189,7 +188,7 @@ def main() -> None:
             os.nice(niceness)
     from ecpfs_viewer.model.storage.remote import open_remote
 
-    store = open_remote(url, options, helper=False)
+    store = open_remote(url, options)
     store.lists = lists
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)

@@ -23,8 +23,8 @@ from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.counted_io import UnreadableFile
 from ecpfs_viewer.model.storage.opening import OpenedStore, open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions
-from ecpfs_viewer.model.storage.remote import BoundedStore, RemoteBusyError, open_remote
-from ecpfs_viewer.model.storage.remote_helper import HelperEndedError, HelperStore
+from ecpfs_viewer.model.storage.remote import BoundedStore, RemoteBusyError
+from ecpfs_viewer.model.storage.remote_helper import HelperEndedError, HelperStore, open_remote_store
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
@@ -90,7 +90,7 @@ async def _native_id() -> int:
 
 
 def _read_level(url: str, helper: bool) -> tuple[OpenedStore, list[bytes | Exception | None]]:
-    store = OpenedStore(open_remote(url, RemoteOptions(timeout_s=20), helper=helper), label=url, kind="remote",
+    store = OpenedStore(open_remote_store(url, RemoteOptions(timeout_s=20), helper=helper), label=url, kind="remote",
                         max_in_flight=128)
     keys = [f"lvl_1/node_{n}/zarr.json" for n in range(DOCUMENTS)]
     return store, store.read_many_or_errors(keys)
@@ -153,7 +153,7 @@ def test_an_index_without_listings_browses_through_the_helper(static_http_url: s
 
 
 def test_a_pickled_helper_store_arrives_as_a_store_in_process(static_http_url: str, helper_process: None) -> None:
-    store = open_remote(f"{static_http_url}/two_clusters.zarr", RemoteOptions())
+    store = open_remote_store(f"{static_http_url}/two_clusters.zarr", RemoteOptions())
     assert isinstance(store, HelperStore)
     copy = pickle.loads(pickle.dumps(store))
     assert type(copy) is BoundedStore and copy.url == store.url
