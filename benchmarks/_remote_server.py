@@ -122,3 +122,65 @@ def serve_static_child(directory: Path, delay: float, niceness: int = 0) -> Iter
         if process.is_alive():
             process.terminate()
             process.join(5)
+
+
+S3_BUCKET = "bench"
+#: the dummy credentials moto's S3 server takes (set in the benchmark's environment with --s3)
+S3_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def _serve_s3(directory: str, delay: float, pipe: Connection, niceness: int) -> None:
+    """moto's S3 server (threaded, a thread per request) holding directory under s3://bench/NAME."""
+    import time
+
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+    from moto.server import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    if niceness:
+        with contextlib.suppress(OSError):
+            os.nice(niceness)
+    os.environ.update(S3_ENVIRONMENT)
+    root = Path(directory).resolve()
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    backend.create_bucket(S3_BUCKET, "us-east-1")
+    for path in root.rglob("*"):
+        if path.is_file():
+            backend.put_object(S3_BUCKET, path.relative_to(root.parent).as_posix(), path.read_bytes())
+    counter = _Counter()
+    app = DomainDispatcherApplication(create_backend_app)
+
+    def delayed(environ: dict, start_response: object) -> object:
+        counter.total += 1
+        if delay:
+            time.sleep(delay)
+        return app(environ, start_response)
+
+    server = make_server("127.0.0.1", 0, delayed, threaded=True)
+    server.socket.listen(1024)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    pipe.send(f"http://127.0.0.1:{server.server_port}")
+    while pipe.recv() == "count":
+        pipe.send(counter.total)
+    os._exit(0)
+
+
+@contextlib.contextmanager
+def serve_s3_child(directory: Path, delay: float, niceness: int = 0) -> Iterator[ChildServer]:
+    """moto's S3 server in a child process, holding every file below directory as s3://bench/...,
+    `delay` seconds per request; its base is the endpoint. Loading the objects takes a while."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_serve_s3, args=(str(directory), delay, theirs, niceness), daemon=True)
+    process.start()
+    try:
+        yield ChildServer(ours.recv(), ours)
+    finally:
+        with contextlib.suppress(OSError):
+            ours.send("stop")
+        process.join(10)
+        if process.is_alive():
+            process.terminate()
+            process.join(5)

@@ -22,7 +22,10 @@ heavy_turns, nice, switch_interval, gc_freeze), to measure what each one is wort
 
 --remote opens a local index from a loopback web server that lists no folders and adds a fixed
 delay to every request (benchmarks/_remote_server.py): the tree is derived, every read is a
-round trip, and the window must stay as responsive as on a local folder.
+round trip, and the window must stay as responsive as on a local folder. With --s3 the server is
+moto's S3 server instead (it lists folders; loading the index into it takes a while). The expand
+phase prints its requests and their floor: requests / in flight x the server's quickest answer.
+ECPFS_REMOTE_HELPER=0 makes the window's requests in process (as before the helper process).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
@@ -44,7 +48,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import bench_index_path
-from _remote_server import serve_static_child
+from _remote_server import S3_BUCKET, S3_ENVIRONMENT, serve_s3_child, serve_static_child
 from PySide6.QtCore import QEventLoop, QTimer
 
 from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
@@ -57,6 +61,7 @@ from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.search.explore import QuerySpec, RecallSpec, explore, recall_explore
+from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.views.projection import ProjectionKind
 from ecpfs_viewer.model.views.tree_rows import summarize_nodes
 from ecpfs_viewer.process_exit import leave_process
@@ -158,6 +163,14 @@ def _gui_stack(frames: dict[int, FrameType], gui_thread: int) -> str:
     return gui + "".join(f"\n        other thread: {other}" for other in sorted(others))
 
 
+class RemoteAt:
+    """The remote options the index is opened with (--s3: moto's endpoint)."""
+
+    options: RemoteOptions | None = None
+
+
+#: the request floor of a phase, printed after the table
+FLOORS: list[str] = []
 #: phases left out (--skip)
 SKIP: set[str] = set()
 #: seconds one wait of a phase may take (--timeout)
@@ -222,7 +235,8 @@ def gui_thread_baseline(path: str, leaf_level: str) -> list[tuple[str, float]]:
     """The same model work done synchronously: how long the GUI would freeze without workers."""
     figures = []
     started = time.perf_counter()
-    hierarchy = open_index(path).hierarchy  # derives the tree where the server lists no folders
+    # derives the tree where the server lists no folders
+    hierarchy = open_index(path, remote=RemoteAt.options).hierarchy
     hierarchy.root()
     from ecpfs_viewer.model.ecpfs import detect_index
 
@@ -253,6 +267,7 @@ def main() -> int:
                         help="sample the GUI thread's stack during stalls and print where each one over MS "
                              f"(default {STALL_LIMIT_MS}) was spent (the sampler reads other threads' frames: on "
                              "Python 3.13 it crashed a run once; the crash trace named at the start shows it)")
+    parser.add_argument("--s3", action="store_true", help="with --remote: serve the index from moto's S3 server")
     parser.add_argument("--delay-ms", type=float, default=50.0, help="delay per request with --remote (default 50)")
     parser.add_argument("--off", default="", metavar="KNOB,...",
                         help=f"turn scheduling knobs off: {', '.join(scheduling.KNOBS)}")
@@ -275,6 +290,13 @@ def main() -> int:
             if args.remote:
                 parser.error("--remote serves a local index; a URL is opened as it is")
             location, where = index, index
+        elif args.remote and args.s3:
+            local = Path(index).resolve()
+            server = stack.enter_context(serve_s3_child(local, args.delay_ms / 1000, niceness=10))
+            os.environ.update(S3_ENVIRONMENT)
+            location = f"s3://{S3_BUCKET}/{local.name}"
+            RemoteAt.options = RemoteOptions(endpoint=server.base)
+            where = f"{local.name} from moto's S3 server, {args.delay_ms:g} ms per request"
         elif args.remote:
             local = Path(index).resolve()
             server = stack.enter_context(serve_static_child(local.parent, args.delay_ms / 1000, niceness=10))
@@ -297,7 +319,8 @@ def run(path: str, where: str, explain: float | None = None) -> int:
     app_settings.use_settings_dir(settings_dir.name)
     ensure_application()
     collector = tune_interpreter_for_gui()  # as the application does
-    reader = IndexReader(path)  # its size and leaf level name what the phases do (not timed)
+    # its size and leaf level name what the phases do (not timed)
+    reader = IndexReader(open_index(path, remote=RemoteAt.options))
     leaf_level = f"lvl_{reader.levels}"
     total = reader.total_items or 200_000
     items = (17, min(123_456, total // 2 + 17), total - 1)
@@ -323,6 +346,8 @@ def run(path: str, where: str, explain: float | None = None) -> int:
     print(f"{'phase':58s} {'wall':>8s} {'longest stall':>14s} {'GUI CPU in it':>14s} {'stalls >100ms':>14s}")
     for name, seconds, longest, busy, over in results:
         print(f"{name:58s} {seconds * 1000:6.0f} ms {longest:11.0f} ms {busy:11.0f} ms {over:14d}")
+    for floor in FLOORS:
+        print(floor)
     if hasattr(os, "getloadavg"):  # stalls grow with the machine's load: say what it was
         print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     for gap, stacks in meter.explained:
@@ -360,7 +385,7 @@ def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: st
            items: tuple[int, ...], reader: IndexReader) -> None:
     """The phases, each appended to results as it ends."""
     def open_index() -> None:
-        window.open_location(path)
+        window.open_location(path, RemoteAt.options)
 
     results.append(phase(meter, "open the index (root listed, overview shown)", open_index,
                          lambda: idle(window) and window.tree_model.is_loaded(leaf_level)))
@@ -373,9 +398,16 @@ def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: st
         item = model.item(model.index_for_path(leaf_level))
         return item.state is LoadState.LISTED and idle(window) and bool(last_node_row(item).detail)
 
+    store = model.hierarchy.store if model.hierarchy is not None else None
+    before = store.stats().requests if store is not None else 0
     result = phase(meter, "", expand_level, level_described)
     nodes = node_rows(model.item(model.index_for_path(leaf_level)))
     results.append((f"expand {leaf_level} ({len(nodes):,} nodes, then their row counts)", *result[1:]))
+    floor = store.request_floor() if store is not None else None
+    if floor is not None:
+        floor = replace(floor, requests=floor.requests - before, from_cache=0)
+        FLOORS.append(f"expand {leaf_level}: {floor.describe().split(', 0 document')[0]}; took "
+                      f"{result[1] / max(floor.seconds, 1e-9):.2f}x the floor")
     picks = [nodes[i].path for i in range(0, len(nodes), max(1, len(nodes) // 20))]
 
     def select_nodes() -> None:

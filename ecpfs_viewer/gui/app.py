@@ -20,6 +20,7 @@ from ecpfs_viewer.gui.runtime.theme import apply_theme, saved_theme
 from ecpfs_viewer.gui.window.main_window import MainWindow
 from ecpfs_viewer.gui.window.select_request import SelectRequest
 from ecpfs_viewer.model.storage.options import RemoteOptions
+from ecpfs_viewer.model.storage.remote_helper import use_helper_process
 from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 from ecpfs_viewer.resources import APP_ID, ICON_SVG
 
@@ -59,6 +60,9 @@ def create_main_window(location: str | None = None, demo: bool = False,
     select: a path to select once the store is open (``--select lvl_3/node_812``); the request is
     kept as ``window.select_request``."""
     ensure_application()
+    # a remote store's requests are made in a helper process: obstore's completions then take
+    # that process's interpreter lock, not the one the GUI thread needs
+    use_helper_process(True)
     window = MainWindow()
     window.session.remember_recent = remember_recent
     if select:

@@ -120,6 +120,14 @@ class ServerHealth:
                 return None
             return self._down[1]
 
+    def down_for(self) -> tuple[str, float] | None:
+        """(the first request not answered, seconds the server stays down) while it is down; else None."""
+        first = self.down()
+        with self._lock:
+            if first is None or self._down is None:
+                return None
+            return first, max(0.0, self.timeout_s - (time.monotonic() - self._down[0]))
+
     def reset(self) -> None:
         """Forget every failure: the user asked to retry."""
         with self._lock:

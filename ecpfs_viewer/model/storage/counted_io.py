@@ -172,6 +172,11 @@ class ReadingWrapper(WrapperStore[WrappedStore]):
         async for group in Store.get_ranges(self, key, byte_ranges, prototype=prototype, **coalescing):
             yield group
 
+    @property
+    def wrapped(self) -> Store:
+        """The store this one wraps (WrapperStore keeps it in a private attribute)."""
+        return self._store
+
     def list(self) -> AsyncIterator[str]:
         return self.list_prefix("")
 
@@ -190,11 +195,6 @@ class CountingStore(ReadingWrapper[Store]):
 
     def _with_store(self, store: Store) -> CountingStore:
         return CountingStore(store, self.counter)
-
-    @property
-    def wrapped(self) -> Store:
-        """The store this one counts for (WrapperStore keeps it in a private attribute)."""
-        return self._store
 
     async def get(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
@@ -288,6 +288,10 @@ class UnreadableFile(UserError, OSError):
 
     def __str__(self) -> str:
         return self.message
+
+    def __reduce__(self) -> tuple[type[UnreadableFile], tuple[str, str]]:
+        """Pickled (from the remote helper process) it arrives as itself, naming the same file."""
+        return type(self), (str(self.filename), str(self.strerror))
 
 
 def is_metadata_key(key: str) -> bool:

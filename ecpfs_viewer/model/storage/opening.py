@@ -461,7 +461,9 @@ def _open_url(url: str, remote: RemoteOptions | None = None) -> OpenedStore:
         elif not remote_stores.obstore_available():
             raise StoreOpenError(f"{url}: opening {scheme}:// URLs needs obstore; {REMOTE_EXTRA_HINT}")
         else:
-            bounded = remote_stores.open_remote(url, settings)
+            from ecpfs_viewer.model.storage.remote_helper import open_remote_store
+
+            bounded = open_remote_store(url, settings)
     except remote_stores.RemoteOpenError as exc:
         raise StoreOpenError(str(exc)) from exc
     opened = OpenedStore(bounded, label=url, kind="remote", max_in_flight=settings.max_in_flight)

@@ -81,6 +81,9 @@ class RemoteBusyError(TransportError, RemoteError):
         super().__init__(message)
         self.status = status
 
+    def __reduce__(self) -> tuple[type[RemoteBusyError], tuple[str, int]]:
+        return type(self), (str(self), self.status)
+
 
 class ServerNotAnsweringError(RemoteTimeoutError):
     """Not requested: the server stopped answering (other objects got no answer)."""
@@ -473,7 +476,8 @@ def _cut(whole: Buffer, byte_range: ByteRequest) -> Buffer:
 
 
 def open_remote(url: str, options: RemoteOptions) -> BoundedStore:
-    """A read-only zarr store for a URL through obstore, bounded and translated (no request yet)."""
+    """A read-only zarr store for a URL through obstore, bounded and translated (no request yet);
+    model/storage/remote_helper.py's open_remote_store may make its requests in a helper process."""
     try:
         from zarr.storage import ObjectStore
     except ImportError as exc:  # pragma: no cover - zarr >= 3.1 has it

@@ -16,7 +16,7 @@ from ecpfs_viewer.model.limits import Limits, set_limits
 from ecpfs_viewer.model.storage.counted_io import UnreadableFile
 from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.storage.options import RemoteOptions
-from ecpfs_viewer.model.storage.remote import open_remote
+from ecpfs_viewer.model.storage.remote_helper import open_remote_store
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
@@ -34,7 +34,7 @@ def small_caps() -> Iterator[Limits]:
 
 
 def _opened(url: str, endpoint: str | None = None) -> OpenedStore:
-    return OpenedStore(open_remote(url, RemoteOptions(endpoint=endpoint, timeout_s=10)), label=url, kind="remote")
+    return OpenedStore(open_remote_store(url, RemoteOptions(endpoint=endpoint, timeout_s=10)), label=url, kind="remote")
 
 
 def _check_refusals(store: OpenedStore, url: str) -> None:
