@@ -70,6 +70,7 @@ class MapData:
     index_map: IndexMap
     placement: Placement
     density: DensityIndex
+    label: str = ""  # the index's name, for the exported picture's title
 
 
 def _placement_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
@@ -78,14 +79,14 @@ def _placement_job(reader_of: Callable[[], NodeReader], progress: ProgressCallba
     index_map = shared_layout(reader, progress, cancel)
     kept = cached_placement(reader, index_map)
     if kept is not None:
-        return MapData(index_map, kept, DensityIndex(kept))
+        return MapData(index_map, kept, DensityIndex(kept), reader.label)
     stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)  # before reading
     first = fit_projection(reader, index_map, cancel=cancel)
     if progress is not None:
-        progress(MapData(index_map, first, DensityIndex(first)))  # type: ignore[arg-type]  # the first picture, through the same channel
+        progress(MapData(index_map, first, DensityIndex(first), reader.label))  # type: ignore[arg-type]  # the first picture, through the same channel
     placement = place_items(reader, index_map, first.projection, progress, cancel, first=first)
     keep_placement(reader, placement, stamps)
-    return MapData(index_map, placement, DensityIndex(placement))
+    return MapData(index_map, placement, DensityIndex(placement), reader.label)
 
 
 def _sums_job(density: DensityIndex, colours: ItemColours) -> tuple[DensityIndex, ColourSums, np.ndarray]:
@@ -146,9 +147,13 @@ class EmbeddingMapPanel(QWidget):
         self.progress.setMaximumWidth(180)
         top = QHBoxLayout()
         for w in (QLabel("Colour by"), self.colour_combo, self.marks_button, self.box_button, self.all_button,
-                  self.export_button, self.progress, self.controls.cancel_button):
+                  self.export_button):
             top.addWidget(w)
-        top.addWidget(self.status, 1)
+        top.addStretch(1)
+        state = QHBoxLayout()  # what happened on its own line: it is long (the placement's figures)
+        state.addWidget(self.progress)
+        state.addWidget(self.controls.cancel_button)
+        state.addWidget(self.status, 1)
 
         self.view = EmbeddingMapView()
         self.view.on_error = self.controls.failed
@@ -179,6 +184,7 @@ class EmbeddingMapPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
+        layout.addLayout(state)
         layout.addWidget(body, 1)
         self._fill_combo()
         self.view.apply_background()
@@ -464,7 +470,7 @@ class EmbeddingMapPanel(QWidget):
         sums = None if colours is None else colour_sums(data.density, colours)
         frame = density_frame(data.density, sums, view, width, height)
         p = data.placement
-        title = f"embedding map by {colours.title if colours else 'density'}"
+        title = f"{data.label}: embedding map by {colours.title if colours else 'density'}"
         subtitle = f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {p.projection.describe}"
         image = render_map(frame, colours, title=title, subtitle=subtitle, notes=tuple(n for n in (p.note,) if n))
         return save_to(self, path, "Export the embedding map", "embedding_map.png", "PNG image (*.png)",
@@ -472,5 +478,5 @@ class EmbeddingMapPanel(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             self.view.apply_background()

@@ -157,6 +157,7 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         self.setBackground(base)
         ink = self.palette().color(QPalette.ColorRole.Text)
         self.marks.setPen(pg.mkPen(ink, width=1.5))
+        self.marks.setBrush(pg.mkBrush(base))  # a cross filled with the background: seen on any colour
         for axis in ("left", "bottom"):
             self.getPlotItem().getAxis(axis).setTextPen(ink)
             self.getPlotItem().getAxis(axis).setPen(ink)
@@ -178,8 +179,9 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         if scanned_xy.size:
             last = max(int(scanned_rank.max()), 1)
             shade = (255 * (1 - 0.7 * (scanned_rank - 1) / last)).astype(int)
-            brushes = [pg.mkBrush(255, int(s * 0.55), 0, 150) for s in shade]
-            spots += [{"pos": (float(x), float(y)), "size": 5, "brush": b, "pen": None, "symbol": "o"}
+            brushes = [pg.mkBrush(255, int(s * 0.6), 0, 220) for s in shade]  # first leaves bright, later darker
+            ring = pg.mkPen((60, 20, 0), width=1)
+            spots += [{"pos": (float(x), float(y)), "size": 7, "brush": b, "pen": ring, "symbol": "s"}
                       for (x, y), b in zip(scanned_xy, brushes, strict=True)]
         spots += [{"pos": (float(x), float(y)), "size": 12, "brush": None, "symbol": "o",
                    "pen": pg.mkPen((0, 160, 60), width=2)} for x, y in results_xy]
