@@ -106,6 +106,7 @@ class EmbeddingMapPanel(QWidget):
 
     node_requested = Signal(str)
     placed = Signal(object)  # MapData: every item placed (not the first picture)
+    first_shown = Signal(object)  # MapData: the PCA sample's picture, before every item is placed
 
     def __init__(self, overlays_of: Callable[[], Mapping[str, MapOverlay]] = dict,
                  parent: QWidget | None = None) -> None:
@@ -227,6 +228,7 @@ class EmbeddingMapPanel(QWidget):
         if isinstance(report, MapData):
             self._adopt(report, first=True)
             self.controls.say(f"A first picture of {report.placement.count:,} sampled items; placing the rest …")
+            self.first_shown.emit(report)
         else:
             self.controls.show_progress(report)
 

@@ -41,6 +41,7 @@ class _BoxViewBox(pg.ViewBox):  # type: ignore[misc]
         super().__init__()
         self._on_box = on_box
         self.boxing = False
+        self._box_drag = False
         self.band = pg.RectROI((0, 0), (0, 0), movable=False, pen=pg.mkPen((255, 200, 0), width=2))
         self.band.setZValue(50)
         for handle in list(self.band.getHandles()):
@@ -49,8 +50,9 @@ class _BoxViewBox(pg.ViewBox):  # type: ignore[misc]
         self.addItem(self.band, ignoreBounds=True)
 
     def mouseDragEvent(self, ev, axis=None):  # type: ignore[no-untyped-def]
-        boxing = self.boxing or bool(ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-        if not boxing or ev.button() != Qt.MouseButton.LeftButton:
+        if ev.isStart():  # a drag is a box or a pan from its start to its end, whatever the keys do meanwhile
+            self._box_drag = self.boxing or bool(ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        if not self._box_drag or ev.button() != Qt.MouseButton.LeftButton:
             super().mouseDragEvent(ev, axis)
             return
         ev.accept()

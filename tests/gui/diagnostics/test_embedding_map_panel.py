@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint
+from PySide6.QtCore import QPoint, Qt
 from window_driver import open_window, selected_path, wait_idle
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
@@ -39,10 +39,13 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray
 def _open_map(qtbot, path: Path):
     win = open_window(qtbot, path, 1280, 800)
     assert win.embedding_map.show_action in win.places.menu.actions()
-    win.embedding_map.show_action.trigger()
     panel = win.embedding_map.panel
+    firsts: list = []
+    panel.first_shown.connect(firsts.append)
+    win.embedding_map.show_action.trigger()
     qtbot.waitUntil(lambda: panel.data is not None and not panel.data.placement.sample and not panel.busy
                     and panel.view.frame is not None, timeout=30_000)
+    panel.firsts = firsts  # the first pictures shown before every item was placed (none from the cache)
     return win, panel
 
 
@@ -55,6 +58,8 @@ def test_the_map_opens_the_clusters_land_apart_and_colour_by_changes_the_image(q
     _win, panel = _open_map(qtbot, path)
     placement = panel.data.placement
     assert placement.count == ITEMS
+    assert not placement.from_cache  # the first opening of this index: progressive, the sample's picture first
+    assert len(panel.firsts) == 1 and panel.firsts[0].placement.sample
     assert "two" not in panel.status.text() and f"{ITEMS:,} items" in panel.status.text()
     own_side = side[placement.item_ids]
     view = panel.view
@@ -148,3 +153,24 @@ def test_a_search_path_lands_on_its_leaf_and_another_index_resets_the_map(qtbot,
     qtbot.waitUntil(lambda: panel.data is None, timeout=10_000)
     assert panel.query is None and panel.selection is None and panel.selected_nodes() == []
     assert panel.view.frame is None and panel.legend_text() == ""
+
+
+def test_a_drag_with_select_box_on_selects_the_box_and_does_not_pan(qtbot, clusters) -> None:
+    path, _side = clusters
+    _win, panel = _open_map(qtbot, path)
+    view, placement = panel.view, panel.data.placement
+    b = panel.data.density.bounds
+    start = _on_screen(view, np.array([b.x0, b.y1]))  # the whole map: every item in the box
+    end = _on_screen(view, np.array([b.x1, b.y0]))
+    panel.box_button.click()  # the toolbar toggle (QTest moves carry no modifiers, so Shift is not driven here)
+    assert view.boxing
+    before = view.view_rect()
+    port = view.viewport()
+    qtbot.mousePress(port, Qt.MouseButton.LeftButton, pos=start)
+    for t in np.linspace(0.1, 1.0, 8):
+        step = QPoint(round(start.x() + (end.x() - start.x()) * t), round(start.y() + (end.y() - start.y()) * t))
+        qtbot.mouseMove(port, step)
+    qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=end)
+    qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
+    assert panel.selection.count == placement.count
+    assert view.view_rect() == before  # the drag selected; it did not pan
