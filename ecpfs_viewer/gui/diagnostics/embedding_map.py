@@ -108,7 +108,7 @@ class EmbeddingMapPanel(QWidget):
     placed = Signal(object)  # MapData: every item placed (not the first picture)
     first_shown = Signal(object)  # MapData: the PCA sample's picture, before every item is placed
 
-    def __init__(self, overlays_of: Callable[[], Mapping[str, MapOverlay]] = dict,
+    def __init__(self, overlays_of: Callable[[], tuple[IndexMap | None, Mapping[str, MapOverlay]]] = lambda: (None, {}),
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._overlays_of = overlays_of
@@ -263,7 +263,7 @@ class EmbeddingMapPanel(QWidget):
         self.colour_combo.blockSignals(True)
         self.colour_combo.clear()
         levels = len(self.data.index_map.levels) if self.data is not None else 0
-        offered = self._overlays_of()
+        offered = self._diagnostics()
         for c in MAP_COLOURINGS:
             if c.id == "level":
                 for level in range(2, levels):
@@ -279,6 +279,14 @@ class EmbeddingMapPanel(QWidget):
         at = self.colour_combo.findData(current)
         self.colour_combo.setCurrentIndex(at if at >= 0 and self._enabled(at) else 0)
         self.colour_combo.blockSignals(False)
+
+    def _diagnostics(self) -> Mapping[str, MapOverlay]:
+        """The Index map panel's overlays by key, when laid on the same nodes as this map (else none)."""
+        theirs, overlays = self._overlays_of()
+        mine = None if self.data is None else self.data.index_map
+        if theirs is None or mine is None or not same_nodes(theirs, mine):
+            return {}
+        return overlays
 
     def _enabled(self, i: int) -> bool:
         return bool(self.colour_combo.model().item(i).isEnabled())  # type: ignore[attr-defined]
@@ -311,7 +319,7 @@ class EmbeddingMapPanel(QWidget):
             return by_level(index_map, int(key.split(":")[1]))
         if key == "size":
             return size_colours(index_map)
-        overlay = self._overlays_of().get(key)
+        overlay = self._diagnostics().get(key)
         if overlay is None:
             return None
         return from_overlay(index_map, overlay, along_path=key == "misses")
@@ -482,3 +490,9 @@ class EmbeddingMapPanel(QWidget):
         super().changeEvent(event)
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             self.view.apply_background()
+
+
+def same_nodes(a: IndexMap, b: IndexMap) -> bool:
+    """Whether two layouts hold the same nodes in the same order (an overlay of one fits the other)."""
+    return a is b or (len(a.levels) == len(b.levels) and all(
+        np.array_equal(x.node_ids, y.node_ids) for x, y in zip(a.levels, b.levels, strict=True)))

@@ -26,7 +26,7 @@ class EmbeddingMapFeature(QObject):
                  diagnostics: DiagnosticsMenu) -> None:
         super().__init__(host)
         self._reader_of = reader_of
-        self.panel = EmbeddingMapPanel(index_map.panel.overlays)
+        self.panel = EmbeddingMapPanel(lambda: (index_map.panel.index_map, index_map.panel.overlays()))
         self.dock = places.panel("embedding_map", "Embedding map", self.panel, self.show_map, "Ctrl+Shift+E")
         self.show_action = places.action("embedding_map")
         self.panel.node_requested.connect(reveal)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
-from window_driver import open_window, selected_path, wait_idle
+from window_driver import open_window, run_recall, selected_path, wait_idle
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.diagnostics.embedding_map import ViewRect
@@ -174,3 +174,19 @@ def test_a_drag_with_select_box_on_selects_the_box_and_does_not_pan(qtbot, clust
     qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
     assert panel.selection.count == placement.count
     assert view.view_rect() == before  # the drag selected; it did not pan
+
+
+def test_the_misses_of_a_recall_sweep_are_offered_once_it_ran(qtbot, clusters) -> None:
+    path, _side = clusters
+    win, panel = _open_map(qtbot, path)
+    with pytest.raises(ValueError, match="misses"):
+        panel.colour_by("misses")  # offered greyed out: no sweep ran yet
+    run_recall(qtbot, win, 40, "1")
+    miss_map = win.index_map.panel.miss_map
+    assert miss_map is not None
+    qtbot.waitUntil(lambda: not panel.busy, timeout=10_000)
+    panel.colour_by("misses")
+    qtbot.waitUntil(lambda: not panel.busy, timeout=10_000)
+    assert panel.colours is not None and panel.colours.id == "misses" and "misses" in panel.legend_text()
+    lost = np.nansum(panel.colours.leaf_values)
+    assert (lost > 0) == (miss_map.total() > 0)
