@@ -2,10 +2,10 @@
 a few ScatterPlotItems on it (the items in view when few enough, representatives, a search's path).
 
 Never one graphics item per point: the frame is aggregated by the model (``density_frame``) off the
-GUI thread, the newest view only (BackgroundRunner drops stale frames), a short timer after the
-last pan or zoom so a drag does not queue one frame per mouse move. A box dragged with Shift (or
-with the panel's box toggle on) is emitted as ``box_selected(ViewRect)``; the pointer's place as
-``hovered(ViewRect)`` (a few pixels around it).
+GUI thread, the newest view only (BackgroundRunner drops stale frames), at most one every
+FRAME_DELAY_MS while a pan or zoom goes on, so a drag does not queue one frame per mouse move.
+A box dragged with Shift (or with the panel's box toggle on) is emitted as
+``box_selected(ViewRect)``; the pointer's place as ``hovered(ViewRect)`` (a few pixels around it).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         self._timer.setSingleShot(True)
         self._timer.setInterval(FRAME_DELAY_MS)
         self._timer.timeout.connect(self._ask_frame)
-        self.getViewBox().sigRangeChanged.connect(lambda *_: self._timer.start())
+        self.getViewBox().sigRangeChanged.connect(self._range_changed)
         self.scene().sigMouseMoved.connect(self._mouse_moved)
         self.on_error: Callable[[TaskError], None] | None = None
 
@@ -200,6 +200,12 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         self.path_line.setData(x=[], y=[])
 
     # -- frames ----------------------------------------------------------------------------------
+    def _range_changed(self, *_args: object) -> None:
+        """Throttled: at most one frame asked per FRAME_DELAY_MS while a pan or zoom goes on (the
+        image moves with the view meanwhile), and the last view's frame always asked."""
+        if not self._timer.isActive():
+            self._timer.start()
+
     def _ask_frame(self) -> None:
         index = self.index
         if index is None:
