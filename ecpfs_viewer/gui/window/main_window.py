@@ -39,6 +39,7 @@ from ecpfs_viewer.gui.window.actions import WindowActions, WindowSlots
 from ecpfs_viewer.gui.window.clipboard import NodeClipboard
 from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
 from ecpfs_viewer.gui.window.drops import StoreDrops
+from ecpfs_viewer.gui.window.embedding_map_wiring import EmbeddingMapFeature
 from ecpfs_viewer.gui.window.index_map_wiring import IndexMapFeature
 from ecpfs_viewer.gui.window.secondary_windows import SecondaryWindows
 from ecpfs_viewer.gui.window.select_request import SelectRequest
@@ -113,6 +114,9 @@ class MainWindow(QMainWindow):
         self.diagnostics = DiagnosticsMenu(self, self.search.session.reader, self.reveal_path, self.node_page,
                                            self.places)
         self.index_map.follow(self.overview, self.search.panel.recall_view, self.tree_panel, self.diagnostics)
+        self.embedding_map = EmbeddingMapFeature(  # View > Panels > Embedding map
+            self, places=self.places, reader_of=self.search.session.reader, reveal=self.reveal_path,
+            index_map=self.index_map, search=self.search.panel, diagnostics=self.diagnostics)
         self.resets = StoreResets(self)  # the one place a dropped index is forgotten
         self._register_resets()
         self._connect_session()
@@ -197,7 +201,8 @@ class MainWindow(QMainWindow):
     def is_busy(self) -> bool:
         """True while anything the window started is still running (for tests and benchmarks)."""
         return (self.session.busy or self.tree_model.is_busy() or self.metadata.is_busy() or self.plot.busy
-                or self.node_page.busy or self.search.busy or self.diagnostics.busy or self.index_map.busy)
+                or self.node_page.busy or self.search.busy or self.diagnostics.busy or self.index_map.busy
+                or self.embedding_map.busy)
 
     def show_start_page(self) -> None:
         self.stack.setCurrentWidget(self.start_page)
@@ -249,6 +254,7 @@ class MainWindow(QMainWindow):
         register("selection", self.selection.forget)
         register("early page", lambda: setattr(self, "_early", None))
         register("diagnostics", self.diagnostics.forget)
+        register("embedding map", self.embedding_map.clear)
 
     def close_store(self) -> None:
         self.session.drop()

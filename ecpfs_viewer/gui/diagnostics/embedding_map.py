@@ -1,0 +1,498 @@
+"""View ▸ Embedding Map: every item of the index placed in 2-D (model/diagnostics/embedding_map/),
+drawn as a density image with level of detail, coloured by the tree or a diagnostic, with the
+representatives as marks, what is under the pointer, a box selection and the last search on it.
+
+Progressive: the placement job (a BackgroundRunner, heavy) answers from the index's cache at once
+when it still holds; else it reports the PCA's own sample as a first picture, then places every
+leaf with progress and a cancel. The colour sums and every frame are made in workers too.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QMenu, QToolButton, QToolTip, QVBoxLayout, QWidget
+
+from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
+from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
+from ecpfs_viewer.gui.widgets.display import panes
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
+from ecpfs_viewer.gui.widgets.run_controls import RunControls
+from ecpfs_viewer.gui.widgets.saving import save_to
+from ecpfs_viewer.model.diagnostics.embedding_map import (
+    MAP_COLOURINGS,
+    ColourSums,
+    DensityIndex,
+    ItemColours,
+    Placement,
+    QueryOverlay,
+    Selection,
+    ViewRect,
+    by_level,
+    cached_placement,
+    colour_sums,
+    density_frame,
+    fit_projection,
+    from_overlay,
+    keep_placement,
+    leaf_stamps,
+    leaves_under,
+    place_items,
+    query_overlay,
+    representatives,
+    select_box,
+    size_colours,
+)
+from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
+from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay, shared_layout
+from ecpfs_viewer.model.search.explore import Exploration
+from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.tasks import ProgressCallback
+
+NO_INDEX = "Open an index to see its embedding map."
+SELECTION_HEADERS = ("node", "items in the box")
+#: the colourings whose input another panel makes (the Index map panel holds them, by colouring id)
+FROM_DIAGNOSTICS = {"misses": "run a recall sweep (Search ▸ Recall)", "workload": "replay a workload (Diagnostics)",
+                    "strays": "run the self-reachability check (Diagnostics)",
+                    "boundary": "colour the Index map by boundary items first"}
+
+
+@dataclass(frozen=True)
+class MapData:
+    """What the placement job hands over: the layout, the placement and its density index."""
+
+    index_map: IndexMap
+    placement: Placement
+    density: DensityIndex
+    label: str = ""  # the index's name, for the exported picture's title
+
+
+def _placement_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
+                   cancel: threading.Event | None = None) -> MapData:
+    reader = reader_of()
+    index_map = shared_layout(reader, progress, cancel)
+    kept = cached_placement(reader, index_map)
+    if kept is not None:
+        return MapData(index_map, kept, DensityIndex(kept), reader.label)
+    stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)  # before reading
+    first = fit_projection(reader, index_map, cancel=cancel)
+    if progress is not None:
+        progress(MapData(index_map, first, DensityIndex(first), reader.label))  # type: ignore[arg-type]  # the first picture, through the same channel
+    placement = place_items(reader, index_map, first.projection, progress, cancel, first=first)
+    keep_placement(reader, placement, stamps)
+    return MapData(index_map, placement, DensityIndex(placement), reader.label)
+
+
+def _sums_job(density: DensityIndex, colours: ItemColours) -> tuple[DensityIndex, ColourSums, np.ndarray]:
+    return density, colour_sums(density, colours), colours.leaf_rgb()
+
+
+def _marks_job(reader_of: Callable[[], NodeReader], placement: Placement, level: int) -> tuple[int, np.ndarray]:
+    return level, representatives(reader_of(), placement.projection, level)[1]
+
+
+def _box_job(density: DensityIndex, index_map: IndexMap, rect: ViewRect) -> Selection:
+    return select_box(density, index_map, rect)
+
+
+class EmbeddingMapPanel(QWidget):
+    """The map, its colour-by choice and legend, representatives, the box selection's list."""
+
+    node_requested = Signal(str)
+    placed = Signal(object)  # MapData: every item placed (not the first picture)
+    first_shown = Signal(object)  # MapData: the PCA sample's picture, before every item is placed
+
+    def __init__(self, overlays_of: Callable[[], tuple[IndexMap | None, Mapping[str, MapOverlay]]] = lambda: (None, {}),
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._overlays_of = overlays_of
+        self._reader_of: Callable[[], NodeReader] | None = None
+        self._runner, self._sums_runner = BackgroundRunner(self), BackgroundRunner(self)
+        self._marks_runner, self._box_runner = BackgroundRunner(self), BackgroundRunner(self)
+        self.data: MapData | None = None
+        self.colours: ItemColours | None = None
+        self.selection: Selection | None = None
+        self.query: QueryOverlay | None = None
+        self._exploration: Exploration | None = None
+        self._marks: dict[int, np.ndarray] = {}
+        self.hover_text = ""
+
+        self.colour_combo = QComboBox()
+        self.colour_combo.setToolTip("What the items' colours say")
+        self.colour_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.colour_combo.currentIndexChanged.connect(lambda _i: self._recolour())
+        self.marks_button = QToolButton()
+        self.marks_button.setText("Representatives")
+        self.marks_button.setToolTip("Mark the representatives of a level's nodes, placed like the items")
+        self.marks_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.marks_menu = QMenu(self.marks_button)
+        self.marks_button.setMenu(self.marks_menu)
+        self.box_button = QToolButton()
+        self.box_button.setText("Select box")
+        self.box_button.setCheckable(True)
+        self.box_button.setToolTip("Drag a box to list the nodes and items in it (or drag with Shift held)")
+        self.all_button = QToolButton()
+        self.all_button.setText("Show all")
+        self.export_button = QToolButton()
+        self.export_button.setText("Export PNG …")
+        self.export_button.setToolTip("The view as a PNG with its title, legend and the colour's meaning")
+        self.export_button.clicked.connect(lambda: self.export_png())
+        self.controls = RunControls(self, NO_INDEX, cancel=self.cancel, runners=(self._runner,))
+        self.progress, self.status = self.controls.progress, self.controls.summary
+        self.progress.setMaximumWidth(180)
+        top = QHBoxLayout()
+        for w in (QLabel("Colour by"), self.colour_combo, self.marks_button, self.box_button, self.all_button,
+                  self.export_button):
+            top.addWidget(w)
+        top.addStretch(1)
+        state = QHBoxLayout()  # what happened on its own line: it is long (the placement's figures)
+        state.addWidget(self.progress)
+        state.addWidget(self.controls.cancel_button)
+        state.addWidget(self.status, 1)
+
+        self.view = EmbeddingMapView()
+        self.view.on_error = self.controls.failed
+        self.view.hovered.connect(self._hovered)
+        self.view.box_selected.connect(self.select_rect)
+        self.box_button.toggled.connect(lambda on: setattr(self.view, "boxing", on))
+        self.all_button.clicked.connect(self.view.reset_view)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.hover_label = QLabel("Hover the map for the leaves under the pointer.")
+        self.hover_label.setWordWrap(True)
+        self.selection_label = QLabel("Drag a box with Shift (or Select box) to list what is in it.")
+        self.selection_label.setWordWrap(True)
+        self.selection_model = RowsModel(SELECTION_HEADERS, self)
+        self.selection_view = rows_view(self.selection_model, self._selection_activated)
+        self.selection_view.setToolTip("Double-click a node to open it in the tree")
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.legend)
+        side_layout.addWidget(self.hover_label)
+        side_layout.addWidget(titled(self.selection_view, self.selection_label), 1)
+        side.setMinimumWidth(240)
+        body = panes(Qt.Orientation.Horizontal, (self.view, 3), (side, 1))
+        body.setSizes([780, 300])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addLayout(state)
+        layout.addWidget(body, 1)
+        self._fill_combo()
+        self.view.apply_background()
+
+    # -- showing an index ----------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return (self.controls.busy or self._sums_runner.busy or self._marks_runner.busy or self._box_runner.busy
+                or self.view.busy)
+
+    def show_index(self, reader_of: Callable[[], NodeReader]) -> None:
+        """Place the open index's items (from the cache when it still holds), the sample first."""
+        self._reader_of = reader_of
+        self.controls.drop(None)
+        self.controls.started("Placing every item (a first picture of a sample comes first) …")
+        self._runner.run(_placement_job, reader_of, on_result=self._on_placed, on_error=self.controls.failed,
+                         on_progress=self._on_progress, heavy=True)
+
+    def clear(self) -> None:
+        """Another index (or none): everything of the old one is dropped."""
+        self.controls.drop(None)
+        for runner in (self._sums_runner, self._marks_runner, self._box_runner):
+            runner.invalidate()
+        self.data = self.colours = self.selection = self.query = None
+        self._exploration = None
+        self._marks.clear()
+        self.view.show_index(None, None, None)
+        self.selection_model.set_rows([])
+        self.selection_label.setText("Drag a box with Shift (or Select box) to list what is in it.")
+        self.hover_text = ""
+        self.hover_label.setText("Hover the map for the leaves under the pointer.")
+        self.legend.clear()
+        self._fill_combo()
+        self.controls.finished(NO_INDEX)
+
+    def cancel(self) -> None:
+        self.controls.drop()
+
+    def _on_progress(self, report: object) -> None:
+        if isinstance(report, MapData):
+            self._adopt(report, first=True)
+            self.controls.say(f"A first picture of {report.placement.count:,} sampled items; placing the rest …")
+            self.first_shown.emit(report)
+        else:
+            self.controls.show_progress(report)
+
+    def _on_placed(self, data: MapData) -> None:
+        self._adopt(data, first=False)
+        p = data.placement
+        how = p.projection.describe + (" (kept in the cache)" if p.from_cache else "")
+        note = f" {p.note}." if p.note else ""
+        self.controls.finished(f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {how}.{note} Wheel zooms, drag "
+                               "pans, Shift-drag selects.")
+        self.placed.emit(data)
+
+    def _adopt(self, data: MapData, first: bool) -> None:
+        keep_view = self.data is not None and self.data.index_map is data.index_map
+        fresh_map = self.data is None or self.data.index_map is not data.index_map
+        self.data = data
+        if fresh_map:
+            self._fill_combo()
+        self.view.show_index(data.density, None, None, keep_view=keep_view)
+        self._recolour()
+        self._fill_marks_menu()
+        if not first:
+            self._marks.clear()
+            for action in self.marks_menu.actions():
+                if action.isChecked():
+                    self._ask_marks(int(action.data()))
+            self._draw_query()
+
+    # -- colour by -----------------------------------------------------------------------------------
+    def _fill_combo(self) -> None:
+        current = self.colour_combo.currentData() or "level1"
+        self.colour_combo.blockSignals(True)
+        self.colour_combo.clear()
+        levels = len(self.data.index_map.levels) if self.data is not None else 0
+        offered = self._diagnostics()
+        for c in MAP_COLOURINGS:
+            if c.id == "level":
+                for level in range(2, levels):
+                    self.colour_combo.addItem(f"lvl_{level} node", f"level:{level}")
+                continue
+            self.colour_combo.addItem(c.title, c.id)
+            if c.id in FROM_DIAGNOSTICS and c.id not in offered:
+                i = self.colour_combo.count() - 1
+                self.colour_combo.setItemData(i, f"{c.meaning}: {FROM_DIAGNOSTICS[c.id]} first",
+                                              Qt.ItemDataRole.ToolTipRole)
+                item = self.colour_combo.model().item(i)  # type: ignore[attr-defined]
+                item.setEnabled(False)
+        at = self.colour_combo.findData(current)
+        self.colour_combo.setCurrentIndex(at if at >= 0 and self._enabled(at) else 0)
+        self.colour_combo.blockSignals(False)
+
+    def _diagnostics(self) -> Mapping[str, MapOverlay]:
+        """The Index map panel's overlays by key, when laid on the same nodes as this map (else none)."""
+        theirs, overlays = self._overlays_of()
+        mine = None if self.data is None else self.data.index_map
+        if theirs is None or mine is None or not same_nodes(theirs, mine):
+            return {}
+        return overlays
+
+    def _enabled(self, i: int) -> bool:
+        return bool(self.colour_combo.model().item(i).isEnabled())  # type: ignore[attr-defined]
+
+    def refresh_colourings(self) -> None:
+        """The diagnostics' inputs changed (a sweep ran, a workload was replayed): offer them."""
+        self._fill_combo()
+        self._recolour()
+
+    def colour_by(self, key: str) -> None:
+        i = self.colour_combo.findData(key)
+        if i < 0 or not self._enabled(i):
+            raise ValueError(f"the embedding map offers no colouring {key!r} now")
+        self.colour_combo.setCurrentIndex(i)
+
+    def current(self) -> str:
+        return str(self.colour_combo.currentData())
+
+    def item_colours(self, key: str) -> ItemColours | None:
+        """The colours of that key for the map shown (None when its input is not there)."""
+        if self.data is None:
+            return None
+        index_map = self.data.index_map
+        levels = len(index_map.levels)
+        if key == "level1":
+            return by_level(index_map, 1)
+        if key == "leaf":
+            return by_level(index_map, levels)
+        if key.startswith("level:"):
+            return by_level(index_map, int(key.split(":")[1]))
+        if key == "size":
+            return size_colours(index_map)
+        overlay = self._diagnostics().get(key)
+        if overlay is None:
+            return None
+        return from_overlay(index_map, overlay, along_path=key == "misses")
+
+    def _recolour(self) -> None:
+        data = self.data
+        if data is None:
+            return
+        colours = self.item_colours(self.current())
+        self.colours = colours
+        self._show_legend(colours)
+        if colours is None:
+            self.view.set_sums(None, None)
+            return
+        self._sums_runner.run(_sums_job, data.density, colours, on_result=self._on_sums,
+                              on_error=self.controls.failed)
+
+    def _on_sums(self, result: tuple[DensityIndex, ColourSums, np.ndarray]) -> None:
+        density, sums, leaf_rgb = result
+        if self.data is not None and density is self.data.density:
+            self.view.set_sums(sums, leaf_rgb)
+
+    def _show_legend(self, colours: ItemColours | None) -> None:
+        if colours is None:
+            self.legend.setText("No colouring: its input is not there.")
+            return
+        rows = "".join(f"<tr><td style='background-color:rgb{rgb}'>&nbsp;&nbsp;&nbsp;&nbsp;</td>"
+                       f"<td>&nbsp;{html.escape(text)}</td></tr>" for rgb, text in colours.legend(12))
+        note = f"<p><i>{html.escape(colours.note)}</i></p>" if colours.note else ""
+        self.legend.setText(f"<b>{html.escape(colours.title)}</b>: {html.escape(colours.meaning)}"
+                            f"<table cellspacing='1'>{rows}</table>{note}"
+                            "<p>Denser: more opaque. Items show one by one when few are in view.</p>")
+
+    def legend_text(self) -> str:
+        return self.legend.text()
+
+    # -- representatives -----------------------------------------------------------------------------
+    def _fill_marks_menu(self) -> None:
+        levels = len(self.data.index_map.levels) if self.data is not None else 0
+        if len(self.marks_menu.actions()) == levels:
+            return
+        self.marks_menu.clear()
+        for level in range(1, levels + 1):
+            action = QAction(f"lvl_{level}", self.marks_menu)
+            action.setCheckable(True)
+            action.setData(level)
+            action.toggled.connect(lambda on, lv=level: self.show_marks(lv, on))
+            self.marks_menu.addAction(action)
+
+    def show_marks(self, level: int, on: bool = True) -> None:
+        """Switch the marks of a level's representatives on or off."""
+        action = next((a for a in self.marks_menu.actions() if a.data() == level), None)
+        if action is not None and action.isChecked() != on:
+            action.setChecked(on)  # comes back here through toggled
+            return
+        if on:
+            self._ask_marks(level)
+        else:
+            self._marks.pop(level, None)
+            self._draw_marks()
+
+    def _ask_marks(self, level: int) -> None:
+        if self.data is None or self._reader_of is None:
+            return
+        self._marks_runner.run(_marks_job, self._reader_of, self.data.placement, level, supersede=False,
+                               on_result=self._on_marks, on_error=self.controls.failed)
+
+    def _on_marks(self, result: tuple[int, np.ndarray]) -> None:
+        level, xy = result
+        if any(a.data() == level and a.isChecked() for a in self.marks_menu.actions()):
+            self._marks[level] = xy
+        self._draw_marks()
+
+    def _draw_marks(self) -> None:
+        shown = [xy for xy in self._marks.values() if len(xy)]
+        self.view.set_marks(np.concatenate(shown) if shown else None)
+
+    def marks_shown(self) -> dict[int, int]:
+        return {level: len(xy) for level, xy in self._marks.items()}
+
+    # -- hover and box ---------------------------------------------------------------------------------
+    def _hovered(self, rect: ViewRect) -> None:
+        data = self.data
+        if data is None:
+            return
+        found = leaves_under(data.density, rect)
+        levels = len(data.index_map.levels)
+        self.hover_text = "\n".join(share.describe(levels) for share in found)
+        self.hover_label.setText("Under the pointer: " + ("; ".join(s.describe(levels) for s in found)
+                                                           if found else "no items"))
+        if found:
+            QToolTip.showText(self.view.cursor().pos(), self.hover_text, self.view)
+
+    def select_rect(self, rect: ViewRect) -> None:
+        """List the nodes and items inside rect (in a worker)."""
+        if self.data is None:
+            return
+        self.selection_label.setText("Finding what the box holds …")
+        self._box_runner.run(_box_job, self.data.density, self.data.index_map, rect, on_result=self._on_selection,
+                             on_error=self.controls.failed)
+
+    def _on_selection(self, selection: Selection) -> None:
+        self.selection = selection
+        rows: list[tuple[object, ...]] = []
+        for level in sorted(selection.nodes):
+            _ids, counts = selection.nodes[level]
+            rows += [(path, int(n)) for path, n in zip(selection.node_paths(level)[:200], counts[:200], strict=False)]
+        self.selection_model.set_rows(rows)
+        first = ", ".join(str(int(i)) for i in selection.item_ids[:12])
+        more = " …" if selection.count > 12 else ""
+        self.selection_label.setText(f"{selection.count:,} items in the box (ids {first}{more}); the nodes above "
+                                     "them, most items first per level:" if selection.count else
+                                     "The box holds no items.")
+
+    def selected_nodes(self) -> list[str]:
+        return [str(self.selection_model.index(r, 0).data()) for r in range(self.selection_model.rowCount())]
+
+    def _selection_activated(self, row: int) -> None:
+        path = self.selection_model.index(row, 0).data()
+        if path:
+            self.node_requested.emit(str(path))
+
+    # -- the last search -------------------------------------------------------------------------------
+    def set_exploration(self, exploration: Exploration | None) -> None:
+        """The Search panel's search on screen (None: none): drawn on the map."""
+        self._exploration = exploration
+        self._draw_query()
+
+    def _draw_query(self) -> None:
+        found, data = self._exploration, self.data
+        if found is None or data is None or data.placement.sample:
+            self.query = None
+            self.view.clear_query()
+            return
+        placement = data.placement
+        missed = [(m.location.leaf, m.location.row) for m in found.misses]
+        overlay = query_overlay(placement, found.query, found.result, missed)
+        self.query = overlay
+        coords = placement.coords
+        scanned = np.concatenate(overlay.scanned) if overlay.scanned else np.zeros(0, np.int64)
+        centres = np.array([coords[s].mean(axis=0) for s in overlay.scanned if s.size], np.float32).reshape(-1, 2)
+        self.view.show_query(overlay.query_xy, centres, coords[scanned], overlay.visit_rank,
+                             coords[overlay.results[overlay.results >= 0]],
+                             coords[overlay.missed[overlay.missed >= 0]])
+
+    # -- export --------------------------------------------------------------------------------------
+    def export_png(self, path: str | None = None) -> str | None:
+        """The view as the CLI draws it (title, legend, the colour's meaning), to a file the user names."""
+        data = self.data
+        if data is None:
+            self.controls.say("Nothing to export: no map is shown.", error=True)
+            return None
+        view = self.view.view_rect()
+        width = 900
+        height = max(64, round(width * view.height / view.width)) if view.width > 0 else 700
+        height = min(height, 1400)
+        colours = self.colours
+        sums = None if colours is None else colour_sums(data.density, colours)
+        frame = density_frame(data.density, sums, view, width, height)
+        p = data.placement
+        title = f"{data.label}: embedding map by {colours.title if colours else 'density'}"
+        subtitle = f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {p.projection.describe}"
+        image = render_map(frame, colours, title=title, subtitle=subtitle, notes=tuple(n for n in (p.note,) if n))
+        return save_to(self, path, "Export the embedding map", "embedding_map.png", "PNG image (*.png)",
+                       lambda target: write_png(target, image), self.controls.say)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self.view.apply_background()
+
+
+def same_nodes(a: IndexMap, b: IndexMap) -> bool:
+    """Whether two layouts hold the same nodes in the same order (an overlay of one fits the other)."""
+    return a is b or (len(a.levels) == len(b.levels) and all(
+        np.array_equal(x.node_ids, y.node_ids) for x, y in zip(a.levels, b.levels, strict=True)))

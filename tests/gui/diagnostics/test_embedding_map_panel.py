@@ -1,0 +1,192 @@
+"""View ▸ Panels ▸ Embedding map on an index of two well-separated clusters: the map opens (a first
+picture, then every item), the clusters land apart on screen, colour-by changes the image, hover
+names the leaf most present under the pointer, a box lists the nodes above the items in it, a
+search's path lands on its own leaf's points, and another index resets it all. The figures are
+computed here from the placement's coordinates and the vectors the index was built from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from window_driver import open_window, run_recall, selected_path, wait_idle
+
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.diagnostics.embedding_map import ViewRect
+
+ITEMS, DIM = 600, 8
+
+
+def _two_clusters(folder: Path) -> tuple[Path, np.ndarray]:
+    """Two clusters 40 apart along a random direction: (index path, cluster of each item id)."""
+    rng = np.random.default_rng(3)
+    direction = rng.standard_normal(DIM)
+    direction /= np.linalg.norm(direction)
+    side = rng.integers(0, 2, ITEMS)
+    data = rng.standard_normal((ITEMS, DIM)) + np.where(side[:, None] == 1, 20.0, -20.0) * direction
+    np.save(folder / "data.npy", data.astype(np.float32))
+    build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=2, target_cluster_items=20))
+    return folder / "idx.zarr", side
+
+
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    return _two_clusters(tmp_path_factory.mktemp("embedding_map_gui"))
+
+
+def _open_map(qtbot, path: Path):
+    win = open_window(qtbot, path, 1280, 800)
+    assert win.embedding_map.show_action in win.places.menu.actions()
+    panel = win.embedding_map.panel
+    firsts: list = []
+    panel.first_shown.connect(firsts.append)
+    win.embedding_map.show_action.trigger()
+    qtbot.waitUntil(lambda: panel.data is not None and not panel.data.placement.sample and not panel.busy
+                    and panel.view.frame is not None, timeout=30_000)
+    panel.firsts = firsts  # the first pictures shown before every item was placed (none from the cache)
+    return win, panel
+
+
+def _on_screen(view, xy: np.ndarray) -> QPoint:
+    return view.widget_pos(float(xy[0]), float(xy[1])).toPoint()
+
+
+def test_the_map_opens_the_clusters_land_apart_and_colour_by_changes_the_image(qtbot, clusters) -> None:
+    path, side = clusters
+    _win, panel = _open_map(qtbot, path)
+    placement = panel.data.placement
+    assert placement.count == ITEMS
+    assert not placement.from_cache  # the first opening of this index: progressive, the sample's picture first
+    assert len(panel.firsts) == 1 and panel.firsts[0].placement.sample
+    assert "two" not in panel.status.text() and f"{ITEMS:,} items" in panel.status.text()
+    own_side = side[placement.item_ids]
+    view = panel.view
+    a = _on_screen(view, placement.coords[own_side == 0].mean(axis=0))
+    b = _on_screen(view, placement.coords[own_side == 1].mean(axis=0))
+    assert (a - b).manhattanLength() > view.width() / 4  # apart on screen, not only in numbers
+    frame = view.frame
+    assert frame.total == ITEMS  # the whole map in view, every item binned once
+    # the picture holds items at both clusters and none half-way between them
+    h, w = frame.counts.shape
+    r = frame.rect
+    def pixel(xy):
+        return (min(h - 1, int((r.y1 - xy[1]) / r.height * h)), min(w - 1, int((xy[0] - r.x0) / r.width * w)))
+    for c in (0, 1):
+        y, x = pixel(placement.coords[own_side == c].mean(axis=0))
+        assert frame.counts[max(0, y - 15):y + 15, max(0, x - 15):x + 15].sum() > 0
+    y, x = pixel((placement.coords[own_side == 0].mean(axis=0) + placement.coords[own_side == 1].mean(axis=0)) / 2)
+    assert frame.counts[max(0, y - 3):y + 3, max(0, x - 3):x + 3].sum() == 0
+
+    assert panel.current() == "level1" and "level-1 cluster" in panel.legend_text()
+    before = view.image.image.copy()
+    panel.colour_by("leaf")
+    qtbot.waitUntil(lambda: not panel.busy and view.frame is not frame, timeout=10_000)
+    assert "leaf" in panel.legend_text()
+    assert not np.array_equal(before, view.image.image)
+    assert panel.colours is not None and panel.colours.id == "leaf"
+    out = Path(panel.export_png(str(path.parent / "map.png")))
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    panel.show_marks(1)
+    qtbot.waitUntil(lambda: panel.marks_shown().get(1, 0) > 0, timeout=10_000)
+    assert panel.marks_shown()[1] == len(panel.data.index_map.band(1))
+
+
+def test_hover_names_the_leaf_and_a_box_lists_the_nodes_inside(qtbot, clusters) -> None:
+    path, side = clusters
+    win, panel = _open_map(qtbot, path)
+    view, placement = panel.view, panel.data.placement
+    at = _on_screen(view, placement.coords[0])
+    qtbot.mouseMove(view.viewport(), at)
+    qtbot.waitUntil(lambda: bool(panel.hover_text), timeout=5_000)
+    rect = view.rect_around(view.mapToScene(at))
+    inside = ((placement.coords[:, 0] >= rect.x0) & (placement.coords[:, 0] <= rect.x1)
+              & (placement.coords[:, 1] >= rect.y0) & (placement.coords[:, 1] <= rect.y1))
+    counts = np.bincount(placement.leaf_pos[inside], minlength=placement.leaf_ids.size)
+    top = int(placement.leaf_ids[int(np.argmax(counts))])
+    assert counts.max() > 0
+    assert panel.hover_text.splitlines()[0].startswith(f"lvl_2/node_{top}: {counts.max():,} items")
+
+    own_side = side[placement.item_ids]
+    x0, _x1, y0, y1 = placement.bounds()
+    mid = (placement.coords[own_side == 0, 0].mean() + placement.coords[own_side == 1, 0].mean()) / 2
+    left = own_side[placement.coords[:, 0] < mid][0]
+    box = ViewRect(x0 - 1, mid, y0 - 1, y1 + 1)
+    panel.select_rect(box)
+    qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
+    boxed = placement.coords[:, 0] < mid
+    assert (own_side[boxed] == left).all() and boxed.sum() == (own_side == left).sum()
+    leaves = {f"lvl_2/node_{int(n)}" for n in placement.leaf_ids[np.unique(placement.leaf_pos[boxed])]}
+    listed = panel.selected_nodes()
+    assert {p for p in listed if p.startswith("lvl_2/")} == leaves
+    assert all(p.startswith(("lvl_1/", "lvl_2/")) for p in listed)
+    assert str(boxed.sum()) in panel.selection_label.text()
+    row = listed.index(sorted(leaves)[0])
+    panel._selection_activated(row)  # what a double-click on the row does
+    qtbot.waitUntil(lambda: selected_path(win) == sorted(leaves)[0], timeout=10_000)
+    wait_idle(qtbot, win, 20_000)
+
+
+def test_a_search_path_lands_on_its_leaf_and_another_index_resets_the_map(qtbot, clusters, tmp_path) -> None:
+    path, _side = clusters
+    win, panel = _open_map(qtbot, path)
+    win.search.show_panel()
+    search = win.search.panel
+    search.form.item_edit.setText("7")
+    with qtbot.waitSignal(search.finished, timeout=30_000):
+        search.run()
+    qtbot.waitUntil(lambda: panel.query is not None, timeout=5_000)
+    placement = panel.data.placement
+    query = panel.query
+    own = placement.leaf_position(int(placement.leaf_ids[placement.leaf_pos[int(np.flatnonzero(
+        placement.item_ids == 7)[0])]]))
+    assert query.scanned_leaves[0] == int(placement.leaf_ids[own])  # the first leaf scanned is the item's own
+    mine = placement.coords[placement.leaf_items(own)]
+    assert np.allclose(query.query_xy, placement.coords[np.flatnonzero(placement.item_ids == 7)[0]], atol=1e-4)
+    assert mine[:, 0].min() - 1e-4 <= query.query_xy[0] <= mine[:, 0].max() + 1e-4
+    assert placement.item_ids[query.results[0]] == 7  # its own item comes back first, on its own point
+    assert panel.view.query_items.data.size > 0
+
+    other, _ = _two_clusters(tmp_path)
+    win.open_location(str(other))
+    qtbot.waitUntil(lambda: panel.data is None, timeout=10_000)
+    assert panel.query is None and panel.selection is None and panel.selected_nodes() == []
+    assert panel.view.frame is None and panel.legend_text() == ""
+
+
+def test_a_drag_with_select_box_on_selects_the_box_and_does_not_pan(qtbot, clusters) -> None:
+    path, _side = clusters
+    _win, panel = _open_map(qtbot, path)
+    view, placement = panel.view, panel.data.placement
+    b = panel.data.density.bounds
+    start = _on_screen(view, np.array([b.x0, b.y1]))  # the whole map: every item in the box
+    end = _on_screen(view, np.array([b.x1, b.y0]))
+    panel.box_button.click()  # the toolbar toggle (QTest moves carry no modifiers, so Shift is not driven here)
+    assert view.boxing
+    before = view.view_rect()
+    port = view.viewport()
+    qtbot.mousePress(port, Qt.MouseButton.LeftButton, pos=start)
+    for t in np.linspace(0.1, 1.0, 8):
+        step = QPoint(round(start.x() + (end.x() - start.x()) * t), round(start.y() + (end.y() - start.y()) * t))
+        qtbot.mouseMove(port, step)
+    qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=end)
+    qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
+    assert panel.selection.count == placement.count
+    assert view.view_rect() == before  # the drag selected; it did not pan
+
+
+def test_the_misses_of_a_recall_sweep_are_offered_once_it_ran(qtbot, clusters) -> None:
+    path, _side = clusters
+    win, panel = _open_map(qtbot, path)
+    with pytest.raises(ValueError, match="misses"):
+        panel.colour_by("misses")  # offered greyed out: no sweep ran yet
+    run_recall(qtbot, win, 40, "1")
+    miss_map = win.index_map.panel.miss_map
+    assert miss_map is not None
+    qtbot.waitUntil(lambda: not panel.busy, timeout=10_000)
+    panel.colour_by("misses")
+    qtbot.waitUntil(lambda: not panel.busy, timeout=10_000)
+    assert panel.colours is not None and panel.colours.id == "misses" and "misses" in panel.legend_text()
+    lost = np.nansum(panel.colours.leaf_values)
+    assert (lost > 0) == (miss_map.total() > 0)
