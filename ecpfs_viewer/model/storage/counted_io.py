@@ -74,8 +74,7 @@ class ActionTally:
             return IOStats(self.requests, self.bytes_read, self.listings, end - self._started, self.unanswered)
 
 
-# the tallies of the actions running in this context (innermost last); copied into the model's event-loop
-# tasks by asyncio, and into thread pools by carry_context
+# the tallies of the actions running here (innermost last); asyncio and carry_context copy them on
 _ACTIVE: contextvars.ContextVar[tuple[ActionTally, ...]] = contextvars.ContextVar("ecpfs_io_actions", default=())
 
 P = ParamSpec("P")

@@ -46,8 +46,7 @@ from ecpfs_viewer.model.storage.remote_clients import make_object_store as make_
 from ecpfs_viewer.model.storage.stored_bound import check_stored
 
 _T = TypeVar("_T")
-#: seconds our own deadline waits past the client's timeout, so the client normally ends first
-#: (an abandoned client request finishing while the interpreter exits makes pyo3 panic)
+#: seconds our deadline waits past the client's timeout, so the client ends first (pyo3 panics otherwise)
 DEADLINE_GRACE_S = 1.0
 #: attempts of one request at most (the first and its retries), all within timeout_s
 MAX_ATTEMPTS = 6
