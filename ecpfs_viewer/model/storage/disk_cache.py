@@ -323,17 +323,22 @@ class DocumentCache:
     async def prepare_folder(self, folder: str | None) -> None:
         """Make ready to answer a listing below folder; nothing here."""
 
-    def get(self, key: str) -> tuple[bool, bytes | None]:
-        """(True, bytes or None for an object known absent) on a hit; (False, None) on a miss.
-        Raises a failure seeded for the key, once."""
+    def _seeded_answer(self, key: str) -> tuple[bool, bytes | None] | None:
+        """What this process was told of ``key`` (a failure raised once, known absent, seeded bytes)."""
         failure = self.failed.pop(key, None)
         if failure is not None:
             raise failure
         if key in self.absent:
             return True, None
         value = self.seeded.get(key)
-        if value is not None:
-            return True, value
+        return None if value is None else (True, value)
+
+    def get(self, key: str) -> tuple[bool, bytes | None]:
+        """(True, bytes or None for an object known absent) on a hit; (False, None) on a miss.
+        Raises a failure seeded for the key, once."""
+        known = self._seeded_answer(key)
+        if known is not None:
+            return known
         if self.cache is None or not self.keeps(key):
             return False, None
         documents = self.cache.pack(DOCUMENTS)

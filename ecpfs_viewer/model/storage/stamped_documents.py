@@ -102,14 +102,9 @@ class StampedDocuments(DocumentCache):
         return bool(_keys_below(self._ordered.get(key.split("/", 1)[0], []), key + "/"))
 
     def get(self, key: str) -> tuple[bool, bytes | None]:
-        failure = self.failed.pop(key, None)
-        if failure is not None:
-            raise failure
-        if key in self.absent:
-            return True, None
-        value = self.seeded.get(key)
-        if value is not None:
-            return True, value
+        known = self._seeded_answer(key)
+        if known is not None:
+            return known
         rows = self._listed(key)
         if self.cache is None or rows is None or not self.keeps(key):
             return False, None
