@@ -60,7 +60,7 @@ class ReachabilityDialog(RunDialog):
         self.export_button.clicked.connect(self._ask_export)
         buttons = self.controls.row
         buttons.addWidget(self.export_button)
-        self.model = RowsModel(STRAY_HEADERS, self)
+        self.model = RowsModel(STRAY_HEADERS, self, kinds=("id",))
         self.view = rows_view(self.model, self._open_row)
         self.view.setToolTip("Double-click an item to open its own leaf")
         layout = QVBoxLayout(self)

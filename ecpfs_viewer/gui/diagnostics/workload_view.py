@@ -103,7 +103,7 @@ class WorkloadDialog(RunDialog):
         self.scatter.setLabel("left", "visits")
         self.points = pg.ScatterPlotItem(size=5)
         self.scatter.addItem(self.points)
-        self.hot_model = RowsModel(HOT_HEADERS, self)
+        self.hot_model = RowsModel(HOT_HEADERS, self, kinds=("", "", "", "percent"))
         self.hot_view = rows_view(self.hot_model, self._open_row)
         self.hot_view.setToolTip("Double-click a leaf to open its page")
         plots = QSplitter(Qt.Orientation.Horizontal)
@@ -155,7 +155,7 @@ class WorkloadDialog(RunDialog):
             self.histogram.setXRange(float(values.min()) - 1, float(values.max()) + 1)
         leaf = work.levels[-1]
         self.points.setData(x=leaf.sizes.astype(float), y=leaf.visits.astype(float))
-        self.hot_model.set_rows([(h["path"], h["visits"], h["items"], round(h["share_of_queries"], 4))
+        self.hot_model.set_rows([(h["path"], h["visits"], h["items"], h["share_of_queries"])
                                  for h in work.hot_leaves()])
         fit_table(self.hot_view, stretch=3)
         for button in (self.export_csv, self.export_json, self.export_png):
