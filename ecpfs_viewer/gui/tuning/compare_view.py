@@ -39,6 +39,7 @@ from ecpfs_viewer.gui.widgets.fields import npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.saving import save_to
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.search import IndexReader, QueryError, SearchResult, index_reader
 from ecpfs_viewer.model.search.explore import load_npy
@@ -136,7 +137,7 @@ class CompareView(QWidget):
         if parent is not None:
             self.setWindowFlag(Qt.WindowType.Window, True)
         self.setWindowTitle(f"Compare {Path(location_a.rstrip('/')).name} with {Path(location_b.rstrip('/')).name}")
-        self.resize(1100, 760)
+        fit_to_screen(self, 1100, 760, "compare")
         self.location_a, self.location_b = location_a, location_b
         self._remotes = (remote_a, remote_b)
         self._runner = BackgroundRunner(self)

@@ -37,6 +37,7 @@ from ecpfs_viewer.gui.widgets.fields import command_line
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.saving import save_to
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.search.cluster import SchedulerError
@@ -156,7 +157,7 @@ class TuneDialog(RunDialog):
         layout.addLayout(bars)
         layout.addWidget(self.status)
         layout.addWidget(body, 1)
-        self.resize(1320, 860)
+        fit_to_screen(self, 1320, 860, "tune")
 
     # ----------------------------------------------------------------------------- running
 

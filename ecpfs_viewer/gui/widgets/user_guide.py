@@ -17,6 +17,7 @@ from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut, QTextBlock,
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.widgets.escape import close_on_escape
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
 
 GUIDE_RESOURCE = "guide.md"
 _OPEN: weakref.WeakKeyDictionary[QWidget, UserGuide] = weakref.WeakKeyDictionary()
@@ -70,7 +71,7 @@ class UserGuide(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.browser, 1)
         close_on_escape(self)
-        self.resize(760, 720)
+        fit_to_screen(self, 760, 720, "guide")
 
     # -- sections ------------------------------------------------------------------------------------
     def headings(self) -> dict[str, QTextBlock]:
