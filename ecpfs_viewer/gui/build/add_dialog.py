@@ -20,6 +20,7 @@ from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.fields import hbox, npy_field
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.build.insert import AddPlan, AddResult, add_rows, check_add
 from ecpfs_viewer.model.build.write_lock import UPSTREAM_NOT_COVERED
 from ecpfs_viewer.model.tasks import TaskError
@@ -96,6 +97,7 @@ class AddVectorsDialog(RunDialog):
         self.index.textChanged.connect(lambda _: self._timer.start())
         self.rows.textChanged.connect(lambda _: self._timer.start())
         fit_to_screen(self, 760, 300)
+        guide_on_f1(self, "adding-vectors")
 
     def _browse_index(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Index folder to add to", self.index.text())

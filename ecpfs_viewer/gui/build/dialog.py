@@ -29,6 +29,7 @@ from ecpfs_viewer.gui.build.progress import BuildProgressBox
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import error_color
 from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.build.builder import (
     BuildCancelled,
     BuildError,
@@ -129,6 +130,7 @@ class BuildDialog(QDialog):
         self.preview.anyway_check.toggled.connect(self._update_build_button)
         self._schedule_check()
         fit_to_screen(self, max(self.sizeHint().width(), 960), self.sizeHint().height())
+        guide_on_f1(self, "building-an-index")
 
     def _fit_height(self) -> None:
         """Grow to show every message and field in full (wrapped labels need more height than the hint)."""

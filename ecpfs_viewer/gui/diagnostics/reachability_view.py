@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport, self_reachability
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.search import IndexReader
@@ -70,6 +71,7 @@ class ReachabilityDialog(RunDialog):
         layout.addWidget(self.summary)
         layout.addWidget(self.view, 1)
         fit_to_screen(self, 760, 520, "reachability")
+        guide_on_f1(self, "diagnostics")
 
     def run(self) -> None:
         self.controls.started("Searching with each item's own vector …")

@@ -33,6 +33,7 @@ from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.diagnostics.search_log import workload_from_log
 from ecpfs_viewer.model.diagnostics.workload import Workload, replay
 from ecpfs_viewer.model.ecpfs.paths import node_path
@@ -131,6 +132,7 @@ class WorkloadDialog(RunDialog):
         self.source.currentIndexChanged.connect(self._source_changed)
         self._source_changed(0)
         fit_to_screen(self, 1000, 640, "workload")
+        guide_on_f1(self, "diagnostics")
         self._style()
 
     # -- running -----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view,
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.search import IndexReader, QueryError, SearchResult, index_reader
 from ecpfs_viewer.model.search.explore import load_npy
@@ -147,6 +148,7 @@ class CompareView(QWidget):
         self.tables: dict[str, Table] = {}
         self._build()
         close_on_escape(self)
+        guide_on_f1(self, "comparing-two-indexes")
         self._open()
 
     # -- layout ---------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view,
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.build.builder import BuildError
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.search.cluster import SchedulerError
@@ -158,6 +159,7 @@ class TuneDialog(RunDialog):
         layout.addWidget(self.status)
         layout.addWidget(body, 1)
         fit_to_screen(self, 1320, 860, "tune")
+        guide_on_f1(self, "tuning")
 
     # ----------------------------------------------------------------------------- running
 

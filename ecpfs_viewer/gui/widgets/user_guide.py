@@ -155,3 +155,12 @@ def open_guide(window: QWidget, section: str | None = None) -> UserGuide:
     if section:
         guide.show_section(section)
     return guide
+
+
+def guide_on_f1(window: QWidget, section: str) -> QShortcut:
+    """F1 anywhere in a secondary window (Build, Tune, Compare …) opens the guide at its section; the
+    guide belongs to that window, so a modal dialog does not block it."""
+    shortcut = QShortcut(QKeySequence(QKeySequence.StandardKey.HelpContents), window)
+    shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+    shortcut.activated.connect(lambda: open_guide(window, section))
+    return shortcut
