@@ -176,7 +176,7 @@ class CompareView(QWidget):
                                        "workers of this dask.distributed scheduler, tcp://HOST:PORT (the scale "
                                        "extra; the workers open both indexes by their path or URL). Empty: this "
                                        "process. Remembered.")
-        self.scheduler_edit.setMinimumWidth(self.scheduler_edit.fontMetrics().horizontalAdvance("tcp://HOST:8786__"))
+        self.scheduler_edit.setMinimumWidth(self.scheduler_edit.fontMetrics().horizontalAdvance("tcp://HOST.example:8786"))
         self.scheduler_edit.returnPressed.connect(self.run)
         self.controls = RunControls(self, "", "Compare", run=self.run, cancel=self.cancel, one_line=True,
                                     can_run=lambda: self.opened is not None, runners=(self._runner, self._paths_runner))
@@ -186,7 +186,7 @@ class CompareView(QWidget):
         self.progress.setMinimumWidth(200)
         form = QHBoxLayout()
         for widget in (self.sample_spin, self.file_edit, browse, self.k_spin, QLabel("search_exp"), self.exps_edit,
-                       QLabel("Scheduler"), self.scheduler_edit, self.run_button, self.cancel_button):
+                       self.run_button, self.cancel_button):
             form.addWidget(widget)
         running = QHBoxLayout()  # the status first, on one line from the left edge; the bar at its end
         self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
@@ -200,8 +200,12 @@ class CompareView(QWidget):
         self.tabs.addTab(self._migration_page(), "Migration")
         self.tabs.addTab(self._recall_page(), "Recall vs cost")
         self.tabs.addTab(self._queries_page(), "Queries")
+        top = QHBoxLayout()  # the Scheduler beside the two paths, where there is room: the form line is full at 1.5x
+        top.addWidget(self.header, 1)
+        top.addWidget(QLabel("Scheduler"), 0, Qt.AlignmentFlag.AlignBottom)
+        top.addWidget(self.scheduler_edit, 0, Qt.AlignmentFlag.AlignBottom)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.header)
+        layout.addLayout(top)
         layout.addLayout(form)
         layout.addLayout(running)
         layout.addWidget(self.tabs, 1)

@@ -150,6 +150,10 @@ class TuneDialog(RunDialog):
         plot_side = QVBoxLayout(left)
         plot_side.setContentsMargins(0, 0, 0, 0)
         plot_side.addWidget(titled(self.plot, QLabel("Cost axis"), self.axis_combo))
+        for view in (self.variants_view, self.points_view):  # a header and a row at least: fits 1280 x 800 at 1.5x
+            row = view.verticalHeader().minimumSectionSize()
+            view.setMinimumHeight(view.horizontalHeader().sizeHint().height() + row
+                                  + view.horizontalScrollBar().sizeHint().height() + 2 * view.frameWidth())
         body = panes(Qt.Orientation.Horizontal, (left, 1), (right, 1))
         body.setSizes([620, 680])
         layout = QVBoxLayout(self)
