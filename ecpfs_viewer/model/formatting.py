@@ -3,6 +3,7 @@ panels and the findings never disagree on digit grouping or plurals."""
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 
@@ -28,20 +29,29 @@ def format_value(value: Any, absent: str = "-", grouped: bool = False) -> str:
 def format_cell(value: Any, kind: str = "") -> str:
     """A table cell as the window shows it: 200,000 for counts, 56.5 MiB for bytes (kind "bytes"),
     0.8125 for fractions, 1,234.5 for large means, yes/no, a dash for nothing; kind "id" keeps an
-    id's digits ungrouped (it is copied and searched for, not read as an amount)."""
+    id's digits ungrouped (it is copied and searched for, not read as an amount); kind "percent"
+    writes a fraction as 12.5%. numpy's numbers are written as Python's."""
     if value is None:
         return "—"
-    if isinstance(value, bool):
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
         return "yes" if value else "no"
-    if isinstance(value, int | float) and kind == "bytes":
-        return format_bytes(value)
-    if isinstance(value, int):
+    if not isinstance(value, numbers.Real):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        value = int(value)
+        if kind == "bytes":
+            return format_bytes(value)
+        if kind == "percent":
+            return f"{value:.1%}"
         return str(value) if kind == "id" else f"{value:,}"
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            return str(value)
-        return f"{value:,.1f}" if abs(value) >= 10_000 else f"{value:.4g}"
-    return str(value)
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if kind == "bytes":
+        return format_bytes(value)
+    if kind == "percent":
+        return f"{value:.1%}"
+    return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def format_bytes(n: float) -> str:

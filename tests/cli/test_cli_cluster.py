@@ -155,3 +155,26 @@ def test_a_cancelled_tune_leaves_nothing(tmp_path: Path, cluster: DaskCluster, s
     with cluster.client() as client:  # and the run's tasks are gone from the cluster
         _wait_for(lambda: not any(client.processing().values()) and not any(client.has_what().values()),
                   "the scheduler to drop the cancelled tasks")
+
+
+@pytest.mark.long
+def test_a_scheduler_no_worker_joins_is_an_error_within_the_wait(tmp_path: Path, index_pair: tuple[Path, Path],
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every wait has a deadline: a `dask scheduler` with no worker makes recall (and compare, through the
+    same connection) stop with "no workers joined the scheduler at tcp://… within N s" (a failed run)."""
+    from ecpfs_viewer.model.search import cluster as cluster_module
+
+    monkeypatch.setattr(cluster_module, "WORKER_WAIT_SECONDS", 2.0)
+    with dask_cluster(tmp_path, workers=0) as empty:
+        recall = ["recall", str(index_pair[0]), "--sample", "5", "--k", "5", "--search-exp", "1", "--json",
+                  "--scheduler", empty.address]
+        started = time.monotonic()
+        assert main(recall) == 1
+        assert time.monotonic() - started < DEADLINE
+        err = capsys.readouterr().err
+        assert f"no workers joined the scheduler at {empty.address} within 2 s" in err
+        compare = ["compare", *map(str, index_pair), "--sample", "5", "--k", "5", "--search-exp", "1",
+                   "--scheduler", empty.address]
+        assert main(compare) == 1
+        assert f"no workers joined the scheduler at {empty.address} within 2 s" in capsys.readouterr().err

@@ -19,6 +19,8 @@ from PySide6.QtWidgets import QFileDialog, QFormLayout, QLabel, QLineEdit, QPush
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.fields import hbox, npy_field
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.build.insert import AddPlan, AddResult, add_rows, check_add
 from ecpfs_viewer.model.build.write_lock import UPSTREAM_NOT_COVERED
 from ecpfs_viewer.model.tasks import TaskError
@@ -94,7 +96,8 @@ class AddVectorsDialog(RunDialog):
         self._timer.timeout.connect(self.check)
         self.index.textChanged.connect(lambda _: self._timer.start())
         self.rows.textChanged.connect(lambda _: self._timer.start())
-        self.resize(760, 300)
+        fit_to_screen(self, 760, 300)
+        guide_on_f1(self, "adding-vectors")
 
     def _browse_index(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Index folder to add to", self.index.text())

@@ -28,6 +28,8 @@ from ecpfs_viewer.gui.build.form import BuildForm, PreviewBox
 from ecpfs_viewer.gui.build.progress import BuildProgressBox
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.colormaps import error_color
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.build.builder import (
     BuildCancelled,
     BuildError,
@@ -94,11 +96,7 @@ class BuildDialog(QDialog):
         self.form = BuildForm(input_path=input_path)
         self.form.resized.connect(self._fit_height)
         self.preview = PreviewBox()
-        self.progress = BuildProgressBox()
-        keep = self.progress.sizePolicy()
-        keep.setRetainSizeWhenHidden(True)  # its place is kept: the buttons do not move when a build starts
-        self.progress.setSizePolicy(keep)
-        self.progress.hide()
+        self.progress = BuildProgressBox()  # always shown (its status line says when no build runs): no blank band
         layout = QVBoxLayout(self)
         layout.setSizeConstraint(QVBoxLayout.SizeConstraint.SetMinimumSize)  # error labels never squeeze fields
         top = QHBoxLayout()
@@ -132,7 +130,8 @@ class BuildDialog(QDialog):
         self.preview.anyway_check.toggled.connect(self._update_build_button)
         self.form.changed.connect(self.message.hide)  # a build's failure was about the inputs as they were
         self._schedule_check()
-        self.resize(max(self.sizeHint().width(), 960), self.sizeHint().height())
+        fit_to_screen(self, max(self.sizeHint().width(), 960), self.sizeHint().height())
+        guide_on_f1(self, "building-an-index")
 
     def _fit_height(self) -> None:
         """Grow to show every message and field in full (wrapped labels need more height than the hint)."""
@@ -243,7 +242,6 @@ class BuildDialog(QDialog):
         self.message.hide()
         self.form.setEnabled(False)
         self.build_button.setEnabled(False)
-        self.progress.show()
         self.preview.status_label.setText("Building…")
         self._fit_height()
         self.progress.start(check.rows)

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QGridLayout, QGroupBox, QLabel, QProgressBar, QVBo
 from ecpfs_viewer.model.build.builder import BuildProgress
 
 CLOCK_INTERVAL_MS = 250  # how often the elapsed time is redrawn while a build runs
+IDLE_TEXT = "No build running: the phases and their progress appear here once Build is pressed."
 
 
 def phase_title(phase: str) -> str:
@@ -48,7 +49,8 @@ class BuildProgressBox(QGroupBox):
         self._grid = QGridLayout()
         self._grid.setColumnStretch(1, 1)
         column.addLayout(self._grid)
-        self.speed_label = QLabel()
+        self.speed_label = QLabel(IDLE_TEXT)
+        self.speed_label.setEnabled(False)  # greyed while idle: a place kept, not a missing part
         column.addWidget(self.speed_label)
         self._phases: dict[str, _PhaseRow] = {}
         self._phase_started = 0.0
@@ -70,6 +72,7 @@ class BuildProgressBox(QGroupBox):
         self._rows_total = rows_total
         self._rows_rate = None
         self._cancelling = self._cancelled = False
+        self.speed_label.setEnabled(True)
         self._elapsed.start()
         self._clock.start()
         self._update_status()

@@ -117,7 +117,7 @@ class IndexMapPanel(QWidget):
         self.lost_filter.currentIndexChanged.connect(self._show_lost)
         self.lost_label = QLabel("Where recall is lost: run a recall sweep (Search ▸ Recall)")
         self.lost_label.setWordWrap(True)
-        self.lost_model = RowsModel(LOST_HEADERS, self)
+        self.lost_model = RowsModel(LOST_HEADERS, self, kinds=("", "", "percent"))
         self.lost_view = rows_view(self.lost_model, self._lost_activated)
         self.lost_view.setToolTip("Double-click a node to open its page")
         lost_box = titled(self.lost_view, self.lost_label, self.lost_filter)
@@ -330,7 +330,7 @@ class IndexMapPanel(QWidget):
             return
         exp = self.lost_filter.currentData()
         rows = miss_map.lost(50, exp)
-        self.lost_model.set_rows([(r.path, r.misses, f"{r.share:.1%}") for r in rows])
+        self.lost_model.set_rows([(r.path, r.misses, r.share) for r in rows])
         what = "every search_exp" if exp is None else f"search_exp {exp}"
         self.lost_label.setText(f"Where recall is lost ({miss_map.total(exp):,} true neighbours missed, {what}): "
                                 "each counted at the first node of its path the search never opened")

@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.diagnostics.reachability import ReachabilityReport, self_reachability
 from ecpfs_viewer.model.ecpfs.paths import node_path
 from ecpfs_viewer.model.formatting import format_percent
@@ -61,7 +63,7 @@ class ReachabilityDialog(RunDialog):
         self.export_button.clicked.connect(self._ask_export)
         buttons = self.controls.row
         buttons.addWidget(self.export_button)
-        self.model = RowsModel(STRAY_HEADERS, self)
+        self.model = RowsModel(STRAY_HEADERS, self, kinds=("id",))
         self.view = rows_view(self.model, self._open_row)
         self.view.setToolTip("Double-click an item to open its own leaf")
         layout = QVBoxLayout(self)
@@ -69,7 +71,8 @@ class ReachabilityDialog(RunDialog):
         layout.addLayout(buttons)
         layout.addWidget(self.summary)
         layout.addWidget(self.view, 1)
-        self.resize(760, 520)
+        fit_to_screen(self, 760, 520, "reachability")
+        guide_on_f1(self, "diagnostics")
 
     def run(self) -> None:
         self.controls.started("Searching with each item's own vector …")

@@ -32,6 +32,8 @@ from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.diagnostics.search_log import workload_from_log
 from ecpfs_viewer.model.diagnostics.workload import Workload, replay
 from ecpfs_viewer.model.ecpfs.paths import node_path
@@ -103,7 +105,7 @@ class WorkloadDialog(RunDialog):
         self.scatter.setLabel("left", "visits")
         self.points = pg.ScatterPlotItem(size=5)
         self.scatter.addItem(self.points)
-        self.hot_model = RowsModel(HOT_HEADERS, self)
+        self.hot_model = RowsModel(HOT_HEADERS, self, kinds=("", "", "", "percent"))
         self.hot_view = rows_view(self.hot_model, self._open_row)
         self.hot_view.setToolTip("Double-click a leaf to open its page")
         plots = QSplitter(Qt.Orientation.Horizontal)
@@ -129,7 +131,8 @@ class WorkloadDialog(RunDialog):
         layout.addLayout(exports)
         self.source.currentIndexChanged.connect(self._source_changed)
         self._source_changed(0)
-        self.resize(1000, 640)
+        fit_to_screen(self, 1000, 640, "workload")
+        guide_on_f1(self, "diagnostics")
         self._style()
 
     # -- running -----------------------------------------------------------------------------
@@ -155,7 +158,7 @@ class WorkloadDialog(RunDialog):
             self.histogram.setXRange(float(values.min()) - 1, float(values.max()) + 1)
         leaf = work.levels[-1]
         self.points.setData(x=leaf.sizes.astype(float), y=leaf.visits.astype(float))
-        self.hot_model.set_rows([(h["path"], h["visits"], h["items"], round(h["share_of_queries"], 4))
+        self.hot_model.set_rows([(h["path"], h["visits"], h["items"], h["share_of_queries"])
                                  for h in work.hot_leaves()])
         fit_table(self.hot_view, stretch=3)
         for button in (self.export_csv, self.export_json, self.export_png):

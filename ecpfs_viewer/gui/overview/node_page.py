@@ -36,7 +36,7 @@ from ecpfs_viewer.gui.overview.node_text import crumb_html, fact_rows, link, pla
 from ecpfs_viewer.gui.overview.projection_view import ProjectionView
 from ecpfs_viewer.gui.overview.stray_items import StrayItems
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
-from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.colormaps import plain_numbers, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.display import FactsView, FindingsList, facts_scroll, tab_page
 from ecpfs_viewer.gui.widgets.rows_table import fit_table, sortable
 from ecpfs_viewer.model.ecpfs.nodes import Breadcrumb, NodeRef, breadcrumb
@@ -158,6 +158,7 @@ class NodePage(QWidget):
         self.spread_plot_widget = pg.PlotWidget()
         self.spread_plot: pg.PlotItem = self.spread_plot_widget.getPlotItem()
         self.spread_plot.setMenuEnabled(False)
+        plain_numbers(self.spread_plot, ("bottom",))  # distances to the representative are fractions
         self.spread_plot.setLabel("left", "rows")
         self.spread_curve = pg.PlotDataItem(stepMode="center", fillLevel=0)
         self.spread_plot.addItem(self.spread_curve)

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.categorical import MAX_CATEGORIES, category_color
-from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.colormaps import plain_numbers, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.uniform_scatter import UniformScatterPlotItem
 from ecpfs_viewer.model.ecpfs.nodes import NodeRef
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_path
@@ -111,6 +111,7 @@ class ProjectionView(QWidget):
         self.plot_widget = pg.PlotWidget()
         self.plot: pg.PlotItem = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
+        plain_numbers(self.plot)  # projected coordinates are small fractions
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.legend = self.plot.addLegend(offset=(8, 8), labelTextSize="8pt")
         self.marks = pg.ScatterPlotItem(symbol="star", size=MARK_SIZE, pen=pg.mkPen("k", width=1.2),

@@ -30,7 +30,7 @@ class StrayItems(QWidget):
         self.report: ReachabilityReport | None = None
         self.label = QLabel()
         self.label.setWordWrap(True)
-        self.model = RowsModel(HEADERS, self)
+        self.model = RowsModel(HEADERS, self, kinds=("id",))
         self.view = rows_view(self.model, self._open_row)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -138,7 +138,10 @@ def clamp_to_screen(window: QWidget, available: QRect | None = None) -> None:
         available = screen.availableGeometry()
     if available.isEmpty():
         return
-    size = fitted_size(window.size(), available, 1.0)
+    frame = window.frameGeometry()  # the title bar and borders count too
+    extra = QSize(frame.width() - window.width(), frame.height() - window.height())
+    room = QRect(available.topLeft(), available.size() - extra)
+    size = fitted_size(window.size(), room, 1.0)
     if size != window.size():
         window.resize(size)
     frame = window.frameGeometry()

@@ -68,6 +68,8 @@ class SearchPanel(QWidget):
     TAB_SEARCH, TAB_PATH, TAB_RECALL = range(3)
     RESULT_HEADERS = ("rank", "item id", "distance", "leaf", "row", "exact rank")
     MISS_HEADERS = ("exact rank", "item id", "distance", "leaf", "row", "why it was missed")
+    RESULT_KINDS = ("", "id", "", "", "id")  # ids and rows are copied and searched for: digits ungrouped
+    MISS_KINDS = ("", "id", "", "", "id")
 
     def __init__(self, session: SearchSession | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -90,11 +92,11 @@ class SearchPanel(QWidget):
                                "leaves: the last-level nodes whose items it compared with the query")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.results_model = RowsModel(self.RESULT_HEADERS, self, _HEADER_TIPS)
+        self.results_model = RowsModel(self.RESULT_HEADERS, self, _HEADER_TIPS, kinds=self.RESULT_KINDS)
         self.results_view = rows_view(self.results_model, self._result_activated)
         self.results_view.setToolTip("Double-click a result to open its leaf with the row selected")
         self.misses_label = QLabel("True neighbours missed")
-        self.misses_model = RowsModel(self.MISS_HEADERS, self, _HEADER_TIPS)
+        self.misses_model = RowsModel(self.MISS_HEADERS, self, _HEADER_TIPS, kinds=self.MISS_KINDS)
         self.misses_view = rows_view(self.misses_model, self._miss_activated)
         self.misses_view.setToolTip("Exact neighbours the search did not return, and where its path left them")
 

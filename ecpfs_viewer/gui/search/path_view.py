@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QFontMetricsF, QShowEvent
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.search.session import score_header, shown_score
-from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.colormaps import plain_numbers, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view
 from ecpfs_viewer.model.ecpfs.paths import INDEX_ROOT, level_path, node_name, node_path
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
@@ -274,6 +274,7 @@ class SearchPathView(QWidget):
         creating a pyqtgraph PlotItem is slow (benchmarks/bench_design.py)."""
         if self._shown == len(self.plots):
             plot, labels = pg.PlotItem(), _LevelLabels()
+            plain_numbers(plot)  # scores of 0.2-0.8 stay 0.2-0.8
             box = plot.getViewBox()
             for changed in (box.sigResized, box.sigRangeChanged):
                 changed.connect(lambda *_, plot=plot, labels=labels: self._fit_labels(plot, labels))

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
-from ecpfs_viewer.gui.widgets.colormaps import plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.colormaps import plain_numbers, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
@@ -49,7 +49,7 @@ _COST_TIPS = {
     "ms": "Milliseconds per query on this machine",
     "distances": "Distance computations per query: representatives scored at every level, items in the leaves",
     "nodes": "Nodes visited per query: internal nodes and leaves opened",
-    "KiB": "KiB one query reads with nothing cached, index_root included",
+    "read": "Bytes one query reads with nothing cached, index_root included",
     "requests": "Requests one query makes with nothing cached, index_root included",
 }
 #: What the numbers table's cost columns mean (their header tooltips).
@@ -88,6 +88,8 @@ class RecallView(QWidget):
     # two lines each (the figure, then mean or p95): the fourteen columns fit beside the plots
     NUMBER_HEADERS = ("search_exp", "recall@k", *(f"{name}\n{stat}" for name in _COST_TIPS for stat in ("mean", "p95")))
     MISS_HEADERS = ("search_exp", "query", "exact rank", "item id", "distance", "leaf", "row", "why")
+    NUMBER_KINDS = ("", "", *[""] * 8, "bytes", "bytes")
+    MISS_KINDS = ("", "id", "", "id", "", "", "id")
 
     def __init__(self, session: SearchSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -101,14 +103,15 @@ class RecallView(QWidget):
         self.graphics.setMinimumSize(240, 170)  # at 1.5x the tables keep most of a narrow pane
         self.recall_plot = self.graphics.addPlot(row=0, col=0)
         self.leaves_plot = self.graphics.addPlot(row=0, col=1)
-        self.numbers_model = RowsModel(self.NUMBER_HEADERS, self, NUMBER_TIPS)
+        plain_numbers(self.recall_plot)
+        self.numbers_model = RowsModel(self.NUMBER_HEADERS, self, NUMBER_TIPS, kinds=self.NUMBER_KINDS)
         self.numbers_view = rows_view(self.numbers_model)
         self.miss_filter = QComboBox()
         self.miss_filter.setToolTip("Show the misses of one search_exp")
         self.miss_filter.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.miss_filter.currentIndexChanged.connect(self._show_misses)
         self.misses_label = QLabel("True neighbours missed")
-        self.misses_model = RowsModel(self.MISS_HEADERS, self)
+        self.misses_model = RowsModel(self.MISS_HEADERS, self, kinds=self.MISS_KINDS)
         self.misses_view = rows_view(self.misses_model, self._miss_activated)
         self.misses_view.setToolTip("Double-click to open the neighbour's leaf with its row selected")
 
@@ -212,8 +215,8 @@ class RecallView(QWidget):
         self.numbers_model.set_rows([(r.search_exp, round(r.recall, 4), r.leaves_mean, r.leaves_p95,
                                       round(r.ms_mean, 3), round(r.ms_p95, 3), round(r.distance_computations_mean, 1),
                                       round(r.distance_computations_p95, 1), round(r.nodes_visited_mean, 1),
-                                      round(r.nodes_visited_p95, 1), round(r.bytes_mean / 1024, 1),
-                                      round(r.bytes_p95 / 1024, 1), round(r.requests_mean, 1),
+                                      round(r.nodes_visited_p95, 1), r.bytes_mean,
+                                      r.bytes_p95, round(r.requests_mean, 1),
                                       round(r.requests_p95, 1)) for r in report.rows])
         fit_table(self.numbers_view)
         scrolls = self.numbers_view.horizontalHeader().length() > self.numbers_view.viewport().width()

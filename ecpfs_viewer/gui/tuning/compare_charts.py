@@ -9,7 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QPalette
 
-from ecpfs_viewer.gui.widgets.colormaps import is_dark, plot_colors, style_plot
+from ecpfs_viewer.gui.widgets.colormaps import is_dark, plain_numbers, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.log_axis import set_log_ticks
 from ecpfs_viewer.model.tuning.compare import COST_AXES, RecallComparison, SideBySide
 from ecpfs_viewer.model.tuning.compare_tables import size_histogram
@@ -76,13 +76,6 @@ def draw_recall(widget: pg.PlotWidget, recall: RecallComparison | None, axis: st
     plain_numbers(plot)
     plot.setTitle(f"recall@{recall.k} against cost (points labelled with search_exp)")
     _style(widget)
-
-
-def plain_numbers(plot: pg.PlotItem) -> None:
-    """Ticks as the numbers they are: pyqtgraph's SI scaling would write a recall of 0.2-0.8 as 200-800
-    under "recall@10 (x0.001)"."""
-    for side in ("left", "bottom"):
-        plot.getAxis(side).enableAutoSIPrefix(False)
 
 
 def _legend(widget: pg.PlotWidget) -> None:

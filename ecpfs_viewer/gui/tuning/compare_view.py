@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tuning.compare_charts import draw_balance, draw_recall
 from ecpfs_viewer.gui.widgets.display import panes
@@ -39,8 +40,11 @@ from ecpfs_viewer.gui.widgets.fields import npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.saving import save_to
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.search import IndexReader, QueryError, SearchResult, index_reader
+from ecpfs_viewer.model.search.cluster import scheduler_problem
 from ecpfs_viewer.model.search.explore import load_npy
 from ecpfs_viewer.model.search.results import ProgressCallback, parse_search_exps
 from ecpfs_viewer.model.storage.options import RemoteOptions
@@ -64,6 +68,9 @@ from ecpfs_viewer.model.tuning.compare_tables import (
     trace_table,
 )
 from ecpfs_viewer.model.tuning.migration import Migration, compare_assignments
+
+#: where the Scheduler field is remembered
+SCHEDULER_KEY = "compare/scheduler"
 
 
 @dataclass(frozen=True)
@@ -93,11 +100,14 @@ def _open_both(location_a: str, remote_a: RemoteOptions | None, location_b: str,
     return Opened(a, b, sides, compare_assignments(*maps), np.intersect1d(maps[0].unique_ids(), maps[1].unique_ids()))
 
 
-def _search(opened: Opened, queries: str, sample: int, k: int, exps: list[int],
-            progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Searched:
+def _search(opened: Opened, queries: str, sample: int, k: int, exps: list[int], scheduler: str | None = None,
+            remote: RemoteOptions | None = None, progress: ProgressCallback | None = None,
+            cancel: threading.Event | None = None) -> Searched:
+    """The recall part of compare_indexes (as `compare --scheduler` runs it), on the indexes opened."""
     matrix = load_npy(queries) if queries else None
     return Searched(compare_recall(opened.a, opened.b, queries=matrix, query_source=queries, sample=sample, k=k,
-                                   search_exps=exps, common_ids=opened.common_ids, progress=progress, cancel=cancel))
+                                   search_exps=exps, common_ids=opened.common_ids, progress=progress, cancel=cancel,
+                                   scheduler=scheduler, remote=remote))
 
 
 
@@ -136,7 +146,7 @@ class CompareView(QWidget):
         if parent is not None:
             self.setWindowFlag(Qt.WindowType.Window, True)
         self.setWindowTitle(f"Compare {Path(location_a.rstrip('/')).name} with {Path(location_b.rstrip('/')).name}")
-        self.resize(1100, 760)
+        fit_to_screen(self, 1100, 760, "compare")
         self.location_a, self.location_b = location_a, location_b
         self._remotes = (remote_a, remote_b)
         self._runner = BackgroundRunner(self)
@@ -146,6 +156,7 @@ class CompareView(QWidget):
         self.tables: dict[str, Table] = {}
         self._build()
         close_on_escape(self)
+        guide_on_f1(self, "comparing-two-indexes")
         self._open()
 
     # -- layout ---------------------------------------------------------------------------------
@@ -159,6 +170,14 @@ class CompareView(QWidget):
         self.exps_edit = QLineEdit("1, 2, 4, 8")
         self.exps_edit.setToolTip("search_exp values to sweep in both indexes")
         self.exps_edit.returnPressed.connect(self.run)
+        self.scheduler_edit = QLineEdit(str(settings().value(SCHEDULER_KEY, "")))
+        self.scheduler_edit.setPlaceholderText("this machine")
+        self.scheduler_edit.setToolTip("Compute the exact neighbours with dask: 'threads' on this machine, or on the "
+                                       "workers of this dask.distributed scheduler, tcp://HOST:PORT (the scale "
+                                       "extra; the workers open both indexes by their path or URL). Empty: this "
+                                       "process. Remembered.")
+        self.scheduler_edit.setMinimumWidth(self.scheduler_edit.fontMetrics().horizontalAdvance("tcp://HOST.example:8786"))
+        self.scheduler_edit.returnPressed.connect(self.run)
         self.controls = RunControls(self, "", "Compare", run=self.run, cancel=self.cancel, one_line=True,
                                     can_run=lambda: self.opened is not None, runners=(self._runner, self._paths_runner))
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
@@ -181,8 +200,12 @@ class CompareView(QWidget):
         self.tabs.addTab(self._migration_page(), "Migration")
         self.tabs.addTab(self._recall_page(), "Recall vs cost")
         self.tabs.addTab(self._queries_page(), "Queries")
+        top = QHBoxLayout()  # the Scheduler beside the two paths, where there is room: the form line is full at 1.5x
+        top.addWidget(self.header, 1)
+        top.addWidget(QLabel("Scheduler"), 0, Qt.AlignmentFlag.AlignBottom)
+        top.addWidget(self.scheduler_edit, 0, Qt.AlignmentFlag.AlignBottom)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.header)
+        layout.addLayout(top)
         layout.addLayout(form)
         layout.addLayout(running)
         layout.addWidget(self.tabs, 1)
@@ -272,9 +295,16 @@ class CompareView(QWidget):
         except QueryError as exc:
             self.controls.say(str(exc), error=True)
             return
+        scheduler = self.scheduler_edit.text().strip() or None
+        problem = scheduler and scheduler_problem(scheduler)
+        if problem:
+            self.controls.say(f"Scheduler {problem}; or empty for this process", error=True)
+            return
+        settings().setValue(SCHEDULER_KEY, scheduler or "")
+        remote = self._remotes[0] or self._remotes[1]
         self._runner.run(_search, self.opened, self.file_edit.text().strip(), self.sample_spin.value(),
-                         self.k_spin.value(), exps, on_result=self._on_searched, on_error=self.controls.failed,
-                         on_progress=self.controls.show_progress, heavy=True)
+                         self.k_spin.value(), exps, scheduler, remote, on_result=self._on_searched,
+                         on_error=self.controls.failed, on_progress=self.controls.show_progress, heavy=True)
         self.controls.started(f"Comparing recall@{self.k_spin.value()} over search_exp {', '.join(map(str, exps))} …")
 
     def cancel(self) -> None:

@@ -38,8 +38,10 @@ from ecpfs_viewer.gui.widgets.fields import command_line
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunDialog
 from ecpfs_viewer.gui.widgets.saving import save_to
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
 from ecpfs_viewer.model.build.builder import BuildError
-from ecpfs_viewer.model.formatting import count_noun, format_bytes
+from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.search.cluster import SchedulerError
 from ecpfs_viewer.model.tasks import TaskError
 from ecpfs_viewer.model.tuning.tune import (
@@ -102,7 +104,7 @@ class TuneDialog(RunDialog):
         self.recommendation.setWordWrap(True)
         self.command_edit, self.copy_button = command_line("Copy the build command",
                                                            lambda: self._show_status("Copied the build command."))
-        self.variants_model = RowsModel(VARIANT_HEADERS, self)
+        self.variants_model = RowsModel(VARIANT_HEADERS, self, kinds=("", "", "bytes"))
         self.variants_view = rows_view(self.variants_model, self._open_row)
         self.variants_view.setToolTip("Double-click a kept variant (or select it and press Open) to open it")
         self.open_button = QPushButton("Open")
@@ -154,6 +156,10 @@ class TuneDialog(RunDialog):
         plot_side = QVBoxLayout(left)
         plot_side.setContentsMargins(0, 0, 0, 0)
         plot_side.addWidget(titled(self.plot, QLabel("Cost axis"), self.axis_combo))
+        for view in (self.variants_view, self.points_view):  # a header and a row at least: fits 1280 x 800 at 1.5x
+            row = view.verticalHeader().minimumSectionSize()
+            view.setMinimumHeight(view.horizontalHeader().sizeHint().height() + row
+                                  + view.horizontalScrollBar().sizeHint().height() + 2 * view.frameWidth())
         body = panes(Qt.Orientation.Horizontal, (left, 1), (right, 1))
         body.setSizes([620, 680])
         layout = QVBoxLayout(self)
@@ -162,7 +168,8 @@ class TuneDialog(RunDialog):
         layout.addLayout(bars)
         layout.addWidget(self.status)
         layout.addWidget(body, 1)
-        self.resize(1320, 860)
+        fit_to_screen(self, 1320, 860, "tune")
+        guide_on_f1(self, "tuning")
 
     # ----------------------------------------------------------------------------- running
 
@@ -296,7 +303,7 @@ class TuneDialog(RunDialog):
             self.command_edit.setText(rec.command)
             self.command_edit.setCursorPosition(0)
         self.variants_model.set_rows([
-            (v.name, round(v.build_seconds, 2), format_bytes(v.disk_bytes), v.files,
+            (v.name, round(v.build_seconds, 2), v.disk_bytes, v.files,
              _rounded(v.balance[-1].max_over_median, 2) if v.balance else None,
              _rounded(v.balance[-1].coefficient_of_variation, 3) if v.balance else None, v.path or "")
             for v in report.variants], highlight=[rec.variant] if rec else ())
@@ -306,7 +313,7 @@ class TuneDialog(RunDialog):
         self.points_model.set_rows([
             (report.variants[p.variant].name, p.search_exp, round(p.recall, 4), round(p.costs[axis].mean, 1),
              round(p.costs[axis].p95, 1), round(p.costs["leaves_scanned"].mean, 2),
-             round(p.costs["nodes_visited"].mean, 2), round(p.ms_mean, 3), "yes" if p.on_frontier else "")
+             round(p.costs["nodes_visited"].mean, 2), round(p.ms_mean, 3), p.on_frontier)
             for p in points],
             highlight=[i for i, p in enumerate(points)
                        if rec is not None and (p.variant, p.search_exp) == (rec.variant, rec.search_exp)])

@@ -63,6 +63,13 @@ def style_plot(plot: pg.PlotItem, palette: QPalette) -> None:
         style_legend(plot.legend, palette)
 
 
+def plain_numbers(plot: pg.PlotItem, sides: tuple[str, ...] = ("left", "bottom")) -> None:
+    """Ticks of a fraction axis as the numbers they are: pyqtgraph's SI scaling would write a recall
+    of 0.2-0.8 as 200-800 under "recall@10 (x0.001)"."""
+    for side in sides:
+        plot.getAxis(side).enableAutoSIPrefix(False)
+
+
 def style_legend(legend: pg.LegendItem, palette: QPalette) -> None:
     """A legend's words in the text colour over a backdrop of the plot's background (curves under it
     stay visible), framed faintly: readable on light and dark (pyqtgraph's default is grey on none)."""

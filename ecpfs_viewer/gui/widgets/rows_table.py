@@ -29,18 +29,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.model.formatting import format_cell
+
 _Index = QModelIndex | QPersistentModelIndex
 #: Rows measured when columns are fitted to their contents (Qt's default, 1,000, is slow with a Python model).
 RESIZE_PRECISION = 64
-
-
-def format_value(value: Any) -> str:
-    """How a cell shows a value: floats with 6 significant digits, None as a dash."""
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
 
 
 def sort_key(value: Any) -> tuple[Any, ...]:
@@ -70,11 +63,14 @@ class SortingTableModel(QAbstractTableModel):
 
 class RowsModel(SortingTableModel):
     """Rows of values under fixed headers; rows may be highlighted and carry a tooltip, headers
-    may explain their words (``header_tips``: header text -> tooltip)."""
+    may explain their words (``header_tips``: header text -> tooltip). Cells are written by the one
+    formatter (:func:`format_cell`): ``kinds`` says, per column, "id" (digits kept ungrouped),
+    "bytes" or "percent"; other columns are counts (grouped), fractions or text."""
 
     def __init__(self, headers: Sequence[str], parent: QWidget | None = None,
-                 header_tips: dict[str, str] | None = None) -> None:
+                 header_tips: dict[str, str] | None = None, kinds: Sequence[str] = ()) -> None:
         super().__init__(parent)
+        self._kinds = tuple(kinds)
         self._headers = list(headers)
         self._header_tips = dict(header_tips or {})
         self._rows: list[tuple[Any, ...]] = []
@@ -95,13 +91,17 @@ class RowsModel(SortingTableModel):
         self.beginResetModel()
         self._rows = list(rows)
         self._texts = ([list(t) for t in texts] if texts is not None
-                       else [[format_value(v) for v in row] for row in self._rows])
+                       else [[format_cell(v, self.kind(c)) for c, v in enumerate(row)] for row in self._rows])
         marked = set(highlight)
         self._highlight = [i in marked for i in range(len(self._rows))]
         self._tooltips = list(tooltips) if tooltips is not None else [None] * len(self._rows)
         self._given = list(range(len(self._rows)))
         self._arrange(*self._sorted_by)
         self.endResetModel()
+
+    def kind(self, column: int) -> str:
+        """How a column is written: "id", "bytes", "percent" or "" (counts, fractions, text)."""
+        return self._kinds[column] if column < len(self._kinds) else ""
 
     def _arrange(self, column: int, order: Qt.SortOrder) -> None:
         self._sorted_by = (column, order)

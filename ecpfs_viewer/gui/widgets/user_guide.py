@@ -17,6 +17,7 @@ from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut, QTextBlock,
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
 from ecpfs_viewer.gui.widgets.escape import close_on_escape
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
 
 GUIDE_RESOURCE = "guide.md"
 _OPEN: weakref.WeakKeyDictionary[QWidget, UserGuide] = weakref.WeakKeyDictionary()
@@ -70,7 +71,7 @@ class UserGuide(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.browser, 1)
         close_on_escape(self)
-        self.resize(760, 720)
+        fit_to_screen(self, 760, 720, "guide")
 
     # -- sections ------------------------------------------------------------------------------------
     def headings(self) -> dict[str, QTextBlock]:
@@ -154,3 +155,12 @@ def open_guide(window: QWidget, section: str | None = None) -> UserGuide:
     if section:
         guide.show_section(section)
     return guide
+
+
+def guide_on_f1(window: QWidget, section: str) -> QShortcut:
+    """F1 anywhere in a secondary window (Build, Tune, Compare …) opens the guide at its section; the
+    guide belongs to that window, so a modal dialog does not block it."""
+    shortcut = QShortcut(QKeySequence(QKeySequence.StandardKey.HelpContents), window)
+    shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+    shortcut.activated.connect(lambda: open_guide(window, section))
+    return shortcut

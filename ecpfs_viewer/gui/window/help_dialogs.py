@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
+
 #: [project.urls] Documentation of pyproject.toml, used when the installed metadata lacks it (a bundle).
 DOCUMENTATION_URL = "https://github.com/ecpfs-viewer/ecpfs-viewer#readme"
 
@@ -88,7 +90,7 @@ class ShortcutsDialog(QDialog):
         layout.addWidget(self.table, 1)
         layout.addWidget(note)
         layout.addWidget(buttons)
-        self.resize(560, 460)
+        fit_to_screen(self, 560, 460)
 
     def rows(self) -> list[tuple[str, str]]:
         """What the table shows, row by row."""

@@ -6,6 +6,8 @@ error inside a task is tried again; a worker that dies while running a task is t
 handle: it runs the task again on another worker (up to its ``allowed-failures``). Waiting polls
 the caller's cancel; a cancelled wait stops the futures (after the caller's ``on_stop`` has told
 running tasks to clean up and they have, within a grace period) and raises the caller's cancel type.
+Every wait has a deadline: a scheduler that no worker joins (or that every worker left) within
+WORKER_WAIT_SECONDS is an error value, never a wait without end.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ RETRIES = 3
 POLL_SECONDS = 0.1
 #: how long a cancelled run waits for its running tasks to clean up before it cancels them
 CANCEL_GRACE_SECONDS = 60.0
+#: how long a run waits for a first worker to join the scheduler (or for one to come back when all left)
+WORKER_WAIT_SECONDS = 30.0
 #: the local schedulers ``--scheduler`` also takes: no cluster
 LOCAL_SCHEDULERS = ("threads", "sync", "synchronous")
 
@@ -57,8 +61,10 @@ def _distributed(address: str) -> Any:
 
 
 @contextlib.contextmanager
-def connected(address: str) -> Iterator[Any]:
-    """A client of the scheduler at ``address`` (closed on the way out); SchedulerError when unreachable."""
+def connected(address: str, cancel: threading.Event | None = None,
+              cancelled: type[Cancelled] = Cancelled) -> Iterator[Any]:
+    """A client of the scheduler at ``address`` (closed on the way out), once a worker has joined it;
+    SchedulerError when it is unreachable or no worker joins within WORKER_WAIT_SECONDS."""
     distributed = _distributed(address)
     try:
         client_class: Any = distributed.Client  # untyped: dask's own annotations stop at the Client
@@ -66,7 +72,39 @@ def connected(address: str) -> Iterator[Any]:
     except (OSError, TimeoutError, ValueError) as exc:
         raise SchedulerError(f"cannot reach the dask scheduler at {address} ({exc})") from exc
     with client:
+        wait_for_workers(client, address, cancel, cancelled)
         yield client
+
+
+def worker_count(client: Any) -> int:
+    """The workers the scheduler knows now (0 when it cannot say)."""
+    try:
+        try:
+            info = client.scheduler_info(n_workers=1)  # the count without every worker's details
+        except TypeError:  # a dask.distributed before n_workers
+            info = client.scheduler_info()
+        return int(info.get("n_workers", len(info.get("workers", {}))))
+    except Exception:  # the scheduler went away: no worker to run on
+        return 0
+
+
+def no_workers(address: str, seconds: float, again: bool = False) -> SchedulerError:
+    joined = "came back to" if again else "joined"
+    return SchedulerError(f"no workers {joined} the scheduler at {address} within {seconds:g} s: start some "
+                          f"(dask worker {address}) or check that they can reach it")
+
+
+def wait_for_workers(client: Any, address: str, cancel: threading.Event | None = None,
+                     cancelled: type[Cancelled] = Cancelled, seconds: float | None = None) -> None:
+    """Return once a worker has joined; SchedulerError after ``seconds`` (WORKER_WAIT_SECONDS) without one."""
+    seconds = WORKER_WAIT_SECONDS if seconds is None else seconds
+    deadline = time.monotonic() + seconds
+    while worker_count(client) == 0:
+        checkpoint(cancel, cancelled)
+        if time.monotonic() >= deadline:
+            raise no_workers(address, seconds)
+        with contextlib.suppress(Exception):  # asks the scheduler now (its info is otherwise refreshed every 2 s)
+            client.wait_for_workers(1, timeout=min(1.0, max(0.1, deadline - time.monotonic())))
 
 
 def gather(client: Any, futures: Sequence[Any], cancel: threading.Event | None = None,
@@ -79,8 +117,11 @@ def gather(client: Any, futures: Sequence[Any], cancel: threading.Event | None =
     calls ``on_stop``, waits up to CANCEL_GRACE_SECONDS for the running tasks to end, then cancels
     every future, so nothing of the run is left on the cluster.
     """
-    distributed = _distributed(str(getattr(client, "scheduler", "")))
+    address = str(getattr(getattr(client, "scheduler", None), "address", "") or "the scheduler")
+    distributed = _distributed(address)
     results: list[Any] = [None] * len(futures)
+    alone_since: float | None = None  # when the last worker left, while tasks wait
+    next_look = time.monotonic() + 1.0  # the workers are counted once a second (a request to the scheduler)
     waiting = list(range(len(futures)))
     changed = threading.Event()
     for future in futures:
@@ -90,6 +131,14 @@ def gather(client: Any, futures: Sequence[Any], cancel: threading.Event | None =
             checkpoint(cancel, cancelled)
             changed.wait(POLL_SECONDS)
             changed.clear()
+            if time.monotonic() >= next_look:
+                next_look = time.monotonic() + 1.0
+                if worker_count(client):
+                    alone_since = None
+                elif alone_since is None:
+                    alone_since = time.monotonic()
+                elif time.monotonic() - alone_since > WORKER_WAIT_SECONDS:
+                    raise no_workers(address, WORKER_WAIT_SECONDS, again=True)
             for i in [i for i in waiting if futures[i].done()]:
                 waiting.remove(i)
                 result = _result(futures[i], distributed)
@@ -152,7 +201,7 @@ def run_tasks(address: str, function: Callable[..., Any], calls: Sequence[tuple[
     the run's futures are cancelled (see :func:`gather`).
     """
     distributed = _distributed(address)
-    with connected(address) as client:
+    with connected(address, cancel, cancelled) as client:
         run = uuid.uuid4().hex
         event_class: Any = distributed.Event
         stop = event_class(f"{name}-stop-{run}", client=client)

@@ -385,6 +385,7 @@ def _places(dialog: BuildDialog) -> dict[str, QRect]:
 
 def test_hints_appear_and_go_without_moving_fields_or_buttons(qtbot, tmp_path, vectors):
     dialog = open_dialog(qtbot, vectors)
+    dialog.resize(960, dialog.height())  # its design width (the offscreen screen, 800 wide, opens it narrower)
     set_params(dialog, levels=2, target=10)
     wait_checked(qtbot, dialog)
     assert visible_errors(dialog) == {} and not dialog.preview.warnings_label.isVisibleTo(dialog)

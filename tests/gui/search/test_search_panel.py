@@ -238,13 +238,14 @@ def test_recall_sweep_plot_misses_export_and_cancel(qtbot, window, index_path, t
     headers = [recall.numbers_model.headerData(c, Qt.Orientation.Horizontal) for c in
                range(recall.numbers_model.columnCount())]
     distances = headers.index("distances\nmean")
-    assert headers[distances:] == ["distances\nmean", "distances\np95", "nodes\nmean", "nodes\np95", "KiB\nmean",
-                                   "KiB\np95", "requests\nmean", "requests\np95"]
+    assert headers[distances:] == ["distances\nmean", "distances\np95", "nodes\nmean", "nodes\np95", "read\nmean",
+                                   "read\np95", "requests\nmean", "requests\np95"]
     assert "Distance computations" in recall.numbers_model.headerData(distances, Qt.Orientation.Horizontal,
                                                                       Qt.ItemDataRole.ToolTipRole)
     means = [float(r[distances].replace(",", "")) for r in recall.numbers_model.texts()]
     assert means == pytest.approx([r.distance_computations_mean for r in report.rows], abs=0.05)
-    assert means[0] < means[1] and all(float(r[distances + 4]) > 0 for r in recall.numbers_model.texts())
+    read = [r[distances + 4] for r in recall.numbers_model.texts()]
+    assert means[0] < means[1] and all(t.endswith("B") and not t.startswith("0 ") for t in read)
     recall.numbers_view.scrollTo(recall.numbers_model.index(0, distances))  # the columns may not all fit
     click_header(qtbot, recall.numbers_view, distances)
     click_header(qtbot, recall.numbers_view, distances)

@@ -159,3 +159,57 @@ def test_compare_writes_numbers_as_the_main_window_does_and_escape_closes_it(qtb
     qtbot.keyClick(view.tabs, Qt.Key.Key_Escape)  # from a child with focus, as a user presses it
     qtbot.waitUntil(lambda: not view.isVisible(), timeout=5000)
     win.close()
+
+
+def _curve_answers(view: CompareView) -> list[tuple]:
+    """The recall-vs-cost rows without what depends on the clock or on how this process read a leaf."""
+    heads = [view.curve_box.model.headerData(c, Qt.Orientation.Horizontal)
+             for c in range(view.curve_box.model.columnCount())]
+    kept = [c for c, h in enumerate(heads) if not any(w in str(h) for w in ("milliseconds", "bytes"))]
+    return [tuple(view.curve_box.model.row(r)[c] for c in kept) for r in range(view.curve_box.model.rowCount())]
+
+
+def test_compare_with_a_scheduler_gives_the_same_numbers_and_is_remembered(qtbot, two_builds) -> None:
+    """The Scheduler field the Tune dialog and the Recall tab have, through compare_recall(..., scheduler=)."""
+    from ecpfs_viewer.gui.runtime import settings as app_settings
+    from ecpfs_viewer.gui.tuning.compare_view import SCHEDULER_KEY
+
+    fine, coarse = two_builds
+    win = open_window(qtbot, fine)
+    win.open_comparison(str(coarse))
+    view = _done(qtbot, win)
+    local = _curve_answers(view)
+    assert local
+    view.scheduler_edit.setText("cluster-please")
+    view.run()
+    assert view.status.text().startswith("Scheduler must be 'threads' or a scheduler address") and not view.busy
+    view.scheduler_edit.setText("threads")  # dask's threads: the same graph the workers of a cluster run
+    with qtbot.waitSignal(view.finished, timeout=60_000):
+        view.run()
+    assert _curve_answers(view) == local, view.status.text()
+    assert app_settings.settings().value(SCHEDULER_KEY) == "threads"
+    view.close()
+    win.open_comparison(str(coarse))
+    again = _done(qtbot, win)
+    assert again.scheduler_edit.text() == "threads"
+
+
+@pytest.mark.long
+def test_compare_on_a_scheduler_no_worker_joins_says_so(qtbot, two_builds, tmp_path: Path, monkeypatch) -> None:
+    """A real `dask scheduler` with no worker: the window says so within the wait, as an error, and can run again."""
+    pytest.importorskip("distributed", reason="dask.distributed is part of the scale extra")
+    from dask_cluster import dask_cluster
+
+    from ecpfs_viewer.model.search import cluster as cluster_module
+
+    monkeypatch.setattr(cluster_module, "WORKER_WAIT_SECONDS", 2.0)
+    fine, coarse = two_builds
+    win = open_window(qtbot, fine)
+    win.open_comparison(str(coarse))
+    view = _done(qtbot, win)
+    with dask_cluster(tmp_path, workers=0) as empty:
+        view.scheduler_edit.setText(empty.address)
+        with qtbot.waitSignal(view.finished, timeout=60_000):
+            view.run()
+    assert f"no workers joined the scheduler at {empty.address} within 2 s" in view.status.text()
+    assert view.run_button.isEnabled() and not view.busy

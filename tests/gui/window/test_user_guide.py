@@ -152,3 +152,53 @@ def test_escape_closes_every_secondary_window(qtbot) -> None:
         qtbot.keyClick(focus, Qt.Key.Key_Escape)
         qtbot.waitUntil(lambda w=window: not w.isVisible(), timeout=3000)
     win.close()
+
+
+def test_f1_in_build_add_tune_and_compare_opens_their_section(qtbot, two_clusters_path: Path) -> None:
+    """F1 worked only in the main window: in Build, Add Vectors, Tune and Compare it opens their section,
+    pressed where the keyboard focus is; the guide belongs to that window (a modal one does not block it)."""
+    from ecpfs_viewer.gui.build.add_dialog import AddVectorsDialog
+    from ecpfs_viewer.gui.build.dialog import BuildDialog
+    from ecpfs_viewer.gui.tuning.compare_view import CompareView
+    from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog
+
+    win = open_window(qtbot)
+    compare = CompareView(str(two_clusters_path), str(two_clusters_path), parent=win)
+    qtbot.addWidget(compare)
+    compare.show()
+    opens = ((win.commands.build_action.trigger, BuildDialog, "building-an-index"),
+             (win.commands.add_vectors_action.trigger, AddVectorsDialog, "adding-vectors"),
+             (win.commands.tune_action.trigger, TuneDialog, "tuning"),
+             (compare.show, CompareView, "comparing-two-indexes"))
+    for show, kind, section in opens:
+        show()
+        window = next(w for w in QApplication.topLevelWidgets() if isinstance(w, kind) and w.isVisible())
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow, timeout=2000)
+        focus = QApplication.focusWidget() or window
+        assert focus.window() is window
+        qtbot.keyClick(focus, Qt.Key.Key_F1)
+        guide = next((g for g in window.findChildren(UserGuide) if g.isVisible()), None)
+        assert guide is not None, kind
+        assert guide.current_section() == section
+        guide.close()
+        window.close()
+    qtbot.waitUntil(lambda: not compare.busy, timeout=30_000)
+    win.close()
+
+
+def test_the_guide_explains_add_more_machines_and_the_findings_filter(qtbot) -> None:
+    guide = UserGuide()
+    qtbot.addWidget(guide)
+    for section in ("adding-vectors", "more-than-one-machine", "the-findings-filter"):
+        assert section in guide.headings(), section
+    text = guide_markdown()
+    adding = text.split("## Adding vectors", 1)[1].split("\n## ", 1)[0]
+    for words in ("Build ▸ Add Vectors…", "ecpfs-viewer add", "lock", "--wait", "next_item_id", "gap"):
+        assert words in adding, words
+    machines = text.split("## More than one machine", 1)[1].split("\n## ", 1)[0]
+    for words in ("--scheduler tcp://", "Scheduler", "of the Compare", "scripts/dask_cluster.py", "no workers joined"):
+        assert words in machines, words
+    assert "`-W005`" in text.split("## The findings filter", 1)[1].split("\n## ", 1)[0]
+    for link in ("#adding-vectors", "#more-than-one-machine", "#the-findings-filter"):  # in the contents
+        assert f"]({link})" in text.split("## ", 1)[0]
