@@ -10,6 +10,7 @@ the application is patched.
 
 from __future__ import annotations
 
+import faulthandler
 import itertools
 import random
 import shutil
@@ -223,7 +224,15 @@ class Monkey:
     def settle(self, timeout_ms: int = 60_000) -> str:
         """Wait until nothing the window started runs (a window that never settles is a hang), then
         check that no label it can see describes another state (issue 37: stale texts)."""
-        self.qtbot.waitUntil(lambda: not self.window.is_busy(), timeout=timeout_ms)
+        try:
+            self.qtbot.waitUntil(lambda: not self.window.is_busy(), timeout=timeout_ms)
+        except Exception:  # name what still runs, and where every thread is, for the report
+            w = self.window
+            parts = {"session": w.session.busy, "tree": w.tree_model.is_busy(), "metadata": w.metadata.is_busy(),
+                     "plot": w.plot.busy, "node page": w.node_page.busy, "search": w.search.busy,
+                     "diagnostics": w.diagnostics.busy, "index map": w.index_map.busy}
+            faulthandler.dump_traceback(all_threads=True)
+            raise AssertionError(f"never settled; still busy: {[k for k, v in parts.items() if v]}") from None
         QApplication.processEvents()
         where = self.run.actions[-1] if self.run.actions else "before the first action"
         self.run.errors.extend(f"after {where}: stale: {problem}" for problem in stale_labels(self.window))
