@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.runtime.settings import settings
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tuning.compare_charts import draw_balance, draw_recall
+from ecpfs_viewer.gui.tuning.drift_sim_dialog import DriftSimDialog
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.escape import close_on_escape
 from ecpfs_viewer.gui.widgets.fields import npy_field, spin_box
@@ -192,6 +193,11 @@ class CompareView(QWidget):
         self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         running.addWidget(self.status, 1)
         running.addWidget(self.progress)
+        self.drift_button = QPushButton("Simulate Drift…")
+        self.drift_button.setToolTip("How an index decays as inserts accumulate: build on part of a .npy, add the "
+                                     "rest, and compare each point with a build of all rows (Build ▸ Simulate Drift…)")
+        self.drift_button.clicked.connect(self.open_drift_simulation)
+        running.addWidget(self.drift_button)
 
         self.tabs = QTabWidget()
         self.summary_box = TableBox("Summaries (rows that differ are marked)", lambda: self.export_table("summary"))
@@ -209,6 +215,13 @@ class CompareView(QWidget):
         layout.addLayout(form)
         layout.addLayout(running)
         layout.addWidget(self.tabs, 1)
+
+    def open_drift_simulation(self) -> DriftSimDialog:
+        """The drift simulation beside the comparison: how far inserts would move a build of this kind."""
+        dialog = DriftSimDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     def _chart_bar(self, *widgets: QWidget, chart: str) -> QHBoxLayout:
         line = QHBoxLayout()

@@ -213,3 +213,19 @@ def test_compare_on_a_scheduler_no_worker_joins_says_so(qtbot, two_builds, tmp_p
             view.run()
     assert f"no workers joined the scheduler at {empty.address} within 2 s" in view.status.text()
     assert view.run_button.isEnabled() and not view.busy
+
+
+def test_the_drift_simulation_opens_from_compare(qtbot, two_builds) -> None:
+    """Issue 38: the drift simulation is reached from Compare too (as from Build and Tune)."""
+    from PySide6.QtCore import Qt
+
+    from ecpfs_viewer.gui.tuning.drift_sim_dialog import DriftSimDialog
+
+    fine, coarse = two_builds
+    win = open_window(qtbot, fine)
+    win.open_comparison(str(coarse))
+    view = win.comparisons[-1]
+    qtbot.mouseClick(view.drift_button, Qt.MouseButton.LeftButton)
+    dialog = view.findChild(DriftSimDialog)
+    assert dialog is not None and dialog.isVisible()
+    dialog.close()
