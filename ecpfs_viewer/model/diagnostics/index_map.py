@@ -300,6 +300,10 @@ _LAYOUTS: weakref.WeakKeyDictionary[NodeReader, IndexMap] = weakref.WeakKeyDicti
 _LAYOUTS_LOCK = Lock()
 
 
+class IndexMapError(ValueError):
+    """The map cannot be drawn for this index; the message says why."""
+
+
 def shared_layout(reader: NodeReader, progress: ProgressCallback | None = None,
                   cancel: Event | None = None) -> IndexMap:
     """:func:`layout_index`, once per reader (a reader keeps what it decoded, so does its map): the
@@ -319,8 +323,13 @@ def shared_layout(reader: NodeReader, progress: ProgressCallback | None = None,
 def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, cancel: Event | None = None) -> IndexMap:
     """The map of an opened index: each level's node ids (one listing), every internal node's
     ``node_ids`` (few and small) and the leaves' rows from their ``embeddings`` metadata."""
-    from ecpfs_viewer.model.ecpfs.levels import shared_level_stats
+    from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS, level_plan, shared_level_stats
+    from ecpfs_viewer.model.ecpfs.summary import summarize
 
+    plan = level_plan(summarize(reader.hierarchy))
+    if plan.missing_count > MAX_LISTED_LEVELS:  # info/levels is what the store declares, not what it holds
+        raise IndexMapError(f"info/levels declares {reader.levels:,} levels but {len(plan.stored):,} are stored: "
+                            "the map of a tree that deep cannot be drawn (`check` lists what is missing)")
     inputs: list[LevelInput] = []
     chunk_rows: dict[int, int | None] = {}
     for level in range(1, reader.levels + 1):

@@ -116,3 +116,15 @@ def test_one_reader_lays_out_its_index_once(three_levels: Path) -> None:
     first = shared_layout(reader)
     assert shared_layout(reader) is first and shared_layout(IndexReader(three_levels)) is not first
     assert [b.node_ids.tolist() for b in first.levels] == [b.node_ids.tolist() for b in layout_index(reader).levels]
+
+
+def test_an_index_declaring_four_billion_levels_is_refused_not_walked(two_clusters_copy: Path) -> None:
+    """info/levels is what a store declares: a map of 2**32 - 1 levels was walked level by level (the
+    window's map and the monkey's run never ended); it is refused at once, saying why."""
+    from hostile_builders import BROKEN_COPIES
+
+    from ecpfs_viewer.model.diagnostics.index_map import IndexMapError
+
+    BROKEN_COPIES["four-billion-levels"](two_clusters_copy)
+    with pytest.raises(IndexMapError, match="declares 4,294,967,295 levels but 2 are stored"):
+        layout_index(IndexReader(two_clusters_copy))
