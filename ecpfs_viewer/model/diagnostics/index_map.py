@@ -34,6 +34,7 @@ import numpy as np
 from ecpfs_viewer.model.diagnostics.colourings import OverlayKind, colouring
 from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.paths import node_array_path, node_path, parse_node_name
+from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 
@@ -300,7 +301,7 @@ _LAYOUTS: weakref.WeakKeyDictionary[NodeReader, IndexMap] = weakref.WeakKeyDicti
 _LAYOUTS_LOCK = Lock()
 
 
-class IndexMapError(ValueError):
+class IndexMapError(UserError, ValueError):
     """The map cannot be drawn for this index; the message says why."""
 
 

@@ -128,3 +128,11 @@ def test_an_index_declaring_four_billion_levels_is_refused_not_walked(two_cluste
     BROKEN_COPIES["four-billion-levels"](two_clusters_copy)
     with pytest.raises(IndexMapError, match="declares 4,294,967,295 levels but 2 are stored"):
         layout_index(IndexReader(two_clusters_copy))
+
+
+def test_the_refusal_is_an_answer_for_the_user_not_a_bug() -> None:
+    """The window logs a UserError as an answer (no traceback in the log: the monkey checks it)."""
+    from ecpfs_viewer.model.diagnostics.index_map import IndexMapError
+    from ecpfs_viewer.model.errors import UserError
+
+    assert issubclass(IndexMapError, UserError)
