@@ -12,9 +12,11 @@ import pytest
 import zarr
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.ecpfs import metadata as metadata_module
 from ecpfs_viewer.model.search import IndexReader, sample_items
 from ecpfs_viewer.model.search import exact as exact_module
 from ecpfs_viewer.model.search import sampling as sampling_module
+from ecpfs_viewer.model.zarrtree import documents as documents_module
 
 DIM = 8
 
@@ -93,6 +95,10 @@ def _peak_bytes(index: Path) -> tuple[int, int]:
     reader = IndexReader(index)
     reader.learn_from_scans = False
     reader.preload_internal()
+    # the process-wide memos of parsed documents are bounded and shared by every index a process
+    # reads: emptied, so what the tests before this one left there does not count for either size
+    metadata_module._parsed.clear()
+    documents_module._KIND_OF_DOCUMENT.clear()
     gc.collect()
     tracemalloc.start()
     try:
@@ -114,8 +120,9 @@ def test_recall_memory_does_not_grow_with_the_items(indexes: tuple[Path, Path],
     _peak_bytes(small)  # first use: imports and one-time tables
     (held_n, peak_n), (held_4n, peak_4n) = _peak_bytes(small), _peak_bytes(large)
     # 6,000 more items (150 more leaves): an item map holds 24 bytes an item and more, a document
-    # kept per leaf some 800 bytes; one parsed plan per distinct leaf shape is kept
-    assert held_4n - held_n < 150_000, (held_n, held_4n)
+    # kept per leaf some 800 bytes; one parsed plan per distinct leaf shape is kept (about 148 KB
+    # here, and a little more in a pytest-xdist worker: the bound is 200 KB; an item map adds 312 KB)
+    assert held_4n - held_n < 200_000, (held_n, held_4n)
     assert peak_4n - peak_n < 300_000, (peak_n, peak_4n)
 
 
