@@ -62,7 +62,9 @@ def test_the_build_menu_opens_add_vectors(qtbot, index: Path) -> None:  # type: 
 
     window = MainWindow()
     qtbot.addWidget(window)
-    build_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Build")
+    from PySide6.QtWidgets import QMenu
+
+    build_menu = next(m for m in window.menuBar().findChildren(QMenu) if m.title() == "&Build")
     assert "&Add Vectors…" in [a.text() for a in build_menu.actions()]
     window.commands.add_vectors_action.trigger()
     dialog = window.findChild(AddVectorsDialog)
