@@ -327,7 +327,8 @@ def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, c
     from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS, level_plan, shared_level_stats
     from ecpfs_viewer.model.ecpfs.summary import summarize
 
-    plan = level_plan(summarize(reader.hierarchy))
+    summary = summarize(reader.hierarchy)  # once, for the plan and every level's statistics
+    plan = level_plan(summary)
     if plan.missing_count > MAX_LISTED_LEVELS:  # info/levels is what the store declares, not what it holds
         raise IndexMapError(f"info/levels declares {reader.levels:,} levels but {len(plan.stored):,} are stored: "
                             "the map of a tree that deep cannot be drawn (`check` lists what is missing)")
@@ -335,7 +336,7 @@ def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, c
     chunk_rows: dict[int, int | None] = {}
     for level in range(1, reader.levels + 1):
         checkpoint(cancel)
-        stats = shared_level_stats(reader.hierarchy, level)
+        stats = shared_level_stats(reader.hierarchy, level, summary)
         chunk_rows[level] = stats.chunk_rows
         present = stats.present_ids()
         listed = np.asarray(reader.level_node_ids(level), np.int64)
