@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import faulthandler
 import functools
 import http.server
 import os
@@ -30,6 +29,8 @@ import remote_fixtures
 from locations import DATA, REPO, TWO_CLUSTERS
 
 process_memory.limit_allocator_arenas()  # as cli.main does, before any worker thread starts
+
+pytest_plugins = ["stuck_watchdog"]
 
 
 @pytest.fixture(autouse=True)
@@ -269,15 +270,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The long tests first (a stable sort: the rest keep their order). Under pytest-xdist a test
     that has started cannot move to an idle worker: one left for last would be run alone."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
-
-
-#: A test still running after this long is stuck where even pytest-timeout cannot act (a deadlock
-#: holding the GIL): faulthandler's C watchdog prints every thread's stack and ends the run.
-HARD_TEST_LIMIT_S = 400
-
-
-@pytest.fixture(autouse=True)
-def hard_time_limit() -> Iterator[None]:
-    faulthandler.dump_traceback_later(HARD_TEST_LIMIT_S, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()

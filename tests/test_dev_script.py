@@ -154,3 +154,35 @@ def test_the_long_runs_come_first_so_no_worker_waits_for_one_at_the_end(request)
     marked = {item.path.name for item in request.session.items if item.get_closest_marker("long")}
     collected = {item.path.name for item in request.session.items}
     assert {"test_soak.py", "test_monkey.py", "test_fuzz_truth.py"} & collected <= marked
+
+
+_STUCK_PROBE = '''
+import signal
+import time
+
+import pytest
+
+
+@pytest.mark.timeout(1)
+def test_stuck_where_pytest_timeout_cannot_reach():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # pytest-timeout's signal never arrives
+    time.sleep(60)
+'''
+
+
+def test_a_stuck_test_ends_its_worker_and_the_summary_shows_where_it_hung(dev, tmp_path):
+    """tests/stuck_watchdog.py: past its own timeout plus a margin, the watchdog ends the worker, and
+    the controller prints the stacks the worker wrote (xdist alone says only "worker crashed")."""
+    (tmp_path / "test_stuck.py").write_text(_STUCK_PROBE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", "-p", "stuck_watchdog",
+                                                        str(tmp_path)])
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "ECPFS_TEST_STUCK"))}
+    env |= {"ECPFS_TEST_STUCK_MARGIN_S": "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "crashed while running 'test_stuck.py::test_stuck_where_pytest_timeout_cannot_reach'" in done.stdout
+    summary = done.stdout.split("stuck test in gw", 1)
+    assert len(summary) == 2, done.stdout[-3000:]
+    assert "test_stuck.py::test_stuck_where_pytest_timeout_cannot_reach was still running 2 s" in summary[1]
+    assert 'test_stuck.py", line 11 in test_stuck_where_pytest_timeout_cannot_reach' in summary[1]
