@@ -4,7 +4,7 @@
 Needs only python3 (>= 3.11). Usage:
     python3 scripts/dev.py run [ecpfs-viewer arguments]   # GUI on the demo index by default
     python3 scripts/dev.py test                           # static checks, then the whole suite on one leg
-                                                          # (in parallel: a pytest-xdist worker per CPU)
+                                                          # (in parallel: two pytest-xdist workers per CPU)
     CI=true python3 scripts/dev.py test                   # ... on both legs, newest and lowest
     python3 scripts/dev.py test --leg lowest|newest|all   # choose the legs yourself (all: CI's two)
     python3 scripts/dev.py test --leg py312               # the newest releases on Python 3.12 (not in CI)
@@ -25,16 +25,20 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import io
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
 UV_VENV = ROOT / ".venv-uv"
@@ -187,20 +191,50 @@ def ensure_azurite() -> None:
               flush=True)
 
 
-def static_checks(python: Path) -> int:
-    """ruff, the import contracts and mypy (strict on the model), stopping at the first failure."""
+def static_checks(python: Path, out: TextIO | None = None) -> int:
+    """ruff, the import contracts and mypy (strict on the model), stopping at the first failure.
+    out: where their output goes (kept while the tests run), instead of straight to the terminal."""
     steps = [
         ("ruff", [str(python), "-m", "ruff", "check", "."]),
         ("import contracts", [str(bin_path(python.parent.parent, "lint-imports"))]),
         ("mypy", [str(python), "-m", "mypy"]),
     ]
     for name, command in steps:
-        print(f"== {name}", flush=True)
-        code = subprocess.call(command, cwd=ROOT)
+        print(f"== {name}", file=out, flush=True)
+        if out is not None:
+            done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  check=False)
+            out.write(done.stdout)
+            code = done.returncode
+        else:
+            code = subprocess.call(command, cwd=ROOT)
         if code:
-            print(f"== {name} failed (exit {code})", flush=True)
+            print(f"== {name} failed (exit {code})", file=out, flush=True)
             return code
     return 0
+
+
+class StaticChecks:
+    """static_checks in a thread of its own, its output kept: the checks run while the first leg's
+    tests do (they need one CPU for a few seconds, the tests leave one idle now and then)."""
+
+    def __init__(self, python: Path) -> None:
+        self.started = time.monotonic()
+        self.output = io.StringIO()
+        self.code = 1
+        self.seconds = 0.0
+        self.thread = threading.Thread(target=self._run, args=(python,), name="static checks")
+        self.thread.start()
+
+    def _run(self, python: Path) -> None:
+        self.code = static_checks(python, self.output)
+        self.seconds = time.monotonic() - self.started
+
+    def report(self) -> tuple[str, int, float]:
+        """Wait for the checks, print what they printed; (name, exit code, seconds) for the summary."""
+        self.thread.join()
+        print(self.output.getvalue(), end="", flush=True)
+        return "static checks", self.code, self.seconds
 
 
 def run_forwarding_signals(command: list[str]) -> int:
@@ -248,13 +282,24 @@ def test_legs(choice: str | None) -> list[tuple[Environment, str]]:
     return legs
 
 
-#: how pytest runs in every leg: one worker process per logical CPU (pytest-xdist), an idle worker taking
-#: half of a busy one's queue (--dist worksteal, so both end together), and the ten slowest tests
-#: printed at the end. Nothing needs a worker of its own: servers listen on ephemeral ports, each
-#: worker starts its own emulators, files go to per-test temporary folders. (Not --dist loadgroup:
-#: pytest 9.2 silently drops its xdist_group marks, pytest-xdist issue #1386.) Arguments after
-#: `test` come later, so they win (`-n 0`: one process).
-PYTEST_OPTIONS = ("-n", "logical", "--dist", "worksteal", "--durations=10")
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+#: how pytest runs in every leg: two worker processes per CPU (pytest-xdist), an idle worker taking
+#: half of a busy one's queue (--dist worksteal, so all end together), and the ten slowest tests
+#: printed at the end. Two per CPU, because many tests wait rather than compute (loopback servers,
+#: emulators, deadlines, subprocesses), and with one per CPU the CPUs idle while they wait. Nothing
+#: needs a worker of its own: servers listen on ephemeral ports, each worker starts its own
+#: emulators, files go to per-test temporary folders. (Not --dist loadgroup: pytest 9.2 silently
+#: drops its xdist_group marks, pytest-xdist issue #1386.) Arguments after `test` come later, so
+#: they win (`-n 0`: one process).
+WORKERS_PER_CPU = 2
+PYTEST_OPTIONS = ("-n", str(WORKERS_PER_CPU * usable_cpus()), "--dist", "worksteal", "--durations=10")
 
 
 def pytest_command(python: Path, argv: list[str]) -> list[str]:
@@ -277,22 +322,27 @@ def run_tests(argv: list[str]) -> int:
         print("error: no Python to test with")
         return 2
     checks = None if argv else test_legs("newest")[0]  # the newest releases' types, whatever the legs
-    environments = [(env, ensure_environment(env, python, lint=checks is not None and env is checks[0]))
-                    for env, python in legs]
+    ensure_uv()  # once, before the legs' installs share it
+    with ThreadPoolExecutor(max_workers=len(legs)) as pool:  # uv installs the legs side by side
+        pythons = list(pool.map(lambda leg: ensure_environment(
+            leg[0], leg[1], lint=checks is not None and leg[0] is checks[0]), legs))
+    environments = list(zip([env for env, _ in legs], pythons, strict=True))
     ensure_azurite()
     results = []
-    if checks is not None:  # a failed check is reported with the legs, which run all the same
-        started = time.monotonic()
+    static = None
+    if checks is not None:  # run beside the first leg; its output and result are shown after that leg
         python = next((p for env, p in environments if env is checks[0]), None)
         python = python or ensure_environment(checks[0], checks[1], lint=True)
-        results.append(("static checks", static_checks(python), time.monotonic() - started))
-    for env, python in environments:
+        static = StaticChecks(python)
+    for number, (env, python) in enumerate(environments):
         print(f"== tests, {env.name} leg ({env.folder.name})", flush=True)
         print_versions(env)
         compile_project(python)
         started = time.monotonic()
         code = subprocess.call(pytest_command(python, argv), cwd=ROOT)
         results.append((env.name, code, time.monotonic() - started))
+        if number == 0 and static is not None:
+            results.insert(0, static.report())
     print("== summary", flush=True)
     for name, code, seconds in results:
         label = name if name == "static checks" else f"{name} leg"
