@@ -158,6 +158,8 @@ class _Cache:
         self.maps: dict[int, tuple[object, ParentMap]] = {}
         #: single parents found by a partial read, while no map of their level is held
         self.links: dict[NodeRef, tuple[object, tuple[NodeRef, int]]] = {}
+        #: levels whose kept links were missing or stale for the listing in the value (not asked again)
+        self.unsaved: dict[int, object] = {}
 
 
 #: Single parents kept per Hierarchy (a page visited again, its breadcrumb after its facts).
@@ -195,6 +197,7 @@ def forget_node_caches(h: Hierarchy, path: str = "") -> None:
             _CACHES.pop(h, None)
         else:  # a node's node_ids define the parents of the level below it
             cache.maps.pop(ref.level + 1, None)
+            cache.unsaved.pop(ref.level + 1, None)
             cache.links = {child: link for child, link in cache.links.items() if child.level != ref.level + 1}
 
 
@@ -225,10 +228,14 @@ def _held_map(h: Hierarchy, level: int) -> ParentMap | None:
         if level == 1:
             empty = np.zeros(0, dtype=np.int64)
             found = ParentMap(1, empty, empty, empty, 1, 1, root_rows=max(0, index_summary(h).fan_out or 0))
+        elif cache.unsaved.get(level) is token:
+            return None
         else:
             found = _saved_map(h, level)
         if found is not None:
             cache.maps[level] = (token, found)
+        else:
+            cache.unsaved[level] = token
         return found
 
 
