@@ -282,10 +282,10 @@ def _saved_map(h: Hierarchy, level: int) -> ParentMap | None:
 def _scan_level(h: Hierarchy, level: int, want: int | None, progress: ProgressCallback | None,
                 cancel: threading.Event | None) -> ParentMap | tuple[NodeRef, int] | None:
     """Read level-1's node_ids in ascending parent order. With want, stop at the first parent that
-    names it: (parent, row), or None when none does; the first parent in that order is the one the
-    whole map keeps. Having read them all, the map is kept (in memory, and in the index's cache
-    with the stamps of what it was made from, each taken before its read) and returned, or
-    (want given) its answer."""
+    names it before the last batch: (parent, row), or None when none does; the first parent in
+    that order is the one the whole map keeps. Having read them all, the map is kept (in memory,
+    and in the index's cache with the stamps of what it was made from, each taken before its read)
+    and returned, or (want given) its answer."""
     parents = _listed_parents(h, level - 1)
     cache = index_cache(h)
     remote = h.store.kind == "remote"  # stamped by listing: once, up front, and only for a whole map
@@ -301,7 +301,7 @@ def _scan_level(h: Hierarchy, level: int, want: int | None, progress: ProgressCa
             stamps.append(cache.stamp(list(zip(paths[batch], parents[batch], strict=True))))
         values = [v if isinstance(v, np.ndarray) else str(v) for v in read_whole_arrays(h, paths[batch])]
         found += values
-        if want is not None:
+        if want is not None and start + READ_BATCH < len(parents):  # the last batch: the whole map, kept
             for parent, ids in zip(parents[batch], values, strict=True):
                 if not isinstance(ids, str) and (rows := np.flatnonzero(np.asarray(ids).ravel() == want)).size:
                     return NodeRef(level - 1, parent), int(rows[0])

@@ -110,5 +110,6 @@ def test_one_parent_is_read_only_as_far_as_the_first_node_ids_that_names_it(
     late = node_ids(copy, listed[-1])[0]
     (parent, row), read = reads(h, NodeRef(3, late))
     assert (parent, row) == truth.lookup(late) and read >= len(listed)
+    assert reads(opened(copy), NodeRef(3, early)) == (truth.lookup(early), 0)  # read to the end: the links kept
     assert reads(h, NodeRef(3, 10**9))[0] == (None, None)  # none names it: every node_ids read, the map held
     assert reads(h, NodeRef(3, early)) == (truth.lookup(early), 0)
