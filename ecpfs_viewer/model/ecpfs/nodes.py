@@ -265,6 +265,16 @@ def _listed_parents(h: Hierarchy, level: int) -> list[int]:
     return sorted(i for i in found if i is not None and i <= MAX_NODE_ID)
 
 
+def _listed_now(h: Hierarchy, level: int, parents: list[int]) -> bool:
+    """Whether the level's folder lists the same nodes now (a plain listing) as parents says."""
+    try:
+        names = [name for name, is_dir in h.store.list_dir(level_path(level)) if is_dir is not False]
+    except OSError:
+        return False
+    now = {parse_node_name(name) for name in names}
+    return sorted(i for i in now if i is not None and i <= MAX_NODE_ID) == parents
+
+
 def _saved_map(h: Hierarchy, level: int) -> ParentMap | None:
     """The links an earlier read of the whole level kept (this page or ``locate``), while every
     node_ids of level-1 and the level's listing are as they were stamped."""
@@ -290,6 +300,8 @@ def _scan_level(h: Hierarchy, level: int, want: int | None, progress: ProgressCa
     cache = index_cache(h)
     remote = h.store.kind == "remote"  # stamped by listing: once, up front, and only for a whole map
     stamps = [None if remote and want is not None else cache.stamp([(level_path(level - 1), ALWAYS)], walk=False)]
+    if stamps[0] is not None and not _listed_now(h, level - 1, parents):
+        stamps[0] = None  # the Hierarchy's listing is older than the folder's stamp: nothing is kept
     paths = [node_array_path(level - 1, p, "node_ids") for p in parents]
     if remote and want is None:
         stamps.append(cache.stamp(list(zip(paths, parents, strict=True))))

@@ -96,6 +96,15 @@ def test_a_swapped_level_makes_the_page_answer_afresh(copy: Path) -> None:
     assert link.parent is None and link.finding is not None and link.finding.code == fc.NO_PARENT
 
 
+def test_links_read_under_an_older_listing_are_not_kept(copy: Path) -> None:
+    h = opened(copy)  # lvl_2 listed now
+    first, last = parents(copy)[0], parents(copy)[-1]
+    shutil.copytree(copy / f"lvl_2/node_{first}", copy / f"lvl_2/node_{last + 1}")  # a parent the listing lacks
+    parent_map(h, 3)
+    child = node_ids(copy, first)[0]
+    assert reads(opened(copy), NodeRef(3, child))[1] > 0  # read afresh: nothing was kept under the new folder's stamp
+
+
 def test_one_parent_is_read_only_as_far_as_the_first_node_ids_that_names_it(
         copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nodes, "READ_BATCH", 4)
@@ -106,7 +115,7 @@ def test_one_parent_is_read_only_as_far_as_the_first_node_ids_that_names_it(
     h = opened(copy)
     early = node_ids(copy, listed[0])[1]
     (parent, row), read = reads(h, NodeRef(3, early))
-    assert (parent, row) == truth.lookup(early) and read <= 4 * 2  # one batch: a document and a chunk each
+    assert (parent, row) == truth.lookup(early) and read <= 4 * 2 + 1  # one batch (a document, a chunk each), a listing
     late = node_ids(copy, listed[-1])[0]
     (parent, row), read = reads(h, NodeRef(3, late))
     assert (parent, row) == truth.lookup(late) and read >= len(listed)
