@@ -327,9 +327,9 @@ def node_page(case: Case) -> tuple[Figure, Figure | None]:
     command = [sys.executable, str(CHILDREN), "node-page", str(case.index), case.leaf_path()]
     figure = case.best(command, measure=page_seconds)
     best = min(runs, key=lambda r: r["page_s"]) if runs else {}
-    figure.note = figure.note or (f"{case.leaf_path()}: {best.get('page_cpu_s', 0):.2f} s CPU (all threads) while "
-                                  f"loading; selected in the tree after {best.get('selected_s', 0):.2f} s"
-                                  if best else case.leaf_path())
+    page = (f"{case.leaf_path()}: {best.get('page_cpu_s', 0):.2f} s CPU (all threads) while loading; selected in "
+            f"the tree after {best.get('selected_s', 0):.2f} s" if best else case.leaf_path())
+    figure.note = "; ".join(filter(None, [page, figure.note]))  # the floor's note (that of the whole window) after
     return figure, None
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 
 from ecpfs_viewer.model.ecpfs.index_cache import IndexCache
+from ecpfs_viewer.model.ecpfs.parent_links import PARENT_LINKS
 from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_bytes
 from ecpfs_viewer.model.search.item_map import ItemMap
-from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, LocateFacts, item_map_of
+from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, LocateFacts, item_map_of
 from ecpfs_viewer.model.storage.stamps import Stamps
 
 #: The name an earlier version kept the map under (a whole .npz, read at once).

@@ -6,14 +6,12 @@ Zarr-free: the saved map answers a later process without zarr (model/search/save
 
 from __future__ import annotations
 
-import io
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.ecpfs.parent_links import links_bytes, read_links
 
 _EMPTY = np.empty(0, np.int64)
 
@@ -62,30 +60,13 @@ class ItemMap:
         return ids[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else ids
 
     def to_bytes(self) -> bytes:
-        out = io.BytesIO()
-        np.savez(out, item_ids=self.item_ids, leaves=self.leaves, rows=self.rows)
-        return out.getvalue()
+        return links_bytes(self.item_ids, self.leaves, self.rows)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ItemMap:
-        """A map saved by :meth:`to_bytes`; ValueError (saying what is wrong) for anything else."""
-        try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as saved:
-                if sorted(saved.files) != ["item_ids", "leaves", "rows"]:
-                    raise ValueError(f"holds {sorted(saved.files)}, expected item_ids, leaves and rows")
-                arrays = [saved[name] for name in ("item_ids", "leaves", "rows")]
-        except ValueError as exc:
-            raise ValueError(f"not an item map: {exc}") from None
-        except (OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"not an item map: {describe_exception(exc)}") from None
-        ids, leaves, rows = arrays
-        if any(a.dtype != np.int64 or a.ndim != 1 for a in arrays):
-            raise ValueError("not an item map: its arrays must be 1-D int64")
-        if not len(ids) == len(leaves) == len(rows):
-            raise ValueError(f"not an item map: {len(ids)} ids, {len(leaves)} leaves, {len(rows)} rows")
-        if len(ids) and (bool((ids[1:] < ids[:-1]).any()) or int(leaves.min()) < 0 or int(rows.min()) < 0):
-            raise ValueError("not an item map: ids out of order or a negative leaf or row")
-        return cls(ids, leaves, rows)
+        """A map saved by :meth:`to_bytes` (the format of model/ecpfs/parent_links.py); ValueError
+        (saying what is wrong) for anything else."""
+        return cls(*read_links(data))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ecpfs_viewer.model.ecpfs.parent_links import PARENT_LINKS
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
 from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.search.item_lookup import MappedLookup
@@ -28,10 +29,9 @@ from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.fingerprint import local_fingerprint, local_identity
 from ecpfs_viewer.model.storage.stamps import Stamps, unframe_entry
 
-#: The cache entries' names (the item map a lookup file of model/search/item_lookup.py, the links
-#: in ItemMap.to_bytes's format; the facts as JSON).
+#: The cache entries' names (the item map a lookup file of model/search/item_lookup.py; the facts
+#: as JSON; the links' PARENT_LINKS in model/ecpfs/parent_links.py).
 ITEM_MAP = "item_lookup.bin"
-PARENT_LINKS = "parents_lvl_{level}.npz"
 LOCATE_FACTS = "locate_facts.json"
 
 

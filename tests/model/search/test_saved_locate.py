@@ -13,9 +13,10 @@ import pytest
 from command_runs import run, run_later_process
 from index_factory import build_clustered_index
 
+from ecpfs_viewer.model.ecpfs.parent_links import PARENT_LINKS
 from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.search.results import ItemIdRangeError, UnknownItemError
-from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, PARENT_LINKS, saved_location
+from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, saved_location
 from ecpfs_viewer.model.storage.disk_cache import STORES, cache_root
 
 
