@@ -40,21 +40,31 @@ def _report_file() -> IO[str]:
     return _report
 
 
+def arm(seconds: float, what: str) -> None:
+    """End this process with every thread's stack in its report if it is still running in
+    seconds (what: the first line of the report, naming what was stuck); replaces the last arm."""
+    report = _report_file()
+    report.seek(0)
+    report.truncate()
+    report.write(f"{what} {_HEADER} {seconds:.0f} s after it started; every thread's stack:\n")
+    report.flush()
+    faulthandler.dump_traceback_later(seconds, exit=True, file=report)
+
+
+def disarm() -> None:
+    faulthandler.cancel_dump_traceback_later()
+    report = _report_file()
+    report.seek(0)
+    report.truncate()
+
+
 @pytest.fixture(autouse=True)
 def stuck_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
     marker = request.node.get_closest_marker("timeout")
     own = float(marker.args[0]) if marker and marker.args else float(request.config.getini("timeout") or 180)
-    limit = own + float(os.environ.get(MARGIN_ENV, DEFAULT_MARGIN_S))
-    report = _report_file()
-    report.seek(0)
-    report.truncate()
-    report.write(f"{request.node.nodeid} {_HEADER} {limit:.0f} s after it started; every thread's stack:\n")
-    report.flush()
-    faulthandler.dump_traceback_later(limit, exit=True, file=report)
+    arm(own + float(os.environ.get(MARGIN_ENV, DEFAULT_MARGIN_S)), request.node.nodeid)
     yield
-    faulthandler.cancel_dump_traceback_later()
-    report.seek(0)
-    report.truncate()
+    disarm()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

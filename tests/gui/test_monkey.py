@@ -10,12 +10,12 @@ the last actions.
 
 from __future__ import annotations
 
-import faulthandler
 import os
 import random
 from pathlib import Path
 
 import pytest
+import stuck_watchdog
 from monkey import Monkey, build_stores
 
 from ecpfs_viewer.gui.app import create_main_window
@@ -67,7 +67,9 @@ def test_random_user_actions_raise_nothing_log_no_traceback_and_leave_a_working_
     monkey.trace = open(trace, "a", encoding="utf-8") if trace else None  # noqa: SIM115
     with monkey.watching() as run:
         for number in range(count):
-            faulthandler.dump_traceback_later(ACTION_LIMIT_S, exit=True)  # a hang: every thread's stack
+            # a hang: every thread's stack, and the actions that led to it, in the run's summary
+            stuck_watchdog.arm(ACTION_LIMIT_S, f"monkey action {number} (seed {seed}; the actions before it:\n"
+                               + "\n".join(run.actions[-12:]) + "\n)")
             try:
                 monkey.step(number, settle=settle)
             except Exception as exc:  # the window never settled (waitUntil), or the monkey itself broke
@@ -78,7 +80,7 @@ def test_random_user_actions_raise_nothing_log_no_traceback_and_leave_a_working_
         monkey.settle()
     if monkey.trace is not None:
         monkey.trace.close()
-    faulthandler.dump_traceback_later(400, exit=True)  # back to the suite's limit (tests/conftest.py)
+    stuck_watchdog.arm(ACTION_LIMIT_S, "the monkey's closing checks")
     assert not run.errors, "\n".join(run.errors[:3]) + "\n" + run.replay_hint(count)
     logged = log_file.read_text(encoding="utf-8") if log_file.exists() else ""
     assert "Traceback" not in logged, logged[max(0, logged.index("Traceback") - 2000):][:6000] + run.replay_hint(count)
