@@ -10,15 +10,14 @@ leaf with progress and a cancel. The colour sums and every frame are made in wor
 from __future__ import annotations
 
 import html
-import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QMenu, QToolButton, QToolTip, QVBoxLayout, QWidget
 
+from ecpfs_viewer.gui.diagnostics.embedding_jobs import MapData, box_job, marks_job, placement_job, sums_job
 from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
@@ -30,30 +29,21 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     ColourSums,
     DensityIndex,
     ItemColours,
-    Placement,
     QueryOverlay,
     Selection,
     ViewRect,
     by_level,
-    cached_placement,
     colour_sums,
     density_frame,
-    fit_projection,
     from_overlay,
-    keep_placement,
-    leaf_stamps,
     leaves_under,
-    place_items,
     query_overlay,
-    representatives,
-    select_box,
     size_colours,
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
-from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay, shared_layout
+from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
 from ecpfs_viewer.model.search.explore import Exploration
 from ecpfs_viewer.model.search.reader import NodeReader
-from ecpfs_viewer.model.tasks import ProgressCallback
 
 NO_INDEX = "Open an index to see its embedding map."
 SELECTION_HEADERS = ("node", "items in the box")
@@ -61,44 +51,6 @@ SELECTION_HEADERS = ("node", "items in the box")
 FROM_DIAGNOSTICS = {"misses": "run a recall sweep (Search ▸ Recall)", "workload": "replay a workload (Diagnostics)",
                     "strays": "run the self-reachability check (Diagnostics)",
                     "boundary": "colour the Index map by boundary items first"}
-
-
-@dataclass(frozen=True)
-class MapData:
-    """What the placement job hands over: the layout, the placement and its density index."""
-
-    index_map: IndexMap
-    placement: Placement
-    density: DensityIndex
-    label: str = ""  # the index's name, for the exported picture's title
-
-
-def _placement_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
-                   cancel: threading.Event | None = None) -> MapData:
-    reader = reader_of()
-    index_map = shared_layout(reader, progress, cancel)
-    kept = cached_placement(reader, index_map)
-    if kept is not None:
-        return MapData(index_map, kept, DensityIndex(kept), reader.label)
-    stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)  # before reading
-    first = fit_projection(reader, index_map, cancel=cancel)
-    if progress is not None:
-        progress(MapData(index_map, first, DensityIndex(first), reader.label))  # type: ignore[arg-type]  # the first picture, through the same channel
-    placement = place_items(reader, index_map, first.projection, progress, cancel, first=first)
-    keep_placement(reader, placement, stamps)
-    return MapData(index_map, placement, DensityIndex(placement), reader.label)
-
-
-def _sums_job(density: DensityIndex, colours: ItemColours) -> tuple[DensityIndex, ColourSums, np.ndarray]:
-    return density, colour_sums(density, colours), colours.leaf_rgb()
-
-
-def _marks_job(reader_of: Callable[[], NodeReader], placement: Placement, level: int) -> tuple[int, np.ndarray]:
-    return level, representatives(reader_of(), placement.projection, level)[1]
-
-
-def _box_job(density: DensityIndex, index_map: IndexMap, rect: ViewRect) -> Selection:
-    return select_box(density, index_map, rect)
 
 
 class EmbeddingMapPanel(QWidget):
@@ -201,7 +153,7 @@ class EmbeddingMapPanel(QWidget):
         self._reader_of = reader_of
         self.controls.drop(None)
         self.controls.started("Placing every item (a first picture of a sample comes first) …")
-        self._runner.run(_placement_job, reader_of, on_result=self._on_placed, on_error=self.controls.failed,
+        self._runner.run(placement_job, reader_of, on_result=self._on_placed, on_error=self.controls.failed,
                          on_progress=self._on_progress, heavy=True)
 
     def clear(self) -> None:
@@ -334,7 +286,7 @@ class EmbeddingMapPanel(QWidget):
         if colours is None:
             self.view.set_sums(None, None)
             return
-        self._sums_runner.run(_sums_job, data.density, colours, on_result=self._on_sums,
+        self._sums_runner.run(sums_job, data.density, colours, on_result=self._on_sums,
                               on_error=self.controls.failed)
 
     def _on_sums(self, result: tuple[DensityIndex, ColourSums, np.ndarray]) -> None:
@@ -384,7 +336,7 @@ class EmbeddingMapPanel(QWidget):
     def _ask_marks(self, level: int) -> None:
         if self.data is None or self._reader_of is None:
             return
-        self._marks_runner.run(_marks_job, self._reader_of, self.data.placement, level, supersede=False,
+        self._marks_runner.run(marks_job, self._reader_of, self.data.placement, level, supersede=False,
                                on_result=self._on_marks, on_error=self.controls.failed)
 
     def _on_marks(self, result: tuple[int, np.ndarray]) -> None:
@@ -418,7 +370,7 @@ class EmbeddingMapPanel(QWidget):
         if self.data is None:
             return
         self.selection_label.setText("Finding what the box holds …")
-        self._box_runner.run(_box_job, self.data.density, self.data.index_map, rect, on_result=self._on_selection,
+        self._box_runner.run(box_job, self.data.density, self.data.index_map, rect, on_result=self._on_selection,
                              on_error=self.controls.failed)
 
     def _on_selection(self, selection: Selection) -> None:
