@@ -17,16 +17,12 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     Placement,
     Selection,
     ViewRect,
-    cached_placement,
     colour_sums,
-    fit_projection,
-    keep_placement,
-    leaf_stamps,
-    place_items,
     representatives,
     select_box,
 )
-from ecpfs_viewer.model.diagnostics.index_map import IndexMap, shared_layout
+from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
+from ecpfs_viewer.model.diagnostics.index_map import IndexMap
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import ProgressCallback
 
@@ -39,22 +35,25 @@ class MapData:
     placement: Placement
     density: DensityIndex
     label: str = ""  # the index's name, for the exported picture's title
+    placed_leaves: int = 0  # leaves placed so far (a picture on the way) of ``leaves``
+    leaves: int = 0
 
 
-def placement_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
-                   cancel: threading.Event | None = None) -> MapData:
+def placement_job(reader_of: Callable[[], NodeReader], fit_items: int, block_leaves: int,
+                  progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> MapData:
+    """Every item placed (model/diagnostics/embedding_map/progressive.py); the pictures on the way are
+    handed over as MapData through the progress channel, each with its density index made here."""
     reader = reader_of()
-    index_map = shared_layout(reader, progress, cancel)
-    kept = cached_placement(reader, index_map)
-    if kept is not None:
-        return MapData(index_map, kept, DensityIndex(kept), reader.label)
-    stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)  # before reading
-    first = fit_projection(reader, index_map, cancel=cancel)
-    if progress is not None:
-        progress(MapData(index_map, first, DensityIndex(first), reader.label))  # type: ignore[arg-type]  # the first picture, through the same channel
-    placement = place_items(reader, index_map, first.projection, progress, cancel, first=first)
-    keep_placement(reader, placement, stamps)
-    return MapData(index_map, placement, DensityIndex(placement), reader.label)
+
+    def picture(shown: MapPicture) -> None:
+        if progress is not None:
+            progress(MapData(shown.index_map, shown.placement, DensityIndex(shown.placement),  # type: ignore[arg-type]
+                             reader.label, shown.placed_leaves, shown.leaves))
+
+    done = progressive_placement(reader, fit_items=fit_items, block_leaves=block_leaves, on_picture=picture,
+                                 progress=progress, cancel=cancel)
+    return MapData(done.index_map, done.placement, DensityIndex(done.placement), reader.label, done.placed_leaves,
+                   done.leaves)
 
 
 def sums_job(density: DensityIndex, colours: ItemColours) -> tuple[DensityIndex, ColourSums, np.ndarray]:

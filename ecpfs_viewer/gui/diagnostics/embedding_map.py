@@ -3,8 +3,10 @@ drawn as a density image with level of detail, coloured by the tree or a diagnos
 representatives as marks, what is under the pointer, a box selection and the last search on it.
 
 Progressive: the placement job (a BackgroundRunner, heavy) answers from the index's cache at once
-when it still holds; else it reports the PCA's own sample as a first picture, then places every
-leaf with progress and a cancel. The colour sums and every frame are made in workers too.
+when it still holds; else it reports the PCA's own sample as a first picture, then pictures of the
+leaves placed so far as blocks arrive (model/diagnostics/embedding_map/progressive.py), with
+progress and a cancel; the view is kept from one picture to the next. The colour sums and every
+frame are made in workers too.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     query_overlay,
     size_colours,
 )
+from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS
+from ecpfs_viewer.model.diagnostics.embedding_map.progressive import BLOCK_LEAVES
 from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
 from ecpfs_viewer.model.search.explore import Exploration
@@ -59,6 +63,7 @@ class EmbeddingMapPanel(QWidget):
     node_requested = Signal(str)
     placed = Signal(object)  # MapData: every item placed (not the first picture)
     first_shown = Signal(object)  # MapData: the PCA sample's picture, before every item is placed
+    picture_shown = Signal(object)  # MapData: every picture on the way (the first too), once drawn
 
     def __init__(self, overlays_of: Callable[[], tuple[IndexMap | None, Mapping[str, MapOverlay]]] = lambda: (None, {}),
                  parent: QWidget | None = None) -> None:
@@ -74,6 +79,7 @@ class EmbeddingMapPanel(QWidget):
         self._exploration: Exploration | None = None
         self._marks: dict[int, np.ndarray] = {}
         self.hover_text = ""
+        self.fit_items, self.block_leaves = FIT_ITEMS, BLOCK_LEAVES  # the sample the axes are fitted on; leaves a block
 
         self.colour_combo = QComboBox()
         self.colour_combo.setToolTip("What the items' colours say")
@@ -153,7 +159,8 @@ class EmbeddingMapPanel(QWidget):
         self._reader_of = reader_of
         self.controls.drop(None)
         self.controls.started("Placing every item (a first picture of a sample comes first) …")
-        self._runner.run(placement_job, reader_of, on_result=self._on_placed, on_error=self.controls.failed,
+        self._runner.run(placement_job, reader_of, self.fit_items, self.block_leaves, on_result=self._on_placed,
+                         on_error=self.controls.failed,
                          on_progress=self._on_progress, heavy=True)
 
     def clear(self) -> None:
@@ -178,9 +185,14 @@ class EmbeddingMapPanel(QWidget):
 
     def _on_progress(self, report: object) -> None:
         if isinstance(report, MapData):
+            first = self.data is None or self.data.placement.projection is not report.placement.projection
             self._adopt(report, first=True)
-            self.controls.say(f"A first picture of {report.placement.count:,} sampled items; placing the rest …")
-            self.first_shown.emit(report)
+            self.controls.say(f"{'A first picture' if first else 'A picture'} of {report.placement.count:,} items "
+                              f"from {report.placed_leaves:,} of {report.leaves:,} leaves drawn at random; "
+                              "placing the rest …")
+            if first:
+                self.first_shown.emit(report)
+            self.picture_shown.emit(report)
         else:
             self.controls.show_progress(report)
 
@@ -194,7 +206,8 @@ class EmbeddingMapPanel(QWidget):
         self.placed.emit(data)
 
     def _adopt(self, data: MapData, first: bool) -> None:
-        keep_view = self.data is not None and self.data.index_map is data.index_map
+        same_job = self.data is not None and self.data.placement.projection is data.placement.projection
+        keep_view = same_job and self.view.moved()  # a picture on the way: where the user looks, else all of it
         fresh_map = self.data is None or self.data.index_map is not data.index_map
         self.data = data
         if fresh_map:

@@ -76,6 +76,8 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
     def __init__(self, parent: QWidget | None = None) -> None:
         self._box_view = _BoxViewBox(self._boxed)
         super().__init__(parent, viewBox=self._box_view)
+        self._moved = False  # the user panned or zoomed since the whole map was last put in view
+        self._box_view.sigRangeChangedManually.connect(lambda *_: setattr(self, "_moved", True))
         self.setAspectLocked(True)
         self.showGrid(x=False, y=False)
         self.getPlotItem().hideButtons()
@@ -144,6 +146,11 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         if self.index is not None:
             b = self.index.bounds
             self.getViewBox().setRange(xRange=(b.x0, b.x1), yRange=(b.y0, b.y1), padding=0)
+        self._moved = False
+
+    def moved(self) -> bool:
+        """Whether the user panned or zoomed (wheel, drag) since the whole map was last put in view."""
+        return self._moved
 
     def view_rect(self) -> ViewRect:
         (x0, x1), (y0, y1) = self.getViewBox().viewRange()

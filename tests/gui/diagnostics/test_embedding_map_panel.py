@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication
 from window_driver import open_window, run_recall, selected_path, wait_idle
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
@@ -190,3 +192,40 @@ def test_the_misses_of_a_recall_sweep_are_offered_once_it_ran(qtbot, clusters) -
     assert panel.colours is not None and panel.colours.id == "misses" and "misses" in panel.legend_text()
     lost = np.nansum(panel.colours.leaf_values)
     assert (lost > 0) == (miss_map.total() > 0)
+
+
+def test_pictures_on_the_way_grow_say_how_far_and_keep_where_the_user_zoomed(qtbot, tmp_path) -> None:
+    path, _side = _two_clusters(tmp_path)  # a fresh index: nothing of it in the cache
+    win = open_window(qtbot, path, 1280, 800)
+    panel = win.embedding_map.panel
+    panel.fit_items, panel.block_leaves = 40, 1  # about 30 leaves of 20: a sample of 2, then a leaf a block
+    pictures: list = []
+    zoomed: list = []
+
+    def shown(data) -> None:
+        pictures.append((data.placement.count, data.placement.sample, panel.status.text()))
+        if not zoomed:  # the user zooms in on the first picture with the wheel
+            port = panel.view.viewport()
+            at = QPointF(port.rect().center())
+            wheel = QWheelEvent(at, port.mapToGlobal(at), QPoint(0, 0), QPoint(0, 720), Qt.MouseButton.NoButton,
+                                Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+            QApplication.sendEvent(port, wheel)
+            zoomed.append(panel.view.view_rect())
+
+    panel.picture_shown.connect(shown)
+    win.embedding_map.show_action.trigger()
+    qtbot.waitUntil(lambda: panel.data is not None and not panel.data.placement.sample and not panel.busy
+                    and panel.view.frame is not None, timeout=30_000)
+    counts = [count for count, *_ in pictures]
+    assert len(pictures) >= 2 and counts == sorted(set(counts)) and counts[-1] < ITEMS
+    assert all(sample for _, sample, *_ in pictures)
+    assert "A first picture of" in pictures[0][2] and "placing the rest" in pictures[0][2]
+    leaves = panel.data.placement.leaf_ids.size
+    assert all(f"of {leaves:,} leaves" in text for _, _, text in pictures)
+    assert f"{ITEMS:,} items" in panel.status.text()
+    now, then = panel.view.view_rect(), zoomed[0]
+    # kept: the same centre, still zoomed in (the aspect lock may settle the size a little)
+    centre = ((now.x0 + now.x1) / 2, (now.y0 + now.y1) / 2)
+    assert np.allclose(centre, ((then.x0 + then.x1) / 2, (then.y0 + then.y1) / 2))
+    assert now.width < panel.data.density.bounds.width / 1.5
+    assert panel.view.frame.total < ITEMS  # the zoomed view (between the clusters) holds part of the map
