@@ -1,5 +1,5 @@
 """The embedding map panel's work done in workers (BackgroundRunner jobs): placing the items, the
-colour sums, the representatives' marks and a box selection, and :class:`MapData`, what the
+colour sums, the representatives' marks, a box selection and the PNG export, and :class:`MapData`, what the
 placement job hands over. Qt-free; the GUI never imports zarr."""
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     Selection,
     ViewRect,
     colour_sums,
+    density_frame,
     representatives,
     select_box,
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
+from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import ProgressCallback
@@ -66,3 +68,16 @@ def marks_job(reader_of: Callable[[], NodeReader], placement: Placement, level: 
 
 def box_job(density: DensityIndex, index_map: IndexMap, rect: ViewRect) -> Selection:
     return select_box(density, index_map, rect)
+
+
+def export_job(data: MapData, colours: ItemColours | None, view: ViewRect, path: str) -> str:
+    """The view drawn as the CLI draws it (title, legend, the colour's meaning) and written to path."""
+    width = 900
+    height = min(max(64, round(width * view.height / view.width)), 1400) if view.width > 0 else 700
+    sums = None if colours is None else colour_sums(data.density, colours)
+    frame = density_frame(data.density, sums, view, width, height)
+    p = data.placement
+    title = f"{data.label}: embedding map by {colours.title if colours else 'density'}"
+    subtitle = f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {p.projection.describe}"
+    write_png(path, render_map(frame, colours, title=title, subtitle=subtitle, notes=tuple(n for n in (p.note,) if n)))
+    return path

@@ -17,15 +17,31 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QMenu, QToolButton, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QToolButton,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
-from ecpfs_viewer.gui.diagnostics.embedding_jobs import MapData, box_job, marks_job, placement_job, sums_job
+from ecpfs_viewer.gui.diagnostics.embedding_jobs import (
+    MapData,
+    box_job,
+    export_job,
+    marks_job,
+    placement_job,
+    sums_job,
+)
 from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
-from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.model.diagnostics.embedding_map import (
     MAP_COLOURINGS,
     ColourSums,
@@ -35,8 +51,6 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     Selection,
     ViewRect,
     by_level,
-    colour_sums,
-    density_frame,
     from_overlay,
     leaves_under,
     query_overlay,
@@ -44,10 +58,10 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import BLOCK_LEAVES
-from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
 from ecpfs_viewer.model.search.explore import Exploration
 from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.tasks import TaskError
 
 NO_INDEX = "Open an index to see its embedding map."
 SELECTION_HEADERS = ("node", "items in the box")
@@ -63,6 +77,7 @@ class EmbeddingMapPanel(QWidget):
     node_requested = Signal(str)
     placed = Signal(object)  # MapData: every item placed (not the first picture)
     first_shown = Signal(object)  # MapData: the PCA sample's picture, before every item is placed
+    exported = Signal(str)  # the path a PNG was written to
     picture_shown = Signal(object)  # MapData: every picture on the way (the first too), once drawn
 
     def __init__(self, overlays_of: Callable[[], tuple[IndexMap | None, Mapping[str, MapOverlay]]] = lambda: (None, {}),
@@ -72,6 +87,7 @@ class EmbeddingMapPanel(QWidget):
         self._reader_of: Callable[[], NodeReader] | None = None
         self._runner, self._sums_runner = BackgroundRunner(self), BackgroundRunner(self)
         self._marks_runner, self._box_runner = BackgroundRunner(self), BackgroundRunner(self)
+        self._export_runner = BackgroundRunner(self)
         self.data: MapData | None = None
         self.colours: ItemColours | None = None
         self.selection: Selection | None = None
@@ -152,7 +168,7 @@ class EmbeddingMapPanel(QWidget):
     @property
     def busy(self) -> bool:
         return (self.controls.busy or self._sums_runner.busy or self._marks_runner.busy or self._box_runner.busy
-                or self.view.busy)
+                or self._export_runner.busy or self.view.busy)
 
     def show_index(self, reader_of: Callable[[], NodeReader]) -> None:
         """Place the open index's items (from the cache when it still holds), the sample first."""
@@ -432,24 +448,31 @@ class EmbeddingMapPanel(QWidget):
 
     # -- export --------------------------------------------------------------------------------------
     def export_png(self, path: str | None = None) -> str | None:
-        """The view as the CLI draws it (title, legend, the colour's meaning), to a file the user names."""
+        """The view as the CLI draws it (title, legend, the colour's meaning), to a file the user names;
+        drawn and written in a worker (``exported`` says when). The path asked for, None when nothing."""
         data = self.data
         if data is None:
             self.controls.say("Nothing to export: no map is shown.", error=True)
             return None
-        view = self.view.view_rect()
-        width = 900
-        height = max(64, round(width * view.height / view.width)) if view.width > 0 else 700
-        height = min(height, 1400)
-        colours = self.colours
-        sums = None if colours is None else colour_sums(data.density, colours)
-        frame = density_frame(data.density, sums, view, width, height)
-        p = data.placement
-        title = f"{data.label}: embedding map by {colours.title if colours else 'density'}"
-        subtitle = f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {p.projection.describe}"
-        image = render_map(frame, colours, title=title, subtitle=subtitle, notes=tuple(n for n in (p.note,) if n))
-        return save_to(self, path, "Export the embedding map", "embedding_map.png", "PNG image (*.png)",
-                       lambda target: write_png(target, image), self.controls.say)
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export the embedding map", "embedding_map.png",
+                                                  "PNG image (*.png)")
+            if not path:
+                return None
+        self.export_button.setEnabled(False)
+        self.controls.say(f"Exporting the map to {path} …")
+        self._export_runner.run(export_job, data, self.colours, self.view.view_rect(), path,
+                                on_result=self._on_exported, on_error=self._on_export_failed)
+        return path
+
+    def _on_exported(self, path: str) -> None:
+        self.export_button.setEnabled(True)
+        self.controls.say(f"Saved {path}")
+        self.exported.emit(path)
+
+    def _on_export_failed(self, error: TaskError) -> None:
+        self.export_button.setEnabled(True)
+        self.controls.say(f"Could not export the map: {error}", error=True)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

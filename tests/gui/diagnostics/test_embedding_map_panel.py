@@ -6,6 +6,8 @@ computed here from the placement's coordinates and the vectors the index was bui
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -88,8 +90,16 @@ def test_the_map_opens_the_clusters_land_apart_and_colour_by_changes_the_image(q
     assert "leaf" in panel.legend_text()
     assert not np.array_equal(before, view.image.image)
     assert panel.colours is not None and panel.colours.id == "leaf"
-    out = Path(panel.export_png(str(path.parent / "map.png")))
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with qtbot.waitSignal(panel.exported, timeout=20_000) as written:  # drawn and written in a worker
+        panel.export_png(str(path.parent / "map.png"))
+    out = Path(written.args[0])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and panel.status.text() == f"Saved {out}"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask and panel.export_button.isEnabled()
+    panel.export_png(str(path.parent / "no such folder" / "map.png"))
+    qtbot.waitUntil(lambda: panel.export_button.isEnabled(), timeout=20_000)
+    assert "Could not export the map" in panel.status.text() and "no such folder" in panel.status.text()
     panel.show_marks(1)
     qtbot.waitUntil(lambda: panel.marks_shown().get(1, 0) > 0, timeout=10_000)
     assert panel.marks_shown()[1] == len(panel.data.index_map.band(1))
