@@ -197,7 +197,12 @@ class EmbeddingMapPanel(QWidget):
         self.controls.finished(NO_INDEX)
 
     def cancel(self) -> None:
-        self.controls.drop()
+        data = self.data
+        if data is None or not data.placement.sample or not self.controls.busy:
+            self.controls.drop()
+            return
+        self.controls.drop(f"Cancelled: the map shows {data.placement.count:,} items from {data.placed_leaves:,} of "
+                           f"{data.leaves:,} leaves; showing the panel again places them all.")
 
     def _on_progress(self, report: object) -> None:
         if isinstance(report, MapData):

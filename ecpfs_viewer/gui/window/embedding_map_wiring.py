@@ -41,9 +41,10 @@ class EmbeddingMapFeature(QObject):
         return self.panel.busy
 
     def show_map(self) -> None:
-        """Show the panel, placing the open index's items on first use."""
+        """Show the panel, placing the open index's items on first use (and after a cancel)."""
         self.dock.show()
-        if self.panel.data is None and not self.panel.controls.busy:
+        data = self.panel.data
+        if (data is None or data.placement.sample) and not self.panel.controls.busy:  # none, or a cancelled sample
             self.panel.show_index(self._reader_of)
             self.panel.set_exploration(self._search.exploration)
         else:

@@ -239,3 +239,20 @@ def test_pictures_on_the_way_grow_say_how_far_and_keep_where_the_user_zoomed(qtb
     assert np.allclose(centre, ((then.x0 + then.x1) / 2, (then.y0 + then.y1) / 2))
     assert now.width < panel.data.density.bounds.width / 1.5
     assert panel.view.frame.total < ITEMS  # the zoomed view (between the clusters) holds part of the map
+
+
+def test_a_cancel_keeps_the_picture_so_far_and_says_so_and_showing_the_panel_again_places_all(qtbot, tmp_path) -> None:
+    path, _side = _two_clusters(tmp_path)
+    win = open_window(qtbot, path, 1280, 800)
+    panel = win.embedding_map.panel
+    panel.fit_items, panel.block_leaves = 40, 1
+    panel.first_shown.connect(lambda _data: panel.controls.cancel_button.click())  # the user cancels at once
+    win.embedding_map.show_action.trigger()
+    qtbot.waitUntil(lambda: "Cancelled" in panel.status.text() and not panel.busy, timeout=30_000)
+    assert panel.data is not None and panel.data.placement.sample and panel.data.placement.count < ITEMS
+    assert f"{panel.data.placement.count:,} items from" in panel.status.text()
+    assert panel.view.frame is not None and panel.view.frame.total == panel.data.placement.count  # still drawn
+    panel.first_shown.disconnect()
+    win.embedding_map.show_action.trigger()
+    qtbot.waitUntil(lambda: not panel.data.placement.sample and not panel.busy, timeout=30_000)
+    assert panel.data.placement.count == ITEMS and f"{ITEMS:,} items" in panel.status.text()
