@@ -119,7 +119,7 @@ class EmbeddingMapPanel(QWidget):
         self.export_button.clicked.connect(lambda: self.export_png())
         self.controls = RunControls(self, NO_INDEX, cancel=self.cancel, runners=(self._runner,))
         self.progress, self.status = self.controls.progress, self.controls.summary
-        self.progress.setMaximumWidth(180)
+        self.progress.setMinimumWidth(self.fontMetrics().horizontalAdvance("leaves 10,000,000/10,000,000") + 24)
         top = QHBoxLayout()
         for w in (QLabel("Colour by"), self.colour_combo, self.marks_button, self.box_button, self.all_button,
                   self.export_button):

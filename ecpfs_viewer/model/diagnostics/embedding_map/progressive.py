@@ -229,7 +229,7 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
                 blocks.add(int(listed[p]), xy[at:at + ids.size], ids)
                 at += ids.size
         if progress is not None:
-            progress(Counted(read, order.size, "leaves placed"))
+            progress(Counted(read, order.size, "leaves"))
         if on_picture is not None and read < order.size and blocks.items >= PICTURE_GROWTH * max(shown, 1):
             shown = blocks.items
             on_picture(MapPicture(sketch, blocks.placement(projection, sketch_leaves, sample=True), read,
