@@ -1,12 +1,10 @@
 """View ▸ Embedding Map: every item of the index placed in 2-D (model/diagnostics/embedding_map/),
 drawn as a density image with level of detail, coloured by the tree or a diagnostic, with the
-representatives as marks, what is under the pointer, a box selection and the last search on it.
-
-Progressive: the placement job (a BackgroundRunner, heavy) answers from the index's cache at once
-when it still holds; else it reports the PCA's own sample as a first picture, then pictures of the
+representatives as marks, what is under the pointer, a box selection, the tree's selection and the
+last search on it. Progressive: the placement job (heavy) answers from the index's cache at once
+when it still holds; else it reports the PCA's sample as a first picture, then pictures of the
 leaves placed so far as blocks arrive (model/diagnostics/embedding_map/progressive.py), with
-progress and a cancel; the view is kept from one picture to the next. The colour sums and every
-frame are made in workers too.
+progress and a cancel, the view kept where the user moved it. Everything else is made in workers.
 """
 
 from __future__ import annotations
@@ -29,14 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ecpfs_viewer.gui.diagnostics.embedding_jobs import (
-    MapData,
-    box_job,
-    export_job,
-    marks_job,
-    placement_job,
-    sums_job,
-)
+from ecpfs_viewer.gui.diagnostics import embedding_jobs as jobs
+from ecpfs_viewer.gui.diagnostics.embedding_jobs import MapData
 from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
@@ -52,6 +44,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     ViewRect,
     by_level,
     from_overlay,
+    items_beneath,
     leaves_under,
     query_overlay,
     size_colours,
@@ -59,12 +52,14 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import BLOCK_LEAVES
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
+from ecpfs_viewer.model.ecpfs.paths import node_containing
 from ecpfs_viewer.model.search.explore import Exploration
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import TaskError
 
 NO_INDEX = "Open an index to see its embedding map."
 SELECTION_HEADERS = ("node", "items in the box")
+SELECTED_SHOWN = 4000  # rings at most for the tree's selection (evenly spaced among its items)
 #: the colourings whose input another panel makes (the Index map panel holds them, by colouring id)
 FROM_DIAGNOSTICS = {"misses": "run a recall sweep (Search ▸ Recall)", "workload": "replay a workload (Diagnostics)",
                     "strays": "run the self-reachability check (Diagnostics)",
@@ -95,6 +90,7 @@ class EmbeddingMapPanel(QWidget):
         self._exploration: Exploration | None = None
         self._marks: dict[int, np.ndarray] = {}
         self.hover_text = ""
+        self._selected_path, self.selected_items = "", np.zeros(0, np.int64)  # the tree's selection, ringed
         self.fit_items, self.block_leaves = FIT_ITEMS, BLOCK_LEAVES  # the sample the axes are fitted on; leaves a block
 
         self.colour_combo = QComboBox()
@@ -175,9 +171,8 @@ class EmbeddingMapPanel(QWidget):
         self._reader_of = reader_of
         self.controls.drop(None)
         self.controls.started("Placing every item (a first picture of a sample comes first) …")
-        self._runner.run(placement_job, reader_of, self.fit_items, self.block_leaves, on_result=self._on_placed,
-                         on_error=self.controls.failed,
-                         on_progress=self._on_progress, heavy=True)
+        self._runner.run(jobs.placement_job, reader_of, self.fit_items, self.block_leaves, on_result=self._on_placed,
+                         on_error=self.controls.failed, on_progress=self._on_progress, heavy=True)
 
     def clear(self) -> None:
         """Another index (or none): everything of the old one is dropped."""
@@ -236,6 +231,7 @@ class EmbeddingMapPanel(QWidget):
         self.view.show_index(data.density, None, None, keep_view=keep_view)
         self._recolour()
         self._fill_marks_menu()
+        self._draw_selected()
         if not first:
             self._marks.clear()
             for action in self.marks_menu.actions():
@@ -320,7 +316,7 @@ class EmbeddingMapPanel(QWidget):
         if colours is None:
             self.view.set_sums(None, None)
             return
-        self._sums_runner.run(sums_job, data.density, colours, on_result=self._on_sums,
+        self._sums_runner.run(jobs.sums_job, data.density, colours, on_result=self._on_sums,
                               on_error=self.controls.failed)
 
     def _on_sums(self, result: tuple[DensityIndex, ColourSums, np.ndarray]) -> None:
@@ -370,7 +366,7 @@ class EmbeddingMapPanel(QWidget):
     def _ask_marks(self, level: int) -> None:
         if self.data is None or self._reader_of is None:
             return
-        self._marks_runner.run(marks_job, self._reader_of, self.data.placement, level, supersede=False,
+        self._marks_runner.run(jobs.marks_job, self._reader_of, self.data.placement, level, supersede=False,
                                on_result=self._on_marks, on_error=self.controls.failed)
 
     def _on_marks(self, result: tuple[int, np.ndarray]) -> None:
@@ -404,7 +400,7 @@ class EmbeddingMapPanel(QWidget):
         if self.data is None:
             return
         self.selection_label.setText("Finding what the box holds …")
-        self._box_runner.run(box_job, self.data.density, self.data.index_map, rect, on_result=self._on_selection,
+        self._box_runner.run(jobs.box_job, self.data.density, self.data.index_map, rect, on_result=self._on_selection,
                              on_error=self.controls.failed)
 
     def _on_selection(self, selection: Selection) -> None:
@@ -427,6 +423,19 @@ class EmbeddingMapPanel(QWidget):
         path = self.selection_model.index(row, 0).data()
         if path:
             self.node_requested.emit(str(path))
+
+    # -- the tree's selection -------------------------------------------------------------------------
+    def select_path(self, path: str) -> None:
+        """The node selected in the tree (or the node a path lies in): rings on its items; else none."""
+        self._selected_path = path
+        self._draw_selected()
+
+    def _draw_selected(self) -> None:
+        ref, data = node_containing(self._selected_path), self.data
+        found = items_beneath(data.placement, data.index_map, *ref) if ref and ref[0] >= 1 and data else None
+        self.selected_items = np.zeros(0, np.int64) if found is None else found
+        shown = self.selected_items[::max(1, -(-self.selected_items.size // SELECTED_SHOWN))]  # at most that many
+        self.view.show_selected(data.placement.coords[shown] if data is not None and shown.size else None)
 
     # -- the last search -------------------------------------------------------------------------------
     def set_exploration(self, exploration: Exploration | None) -> None:
@@ -466,18 +475,17 @@ class EmbeddingMapPanel(QWidget):
                 return None
         self.export_button.setEnabled(False)
         self.controls.say(f"Exporting the map to {path} …")
-        self._export_runner.run(export_job, data, self.colours, self.view.view_rect(), path,
-                                on_result=self._on_exported, on_error=self._on_export_failed)
+        self._export_runner.run(jobs.export_job, data, self.colours, self.view.view_rect(), path,
+                                on_result=self._on_exported,
+                                on_error=lambda error: self._on_exported(None, error))
         return path
 
-    def _on_exported(self, path: str) -> None:
+    def _on_exported(self, path: str | None, error: TaskError | None = None) -> None:
         self.export_button.setEnabled(True)
-        self.controls.say(f"Saved {path}")
-        self.exported.emit(path)
-
-    def _on_export_failed(self, error: TaskError) -> None:
-        self.export_button.setEnabled(True)
-        self.controls.say(f"Could not export the map: {error}", error=True)
+        failed = f"Could not export the map: {error}" if error is not None else ""
+        self.controls.say(failed or f"Saved {path}", error=bool(failed))
+        if path is not None:
+            self.exported.emit(path)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

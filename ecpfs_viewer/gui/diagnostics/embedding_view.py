@@ -90,6 +90,9 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         self.marks = pg.ScatterPlotItem(symbol="+", size=11, pen=pg.mkPen((20, 20, 20), width=1.5), brush=None)
         self.marks.setZValue(10)
         self.addItem(self.marks)
+        self.selected = pg.ScatterPlotItem(symbol="o", size=5, pen=pg.mkPen((255, 140, 0), width=1), brush=None)
+        self.selected.setZValue(15)  # the tree's selection: rings on its items, under a search's marks
+        self.addItem(self.selected)
         self.path_line = pg.PlotCurveItem(pen=pg.mkPen((230, 60, 30), width=2))
         self.path_line.setZValue(20)
         self.addItem(self.path_line)
@@ -132,6 +135,7 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
             self.image.clear()
             self.points.clear()
             self.marks.clear()
+            self.selected.clear()
             self.clear_query()
             return
         if not keep_view:
@@ -201,6 +205,13 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         self.query_items.setData(spots)
         path = np.vstack([query_xy.reshape(1, 2), leaf_centres]) if len(leaf_centres) else query_xy.reshape(1, 2)
         self.path_line.setData(x=path[:, 0], y=path[:, 1])
+
+    def show_selected(self, xy: np.ndarray | None) -> None:
+        """Rings on the items of the node selected in the tree (None: none)."""
+        if xy is None or not len(xy):
+            self.selected.clear()
+        else:
+            self.selected.setData(x=xy[:, 0], y=xy[:, 1])
 
     def clear_query(self) -> None:
         self.query_items.clear()

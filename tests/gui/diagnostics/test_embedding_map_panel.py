@@ -15,10 +15,11 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication
-from window_driver import open_window, run_recall, selected_path, wait_idle
+from window_driver import open_window, run_recall, select, selected_path, wait_idle
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.diagnostics.embedding_map import ViewRect
+from ecpfs_viewer.model.diagnostics.index_map import leaf_ancestors
 
 ITEMS, DIM = 600, 8
 
@@ -256,3 +257,37 @@ def test_a_cancel_keeps_the_picture_so_far_and_says_so_and_showing_the_panel_aga
     win.embedding_map.show_action.trigger()
     qtbot.waitUntil(lambda: not panel.data.placement.sample and not panel.busy, timeout=30_000)
     assert panel.data.placement.count == ITEMS and f"{ITEMS:,} items" in panel.status.text()
+
+
+def test_the_trees_selection_rings_its_items_and_a_node_opened_from_the_map_is_outlined_on_the_index_map(
+        qtbot, clusters) -> None:
+    path, _side = clusters
+    win, panel = _open_map(qtbot, path)
+    placement, index_map = panel.data.placement, panel.data.index_map
+    leaf = int(placement.leaf_ids[3])
+    select(qtbot, win, f"lvl_2/node_{leaf}")  # the tree (as the Index map or the Path tab opens a node)
+    own = placement.leaf_items(3)
+    qtbot.waitUntil(lambda: panel.selected_items.size == own.stop - own.start, timeout=5_000)
+    assert np.array_equal(panel.selected_items, np.arange(own.start, own.stop))
+    xs, ys = panel.view.selected.getData()
+    assert np.allclose(np.column_stack([xs, ys]), placement.coords[own])  # rings on exactly its items
+    top = int(index_map.band(1).node_ids[0])
+    select(qtbot, win, f"lvl_1/node_{top}")
+    under = np.flatnonzero(leaf_ancestors(index_map)[0] == 0)  # the leaves beneath it
+    expected = np.concatenate([np.arange(placement.leaf_start[p], placement.leaf_start[p + 1]) for p in under])
+    qtbot.waitUntil(lambda: panel.selected_items.size == expected.size, timeout=5_000)
+    assert np.array_equal(panel.selected_items, expected)
+    select(qtbot, win, "info")  # not a node: no rings
+    qtbot.waitUntil(lambda: panel.selected_items.size == 0, timeout=5_000)
+    assert panel.view.selected.getData()[0].size == 0
+
+    b = panel.data.density.bounds
+    panel.select_rect(b)  # the whole map in the box; open its first leaf from the list
+    qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
+    row = next(i for i, p in enumerate(panel.selected_nodes()) if p.startswith("lvl_2/"))
+    picked = panel.selected_nodes()[row]
+    panel._selection_activated(row)  # what a double-click on the row does
+    qtbot.waitUntil(lambda: selected_path(win) == picked, timeout=10_000)
+    assert win.index_map.panel.view.selected == (2, int(picked.split("node_")[1]))  # outlined there too
+    assert panel.selected_items.size > 0  # and ringed here
+    wait_idle(qtbot, win, 20_000)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
-from ecpfs_viewer.model.diagnostics.embedding_map import by_level
+from ecpfs_viewer.model.diagnostics.embedding_map import by_level, items_beneath
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
 from ecpfs_viewer.model.diagnostics.index_map import BROKEN, layout_index
 from ecpfs_viewer.model.search import IndexReader
@@ -136,3 +136,22 @@ def test_a_leaf_that_cannot_be_read_is_named_broken_on_the_map_and_not_kept(buil
     assert band.state[band.index_of(leaf)] == BROKEN
     assert done.placement.count == ITEMS - len(IndexReader(path).node(3, leaf).ids)
     assert not progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache
+
+
+def test_the_items_beneath_a_node_are_the_items_its_subtree_stores(built, own_cache) -> None:
+    path, _data, _side = built
+    reader = IndexReader(path)
+    done = progressive_placement(reader, fit_items=100)
+    placement, index_map = done.placement, done.index_map
+
+    def stored(level: int, node_id: int) -> set[int]:  # walked down the stored tree, not the map
+        ids = reader.node(level, node_id).ids
+        return set(ids.tolist()) if level == reader.levels else set().union(*(stored(level + 1, int(c)) for c in ids))
+
+    for level in (1, 2, 3):
+        node_id = int(index_map.band(level).node_ids[1])
+        found = items_beneath(placement, index_map, level, node_id)
+        assert found.size and set(placement.item_ids[found].tolist()) == stored(level, node_id)
+        assert np.array_equal(found, np.sort(found))
+    assert items_beneath(placement, index_map, 2, 10**9).size == 0  # no such node
+    assert items_beneath(placement, index_map, 9, 0).size == 0  # no such level

@@ -18,6 +18,7 @@ How a front-end uses it (each step off the GUI thread except the frames, which a
     image = frame.rgba(background)                   # (h, w, 4) uint8; frame.points when few in view
     leaves_under(density, small_rect)                # hover: the leaves most present there
     select_box(density, index_map, rect)             # box: items and the nodes above them
+    items_beneath(placement, index_map, level, node_id)   # the tree's selection: the items under a node
     query_overlay(placement, query, search_result, missed)  # a search's path, results and misses
     representatives(reader, placement.projection, level)     # the marks of a level's representatives
     write_png(path, render_map(frame, colours, title=...))  # render.py: the CLI's picture
@@ -54,6 +55,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.picking import (
     LeafShare,
     QueryOverlay,
     Selection,
+    items_beneath,
     leaves_under,
     positions_of,
     query_overlay,
@@ -77,7 +79,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture,
 __all__ = [
     "MAP_COLOURINGS", "PALETTE", "ColourSums", "DensityFrame", "DensityIndex", "ItemColours", "LeafShare",
     "MapColouring", "MapPicture", "MapProjection", "Placement", "QueryOverlay", "Selection", "ViewRect", "by_level",
-    "cached_placement", "colour_sums", "density_frame", "fit_projection", "from_overlay", "keep_placement",
-    "leaf_stamps", "leaves_under", "lut", "map_colouring", "open_placement", "place_items", "positions_of",
-    "progressive_placement", "query_overlay", "representatives", "select_box", "size_colours",
+    "cached_placement", "colour_sums", "density_frame", "fit_projection", "from_overlay", "items_beneath",
+    "keep_placement", "leaf_stamps", "leaves_under", "lut", "map_colouring", "open_placement", "place_items",
+    "positions_of", "progressive_placement", "query_overlay", "representatives", "select_box", "size_colours",
 ]
