@@ -146,28 +146,23 @@ class _Blocks:
         self.count.append(int(ids.size))
         self.items += int(ids.size)
 
-    def compact(self) -> None:
-        """One array each for what was read so far (fewer small arrays held)."""
-        if len(self.coords) > 1:
-            self.coords = [np.concatenate(self.coords)]
-            self.ids = [np.concatenate(self.ids)]
-
     def placement(self, projection: MapProjection, leaf_ids: np.ndarray, *, sample: bool) -> Placement:
-        """What was read, as a placement over ``leaf_ids`` (the listing's leaves in a map's order)."""
-        self.compact()
-        coords = self.coords[0] if self.coords else np.zeros((0, 2), np.float32)
-        ids = self.ids[0] if self.ids else np.zeros(0, np.int64)
+        """What was read, as a placement over ``leaf_ids`` (the listing's leaves in a map's order):
+        each leaf's rows copied once into place (no concatenated copy, no gather index)."""
         read_ids = np.asarray(self.position, np.int64)
-        counts = np.asarray(self.count, np.int64)
-        # as read: leaf i of the reading order is rows read_start[i]:read_start[i+1]
-        as_read = Placement(projection, read_ids, _starts(counts), coords, ids,
-                            tuple(self.unplaced), sample=sample)
-        missing = np.setdiff1d(leaf_ids, read_ids)  # not read (yet) or unreadable: no items
-        padded = replace(as_read, leaf_ids=np.concatenate([read_ids, missing]),
-                         leaf_start=np.concatenate([as_read.leaf_start,
-                                                    np.full(missing.size, as_read.leaf_start[-1], np.int64)]),
-                         _leaf_pos=[])
-        return reordered(padded, leaf_ids)
+        by_id = np.argsort(leaf_ids, kind="stable")
+        at_map = by_id[np.searchsorted(leaf_ids[by_id], read_ids)]  # map position of each leaf read
+        counts = np.zeros(leaf_ids.size, np.int64)
+        counts[at_map] = self.count
+        starts = _starts(counts)
+        coords = np.empty((int(starts[-1]), 2), np.float32)
+        ids = np.empty(int(starts[-1]), np.int64)
+        for i, at in enumerate(starts[at_map].tolist()):
+            n = self.count[i]
+            coords[at:at + n] = self.coords[i]
+            ids[at:at + n] = self.ids[i]
+        return Placement(projection, np.asarray(leaf_ids, np.int64).copy(), starts, coords, ids,
+                         tuple(self.unplaced), sample=sample)
 
 
 def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, seed: int = DEFAULT_SEED,
