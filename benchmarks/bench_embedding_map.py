@@ -7,8 +7,9 @@ Sizes: the 200,000-item benchmark index (built on first use, benchmarks/_bench_i
 they already exist in ECPFS_BENCH_CACHE, the 2M and 10M ones (never built here). Each figure comes
 from a fresh process (its own peak RSS, VmHWM) with a private cache folder:
 
-- cold: open + layout, the PCA fit on its sample drawn as the first picture, then every item placed
-  (and kept in the cache), the density index, the colouring and the first full frame;
+- cold: open, the tree above the leaves and the PCA's sample of leaves drawn as the first picture
+  (density index, colouring, frame), the pictures on the way, then every item placed (and kept in
+  the cache) and its full frame (model/diagnostics/embedding_map/progressive.py);
 - warm: a second process: the placement from the cache and its first frame (the second opening);
 - frames: the median and worst time to aggregate a 1200 x 800 frame at zooms 1 to 256 (GUI thread);
 - memory: the process's peak RSS, and beyond the index opened and laid out (what the map adds);
@@ -50,50 +51,34 @@ def _rss_mb() -> tuple[float, float]:
 
 
 def child_map(index: str, frames: int) -> dict[str, float | int | str]:
-    """One opening of the map in this process (cold or warm, by the cache folder it was given)."""
+    """One opening of the map in this process (cold or warm, by the cache folder it was given), the
+    way the window makes it: progressive_placement, each picture's density index, colours and frame."""
     import numpy as np
 
-    from ecpfs_viewer.model.diagnostics.embedding_map import (
-        DensityIndex,
-        by_level,
-        cached_placement,
-        colour_sums,
-        density_frame,
-        fit_projection,
-        keep_placement,
-        leaf_stamps,
-        place_items,
-    )
-    from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+    from ecpfs_viewer.model.diagnostics.embedding_map import DensityIndex, by_level, colour_sums, density_frame
+    from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
     from ecpfs_viewer.model.search import IndexReader
 
     out: dict[str, float | int | str] = {}
     t0 = time.perf_counter()
     reader = IndexReader(index)
-    index_map = shared_layout(reader)
-    out["layout_s"] = time.perf_counter() - t0
     out["base_rss_mb"] = _rss_mb()[0]
-    colours = by_level(index_map, 1)
+    pictures: list[float] = []
 
-    def picture(placement):  # type: ignore[no-untyped-def]
-        density = DensityIndex(placement)
-        sums = colour_sums(density, colours)
-        frame = density_frame(density, sums, density.bounds, WIDTH, HEIGHT)
-        frame.rgba()
+    def picture(shown: MapPicture):  # type: ignore[no-untyped-def]
+        density = DensityIndex(shown.placement)
+        sums = colour_sums(density, by_level(shown.index_map, 1))
+        density_frame(density, sums, density.bounds, WIDTH, HEIGHT).rgba()
+        pictures.append(time.perf_counter() - t0)
         return density, sums
 
-    placement = cached_placement(reader, index_map)
-    out["from_cache"] = int(placement is not None)
-    if placement is None:
-        first = fit_projection(reader, index_map)
-        picture(first)
-        out["first_picture_s"] = time.perf_counter() - t0
-        stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)
-        placement = place_items(reader, index_map, first.projection, first=first)
-        keep_placement(reader, placement, stamps)
-    density, sums = picture(placement)
-    out["full_picture_s"] = time.perf_counter() - t0
-    out.setdefault("first_picture_s", out["full_picture_s"])
+    done = progressive_placement(reader, on_picture=picture)
+    density, sums = picture(done)
+    placement = done.placement
+    out["from_cache"] = int(placement.from_cache)
+    out["first_picture_s"] = pictures[0]
+    out["pictures"] = len(pictures)
+    out["full_picture_s"] = pictures[-1]
     out["items"] = placement.count
     rng = np.random.default_rng(1)
     times = []
@@ -161,14 +146,14 @@ def child_scatter(index: str, limit_s: float) -> dict[str, float | int | str]:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     import pyqtgraph as pg
 
-    from ecpfs_viewer.model.diagnostics.embedding_map import by_level, cached_placement
-    from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+    from ecpfs_viewer.model.diagnostics.embedding_map import by_level
+    from ecpfs_viewer.model.diagnostics.embedding_map.progressive import progressive_placement
     from ecpfs_viewer.model.search import IndexReader
 
     reader = IndexReader(index)
-    index_map = shared_layout(reader)
-    placement = cached_placement(reader, index_map)
-    assert placement is not None, "run the cold map first: the baseline draws the cached placement"
+    placed = progressive_placement(reader)
+    index_map, placement = placed.index_map, placed.placement
+    assert placement.from_cache, "run the cold map first: the baseline draws the cached placement"
     base = _rss_mb()[0]
     app = pg.mkQApp()
     brushes = [pg.mkBrush(*c) for c in by_level(index_map, 1).leaf_rgb().tolist()]
@@ -252,11 +237,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name:<24} gave up: {fig['gave_up']}")
                 continue
             print(f"  {name:<24} first picture {fig['first_picture_s']:6.2f} s   "
-                  f"all items {fig['full_picture_s']:6.2f} s"
-                  f"   (layout {fig['layout_s']:.2f} s)   frame median {fig['frame_median_ms']:5.1f} ms, worst "
+                  f"all items {fig['full_picture_s']:6.2f} s ({fig['pictures']} pictures)"
+                  f"   frame median {fig['frame_median_ms']:5.1f} ms, worst "
                   f"{fig['frame_worst_ms']:5.1f} ms   peak RSS {fig['peak_rss_mb']:,.0f} MB "
-                  f"(+{fig['peak_rss_mb'] - fig['base_rss_mb']:,.0f} MB beyond the index opened; density index "
-                  f"{fig['density_mb']:.0f} MB)")
+                  f"(+{fig['peak_rss_mb'] - fig['base_rss_mb']:,.0f} MB beyond the index opened, no layout; density "
+                  f"index {fig['density_mb']:.0f} MB)")
         if "gave_up" in scatter:
             print(f"  {'one ScatterPlotItem':<24} gave up: {scatter['gave_up']}")
         else:

@@ -46,19 +46,14 @@ def add_map_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
 
 def _map(args: argparse.Namespace) -> int:
     from ecpfs_viewer.cli.progress import TerminalProgress
-    from ecpfs_viewer.model.diagnostics.embedding_map import (
-        DensityIndex,
-        colour_sums,
-        density_frame,
-        open_placement,
-    )
+    from ecpfs_viewer.model.diagnostics.embedding_map import DensityIndex, colour_sums, density_frame
+    from ecpfs_viewer.model.diagnostics.embedding_map.progressive import progressive_placement
     from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
-    from ecpfs_viewer.model.diagnostics.index_map import shared_layout
 
     reader = open_index(args)
     with TerminalProgress(enabled=not args.quiet) as bar:
-        index_map = shared_layout(reader, progress=bar)
-        placement = open_placement(reader, index_map, progress=bar)
+        placed = progressive_placement(reader, progress=bar)  # every item: the complete picture
+        index_map, placement = placed.index_map, placed.placement
         colours = map_colours(args, reader, index_map, bar)
     density = DensityIndex(placement)
     view = _square_view(density.bounds, args.width, args.height)

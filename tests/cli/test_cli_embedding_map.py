@@ -3,6 +3,8 @@ imported, no display), for every colouring, and usage errors in one line."""
 
 from __future__ import annotations
 
+import os
+import stat
 import struct
 import zlib
 from pathlib import Path
@@ -91,3 +93,16 @@ def test_an_index_that_cannot_be_opened_exits_2_and_writes_nothing(capsys, tmp_p
     out = tmp_path / "x.png"
     code, _, err = run(capsys, "map", str(tmp_path / "absent.zarr"), "--png", str(out))
     assert code == 2 and "absent.zarr" in err and not out.exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_the_png_gets_the_permissions_of_any_new_file_of_the_user(capsys, small_index: Path, tmp_path: Path,
+                                                                  umask: int) -> None:
+    out = tmp_path / f"perm-{umask:o}.png"
+    before = os.umask(umask)
+    try:
+        code, _out, _err = run(capsys, "map", str(small_index), "--png", str(out), "--width", "100", "--height", "80")
+    finally:
+        os.umask(before)
+    assert code == 0 and stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []  # no temporary left beside it

@@ -1,104 +1,69 @@
 """View ▸ Embedding Map: every item of the index placed in 2-D (model/diagnostics/embedding_map/),
 drawn as a density image with level of detail, coloured by the tree or a diagnostic, with the
-representatives as marks, what is under the pointer, a box selection and the last search on it.
-
-Progressive: the placement job (a BackgroundRunner, heavy) answers from the index's cache at once
-when it still holds; else it reports the PCA's own sample as a first picture, then places every
-leaf with progress and a cancel. The colour sums and every frame are made in workers too.
+representatives as marks, what is under the pointer, a box selection, the tree's selection and the
+last search on it. Progressive: the placement job (heavy) answers from the index's cache at once
+when it still holds; else it reports the PCA's sample as a first picture, then pictures of the
+leaves placed so far as blocks arrive (model/diagnostics/embedding_map/progressive.py), with
+progress and a cancel, the view kept where the user moved it. Everything else is made in workers.
 """
 
 from __future__ import annotations
 
 import html
-import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QMenu, QToolButton, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QToolButton,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
+from ecpfs_viewer.gui.diagnostics import embedding_jobs as jobs
+from ecpfs_viewer.gui.diagnostics.embedding_jobs import MapData
 from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
-from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.model.diagnostics.embedding_map import (
     MAP_COLOURINGS,
     ColourSums,
     DensityIndex,
     ItemColours,
-    Placement,
     QueryOverlay,
     Selection,
     ViewRect,
     by_level,
-    cached_placement,
-    colour_sums,
-    density_frame,
-    fit_projection,
     from_overlay,
-    keep_placement,
-    leaf_stamps,
+    items_beneath,
     leaves_under,
-    place_items,
     query_overlay,
-    representatives,
-    select_box,
     size_colours,
 )
-from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
-from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay, shared_layout
+from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS
+from ecpfs_viewer.model.diagnostics.embedding_map.progressive import BLOCK_LEAVES
+from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
+from ecpfs_viewer.model.ecpfs.paths import node_containing
 from ecpfs_viewer.model.search.explore import Exploration
 from ecpfs_viewer.model.search.reader import NodeReader
-from ecpfs_viewer.model.tasks import ProgressCallback
+from ecpfs_viewer.model.tasks import TaskError
 
 NO_INDEX = "Open an index to see its embedding map."
 SELECTION_HEADERS = ("node", "items in the box")
+SELECTED_SHOWN = 4000  # rings at most for the tree's selection (evenly spaced among its items)
 #: the colourings whose input another panel makes (the Index map panel holds them, by colouring id)
 FROM_DIAGNOSTICS = {"misses": "run a recall sweep (Search ▸ Recall)", "workload": "replay a workload (Diagnostics)",
                     "strays": "run the self-reachability check (Diagnostics)",
                     "boundary": "colour the Index map by boundary items first"}
-
-
-@dataclass(frozen=True)
-class MapData:
-    """What the placement job hands over: the layout, the placement and its density index."""
-
-    index_map: IndexMap
-    placement: Placement
-    density: DensityIndex
-    label: str = ""  # the index's name, for the exported picture's title
-
-
-def _placement_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
-                   cancel: threading.Event | None = None) -> MapData:
-    reader = reader_of()
-    index_map = shared_layout(reader, progress, cancel)
-    kept = cached_placement(reader, index_map)
-    if kept is not None:
-        return MapData(index_map, kept, DensityIndex(kept), reader.label)
-    stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)  # before reading
-    first = fit_projection(reader, index_map, cancel=cancel)
-    if progress is not None:
-        progress(MapData(index_map, first, DensityIndex(first), reader.label))  # type: ignore[arg-type]  # the first picture, through the same channel
-    placement = place_items(reader, index_map, first.projection, progress, cancel, first=first)
-    keep_placement(reader, placement, stamps)
-    return MapData(index_map, placement, DensityIndex(placement), reader.label)
-
-
-def _sums_job(density: DensityIndex, colours: ItemColours) -> tuple[DensityIndex, ColourSums, np.ndarray]:
-    return density, colour_sums(density, colours), colours.leaf_rgb()
-
-
-def _marks_job(reader_of: Callable[[], NodeReader], placement: Placement, level: int) -> tuple[int, np.ndarray]:
-    return level, representatives(reader_of(), placement.projection, level)[1]
-
-
-def _box_job(density: DensityIndex, index_map: IndexMap, rect: ViewRect) -> Selection:
-    return select_box(density, index_map, rect)
 
 
 class EmbeddingMapPanel(QWidget):
@@ -107,6 +72,8 @@ class EmbeddingMapPanel(QWidget):
     node_requested = Signal(str)
     placed = Signal(object)  # MapData: every item placed (not the first picture)
     first_shown = Signal(object)  # MapData: the PCA sample's picture, before every item is placed
+    exported = Signal(str)  # the path a PNG was written to
+    picture_shown = Signal(object)  # MapData: every picture on the way (the first too), once drawn
 
     def __init__(self, overlays_of: Callable[[], tuple[IndexMap | None, Mapping[str, MapOverlay]]] = lambda: (None, {}),
                  parent: QWidget | None = None) -> None:
@@ -115,6 +82,7 @@ class EmbeddingMapPanel(QWidget):
         self._reader_of: Callable[[], NodeReader] | None = None
         self._runner, self._sums_runner = BackgroundRunner(self), BackgroundRunner(self)
         self._marks_runner, self._box_runner = BackgroundRunner(self), BackgroundRunner(self)
+        self._export_runner = BackgroundRunner(self)
         self.data: MapData | None = None
         self.colours: ItemColours | None = None
         self.selection: Selection | None = None
@@ -122,6 +90,8 @@ class EmbeddingMapPanel(QWidget):
         self._exploration: Exploration | None = None
         self._marks: dict[int, np.ndarray] = {}
         self.hover_text = ""
+        self._selected_path, self.selected_items = "", np.zeros(0, np.int64)  # the tree's selection, ringed
+        self.fit_items, self.block_leaves = FIT_ITEMS, BLOCK_LEAVES  # the sample the axes are fitted on; leaves a block
 
         self.colour_combo = QComboBox()
         self.colour_combo.setToolTip("What the items' colours say")
@@ -145,7 +115,7 @@ class EmbeddingMapPanel(QWidget):
         self.export_button.clicked.connect(lambda: self.export_png())
         self.controls = RunControls(self, NO_INDEX, cancel=self.cancel, runners=(self._runner,))
         self.progress, self.status = self.controls.progress, self.controls.summary
-        self.progress.setMaximumWidth(180)
+        self.progress.setMinimumWidth(self.fontMetrics().horizontalAdvance("leaves 10,000,000/10,000,000") + 24)
         top = QHBoxLayout()
         for w in (QLabel("Colour by"), self.colour_combo, self.marks_button, self.box_button, self.all_button,
                   self.export_button):
@@ -194,15 +164,15 @@ class EmbeddingMapPanel(QWidget):
     @property
     def busy(self) -> bool:
         return (self.controls.busy or self._sums_runner.busy or self._marks_runner.busy or self._box_runner.busy
-                or self.view.busy)
+                or self._export_runner.busy or self.view.busy)
 
     def show_index(self, reader_of: Callable[[], NodeReader]) -> None:
         """Place the open index's items (from the cache when it still holds), the sample first."""
         self._reader_of = reader_of
         self.controls.drop(None)
         self.controls.started("Placing every item (a first picture of a sample comes first) …")
-        self._runner.run(_placement_job, reader_of, on_result=self._on_placed, on_error=self.controls.failed,
-                         on_progress=self._on_progress, heavy=True)
+        self._runner.run(jobs.placement_job, reader_of, self.fit_items, self.block_leaves, on_result=self._on_placed,
+                         on_error=self.controls.failed, on_progress=self._on_progress, heavy=True)
 
     def clear(self) -> None:
         """Another index (or none): everything of the old one is dropped."""
@@ -222,13 +192,23 @@ class EmbeddingMapPanel(QWidget):
         self.controls.finished(NO_INDEX)
 
     def cancel(self) -> None:
-        self.controls.drop()
+        data = self.data
+        if data is None or not data.placement.sample or not self.controls.busy:
+            self.controls.drop()
+            return
+        self.controls.drop(f"Cancelled: the map shows {data.placement.count:,} items from {data.placed_leaves:,} of "
+                           f"{data.leaves:,} leaves; showing the panel again places them all.")
 
     def _on_progress(self, report: object) -> None:
         if isinstance(report, MapData):
+            first = self.data is None or self.data.placement.projection is not report.placement.projection
             self._adopt(report, first=True)
-            self.controls.say(f"A first picture of {report.placement.count:,} sampled items; placing the rest …")
-            self.first_shown.emit(report)
+            self.controls.say(f"{'A first picture' if first else 'A picture'} of {report.placement.count:,} items "
+                              f"from {report.placed_leaves:,} of {report.leaves:,} leaves drawn at random; "
+                              "placing the rest …")
+            if first:
+                self.first_shown.emit(report)
+            self.picture_shown.emit(report)
         else:
             self.controls.show_progress(report)
 
@@ -242,7 +222,8 @@ class EmbeddingMapPanel(QWidget):
         self.placed.emit(data)
 
     def _adopt(self, data: MapData, first: bool) -> None:
-        keep_view = self.data is not None and self.data.index_map is data.index_map
+        same_job = self.data is not None and self.data.placement.projection is data.placement.projection
+        keep_view = same_job and self.view.moved()  # a picture on the way: where the user looks, else all of it
         fresh_map = self.data is None or self.data.index_map is not data.index_map
         self.data = data
         if fresh_map:
@@ -250,6 +231,7 @@ class EmbeddingMapPanel(QWidget):
         self.view.show_index(data.density, None, None, keep_view=keep_view)
         self._recolour()
         self._fill_marks_menu()
+        self._draw_selected()
         if not first:
             self._marks.clear()
             for action in self.marks_menu.actions():
@@ -334,7 +316,7 @@ class EmbeddingMapPanel(QWidget):
         if colours is None:
             self.view.set_sums(None, None)
             return
-        self._sums_runner.run(_sums_job, data.density, colours, on_result=self._on_sums,
+        self._sums_runner.run(jobs.sums_job, data.density, colours, on_result=self._on_sums,
                               on_error=self.controls.failed)
 
     def _on_sums(self, result: tuple[DensityIndex, ColourSums, np.ndarray]) -> None:
@@ -384,7 +366,7 @@ class EmbeddingMapPanel(QWidget):
     def _ask_marks(self, level: int) -> None:
         if self.data is None or self._reader_of is None:
             return
-        self._marks_runner.run(_marks_job, self._reader_of, self.data.placement, level, supersede=False,
+        self._marks_runner.run(jobs.marks_job, self._reader_of, self.data.placement, level, supersede=False,
                                on_result=self._on_marks, on_error=self.controls.failed)
 
     def _on_marks(self, result: tuple[int, np.ndarray]) -> None:
@@ -418,7 +400,7 @@ class EmbeddingMapPanel(QWidget):
         if self.data is None:
             return
         self.selection_label.setText("Finding what the box holds …")
-        self._box_runner.run(_box_job, self.data.density, self.data.index_map, rect, on_result=self._on_selection,
+        self._box_runner.run(jobs.box_job, self.data.density, self.data.index_map, rect, on_result=self._on_selection,
                              on_error=self.controls.failed)
 
     def _on_selection(self, selection: Selection) -> None:
@@ -441,6 +423,19 @@ class EmbeddingMapPanel(QWidget):
         path = self.selection_model.index(row, 0).data()
         if path:
             self.node_requested.emit(str(path))
+
+    # -- the tree's selection -------------------------------------------------------------------------
+    def select_path(self, path: str) -> None:
+        """The node selected in the tree (or the node a path lies in): rings on its items; else none."""
+        self._selected_path = path
+        self._draw_selected()
+
+    def _draw_selected(self) -> None:
+        ref, data = node_containing(self._selected_path), self.data
+        found = items_beneath(data.placement, data.index_map, *ref) if ref and ref[0] >= 1 and data else None
+        self.selected_items = np.zeros(0, np.int64) if found is None else found
+        shown = self.selected_items[::max(1, -(-self.selected_items.size // SELECTED_SHOWN))]  # at most that many
+        self.view.show_selected(data.placement.coords[shown] if data is not None and shown.size else None)
 
     # -- the last search -------------------------------------------------------------------------------
     def set_exploration(self, exploration: Exploration | None) -> None:
@@ -467,24 +462,30 @@ class EmbeddingMapPanel(QWidget):
 
     # -- export --------------------------------------------------------------------------------------
     def export_png(self, path: str | None = None) -> str | None:
-        """The view as the CLI draws it (title, legend, the colour's meaning), to a file the user names."""
+        """The view as the CLI draws it (title, legend, the colour's meaning), to a file the user names;
+        drawn and written in a worker (``exported`` says when). The path asked for, None when nothing."""
         data = self.data
         if data is None:
             self.controls.say("Nothing to export: no map is shown.", error=True)
             return None
-        view = self.view.view_rect()
-        width = 900
-        height = max(64, round(width * view.height / view.width)) if view.width > 0 else 700
-        height = min(height, 1400)
-        colours = self.colours
-        sums = None if colours is None else colour_sums(data.density, colours)
-        frame = density_frame(data.density, sums, view, width, height)
-        p = data.placement
-        title = f"{data.label}: embedding map by {colours.title if colours else 'density'}"
-        subtitle = f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {p.projection.describe}"
-        image = render_map(frame, colours, title=title, subtitle=subtitle, notes=tuple(n for n in (p.note,) if n))
-        return save_to(self, path, "Export the embedding map", "embedding_map.png", "PNG image (*.png)",
-                       lambda target: write_png(target, image), self.controls.say)
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export the embedding map", "embedding_map.png",
+                                                  "PNG image (*.png)")
+            if not path:
+                return None
+        self.export_button.setEnabled(False)
+        self.controls.say(f"Exporting the map to {path} …")
+        self._export_runner.run(jobs.export_job, data, self.colours, self.view.view_rect(), path,
+                                on_result=self._on_exported,
+                                on_error=lambda error: self._on_exported(None, error))
+        return path
+
+    def _on_exported(self, path: str | None, error: TaskError | None = None) -> None:
+        self.export_button.setEnabled(True)
+        failed = f"Could not export the map: {error}" if error is not None else ""
+        self.controls.say(failed or f"Saved {path}", error=bool(failed))
+        if path is not None:
+            self.exported.emit(path)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

@@ -76,6 +76,8 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
     def __init__(self, parent: QWidget | None = None) -> None:
         self._box_view = _BoxViewBox(self._boxed)
         super().__init__(parent, viewBox=self._box_view)
+        self._moved = False  # the user panned or zoomed since the whole map was last put in view
+        self._box_view.sigRangeChangedManually.connect(lambda *_: setattr(self, "_moved", True))
         self.setAspectLocked(True)
         self.showGrid(x=False, y=False)
         self.getPlotItem().hideButtons()
@@ -88,6 +90,9 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         self.marks = pg.ScatterPlotItem(symbol="+", size=11, pen=pg.mkPen((20, 20, 20), width=1.5), brush=None)
         self.marks.setZValue(10)
         self.addItem(self.marks)
+        self.selected = pg.ScatterPlotItem(symbol="o", size=5, pen=pg.mkPen((255, 140, 0), width=1), brush=None)
+        self.selected.setZValue(15)  # the tree's selection: rings on its items, under a search's marks
+        self.addItem(self.selected)
         self.path_line = pg.PlotCurveItem(pen=pg.mkPen((230, 60, 30), width=2))
         self.path_line.setZValue(20)
         self.addItem(self.path_line)
@@ -130,6 +135,7 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
             self.image.clear()
             self.points.clear()
             self.marks.clear()
+            self.selected.clear()
             self.clear_query()
             return
         if not keep_view:
@@ -144,6 +150,11 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         if self.index is not None:
             b = self.index.bounds
             self.getViewBox().setRange(xRange=(b.x0, b.x1), yRange=(b.y0, b.y1), padding=0)
+        self._moved = False
+
+    def moved(self) -> bool:
+        """Whether the user panned or zoomed (wheel, drag) since the whole map was last put in view."""
+        return self._moved
 
     def view_rect(self) -> ViewRect:
         (x0, x1), (y0, y1) = self.getViewBox().viewRange()
@@ -194,6 +205,13 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         self.query_items.setData(spots)
         path = np.vstack([query_xy.reshape(1, 2), leaf_centres]) if len(leaf_centres) else query_xy.reshape(1, 2)
         self.path_line.setData(x=path[:, 0], y=path[:, 1])
+
+    def show_selected(self, xy: np.ndarray | None) -> None:
+        """Rings on the items of the node selected in the tree (None: none)."""
+        if xy is None or not len(xy):
+            self.selected.clear()
+        else:
+            self.selected.setData(x=xy[:, 0], y=xy[:, 1])
 
     def clear_query(self) -> None:
         self.query_items.clear()

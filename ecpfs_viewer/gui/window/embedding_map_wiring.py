@@ -1,7 +1,8 @@
 """View ▸ Panels ▸ Embedding map wired into the window: placed like the other panels (a tab or its
 own window), laid out on first showing, the Search panel's last search drawn on it, the Index map
 panel's diagnostics (misses, workload, strays, boundary items) offered as colourings, a node picked
-in its box selection opened in the tree, and everything dropped when another index opens."""
+in its box selection opened in the tree (and so outlined on the Index map), the tree's selection
+drawn on it, and everything dropped when another index opens."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from PySide6.QtWidgets import QMainWindow
 
 from ecpfs_viewer.gui.diagnostics.embedding_map import EmbeddingMapPanel
 from ecpfs_viewer.gui.search.panel import SearchPanel
+from ecpfs_viewer.gui.tree.panel import TreePanel
 from ecpfs_viewer.gui.widgets.panel_places import PanelPlaces
 from ecpfs_viewer.gui.window.diagnostics_menu import DiagnosticsMenu
 from ecpfs_viewer.gui.window.index_map_wiring import IndexMapFeature
@@ -36,14 +38,20 @@ class EmbeddingMapFeature(QObject):
         for ready in (diagnostics.workload_ready, diagnostics.reachability_ready):
             ready.connect(lambda _result: self.panel.refresh_colourings())
 
+    def follow(self, tree_panel: TreePanel) -> None:
+        """The tree's selection drawn on the map (rings on the node's items): a node clicked on the
+        Index map or opened from the Path tab reveals it in the tree, and so here too."""
+        tree_panel.item_chosen.connect(lambda item: self.panel.select_path(item.path))
+
     @property
     def busy(self) -> bool:
         return self.panel.busy
 
     def show_map(self) -> None:
-        """Show the panel, placing the open index's items on first use."""
+        """Show the panel, placing the open index's items on first use (and after a cancel)."""
         self.dock.show()
-        if self.panel.data is None and not self.panel.controls.busy:
+        data = self.panel.data
+        if (data is None or data.placement.sample) and not self.panel.controls.busy:  # none, or a cancelled sample
             self.panel.show_index(self._reader_of)
             self.panel.set_exploration(self._search.exploration)
         else:

@@ -117,6 +117,7 @@ class MainWindow(QMainWindow):
         self.embedding_map = EmbeddingMapFeature(  # View > Panels > Embedding map
             self, places=self.places, reader_of=self.search.session.reader, reveal=self.reveal_path,
             index_map=self.index_map, search=self.search.panel, diagnostics=self.diagnostics)
+        self.embedding_map.follow(self.tree_panel)
         self.resets = StoreResets(self)  # the one place a dropped index is forgotten
         self._register_resets()
         self._connect_session()

@@ -6,15 +6,20 @@ computed here from the placement's coordinates and the vectors the index was bui
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from window_driver import open_window, run_recall, selected_path, wait_idle
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication
+from window_driver import open_window, run_recall, select, selected_path, wait_idle
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.diagnostics.embedding_map import ViewRect
+from ecpfs_viewer.model.diagnostics.index_map import leaf_ancestors
 
 ITEMS, DIM = 600, 8
 
@@ -86,8 +91,16 @@ def test_the_map_opens_the_clusters_land_apart_and_colour_by_changes_the_image(q
     assert "leaf" in panel.legend_text()
     assert not np.array_equal(before, view.image.image)
     assert panel.colours is not None and panel.colours.id == "leaf"
-    out = Path(panel.export_png(str(path.parent / "map.png")))
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with qtbot.waitSignal(panel.exported, timeout=20_000) as written:  # drawn and written in a worker
+        panel.export_png(str(path.parent / "map.png"))
+    out = Path(written.args[0])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and panel.status.text() == f"Saved {out}"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask and panel.export_button.isEnabled()
+    panel.export_png(str(path.parent / "no such folder" / "map.png"))
+    qtbot.waitUntil(lambda: panel.export_button.isEnabled(), timeout=20_000)
+    assert "Could not export the map" in panel.status.text() and "no such folder" in panel.status.text()
     panel.show_marks(1)
     qtbot.waitUntil(lambda: panel.marks_shown().get(1, 0) > 0, timeout=10_000)
     assert panel.marks_shown()[1] == len(panel.data.index_map.band(1))
@@ -190,3 +203,91 @@ def test_the_misses_of_a_recall_sweep_are_offered_once_it_ran(qtbot, clusters) -
     assert panel.colours is not None and panel.colours.id == "misses" and "misses" in panel.legend_text()
     lost = np.nansum(panel.colours.leaf_values)
     assert (lost > 0) == (miss_map.total() > 0)
+
+
+def test_pictures_on_the_way_grow_say_how_far_and_keep_where_the_user_zoomed(qtbot, tmp_path) -> None:
+    path, _side = _two_clusters(tmp_path)  # a fresh index: nothing of it in the cache
+    win = open_window(qtbot, path, 1280, 800)
+    panel = win.embedding_map.panel
+    panel.fit_items, panel.block_leaves = 40, 1  # about 30 leaves of 20: a sample of 2, then a leaf a block
+    pictures: list = []
+    zoomed: list = []
+
+    def shown(data) -> None:
+        pictures.append((data.placement.count, data.placement.sample, panel.status.text()))
+        if not zoomed:  # the user zooms in on the first picture with the wheel
+            port = panel.view.viewport()
+            at = QPointF(port.rect().center())
+            wheel = QWheelEvent(at, port.mapToGlobal(at), QPoint(0, 0), QPoint(0, 720), Qt.MouseButton.NoButton,
+                                Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+            QApplication.sendEvent(port, wheel)
+            zoomed.append(panel.view.view_rect())
+
+    panel.picture_shown.connect(shown)
+    win.embedding_map.show_action.trigger()
+    qtbot.waitUntil(lambda: panel.data is not None and not panel.data.placement.sample and not panel.busy
+                    and panel.view.frame is not None, timeout=30_000)
+    counts = [count for count, *_ in pictures]
+    assert len(pictures) >= 2 and counts == sorted(set(counts)) and counts[-1] < ITEMS
+    assert all(sample for _, sample, *_ in pictures)
+    assert "A first picture of" in pictures[0][2] and "placing the rest" in pictures[0][2]
+    leaves = panel.data.placement.leaf_ids.size
+    assert all(f"of {leaves:,} leaves" in text for _, _, text in pictures)
+    assert f"{ITEMS:,} items" in panel.status.text()
+    now, then = panel.view.view_rect(), zoomed[0]
+    # kept: the same centre, still zoomed in (the aspect lock may settle the size a little)
+    centre = ((now.x0 + now.x1) / 2, (now.y0 + now.y1) / 2)
+    assert np.allclose(centre, ((then.x0 + then.x1) / 2, (then.y0 + then.y1) / 2))
+    assert now.width < panel.data.density.bounds.width / 1.5
+    assert panel.view.frame.total < ITEMS  # the zoomed view (between the clusters) holds part of the map
+
+
+def test_a_cancel_keeps_the_picture_so_far_and_says_so_and_showing_the_panel_again_places_all(qtbot, tmp_path) -> None:
+    path, _side = _two_clusters(tmp_path)
+    win = open_window(qtbot, path, 1280, 800)
+    panel = win.embedding_map.panel
+    panel.fit_items, panel.block_leaves = 40, 1
+    panel.first_shown.connect(lambda _data: panel.controls.cancel_button.click())  # the user cancels at once
+    win.embedding_map.show_action.trigger()
+    qtbot.waitUntil(lambda: "Cancelled" in panel.status.text() and not panel.busy, timeout=30_000)
+    assert panel.data is not None and panel.data.placement.sample and panel.data.placement.count < ITEMS
+    assert f"{panel.data.placement.count:,} items from" in panel.status.text()
+    assert panel.view.frame is not None and panel.view.frame.total == panel.data.placement.count  # still drawn
+    panel.first_shown.disconnect()
+    win.embedding_map.show_action.trigger()
+    qtbot.waitUntil(lambda: not panel.data.placement.sample and not panel.busy, timeout=30_000)
+    assert panel.data.placement.count == ITEMS and f"{ITEMS:,} items" in panel.status.text()
+
+
+def test_the_trees_selection_rings_its_items_and_a_node_opened_from_the_map_is_outlined_on_the_index_map(
+        qtbot, clusters) -> None:
+    path, _side = clusters
+    win, panel = _open_map(qtbot, path)
+    placement, index_map = panel.data.placement, panel.data.index_map
+    leaf = int(placement.leaf_ids[3])
+    select(qtbot, win, f"lvl_2/node_{leaf}")  # the tree (as the Index map or the Path tab opens a node)
+    own = placement.leaf_items(3)
+    qtbot.waitUntil(lambda: panel.selected_items.size == own.stop - own.start, timeout=5_000)
+    assert np.array_equal(panel.selected_items, np.arange(own.start, own.stop))
+    xs, ys = panel.view.selected.getData()
+    assert np.allclose(np.column_stack([xs, ys]), placement.coords[own])  # rings on exactly its items
+    top = int(index_map.band(1).node_ids[0])
+    select(qtbot, win, f"lvl_1/node_{top}")
+    under = np.flatnonzero(leaf_ancestors(index_map)[0] == 0)  # the leaves beneath it
+    expected = np.concatenate([np.arange(placement.leaf_start[p], placement.leaf_start[p + 1]) for p in under])
+    qtbot.waitUntil(lambda: panel.selected_items.size == expected.size, timeout=5_000)
+    assert np.array_equal(panel.selected_items, expected)
+    select(qtbot, win, "info")  # not a node: no rings
+    qtbot.waitUntil(lambda: panel.selected_items.size == 0, timeout=5_000)
+    assert panel.view.selected.getData()[0].size == 0
+
+    b = panel.data.density.bounds
+    panel.select_rect(b)  # the whole map in the box; open its first leaf from the list
+    qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
+    row = next(i for i, p in enumerate(panel.selected_nodes()) if p.startswith("lvl_2/"))
+    picked = panel.selected_nodes()[row]
+    panel._selection_activated(row)  # what a double-click on the row does
+    qtbot.waitUntil(lambda: selected_path(win) == picked, timeout=10_000)
+    assert win.index_map.panel.view.selected == (2, int(picked.split("node_")[1]))  # outlined there too
+    assert panel.selected_items.size > 0  # and ringed here
+    wait_idle(qtbot, win, 20_000)

@@ -5,14 +5,12 @@ Map and ``ecpfs-viewer map`` are two front-ends of these calls.
 How a front-end uses it (each step off the GUI thread except the frames, which are made for it)::
 
     reader = IndexReader(path)                       # or the window's opened index's reader
-    index_map = shared_layout(reader)                # model/diagnostics/index_map.py
-    placement = cached_placement(reader, index_map)  # immediate when the cache still holds it
-    if placement is None:                            # else: a first picture, then every item
-        first = fit_projection(reader, index_map, cancel=token)             # the PCA's own sample
-        stamps = leaf_stamps(reader.opened.cache, index_map, reader.levels)  # before reading
-        placement = place_items(reader, index_map, first.projection, progress, token, first=first)
-        keep_placement(reader, placement, stamps)
-    # or all of that in one call: open_placement(reader, index_map, progress=..., cancel=...)
+    done = progressive_placement(reader, on_picture=draw, progress=..., cancel=token)  # progressive.py
+    # from the cache when it still holds; else only the tree above the leaves and a seeded sample of
+    # leaves are read, the PCA fitted on it and that sample handed to draw() as a first picture, then
+    # the other leaves in blocks (draw() again each time the items placed have grown 4 times)
+    index_map, placement = done.index_map, done.placement   # the map its leaf positions follow
+    # (fit_projection / place_items / open_placement do the same over a layout already made, in one go)
     density = DensityIndex(placement)                # once per placement
     colours = by_level(index_map, 1)                 # or from_overlay(index_map, miss_map.overlay()) ...
     sums = colour_sums(density, colours)             # once per colouring
@@ -20,13 +18,16 @@ How a front-end uses it (each step off the GUI thread except the frames, which a
     image = frame.rgba(background)                   # (h, w, 4) uint8; frame.points when few in view
     leaves_under(density, small_rect)                # hover: the leaves most present there
     select_box(density, index_map, rect)             # box: items and the nodes above them
+    items_beneath(placement, index_map, level, node_id)   # the tree's selection: the items under a node
     query_overlay(placement, query, search_result, missed)  # a search's path, results and misses
     representatives(reader, placement.projection, level)     # the marks of a level's representatives
     write_png(path, render_map(frame, colours, title=...))  # render.py: the CLI's picture
 
-Modules: ``placement`` (PCA fit and streaming placement), ``placement_cache`` (the per-index cache
-entry), ``colours`` (the colour-by table, palette, scales), ``density`` (aggregation and level of
-detail), ``picking`` (hover, box, query), ``render`` (the PNG with title, legend and meaning).
+Modules: ``progressive`` (what the window and the CLI call: a sample first, then refined in
+blocks, kept in the cache), ``placement`` (PCA fit and streaming placement over a layout),
+``placement_cache`` (its cache entry), ``colours`` (the colour-by table, palette, scales),
+``density`` (aggregation and level of detail), ``picking`` (hover, box, query), ``render`` (the
+PNG with title, legend and meaning).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.picking import (
     LeafShare,
     QueryOverlay,
     Selection,
+    items_beneath,
     leaves_under,
     positions_of,
     query_overlay,
@@ -72,11 +74,12 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import (
     leaf_stamps,
     open_placement,
 )
+from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
 
 __all__ = [
     "MAP_COLOURINGS", "PALETTE", "ColourSums", "DensityFrame", "DensityIndex", "ItemColours", "LeafShare",
-    "MapColouring", "MapProjection", "Placement", "QueryOverlay", "Selection", "ViewRect", "by_level",
-    "cached_placement", "colour_sums", "density_frame", "fit_projection", "from_overlay", "keep_placement",
-    "leaf_stamps", "leaves_under", "lut", "map_colouring", "open_placement", "place_items", "positions_of",
-    "query_overlay", "representatives", "select_box", "size_colours",
+    "MapColouring", "MapPicture", "MapProjection", "Placement", "QueryOverlay", "Selection", "ViewRect", "by_level",
+    "cached_placement", "colour_sums", "density_frame", "fit_projection", "from_overlay", "items_beneath",
+    "keep_placement", "leaf_stamps", "leaves_under", "lut", "map_colouring", "open_placement", "place_items",
+    "positions_of", "progressive_placement", "query_overlay", "representatives", "select_box", "size_colours",
 ]

@@ -130,3 +130,18 @@ def query_overlay(placement: Placement, query: np.ndarray, result: SearchResult,
     lost = positions_of(placement, [m[0] for m in missed], [m[1] for m in missed])
     query_xy = placement.projection.project(np.asarray(query, np.float32).reshape(1, -1))[0]
     return QueryOverlay(query_xy, tuple(leaves), tuple(scanned), hits, lost)
+
+
+def items_beneath(placement: Placement, index_map: IndexMap, level: int, node_id: int) -> np.ndarray:
+    """Positions (into the placement, ascending) of the items beneath a node of ``level`` (a leaf's
+    own items); empty when the map holds no such node. What the tree's selection shows on the map."""
+    if not 1 <= level <= len(index_map.levels):
+        return np.zeros(0, np.int64)
+    at = index_map.band(level).index_of(node_id)
+    if at is None:
+        return np.zeros(0, np.int64)
+    leaves = np.flatnonzero(leaf_ancestors(index_map)[level - 1] == at)
+    starts = placement.leaf_start[leaves]
+    lengths = placement.leaf_start[leaves + 1] - starts
+    total = int(lengths.sum())
+    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(total, dtype=np.int64)

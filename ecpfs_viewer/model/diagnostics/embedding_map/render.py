@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib.resources
 import io
 import os
+import secrets
 import struct
-import tempfile
 import zlib
 from functools import cache
 from pathlib import Path
@@ -167,13 +167,15 @@ def png_bytes(image: np.ndarray) -> bytes:
 
 
 def write_png(path: str | os.PathLike[str], image: np.ndarray) -> None:
-    """Write the image as a PNG at path, atomically (a temporary file beside it, then a rename)."""
+    """Write the image as a PNG at path, atomically (a temporary file beside it, then a rename); the
+    file gets the permissions any new file of the user gets (0666 less the umask)."""
     target = Path(path)
-    fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=target.parent)
+    temporary = target.parent / f".tmp-{os.getpid()}-{secrets.token_hex(6)}.png"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(png_bytes(image))
         os.replace(temporary, target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise

@@ -1,0 +1,83 @@
+"""The embedding map panel's work done in workers (BackgroundRunner jobs): placing the items, the
+colour sums, the representatives' marks, a box selection and the PNG export, and :class:`MapData`, what the
+placement job hands over. Qt-free; the GUI never imports zarr."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ecpfs_viewer.model.diagnostics.embedding_map import (
+    ColourSums,
+    DensityIndex,
+    ItemColours,
+    Placement,
+    Selection,
+    ViewRect,
+    colour_sums,
+    density_frame,
+    representatives,
+    select_box,
+)
+from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
+from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
+from ecpfs_viewer.model.diagnostics.index_map import IndexMap
+from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.tasks import ProgressCallback
+
+
+@dataclass(frozen=True)
+class MapData:
+    """What the placement job hands over: the layout, the placement and its density index."""
+
+    index_map: IndexMap
+    placement: Placement
+    density: DensityIndex
+    label: str = ""  # the index's name, for the exported picture's title
+    placed_leaves: int = 0  # leaves placed so far (a picture on the way) of ``leaves``
+    leaves: int = 0
+
+
+def placement_job(reader_of: Callable[[], NodeReader], fit_items: int, block_leaves: int,
+                  progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> MapData:
+    """Every item placed (model/diagnostics/embedding_map/progressive.py); the pictures on the way are
+    handed over as MapData through the progress channel, each with its density index made here."""
+    reader = reader_of()
+
+    def picture(shown: MapPicture) -> None:
+        if progress is not None:
+            progress(MapData(shown.index_map, shown.placement, DensityIndex(shown.placement),  # type: ignore[arg-type]
+                             reader.label, shown.placed_leaves, shown.leaves))
+
+    done = progressive_placement(reader, fit_items=fit_items, block_leaves=block_leaves, on_picture=picture,
+                                 progress=progress, cancel=cancel)
+    return MapData(done.index_map, done.placement, DensityIndex(done.placement), reader.label, done.placed_leaves,
+                   done.leaves)
+
+
+def sums_job(density: DensityIndex, colours: ItemColours) -> tuple[DensityIndex, ColourSums, np.ndarray]:
+    return density, colour_sums(density, colours), colours.leaf_rgb()
+
+
+def marks_job(reader_of: Callable[[], NodeReader], placement: Placement, level: int) -> tuple[int, np.ndarray]:
+    return level, representatives(reader_of(), placement.projection, level)[1]
+
+
+def box_job(density: DensityIndex, index_map: IndexMap, rect: ViewRect) -> Selection:
+    return select_box(density, index_map, rect)
+
+
+def export_job(data: MapData, colours: ItemColours | None, view: ViewRect, path: str) -> str:
+    """The view drawn as the CLI draws it (title, legend, the colour's meaning) and written to path."""
+    width = 900
+    height = min(max(64, round(width * view.height / view.width)), 1400) if view.width > 0 else 700
+    sums = None if colours is None else colour_sums(data.density, colours)
+    frame = density_frame(data.density, sums, view, width, height)
+    p = data.placement
+    title = f"{data.label}: embedding map by {colours.title if colours else 'density'}"
+    subtitle = f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {p.projection.describe}"
+    write_png(path, render_map(frame, colours, title=title, subtitle=subtitle, notes=tuple(n for n in (p.note,) if n)))
+    return path

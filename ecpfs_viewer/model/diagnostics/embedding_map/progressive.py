@@ -1,0 +1,270 @@
+"""The embedding map made progressively: a first picture from a sample, then refined in blocks.
+
+:func:`progressive_placement` reads only what the first picture needs: each level's node ids (one
+listing each) and the internal nodes' ``node_ids`` (the tree above the leaves, few and small), never
+the leaves' metadata; then whole leaves in a seeded random order until about ``fit_items`` items are
+read. The PCA is fitted on them and that sample, placed, is the first picture (``on_picture``). The
+other leaves are read in blocks in the same random order, so every picture on the way is a uniform
+sample of leaves (not one side of the tree); a picture of what is placed so far is handed over each
+time the placed items have grown :data:`PICTURE_GROWTH` times, with progress and the one cancel
+type between blocks. Pictures on the way are laid on the tree as listed (:attr:`MapPicture.index_map`,
+leaves of unknown size); the answer's map is :func:`complete_map`, the same layout as
+``layout_index`` with each leaf as wide as the items read from it, and the answer's items are ordered
+by its leaf band (the :class:`Placement` contract).
+
+The answer is kept in the index's cache with the stamps of the leaf level's folder (taken first)
+and of each block's leaves (taken before that block is read), and answered from there while they
+hold. Same index, ``fit_items`` and ``seed``: same sample, same axes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
+    DEFAULT_SEED,
+    FIT_ITEMS,
+    MapProjection,
+    Placement,
+    _read,
+    _starts,
+)
+from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import _from_bytes, to_bytes
+from ecpfs_viewer.model.diagnostics.index_map import BROKEN, OK, IndexMap, IndexMapError, LevelInput, map_layout
+from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS
+from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
+from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
+from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
+from ecpfs_viewer.model.views.projection import pca_2d
+
+#: a picture of what is placed so far each time the placed items have grown this many times
+PICTURE_GROWTH = 4
+#: leaves read in the sample's first batch and at most in each of the next (sized by the items a
+#: leaf holds so far); leaves read per block while the rest is placed
+SAMPLE_START, SAMPLE_BATCH = 4, 128
+BLOCK_LEAVES = 512
+ENTRY = "embedding_map_v2_pca_f{fit}_s{seed}.npz"
+
+
+@dataclass(frozen=True, eq=False)
+class MapPicture:
+    """A placement and the map its leaf positions follow: on the way (``placement.sample``) or complete."""
+
+    index_map: IndexMap
+    placement: Placement
+    placed_leaves: int  # leaves read so far (all of them in the answer)
+    leaves: int  # leaves the index lists
+
+    @property
+    def complete(self) -> bool:
+        return not self.placement.sample
+
+
+def entry_name(fit_items: int = FIT_ITEMS, seed: int = DEFAULT_SEED) -> str:
+    return ENTRY.format(fit=fit_items, seed=seed)
+
+
+def tree_inputs(reader: NodeReader, cancel: threading.Event | None = None) -> list[LevelInput]:
+    """Per level its listed node ids, and each internal node's ``node_ids``; the leaves' rows unknown (-1).
+    An internal node whose ``node_ids`` cannot be read is kept, BROKEN, with no children."""
+    inputs: list[LevelInput] = []
+    empty = 0
+    for level in range(1, reader.levels + 1):
+        checkpoint(cancel)
+        ids = np.asarray(reader.level_node_ids(level), np.int64)
+        empty = empty + 1 if not ids.size else 0
+        if empty > MAX_LISTED_LEVELS:  # info/levels is what the store declares, not what it holds
+            raise IndexMapError(f"info/levels declares {reader.levels:,} levels but lvl_{level - empty + 1} to "
+                                f"lvl_{level} hold no nodes: the map of a tree that deep cannot be drawn "
+                                "(`check` lists what is missing)")
+        rows = np.full(ids.size, -1, np.int64)
+        state = np.full(ids.size, OK, np.int8)
+        children: list[np.ndarray | None] = [None] * ids.size
+        if level < reader.levels and ids.size:
+            found = reader.arrays.read_each([node_array_path(level, int(n), "node_ids") for n in ids],
+                                            lambda: checkpoint(cancel))
+            for j, arr in enumerate(found):
+                if isinstance(arr, np.ndarray):
+                    children[j] = np.asarray(arr, np.int64).reshape(-1)
+                    rows[j] = children[j].size  # type: ignore[union-attr]
+                else:
+                    state[j] = BROKEN
+        inputs.append(LevelInput(ids, rows, children, state))
+    return inputs
+
+
+def complete_map(label: str, inputs: list[LevelInput], leaf_ids: np.ndarray, counts: np.ndarray,
+                 unreadable: np.ndarray | None = None) -> IndexMap:
+    """The layout with each leaf (of ``leaf_ids``, any order) as wide as ``counts`` says; leaves not
+    named keep unknown rows, and ``unreadable`` ones (a bool per ``leaf_ids``) are BROKEN."""
+    leaves = inputs[-1]
+    rows = leaves.rows.copy()
+    state = leaves.state.copy()
+    order = np.argsort(leaves.node_ids, kind="stable")
+    at = order[np.searchsorted(leaves.node_ids[order], leaf_ids)] if leaf_ids.size else np.zeros(0, np.int64)
+    rows[at] = counts
+    if unreadable is not None and unreadable.any():
+        rows[at[unreadable]] = -1
+        state[at[unreadable]] = BROKEN
+    return map_layout(label, [*inputs[:-1], LevelInput(leaves.node_ids, rows, leaves.children, state)])
+
+
+def reordered(placement: Placement, leaf_ids: np.ndarray) -> Placement:
+    """The same placement with its leaves in the order of ``leaf_ids`` (each of its leaves once)."""
+    if np.array_equal(placement.leaf_ids, leaf_ids):
+        return placement
+    order = np.argsort(placement.leaf_ids, kind="stable")
+    source = order[np.searchsorted(placement.leaf_ids[order], leaf_ids)]  # old position of each new one
+    counts = np.diff(placement.leaf_start)[source]
+    starts = _starts(counts)
+    gather = np.repeat(placement.leaf_start[source] - starts[:-1], counts) + np.arange(int(starts[-1]))
+    return replace(placement, leaf_ids=np.asarray(leaf_ids, np.int64), leaf_start=starts,
+                   coords=placement.coords[gather], item_ids=placement.item_ids[gather], _leaf_pos=[])
+
+
+class _Blocks:
+    """The leaves read so far, in reading order, and how to lay them out as a placement."""
+
+    def __init__(self, n_leaves: int) -> None:
+        self.coords: list[np.ndarray] = []
+        self.ids: list[np.ndarray] = []
+        self.position: list[int] = []  # node id of each leaf read, in reading order
+        self.count: list[int] = []
+        self.unplaced: list[tuple[int, str]] = []
+        self.unreadable = np.zeros(n_leaves, bool)
+        self.items = 0
+
+    def add(self, position: int, coords: np.ndarray, ids: np.ndarray) -> None:
+        self.coords.append(coords)
+        self.ids.append(ids)
+        self.position.append(position)
+        self.count.append(int(ids.size))
+        self.items += int(ids.size)
+
+    def placement(self, projection: MapProjection, leaf_ids: np.ndarray, *, sample: bool) -> Placement:
+        """What was read, as a placement over ``leaf_ids`` (the listing's leaves in a map's order):
+        each leaf's rows copied once into place (no concatenated copy, no gather index)."""
+        read_ids = np.asarray(self.position, np.int64)
+        by_id = np.argsort(leaf_ids, kind="stable")
+        at_map = by_id[np.searchsorted(leaf_ids[by_id], read_ids)]  # map position of each leaf read
+        counts = np.zeros(leaf_ids.size, np.int64)
+        counts[at_map] = self.count
+        starts = _starts(counts)
+        coords = np.empty((int(starts[-1]), 2), np.float32)
+        ids = np.empty(int(starts[-1]), np.int64)
+        for i, at in enumerate(starts[at_map].tolist()):
+            n = self.count[i]
+            coords[at:at + n] = self.coords[i]
+            ids[at:at + n] = self.ids[i]
+        return Placement(projection, np.asarray(leaf_ids, np.int64).copy(), starts, coords, ids,
+                         tuple(self.unplaced), sample=sample)
+
+
+def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, seed: int = DEFAULT_SEED,
+                          block_leaves: int = BLOCK_LEAVES, on_picture: Callable[[MapPicture], None] | None = None,
+                          progress: ProgressCallback | None = None, cancel: threading.Event | None = None,
+                          use_cache: bool = True) -> MapPicture:
+    """Every item placed, from the cache when it still holds, else a sample first (module docstring).
+    ``on_picture`` gets the pictures on the way (never the answer), in the calling thread."""
+    inputs = tree_inputs(reader, cancel)
+    listed = inputs[-1].node_ids  # leaf node ids, ascending
+    cache = reader.opened.cache
+    name = entry_name(fit_items, seed)
+    if use_cache:
+        kept = _kept(reader, inputs, name)
+        if kept is not None:
+            return kept
+    stamps: list[Stamps | None] = [cache.stamp([(level_path(reader.levels), ALWAYS)], walk=False)]
+    order = np.random.default_rng(seed).permutation(listed.size)
+    blocks = _Blocks(listed.size)
+    sketch = map_layout(reader.label, inputs)  # the tree as listed, for the pictures on the way
+    sketch_leaves = sketch.band(reader.levels).node_ids
+    sample: list[tuple[int, np.ndarray, np.ndarray]] = []  # whole leaves in the seeded order until fit_items
+    extra: list[tuple[int, np.ndarray, np.ndarray]] = []  # read with the sample's last batch, placed after the fit
+    have, read, batch = 0, 0, SAMPLE_START
+    while read < order.size and have < fit_items:
+        checkpoint(cancel)
+        part = order[read:read + batch]
+        read += part.size
+        for leaf in _read_block(reader, listed, part, stamps, blocks):
+            if have < fit_items:
+                sample.append(leaf)
+                have += leaf[2].size
+            else:
+                extra.append(leaf)
+        mean = have / max(len(sample), 1)  # items a leaf: read about as many leaves as the sample still lacks
+        batch = int(np.clip(np.ceil((fit_items - have) / max(mean, 1.0)) + 1, 1, SAMPLE_BATCH))
+    data = np.concatenate([v for _, v, _ in sample]) if sample else np.zeros((0, reader.dim), np.float32)
+    pca = pca_2d(data)
+    projection = MapProjection(pca.mean, pca.axes, pca.explained, int(data.shape[0]), seed)
+    at = 0
+    for p, _vectors, ids in sample:
+        blocks.add(int(listed[p]), pca.coords[at:at + ids.size], ids)
+        at += ids.size
+    for p, vectors, ids in extra:
+        blocks.add(int(listed[p]), projection.project(vectors), ids)
+    del sample, extra, data
+    shown = blocks.items
+    if on_picture is not None:  # even when the sample is every leaf: the first picture comes at once
+        on_picture(MapPicture(sketch, blocks.placement(projection, sketch_leaves, sample=True), read, listed.size))
+    while read < order.size:
+        checkpoint(cancel)
+        part = order[read:read + block_leaves]
+        read += part.size
+        got = _read_block(reader, listed, part, stamps, blocks)
+        if got:  # one projection per block
+            xy = projection.project(np.concatenate([vectors for _, vectors, _ in got]))
+            at = 0
+            for p, _vectors, ids in got:
+                blocks.add(int(listed[p]), xy[at:at + ids.size], ids)
+                at += ids.size
+        if progress is not None:
+            progress(Counted(read, order.size, "leaves"))
+        if on_picture is not None and read < order.size and blocks.items >= PICTURE_GROWTH * max(shown, 1):
+            shown = blocks.items
+            on_picture(MapPicture(sketch, blocks.placement(projection, sketch_leaves, sample=True), read,
+                                  listed.size))
+    counts = np.zeros(listed.size, np.int64)
+    counts[np.searchsorted(listed, np.asarray(blocks.position, np.int64))] = blocks.count
+    final_map = complete_map(reader.label, inputs, listed, counts, blocks.unreadable)
+    placement = blocks.placement(projection, final_map.band(reader.levels).node_ids, sample=False)
+    joined = Stamps.joined(stamps)
+    if joined is not None and not placement.unplaced:
+        cache.save(name, to_bytes(placement), joined)
+    return MapPicture(final_map, placement, read, listed.size)
+
+
+def _read_block(reader: NodeReader, listed: np.ndarray, part: np.ndarray, stamps: list[Stamps | None],
+                blocks: _Blocks) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """(listing position, vectors, ids) of each leaf of ``part`` that could be read, its files stamped
+    first; a leaf that could not be read is named in ``blocks.unplaced``."""
+    node_ids = listed[part]
+    stamps.append(reader.opened.cache.stamp([(node_path(reader.levels, int(n)), int(n)) for n in node_ids]))
+    out = []
+    for p, node, why in _read(reader, node_ids, part, keep_documents=False):
+        if node is None:
+            blocks.unplaced.append((int(listed[p]), why))
+            blocks.unreadable[p] = True
+        else:
+            out.append((p, node.vectors, node.ids))
+    return out
+
+
+def _kept(reader: NodeReader, inputs: list[LevelInput], name: str) -> MapPicture | None:
+    """The kept placement over the map of what it read, when every file it came from is unchanged."""
+    cache = reader.opened.cache
+    found = cache.load(name)
+    if found is None or not cache.unchanged(found[1]):
+        return None
+    placement = _from_bytes(found[0])
+    listed = inputs[-1].node_ids
+    if placement is None or not np.array_equal(np.sort(placement.leaf_ids), listed):
+        return None
+    final_map = complete_map(reader.label, inputs, placement.leaf_ids, np.diff(placement.leaf_start))
+    kept = reordered(placement, final_map.band(reader.levels).node_ids)
+    return MapPicture(final_map, kept, listed.size, listed.size)

@@ -1,0 +1,157 @@
+"""The embedding map made progressively (model/diagnostics/embedding_map/progressive.py): the first
+picture reads only the tree above the leaves and a sample of leaves, the pictures on the way grow
+and agree with the answer, the answer places every item once on the fitted axes in the order of
+the index map's leaves, it is kept and answered from the cache while its files hold, a cancel
+keeps nothing, and a leaf that cannot be read is named. Figures computed here from the vectors the
+index was built from."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ecpfs_viewer.model.build.builder import BuildParams, build_index
+from ecpfs_viewer.model.diagnostics.embedding_map import by_level, items_beneath
+from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
+from ecpfs_viewer.model.diagnostics.index_map import BROKEN, layout_index
+from ecpfs_viewer.model.search import IndexReader
+from ecpfs_viewer.model.tasks import Cancelled
+
+ITEMS, DIM = 2000, 8
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np.ndarray]:
+    """Two clusters 40 apart along a random direction, about 200 leaves: (path, vectors, cluster per item)."""
+    folder = tmp_path_factory.mktemp("progressive")
+    rng = np.random.default_rng(5)
+    direction = rng.standard_normal(DIM)
+    direction /= np.linalg.norm(direction)
+    side = rng.integers(0, 2, ITEMS)
+    data = (rng.standard_normal((ITEMS, DIM)) + np.where(side[:, None] == 1, 20.0, -20.0) * direction)
+    np.save(folder / "data.npy", data.astype(np.float32))
+    build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=3, target_cluster_items=10))
+    return folder / "idx.zarr", data.astype(np.float32), side
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_the_first_picture_reads_the_tree_and_a_sample_and_the_pictures_grow_to_every_item(built, own_cache) -> None:
+    path, data, side = built
+    reader = IndexReader(path)
+    pictures: list[tuple[MapPicture, int]] = []
+    done = progressive_placement(reader, fit_items=100, block_leaves=8,
+                                 on_picture=lambda p: pictures.append((p, reader.store.counter.snapshot().requests)))
+    end_requests = reader.store.counter.snapshot().requests
+    leaves = len(reader.leaf_ids())
+    assert done.leaves == leaves > 100 and done.complete and not done.placement.from_cache
+
+    first, first_requests = pictures[0]
+    assert first.placement.sample and 100 <= first.placement.projection.fitted_on < 100 + 40  # whole leaves
+    assert first.placement.count < ITEMS / 4
+    # the old way read every leaf's metadata before its first picture: at least one request a leaf
+    assert first_requests < leaves and first_requests < end_requests / 4
+    counts = [p.placement.count for p, _ in pictures]
+    assert len(pictures) >= 2 and counts == sorted(counts) and counts[-1] < ITEMS
+
+    answer = done.placement
+    assert np.array_equal(np.sort(answer.item_ids), np.arange(ITEMS))  # every item once
+    assert np.allclose(answer.coords, answer.projection.project(data[answer.item_ids]), atol=1e-4)
+    for shown, _ in pictures:  # the same axes throughout: a picture's items stay where they were drawn
+        assert shown.placement.projection is answer.projection
+        where = np.argsort(answer.item_ids)[shown.placement.item_ids]
+        assert np.array_equal(shown.placement.coords, answer.coords[where])
+    # the answer's items follow the leaf band of its map, which is the map layout_index makes
+    assert np.array_equal(answer.leaf_ids, done.index_map.band(reader.levels).node_ids)
+    assert np.array_equal(answer.leaf_ids, layout_index(IndexReader(path)).band(reader.levels).node_ids)
+    assert np.array_equal(np.diff(answer.leaf_start), done.index_map.band(reader.levels).rows)
+    # the two clusters land apart along the first axis, and each level-1 colour sits on one side
+    own = side[answer.item_ids]
+    gap = abs(answer.coords[own == 0, 0].mean() - answer.coords[own == 1, 0].mean())
+    assert gap > 6 * max(answer.coords[own == 0, 0].std(), answer.coords[own == 1, 0].std())
+    codes = by_level(done.index_map, 1).leaf_codes
+    assert codes is not None
+    for code in np.unique(codes):
+        assert np.unique(own[codes[answer.leaf_pos] == code]).size == 1
+
+
+def test_the_same_seed_gives_the_same_axes_and_the_second_opening_answers_from_the_cache(built, own_cache) -> None:
+    path, _data, _side = built
+    first = progressive_placement(IndexReader(path), fit_items=100, use_cache=False)
+    again = progressive_placement(IndexReader(path), fit_items=100)
+    assert np.array_equal(first.placement.projection.axes, again.placement.projection.axes)
+    assert np.array_equal(first.placement.coords, again.placement.coords)
+    shown: list[MapPicture] = []
+    kept = progressive_placement(IndexReader(path), fit_items=100, on_picture=shown.append)
+    assert kept.placement.from_cache and not shown  # immediate: no picture on the way
+    assert np.array_equal(kept.placement.coords, again.placement.coords)
+    assert np.array_equal(kept.placement.leaf_ids, kept.index_map.band(3).node_ids)
+    other_seed = progressive_placement(IndexReader(path), fit_items=100, seed=1)
+    assert not other_seed.placement.from_cache
+
+
+def test_a_changed_leaf_is_placed_again_and_a_cancel_keeps_nothing(built, own_cache, tmp_path: Path) -> None:
+    path, _data, _side = built
+    import shutil
+
+    copy = tmp_path / "copy.zarr"
+    shutil.copytree(path, copy)
+    token = threading.Event()
+
+    def stop(_picture: MapPicture) -> None:
+        token.set()
+
+    with pytest.raises(Cancelled):
+        progressive_placement(IndexReader(copy), fit_items=100, on_picture=stop, cancel=token)
+    assert not progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache  # nothing was kept
+    assert progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache
+    leaf = IndexReader(copy).leaf_ids()[3]
+    doc = copy / "lvl_3" / f"node_{leaf}" / "embeddings" / "zarr.json"
+    stat = doc.stat()
+    doc.write_text(doc.read_text())  # rewritten in place, its mtime put back: the ctime still changed
+    os.utime(doc, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert not progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache
+
+
+def test_a_leaf_that_cannot_be_read_is_named_broken_on_the_map_and_not_kept(built, own_cache, tmp_path: Path) -> None:
+    path, _data, _side = built
+    import shutil
+
+    copy = tmp_path / "bad.zarr"
+    shutil.copytree(path, copy)
+    leaf = IndexReader(copy).leaf_ids()[5]
+    (copy / "lvl_3" / f"node_{leaf}" / "embeddings" / "zarr.json").write_text("{ not json")
+    done = progressive_placement(IndexReader(copy), fit_items=100)
+    assert [n for n, _why in done.placement.unplaced] == [leaf]
+    assert "node_" in done.placement.note and str(leaf) in done.placement.note
+    band = done.index_map.band(3)
+    assert band.state[band.index_of(leaf)] == BROKEN
+    assert done.placement.count == ITEMS - len(IndexReader(path).node(3, leaf).ids)
+    assert not progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache
+
+
+def test_the_items_beneath_a_node_are_the_items_its_subtree_stores(built, own_cache) -> None:
+    path, _data, _side = built
+    reader = IndexReader(path)
+    done = progressive_placement(reader, fit_items=100)
+    placement, index_map = done.placement, done.index_map
+
+    def stored(level: int, node_id: int) -> set[int]:  # walked down the stored tree, not the map
+        ids = reader.node(level, node_id).ids
+        return set(ids.tolist()) if level == reader.levels else set().union(*(stored(level + 1, int(c)) for c in ids))
+
+    for level in (1, 2, 3):
+        node_id = int(index_map.band(level).node_ids[1])
+        found = items_beneath(placement, index_map, level, node_id)
+        assert found.size and set(placement.item_ids[found].tolist()) == stored(level, node_id)
+        assert np.array_equal(found, np.sort(found))
+    assert items_beneath(placement, index_map, 2, 10**9).size == 0  # no such node
+    assert items_beneath(placement, index_map, 9, 0).size == 0  # no such level
