@@ -46,6 +46,19 @@ def keeps_nothing(store: OpenedStore) -> bool:
     return store.kind == "remote" and not lists_validators(store) and not reads_validators(store)
 
 
+def cache_note(store: OpenedStore) -> str | None:
+    """Why nothing of a remote index is kept for a later run (said under its answer), None when
+    its entries are kept or it is not remote."""
+    if store.kind != "remote" or store.disk is not None:
+        return None
+    if keeps_nothing(store):
+        return "nothing of this index is kept for a later run: this store answers no ETag or Last-Modified"
+    if store.fingerprint_tried:
+        return ("nothing of this index is kept for a later run: the server sends neither an ETag nor a "
+                "Last-Modified for its documents")
+    return None
+
+
 def attach_cache(h: Hierarchy) -> StoreCache | None:
     """The cache entries of the index h shows, fingerprinted now (once per opened store); None
     when nothing of it may be kept (not an index, no fingerprint, or :func:`keeps_nothing`).
