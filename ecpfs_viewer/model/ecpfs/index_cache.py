@@ -138,8 +138,12 @@ class IndexCache:
         return self._remote
 
     def forget_stamps(self) -> None:
-        """Ask the server again for what proves an entry unchanged (a refresh)."""
+        """Ask the server again for what proves an entry unchanged, and for the documents held
+        from the last stamps (a refresh)."""
         self._remote = None
+        documents = self.store.zarr_store.documents
+        if documents is not None:
+            documents.let_go()
 
     def _level_nodes(self, level: int) -> list[int]:
         """The node ids of a level as the hierarchy lists (or derives) them."""

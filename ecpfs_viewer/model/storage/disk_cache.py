@@ -335,6 +335,12 @@ class DocumentCache:
             while self._held_bytes > HELD_BYTES and self.held:
                 self._held_bytes -= len(self.held.popitem(last=False)[1])
 
+    def let_go(self) -> None:
+        """Forget every held document (a refresh: what is read next is asked for)."""
+        with self._held_lock:
+            self.held.clear()
+            self._held_bytes = 0
+
     async def prepare(self, key: str) -> None:
         """Make ready to answer key (a stamped cache lists what proves it unchanged); nothing here."""
 

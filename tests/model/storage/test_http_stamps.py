@@ -183,3 +183,25 @@ def test_chunk_keys_follow_the_grid_and_key_encoding() -> None:
     assert chunk_keys(array([], [])) == ["c"]
     assert chunk_keys(array([10_000], [1])) is None  # more chunks than are stamped
     assert chunk_keys({"zarr_format": 3, "node_type": "group"}) is None
+
+
+def test_a_refresh_asks_the_server_again(site: Path) -> None:
+    """One process answers for the index as it first asked for its objects (as its tree does);
+    a refresh (F5) asks again, so leaves swapped meanwhile make the kept map stale."""
+    from ecpfs_viewer.model.search.item_cache import saved_item_map
+
+    index = site / "idx.zarr"
+    item = int(IndexReader(index).node(3, 7).ids[0])  # type: ignore[union-attr]
+    with remote_fixtures.serve_static(site) as (base, tally):
+        _locate(f"{base}/idx.zarr", item)
+        reader = IndexReader(open_store(f"{base}/idx.zarr"))
+        saved = saved_item_map(reader.cache)
+        assert saved is not None
+        assert reader.cache.unchanged(saved[1], [7])
+        _swap(index, "lvl_3/node_7", "lvl_3/node_40")
+        asked = tally.total
+        assert reader.cache.unchanged(saved[1], [7])  # each object asked for once per process
+        assert tally.total == asked
+        reader.hierarchy.refresh("")
+        assert not reader.cache.unchanged(saved[1], [7])
+        reader.store.close()
