@@ -46,14 +46,14 @@ def keeps_nothing(store: OpenedStore) -> bool:
     return store.kind == "remote" and not lists_validators(store) and not reads_validators(store)
 
 
+#: Remote stores whose documents came whole but with neither an ETag nor a Last-Modified.
+_WITHOUT_VALIDATORS: weakref.WeakSet[OpenedStore] = weakref.WeakSet()
+
+
 def cache_note(store: OpenedStore) -> str | None:
-    """Why nothing of a remote index is kept for a later run (said under its answer), None when
-    its entries are kept or it is not remote."""
-    if store.kind != "remote" or store.disk is not None:
-        return None
-    if keeps_nothing(store):
-        return "nothing of this index is kept for a later run: this store answers no ETag or Last-Modified"
-    if store.fingerprint_tried:
+    """Why nothing of a remote index is kept for a later run, said under its answer: its server
+    sends no validators (None otherwise; a document that could not be read says so itself)."""
+    if store in _WITHOUT_VALIDATORS:
         return ("nothing of this index is kept for a later run: the server sends neither an ETag nor a "
                 "Last-Modified for its documents")
     return None
@@ -75,8 +75,10 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
     if not 1 <= levels <= MAX_FINGERPRINT_LEVELS:
         return None
     store.fingerprint_tried = True  # a stalled document costs one timeout per store, not one per call
-    cache, _ = store_cache(store, fingerprint_keys(levels))
+    cache, read = store_cache(store, fingerprint_keys(levels))
     store.disk = cache
+    if cache is None and store.kind == "remote" and not any(isinstance(v, Exception) for v in read.values()):
+        _WITHOUT_VALIDATORS.add(store)
     if cache is not None:
         cache.fit()
         if lists_validators(store):  # an object store: its documents kept, each with its listed stamp
