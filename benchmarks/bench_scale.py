@@ -400,6 +400,10 @@ ACTIONS: dict[str, Action] = {
                                 remote("info", warm=True, baseline=False)),
     "remote-check-again": Action("check over the delay, a later process", "<= 5 s", "(new)",
                                  remote("check", warm=True, baseline=False)),
+    "remote-locate": Action("locate item 5 over the delay (the rest of the map read after)", "", "(new)",
+                            remote("locate", "5", baseline=False)),
+    "remote-locate-again": Action("locate item 5 over the delay, a later process", "", "(new)",
+                                  remote("locate", "5", warm=True, baseline=False)),
     "remote-explain": Action("search --item 17 --explain over the delay", "", "15.1 s / 134.9 s",
                              remote("search", "--item", "17", "--explain", baseline=False)),
 }

@@ -27,15 +27,17 @@ from typing import Any
 
 
 class RequestTally:
-    """Requests a loopback server answered, by method (thread-safe)."""
+    """Requests a loopback server answered, by method, and the paths asked for (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {}
+        self.paths: list[str] = []
 
-    def add(self, method: str) -> None:
+    def add(self, method: str, path: str = "") -> None:
         with self._lock:
             self.counts[method] = self.counts.get(method, 0) + 1
+            self.paths.append(path)
 
     @property
     def total(self) -> int:
@@ -64,7 +66,7 @@ class _StaticHandler(http.server.SimpleHTTPRequestHandler):
         return self.mode if self.mode and self.hostile(self.path.split("?")[0].lstrip("/")) else None
 
     def send_head(self) -> Any:
-        self.tally.add(self.command)
+        self.tally.add(self.command, self.path.split("?")[0])
         if self.delay:
             time.sleep(self.delay)
         if self._misbehaves() == "stall":

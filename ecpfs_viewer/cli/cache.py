@@ -12,9 +12,10 @@ from ecpfs_viewer.model.storage.disk_cache import CacheUsage, cache_root, cache_
 
 #: What is kept of which store, and how an entry is checked before it answers (docs/reliability.md).
 KEPT_NOTE = ("Kept per index, each entry checked before it answers: local folders and zips (file stamps), "
-             "s3/gs/az object stores (ETag, Last-Modified, size from listings). Nothing is kept of plain "
-             "http(s) servers or fsspec stores (a document is proven unchanged only by asking for it), nor of "
-             "objects with neither an ETag nor a Last-Modified.")
+             "s3/gs/az object stores (ETag, Last-Modified, size from listings), plain http(s) servers (the "
+             "item map and parent links; each object an answer depends on asked for again: its ETag, "
+             "Last-Modified and bytes). Nothing is kept of fsspec stores, nor of a server or objects with "
+             "neither an ETag nor a Last-Modified.")
 
 
 def add_cache_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:

@@ -28,6 +28,7 @@ from ecpfs_viewer.cli.remote import add_remote_options, remote_options
 from ecpfs_viewer.model.ecpfs import Finding, IndexSummary, LevelStats, Severity, level_plan, level_stats, summarize
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.finding_codes import normalise_code
+from ecpfs_viewer.model.ecpfs.index_cache import cache_note
 from ecpfs_viewer.model.ecpfs.level_count import LevelCount, level_count
 from ecpfs_viewer.model.ecpfs.opened_index import open_index, opened_index_of
 from ecpfs_viewer.model.formatting import count_noun, format_age, format_value
@@ -178,6 +179,9 @@ def run_check(args: argparse.Namespace) -> int:
         floor = h.store.request_floor()
         if floor is not None:  # on stderr: the report reads the same as the local one
             print(f"Remote: {time.monotonic() - started:.1f} s for {floor.describe()}", file=sys.stderr)
+        note = cache_note(h.store)
+        if note is not None:
+            print(f"Note: {note}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

@@ -227,6 +227,11 @@ def _finish_item_map(reader: IndexReader, args: argparse.Namespace) -> int:
     if args.item is not None:
         sys.stdout.flush()
         reader.finish_item_map()
+        from ecpfs_viewer.model.ecpfs.index_cache import cache_note
+
+        note = cache_note(reader.store)
+        if note is not None:
+            print(f"Note: {note}", file=sys.stderr)
     return EXIT_OK
 
 

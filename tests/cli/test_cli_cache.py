@@ -19,7 +19,8 @@ def test_cache_lists_then_clears_what_locate_saved(capsys, two_clusters_path: Pa
     shutil.copytree(two_clusters_path, index)
     code, out, _ = run(capsys, "cache")
     assert code == 0 and f"Cache folder: {cache_root()}" in out and "0 store(s), 0 file(s)" in out
-    assert "s3/gs/az object stores" in out and "Nothing is kept of plain http(s) servers" in out
+    assert "s3/gs/az object stores" in out and "plain http(s) servers (the item map and parent links" in out
+    assert "Nothing is kept of fsspec stores, nor of a server or objects with neither an ETag" in out
     assert run(capsys, "locate", str(index), "999999")[0] == 1  # absent: every leaf read, the map saved
     code, out, _ = run(capsys, "cache", "list")
     assert code == 0 and "1 store(s), 2 file(s)" in out  # the item map and what a location needs besides
@@ -53,7 +54,9 @@ def test_check_of_a_url_prints_its_request_floor_and_keeps_nothing_for_the_next_
     assert first == second  # the same report
 
 
-def test_a_remote_lookup_stops_at_its_answer_and_a_local_one_reads_the_rest(capsys, tmp_path: Path) -> None:
+def test_a_lookup_over_http_keeps_the_whole_map_and_a_later_one_asks_for_its_leaf(capsys, tmp_path: Path) -> None:
+    """After the answer, `locate` of a URL reads the rest of the item map (as locally) and keeps it:
+    a later process asks the server for the internal levels' node_ids and the item's leaf only."""
     pytest.importorskip("obstore", reason="obstore is part of the remote extra")
     from index_factory import build_clustered_index
 
@@ -61,13 +64,33 @@ def test_a_remote_lookup_stops_at_its_answer_and_a_local_one_reads_the_rest(caps
     from ecpfs_viewer.model.search.locate import LEAF_BATCH
 
     index = build_clustered_index(tmp_path, 12_000, 4, target_cluster_items=8)
-    assert len(IndexReader(index).leaf_ids()) > 2 * LEAF_BATCH  # item 0 is found in the first batch
+    leaves = len(IndexReader(index).leaf_ids())
+    assert leaves > 2 * LEAF_BATCH  # item 0 is found in the first batch
 
     def saved_maps() -> list[Path]:
         return [p for p in cache_root().rglob("*.item_lookup.bin")]
 
-    with remote_fixtures.serve_static(tmp_path) as (base, _):
-        assert run(capsys, "locate", f"{base}/idx.zarr", "0")[0] == 0
-    assert saved_maps() == []  # over a network the rest is not read after the answer: a request per leaf
-    assert run(capsys, "locate", str(index), "0")[0] == 0
-    assert len(saved_maps()) == 1  # locally it is, so the next process answers from it
+    with remote_fixtures.serve_static(tmp_path) as (base, tally):
+        code, first, said = run(capsys, "locate", f"{base}/idx.zarr", "0")
+        asked = tally.total
+        assert code == 0 and "Note:" not in said
+        assert len(saved_maps()) == 1
+        code, later, _ = run(capsys, "locate", f"{base}/idx.zarr", "0")
+        asked_later = tally.paths[asked:]
+    assert code == 0 and later == first
+    assert len({p.split("/")[3] for p in asked_later if "/lvl_2/node_" in p}) <= 2  # its leaf (and the first)
+    assert IndexReader(index).levels == 2
+    assert len(asked_later) * 10 < asked, (asked, len(asked_later))
+
+
+def test_a_server_without_validators_is_said_to_keep_nothing(capsys, tmp_path: Path) -> None:
+    pytest.importorskip("obstore", reason="obstore is part of the remote extra")
+    from index_factory import build_clustered_index
+
+    build_clustered_index(tmp_path, 2500, 8)
+    with remote_fixtures.serve_without_validators(tmp_path) as (base, _):
+        code, _, said = run(capsys, "locate", f"{base}/idx.zarr", "0")
+        assert code == 0 and "Note: nothing of this index is kept for a later run: the server sends neither" in said
+        code, _, said = run(capsys, "check", f"{base}/idx.zarr", "--quiet")
+        assert "Note: nothing of this index is kept for a later run" in said
+    assert cache_usage().files == 0

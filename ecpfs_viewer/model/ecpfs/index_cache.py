@@ -6,8 +6,10 @@ fingerprint names its entries. That is not enough to trust them (an rsync of a r
 swaps leaves under unchanged root documents), so every entry also carries the stamps of the
 documents it was derived from and is answered only while they are unchanged (:class:`IndexCache`).
 A remote index whose store lists objects with their validators (S3, GCS, Azure) is stamped by
-listing (model/storage/remote_stamps.py: about a thousand objects per request); one that cannot
-list (plain HTTP) or an fsspec store keeps nothing across processes. Of a remote index the
+listing (model/storage/remote_stamps.py: about a thousand objects per request); one on a plain
+HTTP server by asking for the few objects an answer depends on (model/ecpfs/http_stamps.py), its
+documents not kept (proving one unchanged costs the request that reads it); an fsspec store, or
+a server that sends no validators, keeps nothing across processes. Of a remote index the
 documents the root's consolidated metadata holds are taken from it.
 """
 
@@ -17,7 +19,9 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys
+from ecpfs_viewer.model.ecpfs.http_stamps import KIND as HTTP_KIND
+from ecpfs_viewer.model.ecpfs.http_stamps import HttpStamper, reads_validators
+from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys, level_path, parse_node_path
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
@@ -37,10 +41,22 @@ def keeps_document(key: str) -> bool:
 
 
 def keeps_nothing(store: OpenedStore) -> bool:
-    """Whether nothing of this store may be kept across processes: a remote store whose listings
-    give no validators (plain HTTP, fsspec) would have to be asked for each document to prove it
-    unchanged, which is what the cache saves."""
-    return store.kind == "remote" and not lists_validators(store)
+    """Whether nothing of this store may be kept across processes: a remote store that neither
+    lists objects with their validators nor answers each with them (an fsspec store)."""
+    return store.kind == "remote" and not lists_validators(store) and not reads_validators(store)
+
+
+#: Remote stores whose documents came whole but with neither an ETag nor a Last-Modified.
+_WITHOUT_VALIDATORS: weakref.WeakSet[OpenedStore] = weakref.WeakSet()
+
+
+def cache_note(store: OpenedStore) -> str | None:
+    """Why nothing of a remote index is kept for a later run, said under its answer: its server
+    sends no validators (None otherwise; a document that could not be read says so itself)."""
+    if store in _WITHOUT_VALIDATORS:
+        return ("nothing of this index is kept for a later run: the server sends neither an ETag nor a "
+                "Last-Modified for its documents")
+    return None
 
 
 def attach_cache(h: Hierarchy) -> StoreCache | None:
@@ -59,11 +75,13 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
     if not 1 <= levels <= MAX_FINGERPRINT_LEVELS:
         return None
     store.fingerprint_tried = True  # a stalled document costs one timeout per store, not one per call
-    cache, _ = store_cache(store, fingerprint_keys(levels))
+    cache, read = store_cache(store, fingerprint_keys(levels))
     store.disk = cache
+    if cache is None and store.kind == "remote" and not any(isinstance(v, Exception) for v in read.values()):
+        _WITHOUT_VALIDATORS.add(store)
     if cache is not None:
         cache.fit()
-        if store.kind == "remote":  # an object store: its documents kept, each with its listed stamp
+        if lists_validators(store):  # an object store: its documents kept, each with its listed stamp
             documents = StampedDocuments(cache, keeps_document, Lister(store))
             if store.zarr_store.documents is not None:
                 documents.seeded.update(store.zarr_store.documents.seeded)
@@ -103,20 +121,43 @@ class IndexCache:
     from (model/storage/stamps.py) and answered only while they are unchanged.
 
     A local folder is stamped file by file, a zip by its archive, an object store by listing
-    (model/storage/remote_stamps.py); a remote store that cannot list keeps nothing across
-    processes (:func:`keeps_nothing`)."""
+    (model/storage/remote_stamps.py), a plain HTTP store by asking for the objects
+    (model/ecpfs/http_stamps.py); an fsspec store keeps nothing across processes (:func:`keeps_nothing`)."""
 
     def __init__(self, h: Hierarchy) -> None:
         # kept beside the hierarchy (Hierarchy.cache): a strong reference back would make a cycle,
         # and an index closed by the window would wait for a full collection to be freed
         self._hierarchy = weakref.ref(h)
         self.store = h.store
-        self._remote: RemoteStamper | None = None
+        self._remote: RemoteStamper | HttpStamper | None = None
 
-    def _stamper(self) -> RemoteStamper | None:
-        if self._remote is None and self.store.kind == "remote" and lists_validators(self.store):
-            self._remote = RemoteStamper(self.store)
+    def _stamper(self) -> RemoteStamper | HttpStamper | None:
+        if self._remote is None and self.store.kind == "remote":
+            if lists_validators(self.store):
+                self._remote = RemoteStamper(self.store)
+            elif reads_validators(self.store):
+                self._remote = HttpStamper(self.store, self._level_nodes, self._hold)
         return self._remote
+
+    def forget_stamps(self) -> None:
+        """Ask the server again for what proves an entry unchanged, and for the documents held
+        from the last stamps (a refresh)."""
+        self._remote = None
+        documents = self.store.zarr_store.documents
+        if documents is not None:
+            documents.let_go()
+
+    def _level_nodes(self, level: int) -> list[int]:
+        """The node ids of a level as the hierarchy lists (or derives) them."""
+        found = (parse_node_path(node.path) for node in self.hierarchy.children(level_path(level)))
+        return sorted(place[1] for place in found if place is not None and place[0] == level)
+
+    def _hold(self, key: str, data: bytes) -> None:
+        """Have the next read of key answered with the bytes just stamped (DocumentCache.hold)."""
+        wrapper = self.store.zarr_store
+        if wrapper.documents is None:
+            wrapper.documents = DocumentCache(None, keeps_document)
+        wrapper.documents.hold(key, data)
 
     @property
     def hierarchy(self) -> Hierarchy:
@@ -138,6 +179,11 @@ class IndexCache:
         if store.kind == "zip" and store.archive_path is not None:
             return stamp_archive(str(store.archive_path))
         remote = self._stamper()
+        if isinstance(remote, HttpStamper):
+            try:  # the stamper names its objects from Zarr paths (a level's nodes, an array's chunks)
+                return remote.stamp(groups, walk=walk)
+            except Exception:  # a request that failed: what is read now is not kept
+                return None
         if remote is not None:
             try:
                 return remote.stamp([(store.key(path), owner) for path, owner in groups], walk=walk)
@@ -153,7 +199,8 @@ class IndexCache:
         if stamps.kind == "zip" and store.kind == "zip":
             return stamps.unchanged("", None)
         remote = self._stamper()
-        if stamps.kind == "remote" and remote is not None:
+        if ((stamps.kind == "remote" and isinstance(remote, RemoteStamper))
+                or (stamps.kind == HTTP_KIND and isinstance(remote, HttpStamper))):
             return remote.unchanged(stamps, owners)
         return False
 
@@ -191,4 +238,7 @@ class _IndexCacheSlot:
         self.cache: IndexCache | None = None
 
     def forget(self, path: str, /) -> None:
-        """Kept across a refresh: entries are checked on every use."""
+        """Kept across a refresh (entries are checked on every use), but what proves them
+        unchanged is asked for again (a plain HTTP server's objects: model/ecpfs/http_stamps.py)."""
+        if self.cache is not None:
+            self.cache.forget_stamps()

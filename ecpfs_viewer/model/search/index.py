@@ -92,9 +92,10 @@ class IndexReader(NodeReader):
     def finish_item_map(self) -> None:
         """Read the item_ids a lookup stopped short of and save the whole map, so that a later
         process answers any item from the cache folder; nothing when it is saved already or
-        nothing of the index may be kept (no fingerprint, a remote store that cannot list). Of an
-        object store this reads the rest of the leaves once (after the answer is printed): a
-        later process then checks the entry by listing, not by reading every leaf again."""
+        nothing of the index may be kept (no fingerprint: a server without validators, an fsspec
+        store). Of a remote index this reads the rest of the leaves once (after the answer is
+        printed): a later process then checks the entry by listing (an object store) or by asking
+        for the objects its answer depends on (plain HTTP), not by reading every leaf again."""
         with self._lock:
             if self._map_saved or self.cache.disk is None:
                 return

@@ -82,7 +82,7 @@ class MappedLookup:
             start = _HEAD.size + length
             start += _pad(start)
             if min(items, count, blob) < 0 or size != start + 8 * (3 * items + count * (1 + STAMP_FIELDS) + count + 1) \
-                    + blob or kind not in ("local", "zip", "remote"):
+                    + blob or kind not in ("local", "zip", "remote", "http"):
                 return None
             raw = np.memmap(path, np.uint8, mode="r") if size else np.empty(0, np.uint8)
             os.utime(path)  # recently used: evicted last

@@ -23,6 +23,7 @@ import struct
 import tempfile
 import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,6 +294,10 @@ _ABSENT = "!"  # prefix of a record saying the key had no object
 _LISTING = "?"  # prefix of a record holding a folder's listing (a JSON list of names)
 
 
+#: Bytes of held documents (DocumentCache.hold) kept at most.
+HELD_BYTES = 16 << 20
+
+
 class DocumentCache:
     """The small documents of a remote store: whole-object reads of the keys `keeps` accepts are
     answered from memory or the pack on disk (while the store's fingerprint is unchanged), with no
@@ -305,6 +310,9 @@ class DocumentCache:
         self.absent: set[str] = set()  # keys read on the way and found absent
         self.failed: dict[str, Exception] = {}  # keys whose read on the way failed: raised once
         self.hits = 0  # reads answered from the cache folder
+        self.held: OrderedDict[str, bytes] = OrderedDict()  # answered once (see hold)
+        self._held_bytes = 0
+        self._held_lock = threading.Lock()
 
     def seed(self, read: dict[str, bytes | Exception | None]) -> None:
         """Take what was read on the way (the fingerprint's documents) so it is not asked again; a
@@ -317,6 +325,22 @@ class DocumentCache:
             else:
                 self.seeded[key] = value
 
+    def hold(self, key: str, data: bytes) -> None:
+        """Answer the next whole read of key with data, once: the bytes a stamp was just taken of
+        (model/ecpfs/http_stamps.py), so what is read is what was stamped, with no second request.
+        Past HELD_BYTES the oldest held are let go (read again when asked for)."""
+        with self._held_lock:
+            self._held_bytes += len(data) - len(self.held.pop(key, b""))
+            self.held[key] = data
+            while self._held_bytes > HELD_BYTES and self.held:
+                self._held_bytes -= len(self.held.popitem(last=False)[1])
+
+    def let_go(self) -> None:
+        """Forget every held document (a refresh: what is read next is asked for)."""
+        with self._held_lock:
+            self.held.clear()
+            self._held_bytes = 0
+
     async def prepare(self, key: str) -> None:
         """Make ready to answer key (a stamped cache lists what proves it unchanged); nothing here."""
 
@@ -328,6 +352,11 @@ class DocumentCache:
         failure = self.failed.pop(key, None)
         if failure is not None:
             raise failure
+        with self._held_lock:
+            held = self.held.pop(key, None)
+            self._held_bytes -= len(held or b"")
+        if held is not None:
+            return True, held
         if key in self.absent:
             return True, None
         value = self.seeded.get(key)

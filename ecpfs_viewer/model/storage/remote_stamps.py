@@ -9,9 +9,9 @@ halves, size, Last-Modified in ns, 0). A folder whose set of children is stamped
 A re-uploaded object has a new ETag and Last-Modified, so a swapped or rewritten leaf is stale at
 its first check.
 
-Kept nothing of: a server that cannot list (plain HTTP: each document would have to be asked for
-to be proven unchanged, which is what the cache saves), an fsspec store, and any object that
-comes with neither an ETag nor a Last-Modified.
+A server that cannot list (plain HTTP) is stamped by asking for the objects themselves
+(model/ecpfs/http_stamps.py). Kept nothing of: an fsspec store, and any object that comes with
+neither an ETag nor a Last-Modified.
 """
 
 from __future__ import annotations

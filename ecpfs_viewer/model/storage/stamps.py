@@ -57,7 +57,8 @@ def _stat_row(path: str) -> tuple[int, ...]:
 class Stamps:
     """The stamps of the paths (relative to the store's base) an entry was derived from."""
 
-    kind: str  # "local" (below a folder), "zip" (the archive), "remote" (model/storage/remote_stamps.py)
+    kind: str  # "local" (below a folder), "zip" (the archive), "remote" (model/storage/remote_stamps.py),
+    # "http" (model/ecpfs/http_stamps.py)
     paths: tuple[str, ...]
     owners: np.ndarray  # int64 per path
     values: np.ndarray  # int64 (paths, 5)
@@ -107,7 +108,7 @@ class Stamps:
         except (OSError, EOFError, KeyError, ValueError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
             raise ValueError(f"not stamps: {exc}") from None
         paths = tuple(blob.split("\n")) if blob else ()
-        if (kind not in ("local", "zip", "remote") or owners.dtype != np.int64 or values.dtype != np.int64
+        if (kind not in ("local", "zip", "remote", "http") or owners.dtype != np.int64 or values.dtype != np.int64
                 or owners.shape != (len(paths),) or values.shape != (len(paths), _FIELDS)):
             raise ValueError("not stamps: their arrays do not agree")
         return cls(kind, paths, owners, values)

@@ -112,3 +112,20 @@ def test_documents_added_later_are_read_at_once_here_and_written_together_on_flu
     cache.add_later(DOCUMENTS, "c/zarr.json", b"1")
     cache.close()  # what waits is written before the pack is closed
     assert StoreCache("remote:http://z", "fp").pack(DOCUMENTS)["c/zarr.json"] == b"1"
+
+
+def test_a_held_document_answers_once_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bytes a stamp was taken of answer the next read of their key once; past the budget the
+    oldest are let go (read again when asked for), and a refresh lets go of all."""
+    from ecpfs_viewer.model.storage.disk_cache import DocumentCache
+
+    monkeypatch.setattr(disk_cache, "HELD_BYTES", 10)
+    documents = DocumentCache(None, lambda key: True)
+    documents.hold("a/zarr.json", b"12345")
+    documents.hold("b/zarr.json", b"67890")
+    assert documents.get("a/zarr.json") == (True, b"12345")
+    assert documents.get("a/zarr.json") == (False, None)  # once
+    documents.hold("c/zarr.json", b"abcdefgh")  # over the budget: b goes
+    assert documents.get("b/zarr.json") == (False, None)
+    documents.let_go()
+    assert documents.get("c/zarr.json") == (False, None)
