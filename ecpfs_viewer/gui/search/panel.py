@@ -273,6 +273,8 @@ class SearchPanel(QWidget):
             text += (f" {found} of the {len(exploration.exact)} exact neighbours found "
                      f"(recall {exploration.recall:.2f}).")
             self.misses_label.setText(f"True neighbours missed: {len(exploration.misses)}")
+        if exploration.unreadable:  # the answer is for every other node: said, with each node and why
+            text += f" Left out: {'; '.join(u.describe() for u in exploration.unreadable)}"
         self._show_misses_hint()
         self._show_status(text)
 
