@@ -23,7 +23,8 @@ from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
 from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, lists_validators
 from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
-from ecpfs_viewer.model.storage.stamps import Stamps, frame_entry, stamp_archive, stamp_local, unframe_entry
+from ecpfs_viewer.model.storage.stamps import Stamps, frame_entry, stamp_local, unframe_entry
+from ecpfs_viewer.model.storage.zip_stamps import archive_directory, members_unchanged, stamp_members
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -102,7 +103,8 @@ class IndexCache:
     the index's identity and fingerprint, each carrying the stamps of the documents it was derived
     from (model/storage/stamps.py) and answered only while they are unchanged.
 
-    A local folder is stamped file by file, a zip by its archive, an object store by listing
+    A local folder is stamped file by file, a zip member by member from its central directory
+    (model/storage/zip_stamps.py), an object store by listing
     (model/storage/remote_stamps.py); a remote store that cannot list keeps nothing across
     processes (:func:`keeps_nothing`)."""
 
@@ -135,8 +137,9 @@ class IndexCache:
         store = self.store
         if store.kind == "local" and store.local_path is not None:
             return stamp_local(str(store.local_path), [(store.key(path), owner) for path, owner in groups], walk=walk)
-        if store.kind == "zip" and store.archive_path is not None:
-            return stamp_archive(str(store.archive_path))
+        directory = archive_directory(store.archive_sizes) if store.kind == "zip" else None
+        if directory is not None:
+            return stamp_members(directory, [(store.key(path), owner) for path, owner in groups], walk=walk)
         remote = self._stamper()
         if remote is not None:
             try:
@@ -150,8 +153,9 @@ class IndexCache:
         store = self.store
         if stamps.kind == "local" and store.kind == "local" and store.local_path is not None:
             return stamps.unchanged(str(store.local_path), owners)
-        if stamps.kind == "zip" and store.kind == "zip":
-            return stamps.unchanged("", None)
+        directory = archive_directory(store.archive_sizes) if store.kind == "zip" else None
+        if stamps.kind == "zip" and directory is not None:
+            return members_unchanged(directory, stamps, owners)
         remote = self._stamper()
         if stamps.kind == "remote" and remote is not None:
             return remote.unchanged(stamps, owners)
