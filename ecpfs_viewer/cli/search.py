@@ -198,7 +198,7 @@ def _search(args: argparse.Namespace) -> int:
     reader = open_index(args)
     query = _query_vector(reader, args, queries)
     params = SearchParams(args.k, search_exp, args.max_increments, exclude)
-    result = reader.search(query, params)
+    result = reader.search(query, params, skip_unreadable=True)
     report: dict[str, Any] = {**result.to_dict(), "exact": None, "missed": None}  # one shape, with --explain or not
     if key is not None and not result.unreadable:
         _keep_search(reader, key, result, report, started)

@@ -1,10 +1,11 @@
 """eCP search exactly as spec §4.3: one best-first heap over the whole tree.
 
 Leaf and internal entries compete in one heap on their own score (not accumulated); a node that
-does not exist is skipped and not counted; a node that cannot be read is left out with everything
-below it and named in the result (one bad node spoils only itself); ``search_exp`` leaves, doubled up to
-``max_increments`` times while fewer than k items were found; ``exclude`` is applied while
-scanning leaves. The trace records every node popped with the rank it had among its siblings.
+does not exist is skipped and not counted; a node that cannot be read is, when asked, left out
+with everything below it and named in the result (one bad node spoils only itself);
+``search_exp`` leaves, doubled up to ``max_increments`` times while fewer than k items were
+found; ``exclude`` is applied while scanning leaves. The trace records every node popped with
+the rank it had among its siblings.
 """
 
 from __future__ import annotations
@@ -41,8 +42,13 @@ def sibling_ranks(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None, counted: bool = True) -> SearchResult:
+def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None, counted: bool = True, *,
+               skip_unreadable: bool = False) -> SearchResult:
     """One incremental_search pass of a new query: the first k items, the trace and its cost.
+
+    With ``skip_unreadable`` (one search a user reads: `search`, the window's), a node that cannot
+    be read is left out and named in the result's ``unreadable``; without it (recall, workload,
+    reachability: figures over many searches, which must not quietly lose a leaf) its read fails the run.
 
     ``counted=False`` leaves the cost empty; only benchmarks/bench_search_cost.py uses it, to measure
     what counting adds to a search.
@@ -72,6 +78,8 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
         try:
             node = index.node(level, node_id, reads)
         except UserError as exc:  # a damaged node: named, the rest still searched (a cancel is raised)
+            if not skip_unreadable:
+                raise
             unreadable.append(unreadable_node(level, node_id, exc))
             continue
         if node is None:

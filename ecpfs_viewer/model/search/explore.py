@@ -184,7 +184,7 @@ def explore(reader: IndexReader, spec: QuerySpec, params: SearchParams, compare:
     (reads every leaf once) and why each missed one was missed."""
     reporter = Reporter(progress, cancel)
     query = query_vector(reader, spec)
-    result = reader.search(query, params)
+    result = reader.search(query, params, skip_unreadable=True)
     reporter.check()
     q, q_sq = reader.prepare_query(query)
     opened = _opened_nodes(reader, result, q, q_sq)

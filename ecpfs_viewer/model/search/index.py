@@ -60,9 +60,10 @@ class IndexReader(NodeReader):
             held, self._scan_order = self._scan_order, None
         return order if order is not None else held
 
-    def search(self, query: Any, params: SearchParams | None = None) -> SearchResult:
-        """One eCP search pass of a new query (§4.3), with the trace of popped nodes."""
-        return ecp_search(self, query, params)
+    def search(self, query: Any, params: SearchParams | None = None, *, skip_unreadable: bool = False) -> SearchResult:
+        """One eCP search pass of a new query (§4.3), with the trace of popped nodes; with
+        ``skip_unreadable``, a node that cannot be read is named in the result instead of failing it."""
+        return ecp_search(self, query, params, skip_unreadable=skip_unreadable)
 
     @property
     def locator(self) -> ItemLocator:
