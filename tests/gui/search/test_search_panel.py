@@ -414,3 +414,4 @@ def test_a_leaf_that_cannot_be_read_is_named_and_the_rest_answered(qtbot, window
     assert "Left out: lvl_2/node_1 could not be read: lvl_2/node_1/embeddings/c/0/0" in panel.status_text()
     assert "cannot be decoded" in panel.status_text()
     assert [u.path for u in panel.exploration.unreadable] == ["lvl_2/node_1"]
+    assert "color" in panel.status.styleSheet()  # said as a partial answer, in the error colour
