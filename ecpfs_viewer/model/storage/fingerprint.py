@@ -3,7 +3,7 @@ they still describe it.
 
 The fingerprint is taken from the documents a caller names (for an index: those read to open it)
 each time a store is opened, and changes when any of them does: a local file's identity, size, mtime_ns and ctime_ns,
-a zip member's CRC-32, sizes and method in the central directory (not the archive's own mtime: a
+a zip member's CRC-32 and sizes in the central directory (not the archive's own mtime: a
 zip re-saved with the same members keeps its cache), a remote object's validators (ETag, Last-Modified, size). A store
 that gives no such evidence (a memory store, a server that sends no validators) has no
 fingerprint, and nothing of it is cached.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
-from ecpfs_viewer.model.storage.zip_stamps import ALWAYS, archive_directory, stamp_members
+from ecpfs_viewer.model.storage.zip_stamps import ALWAYS, COMPARED, archive_directory, stamp_members
 
 if TYPE_CHECKING:  # a local folder's identity and fingerprint are taken without zarr (saved_locate)
     from ecpfs_viewer.model.storage.opening import OpenedStore
@@ -49,8 +49,8 @@ def store_fingerprint(opened: OpenedStore, keys: Sequence[str]) -> tuple[str | N
     directory = archive_directory(opened.archive_sizes) if opened.kind == "zip" else None
     if directory is not None:  # each document's member stamp: a re-saved zip of the same members keeps its cache
         members = stamp_members(directory, [(opened.key(key), ALWAYS) for key in keys], walk=False)
-        return "\n".join(f"{path}:{':'.join(map(str, row))}"
-                         for path, row in zip(members.paths, members.values.tolist(), strict=True)), {}
+        return "\n".join(f"{path}:{':'.join(map(str, row))}" for path, row in  # the compared values, not the hint
+                         zip(members.paths, members.values[:, COMPARED].tolist(), strict=True)), {}
     reader = getattr(opened.zarr_store.wrapped, "read_with_validators", None)
     if opened.kind != "remote" or reader is None:
         return None, {}

@@ -8,7 +8,7 @@ than what was read, so the entry is stale at its first check, never wrongly fres
   A rename, a copy over it, or a rewrite in place whose size and mtime were put back (ctime
   cannot be put back) all change it; a folder that is stamped too (a level's) also changes when
   an entry is added, removed or renamed in it.
-- a zip: each member's CRC-32, sizes and method from the central directory the zip was opened
+- a zip: each member's CRC-32 and sizes from the central directory the zip was opened
   with (model/storage/zip_stamps.py): a re-saved zip with the same members keeps its entries, one
   member changed makes stale only what was derived from it.
 

@@ -16,7 +16,7 @@ from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.search import IndexReader, SearchParams, index_reader
-from ecpfs_viewer.model.storage.stamps import ALWAYS
+from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 from ecpfs_viewer.model.storage.zip_directory import read_directory
 from ecpfs_viewer.model.storage.zip_stamps import members_unchanged, stamp_members
 
@@ -81,6 +81,7 @@ def test_one_member_changed_makes_stale_only_the_facts_derived_from_it(index: Pa
     edited = json.loads(document.read_text())
     edited.setdefault("attributes", {})["note"] = "rewritten"
     document.write_text(json.dumps(edited))  # leaf 3's item_ids document: another CRC and size
+    (document.parent / "notes.txt").write_text("kept by hand")  # one member more: every later one moves down
     _zip(index, tmp_path)
     assert _locate(archive, kept) == warm_kept  # leaf 5's facts stand: answered from the cache as before
     leaf, requests = _locate(archive, changed)
@@ -119,6 +120,9 @@ def test_member_stamps_see_each_kind_of_change_from_the_central_directory(index:
     absent = stamp_members(directory, [("lvl_2/node_9999/item_ids", 9999)])  # nothing there yet
     assert level.paths == ("lvl_2",) and absent.paths == ("lvl_2/node_9999/item_ids",)
     assert all(members_unchanged(directory, s) for s in (stamps, level, absent))
+    moved = Stamps("zip", stamps.paths, stamps.owners, stamps.values.copy())
+    moved.values[:, 3] += 7  # each member's place in the directory is a hint only: found by name elsewhere
+    assert members_unchanged(directory, moved)
     shutil.rmtree(index / "lvl_2" / "node_5")  # a leaf removed (its members gone, every offset after it moved)
     shutil.copytree(index / "lvl_2" / "node_3", index / "lvl_2" / "node_9999")  # and one added
     again = read_directory(_zip(index, tmp_path))
