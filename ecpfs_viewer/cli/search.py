@@ -15,7 +15,16 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.cli.commands import add_command
-from ecpfs_viewer.cli.contract import EXIT_OK, CannotOpen, CommandError, UsageError, unusable_file, versioned
+from ecpfs_viewer.cli.contract import (
+    EXIT_FAILED,
+    EXIT_OK,
+    PREFIX,
+    CannotOpen,
+    CommandError,
+    UsageError,
+    unusable_file,
+    versioned,
+)
 from ecpfs_viewer.cli.numbers import AtLeast, add_search_exp
 from ecpfs_viewer.model.ecpfs.paths import node_path
 
@@ -189,23 +198,29 @@ def _search(args: argparse.Namespace) -> int:
     reader = open_index(args)
     query = _query_vector(reader, args, queries)
     params = SearchParams(args.k, search_exp, args.max_increments, exclude)
-    result = reader.search(query, params)
+    result = reader.search(query, params, skip_unreadable=True)
     report: dict[str, Any] = {**result.to_dict(), "exact": None, "missed": None}  # one shape, with --explain or not
-    if key is not None:
+    if key is not None and not result.unreadable:
         _keep_search(reader, key, result, report, started)
     misses: tuple[Any, ...] = ()
     exact: tuple[Any, ...] = ()
+    unreadable = list(result.unreadable)
     if args.explain:
         from ecpfs_viewer.model.search import explain_misses
 
         with _progress_bar(args) as bar:
-            exact = (_exact_with(reader, args) or reader.exact)(query, args.k, exclude, progress=bar).hits(0)
+            on_cluster = _exact_with(reader, args)
+            truth = (on_cluster(query, args.k, exclude, progress=bar) if on_cluster is not None
+                     else reader.exact(query, args.k, exclude, progress=bar, skip_unreadable=True))
+        exact = truth.hits(0)
         misses = explain_misses(reader, query, result, exact)
+        unreadable += [u for u in truth.unreadable if u not in unreadable]
         report["exact"] = [h.to_dict() for h in exact]
         report["missed"] = [m.to_dict() for m in misses]
+        report["unreadable"] = [u.to_dict() for u in unreadable]
     if args.json:
         print(json.dumps(versioned(report), indent=2))
-        return _finish_item_map(reader, args)
+        return _unreadable_status(unreadable) or _finish_item_map(reader, args)
     print("\n".join(_answer_lines(result)))
     if args.trace:
         _print_trace(result)
@@ -218,7 +233,21 @@ def _search(args: argparse.Namespace) -> int:
                   f"{'found' if h.item_id in found else 'missed'}")
         for m in misses:
             print(f"# {m.describe()}")
-    return _finish_item_map(reader, args)
+    for u in unreadable:
+        print(f"# {u.describe()}")
+    return _unreadable_status(unreadable) or _finish_item_map(reader, args)
+
+
+def _unreadable_status(unreadable: list[Any]) -> int:
+    """Exit 1 with one line on stderr when nodes could not be read: the answer printed is for
+    every other node, and says which were left out."""
+    if not unreadable:
+        return EXIT_OK
+    names = ", ".join(u.path for u in unreadable[:5]) + (f" and {len(unreadable) - 5} more" if len(unreadable) > 5
+                                                          else "")
+    print(f"{PREFIX}{names} could not be read; the answer is for every other node (see the lines starting "
+          f"'# lvl_' or the unreadable key of --json)", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _finish_item_map(reader: IndexReader, args: argparse.Namespace) -> int:
@@ -284,7 +313,8 @@ def _print_saved_search(args: argparse.Namespace, key: Any) -> bool:
     saved = saved_search(args.index, key)
     if saved is None:
         return False
-    print(json.dumps(versioned(saved.report), indent=2) if args.json else "\n".join([*saved.text, FROM_CACHE]))
+    report = {**saved.report, "unreadable": saved.report.get("unreadable", [])}  # kept by an older viewer
+    print(json.dumps(versioned(report), indent=2) if args.json else "\n".join([*saved.text, FROM_CACHE]))
     return True
 
 

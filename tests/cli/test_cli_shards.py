@@ -1,7 +1,8 @@
 """A sharded leaf whose shard index points outside its file, from the command line (issue 34,
 "Sharding checked against the file"): `check` does not say OK (exit 1, the entry named), `search
 --item` gives no fake distance-0 neighbours from a leaf read as zeros (exit 1, "could not be
-read"), and no numpy warning reaches stderr. Each command runs in a limited subprocess."""
+read": the other leaves answered, the damaged one named), and no numpy warning reaches stderr.
+Each command runs in a limited subprocess."""
 
 from __future__ import annotations
 
@@ -27,18 +28,36 @@ def test_check_reports_the_damaged_entry_and_exits_1(two_clusters_copy: Path, da
     assert done.stderr == "", done.stderr  # no RuntimeWarning, no traceback
 
 
-@pytest.mark.parametrize("item", ["5", "0"])  # 5 is in the damaged leaf; 0 in another leaf the search scans
 @pytest.mark.parametrize("damage", DAMAGES)
-def test_search_gives_no_neighbour_read_from_a_damaged_shard(two_clusters_copy: Path, damage: str, item: str) -> None:
+def test_search_gives_no_neighbour_read_from_a_damaged_shard(two_clusters_copy: Path, damage: str) -> None:
+    """Item 5 is in the damaged leaf: its vector cannot be read, so there is no query (exit 1, one line)."""
     shard = sharded_leaf(two_clusters_copy)
     set_shard_entry(shard, 2, 1, *SHARD_DAMAGE[damage](shard.stat().st_size))
-    done = run_cli("search", str(two_clusters_copy), "--item", item, "--search-exp", "4")
+    done = run_cli("search", str(two_clusters_copy), "--item", "5", "--search-exp", "4")
     assert done.returncode == 1, done.stdout + done.stderr
     results = [line for line in done.stdout.splitlines() if line and not line.startswith("#")]
     assert results == [], done.stdout  # no item at a distance computed from zeros
     assert done.stderr.startswith("ecpfs-viewer: error: lvl_2/node_2/embeddings"), done.stderr
     assert "inner chunk (1, 0)" in done.stderr and "could not be read" in done.stderr, done.stderr
     assert "Warning" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_search_answers_from_every_other_leaf_and_names_the_damaged_one(two_clusters_copy: Path, damage: str) -> None:
+    """Item 0 is in another leaf: one bad node spoils only itself. The search answers from the
+    leaves it could read (none of node_2's items 4 and 5), names node_2 with the entry, exits 1."""
+    shard = sharded_leaf(two_clusters_copy)
+    set_shard_entry(shard, 2, 1, *SHARD_DAMAGE[damage](shard.stat().st_size))
+    done = run_cli("search", str(two_clusters_copy), "--item", "0", "--search-exp", "4")
+    assert done.returncode == 1, done.stdout + done.stderr
+    results = [line.split("\t")[0] for line in done.stdout.splitlines() if line and not line.startswith("#")]
+    assert results == ["0", "1", "2", "3", "6", "7"], done.stdout
+    (named,) = [line for line in done.stdout.splitlines() if "could not be read" in line]
+    assert named.startswith("# lvl_2/node_2 could not be read: lvl_2/node_2/embeddings"), named
+    assert "inner chunk (1, 0)" in named, named
+    assert done.stderr.splitlines() == ["ecpfs-viewer: error: lvl_2/node_2 could not be read; the answer is for "
+                                        "every other node (see the lines starting '# lvl_' or the unreadable key of "
+                                        "--json)"], done.stderr
 
 
 def test_a_genuinely_empty_entry_is_checked_as_the_fill_value(two_clusters_copy: Path) -> None:

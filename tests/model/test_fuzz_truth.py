@@ -347,11 +347,13 @@ def _internal_unreadable(store: Path, trace: list[dict[str, Any]]) -> list[str]:
 
 
 def judge_search(store: Path, item: int, code: int, out: str) -> None:
-    if code != 0:
+    answer = json.loads(out) if out.strip() else {}
+    if code != 0 and "unreadable" not in answer:
         return  # it said it could not answer (the message is judged by the generic promises)
-    answer = json.loads(out)
+    assert (code != 0) == bool(answer["unreadable"]), f"exit {code} with unreadable {answer['unreadable']}"
     trace = answer.get("trace") or []
     skipped = {int(s) if not isinstance(s, dict) else int(s.get("node_id", -1)) for s in answer.get("skipped", [])}
+    skipped |= {int(u["node_id"]) for u in answer["unreadable"] if u["level"] == 2}  # named, with why
     bad = _internal_unreadable(store, trace)
     assert not bad, f"answered through nodes the reference cannot read: {bad}"
     leaves = [int(step["node_id"]) for step in trace if step.get("is_leaf")]

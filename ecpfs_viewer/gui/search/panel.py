@@ -273,8 +273,10 @@ class SearchPanel(QWidget):
             text += (f" {found} of the {len(exploration.exact)} exact neighbours found "
                      f"(recall {exploration.recall:.2f}).")
             self.misses_label.setText(f"True neighbours missed: {len(exploration.misses)}")
+        if exploration.unreadable:  # the answer is for every other node: said, with each node and why
+            text += f" Left out: {'; '.join(u.describe() for u in exploration.unreadable)}"
         self._show_misses_hint()
-        self._show_status(text)
+        self._show_status(text, error=bool(exploration.unreadable))  # a partial answer, said as one
 
     def _show_misses_hint(self) -> None:
         """The misses' title while no comparison is on screen: what to do, as the form is now."""

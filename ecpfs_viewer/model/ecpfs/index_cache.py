@@ -27,7 +27,8 @@ from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
 from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, lists_validators
 from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
-from ecpfs_viewer.model.storage.stamps import Stamps, frame_entry, stamp_archive, stamp_local, unframe_entry
+from ecpfs_viewer.model.storage.stamps import Stamps, frame_entry, stamp_local, unframe_entry
+from ecpfs_viewer.model.storage.zip_stamps import archive_directory, members_unchanged, stamp_members
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -120,9 +121,10 @@ class IndexCache:
     the index's identity and fingerprint, each carrying the stamps of the documents it was derived
     from (model/storage/stamps.py) and answered only while they are unchanged.
 
-    A local folder is stamped file by file, a zip by its archive, an object store by listing
-    (model/storage/remote_stamps.py), a plain HTTP store by asking for the objects
-    (model/ecpfs/http_stamps.py); an fsspec store keeps nothing across processes (:func:`keeps_nothing`)."""
+    A local folder is stamped file by file, a zip member by member from its central directory
+    (model/storage/zip_stamps.py), an object store by listing (model/storage/remote_stamps.py), a
+    plain HTTP store by asking for the objects (model/ecpfs/http_stamps.py); an fsspec store keeps
+    nothing across processes (:func:`keeps_nothing`)."""
 
     def __init__(self, h: Hierarchy) -> None:
         # kept beside the hierarchy (Hierarchy.cache): a strong reference back would make a cycle,
@@ -176,8 +178,9 @@ class IndexCache:
         store = self.store
         if store.kind == "local" and store.local_path is not None:
             return stamp_local(str(store.local_path), [(store.key(path), owner) for path, owner in groups], walk=walk)
-        if store.kind == "zip" and store.archive_path is not None:
-            return stamp_archive(str(store.archive_path))
+        directory = archive_directory(store.archive_sizes) if store.kind == "zip" else None
+        if directory is not None:
+            return stamp_members(directory, [(store.key(path), owner) for path, owner in groups], walk=walk)
         remote = self._stamper()
         if isinstance(remote, HttpStamper):
             try:  # the stamper names its objects from Zarr paths (a level's nodes, an array's chunks)
@@ -196,8 +199,9 @@ class IndexCache:
         store = self.store
         if stamps.kind == "local" and store.kind == "local" and store.local_path is not None:
             return stamps.unchanged(str(store.local_path), owners)
-        if stamps.kind == "zip" and store.kind == "zip":
-            return stamps.unchanged("", None)
+        directory = archive_directory(store.archive_sizes) if store.kind == "zip" else None
+        if stamps.kind == "zip" and directory is not None:
+            return members_unchanged(directory, stamps, owners)
         remote = self._stamper()
         if ((stamps.kind == "remote" and isinstance(remote, RemoteStamper))
                 or (stamps.kind == HTTP_KIND and isinstance(remote, HttpStamper))):

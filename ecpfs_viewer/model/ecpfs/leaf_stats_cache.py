@@ -22,6 +22,7 @@ from ecpfs_viewer.model.ecpfs.levels import LevelStats, level_stats
 from ecpfs_viewer.model.ecpfs.paths import level_path, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
+from ecpfs_viewer.model.storage.zip_stamps import archive_directory
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 LEAF_STATS = "leaf_stats_lvl_{level}.npz"
@@ -70,17 +71,19 @@ def saved_leaf_stats(h: Hierarchy, summary: IndexSummary) -> LevelStats | None:
 
 def _sources(h: Hierarchy, level: int) -> list[tuple[str, int]] | None:
     """(path, owner) of every document the leaf level's statistics are read from, from a plain
-    listing of its folder (a local store; a zip's stamp is its archive's); None when unknown."""
+    listing of its folder (a local store or a zip); None when unknown."""
     path = level_path(level)
     store = h.store
-    if store.kind == "zip":
-        return [(path, ALWAYS)]
-    if store.kind != "local" or store.local_path is None:
+    directory = archive_directory(store.archive_sizes) if store.kind == "zip" else None
+    if directory is not None:  # its central directory lists it, with no read
+        names = list(directory.children(store.key(path)))
+    elif store.kind != "local" or store.local_path is None:
         return None
-    try:
-        names = os.listdir(os.path.join(store.local_path, store.key(path)))
-    except OSError:
-        return None
+    else:
+        try:
+            names = os.listdir(os.path.join(store.local_path, store.key(path)))
+        except OSError:
+            return None
     nodes = sorted(n for n in (parse_node_name(name) for name in names) if n is not None)
     return [(f"{path}/node_{n}/{document}", n) for n in nodes for document in _DOCUMENTS]
 

@@ -1,9 +1,11 @@
 """eCP search exactly as spec §4.3: one best-first heap over the whole tree.
 
 Leaf and internal entries compete in one heap on their own score (not accumulated); a node that
-does not exist is skipped and not counted; ``search_exp`` leaves, doubled up to
-``max_increments`` times while fewer than k items were found; ``exclude`` is applied while
-scanning leaves. The trace records every node popped with the rank it had among its siblings.
+does not exist is skipped and not counted; a node that cannot be read is, when asked, left out
+with everything below it and named in the result (one bad node spoils only itself);
+``search_exp`` leaves, doubled up to ``max_increments`` times while fewer than k items were
+found; ``exclude`` is applied while scanning leaves. The trace records every node popped with
+the rank it had among its siblings.
 """
 
 from __future__ import annotations
@@ -15,8 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.search.reader import LevelReads, NodeReader
-from ecpfs_viewer.model.search.results import QueryError, SearchCost, SearchHit, SearchParams, SearchResult, VisitedNode
+from ecpfs_viewer.model.search.results import (
+    QueryError,
+    SearchCost,
+    SearchHit,
+    SearchParams,
+    SearchResult,
+    UnreadableNode,
+    VisitedNode,
+    unreadable_node,
+)
 
 # heap entry: (score, push counter, is_leaf, level 1-based, node id, rank, siblings, parent id or -1)
 _Entry = tuple[float, int, bool, int, int, int, int, int]
@@ -30,8 +42,13 @@ def sibling_ranks(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None, counted: bool = True) -> SearchResult:
+def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None, counted: bool = True, *,
+               skip_unreadable: bool = False) -> SearchResult:
     """One incremental_search pass of a new query: the first k items, the trace and its cost.
+
+    With ``skip_unreadable`` (one search a user reads: `search`, the window's), a node that cannot
+    be read is left out and named in the result's ``unreadable``; without it (recall, workload,
+    reachability: figures over many searches, which must not quietly lose a leaf) its read fails the run.
 
     ``counted=False`` leaves the cost empty; only benchmarks/bench_search_cost.py uses it, to measure
     what counting adds to a search.
@@ -52,12 +69,19 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
     parts: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]] = []  # scores, item ids, leaf, rows
     trace: list[VisitedNode] = []
     skipped: list[VisitedNode] = []
+    unreadable: list[UnreadableNode] = []
     n_items = items_scored = leaves = increments = 0
     expected = params.search_exp
     while heap:
         score, _, is_leaf, level, node_id, rank, siblings, parent = heapq.heappop(heap)
         visit = VisitedNode(level, node_id, score, is_leaf, rank, siblings, None if parent < 0 else parent)
-        node = index.node(level, node_id, reads)
+        try:
+            node = index.node(level, node_id, reads)
+        except UserError as exc:  # a damaged node: named, the rest still searched (a cancel is raised)
+            if not skip_unreadable:
+                raise
+            unreadable.append(unreadable_node(level, node_id, exc))
+            continue
         if node is None:
             skipped.append(visit)  # missing node: skipped, not counted (§4.3)
             continue
@@ -90,7 +114,7 @@ def ecp_search(index: NodeReader, query: Any, params: SearchParams | None = None
         tuple(scored), items_scored, len(trace), leaves, tuple(reads.bytes_read), tuple(reads.requests),
         *_cold_reads(index, trace))
     return SearchResult(_best(parts, params.k), tuple(trace), leaves, tuple(skipped), time.perf_counter() - t0,
-                        cost)
+                        cost, tuple(unreadable))
 
 
 def _cold_reads(index: NodeReader, trace: list[VisitedNode]) -> tuple[tuple[int, ...], tuple[int, ...]]:

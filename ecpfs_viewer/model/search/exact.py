@@ -7,6 +7,11 @@ queries, keeping every item within the best ``k + margin`` of each query (ties i
 those candidates are scored exactly as eCP search scores them (:func:`row_dots`). The main
 thread merges the blocks, in leaf order, into a running best per query and cuts it to k,
 ties by item id, so search and exact search give an item the same score bit for bit.
+
+With ``skip_unreadable`` (the exact comparison of ``search --explain`` and the window's search),
+a leaf that cannot be read is named with why and the answer is for every other leaf: a block
+whose read fails is read again leaf by leaf to find which. Without it (recall, tuning) a leaf
+that cannot be read fails the run: a truth missing a leaf would misjudge every query.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ecpfs_viewer.model.blas import one_blas_thread
+from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.search.reader import NodeData, row_dots, score_block, squared_norms
 from ecpfs_viewer.model.search.results import (
     ProgressCallback,
@@ -30,6 +36,8 @@ from ecpfs_viewer.model.search.results import (
     Reporter,
     SearchCancelled,
     SearchHit,
+    UnreadableNode,
+    unreadable_node,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +86,8 @@ class ExactNeighbours:
     scores: np.ndarray  # (queries, k) float32
     leaves: np.ndarray  # (queries, k) int64
     rows: np.ndarray  # (queries, k) int64
+    #: leaves that could not be read (only with skip_unreadable): the answer is for the others
+    unreadable: tuple[UnreadableNode, ...] = ()
 
     def hits(self, query: int) -> tuple[SearchHit, ...]:
         keep = self.ids[query] >= 0
@@ -130,12 +140,13 @@ class _Candidates:
 
 def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] = frozenset(),
               self_ids: Sequence[int | None] | None = None, progress: ProgressCallback | None = None,
-              cancel: threading.Event | None = None) -> ExactNeighbours:
+              cancel: threading.Event | None = None, *, skip_unreadable: bool = False) -> ExactNeighbours:
     """Exact top-k for each query row over every stored item, streaming the leaves in blocks.
 
     ``exclude`` is never returned; ``self_ids[i]`` (when given and not None) is left out of query
     i's list only, for queries that are stored items. The item ids read are handed to the
-    index's locator, so locating an item afterwards reads nothing.
+    index's locator, so locating an item afterwards reads nothing. With ``skip_unreadable``, a
+    leaf that cannot be read is left out and named in the answer's ``unreadable``.
     """
     if k < 1:
         raise QueryError(f"k must be at least 1 (got {k})")
@@ -146,10 +157,11 @@ def exact_knn(index: LeafSource, queries: Any, k: int, exclude: frozenset[int] =
     scoring = _Scoring(q, squared_norms(q), index.metric, index.is_normalized, k + RESCORE_MARGIN,
                        np.array([-1 if s is None else s for s in self_ids], np.int64) if self_ids is not None else None,
                        np.fromiter(exclude, np.int64, len(exclude)) if exclude else None)
+    unreadable: list[UnreadableNode] | None = [] if skip_unreadable else None
     with one_blas_thread():
-        best = _scan(index, scoring, reporter, cancel)
+        best = _scan(index, scoring, reporter, cancel, unreadable)
     reporter.report("exact search", 1, 1)
-    return _final(best, len(q), scoring.keep, k)
+    return replace(_final(best, len(q), scoring.keep, k), unreadable=tuple(unreadable or ()))
 
 
 @dataclass(frozen=True)
@@ -187,8 +199,8 @@ def _blocks(index: LeafSource, leaves: list[int]) -> list[list[int]]:
     return [leaves[i:i + size] for i in range(0, len(leaves), size)]
 
 
-def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: threading.Event | None
-          ) -> _Candidates:
+def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: threading.Event | None,
+          unreadable: list[UnreadableNode] | None = None) -> _Candidates:
     """The best `keep` candidates of each query over every leaf, blocks read and scored by one
     worker per core and merged here in leaf order.
 
@@ -202,7 +214,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     best = _Candidates.padding(nq, keep)
     reporter.report("reading leaves", 0, len(leaves))
     workers = max(1, os.cpu_count() or 1)
-    pending: deque[Future[tuple[list[NodeData | None], _Candidates]]] = deque()
+    pending: deque[Future[tuple[list[NodeData | None], _Candidates, list[UnreadableNode]]]] = deque()
     submitted = done = 0
     with ThreadPoolExecutor(workers, thread_name_prefix="exact-search") as pool:
         try:
@@ -210,10 +222,13 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
                 while submitted < len(blocks) and len(pending) <= workers:
                     bound = best.key.reshape(nq, keep)[:, -1].copy()  # the worst kept: nothing above it enters
                     pending.append(pool.submit(contextvars.copy_context().run, _score_block, index,
-                                               blocks[submitted], scoring, bound, known, cancel))
+                                               blocks[submitted], scoring, bound, known, cancel,
+                                               unreadable is not None))
                     submitted += 1
-                nodes, found = pending.popleft().result()
-                if index.learn_from_scans:
+                nodes, found, failed = pending.popleft().result()
+                if unreadable is not None:
+                    unreadable.extend(failed)
+                if index.learn_from_scans and not failed:  # an unreadable leaf is no leaf without items
                     index.locator.learn(block, [None if node is None else node.ids for node in nodes])
                 best = _merge(best, found, nq, keep)
                 done += len(block)
@@ -224,8 +239,31 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     return best
 
 
+def _read_block(index: LeafSource, leaves: list[int], known: _LeafIds | None, skip_unreadable: bool
+                ) -> tuple[list[NodeData | None], list[UnreadableNode]]:
+    """A block's leaves in one batch; when that fails and unreadable leaves are to be skipped, leaf
+    by leaf, each that fails named (a batch's failure does not say which of its leaves failed)."""
+    try:
+        return index.read_nodes(index.levels, leaves, known_ids=None if known is None else known.of_leaves(leaves),
+                                keep_documents=index.learn_from_scans), []
+    except UserError:
+        if not skip_unreadable:
+            raise
+    nodes: list[NodeData | None] = []
+    failed: list[UnreadableNode] = []
+    for leaf in leaves:
+        try:
+            nodes.extend(index.read_nodes(index.levels, [leaf], known_ids=None if known is None else
+                                          known.of_leaves([leaf]), keep_documents=index.learn_from_scans))
+        except UserError as exc:
+            failed.append(unreadable_node(index.levels, leaf, exc))
+            nodes.append(None)
+    return nodes, failed
+
+
 def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.ndarray, known: _LeafIds | None,
-                 cancel: threading.Event | None) -> tuple[list[NodeData | None], _Candidates]:
+                 cancel: threading.Event | None, skip_unreadable: bool = False
+                 ) -> tuple[list[NodeData | None], _Candidates, list[UnreadableNode]]:
     """Read one block of leaves and keep, per query, the items ranked within its best `keep`."""
 
     def check() -> None:
@@ -233,12 +271,11 @@ def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.nd
             raise SearchCancelled()
 
     check()
-    nodes = index.read_nodes(index.levels, leaves, known_ids=None if known is None else known.of_leaves(leaves),
-                             keep_documents=index.learn_from_scans)
+    nodes, failed = _read_block(index, leaves, known, skip_unreadable)
     check()
     present = [(leaf, node) for leaf, node in zip(leaves, nodes, strict=True) if node is not None]
     if not present:
-        return nodes, _Candidates.padding(0, 0)
+        return nodes, _Candidates.padding(0, 0), failed
     vectors = np.concatenate([node.vectors for _, node in present])
     sq_norms = np.concatenate([node.sq_norms for _, node in present])
     ids = np.concatenate([node.ids for _, node in present])
@@ -269,7 +306,7 @@ def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.nd
                 scores[lo:hi] = score_block(s.metric, s.is_normalized, row_dots(vectors[picked], s.q[start + i]),
                                             sq_norms[picked], s.q_sq[start + i])
         parts.append(_Candidates(rows + start, key[rows, cols], ids[cols], scores, leaf_of[cols], row_of[cols]))
-    return nodes, _Candidates.concat(parts)
+    return nodes, _Candidates.concat(parts), failed
 
 
 def _ranking_keys(s: _Scoring, q: np.ndarray, vectors: np.ndarray, sq_norms: np.ndarray) -> np.ndarray:

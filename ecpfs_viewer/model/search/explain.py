@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ecpfs_viewer.model.ecpfs.paths import node_path
+from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.search.locate import ItemLocation
 from ecpfs_viewer.model.search.results import SearchHit, SearchResult
+from ecpfs_viewer.model.tasks import Cancelled
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.index import IndexReader
@@ -24,9 +26,10 @@ class MissedNeighbour:
     """One true neighbour the search did not return, and why.
 
     ``reason``: 'not reached' (the search stopped first: ``left_at`` is the first ancestor it
-    never popped, ranked ``rank`` of ``siblings`` under ``parent``), 'unreachable' (no node above
-    links to its leaf), or 'outranked' (its leaf was scanned but k items scored at least as well:
-    a tie at the cut-off).
+    never popped, ranked ``rank`` of ``siblings`` under ``parent``; no rank when the parent cannot
+    be read), 'unreachable' (no node above links to its leaf), 'path unreadable' (the nodes above
+    its leaf could not be read: ``unread`` says why), or 'outranked' (its leaf was scanned but k
+    items scored at least as well: a tie at the cut-off).
     """
 
     item_id: int
@@ -39,6 +42,7 @@ class MissedNeighbour:
     rank: int | None = None
     siblings: int | None = None
     leaves_visited: int = 0
+    unread: str | None = None  # why the path above its leaf could not be read ('path unreadable')
 
     def describe(self) -> str:
         """One line, e.g. 'item 70439 is in lvl_3/node_812 under lvl_2/node_50 (rank 9 of 16 under
@@ -46,13 +50,17 @@ class MissedNeighbour:
         where = f"item {self.item_id} is in {self.location.leaf_path}"
         if self.reason == "unreachable":
             return f"{where}, which no node above links to: eCP search can never reach it"
+        if self.reason == "path unreadable":
+            return (f"{where}; the nodes above it could not be read, so where the search left it is unknown: "
+                    f"{self.unread}")
         if self.reason == "outranked":
             return f"{where}, which the search scanned; it tied with or fell below the k items returned"
         assert self.left_at is not None and self.parent is not None
         left = node_path(*self.left_at)
         under = "index_root" if self.parent[0] == 0 else node_path(*self.parent)
         head = where if left == self.location.leaf_path else f"{where} under {left}"
-        return (f"{head} (rank {self.rank} of {self.siblings} under {under}); the search stopped after "
+        place = f"rank {self.rank} of {self.siblings}" if self.rank is not None else "rank unknown"
+        return (f"{head} ({place} under {under}); the search stopped after "
                 f"{self.leaves_visited} {'leaf' if self.leaves_visited == 1 else 'leaves'}, before reaching it")
 
     def to_dict(self) -> dict[str, Any]:
@@ -61,7 +69,7 @@ class MissedNeighbour:
                 "left_at": None if self.left_at is None else {"level": self.left_at[0], "node_id": self.left_at[1]},
                 "parent": None if self.parent is None else {"level": self.parent[0], "node_id": self.parent[1]},
                 "rank": self.rank, "siblings": self.siblings, "leaves_visited": self.leaves_visited,
-                "path": [s.to_dict() for s in self.location.path], "text": self.describe()}
+                "path": [s.to_dict() for s in self.location.path], "unread": self.unread, "text": self.describe()}
 
 
 def explain_misses(index: IndexReader, query: Any, result: SearchResult,
@@ -74,7 +82,15 @@ def explain_misses(index: IndexReader, query: Any, result: SearchResult,
     for true_rank, hit in enumerate(truth, 1):
         if hit.item_id in returned:
             continue
-        path, complete = index.locator.ancestors(hit.leaf)
+        try:
+            path, complete = index.locator.ancestors(hit.leaf)
+        except UserError as exc:  # a damaged node above the leaf: said, the other misses still explained
+            if isinstance(exc, Cancelled):
+                raise
+            found.append(MissedNeighbour(hit.item_id, hit.score, true_rank, ItemLocation(
+                hit.item_id, hit.leaf, hit.row, (), False), "path unreadable", leaves_visited=result.leaves_visited,
+                unread=describe_exception(exc)))
+            continue
         location = ItemLocation(hit.item_id, hit.leaf, hit.row, path, complete)
         if not complete:
             found.append(MissedNeighbour(hit.item_id, hit.score, true_rank, location, "unreachable",
@@ -86,8 +102,13 @@ def explain_misses(index: IndexReader, query: Any, result: SearchResult,
                                          leaves_visited=result.leaves_visited))
             continue
         position = path.index(left)
-        parent_node = index.root if position == 0 else index.node(left.level - 1, path[position - 1].node_id)
         parent = (0, 0) if position == 0 else (left.level - 1, path[position - 1].node_id)
+        try:
+            parent_node = index.root if position == 0 else index.node(*parent)
+        except UserError as exc:  # named in the search's unreadable nodes; the rank is unknown
+            if isinstance(exc, Cancelled):
+                raise
+            parent_node = None
         rank = siblings = None
         if parent_node is not None and 0 <= left.row < len(parent_node.ids):
             scores = index.scores(parent_node, q, q_sq)

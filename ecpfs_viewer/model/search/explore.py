@@ -35,6 +35,7 @@ from ecpfs_viewer.model.search.results import (
     SearchHit,
     SearchParams,
     SearchResult,
+    UnreadableNode,
 )
 from ecpfs_viewer.model.storage.npy_file import NpyFileError, map_npy_file
 from ecpfs_viewer.model.zarrtree.subset import read_subset
@@ -163,6 +164,8 @@ class Exploration:
     leaves: tuple[LeafVisit, ...]
     exact: tuple[SearchHit, ...] | None = None  # None when not compared with exact search
     misses: tuple[MissedNeighbour, ...] = ()
+    #: nodes the search or the exact comparison could not read (left out of both, each with why)
+    unreadable: tuple[UnreadableNode, ...] = ()
 
     @property
     def recall(self) -> float | None:
@@ -181,12 +184,13 @@ def explore(reader: IndexReader, spec: QuerySpec, params: SearchParams, compare:
     (reads every leaf once) and why each missed one was missed."""
     reporter = Reporter(progress, cancel)
     query = query_vector(reader, spec)
-    result = reader.search(query, params)
+    result = reader.search(query, params, skip_unreadable=True)
     reporter.check()
     q, q_sq = reader.prepare_query(query)
     opened = _opened_nodes(reader, result, q, q_sq)
     leaves = _leaf_visits(reader, result, params, q, q_sq)
-    found = Exploration(spec.label, query, params, reader.metric, reader.levels, result, opened, leaves)
+    found = Exploration(spec.label, query, params, reader.metric, reader.levels, result, opened, leaves,
+                        unreadable=result.unreadable)
     return compare_exact(reader, found, progress, cancel) if compare else found
 
 
@@ -194,8 +198,12 @@ def compare_exact(reader: IndexReader, found: Exploration, progress: ProgressCal
                   cancel: threading.Event | None = None) -> Exploration:
     """The same search with the exact neighbours (every leaf is read once, then cached) and why each
     missed one was missed; a separate step so a GUI can show the search's own results first."""
-    exact = reader.exact(found.query, found.params.k, found.params.exclude, progress=progress, cancel=cancel).hits(0)
-    return replace(found, exact=exact, misses=explain_misses(reader, found.query, found.result, exact))
+    truth = reader.exact(found.query, found.params.k, found.params.exclude, progress=progress, cancel=cancel,
+                         skip_unreadable=True)
+    exact = truth.hits(0)
+    unreadable = (*found.unreadable, *(u for u in truth.unreadable if u not in found.unreadable))
+    return replace(found, exact=exact, misses=explain_misses(reader, found.query, found.result, exact),
+                   unreadable=unreadable)
 
 
 def _opened_nodes(reader: IndexReader, result: SearchResult, q: np.ndarray, q_sq: np.float32

@@ -60,9 +60,10 @@ class IndexReader(NodeReader):
             held, self._scan_order = self._scan_order, None
         return order if order is not None else held
 
-    def search(self, query: Any, params: SearchParams | None = None) -> SearchResult:
-        """One eCP search pass of a new query (§4.3), with the trace of popped nodes."""
-        return ecp_search(self, query, params)
+    def search(self, query: Any, params: SearchParams | None = None, *, skip_unreadable: bool = False) -> SearchResult:
+        """One eCP search pass of a new query (§4.3), with the trace of popped nodes; with
+        ``skip_unreadable``, a node that cannot be read is named in the result instead of failing it."""
+        return ecp_search(self, query, params, skip_unreadable=skip_unreadable)
 
     @property
     def locator(self) -> ItemLocator:
@@ -147,12 +148,12 @@ class IndexReader(NodeReader):
 
     def exact(self, queries: Any, k: int, exclude: frozenset[int] = frozenset(),
               self_ids: Sequence[int | None] | None = None, progress: ProgressCallback | None = None,
-              cancel: threading.Event | None = None) -> ExactNeighbours:
+              cancel: threading.Event | None = None, *, skip_unreadable: bool = False) -> ExactNeighbours:
         """Exact k nearest neighbours of each query row (see :func:`exact.exact_knn`); the scan
         completes the locator for this reader. Its map is not saved for later processes: the
         leaves it learnt from were not stamped before they were read (some may have been read
         long before), so nothing would prove the map describes the index as it is."""
-        return exact_knn(self, queries, k, exclude, self_ids, progress, cancel)
+        return exact_knn(self, queries, k, exclude, self_ids, progress, cancel, skip_unreadable=skip_unreadable)
 
 
 def index_reader(index: OpenedIndex) -> IndexReader:

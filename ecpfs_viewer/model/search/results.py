@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ecpfs_viewer.model.ecpfs.paths import node_path
-from ecpfs_viewer.model.errors import UserError
+from ecpfs_viewer.model.errors import UserError, describe_exception
 from ecpfs_viewer.model.formatting import count_noun, format_bytes
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
 
@@ -115,6 +115,33 @@ class VisitedNode:
 
 
 @dataclass(frozen=True)
+class UnreadableNode:
+    """A node a search wanted but could not read (a damaged chunk or shard, a missing array, a
+    failed request): the answer is for everything else, and says so."""
+
+    level: int  # 1-based, as lvl_N
+    node_id: int
+    reason: str  # the read's message, naming the file or chunk and what is wrong
+
+    @property
+    def path(self) -> str:
+        return node_path(self.level, self.node_id)
+
+    def describe(self) -> str:
+        return f"{self.path} could not be read: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "node_id": self.node_id, "path": self.path, "reason": self.reason}
+
+
+def unreadable_node(level: int, node_id: int, exc: UserError) -> UnreadableNode:
+    """The node named with why its read failed; a cancel is no failure of the node and is raised."""
+    if isinstance(exc, Cancelled):
+        raise exc
+    return UnreadableNode(level, node_id, describe_exception(exc))
+
+
+@dataclass(frozen=True)
 class SearchCost:
     """What one search cost in units that do not depend on the machine (issue 23 §1).
 
@@ -178,6 +205,8 @@ class SearchResult:
     skipped: tuple[VisitedNode, ...] = ()  # popped entries whose node does not exist (gaps)
     seconds: float = 0.0
     cost: SearchCost = field(default_factory=SearchCost)
+    #: popped nodes that could not be read: left out (an internal one with everything below it)
+    unreadable: tuple[UnreadableNode, ...] = ()
 
     @property
     def items(self) -> list[tuple[int, float]]:
@@ -187,7 +216,7 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         return {"items": [h.to_dict() for h in self.hits], "trace": [v.to_dict() for v in self.trace],
                 "leaves_visited": self.leaves_visited, "skipped": [v.to_dict() for v in self.skipped],
-                "cost": self.cost.to_dict()}
+                "cost": self.cost.to_dict(), "unreadable": [u.to_dict() for u in self.unreadable]}
 
 
 @dataclass(frozen=True)

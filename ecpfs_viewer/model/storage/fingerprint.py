@@ -3,7 +3,8 @@ they still describe it.
 
 The fingerprint is taken from the documents a caller names (for an index: those read to open it)
 each time a store is opened, and changes when any of them does: a local file's identity, size, mtime_ns and ctime_ns,
-a zip's own size and mtime_ns, a remote object's validators (ETag, Last-Modified, size). A store
+a zip member's CRC-32 and sizes in the central directory (not the archive's own mtime: a
+zip re-saved with the same members keeps its cache), a remote object's validators (ETag, Last-Modified, size). A store
 that gives no such evidence (a memory store, a server that sends no validators) has no
 fingerprint, and nothing of it is cached.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
+from ecpfs_viewer.model.storage.zip_stamps import ALWAYS, COMPARED, archive_directory, stamp_members
 
 if TYPE_CHECKING:  # a local folder's identity and fingerprint are taken without zarr (saved_locate)
     from ecpfs_viewer.model.storage.opening import OpenedStore
@@ -44,10 +46,11 @@ def store_fingerprint(opened: OpenedStore, keys: Sequence[str]) -> tuple[str | N
     request each, the requests the opening makes anyway)."""
     if opened.kind == "local" and opened.local_path is not None:
         return local_fingerprint(opened.local_path, [opened.key(key) for key in keys]), {}
-    if opened.kind == "zip" and opened.archive_path is not None:
-        sizes = opened.archive_sizes or {}
-        return "\n".join([_file_stamp(str(opened.archive_path)),
-                          *(f"{key}:{sizes.get(opened.key(key), 'absent')}" for key in keys)]), {}
+    directory = archive_directory(opened.archive_sizes) if opened.kind == "zip" else None
+    if directory is not None:  # each document's member stamp: a re-saved zip of the same members keeps its cache
+        members = stamp_members(directory, [(opened.key(key), ALWAYS) for key in keys], walk=False)
+        return "\n".join(f"{path}:{':'.join(map(str, row))}" for path, row in  # the compared values, not the hint
+                         zip(members.paths, members.values[:, COMPARED].tolist(), strict=True)), {}
     reader = getattr(opened.zarr_store.wrapped, "read_with_validators", None)
     if opened.kind != "remote" or reader is None:
         return None, {}

@@ -8,7 +8,9 @@ than what was read, so the entry is stale at its first check, never wrongly fres
   A rename, a copy over it, or a rewrite in place whose size and mtime were put back (ctime
   cannot be put back) all change it; a folder that is stamped too (a level's) also changes when
   an entry is added, removed or renamed in it.
-- a zip: the archive's own stamp (any change of the archive makes its entries stale).
+- a zip: each member's CRC-32 and sizes from the central directory the zip was opened
+  with (model/storage/zip_stamps.py): a re-saved zip with the same members keeps its entries, one
+  member changed makes stale only what was derived from it.
 
 Each stamped path belongs to an *owner* (a leaf, a parent node; -1 for what every answer depends
 on, such as a level's folder), so that an answer that depends on one leaf is checked with a few
@@ -57,8 +59,8 @@ def _stat_row(path: str) -> tuple[int, ...]:
 class Stamps:
     """The stamps of the paths (relative to the store's base) an entry was derived from."""
 
-    kind: str  # "local" (below a folder), "zip" (the archive), "remote" (model/storage/remote_stamps.py),
-    # "http" (model/ecpfs/http_stamps.py)
+    kind: str  # "local" (below a folder), "zip" (members: model/storage/zip_stamps.py), "remote"
+    # (remote_stamps.py), "http" (model/ecpfs/http_stamps.py)
     paths: tuple[str, ...]
     owners: np.ndarray  # int64 per path
     values: np.ndarray  # int64 (paths, 5)
@@ -81,7 +83,10 @@ class Stamps:
 
     def unchanged(self, base: str, owners: Sequence[int] | None = None) -> bool:
         """Whether every path of the given owners (and those every answer depends on) still has
-        its stamp; all paths when owners is None. A batch of os.stat calls."""
+        its stamp; all paths when owners is None. A batch of os.stat calls (a zip's stamps are
+        checked against its central directory instead: model/storage/zip_stamps.py)."""
+        if self.kind == "zip":
+            return False
         if owners is None:
             picked: list[int] = list(range(len(self.paths)))
         else:
@@ -188,12 +193,6 @@ def _files_below(top: str, relative: str) -> list[str] | None:
     return sorted(found)
 
 
-def stamp_archive(archive: str) -> Stamps:
-    """The stamp of a zip archive: everything read from it stands or falls with it."""
-    return Stamps("zip", (archive,), np.asarray([ALWAYS], np.int64),
-                  np.asarray([_stat_row(archive)], np.int64))
-
-
 def frame_entry(data: bytes, stamps: Stamps) -> bytes:
     """An entry's bytes with what they were derived from in front."""
     stamped = stamps.to_bytes()
@@ -212,11 +211,3 @@ def unframe_entry(raw: bytes) -> tuple[bytes, Stamps] | None:
     except ValueError:
         return None
     return raw[_HEAD.size + size:], stamps
-
-
-def stamps_base(stamps: Stamps, folder: str | None) -> str | None:
-    """The base the stamps' paths are relative to: the store's folder (local), '' (a zip's
-    archive path is absolute); None when the stamps cannot be of this store."""
-    if stamps.kind == "zip":
-        return ""
-    return folder

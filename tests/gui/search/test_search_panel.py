@@ -400,3 +400,18 @@ def test_recall_with_a_scheduler_gives_the_same_numbers_and_is_remembered(qtbot,
     assert recall.outcome is not None, recall.status.text()
     assert [(r.recall, r.leaves_mean, r.distance_computations_mean) for r in recall.outcome.report.rows] == local
     assert app_settings.settings().value("recall/scheduler") == "threads"
+
+
+def test_a_leaf_that_cannot_be_read_is_named_and_the_rest_answered(qtbot, window, two_clusters_copy):
+    """One bad node spoils only itself: the search and its comparison with exact search answer from
+    every other leaf, and the status line names the leaf and why."""
+    (two_clusters_copy / "lvl_2" / "node_1" / "embeddings" / "c" / "0" / "0").write_bytes(b"not zstd at all")
+    win = window(two_clusters_copy)
+    search_item(qtbot, win, "0")
+    panel = win.search.panel
+    qtbot.waitUntil(lambda: "exact neighbours found" in panel.status_text(), timeout=20000)
+    assert [r[1] for r in panel.results_model.texts()] == ["0", "1", "4", "5", "6", "7"]  # none of node_1's
+    assert "Left out: lvl_2/node_1 could not be read: lvl_2/node_1/embeddings/c/0/0" in panel.status_text()
+    assert "cannot be decoded" in panel.status_text()
+    assert [u.path for u in panel.exploration.unreadable] == ["lvl_2/node_1"]
+    assert "color" in panel.status.styleSheet()  # said as a partial answer, in the error colour
