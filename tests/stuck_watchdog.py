@@ -22,7 +22,7 @@ import pytest
 #: how long after its own pytest-timeout a test counts as stuck
 MARGIN_ENV, DEFAULT_MARGIN_S = "ECPFS_TEST_STUCK_MARGIN_S", 220.0
 _FOLDER_ENV = "ECPFS_TEST_STUCK_DIR"
-_HEADER = "was still running"
+_HEADER = "the process ended while this ran"
 _report: IO[str] | None = None
 
 
@@ -37,6 +37,9 @@ def _report_file() -> IO[str]:
         folder = Path(os.environ.get(_FOLDER_ENV) or tempfile.mkdtemp(prefix="ecpfs-stuck-"))
         name = f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}.txt"
         _report = open(folder / name, "w+")  # noqa: SIM115 -- open for the watchdog as long as the process
+        # a crash (a segmentation fault in Qt) writes its stacks there too, after pytest's own
+        # faulthandler set-up, which writes to the stderr xdist loses
+        faulthandler.enable(file=_report, all_threads=True)
     return _report
 
 
@@ -46,7 +49,8 @@ def arm(seconds: float, what: str) -> None:
     report = _report_file()
     report.seek(0)
     report.truncate()
-    report.write(f"{what} {_HEADER} {seconds:.0f} s after it started; every thread's stack:\n")
+    report.write(f"{what}: {_HEADER} (the watchdog ends it at {seconds:.0f} s, or a fatal signal did), "
+                 "what ended it and every thread's stack:\n")
     report.flush()
     faulthandler.dump_traceback_later(seconds, exit=True, file=report)
 
@@ -79,6 +83,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    global _report
+    if _report is not None:
+        faulthandler.cancel_dump_traceback_later()
+        faulthandler.disable()
+        _report.close()
+        _report = None
     folder = os.environ.get(_FOLDER_ENV)
     if not hasattr(config, "workerinput") and folder:
         shutil.rmtree(folder, ignore_errors=True)

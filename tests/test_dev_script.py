@@ -167,12 +167,18 @@ import pytest
 def test_stuck_where_pytest_timeout_cannot_reach():
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # pytest-timeout's signal never arrives
     time.sleep(60)
+
+
+def test_crashes():
+    import ctypes
+    ctypes.string_at(0)  # a segmentation fault, as a Qt object deleted under its wrapper gives
 '''
 
 
-def test_a_stuck_test_ends_its_worker_and_the_summary_shows_where_it_hung(dev, tmp_path):
-    """tests/stuck_watchdog.py: past its own timeout plus a margin, the watchdog ends the worker, and
-    the controller prints the stacks the worker wrote (xdist alone says only "worker crashed")."""
+def test_a_stuck_or_crashed_test_shows_where_in_the_summary(dev, tmp_path):
+    """tests/stuck_watchdog.py: past its own timeout plus a margin, the watchdog ends the worker; a
+    segmentation fault ends another; the controller prints the stacks each worker wrote (xdist alone
+    says only "worker crashed")."""
     (tmp_path / "test_stuck.py").write_text(_STUCK_PROBE)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", "-p", "stuck_watchdog",
@@ -182,7 +188,13 @@ def test_a_stuck_test_ends_its_worker_and_the_summary_shows_where_it_hung(dev, t
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert "crashed while running 'test_stuck.py::test_stuck_where_pytest_timeout_cannot_reach'" in done.stdout
-    summary = done.stdout.split("stuck test in gw", 1)
-    assert len(summary) == 2, done.stdout[-3000:]
-    assert "test_stuck.py::test_stuck_where_pytest_timeout_cannot_reach was still running 2 s" in summary[1]
-    assert 'test_stuck.py", line 11 in test_stuck_where_pytest_timeout_cannot_reach' in summary[1]
+    sections = {part.split(": the process", 1)[0].rsplit("\n", 1)[-1]: part
+                for part in done.stdout.split("stuck test in gw")[1:]}
+    stuck = sections.get("test_stuck.py::test_stuck_where_pytest_timeout_cannot_reach")
+    assert stuck is not None, done.stdout[-3000:]
+    assert "(the watchdog ends it at 2 s, or a fatal signal did)" in stuck and "Timeout (0:00:02)!" in stuck
+    assert 'test_stuck.py", line 11 in test_stuck_where_pytest_timeout_cannot_reach' in stuck
+    crashed = sections.get("test_stuck.py::test_crashes")
+    assert crashed is not None, done.stdout[-3000:]
+    assert "Fatal Python error: Segmentation fault" in crashed
+    assert 'test_stuck.py", line 16 in test_crashes' in crashed
