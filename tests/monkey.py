@@ -175,6 +175,7 @@ class Monkey:
         self.run = MonkeyRun(seed)
         self._plan = DialogPlan()
         self._modal: tuple[int, int] = (0, 0)  # id of the modal being tended, ticks seen
+        self._acting = False  # an action's call is running (a menu open now blocks it)
         self._timer = QTimer()
         self._timer.setInterval(5)
         self._timer.timeout.connect(self._tend_dialogs)
@@ -216,7 +217,11 @@ class Monkey:
         self.run.actions.append(f"{number}: {action.__name__} (pending)")  # what an exception came after
         if self.trace is not None:  # each action as it is taken: a hang's last action is on file
             print(self.run.actions[at], file=self.trace, flush=True)
-        self.run.actions[at] = f"{number}: {action.__name__} {action()}"
+        self._acting = True
+        try:
+            self.run.actions[at] = f"{number}: {action.__name__} {action()}"
+        finally:
+            self._acting = False
         QApplication.processEvents()
         if settle:
             self.settle()
@@ -255,7 +260,15 @@ class Monkey:
         press Return (accept) or Escape; a dialog still open after that is rejected."""
         modal = QApplication.activeModalWidget()
         if modal is None:
-            self._modal = (0, 0)
+            # a menu a click opened runs its own loop too (a button's menu: QPushButton.setMenu), and
+            # no dialog is modal meanwhile: close it once it has stayed a few ticks, or that click
+            # never returns (found on PySide6 6.10 by the stuck-test report)
+            # (a menu left open after an action is _close_popups' to choose from, at the next step)
+            popup = QApplication.activePopupWidget() if self._acting else None
+            ticks = self._modal[1] + 1 if popup is not None and self._modal[0] == id(popup) else 1
+            self._modal = (id(popup), ticks) if popup is not None else (0, 0)
+            if popup is not None and ticks > 4:
+                popup.close()
             return
         key, ticks = self._modal
         self._modal = (id(modal), ticks + 1 if key == id(modal) else 1)
