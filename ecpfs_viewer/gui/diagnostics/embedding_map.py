@@ -13,7 +13,7 @@ import html
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
@@ -486,11 +486,6 @@ class EmbeddingMapPanel(QWidget):
         self.controls.say(failed or f"Saved {path}", error=bool(failed))
         if path is not None:
             self.exported.emit(path)
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
-            self.view.apply_background()
 
 
 def same_nodes(a: IndexMap, b: IndexMap) -> bool:

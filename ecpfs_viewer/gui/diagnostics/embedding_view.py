@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QWidget
 
@@ -176,6 +176,13 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
             self.getPlotItem().getAxis(axis).setPen(ink)
         if self.index is not None:
             self._ask_frame()
+
+    def changeEvent(self, event: QEvent) -> None:
+        """A theme chosen while the map is shown: this view's own palette has changed by now (the
+        panel's change comes first, while the view still has the old palette)."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and "marks" in self.__dict__:  # not during __init__
+            self.apply_background()
 
     def set_marks(self, xy: np.ndarray | None) -> None:
         """Representatives' marks (or none)."""

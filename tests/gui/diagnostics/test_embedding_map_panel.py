@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
-from PySide6.QtGui import QWheelEvent
+from PySide6.QtGui import QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 from window_driver import open_window, run_recall, select, selected_path, wait_idle
 
@@ -291,3 +291,25 @@ def test_the_trees_selection_rings_its_items_and_a_node_opened_from_the_map_is_o
     assert win.index_map.panel.view.selected == (2, int(picked.split("node_")[1]))  # outlined there too
     assert panel.selected_items.size > 0  # and ringed here
     wait_idle(qtbot, win, 20_000)
+
+
+def test_a_theme_chosen_while_the_map_is_shown_repaints_it(qtbot, clusters) -> None:
+    """View > Theme > Dark with the map open: the plot's background and the picture's empty cells
+    take the dark palette's base colour (they stayed white: the panel restyled before the view's
+    own palette had changed)."""
+    from ecpfs_viewer.gui.runtime.theme import Theme, apply_theme
+
+    path, _side = clusters
+    _win, panel = _open_map(qtbot, path)
+    view = panel.view
+    light = view.backgroundBrush().color().lightness()
+    before = view.frame
+    assert light > 200
+    apply_theme(Theme.DARK)
+    qtbot.waitUntil(lambda: view.palette().color(QPalette.ColorRole.Base).lightness() < 100, timeout=5_000)
+    dark_base = view.palette().color(QPalette.ColorRole.Base)
+    qtbot.waitUntil(lambda: view.backgroundBrush().color() == dark_base, timeout=5_000)
+    qtbot.waitUntil(lambda: view.frame is not before and not view.busy, timeout=10_000)
+    assert view.background_rgb() == (dark_base.red(), dark_base.green(), dark_base.blue())
+    corner = view.grab().toImage().pixelColor(view.width() - 3, 3)  # no item there: the background
+    assert corner.lightness() < 100, corner.name()
