@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_factory import build_two_clusters
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 from window_driver import open_window, run_recall, select, selected_path, wait_idle
 
-from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.diagnostics.embedding_map import ViewRect
 from ecpfs_viewer.model.diagnostics.index_map import leaf_ancestors
 
@@ -26,14 +26,8 @@ ITEMS, DIM = 600, 8
 
 def _two_clusters(folder: Path) -> tuple[Path, np.ndarray]:
     """Two clusters 40 apart along a random direction: (index path, cluster of each item id)."""
-    rng = np.random.default_rng(3)
-    direction = rng.standard_normal(DIM)
-    direction /= np.linalg.norm(direction)
-    side = rng.integers(0, 2, ITEMS)
-    data = rng.standard_normal((ITEMS, DIM)) + np.where(side[:, None] == 1, 20.0, -20.0) * direction
-    np.save(folder / "data.npy", data.astype(np.float32))
-    build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=2, target_cluster_items=20))
-    return folder / "idx.zarr", side
+    path, _data, side = build_two_clusters(folder, ITEMS, DIM)
+    return path, side
 
 
 @pytest.fixture(scope="module")

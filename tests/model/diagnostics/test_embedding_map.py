@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_factory import build_two_clusters
 
-from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.diagnostics.embedding_map import (
     PALETTE,
     DensityIndex,
@@ -37,15 +37,7 @@ ITEMS, DIM = 600, 8
 
 
 def _two_clusters(folder: Path, seed: int = 3) -> tuple[Path, np.ndarray, np.ndarray]:
-    """An index of two clusters 40 apart along a random direction: (path, vectors, cluster per item)."""
-    rng = np.random.default_rng(seed)
-    direction = rng.standard_normal(DIM)
-    direction /= np.linalg.norm(direction)
-    side = rng.integers(0, 2, ITEMS)
-    data = (rng.standard_normal((ITEMS, DIM)) + np.where(side[:, None] == 1, 20.0, -20.0) * direction)
-    np.save(folder / "data.npy", data.astype(np.float32))
-    build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=2, target_cluster_items=20))
-    return folder / "idx.zarr", data.astype(np.float32), side
+    return build_two_clusters(folder, ITEMS, DIM, seed)
 
 
 def _own_pca(data: np.ndarray) -> np.ndarray:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_factory import build_two_clusters
 
-from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.diagnostics.embedding_map import by_level, items_beneath
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
 from ecpfs_viewer.model.diagnostics.index_map import BROKEN, layout_index
@@ -27,15 +27,8 @@ ITEMS, DIM = 2000, 8
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np.ndarray]:
     """Two clusters 40 apart along a random direction, about 200 leaves: (path, vectors, cluster per item)."""
-    folder = tmp_path_factory.mktemp("progressive")
-    rng = np.random.default_rng(5)
-    direction = rng.standard_normal(DIM)
-    direction /= np.linalg.norm(direction)
-    side = rng.integers(0, 2, ITEMS)
-    data = (rng.standard_normal((ITEMS, DIM)) + np.where(side[:, None] == 1, 20.0, -20.0) * direction)
-    np.save(folder / "data.npy", data.astype(np.float32))
-    build_index(folder / "data.npy", folder / "idx.zarr", BuildParams(levels=3, target_cluster_items=10))
-    return folder / "idx.zarr", data.astype(np.float32), side
+    return build_two_clusters(tmp_path_factory.mktemp("progressive"), ITEMS, DIM, 5, levels=3,
+                              target_cluster_items=10)
 
 
 @pytest.fixture
