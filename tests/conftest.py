@@ -263,7 +263,7 @@ def nobody_python() -> Iterator[NobodyPython]:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The modules, test functions and fixtures collected stay for the whole run: frozen, they are
-    walked by no later collection (a full one over them took tens of milliseconds, many times a test)."""
+    walked by no later collection (full collections run many times a test)."""
     gc.collect()
     gc.freeze()
 

@@ -262,8 +262,7 @@ class Monkey:
         if modal is None:
             # a menu a click opened runs its own loop too (a button's menu: QPushButton.setMenu), and
             # no dialog is modal meanwhile: close it once it has stayed a few ticks, or that click
-            # never returns (found on PySide6 6.10 by the stuck-test report)
-            # (a menu left open after an action is _close_popups' to choose from, at the next step)
+            # never returns. A menu left open after an action is _close_popups' to choose from.
             popup = QApplication.activePopupWidget() if self._acting else None
             ticks = self._modal[1] + 1 if popup is not None and self._modal[0] == id(popup) else 1
             self._modal = (id(popup), ticks) if popup is not None else (0, 0)

@@ -61,8 +61,8 @@ def settle_qt_objects() -> Iterator[None]:
             QCoreApplication.processEvents()
         gc.collect()
         # what survives is walked no more by the next test's collections (the app unfreezes all
-        # when it closes an index, and the next teardown freezes again): a full collection of every
-        # module's objects after each of a thousand GUI tests was a tenth of the suite's CPU
+        # when it closes an index, and the next teardown freezes again): otherwise every GUI
+        # test's teardown walks every module's objects again
         gc.freeze()
         gc.enable()
 
