@@ -20,7 +20,6 @@ Requests go through the store's bounded path (timeout, retries, caps) and are co
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,7 @@ import numpy as np
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, parse_level
 from ecpfs_viewer.model.guarded_json import parse_json
 from ecpfs_viewer.model.storage.remote_stamps import lists_validators
-from ecpfs_viewer.model.storage.stamps import _ABSENT, _FIELDS, Stamps
+from ecpfs_viewer.model.storage.stamps import _ABSENT, _FIELDS, Stamps, digest_pair
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.opening import OpenedStore
@@ -64,11 +63,7 @@ def object_row(data: bytes | None, validators: str | None) -> Row | None:
         return _ABSENT if validators == "absent" else None
     if not validators:
         return None
-    digest = hashlib.blake2b(validators.encode("utf-8", "surrogatepass") + b"\0", digest_size=16)
-    digest.update(data)
-    raw = digest.digest()
-    return (int.from_bytes(raw[:8], "little", signed=True), int.from_bytes(raw[8:], "little", signed=True),
-            len(data), 0, 0)
+    return (*digest_pair(validators.encode("utf-8", "surrogatepass") + b"\0", data), len(data), 0, 0)
 
 
 def chunk_keys(document: Any) -> list[str] | None:

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecpfs_viewer.model.storage.stamps import _ABSENT, _FIELDS, Stamps
+from ecpfs_viewer.model.storage.stamps import _ABSENT, _FIELDS, Stamps, digest_pair
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.opening import OpenedStore
@@ -57,8 +56,7 @@ def validator_row(tag: str | None, modified: Any, size: int) -> Row | None:
 
 
 def _hash(text: str) -> tuple[int, int]:
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    return int.from_bytes(digest[:8], "little", signed=True), int.from_bytes(digest[8:], "little", signed=True)
+    return digest_pair(text.encode("utf-8", "surrogatepass"))
 
 
 def _folder_row(names: Sequence[str]) -> Row:

@@ -22,6 +22,7 @@ Zarr-free: ``locate`` in a later process checks entries before importing zarr
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import struct
@@ -53,6 +54,15 @@ def _stat_row(path: str) -> tuple[int, ...]:
     except OSError:
         return _ABSENT
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def digest_pair(*parts: bytes) -> tuple[int, int]:
+    """A 16-byte BLAKE2b digest of parts (in order) as the two int64 fields of a stamp row."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        digest.update(part)
+    raw = digest.digest()
+    return int.from_bytes(raw[:8], "little", signed=True), int.from_bytes(raw[8:], "little", signed=True)
 
 
 @dataclass(frozen=True)
