@@ -32,7 +32,13 @@ from ecpfs_viewer.model.build.checks import (
     shape_warnings,
 )
 from ecpfs_viewer.model.build.errors import PROBLEM_FIELDS, BuildCancelled, BuildError, BuildProblem, ProblemField
-from ecpfs_viewer.model.build.output import commit_output, discard_output, prepare_output, remove_stale_builds
+from ecpfs_viewer.model.build.output import (
+    building_folder,
+    commit_output,
+    discard_output,
+    prepare_output,
+    remove_stale_builds,
+)
 from ecpfs_viewer.model.build.routing import MissingNodeError, NodeTable, Router, group_rows
 from ecpfs_viewer.model.build.sources import EmbeddingSource, check_finite, narrow
 from ecpfs_viewer.model.build.writer import IndexWriter
@@ -170,9 +176,10 @@ def build_index(
     with one_blas_thread():
         plan = _plan_tree(src, params, stored, R, ns, rep, memory_budget_bytes, warnings, phases)
     warnings = _remove_stale(output, rep) + warnings
-    tmp = prepare_output(output)
+    tmp = building_folder(output)
     writer: IndexWriter | None = None
-    try:
+    try:  # a stop signal may land anywhere from here on, the making of the folder included
+        prepare_output(tmp)
         writer = IndexWriter(tmp, info.dim, stored, rn, rr, workers=workers)
         with one_blas_thread():
             result_nodes = _write_tree(src, params, plan, writer, rep, memory_budget_bytes, phases)

@@ -94,12 +94,14 @@ def _remove_tree(path: Path) -> int:
     return freed
 
 
-def discard_output(tmp: Path, attempts: int = 40) -> None:
-    """Remove an unfinished build folder for good: a writer thread that was finishing one file
-    when the build stopped can leave an entry behind a first pass, so look again until it is gone."""
-    for _ in range(attempts):
+def discard_output(tmp: Path, deadline_s: float = 10.0) -> None:
+    """Remove an unfinished build folder for good: a write that was under way when the build stopped
+    (a writer thread's file, or zarr's own loop finishing a document the stopped call had started)
+    can leave an entry behind a first pass, so look again until it is gone or the deadline passes."""
+    give_up = time.monotonic() + deadline_s
+    while True:
         shutil.rmtree(tmp, ignore_errors=True)
-        if not os.path.lexists(tmp):
+        if not os.path.lexists(tmp) or time.monotonic() > give_up:
             return
         time.sleep(0.05)
 
@@ -115,16 +117,22 @@ def remove_stale_builds(parent: str | os.PathLike[str]) -> tuple[list[StaleBuild
     return removed, freed
 
 
-def prepare_output(output: Path) -> Path:
-    """Create the hidden temporary sibling of a checked destination, to build into."""
+def building_folder(output: Path) -> Path:
+    """The hidden temporary sibling a build of ``output`` writes into (its name only; nothing is made).
+
+    Named before it is made, so that a stop signal landing between the making and the build's
+    clean-up still finds the name to remove."""
     parent = output.expanduser().absolute().parent
-    tmp = parent / f".{output.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    return parent / f".{output.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def prepare_output(tmp: Path) -> None:
+    """Make the build's folder (:func:`building_folder`), refusing when its parent cannot be written."""
     try:
         os.mkdir(tmp)
     except OSError as exc:
-        problem = BuildProblem("output", f"output folder {parent} cannot be written ({exc.strerror})")
+        problem = BuildProblem("output", f"output folder {tmp.parent} cannot be written ({exc.strerror})")
         raise BuildError(problem) from None
-    return tmp
 
 
 def commit_output(tmp: Path, output: Path, overwrite: bool) -> None:

@@ -163,9 +163,9 @@ def test_the_monkeys_input_is_refused_as_upstream_fails_and_nothing_is_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, levels: int, metric: str, normalized: bool) -> None:
     made: list[Path] = []  # the build's own folder is made only once the whole tree is routed
 
-    def prepare_output(output: Path) -> Path:
-        made.append(output)
-        return real_prepare(output)
+    def prepare_output(tmp: Path) -> None:
+        made.append(tmp)
+        real_prepare(tmp)
 
     real_prepare = builder.prepare_output
     monkeypatch.setattr(builder, "prepare_output", prepare_output)
