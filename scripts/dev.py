@@ -27,6 +27,7 @@ import glob
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import signal
@@ -282,12 +283,29 @@ def test_legs(choice: str | None) -> list[tuple[Environment, str]]:
     return legs
 
 
+def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPUs a cgroup quota grants (cgroup v2 cpu.max, v1 cpu.cfs_quota_us), None without one."""
+    for quota_file, period_file in (("cpu.max", None), ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
+        try:
+            fields = (root / quota_file).read_text().split()
+            if period_file is not None:
+                fields.append((root / period_file).read_text().strip())
+        except (OSError, IndexError):
+            continue
+        if len(fields) == 2 and fields[0] not in ("max", "-1") and float(fields[1]) > 0:
+            return float(fields[0]) / float(fields[1])
+    return None
+
+
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    """The CPUs this process may run on: its affinity, not the machine's count, capped by a cgroup
+    quota (a container can see the host's CPUs and be given two)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    return max(1, min(cpus, math.ceil(quota)) if quota is not None else cpus)
 
 
 #: how pytest runs in every leg: two worker processes per CPU (pytest-xdist), an idle worker taking
@@ -335,7 +353,8 @@ def run_tests(argv: list[str]) -> int:
         python = python or ensure_environment(checks[0], checks[1], lint=True)
         static = StaticChecks(python)
     for number, (env, python) in enumerate(environments):
-        print(f"== tests, {env.name} leg ({env.folder.name})", flush=True)
+        print(f"== tests, {env.name} leg ({env.folder.name}; {PYTEST_OPTIONS[1]} workers for {usable_cpus()} CPUs)",
+              flush=True)
         print_versions(env)
         compile_project(python)
         started = time.monotonic()

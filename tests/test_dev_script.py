@@ -117,6 +117,30 @@ def test_probe(number):
 '''
 
 
+#: a nested run must end (or be ended, with what it printed) well before this test's own timeout
+NESTED_RUN_S = 120
+
+
+def _nested_pytest(dev, folder: Path, argv: list[str], env_drop: tuple[str, ...] = (),
+                   env_add: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """dev.pytest_command on a folder of probe tests, as a leg runs it, but loading only the plugins
+    the probes use (xdist, timeout): a worker that imports every installed plugin (hypothesis, zarr,
+    pytest-qt) costs seconds of CPU, and the suite around it is using every CPU. Past NESTED_RUN_S it
+    is killed and what it printed so far fails the test."""
+    (folder / "pytest.ini").write_text("[pytest]\n")  # not the checkout's configuration
+    command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", "-p", "xdist.plugin",
+                                                        "-p", "pytest_timeout", *argv, str(folder)])
+    # not this run's worker id (PYTEST_XDIST_WORKER...) when the suite itself runs under xdist
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", *env_drop))}
+    env |= {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env_add or {})}
+    try:
+        return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=NESTED_RUN_S)
+    except subprocess.TimeoutExpired as stuck:
+        printed = [(part.decode(errors="replace") if isinstance(part, bytes) else part or "")[-4000:]
+                   for part in (stuck.stdout, stuck.stderr)]
+        pytest.fail(f"the nested pytest ran past {NESTED_RUN_S} s; it printed:\n{printed[0]}\n{printed[1]}")
+
+
 def _run_probe(dev, folder: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     """The suite's pytest command (dev.pytest_command) on a probe file of twelve tests: the output
     and, per test, the worker (and process) that ran it."""
@@ -124,11 +148,7 @@ def _run_probe(dev, folder: Path, *argv: str) -> tuple[subprocess.CompletedProce
     for old in (folder / "ran").iterdir():
         old.unlink()
     (folder / "test_probe.py").write_text(_WORKER_PROBE)
-    (folder / "pytest.ini").write_text("[pytest]\n")  # not the checkout's configuration
-    command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", *argv, str(folder)])
-    # not this run's worker id (PYTEST_XDIST_WORKER...) when the suite itself runs under xdist
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
-    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    done = _nested_pytest(dev, folder, list(argv))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done, {path.name: path.read_text() for path in (folder / "ran").iterdir()}
 
@@ -180,12 +200,8 @@ def test_a_stuck_or_crashed_test_shows_where_in_the_summary(dev, tmp_path):
     segmentation fault ends another; the controller prints the stacks each worker wrote (xdist alone
     says only "worker crashed")."""
     (tmp_path / "test_stuck.py").write_text(_STUCK_PROBE)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", "-p", "stuck_watchdog",
-                                                        str(tmp_path)])
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "ECPFS_TEST_STUCK"))}
-    env |= {"ECPFS_TEST_STUCK_MARGIN_S": "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])}
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = _nested_pytest(dev, tmp_path, ["-p", "stuck_watchdog"], env_drop=("ECPFS_TEST_STUCK",), env_add={
+        "ECPFS_TEST_STUCK_MARGIN_S": "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])})
     assert done.returncode != 0
     assert "crashed while running 'test_stuck.py::test_stuck_where_pytest_timeout_cannot_reach'" in done.stdout
     sections = {part.split(": the process", 1)[0].rsplit("\n", 1)[-1]: part
@@ -198,3 +214,18 @@ def test_a_stuck_or_crashed_test_shows_where_in_the_summary(dev, tmp_path):
     assert crashed is not None, done.stdout[-3000:]
     assert "Fatal Python error: Segmentation fault" in crashed
     assert 'test_stuck.py", line 16 in test_crashes' in crashed
+
+
+@pytest.mark.parametrize(("files", "cpus"), [
+    ({"cpu.max": "200000 100000\n"}, 2.0),                       # cgroup v2, two CPUs granted
+    ({"cpu.max": "max 100000\n"}, None),                         # v2 without a quota
+    ({"cpu/cpu.cfs_quota_us": "150000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1.5),  # v1
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),     # v1 without
+    ({}, None),                                                  # no cgroup files at all
+])
+def test_a_cgroup_quota_caps_the_cpus_the_workers_are_counted_for(dev, tmp_path, files, cpus):
+    """A container that shows the host's CPUs but grants two gets workers for two, not for the host."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert dev.cgroup_cpu_quota(tmp_path) == cpus
