@@ -42,7 +42,7 @@ class SelectingViewBox(pg.ViewBox):  # type: ignore[misc]
         self.addItem(self.band, ignoreBounds=True)
         self.lasso = QGraphicsPathItem()
         self.lasso.setPen(pg.mkPen(SHAPE_RGB, width=2))  # cosmetic: as wide at any zoom
-        self.lasso.setBrush(QBrush(QColor(*SHAPE_RGB, 40)))
+        self.lasso.setBrush(QBrush(QColor(*SHAPE_RGB, 30)))
         self.lasso.setZValue(50)
         self.lasso.hide()
         self.addItem(self.lasso, ignoreBounds=True)
