@@ -164,27 +164,6 @@ def test_a_search_path_lands_on_its_leaf_and_another_index_resets_the_map(qtbot,
     assert panel.view.frame is None and panel.legend_text() == ""
 
 
-def test_a_drag_with_select_box_on_selects_the_box_and_does_not_pan(qtbot, clusters) -> None:
-    path, _side = clusters
-    _win, panel = _open_map(qtbot, path)
-    view, placement = panel.view, panel.data.placement
-    b = panel.data.density.bounds
-    start = _on_screen(view, np.array([b.x0, b.y1]))  # the whole map: every item in the box
-    end = _on_screen(view, np.array([b.x1, b.y0]))
-    panel.box_button.click()  # the toolbar toggle (QTest moves carry no modifiers, so Shift is not driven here)
-    assert view.boxing
-    before = view.view_rect()
-    port = view.viewport()
-    qtbot.mousePress(port, Qt.MouseButton.LeftButton, pos=start)
-    for t in np.linspace(0.1, 1.0, 8):
-        step = QPoint(round(start.x() + (end.x() - start.x()) * t), round(start.y() + (end.y() - start.y()) * t))
-        qtbot.mouseMove(port, step)
-    qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=end)
-    qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
-    assert panel.selection.count == placement.count
-    assert view.view_rect() == before  # the drag selected; it did not pan
-
-
 def _drag(qtbot, port, points: list[QPoint], release: bool = True) -> None:
     """Press at the first point, move through the others in steps of a few pixels, release at the last."""
     qtbot.mousePress(port, Qt.MouseButton.LeftButton, pos=points[0])
@@ -195,7 +174,7 @@ def _drag(qtbot, port, points: list[QPoint], release: bool = True) -> None:
         qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=points[-1])
 
 
-def test_a_lasso_lists_the_cluster_it_is_drawn_round_and_a_click_opens_the_leaf_under_the_pointer(
+def test_a_box_or_a_lasso_drag_lists_what_it_holds_without_panning_and_a_click_opens_the_leaf_there(
         qtbot, clusters, monkeypatch) -> None:
     import pyqtgraph as pg
 
@@ -204,6 +183,17 @@ def test_a_lasso_lists_the_cluster_it_is_drawn_round_and_a_click_opens_the_leaf_
     win, panel = _open_map(qtbot, path)
     view, placement = panel.view, panel.data.placement
     port = view.viewport()
+    b = panel.data.density.bounds
+    corners = [_on_screen(view, np.array([b.x0, b.y1])), _on_screen(view, np.array([b.x1, b.y0]))]
+    panel.box_button.click()  # the toolbar toggle (QTest moves carry no modifiers, so Shift is not driven here)
+    assert view.boxing
+    before = view.view_rect()
+    _drag(qtbot, port, corners)  # the whole map: every item in the box
+    qtbot.waitUntil(lambda: panel.selection is not None and not panel.busy, timeout=10_000)
+    assert panel.selection.count == placement.count
+    assert view.view_rect() == before  # the drag selected; it did not pan
+    boxed = panel.selection
+
     own_side = side[placement.item_ids]
     left = int(own_side[np.argmin(placement.coords[:, 0])])
     mine = placement.coords[own_side == left]
@@ -214,11 +204,10 @@ def test_a_lasso_lists_the_cluster_it_is_drawn_round_and_a_click_opens_the_leaf_
             for a in np.linspace(0, 2 * np.pi, 13)[:-1]]
     qtbot.mouseClick(panel.lasso_button, Qt.MouseButton.LeftButton)
     assert view.select_mode == "lasso" and not panel.box_button.isChecked()
-    before = view.view_rect()
     _drag(qtbot, port, ring, release=False)
     assert view.drawing and len(view.selection_shape()) >= len(ring)  # the path follows the pointer
     qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=ring[-1])
-    qtbot.waitUntil(lambda: panel.selection is not None and not panel.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.selection is not boxed and not panel.busy, timeout=10_000)
     assert view.view_rect() == before  # the drag drew; it did not pan
     chosen = panel.selection
     assert chosen.positions.tolist() == np.flatnonzero(own_side == left).tolist()
