@@ -1,5 +1,5 @@
 """The embedding map panel's work done in workers (BackgroundRunner jobs): placing the items, the
-colour sums, the representatives' marks, a box selection and the PNG export, and :class:`MapData`, what the
+colour sums, the representatives' marks, a box or lasso selection and the PNG export, and :class:`MapData`, what the
 placement job hands over. Qt-free; the GUI never imports zarr."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     density_frame,
     representatives,
     select_box,
+    select_polygon,
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
 from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
@@ -68,6 +69,10 @@ def marks_job(reader_of: Callable[[], NodeReader], placement: Placement, level: 
 
 def box_job(density: DensityIndex, index_map: IndexMap, rect: ViewRect) -> Selection:
     return select_box(density, index_map, rect)
+
+
+def lasso_job(density: DensityIndex, index_map: IndexMap, vertices: np.ndarray) -> Selection:
+    return select_polygon(density, index_map, vertices)
 
 
 def export_job(data: MapData, colours: ItemColours | None, view: ViewRect, path: str) -> str:

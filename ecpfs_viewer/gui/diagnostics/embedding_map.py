@@ -1,10 +1,11 @@
 """View ▸ Embedding Map: every item of the index placed in 2-D (model/diagnostics/embedding_map/),
 drawn as a density image with level of detail, coloured by the tree or a diagnostic, with the
-representatives as marks, what is under the pointer, a box selection, the tree's selection and the
-last search on it. Progressive: the placement job (heavy) answers from the index's cache at once
-when it still holds; else it reports the PCA's sample as a first picture, then pictures of the
-leaves placed so far as blocks arrive (model/diagnostics/embedding_map/progressive.py), with
-progress and a cancel, the view kept where the user moved it. Everything else is made in workers.
+representatives as marks, what is under the pointer, a box or lasso selection (embedding_selection.py),
+a click that opens the leaf most present under the pointer, the tree's selection and the last
+search on it. Progressive: the placement job (heavy) answers from the index's cache at once when it
+still holds; else it reports the PCA's sample as a first picture, then pictures of the leaves
+placed so far as blocks arrive (model/diagnostics/embedding_map/progressive.py), with progress and
+a cancel, the view kept where the user moved it. Everything else is made in workers.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from PySide6.QtWidgets import (
 
 from ecpfs_viewer.gui.diagnostics import embedding_jobs as jobs
 from ecpfs_viewer.gui.diagnostics.embedding_jobs import MapData
+from ecpfs_viewer.gui.diagnostics.embedding_selection import SelectionList, mode_buttons
 from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
-from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.model.diagnostics.embedding_map import (
     MAP_COLOURINGS,
@@ -52,13 +53,12 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import BLOCK_LEAVES
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap, MapOverlay
-from ecpfs_viewer.model.ecpfs.paths import node_containing
+from ecpfs_viewer.model.ecpfs.paths import node_containing, node_path
 from ecpfs_viewer.model.search.explore import Exploration
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import TaskError
 
 NO_INDEX = "Open an index to see its embedding map."
-SELECTION_HEADERS = ("node", "items in the box")
 SELECTED_SHOWN = 4000  # rings at most for the tree's selection (evenly spaced among its items)
 #: the colourings whose input another panel makes (the Index map panel holds them, by colouring id)
 FROM_DIAGNOSTICS = {"misses": "run a recall sweep (Search ▸ Recall)", "workload": "replay a workload (Diagnostics)",
@@ -67,7 +67,7 @@ FROM_DIAGNOSTICS = {"misses": "run a recall sweep (Search ▸ Recall)", "workloa
 
 
 class EmbeddingMapPanel(QWidget):
-    """The map, its colour-by choice and legend, representatives, the box selection's list."""
+    """The map, its colour-by choice and legend, representatives, the box or lasso selection's list."""
 
     node_requested = Signal(str)
     placed = Signal(object)  # MapData: every item placed (not the first picture)
@@ -81,11 +81,9 @@ class EmbeddingMapPanel(QWidget):
         self._overlays_of = overlays_of
         self._reader_of: Callable[[], NodeReader] | None = None
         self._runner, self._sums_runner = BackgroundRunner(self), BackgroundRunner(self)
-        self._marks_runner, self._box_runner = BackgroundRunner(self), BackgroundRunner(self)
-        self._export_runner = BackgroundRunner(self)
+        self._marks_runner, self._export_runner = BackgroundRunner(self), BackgroundRunner(self)
         self.data: MapData | None = None
         self.colours: ItemColours | None = None
-        self.selection: Selection | None = None
         self.query: QueryOverlay | None = None
         self._exploration: Exploration | None = None
         self._marks: dict[int, np.ndarray] = {}
@@ -103,10 +101,8 @@ class EmbeddingMapPanel(QWidget):
         self.marks_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.marks_menu = QMenu(self.marks_button)
         self.marks_button.setMenu(self.marks_menu)
-        self.box_button = QToolButton()
-        self.box_button.setText("Select box")
-        self.box_button.setCheckable(True)
-        self.box_button.setToolTip("Drag a box to list the nodes and items in it (or drag with Shift held)")
+        self.view = EmbeddingMapView()
+        self.box_button, self.lasso_button = mode_buttons(self.view)
         self.all_button = QToolButton()
         self.all_button.setText("Show all")
         self.export_button = QToolButton()
@@ -117,8 +113,8 @@ class EmbeddingMapPanel(QWidget):
         self.progress, self.status = self.controls.progress, self.controls.summary
         self.progress.setMinimumWidth(self.fontMetrics().horizontalAdvance("leaves 10,000,000/10,000,000") + 24)
         top = QHBoxLayout()
-        for w in (QLabel("Colour by"), self.colour_combo, self.marks_button, self.box_button, self.all_button,
-                  self.export_button):
+        for w in (QLabel("Colour by"), self.colour_combo, self.marks_button, self.box_button, self.lasso_button,
+                  self.all_button, self.export_button):
             top.addWidget(w)
         top.addStretch(1)
         state = QHBoxLayout()  # what happened on its own line: it is long (the placement's figures)
@@ -126,11 +122,11 @@ class EmbeddingMapPanel(QWidget):
         state.addWidget(self.controls.cancel_button)
         state.addWidget(self.status, 1)
 
-        self.view = EmbeddingMapView()
         self.view.on_error = self.controls.failed
         self.view.hovered.connect(self._hovered)
+        self.view.clicked.connect(self._clicked)
         self.view.box_selected.connect(self.select_rect)
-        self.box_button.toggled.connect(lambda on: setattr(self.view, "boxing", on))
+        self.view.lasso_selected.connect(self.select_polygon)
         self.all_button.clicked.connect(self.view.reset_view)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
@@ -138,17 +134,14 @@ class EmbeddingMapPanel(QWidget):
         self.legend.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.hover_label = QLabel("Hover the map for the leaves under the pointer.")
         self.hover_label.setWordWrap(True)
-        self.selection_label = QLabel("Drag a box with Shift (or Select box) to list what is in it.")
-        self.selection_label.setWordWrap(True)
-        self.selection_model = RowsModel(SELECTION_HEADERS, self)
-        self.selection_view = rows_view(self.selection_model, self._selection_activated)
-        self.selection_view.setToolTip("Double-click a node to open it in the tree")
+        self.selection_list = SelectionList(self.controls.failed)
+        self.selection_list.node_requested.connect(self.node_requested)
         side = QWidget()
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(0, 0, 0, 0)
         side_layout.addWidget(self.legend)
         side_layout.addWidget(self.hover_label)
-        side_layout.addWidget(titled(self.selection_view, self.selection_label), 1)
+        side_layout.addWidget(self.selection_list, 1)
         side.setMinimumWidth(240)
         body = panes(Qt.Orientation.Horizontal, (self.view, 3), (side, 1))
         body.setSizes([780, 300])
@@ -163,7 +156,7 @@ class EmbeddingMapPanel(QWidget):
     # -- showing an index ----------------------------------------------------------------------------
     @property
     def busy(self) -> bool:
-        return (self.controls.busy or self._sums_runner.busy or self._marks_runner.busy or self._box_runner.busy
+        return (self.controls.busy or self._sums_runner.busy or self._marks_runner.busy or self.selection_list.busy
                 or self._export_runner.busy or self.view.busy)
 
     def show_index(self, reader_of: Callable[[], NodeReader]) -> None:
@@ -177,14 +170,13 @@ class EmbeddingMapPanel(QWidget):
     def clear(self) -> None:
         """Another index (or none): everything of the old one is dropped."""
         self.controls.drop(None)
-        for runner in (self._sums_runner, self._marks_runner, self._box_runner):
+        for runner in (self._sums_runner, self._marks_runner):
             runner.invalidate()
-        self.data = self.colours = self.selection = self.query = None
+        self.data = self.colours = self.query = None
         self._exploration = None
         self._marks.clear()
         self.view.show_index(None, None, None)
-        self.selection_model.set_rows([])
-        self.selection_label.setText("Drag a box with Shift (or Select box) to list what is in it.")
+        self.selection_list.clear()
         self.hover_text = ""
         self.hover_label.setText("Hover the map for the leaves under the pointer.")
         self.legend.clear()
@@ -218,7 +210,7 @@ class EmbeddingMapPanel(QWidget):
         how = p.projection.describe + (" (kept in the cache)" if p.from_cache else "")
         note = f" {p.note}." if p.note else ""
         self.controls.finished(f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {how}.{note} Wheel zooms, drag "
-                               "pans, Shift-drag selects.")
+                               "pans, Shift-drag selects a box, a click opens the leaf under the pointer.")
         self.placed.emit(data)
 
     def _adopt(self, data: MapData, first: bool) -> None:
@@ -395,34 +387,31 @@ class EmbeddingMapPanel(QWidget):
         if found:
             QToolTip.showText(self.view.cursor().pos(), self.hover_text, self.view)
 
+    def _clicked(self, rect: ViewRect) -> None:
+        """A click on the map (no drag): the leaf most present under the pointer is opened (the tree
+        selects it, so it is ringed here and outlined on the Index map); on empty space nothing."""
+        data = self.data
+        found = leaves_under(data.density, rect, top=1) if data is not None else []
+        if data is not None and found:
+            self.node_requested.emit(node_path(len(data.index_map.levels), found[0].leaf_id))
+
     def select_rect(self, rect: ViewRect) -> None:
         """List the nodes and items inside rect (in a worker)."""
-        if self.data is None:
-            return
-        self.selection_label.setText("Finding what the box holds …")
-        self._box_runner.run(jobs.box_job, self.data.density, self.data.index_map, rect, on_result=self._on_selection,
-                             on_error=self.controls.failed)
+        if self.data is not None:
+            self.selection_list.list_inside("box", jobs.box_job, self.data.density, self.data.index_map, rect)
 
-    def _on_selection(self, selection: Selection) -> None:
-        self.selection = selection
-        rows: list[tuple[object, ...]] = []
-        for level in sorted(selection.nodes):
-            _ids, counts = selection.nodes[level]
-            rows += [(path, int(n)) for path, n in zip(selection.node_paths(level)[:200], counts[:200], strict=False)]
-        self.selection_model.set_rows(rows)
-        first = ", ".join(str(int(i)) for i in selection.item_ids[:12])
-        more = " …" if selection.count > 12 else ""
-        self.selection_label.setText(f"{selection.count:,} items in the box (ids {first}{more}); the nodes above "
-                                     "them, most items first per level:" if selection.count else
-                                     "The box holds no items.")
+    def select_polygon(self, vertices: np.ndarray) -> None:
+        """List the nodes and items inside a lasso ((k, 2) vertices in placement units; in a worker)."""
+        if self.data is not None:
+            self.selection_list.list_inside("lasso", jobs.lasso_job, self.data.density, self.data.index_map, vertices)
+
+    @property
+    def selection(self) -> Selection | None:
+        """What the last box or lasso holds (None: none since the index opened)."""
+        return self.selection_list.selection
 
     def selected_nodes(self) -> list[str]:
-        return [str(self.selection_model.index(r, 0).data()) for r in range(self.selection_model.rowCount())]
-
-    def _selection_activated(self, row: int) -> None:
-        path = self.selection_model.index(row, 0).data()
-        if path:
-            self.node_requested.emit(str(path))
+        return self.selection_list.nodes()
 
     # -- the tree's selection -------------------------------------------------------------------------
     def select_path(self, path: str) -> None:

@@ -4,8 +4,10 @@ a few ScatterPlotItems on it (the items in view when few enough, representatives
 Never one graphics item per point: the frame is aggregated by the model (``density_frame``) off the
 GUI thread, the newest view only (BackgroundRunner drops stale frames), at most one every
 FRAME_DELAY_MS while a pan or zoom goes on, so a drag does not queue one frame per mouse move.
-A box dragged with Shift (or with the panel's box toggle on) is emitted as
-``box_selected(ViewRect)``; the pointer's place as ``hovered(ViewRect)`` (a few pixels around it).
+A box dragged with Shift (or with the panel's box toggle on) is emitted as ``box_selected(ViewRect)``,
+a lasso (the lasso toggle on) as ``lasso_selected`` with its vertices (embedding_drag.py draws both);
+the pointer's place as ``hovered(ViewRect)`` and a click (no drag) as ``clicked(ViewRect)``, a few
+pixels around it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QKeyEvent, QPalette
 from PySide6.QtWidgets import QWidget
 
+from ecpfs_viewer.gui.diagnostics.embedding_drag import DragMode, SelectingViewBox
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.model.diagnostics.embedding_map import ColourSums, DensityFrame, DensityIndex, ViewRect, density_frame
 from ecpfs_viewer.model.tasks import TaskError
@@ -34,47 +37,18 @@ def _frame_job(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, wid
     return frame, np.ascontiguousarray(frame.rgba(background)[::-1])  # row 0 at the bottom, as the plot's y
 
 
-class _BoxViewBox(pg.ViewBox):  # type: ignore[misc]
-    """Pans and zooms as usual; a drag with Shift (or while ``boxing``) draws a selection box instead."""
-
-    def __init__(self, on_box: Callable[[QRectF], None]) -> None:
-        super().__init__()
-        self._on_box = on_box
-        self.boxing = False
-        self._box_drag = False
-        self.band = pg.RectROI((0, 0), (0, 0), movable=False, pen=pg.mkPen((255, 200, 0), width=2))
-        self.band.setZValue(50)
-        for handle in list(self.band.getHandles()):
-            self.band.removeHandle(handle)
-        self.band.hide()
-        self.addItem(self.band, ignoreBounds=True)
-
-    def mouseDragEvent(self, ev, axis=None):  # type: ignore[no-untyped-def]
-        if ev.isStart():  # a drag is a box or a pan from its start to its end, whatever the keys do meanwhile
-            self._box_drag = self.boxing or bool(ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-        if not self._box_drag or ev.button() != Qt.MouseButton.LeftButton:
-            super().mouseDragEvent(ev, axis)
-            return
-        ev.accept()
-        a, b = self.mapToView(ev.buttonDownPos()), self.mapToView(ev.pos())
-        rect = QRectF(a, b).normalized()
-        self.band.setPos(rect.topLeft())
-        self.band.setSize(rect.size())
-        self.band.show()
-        if ev.isFinish():
-            self.band.hide()
-            self._on_box(rect)
-
-
 class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
     """The map (see the module docstring); ``show_index`` gives it a density index, ``set_sums`` colours."""
 
     box_selected = Signal(object)  # ViewRect in placement units
+    lasso_selected = Signal(object)  # (k, 2) float64 vertices in placement units
     hovered = Signal(object)  # ViewRect around the pointer
+    clicked = Signal(object)  # ViewRect around the pointer: a left click, not a drag
     frame_shown = Signal(object)  # DensityFrame
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        self._box_view = _BoxViewBox(self._boxed)
+        self._box_view = SelectingViewBox(self._boxed, self._lassoed, lambda: self.setFocus(
+            Qt.FocusReason.MouseFocusReason))
         super().__init__(parent, viewBox=self._box_view)
         self._moved = False  # the user panned or zoomed since the whole map was last put in view
         self._box_view.sigRangeChangedManually.connect(lambda *_: setattr(self, "_moved", True))
@@ -110,16 +84,37 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         self._timer.timeout.connect(self._ask_frame)
         self.getViewBox().sigRangeChanged.connect(self._range_changed)
         self.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.scene().sigMouseClicked.connect(self._mouse_clicked)
         self.on_error: Callable[[TaskError], None] | None = None
 
     # -- what is shown ---------------------------------------------------------------------------
     @property
-    def boxing(self) -> bool:
-        return self._box_view.boxing
+    def select_mode(self) -> DragMode:
+        """What a drag does: "pan" (Shift: a box), "box" or "lasso"."""
+        return self._box_view.mode
 
-    @boxing.setter
-    def boxing(self, on: bool) -> None:
-        self._box_view.boxing = on
+    @select_mode.setter
+    def select_mode(self, mode: DragMode) -> None:
+        self._box_view.mode = mode
+
+    @property
+    def boxing(self) -> bool:
+        return self._box_view.mode == "box"
+
+    @property
+    def drawing(self) -> bool:
+        """Whether a box or a lasso is being drawn."""
+        return bool(self._box_view.drawing)
+
+    def selection_shape(self) -> np.ndarray:
+        """The last lasso's vertices (placement units), empty when none is on the map."""
+        return self._box_view.lasso_vertices()
+
+    def keyPressEvent(self, ev: QKeyEvent) -> None:
+        if ev.key() == Qt.Key.Key_Escape and self._box_view.cancel_drag():
+            ev.accept()
+            return
+        super().keyPressEvent(ev)
 
     @property
     def busy(self) -> bool:
@@ -136,6 +131,7 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
             self.points.clear()
             self.marks.clear()
             self.selected.clear()
+            self._box_view.clear_shape()
             self.clear_query()
             return
         if not keep_view:
@@ -278,6 +274,16 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         """Where a placement point is on this widget (for tests and tooltips)."""
         scene = self.getViewBox().mapViewToScene(QPointF(x, y))
         return QPointF(self.mapFromScene(scene))
+
+    def _mouse_clicked(self, ev) -> None:  # type: ignore[no-untyped-def]
+        scene_pos = ev.scenePos()
+        if (ev.button() == Qt.MouseButton.LeftButton and not ev.double() and self.index is not None
+                and self.getViewBox().sceneBoundingRect().contains(scene_pos)):
+            self.clicked.emit(self.rect_around(scene_pos))
+
+    def _lassoed(self, vertices: np.ndarray) -> None:
+        if len(vertices) >= 3:
+            self.lasso_selected.emit(vertices)
 
     def _boxed(self, rect: QRectF) -> None:
         if rect.width() > 0 and rect.height() > 0:

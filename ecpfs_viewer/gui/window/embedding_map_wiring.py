@@ -1,8 +1,9 @@
 """View ▸ Panels ▸ Embedding map wired into the window: placed like the other panels (a tab or its
 own window), laid out on first showing, the Search panel's last search drawn on it, the Index map
 panel's diagnostics (misses, workload, strays, boundary items) offered as colourings, a node picked
-in its box selection opened in the tree (and so outlined on the Index map), the tree's selection
-drawn on it, and everything dropped when another index opens."""
+in its box or lasso selection, or the leaf clicked on the map, opened in the tree (and so outlined
+on the Index map and ringed on this map), the tree's selection drawn on it, and everything dropped
+when another index opens."""
 
 from __future__ import annotations
 

@@ -1,11 +1,13 @@
 """View ▸ Panels ▸ Embedding map on an index of two well-separated clusters: the map opens (a first
 picture, then every item), the clusters land apart on screen, colour-by changes the image, hover
-names the leaf most present under the pointer, a box lists the nodes above the items in it, a
-search's path lands on its own leaf's points, and another index resets it all. The figures are
-computed here from the placement's coordinates and the vectors the index was built from."""
+names the leaf most present under the pointer, a box or a lasso lists the nodes above the items in
+it, a click opens the leaf under the pointer, a search's path lands on its own leaf's points, and
+another index resets it all. The figures are computed here from the placement's coordinates and
+the vectors the index was built from."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -128,9 +130,9 @@ def test_hover_names_the_leaf_and_a_box_lists_the_nodes_inside(qtbot, clusters) 
     listed = panel.selected_nodes()
     assert {p for p in listed if p.startswith("lvl_2/")} == leaves
     assert all(p.startswith(("lvl_1/", "lvl_2/")) for p in listed)
-    assert str(boxed.sum()) in panel.selection_label.text()
+    assert str(boxed.sum()) in panel.selection_list.label.text()
     row = listed.index(sorted(leaves)[0])
-    panel._selection_activated(row)  # what a double-click on the row does
+    panel.selection_list.activated(row)  # what a double-click on the row does
     qtbot.waitUntil(lambda: selected_path(win) == sorted(leaves)[0], timeout=10_000)
     wait_idle(qtbot, win, 20_000)
 
@@ -162,25 +164,82 @@ def test_a_search_path_lands_on_its_leaf_and_another_index_resets_the_map(qtbot,
     assert panel.view.frame is None and panel.legend_text() == ""
 
 
-def test_a_drag_with_select_box_on_selects_the_box_and_does_not_pan(qtbot, clusters) -> None:
-    path, _side = clusters
-    _win, panel = _open_map(qtbot, path)
+def _drag(qtbot, port, points: list[QPoint], release: bool = True) -> None:
+    """Press at the first point, move through the others in steps of a few pixels, release at the last."""
+    qtbot.mousePress(port, Qt.MouseButton.LeftButton, pos=points[0])
+    for a, b in itertools.pairwise(points):
+        for t in np.linspace(0.25, 1.0, 4):
+            qtbot.mouseMove(port, QPoint(round(a.x() + (b.x() - a.x()) * t), round(a.y() + (b.y() - a.y()) * t)))
+    if release:
+        qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=points[-1])
+
+
+def test_a_box_or_a_lasso_drag_lists_what_it_holds_without_panning_and_a_click_opens_the_leaf_there(
+        qtbot, clusters, monkeypatch) -> None:
+    import pyqtgraph as pg
+
+    monkeypatch.setitem(pg.CONFIG_OPTIONS, "mouseRateLimit", 0)  # every move of the drag, not 100 a second
+    path, side = clusters
+    win, panel = _open_map(qtbot, path)
     view, placement = panel.view, panel.data.placement
+    port = view.viewport()
     b = panel.data.density.bounds
-    start = _on_screen(view, np.array([b.x0, b.y1]))  # the whole map: every item in the box
-    end = _on_screen(view, np.array([b.x1, b.y0]))
+    corners = [_on_screen(view, np.array([b.x0, b.y1])), _on_screen(view, np.array([b.x1, b.y0]))]
     panel.box_button.click()  # the toolbar toggle (QTest moves carry no modifiers, so Shift is not driven here)
     assert view.boxing
     before = view.view_rect()
-    port = view.viewport()
-    qtbot.mousePress(port, Qt.MouseButton.LeftButton, pos=start)
-    for t in np.linspace(0.1, 1.0, 8):
-        step = QPoint(round(start.x() + (end.x() - start.x()) * t), round(start.y() + (end.y() - start.y()) * t))
-        qtbot.mouseMove(port, step)
-    qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=end)
-    qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
+    _drag(qtbot, port, corners)  # the whole map: every item in the box
+    qtbot.waitUntil(lambda: panel.selection is not None and not panel.busy, timeout=10_000)
     assert panel.selection.count == placement.count
     assert view.view_rect() == before  # the drag selected; it did not pan
+    boxed = panel.selection
+
+    own_side = side[placement.item_ids]
+    left = int(own_side[np.argmin(placement.coords[:, 0])])
+    mine = placement.coords[own_side == left]
+    centre, other = mine.mean(axis=0), placement.coords[own_side != left].mean(axis=0)
+    reach = np.abs(mine - centre).max() * 1.5  # round every item of the cluster, short of the other one
+    assert reach < np.abs(other - centre).max() / 2
+    ring = [_on_screen(view, centre + reach * np.array([np.cos(a), np.sin(a)]))
+            for a in np.linspace(0, 2 * np.pi, 13)[:-1]]
+    qtbot.mouseClick(panel.lasso_button, Qt.MouseButton.LeftButton)
+    assert view.select_mode == "lasso" and not panel.box_button.isChecked()
+    _drag(qtbot, port, ring, release=False)
+    assert view.drawing and len(view.selection_shape()) >= len(ring)  # the path follows the pointer
+    qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=ring[-1])
+    qtbot.waitUntil(lambda: panel.selection is not boxed and not panel.busy, timeout=10_000)
+    assert view.view_rect() == before  # the drag drew; it did not pan
+    chosen = panel.selection
+    assert chosen.positions.tolist() == np.flatnonzero(own_side == left).tolist()
+    leaves = {f"lvl_2/node_{int(n)}" for n in placement.leaf_ids[np.unique(placement.leaf_pos[own_side == left])]}
+    assert {p for p in panel.selected_nodes() if p.startswith("lvl_2/")} == leaves
+    assert f"{chosen.count:,} items in the lasso" in panel.selection_list.label.text()
+
+    _drag(qtbot, port, ring[:6], release=False)  # another lasso, given up with Escape half-way
+    assert view.drawing
+    qtbot.keyClick(view, Qt.Key.Key_Escape)
+    assert not view.drawing and not view.selection_shape().size
+    qtbot.mouseRelease(port, Qt.MouseButton.LeftButton, pos=ring[5])
+    assert panel.selection is chosen and not panel.selection_list.busy  # nothing asked, the list kept
+
+    asked: list[str] = []
+    panel.node_requested.connect(asked.append)
+    qtbot.mouseClick(port, Qt.MouseButton.LeftButton, pos=_on_screen(view, (centre + other) / 2))
+    assert asked == []  # a click on empty space opens nothing
+    target = int(np.argmin(np.abs(placement.coords - other).sum(axis=1)))  # an item amid the other cluster
+    at = _on_screen(view, placement.coords[target])
+    rect = view.rect_around(view.mapToScene(at))
+    xy = placement.coords
+    under = (xy[:, 0] >= rect.x0) & (xy[:, 0] < rect.x1) & (xy[:, 1] >= rect.y0) & (xy[:, 1] < rect.y1)
+    counts = np.bincount(placement.leaf_pos[under], minlength=placement.leaf_ids.size)
+    top = f"lvl_2/node_{int(placement.leaf_ids[np.argmax(counts)])}"
+    assert counts.max() > 0
+    qtbot.mouseClick(port, Qt.MouseButton.LeftButton, pos=at)
+    assert asked == [top]
+    qtbot.waitUntil(lambda: selected_path(win) == top, timeout=10_000)  # the tree opens it, the map rings it
+    ringed = np.flatnonzero(placement.leaf_pos == np.argmax(counts))
+    qtbot.waitUntil(lambda: np.array_equal(panel.selected_items, ringed), timeout=5_000)
+    wait_idle(qtbot, win, 20_000)
 
 
 def test_the_misses_of_a_recall_sweep_are_offered_once_it_ran(qtbot, clusters) -> None:
@@ -280,7 +339,7 @@ def test_the_trees_selection_rings_its_items_and_a_node_opened_from_the_map_is_o
     qtbot.waitUntil(lambda: panel.selection is not None, timeout=10_000)
     row = next(i for i, p in enumerate(panel.selected_nodes()) if p.startswith("lvl_2/"))
     picked = panel.selected_nodes()[row]
-    panel._selection_activated(row)  # what a double-click on the row does
+    panel.selection_list.activated(row)  # what a double-click on the row does
     qtbot.waitUntil(lambda: selected_path(win) == picked, timeout=10_000)
     assert win.index_map.panel.view.selected == (2, int(picked.split("node_")[1]))  # outlined there too
     assert panel.selected_items.size > 0  # and ringed here

@@ -26,6 +26,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     query_overlay,
     representatives,
     select_box,
+    select_polygon,
     size_colours,
 )
 from ecpfs_viewer.model.diagnostics.index_map import layout_index, size_overlay
@@ -181,6 +182,38 @@ def test_hover_and_box_selection_name_the_leaves_and_nodes_under_them(index) -> 
     for level in (1, 2):
         ids, counts = box.nodes[level]
         assert int(counts.sum()) == ITEMS and set(ids.tolist()) == set(index_map.band(level).node_ids.tolist())
+
+
+def test_a_lasso_selects_exactly_the_cluster_it_is_drawn_round_and_not_its_notch(index) -> None:
+    path, _, side = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    density = DensityIndex(placement)
+    xy, own_side = placement.coords.astype(np.float64), side[placement.item_ids]
+    left = int(own_side[np.argmin(xy[:, 0])])
+    mine = xy[own_side == left]
+    (x0, y0), (x1, y1) = mine.min(axis=0), mine.max(axis=0)
+    gap = (x1 + xy[own_side != left, 0].min()) / 2  # half-way to the other cluster along the first axis
+    m = 0.01 * (x1 - x0)
+    roofed = [(x0 - m, y0 - m), (gap, y0 - m), (gap, y1 + m), ((x0 + gap) / 2, y1 + 5), (x0 - m, y1 + m)]
+    chosen = select_polygon(density, index_map, np.array(roofed))
+    assert chosen.positions.tolist() == np.flatnonzero(own_side == left).tolist()
+    assert sorted(chosen.item_ids.tolist()) == np.flatnonzero(side == left).tolist()
+    assert int(chosen.nodes[2][1].sum()) == chosen.count and chosen.polygon is not None
+    # a U round the cluster: the notch cut from the top down to the middle holds none of what it holds
+    cx, cy, third = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 6
+    u = [(x0 - m, y0 - m), (x1 + m, y0 - m), (x1 + m, y1 + m), (cx + third, y1 + m), (cx + third, cy),
+         (cx - third, cy), (cx - third, y1 + m), (x0 - m, y1 + m)]
+    notch = (xy[:, 0] > cx - third) & (xy[:, 0] < cx + third) & (xy[:, 1] > cy)
+    expected = np.flatnonzero((own_side == left) & ~notch)
+    assert notch[own_side == left].sum() > 10 and expected.size > 10
+    assert select_polygon(density, index_map, np.array(u)).positions.tolist() == expected.tolist()
+    rect = ViewRect(x0 - m, gap, y0 - m, y1 + m)  # the same rectangle as a box and as a lasso
+    corners = [(rect.x0, rect.y0), (rect.x1, rect.y0), (rect.x1, rect.y1), (rect.x0, rect.y1)]
+    assert np.array_equal(select_polygon(density, index_map, np.array(corners)).positions,
+                          select_box(density, index_map, rect).positions)
+    assert select_polygon(density, index_map, np.array(roofed[:2])).count == 0  # two points hold nothing
 
 
 def test_the_cache_answers_a_second_opening_and_not_once_a_leaf_changed(index) -> None:

@@ -18,6 +18,7 @@ How a front-end uses it (each step off the GUI thread except the frames, which a
     image = frame.rgba(background)                   # (h, w, 4) uint8; frame.points when few in view
     leaves_under(density, small_rect)                # hover: the leaves most present there
     select_box(density, index_map, rect)             # box: items and the nodes above them
+    select_polygon(density, index_map, vertices)     # lasso: the same for a polygon
     items_beneath(placement, index_map, level, node_id)   # the tree's selection: the items under a node
     query_overlay(placement, query, search_result, missed)  # a search's path, results and misses
     representatives(reader, placement.projection, level)     # the marks of a level's representatives
@@ -26,7 +27,7 @@ How a front-end uses it (each step off the GUI thread except the frames, which a
 Modules: ``progressive`` (what the window and the CLI call: a sample first, then refined in
 blocks, kept in the cache), ``placement`` (PCA fit and streaming placement over a layout),
 ``placement_cache`` (its cache entry), ``colours`` (the colour-by table, palette, scales),
-``density`` (aggregation and level of detail), ``picking`` (hover, box, query), ``render`` (the
+``density`` (aggregation and level of detail), ``picking`` (hover, box, lasso, query), ``render`` (the
 PNG with title, legend and meaning).
 """
 
@@ -60,6 +61,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.picking import (
     positions_of,
     query_overlay,
     select_box,
+    select_polygon,
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     MapProjection,
@@ -81,5 +83,6 @@ __all__ = [
     "MapColouring", "MapPicture", "MapProjection", "Placement", "QueryOverlay", "Selection", "ViewRect", "by_level",
     "cached_placement", "colour_sums", "density_frame", "fit_projection", "from_overlay", "items_beneath",
     "keep_placement", "leaf_stamps", "leaves_under", "lut", "map_colouring", "open_placement", "place_items",
-    "positions_of", "progressive_placement", "query_overlay", "representatives", "select_box", "size_colours",
+    "positions_of", "progressive_placement", "query_overlay", "representatives", "select_box", "select_polygon",
+    "size_colours",
 ]

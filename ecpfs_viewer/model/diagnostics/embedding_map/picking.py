@@ -1,8 +1,10 @@
-"""Asking the embedding map about a place: what is under the cursor, what a box holds, and where a
-query went.
+"""Asking the embedding map about a place: what is under the cursor, what a box or a lasso holds,
+and where a query went.
 
-- :func:`leaves_under`: the leaves most present in a small rectangle (hover), with their share.
+- :func:`leaves_under`: the leaves most present in a small rectangle (hover, a click), with their share.
 - :func:`select_box`: the items inside a rectangle and the nodes of every level they are beneath.
+- :func:`select_polygon`: the same for a polygon (a lasso), by the even-odd rule; only the items of
+  the cells its bounding box touches are read, and each edge tests only the items level with it.
 - :func:`query_overlay`: a search drawn on the map: the query's own point, the leaves it scanned in
   visit order (their items' positions), its results and the true neighbours it missed.
 
@@ -52,12 +54,14 @@ def leaves_under(index: DensityIndex, rect: ViewRect, top: int = 5) -> list[Leaf
 
 @dataclass(frozen=True, eq=False)
 class Selection:
-    """What a rectangle holds: item positions and ids, and per level the nodes beneath which they lie."""
+    """What a rectangle or a polygon holds: item positions and ids, and per level the nodes beneath
+    which they lie. ``rect`` is the box, or the polygon's bounding box."""
 
     rect: ViewRect
     positions: np.ndarray  # int64 positions into the placement, ascending
     item_ids: np.ndarray  # int64, aligned with positions
     nodes: dict[int, tuple[np.ndarray, np.ndarray]]  # level -> (node ids, items of the selection beneath each)
+    polygon: np.ndarray | None = None  # (k, 2) float64 vertices of a lasso; None for a box
 
     @property
     def count(self) -> int:
@@ -69,8 +73,53 @@ class Selection:
 
 def select_box(index: DensityIndex, index_map: IndexMap, rect: ViewRect) -> Selection:
     """Every item inside ``rect`` and the nodes of each level above them, most items first."""
+    return _selection(index, index_map, rect, index.items_in(rect))
+
+
+def select_polygon(index: DensityIndex, index_map: IndexMap, polygon: np.ndarray) -> Selection:
+    """Every item inside ``polygon`` ((k, 2) vertices in placement units, closed implicitly; the
+    even-odd rule, so a self-crossing lasso holds what it encircles an odd number of times) and the
+    nodes of each level above them, as :func:`select_box`. Fewer than 3 vertices hold nothing."""
+    vertices = np.asarray(polygon, np.float64).reshape(-1, 2)
+    finite = vertices[np.isfinite(vertices).all(axis=1)]
+    if len(finite) < 3:
+        x, y = (float(finite[0, 0]), float(finite[0, 1])) if len(finite) else (0.0, 0.0)
+        return _selection(index, index_map, ViewRect(x, x, y, y), np.zeros(0, np.int64), finite)
+    (x0, y0), (x1, y1) = finite.min(axis=0), finite.max(axis=0)
+    rect = ViewRect(float(x0), float(np.nextafter(x1, np.inf)), float(y0), float(np.nextafter(y1, np.inf)))
+    candidates = index.items_in(rect)  # the bounding box's items, read through the cells it touches
+    inside = inside_polygon(index.placement.coords[candidates], finite)
+    return _selection(index, index_map, rect, candidates[inside], finite)
+
+
+def inside_polygon(xy: np.ndarray, polygon: np.ndarray) -> np.ndarray:
+    """Whether each point of ``xy`` ((n, 2)) lies inside ``polygon`` ((k, 2), closed implicitly), by
+    the even-odd rule (a horizontal ray to the left crosses its edges an odd number of times); a point
+    on a lower or left edge is inside, on an upper or right edge outside, so polygons that tile the
+    plane share out its points once. The points are sorted by y once, so each edge tests only the
+    points level with it: n log n plus the points times the edges a horizontal line crosses."""
+    x, y = np.asarray(xy[:, 0], np.float64), np.asarray(xy[:, 1], np.float64)
+    order = np.argsort(y, kind="stable")
+    xs, ys = x[order], y[order]
+    odd = np.zeros(x.size, bool)
+    ends = np.roll(polygon, -1, axis=0)
+    for (ax, ay), (bx, by) in zip(polygon.tolist(), ends.tolist(), strict=True):
+        if ay == by:
+            continue  # horizontal: the edges either side count the crossing
+        lo, hi = np.searchsorted(ys, min(ay, by), "left"), np.searchsorted(ys, max(ay, by), "left")
+        if lo == hi:
+            continue
+        level = ys[lo:hi]  # min(ay, by) <= y < max(ay, by)
+        odd[lo:hi] ^= ax + (level - ay) * ((bx - ax) / (by - ay)) <= xs[lo:hi]
+    out = np.empty(x.size, bool)
+    out[order] = odd
+    return out
+
+
+def _selection(index: DensityIndex, index_map: IndexMap, rect: ViewRect, positions: np.ndarray,
+               polygon: np.ndarray | None = None) -> Selection:
     placement = index.placement
-    positions = index.items_in(rect)
+    positions = positions.astype(np.int64, copy=False)  # ascending, as items_in gives them
     leaf_pos = placement.leaf_pos[positions]
     nodes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for depth, ancestors in enumerate(leaf_ancestors(index_map)):
@@ -81,7 +130,7 @@ def select_box(index: DensityIndex, index_map: IndexMap, rect: ViewRect) -> Sele
         present = np.flatnonzero(counts)
         ranked = present[np.lexsort((band.node_ids[present], -counts[present]))]
         nodes[depth + 1] = (band.node_ids[ranked].copy(), counts[ranked].astype(np.int64))
-    return Selection(rect, positions, placement.item_ids[positions], nodes)
+    return Selection(rect, positions, placement.item_ids[positions], nodes, polygon)
 
 
 @dataclass(frozen=True, eq=False)
