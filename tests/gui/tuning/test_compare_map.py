@@ -1,5 +1,5 @@
 """Compare ▸ Map: both indexes side by side on A's axes, coloured by leaf, the moved items ringed with
-their count, panning or zooming one map moves the other, and Save PNG writes both."""
+their count, panning or zooming one map moves the other, Cancel and Place, and Save PNG writes both."""
 
 from __future__ import annotations
 
@@ -37,7 +37,12 @@ def test_the_map_tab_shows_both_linked_with_the_moved_items_ringed(qtbot, two_bu
     page = view.pages["Map"]
     assert view.tabs.tabText(view.tabs.count() - 1) == "Map" and page.data is None  # placed only once shown
     qtbot.waitUntil(lambda: view.opened is not None, timeout=30_000)
-    view.tabs.setCurrentWidget(page)
+    view.tabs.setCurrentWidget(page)  # shown: the placement starts in a worker; Cancel drops it, Place starts again
+    assert page.controls.busy and page.controls.cancel_button.isEnabled()
+    page.controls.cancel_button.click()
+    assert not page.controls.busy and page.status.text() == "Cancelled." and page.data is None
+    assert page.controls.run_button.isEnabled()
+    page.controls.run_button.click()
     qtbot.waitUntil(lambda: page.data is not None and page.view_a.frame is not None and page.view_b.frame is not None
                     and not view.busy, timeout=60_000)
     two = page.data.two
