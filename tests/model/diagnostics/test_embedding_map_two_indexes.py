@@ -87,3 +87,19 @@ def test_indexes_of_other_dimensions_are_refused(builds, tmp_path: Path) -> None
     build_index(tmp_path / "wide.npy", tmp_path / "wide.zarr", BuildParams(levels=2, target_cluster_items=20))
     with pytest.raises(DifferentSpaces, match="6-dimensional vectors and B 12-dimensional"):
         place_both(IndexReader(a), IndexReader(tmp_path / "wide.zarr"))
+
+
+def test_a_leaf_of_b_that_cannot_be_read_is_named_and_its_items_counted_as_only_in_a(builds, tmp_path: Path) -> None:
+    import shutil
+
+    a, _b, _c, _data = builds
+    copy = tmp_path / "bad.zarr"
+    shutil.copytree(a, copy)
+    leaf = IndexReader(copy).leaf_ids()[2]
+    (copy / "lvl_2" / f"node_{leaf}" / "embeddings" / "zarr.json").write_text("{ not json")
+    two = place_both(IndexReader(a), IndexReader(copy))
+    lost = set(IndexReader(a).node(2, leaf).ids.tolist())
+    assert [n for n, _why in two.b.placement.unplaced] == [leaf]
+    assert two.moved.moved == 0 and two.moved.only_a == len(lost) > 0
+    assert set(two.a.placement.item_ids[two.moved.only_in_a].tolist()) == lost
+    assert len(two.notes) == 1 and two.notes[0].startswith("B: ") and f"node_{leaf}" in two.notes[0]

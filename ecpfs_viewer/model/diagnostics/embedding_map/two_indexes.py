@@ -31,18 +31,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ecpfs_viewer.model.diagnostics.embedding_map.colours import ItemColours, by_level
-from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS, MapProjection, Placement
+from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS, MapProjection, Placement, _read
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import (
     MapPicture,
     _Blocks,
-    _read_block,
     complete_map,
     progressive_placement,
     tree_inputs,
 )
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.search.reader import NodeReader
-from ecpfs_viewer.model.storage.stamps import Stamps
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 
 #: leaves of B read per block while it is placed on A's axes
@@ -118,11 +116,16 @@ def place_with(reader: NodeReader, projection: MapProjection, *, block_leaves: i
     inputs = tree_inputs(reader, cancel)
     listed = inputs[-1].node_ids
     blocks = _Blocks(listed.size)
-    stamps: list[Stamps | None] = []  # _read_block stamps each block; nothing is kept here
     for start in range(0, listed.size, block_leaves):
         checkpoint(cancel)
         part = np.arange(start, min(start + block_leaves, listed.size))
-        got = _read_block(reader, listed, part, stamps, blocks)
+        got = []  # no stamps taken (nothing is kept): a remote index is asked for the leaves alone
+        for p, node, why in _read(reader, listed[part], part, keep_documents=False):
+            if node is None:
+                blocks.unplaced.append((int(listed[p]), why))
+                blocks.unreadable[p] = True
+            else:
+                got.append((p, node.vectors, node.ids))
         if got:
             xy = projection.project(np.concatenate([vectors for _, vectors, _ in got]))
             at = 0
