@@ -98,7 +98,9 @@ COMMAND_TEXTS: dict[str, tuple[str, str]] = {
         "drawn as a density image, coloured by --colour: level1 (default) or leaf or level (--level N) "
         "clusters, size (the leaf against the median), misses (a recall sweep of --sample N items or "
         "--queries), workload (the same queries replayed), strays (self-reachability) or boundary (boundary "
-        "items). The picture carries a title, a legend and what its colours mean.",
+        "items). The picture carries a title, a legend and what its colours mean. With --against B, index B "
+        "is drawn beside it on the same axes (INDEX's PCA; items matched by id), both by leaf, with the items "
+        "that moved marked and counted: those outside the B leaf most of their INDEX leaf went to.",
     ),
     "cache": (
         "show or clear the cache folder (item maps, remote metadata)",

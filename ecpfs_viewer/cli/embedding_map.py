@@ -26,10 +26,14 @@ COLOURS = ("level1", "leaf", "level", "size", "misses", "workload", "strays", "b
 
 
 def add_map_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    """Register `map INDEX --png OUT.png [--colour level1|leaf|size|misses|workload|strays|boundary]`."""
+    """Register `map INDEX --png OUT.png [--colour level1|leaf|size|misses|workload|strays|boundary]`
+    and `map A --against B --png OUT.png` (both on A's axes, by leaf, the items that moved marked)."""
     p = subcommand(subparsers, "map")
     p.add_argument("--png", required=True, metavar="OUT.png", help="the picture to write (replaced if it exists)")
-    p.add_argument("--colour", "--color", choices=COLOURS, default="level1",
+    p.add_argument("--against", metavar="B", default=None,
+                   help="a second index (folder, .zip or URL) drawn beside INDEX on INDEX's axes, both coloured "
+                        "by leaf, the items that moved between their leaves marked (not with --colour)")
+    p.add_argument("--colour", "--color", choices=COLOURS, default=None,
                    help="what colours the items (default level1: their level-1 cluster)")
     p.add_argument("--level", action=AtLeast, least=1, default=None, metavar="N",
                    help="the level whose nodes --colour level uses (default: 2, or the leaves)")
@@ -50,6 +54,9 @@ def _map(args: argparse.Namespace) -> int:
     from ecpfs_viewer.model.diagnostics.embedding_map.progressive import progressive_placement
     from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
 
+    if args.against is not None:
+        return _map_pair(args)
+    args.colour = args.colour or "level1"
     reader = open_index(args)
     with TerminalProgress(enabled=not args.quiet) as bar:
         placed = progressive_placement(reader, progress=bar)  # every item: the complete picture
@@ -66,6 +73,28 @@ def _map(args: argparse.Namespace) -> int:
     write_png(args.png, image)
     print(f"{args.png}: {placement.count:,} items coloured by {colours.title} ({image.shape[1]} x {image.shape[0]} px"
           f"{', placement from the cache' if placement.from_cache else ''})")
+    return EXIT_OK
+
+
+def _map_pair(args: argparse.Namespace) -> int:
+    """`map A --against B`: both indexes side by side on A's axes (two_indexes.py, render_pair.py)."""
+    from ecpfs_viewer.cli.progress import TerminalProgress
+    from ecpfs_viewer.model.diagnostics.embedding_map.render import write_png
+    from ecpfs_viewer.model.diagnostics.embedding_map.render_pair import render_pair
+    from ecpfs_viewer.model.diagnostics.embedding_map.two_indexes import place_both
+
+    if args.colour is not None:
+        raise UsageError(f"--colour {args.colour}: with --against both maps are coloured by leaf")
+    a = open_index(args)
+    b = open_index(args, args.against)
+    with TerminalProgress(enabled=not args.quiet) as bar:
+        two = place_both(a, b, progress=bar)
+    width = max(64, args.width // 2)
+    image = render_pair(two, width, args.height,
+                        title=f"{a.label} (A) against {b.label} (B): embedding map by leaf, on A's axes")
+    write_png(args.png, image)
+    m = two.moved
+    print(f"{args.png}: {m.describe} ({image.shape[1]} x {image.shape[0]} px)")
     return EXIT_OK
 
 

@@ -106,3 +106,25 @@ def test_the_png_gets_the_permissions_of_any_new_file_of_the_user(capsys, small_
         os.umask(before)
     assert code == 0 and stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []  # no temporary left beside it
+
+
+def test_map_against_draws_both_side_by_side_with_the_moved_count(capsys, small_index: Path, tmp_path: Path) -> None:
+    from ecpfs_viewer.model.build.builder import BuildParams, build_index
+
+    build_index(small_index.parent / "data.npy", tmp_path / "coarse.zarr", BuildParams(levels=2,
+                                                                                        target_cluster_items=60))
+    from ecpfs_viewer.model.search import IndexReader
+    from ecpfs_viewer.model.tuning.compare import migration
+
+    moved = migration(IndexReader(small_index), IndexReader(tmp_path / "coarse.zarr")).moved_items
+    out = tmp_path / "pair.png"
+    code, stdout, err = run(capsys, "map", str(small_index), "--against", str(tmp_path / "coarse.zarr"), "--png",
+                            str(out), "--width", "400", "--height", "200", "--quiet")
+    assert code == 0, err
+    assert f"{moved:,} of the 400 items both hold moved" in stdout and moved > 0
+    image = read_png(out)
+    assert image.shape[1] > 2 * 200 and image.shape[0] > 200  # two maps of 200 x 200 and the legend
+    assert tuple(PALETTE[0].tolist()) in {tuple(c) for c in image.reshape(-1, 3).tolist()}
+    code, _stdout, err = run(capsys, "map", str(small_index), "--against", str(small_index), "--colour", "size",
+                             "--png", str(out))
+    assert code != 0 and "--colour size: with --against both maps are coloured by leaf" in err

@@ -10,9 +10,10 @@ Every table exports as CSV or JSON, every chart as PNG.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pyqtgraph as pg
@@ -72,6 +73,18 @@ from ecpfs_viewer.model.tuning.migration import Migration, compare_assignments
 
 #: where the Scheduler field is remembered
 SCHEDULER_KEY = "compare/scheduler"
+
+
+class ComparePage(Protocol):
+    """A tab another feature adds to the comparison (the window adds Compare ▸ Map from gui/diagnostics):
+    handed both readers once they are open, asked whether it is busy, stopped when the window closes."""
+
+    def show_indexes(self, a: IndexReader, b: IndexReader) -> None: ...
+
+    @property
+    def busy(self) -> bool: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -142,8 +155,13 @@ class CompareView(QWidget):
     finished = Signal()  # a job ended: its result, an error or a cancellation is on screen
 
     def __init__(self, location_a: str, location_b: str, remote_a: RemoteOptions | None = None,
-                 remote_b: RemoteOptions | None = None, parent: QWidget | None = None) -> None:
+                 remote_b: RemoteOptions | None = None, parent: QWidget | None = None,
+                 pages: Sequence[tuple[str, Callable[[], QWidget]]] = ()) -> None:
+        """``pages``: (tab title, a factory of a QWidget that is a :class:`ComparePage`) added after the
+        comparison's own tabs."""
         super().__init__(parent)
+        self._page_factories = tuple(pages)
+        self.pages: dict[str, ComparePage] = {}
         if parent is not None:
             self.setWindowFlag(Qt.WindowType.Window, True)
         self.setWindowTitle(f"Compare {Path(location_a.rstrip('/')).name} with {Path(location_b.rstrip('/')).name}")
@@ -206,6 +224,10 @@ class CompareView(QWidget):
         self.tabs.addTab(self._migration_page(), "Migration")
         self.tabs.addTab(self._recall_page(), "Recall vs cost")
         self.tabs.addTab(self._queries_page(), "Queries")
+        for title, make in self._page_factories:
+            page = make()
+            self.pages[title] = page  # type: ignore[assignment]
+            self.tabs.addTab(page, title)
         top = QHBoxLayout()  # the Scheduler beside the two paths, where there is room: the form line is full at 1.5x
         top.addWidget(self.header, 1)
         top.addWidget(QLabel("Scheduler"), 0, Qt.AlignmentFlag.AlignBottom)
@@ -326,7 +348,7 @@ class CompareView(QWidget):
 
     @property
     def busy(self) -> bool:
-        return self.controls.busy
+        return self.controls.busy or any(page.busy for page in self.pages.values())
 
     # -- showing --------------------------------------------------------------------------------
     def _on_opened(self, opened: Opened) -> None:
@@ -342,6 +364,8 @@ class CompareView(QWidget):
         self.level_combo.blockSignals(False)
         self._plot_balance()
         self._show_migration(opened.migration)
+        for page in self.pages.values():
+            page.show_indexes(opened.a, opened.b)
         differing = sum(r.differs for r in sides.rows)
         self.controls.finished(f"{differing} of {len(sides.rows)} summary rows differ. Computing recall against cost …")
         self.run()
@@ -441,4 +465,6 @@ class CompareView(QWidget):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.controls.drop(None)
+        for page in self.pages.values():
+            page.stop()
         super().closeEvent(event)

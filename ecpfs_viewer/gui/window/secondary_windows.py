@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QWidget
 
 from ecpfs_viewer.gui.build.add_dialog import AddVectorsDialog
 from ecpfs_viewer.gui.build.dialog import BuildDialog
+from ecpfs_viewer.gui.diagnostics.compare_map import CompareMapPage
 from ecpfs_viewer.gui.tuning.compare_view import CompareView
 from ecpfs_viewer.gui.tuning.drift_sim_dialog import DriftSimDialog
 from ecpfs_viewer.gui.tuning.tune_dialog import TuneDialog
@@ -80,7 +81,8 @@ class SecondaryWindows:
         opened = self._session.current
         if opened is None:
             return
-        view = CompareView(opened.location, location, self._session.remote, remote, parent=self._parent)
+        view = CompareView(opened.location, location, self._session.remote, remote, parent=self._parent,
+                           pages=(("Map", CompareMapPage),))
         view.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         view.destroyed.connect(lambda *_: self._compare_views.remove(view) if view in self._compare_views else None)
         self._compare_views.append(view)
