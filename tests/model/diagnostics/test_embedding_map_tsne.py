@@ -1,0 +1,101 @@
+"""The embedding map's t-SNE placement (model/diagnostics/embedding_map/tsne.py, placements.py): the
+two clusters land apart, a leaf's items lie around its representative, every picture on the way
+keeps them there, the cache keeps the methods apart, and without openTSNE the choice is refused in
+one sentence. Figures computed here from the vectors the index was built from."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from index_factory import build_two_clusters
+
+from ecpfs_viewer.model.diagnostics.embedding_map import representatives
+from ecpfs_viewer.model.diagnostics.embedding_map.placements import MAP_PLACEMENTS, map_placement, placed_map
+from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture
+from ecpfs_viewer.model.diagnostics.embedding_map.tsne import MISSING, LayoutProjection, LayoutUnavailable
+from ecpfs_viewer.model.search import IndexReader
+
+ITEMS, DIM = 600, 8
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np.ndarray]:
+    return build_two_clusters(tmp_path_factory.mktemp("tsne"), ITEMS, DIM)
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_tsne_places_the_clusters_apart_and_each_leafs_items_around_its_representative(built, own_cache) -> None:
+    pytest.importorskip("openTSNE")  # both legs of the suite install it (the layout extra)
+    path, _data, side = built
+    reader = IndexReader(path)
+    pictures: list[MapPicture] = []
+    done = placed_map(reader, "tsne", fit_items=100, block_leaves=8, on_picture=pictures.append)
+    placement = done.placement
+    layout = placement.projection
+    assert isinstance(layout, LayoutProjection) and not placement.unplaced and not placement.from_cache
+    assert np.array_equal(np.sort(placement.item_ids), np.arange(ITEMS))  # every item once
+    leaves = reader.leaf_ids()
+    assert layout.anchor_level == reader.levels and layout.anchored == len(leaves) and layout.below == 0
+    assert "t-SNE of the representatives of the" in layout.describe
+
+    own = side[placement.item_ids]
+    a, b = placement.coords[own == 0].mean(axis=0), placement.coords[own == 1].mean(axis=0)
+    spread = max(np.linalg.norm(placement.coords[own == c] - m, axis=1).mean() for c, m in ((0, a), (1, b)))
+    assert np.linalg.norm(a - b) > 3 * spread  # two well-separated clusters stay apart
+
+    # a leaf's representative (the row of its parent that names it) is marked where its items gather
+    ids, marks = representatives(reader, layout, reader.levels)
+    at = {int(n): xy for n, xy in zip(ids, marks, strict=True)}
+    origins = np.array([at[int(leaf)] for leaf in placement.leaf_ids])
+    nearest_other = np.array([np.sort(np.linalg.norm(origins - o, axis=1))[1] for o in origins])
+    for p in range(placement.leaf_ids.size):
+        items = placement.coords[placement.leaf_items(p)].astype(np.float64)
+        if items.size:
+            rms = np.sqrt(((items - origins[p]) ** 2).sum(axis=1).mean())
+            assert rms == pytest.approx(0.25 * nearest_other[p], rel=1e-3)  # REACH of the way to the next one
+    share_nearest = np.mean([np.argmin(np.linalg.norm(origins - xy, axis=1)) == placement.leaf_pos[i]
+                             for i, xy in enumerate(placement.coords)])
+    assert share_nearest > 0.9  # nearly every item is nearer its own leaf's representative than any other
+
+    assert pictures and pictures[0].placement.sample  # a first picture, already laid out
+    where = np.argsort(placement.item_ids)
+    for shown in pictures:  # the same layout throughout: what was drawn stays where it was drawn
+        assert shown.placement.projection is layout
+        assert np.allclose(shown.placement.coords, placement.coords[where[shown.placement.item_ids]], atol=1e-5)
+
+
+def test_the_cache_keeps_the_methods_apart(built, own_cache) -> None:
+    pytest.importorskip("openTSNE")
+    path, _data, _side = built
+    pca = placed_map(IndexReader(path), "pca", fit_items=100)
+    assert not isinstance(pca.placement.projection, LayoutProjection)
+    tsne = placed_map(IndexReader(path), "tsne", fit_items=100)
+    assert isinstance(tsne.placement.projection, LayoutProjection)
+    assert not tsne.placement.from_cache  # the PCA entry did not answer for it
+    again = placed_map(IndexReader(path), "tsne", fit_items=100)
+    assert again.placement.from_cache and isinstance(again.placement.projection, LayoutProjection)
+    assert np.array_equal(again.placement.coords, tsne.placement.coords)
+    assert np.array_equal(again.placement.projection.origin, tsne.placement.projection.origin)
+    pca_again = placed_map(IndexReader(path), "pca", fit_items=100)
+    assert pca_again.placement.from_cache and not isinstance(pca_again.placement.projection, LayoutProjection)
+    assert np.array_equal(pca_again.placement.coords, pca.placement.coords)
+
+
+def test_without_opentsne_the_choice_is_refused_in_one_sentence(built, own_cache, monkeypatch) -> None:
+    path, _data, _side = built
+    monkeypatch.setitem(sys.modules, "openTSNE", None)  # what an absent package does to an import
+    method = map_placement("tsne")
+    assert method.refusal() == MISSING and "pip install 'ecpfs-viewer[layout]'" in MISSING
+    assert MISSING.count(".") == 1 and "\n" not in MISSING
+    with pytest.raises(LayoutUnavailable) as refused:
+        placed_map(IndexReader(path), "tsne", fit_items=100)
+    assert str(refused.value) == MISSING
+    assert [m.id for m in MAP_PLACEMENTS] == ["pca", "tsne"] and map_placement("pca").refusal() == ""
