@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import sys
 import zlib
 from pathlib import Path
 
@@ -87,6 +88,30 @@ def test_usage_errors_are_one_line(capsys, small_index: Path, tmp_path: Path) ->
     code, _, err = run(capsys, "map", str(small_index))
     assert code == 2 and "--png" in err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_placement_tsne_draws_and_is_kept_apart_from_pca(capsys, small_index: Path, tmp_path: Path) -> None:
+    pytest.importorskip("openTSNE")  # both legs of the suite install it (the layout extra)
+    out = tmp_path / "tsne.png"
+    args = ("--width", "120", "--height", "100", "--quiet")
+    code, stdout, err = run(capsys, "map", str(small_index), "--png", str(out), "--placement", "pca", *args)
+    assert code == 0 and "placed by" not in stdout, err
+    code, stdout, err = run(capsys, "map", str(small_index), "--png", str(out), "--placement", "tsne", *args)
+    assert code == 0, err
+    assert "400 items coloured by" in stdout and "placed by t-SNE of the representatives" in stdout
+    assert "from the cache" not in stdout and read_png(out).size  # the PCA entry kept just now does not answer
+    code, stdout, err = run(capsys, "map", str(small_index), "--png", str(out), "--placement", "tsne", *args)
+    assert code == 0 and "placed by t-SNE of the representatives, placement from the cache" in stdout
+
+
+def test_placement_tsne_without_opentsne_is_refused_in_one_line(capsys, small_index: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "openTSNE", None)  # what an absent package does to an import
+    out = tmp_path / "x.png"
+    code, _, err = run(capsys, "map", str(small_index), "--png", str(out), "--placement", "tsne")
+    assert code == 2 and not out.exists()
+    assert err.strip() == "ecpfs-viewer: error: The t-SNE placement needs openTSNE, which is not installed: " \
+        "install the layout extra (pip install 'ecpfs-viewer[layout]')."
 
 
 def test_an_index_that_cannot_be_opened_exits_2_and_writes_nothing(capsys, tmp_path: Path) -> None:
