@@ -34,7 +34,7 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_tsne_places_the_clusters_apart_and_each_leafs_items_around_its_representative(built, own_cache) -> None:
     pytest.importorskip("openTSNE")  # both legs of the suite install it (the layout extra)
-    path, _data, side = built
+    path, data, side = built
     reader = IndexReader(path)
     pictures: list[MapPicture] = []
     done = placed_map(reader, "tsne", fit_items=100, block_leaves=8, on_picture=pictures.append)
@@ -64,6 +64,11 @@ def test_tsne_places_the_clusters_apart_and_each_leafs_items_around_its_represen
     share_nearest = np.mean([np.argmin(np.linalg.norm(origins - xy, axis=1)) == placement.leaf_pos[i]
                              for i, xy in enumerate(placement.coords)])
     assert share_nearest > 0.9  # nearly every item is nearer its own leaf's representative than any other
+
+    # a vector placed with its leaf (a query with the first leaf its search scanned) lands as its item
+    rows = np.arange(0, ITEMS, 37)
+    xy = layout.project(data[placement.item_ids[rows]], placement.leaf_ids[placement.leaf_pos[rows]])
+    assert np.allclose(xy, placement.coords[rows], atol=1e-3 * float(np.ptp(placement.coords)))
 
     assert pictures and pictures[0].placement.sample  # a first picture, already laid out
     where = np.argsort(placement.item_ids)
