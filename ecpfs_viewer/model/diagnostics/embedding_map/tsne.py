@@ -111,8 +111,8 @@ class LayoutProjection(MapProjection):
                f"{what} on the PCA axes (too few for t-SNE)")
         capped = (f"; lvl_{self.anchor_level + 1} has {self.below:,} nodes, more than the {self.cap:,} laid out at "
                   "most, so they are placed around their parents'" if self.below else "")
-        return (f"{how}{capped}; each leaf's items around its representative by their PCA offsets "
-                f"(fitted on {self.fitted_on:,} items)")
+        return (f"{how}{capped}; each leaf's items around its representative by their offsets along a PCA "
+                f"of {self.fitted_on:,} items")
 
 
 def lay_out(reader: NodeReader, projection: MapProjection, *, cap: int = TSNE_CAP,
