@@ -46,6 +46,8 @@ PERPLEXITY = 30.0
 #: fewer representatives than this are placed on the PCA axes, not laid out (t-SNE needs neighbours)
 FEWEST = 8
 NODE_BATCH = 256
+#: offsets shorter than this share of the coordinates they were taken from are rounding, not spread
+NOISE = 1e-5
 
 
 class LayoutUnavailable(UserError):
@@ -124,9 +126,9 @@ def lay_out(reader: NodeReader, projection: MapProjection, *, cap: int = TSNE_CA
     levels = reader.levels
     listed = [np.asarray(reader.level_node_ids(level), np.int64) for level in range(1, levels + 1)]
     fits = [level for level in range(1, levels + 1) if listed[level - 1].size <= cap]
-    if not fits or fits[-1] != max(fits):  # deeper levels never have fewer nodes in a built tree, but check
+    if not fits:
         raise LayoutUnavailable(f"t-SNE lays out at most {cap:,} representatives and lvl_1 of {reader.label} has "
-                                f"{listed[0].size:,} nodes: use the PCA placement")
+                                f"{listed[0].size:,} nodes (no level has so few): use the PCA placement")
     anchor = max(fits)
     stamps = [reader.opened.cache.stamp([(ROOT_EMBEDDINGS, ALWAYS)] + [
         (node_path(level, int(n)), ALWAYS) for level in range(max(anchor - 1, 1), levels) for n in listed[level - 1]])]
@@ -139,7 +141,7 @@ def lay_out(reader: NodeReader, projection: MapProjection, *, cap: int = TSNE_CA
         kids, kid_vectors, parent = _children(reader, level, ids, listed, cancel)
         kid_centre = projection.project(kid_vectors).astype(np.float64)
         offset = kid_centre - centre[parent]
-        scale = REACH * spacing / _rms_by(offset, parent, ids.size)
+        scale = REACH * spacing / _rms_by(offset, parent, ids.size, kid_centre)
         ids, centre = kids, kid_centre
         origin = origin[parent] + scale[parent, None] * offset
         if progress is not None:
@@ -165,7 +167,8 @@ def apply_layout(layout: LayoutProjection, pca: Placement) -> Placement:
     offset = pca.coords[keep].astype(np.float64) - layout.centre[at[leaf_pos[keep]]]
     kept_pos = leaf_pos[keep]
     spacing = _nearest_distance(layout.origin)
-    scale_by_leaf = REACH * spacing[at[placed]] / _rms_by(offset, np.cumsum(placed)[kept_pos] - 1, int(placed.sum()))
+    scale_by_leaf = REACH * spacing[at[placed]] / _rms_by(offset, np.cumsum(placed)[kept_pos] - 1, int(placed.sum()),
+                                                          pca.coords[keep])
     layout.scale[at[placed & (counts > 0)]] = scale_by_leaf[counts[placed] > 0]  # the same per leaf each time
     item_scale = np.zeros(pca.leaf_ids.size)
     item_scale[placed] = scale_by_leaf
@@ -238,10 +241,13 @@ def _nearest_distance(points: np.ndarray) -> np.ndarray:
     return np.asarray(distance[:, 1], np.float64)
 
 
-def _rms_by(offset: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
-    """Root mean square length of the offsets per group (inf where none or all zero: scaled to nothing)."""
+def _rms_by(offset: np.ndarray, group: np.ndarray, groups: int, xy: np.ndarray) -> np.ndarray:
+    """Root mean square length of the offsets per group; inf (scaled to nothing) where there are none
+    or they are rounding noise against the coordinates ``xy`` they were taken from (a leaf whose one
+    item is its representative, its PCA coordinates computed in another batch)."""
     count = np.bincount(group, minlength=groups).astype(np.float64)
     total = np.bincount(group, weights=(offset ** 2).sum(axis=1), minlength=groups)
+    size = np.bincount(group, weights=(np.asarray(xy, np.float64) ** 2).sum(axis=1), minlength=groups)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rms = np.sqrt(total / count)
-    return np.where(rms > 0, rms, np.inf)
+        rms, level = np.sqrt(total / count), np.sqrt(size / count)
+    return np.where(rms > NOISE * level, rms, np.inf)
