@@ -156,3 +156,20 @@ def test_a_cancel_during_the_layout_stops_it_and_keeps_nothing(deeper, own_cache
     with pytest.raises(Cancelled):
         placed_map(IndexReader(path), "tsne", fit_items=100, cap=20, progress=progress, cancel=token)
     assert not placed_map(IndexReader(path), "tsne", fit_items=100, cap=20).placement.from_cache
+
+
+def test_a_parent_that_cannot_be_read_leaves_out_only_its_leaves_and_names_them(deeper, own_cache, tmp_path) -> None:
+    pytest.importorskip("openTSNE")
+    import shutil
+
+    path, _data, _side = deeper
+    copy = tmp_path / "bad.zarr"
+    shutil.copytree(path, copy)
+    parent = IndexReader(copy).level_node_ids(2)[1]
+    children = set(IndexReader(copy).node(2, parent).ids.tolist()) & set(IndexReader(copy).leaf_ids())
+    (copy / "lvl_2" / f"node_{parent}" / "embeddings" / "zarr.json").write_text("{ not json")
+    placement = placed_map(IndexReader(copy), "tsne", fit_items=100).placement
+    assert {leaf for leaf, _why in placement.unplaced} == children and children
+    assert all("its parent could not be read" in why for _leaf, why in placement.unplaced)
+    assert placement.count == ITEMS - sum(IndexReader(path).node(3, c).ids.size for c in children)
+    assert not placed_map(IndexReader(copy), "tsne", fit_items=100).placement.from_cache  # not kept

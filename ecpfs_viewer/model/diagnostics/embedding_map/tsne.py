@@ -30,7 +30,7 @@ import numpy as np
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import MapProjection, Placement, _starts
 from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS, node_path
 from ecpfs_viewer.model.errors import UserError
-from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.search.reader import NodeData, NodeReader
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 from ecpfs_viewer.model.tasks import Cancelled, Counted, ProgressCallback, checkpoint
 
@@ -133,6 +133,7 @@ def lay_out(reader: NodeReader, projection: MapProjection, *, cap: int = TSNE_CA
     stamps = [reader.opened.cache.stamp([(ROOT_EMBEDDINGS, ALWAYS)] + [
         (node_path(level, int(n)), ALWAYS) for level in range(max(anchor - 1, 1), levels) for n in listed[level - 1]])]
     ids, vectors, _parent = _children(reader, anchor, None, listed, cancel)
+    anchored = int(ids.size)
     centre = projection.project(vectors).astype(np.float64)
     origin = _tsne(tsne, vectors, centre, reader.metric, projection.seed, progress, cancel)
     for level in range(anchor + 1, levels + 1):
@@ -149,7 +150,7 @@ def lay_out(reader: NodeReader, projection: MapProjection, *, cap: int = TSNE_CA
     order = np.argsort(ids, kind="stable")
     below = int(listed[anchor].size) if anchor < levels else 0
     layout = LayoutProjection(projection.mean, projection.axes, projection.explained, projection.fitted_on,
-                              projection.seed, anchor_level=anchor, anchored=int(listed[anchor - 1].size),
+                              projection.seed, anchor_level=anchor, anchored=anchored,
                               below=below, cap=cap, leaf_ids=ids[order], origin=origin[order], centre=centre[order],
                               scale=np.full(ids.size, np.nan))
     return layout, Stamps.joined(stamps)
@@ -193,14 +194,29 @@ def _children(reader: NodeReader, level: int, parent_ids: np.ndarray | None, lis
         for start in range(0, wanted.size, NODE_BATCH):
             checkpoint(cancel)
             part = wanted[start:start + NODE_BATCH]
-            nodes = reader.read_nodes(level - 1, [int(n) for n in part], keep_documents=False)
-            parents += [(start + j, node.ids, node.vectors) for j, node in enumerate(nodes) if node is not None]
+            parents += [(start + j, node.ids, node.vectors) for j, node in enumerate(_read(reader, level - 1, part))
+                        if node is not None]
     ids = np.concatenate([p[1] for p in parents]) if parents else np.zeros(0, np.int64)
     vectors = np.concatenate([p[2] for p in parents]) if parents else np.zeros((0, reader.dim), np.float32)
     parent = np.repeat(np.asarray([p[0] for p in parents], np.int64), [p[1].size for p in parents])
     _, first = np.unique(ids, return_index=True)
     keep = np.sort(first[np.isin(ids[first], exists)])
     return ids[keep].astype(np.int64), vectors[keep], parent[keep]
+
+
+def _read(reader: NodeReader, level: int, node_ids: np.ndarray) -> list[NodeData | None]:
+    """The nodes of one batch; when the batch fails, node by node, one that cannot be read as None
+    (its children then have no place, and their leaves are named as left out)."""
+    try:
+        return reader.read_nodes(level, [int(n) for n in node_ids], keep_documents=False)
+    except Exception:  # one node of the batch is bad: the others still count
+        out: list[NodeData | None] = []
+        for n in node_ids.tolist():
+            try:
+                out.append(reader.read_nodes(level, [n], keep_documents=False)[0])
+            except Exception:
+                out.append(None)
+        return out
 
 
 def _tsne(tsne: Any, vectors: np.ndarray, centre: np.ndarray, metric: str, seed: int,
