@@ -102,6 +102,10 @@ def test_placement_tsne_draws_and_says_so(capsys, small_index: Path, tmp_path: P
 
 def test_placement_tsne_without_opentsne_is_refused_in_one_line(capsys, small_index: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecpfs_viewer.cli.embedding_map import PLACEMENTS
+    from ecpfs_viewer.model.diagnostics.embedding_map import MAP_PLACEMENTS
+
+    assert tuple(m.id for m in MAP_PLACEMENTS) == PLACEMENTS  # --placement offers the model's table
     monkeypatch.setitem(sys.modules, "openTSNE", None)  # what an absent package does to an import
     out = tmp_path / "x.png"
     code, _, err = run(capsys, "map", str(small_index), "--png", str(out), "--placement", "tsne")
