@@ -68,7 +68,7 @@ class Environment:
 
 
 RUN_ENV = Environment("run", ROOT / ".venv", ("-e", ".[remote]"))
-TEST_INSTALL = ("-e", ".[remote,scale,fsspec]", "--group", "test")
+TEST_INSTALL = ("-e", ".[remote,scale,fsspec,layout]", "--group", "test")
 NEWEST_ENV = Environment("newest", ROOT / ".venv-newest", (*TEST_INSTALL, "--resolution", "highest"))
 LOWEST_ENV = Environment("lowest", ROOT / ".venv-lowest", (*TEST_INSTALL, "--resolution", "lowest-direct"))
 PY312_ENV = Environment("py312", ROOT / ".venv-py312", (*TEST_INSTALL, "--resolution", "highest"))

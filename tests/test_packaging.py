@@ -105,7 +105,7 @@ def test_wheel_metadata_declares_licence_and_only_the_application_dependencies(w
     assert "Programming Language :: Python :: 3.13" in metadata.get_all("Classifier")
     assert "zarr" in metadata["Keywords"]
     assert "Typing :: Typed" in metadata.get_all("Classifier") and (ROOT / "ecpfs_viewer" / "py.typed").is_file()
-    assert sorted(metadata.get_all("Provides-Extra")) == ["fsspec", "remote", "scale"]
+    assert sorted(metadata.get_all("Provides-Extra")) == ["fsspec", "layout", "remote", "scale"]
     requirements = " ".join(metadata.get_all("Requires-Dist"))
     for tool in ("pytest", "ruff", "mypy", "moto", "faiss", "aiohttp", "pyftpdlib", "wsgidav"):
         assert tool not in requirements

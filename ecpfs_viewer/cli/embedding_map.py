@@ -1,9 +1,10 @@
 """`ecpfs-viewer map`: the embedding map of an index as a PNG (issue 39), headless.
 
-Every item placed by the model (model/diagnostics/embedding_map/: the PCA placement, from the index's
-cache when it still holds), aggregated on the picture's pixels and coloured by one of the map's
-colourings; the diagnostics a colouring needs (a recall sweep for misses, a workload replay, the
-self-reachability check, boundary items) are run here by the same model functions the window runs.
+Every item placed by the model (model/diagnostics/embedding_map/: the PCA placement, or with
+``--placement tsne`` a t-SNE layout of the representatives; from the index's cache when it still
+holds), aggregated on the picture's pixels and coloured by one of the map's colourings; the
+diagnostics a colouring needs (a recall sweep for misses, a workload replay, the self-reachability
+check, boundary items) are run here by the same model functions the window runs.
 Drawn with numpy (no Qt), written atomically; one line on stdout says what was drawn.
 """
 
@@ -23,11 +24,13 @@ if TYPE_CHECKING:
     from ecpfs_viewer.model.search.index import IndexReader
 
 COLOURS = ("level1", "leaf", "level", "size", "misses", "workload", "strays", "boundary")
+PLACEMENTS = ("pca", "tsne")  # model/diagnostics/embedding_map/placements.py's MAP_PLACEMENTS
 
 
 def add_map_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    """Register `map INDEX --png OUT.png [--colour level1|leaf|size|misses|workload|strays|boundary]`
-    and `map A --against B --png OUT.png` (both on A's axes, by leaf, the items that moved marked)."""
+    """Register `map INDEX --png OUT.png [--colour level1|leaf|size|misses|workload|strays|boundary]
+    [--placement pca|tsne]` and `map A --against B --png OUT.png` (both on A's axes, by leaf, the items
+    that moved marked)."""
     p = subcommand(subparsers, "map")
     p.add_argument("--png", required=True, metavar="OUT.png", help="the picture to write (replaced if it exists)")
     p.add_argument("--against", metavar="B", default=None,
@@ -35,6 +38,10 @@ def add_map_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
                         "by leaf, the items that moved between their leaves marked (not with --colour)")
     p.add_argument("--colour", "--color", choices=COLOURS, default=None,
                    help="what colours the items (default level1: their level-1 cluster)")
+    p.add_argument("--placement", choices=PLACEMENTS, default="pca",
+                   help="how the items are placed: pca (default: the principal axes of a sample) or tsne (a "
+                        "t-SNE layout of the representatives, each leaf's items around its own; needs the layout "
+                        "extra: pip install 'ecpfs-viewer[layout]')")
     p.add_argument("--level", action=AtLeast, least=1, default=None, metavar="N",
                    help="the level whose nodes --colour level uses (default: 2, or the leaves)")
     p.add_argument("--width", action=AtLeast, least=64, default=900, help="map width in pixels (default 900)")
@@ -51,15 +58,20 @@ def add_map_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
 def _map(args: argparse.Namespace) -> int:
     from ecpfs_viewer.cli.progress import TerminalProgress
     from ecpfs_viewer.model.diagnostics.embedding_map import DensityIndex, colour_sums, density_frame
-    from ecpfs_viewer.model.diagnostics.embedding_map.progressive import progressive_placement
+    from ecpfs_viewer.model.diagnostics.embedding_map.placements import map_placement, placed_map
     from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
 
+    refused = map_placement(args.placement).refusal()
+    if refused:
+        raise UsageError(refused)
     if args.against is not None:
+        if args.placement != "pca":
+            raise UsageError("--against places both indexes on INDEX's principal axes; it takes no --placement")
         return _map_pair(args)
     args.colour = args.colour or "level1"
     reader = open_index(args)
     with TerminalProgress(enabled=not args.quiet) as bar:
-        placed = progressive_placement(reader, progress=bar)  # every item: the complete picture
+        placed = placed_map(reader, args.placement, progress=bar)  # every item: the complete picture
         index_map, placement = placed.index_map, placed.placement
         colours = map_colours(args, reader, index_map, bar)
     density = DensityIndex(placement)
@@ -71,8 +83,9 @@ def _map(args: argparse.Namespace) -> int:
     image = render_map(frame, colours, title=f"{reader.label}: embedding map by {colours.title}", subtitle=subtitle,
                        notes=notes)
     write_png(args.png, image)
+    method = "" if args.placement == "pca" else f", placed by {map_placement(args.placement).title}"
     print(f"{args.png}: {placement.count:,} items coloured by {colours.title} ({image.shape[1]} x {image.shape[0]} px"
-          f"{', placement from the cache' if placement.from_cache else ''})")
+          f"{method}{', placement from the cache' if placement.from_cache else ''})")
     return EXIT_OK
 
 

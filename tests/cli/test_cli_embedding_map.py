@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import sys
 import zlib
 from pathlib import Path
 
@@ -87,6 +88,30 @@ def test_usage_errors_are_one_line(capsys, small_index: Path, tmp_path: Path) ->
     code, _, err = run(capsys, "map", str(small_index))
     assert code == 2 and "--png" in err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_placement_tsne_draws_and_says_so(capsys, small_index: Path, tmp_path: Path) -> None:
+    pytest.importorskip("openTSNE")  # both legs of the suite install it (the layout extra)
+    out = tmp_path / "tsne.png"
+    code, stdout, err = run(capsys, "map", str(small_index), "--png", str(out), "--placement", "tsne", "--width", "120",
+                            "--height", "100", "--quiet")
+    assert code == 0, err
+    assert "400 items coloured by level-1 cluster" in stdout and "placed by t-SNE of the representatives" in stdout
+    assert read_png(out).shape[1] > 120  # the PCA and t-SNE entries kept apart: test_embedding_map_tsne.py
+
+
+def test_placement_tsne_without_opentsne_is_refused_in_one_line(capsys, small_index: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecpfs_viewer.cli.embedding_map import PLACEMENTS
+    from ecpfs_viewer.model.diagnostics.embedding_map import MAP_PLACEMENTS
+
+    assert tuple(m.id for m in MAP_PLACEMENTS) == PLACEMENTS  # --placement offers the model's table
+    monkeypatch.setitem(sys.modules, "openTSNE", None)  # what an absent package does to an import
+    out = tmp_path / "x.png"
+    code, _, err = run(capsys, "map", str(small_index), "--png", str(out), "--placement", "tsne")
+    assert code == 2 and not out.exists()
+    assert err.strip() == "ecpfs-viewer: error: The t-SNE placement needs openTSNE, which is not installed: " \
+        "install the layout extra (pip install 'ecpfs-viewer[layout]')."
 
 
 def test_an_index_that_cannot_be_opened_exits_2_and_writes_nothing(capsys, tmp_path: Path) -> None:

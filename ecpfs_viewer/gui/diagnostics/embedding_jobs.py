@@ -1,9 +1,11 @@
 """The embedding map panel's work done in workers (BackgroundRunner jobs): placing the items, the
 colour sums, the representatives' marks, a box or lasso selection and the PNG export, and :class:`MapData`, what the
-placement job hands over. Qt-free; the GUI never imports zarr."""
+placement job hands over; and two helpers of the panel that need no Qt (the legend's text, whether two
+layouts hold the same nodes). Qt-free; the GUI never imports zarr."""
 
 from __future__ import annotations
 
+import html
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +25,8 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     select_box,
     select_polygon,
 )
-from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
+from ecpfs_viewer.model.diagnostics.embedding_map.placements import placed_map
+from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture
 from ecpfs_viewer.model.diagnostics.embedding_map.render import render_map, write_png
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap
 from ecpfs_viewer.model.search.reader import NodeReader
@@ -42,10 +45,10 @@ class MapData:
     leaves: int = 0
 
 
-def placement_job(reader_of: Callable[[], NodeReader], fit_items: int, block_leaves: int,
+def placement_job(reader_of: Callable[[], NodeReader], method: str, fit_items: int, block_leaves: int,
                   progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> MapData:
-    """Every item placed (model/diagnostics/embedding_map/progressive.py); the pictures on the way are
-    handed over as MapData through the progress channel, each with its density index made here."""
+    """Every item placed by ``method`` (model/diagnostics/embedding_map/placements.py); the pictures on
+    the way are handed over as MapData through the progress channel, each with its density index made here."""
     reader = reader_of()
 
     def picture(shown: MapPicture) -> None:
@@ -53,8 +56,8 @@ def placement_job(reader_of: Callable[[], NodeReader], fit_items: int, block_lea
             progress(MapData(shown.index_map, shown.placement, DensityIndex(shown.placement),  # type: ignore[arg-type]
                              reader.label, shown.placed_leaves, shown.leaves))
 
-    done = progressive_placement(reader, fit_items=fit_items, block_leaves=block_leaves, on_picture=picture,
-                                 progress=progress, cancel=cancel)
+    done = placed_map(reader, method, fit_items=fit_items, block_leaves=block_leaves, on_picture=picture,
+                      progress=progress, cancel=cancel)
     return MapData(done.index_map, done.placement, DensityIndex(done.placement), reader.label, done.placed_leaves,
                    done.leaves)
 
@@ -86,3 +89,21 @@ def export_job(data: MapData, colours: ItemColours | None, view: ViewRect, path:
     subtitle = f"{p.count:,} items in {p.leaf_ids.size:,} leaves; {p.projection.describe}"
     write_png(path, render_map(frame, colours, title=title, subtitle=subtitle, notes=tuple(n for n in (p.note,) if n)))
     return path
+
+
+def legend_html(colours: ItemColours | None) -> str:
+    """The legend beside the map: the colouring's title and meaning, its swatches and note."""
+    if colours is None:
+        return "No colouring: its input is not there."
+    rows = "".join(f"<tr><td style='background-color:rgb{rgb}'>&nbsp;&nbsp;&nbsp;&nbsp;</td>"
+                   f"<td>&nbsp;{html.escape(text)}</td></tr>" for rgb, text in colours.legend(12))
+    note = f"<p><i>{html.escape(colours.note)}</i></p>" if colours.note else ""
+    return (f"<b>{html.escape(colours.title)}</b>: {html.escape(colours.meaning)}"
+            f"<table cellspacing='1'>{rows}</table>{note}"
+            "<p>Denser: more opaque. Items show one by one when few are in view.</p>")
+
+
+def same_nodes(a: IndexMap, b: IndexMap) -> bool:
+    """Whether two layouts hold the same nodes in the same order (an overlay of one fits the other)."""
+    return a is b or (len(a.levels) == len(b.levels) and all(
+        np.array_equal(x.node_ids, y.node_ids) for x, y in zip(a.levels, b.levels, strict=True)))

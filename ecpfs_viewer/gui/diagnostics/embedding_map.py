@@ -1,4 +1,5 @@
-"""View ▸ Embedding Map: every item of the index placed in 2-D (model/diagnostics/embedding_map/),
+"""View ▸ Embedding Map: every item of the index placed in 2-D (model/diagnostics/embedding_map/: PCA,
+or a t-SNE layout of the representatives, as the Placement choice says, remembered),
 drawn as a density image with level of detail, coloured by the tree or a diagnostic, with the
 representatives as marks, what is under the pointer, a box or lasso selection (embedding_selection.py),
 a click that opens the leaf most present under the pointer, the tree's selection and the last
@@ -10,7 +11,6 @@ a cancel, the view kept where the user moved it. Everything else is made in work
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -32,6 +32,7 @@ from ecpfs_viewer.gui.diagnostics import embedding_jobs as jobs
 from ecpfs_viewer.gui.diagnostics.embedding_jobs import MapData
 from ecpfs_viewer.gui.diagnostics.embedding_selection import SelectionList, mode_buttons
 from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
+from ecpfs_viewer.gui.diagnostics.placement_choice import PlacementChoice
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
@@ -91,6 +92,9 @@ class EmbeddingMapPanel(QWidget):
         self._selected_path, self.selected_items = "", np.zeros(0, np.int64)  # the tree's selection, ringed
         self.fit_items, self.block_leaves = FIT_ITEMS, BLOCK_LEAVES  # the sample the axes are fitted on; leaves a block
 
+        self.placement_choice = PlacementChoice()  # PCA or t-SNE of the representatives, remembered
+        self.placement_choice.chosen.connect(self._placement_chosen)
+        self.placement_choice.refused.connect(self._placement_refused)
         self.colour_combo = QComboBox()
         self.colour_combo.setToolTip("What the items' colours say")
         self.colour_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -113,8 +117,8 @@ class EmbeddingMapPanel(QWidget):
         self.progress, self.status = self.controls.progress, self.controls.summary
         self.progress.setMinimumWidth(self.fontMetrics().horizontalAdvance("leaves 10,000,000/10,000,000") + 24)
         top = QHBoxLayout()
-        for w in (QLabel("Colour by"), self.colour_combo, self.marks_button, self.box_button, self.lasso_button,
-                  self.all_button, self.export_button):
+        for w in (QLabel("Placement"), self.placement_choice, QLabel("Colour by"), self.colour_combo,
+                  self.marks_button, self.box_button, self.lasso_button, self.all_button, self.export_button):
             top.addWidget(w)
         top.addStretch(1)
         state = QHBoxLayout()  # what happened on its own line: it is long (the placement's figures)
@@ -164,8 +168,16 @@ class EmbeddingMapPanel(QWidget):
         self._reader_of = reader_of
         self.controls.drop(None)
         self.controls.started("Placing every item (a first picture of a sample comes first) …")
-        self._runner.run(jobs.placement_job, reader_of, self.fit_items, self.block_leaves, on_result=self._on_placed,
+        self._runner.run(jobs.placement_job, reader_of, self.placement_choice.method(), self.fit_items,
+                         self.block_leaves, on_result=self._on_placed,
                          on_error=self.controls.failed, on_progress=self._on_progress, heavy=True)
+
+    def _placement_chosen(self, _method: str) -> None:
+        if self._reader_of is not None:  # the map shown is made again the new way
+            self.show_index(self._reader_of)
+
+    def _placement_refused(self, why: str) -> None:
+        self.controls.say(why, error=True)
 
     def clear(self) -> None:
         """Another index (or none): everything of the old one is dropped."""
@@ -258,7 +270,7 @@ class EmbeddingMapPanel(QWidget):
         """The Index map panel's overlays by key, when laid on the same nodes as this map (else none)."""
         theirs, overlays = self._overlays_of()
         mine = None if self.data is None else self.data.index_map
-        if theirs is None or mine is None or not same_nodes(theirs, mine):
+        if theirs is None or mine is None or not jobs.same_nodes(theirs, mine):
             return {}
         return overlays
 
@@ -317,15 +329,7 @@ class EmbeddingMapPanel(QWidget):
             self.view.set_sums(sums, leaf_rgb)
 
     def _show_legend(self, colours: ItemColours | None) -> None:
-        if colours is None:
-            self.legend.setText("No colouring: its input is not there.")
-            return
-        rows = "".join(f"<tr><td style='background-color:rgb{rgb}'>&nbsp;&nbsp;&nbsp;&nbsp;</td>"
-                       f"<td>&nbsp;{html.escape(text)}</td></tr>" for rgb, text in colours.legend(12))
-        note = f"<p><i>{html.escape(colours.note)}</i></p>" if colours.note else ""
-        self.legend.setText(f"<b>{html.escape(colours.title)}</b>: {html.escape(colours.meaning)}"
-                            f"<table cellspacing='1'>{rows}</table>{note}"
-                            "<p>Denser: more opaque. Items show one by one when few are in view.</p>")
+        self.legend.setText(jobs.legend_html(colours))
 
     def legend_text(self) -> str:
         return self.legend.text()
@@ -476,8 +480,3 @@ class EmbeddingMapPanel(QWidget):
         if path is not None:
             self.exported.emit(path)
 
-
-def same_nodes(a: IndexMap, b: IndexMap) -> bool:
-    """Whether two layouts hold the same nodes in the same order (an overlay of one fits the other)."""
-    return a is b or (len(a.levels) == len(b.levels) and all(
-        np.array_equal(x.node_ids, y.node_ids) for x, y in zip(a.levels, b.levels, strict=True)))

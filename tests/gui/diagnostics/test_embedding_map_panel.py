@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import stat
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -366,3 +367,33 @@ def test_a_theme_chosen_while_the_map_is_shown_repaints_it(qtbot, clusters) -> N
     assert view.background_rgb() == (dark_base.red(), dark_base.green(), dark_base.blue())
     corner = view.grab().toImage().pixelColor(view.width() - 3, 3)  # no item there: the background
     assert corner.lightness() < 100, corner.name()
+
+
+def test_the_placement_choice_makes_a_tsne_map_is_remembered_and_refused_without_opentsne(
+        qtbot, clusters, monkeypatch) -> None:
+    from ecpfs_viewer.gui.diagnostics.placement_choice import SETTING, PlacementChoice
+    from ecpfs_viewer.gui.runtime.settings import settings
+    from ecpfs_viewer.model.diagnostics.embedding_map.tsne import MISSING, LayoutProjection
+
+    path, side = clusters
+    _win, panel = _open_map(qtbot, path)
+    choice, pca = panel.placement_choice, panel.data
+    assert choice.method() == "pca" and [choice.itemText(i) for i in range(choice.count())] == [
+        "PCA", "t-SNE of the representatives"]
+    with monkeypatch.context() as absent:
+        absent.setitem(sys.modules, "openTSNE", None)  # what an absent package does to an import
+        choice.choose("tsne")
+        assert panel.status.text() == MISSING and choice.method() == "pca" and panel.data is pca
+        assert settings().value(SETTING, "pca") == "pca" and not panel.controls.busy
+    pytest.importorskip("openTSNE")  # both legs of the suite install it (the layout extra)
+    choice.choose("tsne")
+    qtbot.waitUntil(lambda: panel.data is not pca and not panel.data.placement.sample and not panel.busy
+                    and panel.view.frame is not None, timeout=30_000)
+    placement = panel.data.placement
+    assert isinstance(placement.projection, LayoutProjection) and placement.count == ITEMS
+    assert "t-SNE of the representatives of the" in panel.status.text()
+    own_side = side[placement.item_ids]
+    a = _on_screen(panel.view, placement.coords[own_side == 0].mean(axis=0))
+    b = _on_screen(panel.view, placement.coords[own_side == 1].mean(axis=0))
+    assert (a - b).manhattanLength() > panel.view.width() / 4  # apart on screen under t-SNE too
+    assert settings().value(SETTING) == "tsne" and PlacementChoice().method() == "tsne"  # remembered

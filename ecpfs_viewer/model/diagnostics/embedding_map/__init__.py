@@ -5,7 +5,7 @@ Map and ``ecpfs-viewer map`` are two front-ends of these calls.
 How a front-end uses it (each step off the GUI thread except the frames, which are made for it)::
 
     reader = IndexReader(path)                       # or the window's opened index's reader
-    done = progressive_placement(reader, on_picture=draw, progress=..., cancel=token)  # progressive.py
+    done = placed_map(reader, "pca", on_picture=draw, progress=..., cancel=token)  # placements.py: pca | tsne
     # from the cache when it still holds; else only the tree above the leaves and a seeded sample of
     # leaves are read, the PCA fitted on it and that sample handed to draw() as a first picture, then
     # the other leaves in blocks (draw() again each time the items placed have grown 4 times)
@@ -24,8 +24,10 @@ How a front-end uses it (each step off the GUI thread except the frames, which a
     representatives(reader, placement.projection, level)     # the marks of a level's representatives
     write_png(path, render_map(frame, colours, title=...))  # render.py: the CLI's picture
 
-Modules: ``progressive`` (what the window and the CLI call: a sample first, then refined in
-blocks, kept in the cache), ``placement`` (PCA fit and streaming placement over a layout),
+Modules: ``placements`` (what the window and the CLI call: the table of placements, PCA or a t-SNE
+layout of the representatives), ``progressive`` (the PCA: a sample first, then refined in
+blocks, kept in the cache), ``tsne`` (the t-SNE layout of the representatives, every item around its
+leaf's; the optional ``layout`` extra), ``placement`` (PCA fit and streaming placement over a layout),
 ``placement_cache`` (its cache entry), ``colours`` (the colour-by table, palette, scales),
 ``density`` (aggregation and level of detail), ``picking`` (hover, box, lasso, query), ``render`` (the
 PNG with title, legend and meaning).
@@ -76,13 +78,20 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import (
     leaf_stamps,
     open_placement,
 )
+from ecpfs_viewer.model.diagnostics.embedding_map.placements import (
+    MAP_PLACEMENTS,
+    MapPlacementMethod,
+    map_placement,
+    placed_map,
+)
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
 
 __all__ = [
-    "MAP_COLOURINGS", "PALETTE", "ColourSums", "DensityFrame", "DensityIndex", "ItemColours", "LeafShare",
-    "MapColouring", "MapPicture", "MapProjection", "Placement", "QueryOverlay", "Selection", "ViewRect", "by_level",
-    "cached_placement", "colour_sums", "density_frame", "fit_projection", "from_overlay", "items_beneath",
-    "keep_placement", "leaf_stamps", "leaves_under", "lut", "map_colouring", "open_placement", "place_items",
-    "positions_of", "progressive_placement", "query_overlay", "representatives", "select_box", "select_polygon",
+    "MAP_COLOURINGS", "MAP_PLACEMENTS", "PALETTE", "ColourSums", "DensityFrame", "DensityIndex", "ItemColours",
+    "LeafShare", "MapColouring", "MapPicture", "MapPlacementMethod", "MapProjection", "Placement", "QueryOverlay",
+    "Selection", "ViewRect", "by_level", "cached_placement", "colour_sums", "density_frame", "fit_projection",
+    "from_overlay", "items_beneath", "keep_placement", "leaf_stamps", "leaves_under", "lut", "map_colouring",
+    "map_placement", "open_placement", "place_items", "placed_map", "positions_of", "progressive_placement",
+    "query_overlay", "representatives", "select_box", "select_polygon",
     "size_colours",
 ]

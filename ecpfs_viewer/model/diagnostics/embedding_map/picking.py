@@ -177,7 +177,8 @@ def query_overlay(placement: Placement, query: np.ndarray, result: SearchResult,
             placement.count), dtype=np.int64))
     hits = positions_of(placement, [h.leaf for h in result.hits], [h.row for h in result.hits])
     lost = positions_of(placement, [m[0] for m in missed], [m[1] for m in missed])
-    query_xy = placement.projection.project(np.asarray(query, np.float32).reshape(1, -1))[0]
+    near = np.asarray(leaves[:1] or [-1], np.int64)  # a layout around the leaves: the first leaf scanned
+    query_xy = placement.projection.project(np.asarray(query, np.float32).reshape(1, -1), near)[0]
     return QueryOverlay(query_xy, tuple(leaves), tuple(scanned), hits, lost)
 
 

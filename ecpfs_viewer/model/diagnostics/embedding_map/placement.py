@@ -47,8 +47,10 @@ class MapProjection:
     seed: int
     method: str = "pca"
 
-    def project(self, vectors: np.ndarray) -> np.ndarray:
-        """(n, 2) float32 coordinates of (n, dim) vectors (a query, representatives)."""
+    def project(self, vectors: np.ndarray, leaves: np.ndarray | None = None) -> np.ndarray:
+        """(n, 2) float32 coordinates of (n, dim) vectors (a query, representatives); ``leaves`` (the
+        leaf each one belongs with, -1: none) matters to a layout placed around the leaves (tsne.py)."""
+        del leaves
         data = np.asarray(vectors, np.float64).reshape(-1, self.mean.size)
         with np.errstate(over="ignore", invalid="ignore"):
             out: np.ndarray = ((data - self.mean) @ self.axes.T).astype(np.float32)
@@ -227,12 +229,12 @@ def representatives(reader: NodeReader, projection: MapProjection, level: int) -
     if not 1 <= level <= reader.levels:
         raise ValueError(f"level {level} is not one of the index's levels 1..{reader.levels}")
     if level == 1:
-        return reader.root.ids.copy(), projection.project(reader.root.vectors)
+        return reader.root.ids.copy(), projection.project(reader.root.vectors, reader.root.ids)
     parents = [n for n in reader.nodes(level - 1, reader.level_node_ids(level - 1)) if n is not None]
     if not parents:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.float32)
-    return (np.concatenate([n.ids for n in parents]),
-            projection.project(np.concatenate([n.vectors for n in parents])))
+    ids = np.concatenate([n.ids for n in parents])  # a representative leads the leaf of its id, if there is one
+    return ids, projection.project(np.concatenate([n.vectors for n in parents]), ids)
 
 
 def _starts(counts: np.ndarray) -> np.ndarray:

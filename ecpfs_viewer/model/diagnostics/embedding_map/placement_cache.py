@@ -2,7 +2,8 @@
 second opening of an index draws at once.
 
 One entry per (fit items, seed): the leaves' node ids and item counts, every item's float32
-coordinates and id, and the projection. It carries the stamps of the leaf level's folder (a leaf
+coordinates and id, and the projection (a t-SNE layout's too: where it put each leaf's
+representative; its own entry, placements.py). It carries the stamps of the leaf level's folder (a leaf
 added or removed) and of every file below each leaf, taken before the leaves are read, and is
 answered only while all of them are unchanged and its leaves are the map's leaves; an entry that
 does not read back as one is ignored. A remote index keeps nothing (IndexCache says why).
@@ -13,6 +14,7 @@ from __future__ import annotations
 import io
 import threading
 import zipfile
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +26,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     fit_projection,
     place_items,
 )
+from ecpfs_viewer.model.diagnostics.embedding_map.tsne import LayoutProjection
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap
 from ecpfs_viewer.model.ecpfs.index_cache import IndexCache
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_path
@@ -83,9 +86,14 @@ def leaf_stamps(cache: IndexCache, index_map: IndexMap, levels: int) -> Stamps |
 def to_bytes(placement: Placement) -> bytes:
     out = io.BytesIO()
     p = placement.projection
-    np.savez(out, leaf_ids=placement.leaf_ids, leaf_start=placement.leaf_start, coords=placement.coords,
-             item_ids=placement.item_ids, mean=p.mean, axes=p.axes, explained=np.asarray(p.explained, np.float64),
-             fit=np.asarray([p.fitted_on, p.seed], np.int64))
+    arrays: dict[str, Any] = {
+        "leaf_ids": placement.leaf_ids, "leaf_start": placement.leaf_start, "coords": placement.coords,
+        "item_ids": placement.item_ids, "mean": p.mean, "axes": p.axes,
+        "explained": np.asarray(p.explained, np.float64), "fit": np.asarray([p.fitted_on, p.seed], np.int64)}
+    if isinstance(p, LayoutProjection):  # where the layout put each leaf's representative
+        arrays.update(layout=np.asarray([p.anchor_level, p.anchored, p.below, p.cap], np.int64),
+                      layout_leaf_ids=p.leaf_ids, layout_origin=p.origin, layout_centre=p.centre, layout_scale=p.scale)
+    np.savez(out, **arrays)
     return out.getvalue()
 
 
@@ -95,6 +103,8 @@ def _from_bytes(data: bytes) -> Placement | None:
             leaf_ids, leaf_start = saved["leaf_ids"], saved["leaf_start"]
             coords, item_ids = saved["coords"], saved["item_ids"]
             mean, axes, explained, fit = saved["mean"], saved["axes"], saved["explained"], saved["fit"]
+            layout = ({k: saved[k] for k in ("layout", "layout_leaf_ids", "layout_origin", "layout_centre",
+                                             "layout_scale")} if "layout" in saved.files else None)
     except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile):
         return None
     n = item_ids.shape[0] if item_ids.ndim == 1 else -1
@@ -104,5 +114,16 @@ def _from_bytes(data: bytes) -> Placement | None:
             or fit.shape != (2,)):
         return None
     projection = MapProjection(mean, axes, (float(explained[0]), float(explained[1])), int(fit[0]), int(fit[1]))
+    if layout is not None:
+        info, ids = layout["layout"], layout["layout_leaf_ids"]
+        if (info.shape != (4,) or ids.ndim != 1 or layout["layout_origin"].shape != (ids.size, 2)
+                or layout["layout_centre"].shape != (ids.size, 2) or layout["layout_scale"].shape != (ids.size,)):
+            return None
+        projection = LayoutProjection(mean, axes, projection.explained, int(fit[0]), int(fit[1]),
+                                      anchor_level=int(info[0]), anchored=int(info[1]), below=int(info[2]),
+                                      cap=int(info[3]), leaf_ids=ids.astype(np.int64),
+                                      origin=layout["layout_origin"].astype(np.float64),
+                                      centre=layout["layout_centre"].astype(np.float64),
+                                      scale=layout["layout_scale"].astype(np.float64))
     return Placement(projection, leaf_ids.astype(np.int64), leaf_start.astype(np.int64), coords, item_ids,
                      from_cache=True)
