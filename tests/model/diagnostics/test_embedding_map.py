@@ -13,6 +13,7 @@ from index_factory import build_two_clusters
 from ecpfs_viewer.model.diagnostics.embedding_map import (
     PALETTE,
     DensityIndex,
+    LeafShare,
     ViewRect,
     by_level,
     cached_placement,
@@ -278,3 +279,8 @@ def test_leaves_whose_size_the_map_does_not_know_are_read_not_skipped(index) -> 
     unknown = replace(index_map, levels=(index_map.band(1), replace(leaves, rows=np.full(len(leaves), -1))))
     placement = open_placement(reader, unknown, fit_items=50)
     assert placement.count == ITEMS and not placement.unplaced
+
+
+def test_a_leaf_under_the_pointer_is_named_with_its_items_in_the_right_number() -> None:
+    assert LeafShare(20, 1, 1 / 3).describe(2) == "lvl_2/node_20: 1 item (33%)"
+    assert LeafShare(3, 1200, 0.5).describe(3) == "lvl_3/node_3: 1,200 items (50%)"

@@ -24,6 +24,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.density import DensityIndex, V
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import Placement
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap, leaf_ancestors
 from ecpfs_viewer.model.ecpfs.paths import node_path
+from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.search.results import SearchResult
 
 
@@ -36,7 +37,7 @@ class LeafShare:
     share: float
 
     def describe(self, levels: int) -> str:
-        return f"{node_path(levels, self.leaf_id)}: {self.items:,} items ({self.share:.0%})"
+        return f"{node_path(levels, self.leaf_id)}: {count_noun(self.items, 'item')} ({self.share:.0%})"
 
 
 def leaves_under(index: DensityIndex, rect: ViewRect, top: int = 5) -> list[LeafShare]:
