@@ -155,6 +155,14 @@ def compile_project(python: Path) -> None:
                    stdout=subprocess.DEVNULL)
 
 
+def test_environment() -> dict[str, str]:
+    """The environment pytest runs in: this one, but bytecode may be written. With
+    PYTHONDONTWRITEBYTECODE set (as on this project's machines and many CI images) pytest keeps no
+    assertion-rewritten test module, so every xdist worker rewrote and compiled all of them again
+    (three times the CPU of a collection that reads them back), and so did every run after it."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
 def print_versions(env: Environment) -> None:
     """The versions a leg resolved for the dependencies that matter most, on one line."""
     names = ["zarr", "numpy", "numcodecs", "PySide6-Essentials", "pyqtgraph", "obstore"]
@@ -358,7 +366,7 @@ def run_tests(argv: list[str]) -> int:
         print_versions(env)
         compile_project(python)
         started = time.monotonic()
-        code = subprocess.call(pytest_command(python, argv), cwd=ROOT)
+        code = subprocess.call(pytest_command(python, argv), cwd=ROOT, env=test_environment())
         results.append((env.name, code, time.monotonic() - started))
         if number == 0 and static is not None:
             results.insert(0, static.report())

@@ -229,3 +229,12 @@ def test_a_cgroup_quota_caps_the_cpus_the_workers_are_counted_for(dev, tmp_path,
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert dev.cgroup_cpu_quota(tmp_path) == cpus
+
+
+def test_the_suite_may_keep_its_rewritten_test_modules(dev, monkeypatch):
+    """pytest keeps assertion-rewritten test modules only where bytecode may be written: a leg runs
+    with PYTHONDONTWRITEBYTECODE dropped, whatever the machine sets, and nothing else changed."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("ECPFS_SOME_SETTING", "kept")
+    env = dev.test_environment()
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["ECPFS_SOME_SETTING"] == "kept"
