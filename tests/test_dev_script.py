@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -133,12 +135,26 @@ def _nested_pytest(dev, folder: Path, argv: list[str], env_drop: tuple[str, ...]
     # not this run's worker id (PYTEST_XDIST_WORKER...) when the suite itself runs under xdist
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", *env_drop))}
     env |= {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env_add or {})}
-    try:
-        return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=NESTED_RUN_S)
-    except subprocess.TimeoutExpired as stuck:
-        printed = [(part.decode(errors="replace") if isinstance(part, bytes) else part or "")[-4000:]
-                   for part in (stuck.stdout, stuck.stderr)]
-        pytest.fail(f"the nested pytest ran past {NESTED_RUN_S} s; it printed:\n{printed[0]}\n{printed[1]}")
+    # its output to files, not pipes: a pipe's reader waits for every process holding it, and an
+    # xdist worker outliving its controller (seen in CI under the suite's load) kept one open; the
+    # run is a process group of its own, ended whole once its controller is done
+    out, err = folder / "nested.out", folder / "nested.err"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        process = subprocess.Popen(command, cwd=folder, env=env, stdout=stdout, stderr=stderr, text=True,
+                                   start_new_session=True)
+        try:
+            code = process.wait(timeout=NESTED_RUN_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    printed = out.read_text(errors="replace"), err.read_text(errors="replace")
+    if code is None:
+        pytest.fail(f"the nested pytest ran past {NESTED_RUN_S} s; it printed:\n{printed[0][-4000:]}\n"
+                    f"{printed[1][-4000:]}")
+    return subprocess.CompletedProcess(command, code, *printed)
 
 
 def _run_probe(dev, folder: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
