@@ -146,6 +146,17 @@ class _Blocks:
         self.count.append(int(ids.size))
         self.items += int(ids.size)
 
+    def add_projected(self, projection: MapProjection, listed: np.ndarray,
+                      got: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """Add the leaves of one block read (listing position, vectors, ids), projected at once."""
+        if not got:
+            return
+        xy = projection.project(np.concatenate([vectors for _, vectors, _ in got]))
+        at = 0
+        for p, _vectors, ids in got:
+            self.add(int(listed[p]), xy[at:at + ids.size], ids)
+            at += ids.size
+
     def placement(self, projection: MapProjection, leaf_ids: np.ndarray, *, sample: bool) -> Placement:
         """What was read, as a placement over ``leaf_ids`` (the listing's leaves in a map's order):
         each leaf's rows copied once into place (no concatenated copy, no gather index)."""
@@ -217,12 +228,7 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
         part = order[read:read + block_leaves]
         read += part.size
         got = _read_block(reader, listed, part, stamps, blocks)
-        if got:  # one projection per block
-            xy = projection.project(np.concatenate([vectors for _, vectors, _ in got]))
-            at = 0
-            for p, _vectors, ids in got:
-                blocks.add(int(listed[p]), xy[at:at + ids.size], ids)
-                at += ids.size
+        blocks.add_projected(projection, listed, got)  # one projection per block
         if progress is not None:
             progress(Counted(read, order.size, "leaves"))
         if on_picture is not None and read < order.size and blocks.items >= PICTURE_GROWTH * max(shown, 1):

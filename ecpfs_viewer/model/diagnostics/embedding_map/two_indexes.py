@@ -126,12 +126,7 @@ def place_with(reader: NodeReader, projection: MapProjection, *, block_leaves: i
                 blocks.unreadable[p] = True
             else:
                 got.append((p, node.vectors, node.ids))
-        if got:
-            xy = projection.project(np.concatenate([vectors for _, vectors, _ in got]))
-            at = 0
-            for p, _vectors, ids in got:
-                blocks.add(int(listed[p]), xy[at:at + ids.size], ids)
-                at += ids.size
+        blocks.add_projected(projection, listed, got)
         if progress is not None:
             progress(Counted(int(part[-1]) + 1, listed.size, "leaves"))
     counts = np.zeros(listed.size, np.int64)
