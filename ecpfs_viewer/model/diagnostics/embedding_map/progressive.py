@@ -146,6 +146,19 @@ class _Blocks:
         self.count.append(int(ids.size))
         self.items += int(ids.size)
 
+    def read(self, reader: NodeReader, listed: np.ndarray,
+             part: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(listing position, vectors, ids) of each leaf of ``part`` that could be read; a leaf that
+        could not be read is named in ``unplaced`` and marked in ``unreadable``."""
+        out = []
+        for p, node, why in _read(reader, listed[part], part, keep_documents=False):
+            if node is None:
+                self.unplaced.append((int(listed[p]), why))
+                self.unreadable[p] = True
+            else:
+                out.append((p, node.vectors, node.ids))
+        return out
+
     def add_projected(self, projection: MapProjection, listed: np.ndarray,
                       got: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
         """Add the leaves of one block read (listing position, vectors, ids), projected at once."""
@@ -249,16 +262,8 @@ def _read_block(reader: NodeReader, listed: np.ndarray, part: np.ndarray, stamps
                 blocks: _Blocks) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(listing position, vectors, ids) of each leaf of ``part`` that could be read, its files stamped
     first; a leaf that could not be read is named in ``blocks.unplaced``."""
-    node_ids = listed[part]
-    stamps.append(reader.opened.cache.stamp([(node_path(reader.levels, int(n)), int(n)) for n in node_ids]))
-    out = []
-    for p, node, why in _read(reader, node_ids, part, keep_documents=False):
-        if node is None:
-            blocks.unplaced.append((int(listed[p]), why))
-            blocks.unreadable[p] = True
-        else:
-            out.append((p, node.vectors, node.ids))
-    return out
+    stamps.append(reader.opened.cache.stamp([(node_path(reader.levels, int(n)), int(n)) for n in listed[part]]))
+    return blocks.read(reader, listed, part)
 
 
 def _kept(reader: NodeReader, inputs: list[LevelInput], name: str) -> MapPicture | None:

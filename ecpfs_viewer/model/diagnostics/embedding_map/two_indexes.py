@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ecpfs_viewer.model.diagnostics.embedding_map.colours import ItemColours, by_level
-from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS, MapProjection, Placement, _read
+from ecpfs_viewer.model.diagnostics.embedding_map.placement import FIT_ITEMS, MapProjection, Placement
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import (
     MapPicture,
     _Blocks,
@@ -119,14 +119,8 @@ def place_with(reader: NodeReader, projection: MapProjection, *, block_leaves: i
     for start in range(0, listed.size, block_leaves):
         checkpoint(cancel)
         part = np.arange(start, min(start + block_leaves, listed.size))
-        got = []  # no stamps taken (nothing is kept): a remote index is asked for the leaves alone
-        for p, node, why in _read(reader, listed[part], part, keep_documents=False):
-            if node is None:
-                blocks.unplaced.append((int(listed[p]), why))
-                blocks.unreadable[p] = True
-            else:
-                got.append((p, node.vectors, node.ids))
-        blocks.add_projected(projection, listed, got)
+        # no stamps taken (nothing is kept): a remote index is asked for the leaves alone
+        blocks.add_projected(projection, listed, blocks.read(reader, listed, part))
         if progress is not None:
             progress(Counted(int(part[-1]) + 1, listed.size, "leaves"))
     counts = np.zeros(listed.size, np.int64)
