@@ -202,20 +202,21 @@ def place_items(reader: NodeReader, index_map: IndexMap, projection: MapProjecti
                      if filled < item_ids.size else item_ids, tuple(unplaced))
 
 
-def _read(reader: NodeReader, node_ids: np.ndarray, positions: np.ndarray, *, keep_documents: bool = True
-          ) -> list[tuple[int, NodeData | None, str]]:
-    """(position, node or None, why) per leaf of one batch; a batch that fails is read leaf by leaf,
-    so one bad leaf spoils only itself. Without ``keep_documents`` the leaves' array documents are
-    not kept by the reader (a pass over every leaf)."""
+def _read(reader: NodeReader, node_ids: np.ndarray, positions: np.ndarray, *, keep_documents: bool = True,
+          level: int | None = None) -> list[tuple[int, NodeData | None, str]]:
+    """(position, node or None, why) per node of one batch of ``level`` (default: the leaves); a batch
+    that fails is read node by node, so one bad node spoils only itself. Without ``keep_documents``
+    the nodes' array documents are not kept by the reader (a pass over every leaf)."""
+    level = reader.levels if level is None else level
     try:
-        nodes = reader.read_nodes(reader.levels, [int(n) for n in node_ids], keep_documents=keep_documents)
+        nodes = reader.read_nodes(level, [int(n) for n in node_ids], keep_documents=keep_documents)
         return [(int(p), node, "" if node is not None else "not stored")
                 for p, node in zip(positions, nodes, strict=True)]
     except Exception:  # one leaf of the batch is bad: find which
         out: list[tuple[int, NodeData | None, str]] = []
         for p, n in zip(positions, node_ids, strict=True):
             try:
-                node = reader.read_nodes(reader.levels, [int(n)], keep_documents=keep_documents)[0]
+                node = reader.read_nodes(level, [int(n)], keep_documents=keep_documents)[0]
                 out.append((int(p), node, "" if node is not None else "not stored"))
             except Exception as exc:
                 out.append((int(p), None, describe_exception(exc)))

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.diagnostics.embedding_map.placement import MapProjection, Placement, _starts
+from ecpfs_viewer.model.diagnostics.embedding_map.placement import MapProjection, Placement, _read, _starts
 from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS, node_path
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.search.reader import NodeData, NodeReader
@@ -194,7 +194,7 @@ def _children(reader: NodeReader, level: int, parent_ids: np.ndarray | None, lis
         for start in range(0, wanted.size, NODE_BATCH):
             checkpoint(cancel)
             part = wanted[start:start + NODE_BATCH]
-            parents += [(start + j, node.ids, node.vectors) for j, node in enumerate(_read(reader, level - 1, part))
+            parents += [(start + j, node.ids, node.vectors) for j, node in enumerate(_nodes(reader, level - 1, part))
                         if node is not None]
     ids = np.concatenate([p[1] for p in parents]) if parents else np.zeros(0, np.int64)
     vectors = np.concatenate([p[2] for p in parents]) if parents else np.zeros((0, reader.dim), np.float32)
@@ -204,19 +204,11 @@ def _children(reader: NodeReader, level: int, parent_ids: np.ndarray | None, lis
     return ids[keep].astype(np.int64), vectors[keep], parent[keep]
 
 
-def _read(reader: NodeReader, level: int, node_ids: np.ndarray) -> list[NodeData | None]:
-    """The nodes of one batch; when the batch fails, node by node, one that cannot be read as None
-    (its children then have no place, and their leaves are named as left out)."""
-    try:
-        return reader.read_nodes(level, [int(n) for n in node_ids], keep_documents=False)
-    except Exception:  # one node of the batch is bad: the others still count
-        out: list[NodeData | None] = []
-        for n in node_ids.tolist():
-            try:
-                out.append(reader.read_nodes(level, [n], keep_documents=False)[0])
-            except Exception:
-                out.append(None)
-        return out
+def _nodes(reader: NodeReader, level: int, node_ids: np.ndarray) -> list[NodeData | None]:
+    """The nodes of one batch of ``level``, one that cannot be read as None (its children then have
+    no place, and their leaves are named as left out): placement's batch read, reasons dropped."""
+    return [node for _, node, _ in _read(reader, node_ids, np.arange(node_ids.size), keep_documents=False,
+                                         level=level)]
 
 
 def _tsne(tsne: Any, vectors: np.ndarray, centre: np.ndarray, metric: str, seed: int,
