@@ -106,6 +106,7 @@ class HierarchyTreeModel(QAbstractItemModel):
         self._root = TreeItem("", "", None, None)  # invisible root; its children are top-level rows
         self._by_path: dict[str, TreeItem] = {}
         self._runner = BackgroundRunner(self)
+        self._describes_due = 0  # descriptions started on the next event-loop turn (see _on_listed)
         self._generation = 0
         self._reveal: str | None = None
         self._marks = TreeMarks()
@@ -197,7 +198,8 @@ class HierarchyTreeModel(QAbstractItemModel):
             stack.extend(reversed(item.children))
 
     def is_busy(self) -> bool:
-        return self._runner.busy
+        """A listing or a description running, or a description due on the next event-loop turn."""
+        return self._runner.busy or self._describes_due > 0
 
     # -- Qt model interface -------------------------------------------------------------------
     # index / parent / hasChildren run once per row on every layout and paint: one binding call each
@@ -316,15 +318,17 @@ class HierarchyTreeModel(QAbstractItemModel):
         item.state = LoadState.LISTED
         if len(listing.by_path) >= LARGE_LISTING:
             keep_long_lived()  # its rows (and the nodes behind them) live as long as the index
-        self.listing_finished.emit(item.path, replace(result, value=len(listing.by_path)))  # rows, not ranges
         if listing.wanted and self._hierarchy is not None:
             # Started on the next event-loop turn, after the view has laid out the new rows: a worker
             # parsing metadata meanwhile would make each of the layout's per-row Python calls wait
-            # for the GIL.
+            # for the GIL. Busy from now on (before listing_finished), so no one takes the rows for done.
+            self._describes_due += 1
             QTimer.singleShot(0, self, partial(self._describe, item, token, listing.wanted))
+        self.listing_finished.emit(item.path, replace(result, value=len(listing.by_path)))  # rows, not ranges
         self._advance_reveal()
 
     def _describe(self, item: TreeItem, token: tuple[int, int], paths: list[str]) -> None:
+        self._describes_due -= 1
         if token != (self._generation, item.version) or self._hierarchy is None:
             return
         self._runner.run(summarize_nodes, self._hierarchy, paths, on_result=partial(self._on_described, token),

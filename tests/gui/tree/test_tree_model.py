@@ -268,6 +268,21 @@ def test_node_rows_scan_only_unambiguous_documents(qtbot, model, tmp_path):
     assert [model.index(r, 1, level).data() for r in range(3)] == ["1 row", "5 rows", ""]
 
 
+def test_the_model_is_busy_from_a_listing_until_its_rows_are_described(qtbot, model, tmp_path):
+    """The rows' details start on the event-loop turn after the listing: between the two the model
+    still says busy, so a caller waiting for "not busy" never reads blank second columns."""
+    root = tmp_path / "level.zarr"
+    write_level(root, 3)
+    model_root = open_model(model, root)
+    fetch(qtbot, model, model_root)
+    busy_when_listed: list[bool] = []
+    model.listing_finished.connect(lambda path, _result: busy_when_listed.append(model.is_busy()))
+    fetch(qtbot, model, model.index(0, 0, model_root))
+    assert busy_when_listed == [True]
+    qtbot.waitUntil(lambda: not model.is_busy(), timeout=5000)
+    assert all(model.index(r, 1, model.index(0, 0, model_root)).data() for r in range(3))
+
+
 def test_refreshing_a_node_drops_its_level_statistics(qtbot, model, two_clusters_copy):
     root = open_model(model, two_clusters_copy)
     hierarchy = model.hierarchy
