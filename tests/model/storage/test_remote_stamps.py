@@ -38,10 +38,11 @@ def clustered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _upload(cloud: CloudServer, index: Path) -> str:
-    """index uploaded under a prefix of its own (tests change what they uploaded); its URL."""
-    prefix = f"stamped/{next(_uploads)}/idx.zarr"
-    cloud.upload_folder("ecpfs", index, prefix)
-    return cloud.url("ecpfs", prefix)
+    """index uploaded into a bucket of its own (tests change what they uploaded; an emulator lists a
+    prefix by going through the whole bucket); its URL."""
+    bucket = f"stamped-{next(_uploads)}"
+    cloud.upload_folder(bucket, index, "idx.zarr")
+    return cloud.url(bucket, "idx.zarr")
 
 
 def _locate(cloud: CloudServer, url: str, item: int) -> tuple[ItemLocation, IOStats]:
@@ -54,15 +55,20 @@ def _locate(cloud: CloudServer, url: str, item: int) -> tuple[ItemLocation, IOSt
     return found, stats
 
 
-def _swap(cloud: CloudServer, index: Path, prefix: str, first: str, second: str) -> None:
-    """Upload the objects of two node folders each under the other's name (an rsync of a rebuilt
-    index: the root documents unchanged)."""
-    cloud.put("ecpfs", {**folder_objects(index / first, f"{prefix}/{second}"),
+def _swap(cloud: CloudServer, index: Path, url: str, first: str, second: str) -> None:
+    """Upload the objects of two node folders each under the other's name at url (an rsync of a
+    rebuilt index: the root documents unchanged)."""
+    prefix = _prefix(url)
+    cloud.put(_bucket(url), {**folder_objects(index / first, f"{prefix}/{second}"),
                         **folder_objects(index / second, f"{prefix}/{first}")})
 
 
 def _prefix(url: str) -> str:
     return url.split("://", 1)[1].split("/", 1)[1]
+
+
+def _bucket(url: str) -> str:
+    return url.split("://", 1)[1].split("/", 1)[0]
 
 
 def test_a_later_process_locates_from_the_cache_with_far_fewer_requests(cloud: CloudServer, clustered: Path) -> None:
@@ -91,7 +97,7 @@ def test_swapped_nodes_on_the_server_are_never_answered_from_the_cache(cloud: Cl
     _locate(cloud, url, item)
     _locate(cloud, url, item)  # answered from the cache
     first, second = swapped.split("|")
-    _swap(cloud, clustered, _prefix(url), first, second)
+    _swap(cloud, clustered, url, first, second)
     after, _ = _locate(cloud, url, item)
     monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path / "empty"))
     fresh, _ = _locate(cloud, url, item)
@@ -112,7 +118,7 @@ def test_a_rewritten_leaf_is_read_afresh(cloud: CloudServer, clustered: Path, tm
     shutil.copytree(clustered, copy)
     array = zarr.open_array(str(copy / "lvl_3" / "node_7" / "item_ids"), mode="r+")
     array[:] = np.roll(ids, 1)
-    cloud.put("ecpfs", folder_objects(copy / "lvl_3" / "node_7" / "item_ids", f"{_prefix(url)}/lvl_3/node_7/item_ids"))
+    cloud.put(_bucket(url), folder_objects(copy / "lvl_3" / "node_7" / "item_ids", f"{_prefix(url)}/lvl_3/node_7/item_ids"))
     assert _locate(cloud, url, int(ids[0]))[0].row == 1
 
 
@@ -156,7 +162,7 @@ def test_a_later_check_reads_swapped_leaves_afresh(cloud: CloudServer, clustered
     url = _upload(cloud, clustered)
     before, _ = _check(cloud, url)
     _check(cloud, url)
-    _swap(cloud, clustered, _prefix(url), "lvl_3/node_7", "lvl_3/node_40")
+    _swap(cloud, clustered, url, "lvl_3/node_7", "lvl_3/node_40")
     after, _ = _check(cloud, url)
     monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path / "empty"))
     fresh, _ = _check(cloud, url)
@@ -174,7 +180,7 @@ def test_a_refresh_checks_the_kept_documents_against_a_new_listing(cloud: CloudS
     h = index_hierarchy(open_store(url, remote=RemoteOptions(endpoint=cloud.endpoint)))
     before = [h.read_array(f"lvl_3/node_{n}/item_ids").tolist() for n in range(20)]
     assert h.store.zarr_store.documents is not None and h.store.zarr_store.documents.hits > 0
-    _swap(cloud, clustered, _prefix(url), "lvl_3/node_7", "lvl_3/node_8")
+    _swap(cloud, clustered, url, "lvl_3/node_7", "lvl_3/node_8")
     h.refresh("")
     after = [h.read_array(f"lvl_3/node_{n}/item_ids").tolist() for n in range(20)]
     assert after[7] == before[8] and after[8] == before[7]
