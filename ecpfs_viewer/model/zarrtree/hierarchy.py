@@ -24,7 +24,7 @@ from ecpfs_viewer.model.storage.read_scope import drained_reads
 from ecpfs_viewer.model.zarrtree.documents import classify_v2, classify_v3, parse_details
 from ecpfs_viewer.model.zarrtree.guarded_codecs import array_stored_bound, bound_array, install
 from ecpfs_viewer.model.zarrtree.nodes import ArrayDetails, Node, NodeDetails, NodeKind, sorted_naturally
-from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read
+from ecpfs_viewer.model.zarrtree.read_guard import ReadTooLarge, check_read, row_blocks
 
 
 class Lister(Protocol):
@@ -337,9 +337,14 @@ class Hierarchy:
         anything is allocated or fetched.
         """
         try:
-            check_read(path or "/", self.array_details(path), selection)  # refuses what metadata makes too costly
+            details = self.array_details(path)
+            check_read(path or "/", details, selection)  # refuses what metadata makes too costly
+            array = self.open_async_array(path)
             with drained_reads():  # a chunk that fails stops the read's other chunks at once
-                return np.asarray(event_loop.run(self.open_async_array(path).getitem(selection)))
+                blocks = row_blocks(details, selection)
+                if not blocks:
+                    return np.asarray(event_loop.run(array.getitem(selection)))
+                return _read_in_blocks(array, blocks)
         except ReadTooLarge as exc:
             raise ArrayReadError(str(exc)) from exc
         except Exception as exc:
@@ -349,6 +354,20 @@ class Hierarchy:
         """The value of a rank-0 (or 1-element) array as a Python object."""
         value = self.read_array(path, ...)
         return value.item() if isinstance(value, np.ndarray) and value.size == 1 else value
+
+
+def _read_in_blocks(array: Any, blocks: list[tuple[int | slice, ...]]) -> np.ndarray:
+    """The blocks (consecutive row ranges, see row_blocks) read one after another into one output."""
+    first = np.asarray(event_loop.run(array.getitem(blocks[0])))
+    rows = sum(block[0].stop - block[0].start for block in blocks)  # type: ignore[union-attr]
+    out = np.empty((rows, *first.shape[1:]), dtype=first.dtype)
+    out[:len(first)] = first
+    at = len(first)
+    for block in blocks[1:]:
+        part = np.asarray(event_loop.run(array.getitem(block)))
+        out[at:at + len(part)] = part
+        at += len(part)
+    return out
 
 
 class ArrayReadError(UserError):

@@ -7,6 +7,7 @@ gigabytes and minutes while almost nothing is stored. The caps are in model/limi
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -195,3 +196,31 @@ def _check_cost(where: str, array: ArrayShape, touched: int, output: int, limits
         raise ReadTooLarge(f"{where}the read needs about {format_bytes(need)} of memory "
                            f"({output:,} elements, chunks of {format_bytes(chunk_bytes)} decoded), over "
                            f"{limits.describe('max_decoded_read_bytes')}; not read")
+
+
+#: The most chunks one zarr-python read is handed at once: it starts a task per chunk, and when one
+#: fails the others are cancelled together, which asyncio's Semaphore makes quadratic in their
+#: number (40,000 queued chunk reads took 17 s of CPU to cancel; 2,048 take milliseconds).
+CHUNKS_PER_READ = 2048
+
+
+def row_blocks(array: ArrayShape, selection: Any = ...,
+               most: int | None = None) -> list[tuple[int | slice, ...]]:
+    """`selection` of `array` cut along the first axis into consecutive selections that each touch at
+    most `most` chunks (CHUNKS_PER_READ by default; whole chunks of rows, at least one); [] when it
+    needs no cutting or cannot be cut (a first axis indexed by an int or a step, not basic)."""
+    most = CHUNKS_PER_READ if most is None else most
+    if not array.shape:
+        return []
+    normal = normalise(selection, array.shape)
+    if normal is None or not isinstance(normal[0], slice) or normal[0].step != 1:
+        return []
+    chunk_shape = tuple(max(1, c) for c in array.chunk_shape)
+    per_row_chunk = math.prod(_spanned(i, c) for i, c in zip(normal[1:], chunk_shape[1:], strict=False))
+    rows, rest = normal[0], normal[1:]
+    if per_row_chunk == 0 or _spanned(rows, chunk_shape[0]) * per_row_chunk <= most:
+        return []
+    step = max(1, most // per_row_chunk) * chunk_shape[0]
+    first_end = min(rows.stop, (rows.start // step + 1) * step)  # the first block ends on a block boundary
+    bounds = [rows.start, *range(first_end, rows.stop, step), rows.stop]
+    return [(slice(a, b, 1), *rest) for a, b in itertools.pairwise(bounds) if b > a]

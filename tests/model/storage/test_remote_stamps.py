@@ -118,7 +118,8 @@ def test_a_rewritten_leaf_is_read_afresh(cloud: CloudServer, clustered: Path, tm
     shutil.copytree(clustered, copy)
     array = zarr.open_array(str(copy / "lvl_3" / "node_7" / "item_ids"), mode="r+")
     array[:] = np.roll(ids, 1)
-    cloud.put(_bucket(url), folder_objects(copy / "lvl_3" / "node_7" / "item_ids", f"{_prefix(url)}/lvl_3/node_7/item_ids"))
+    leaf = "lvl_3/node_7/item_ids"
+    cloud.put(_bucket(url), folder_objects(copy / leaf, f"{_prefix(url)}/{leaf}"))
     assert _locate(cloud, url, int(ids[0]))[0].row == 1
 
 

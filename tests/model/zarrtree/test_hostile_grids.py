@@ -17,6 +17,7 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 import zarr
 from command_runs import run_cli_cleanly  # tests/ is on sys.path (conftest)
@@ -35,7 +36,14 @@ from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.views.node_info import children_of
 from ecpfs_viewer.model.zarrtree.chunks import ChunkStatsError, chunk_stats
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError, Hierarchy
-from ecpfs_viewer.model.zarrtree.read_guard import DeclaredArray, ReadTooLarge, check_read
+from ecpfs_viewer.model.zarrtree.read_guard import (
+    DeclaredArray,
+    ReadTooLarge,
+    check_read,
+    chunks_touched,
+    normalise,
+    row_blocks,
+)
 
 
 async def _other_tasks() -> int:
@@ -173,3 +181,44 @@ def test_a_server_without_listings_probes_a_bounded_number_of_declared_levels(tw
     levels = [name for name in names if name.startswith("lvl_")]  # as declared: a server cannot say which exist
     assert levels == [f"lvl_{n}" for n in range(1, MAX_DERIVED_LEVELS + 1)]  # not 4 billion names
     assert [n for n in names if n not in levels] == ["index_root", "info", "rep_embeddings", "rep_item_ids"]
+
+
+@pytest.mark.parametrize("selection", [..., (slice(7, 2990), slice(None)), (slice(0, 3000), 1), 5, (slice(1, 10, 2),)])
+def test_row_blocks_cover_the_selection_each_within_the_chunk_bound(selection: object) -> None:
+    array = DeclaredArray((3000, 2), (1, 1), 4)
+    blocks = row_blocks(array, selection, most=512)
+    if selection in (5, (slice(1, 10, 2),)):  # an int first axis, a step: not cut (nor needed here)
+        assert blocks == []
+        return
+    assert all((chunks_touched(array, block) or 0) <= 512 for block in blocks)
+    normal = normalise(selection, array.shape)
+    assert normal is not None
+    rows = [r for block in blocks for r in range(block[0].start, block[0].stop)]  # type: ignore[union-attr]
+    assert rows == list(range(normal[0].start, normal[0].stop))  # type: ignore[union-attr]
+    assert all(block[1:] == normal[1:] for block in blocks)
+
+
+def test_a_read_of_many_chunks_hands_zarr_a_bounded_number_at_once(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """zarr-python starts a task per chunk and, when one fails, cancels the rest in time quadratic
+    in their number (40,000: 17 s of CPU): a read is handed to it in blocks of whole chunk rows."""
+    from ecpfs_viewer.model.zarrtree import read_guard
+
+    monkeypatch.setattr(read_guard, "CHUNKS_PER_READ", 64)
+    values = np.arange(400, dtype="int32").reshape(200, 2)
+    zarr.create_array(tmp_path / "a.zarr", data=values, chunks=(1, 1))
+    h = Hierarchy(open_store(tmp_path / "a.zarr"))
+    handed: list[int] = []
+    opened = h.open_async_array
+
+    class Counted:
+        def __init__(self, path: str) -> None:
+            self.array, self.path = opened(path), path
+
+        def getitem(self, selection: object) -> object:
+            handed.append(chunks_touched(h.array_details(self.path), selection) or 0)
+            return self.array.getitem(selection)
+    monkeypatch.setattr(h, "open_async_array", Counted)
+    assert np.array_equal(h.read_array(""), values)
+    assert np.array_equal(h.read_array("", (slice(5, 199), 1)), values[5:199, 1])
+    assert max(handed) <= 64 and sum(handed) == 400 + 194 and len(handed) > 2
