@@ -446,3 +446,25 @@ def test_zip_memory_and_http_give_the_folder_answers(random_index, tmp_path: Pat
         assert remote.search(q, params).hits == local.search(q, params).hits
         assert remote.search(q).trace == local.search(q).trace
     assert remote.locate(6) == local.locate(6)
+
+
+def test_a_root_declaring_thousands_of_absent_children_is_searched_from_one_listing(two_clusters_copy: Path) -> None:
+    """index_root declares 5,000 level-1 nodes of which two exist: past MISSING_BEFORE_LISTING
+    missing ones the level is listed once and the rest answered missing without a read (each was
+    eight file opens), and the answer is the one reading every node gives."""
+    from hostile_builders import set_shape  # tests/ is on sys.path (conftest)
+
+    from ecpfs_viewer.model.search import reader as reader_module
+
+    set_shape(two_clusters_copy, "index_root/embeddings", [5000, 2])
+    found = IndexReader(two_clusters_copy).search([0.0, 0.0], SearchParams(k=4))
+    assert sum(found.cost.requests) < 64 * 8 + 100, found.cost
+    assert len(found.skipped) == 4998  # the gaps, as before (§4.3)
+    reader_module.MISSING_BEFORE_LISTING, kept = 10**9, reader_module.MISSING_BEFORE_LISTING
+    try:
+        every = IndexReader(two_clusters_copy).search([0.0, 0.0], SearchParams(k=4))
+    finally:
+        reader_module.MISSING_BEFORE_LISTING = kept
+    assert sum(every.cost.requests) > 5000
+    assert found.items == every.items and len(found.items) == 4
+    assert found.skipped == every.skipped
