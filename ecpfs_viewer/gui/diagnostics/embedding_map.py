@@ -207,9 +207,10 @@ class EmbeddingMapPanel(QWidget):
         if isinstance(report, MapData):
             first = self.data is None or self.data.placement.projection is not report.placement.projection
             self._adopt(report, first=True)
+            rest = ("checking the rest against the index before the cache answers …" if report.placement.from_cache
+                    else "placing the rest …")
             self.controls.say(f"{'A first picture' if first else 'A picture'} of {report.placement.count:,} items "
-                              f"from {report.placed_leaves:,} of {report.leaves:,} leaves drawn at random; "
-                              "placing the rest …")
+                              f"from {report.placed_leaves:,} of {report.leaves:,} leaves drawn at random; {rest}")
             if first:
                 self.first_shown.emit(report)
             self.picture_shown.emit(report)

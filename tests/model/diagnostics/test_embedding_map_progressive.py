@@ -148,3 +148,40 @@ def test_the_items_beneath_a_node_are_the_items_its_subtree_stores(built, own_ca
         assert np.array_equal(found, np.sort(found))
     assert items_beneath(placement, index_map, 2, 10**9).size == 0  # no such node
     assert items_beneath(placement, index_map, 9, 0).size == 0  # no such level
+
+
+def test_a_kept_placement_shows_a_checked_sample_first_and_a_later_changed_leaf_is_placed_again(
+        built, own_cache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept placement's stamps are checked in blocks of leaves (seeded order): the first block's
+    items are a first picture before the rest is checked, and a leaf changed in a later block
+    still makes the whole kept placement unused."""
+    import shutil
+
+    from ecpfs_viewer.model.diagnostics.embedding_map import progressive
+
+    monkeypatch.setattr(progressive, "KEPT_FIRST_LEAVES", 16)
+    monkeypatch.setattr(progressive, "KEPT_BLOCK_LEAVES", 64)
+    copy = tmp_path / "copy.zarr"
+    shutil.copytree(built[0], copy)
+    answer = progressive_placement(IndexReader(copy), fit_items=100).placement
+    shown: list[MapPicture] = []
+    checked: list[int] = []
+    kept = progressive_placement(IndexReader(copy), fit_items=100, on_picture=shown.append,
+                                 progress=lambda p: checked.append(p.done))  # type: ignore[attr-defined]
+    assert kept.placement.from_cache and np.array_equal(kept.placement.coords, answer.coords)
+    (first,) = shown
+    assert first.placement.sample and first.placed_leaves == 16 and first.leaves == kept.leaves
+    assert int((np.diff(first.placement.leaf_start) > 0).sum()) <= 16 and 0 < first.placement.count < answer.count
+    where = np.argsort(answer.item_ids)[first.placement.item_ids]
+    assert np.array_equal(first.placement.coords, answer.coords[where])  # drawn where the answer has them
+    assert checked[0] == 16 and checked[-1] == kept.leaves and checked == sorted(checked)
+
+    order = np.asarray(IndexReader(copy).leaf_ids())[np.random.default_rng(progressive.DEFAULT_SEED).permutation(
+        kept.leaves)]
+    late = int(order[-1])  # checked in the last block, after the first picture
+    doc = copy / "lvl_3" / f"node_{late}" / "item_ids" / "zarr.json"
+    doc.write_text(doc.read_text())
+    shown.clear()
+    again = progressive_placement(IndexReader(copy), fit_items=100, on_picture=shown.append)
+    assert not again.placement.from_cache
+    assert shown and shown[0].placement.sample  # the kept sample was shown, then every leaf read again
