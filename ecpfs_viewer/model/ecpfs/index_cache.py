@@ -27,7 +27,7 @@ from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
 from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, lists_validators
 from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
-from ecpfs_viewer.model.storage.stamps import Stamps, frame_entry, stamp_local, unframe_entry
+from ecpfs_viewer.model.storage.stamps import Stamps, frame_parts, stamp_local, unframe_entry
 from ecpfs_viewer.model.storage.zip_stamps import archive_directory, members_unchanged, stamp_members
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -226,7 +226,7 @@ class IndexCache:
         """Keep an entry with what it was derived from (nothing without stamps or a cache folder)."""
         disk = self.disk
         if disk is not None and stamps is not None:
-            disk.write(name, frame_entry(data, stamps))
+            disk.write(name, *frame_parts(data, stamps))
 
 
 def index_cache(h: Hierarchy) -> IndexCache:

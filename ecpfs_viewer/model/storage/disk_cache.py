@@ -152,14 +152,16 @@ class StoreCache:
             return None
         return data
 
-    def write(self, name: str, data: bytes) -> None:
-        """Replace the entry atomically, then keep the cache within its budget."""
+    def write(self, name: str, data: bytes, *more: bytes) -> None:
+        """Replace the entry (data, then each of more) atomically, then keep the cache within its budget."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)
+                    for part in more:
+                        handle.write(part)
                 os.replace(temporary, self.path(name))
             except BaseException:
                 with contextlib.suppress(OSError):

@@ -131,6 +131,9 @@ def reordered(placement: Placement, leaf_ids: np.ndarray) -> Placement:
                    coords=placement.coords[gather], item_ids=placement.item_ids[gather], _leaf_pos=[])
 
 
+_RELEASED = np.zeros(0)
+
+
 class _Blocks:
     """The leaves read so far, in reading order, and how to lay them out as a placement."""
 
@@ -176,7 +179,8 @@ class _Blocks:
 
     def placement(self, projection: MapProjection, leaf_ids: np.ndarray, *, sample: bool) -> Placement:
         """What was read, as a placement over ``leaf_ids`` (the listing's leaves in a map's order):
-        each leaf's rows copied once into place (no concatenated copy, no gather index)."""
+        each leaf's rows copied once into place (no concatenated copy, no gather index). The answer
+        (not a sample) releases each leaf's rows once copied, so they are not held twice."""
         read_ids = np.asarray(self.position, np.int64)
         by_id = np.argsort(leaf_ids, kind="stable")
         at_map = by_id[np.searchsorted(leaf_ids[by_id], read_ids)]  # map position of each leaf read
@@ -189,6 +193,8 @@ class _Blocks:
             n = self.count[i]
             coords[at:at + n] = self.coords[i]
             ids[at:at + n] = self.ids[i]
+            if not sample:
+                self.coords[i] = self.ids[i] = _RELEASED
         return Placement(projection, np.asarray(leaf_ids, np.int64).copy(), starts, coords, ids,
                          tuple(self.unplaced), sample=sample)
 
@@ -257,6 +263,7 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
     final_map = complete_map(reader.label, inputs, listed, counts, blocks.unreadable)
     placement = blocks.placement(projection, final_map.band(reader.levels).node_ids, sample=False)
     joined = Stamps.joined(stamps)
+    del stamps, blocks  # the parts are in joined and placement now
     if joined is not None and not placement.unplaced:
         cache.save(name, to_bytes(placement), joined)
     return MapPicture(final_map, placement, read, listed.size)
