@@ -33,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import venv
@@ -328,9 +329,19 @@ WORKERS_PER_CPU = 2
 PYTEST_OPTIONS = ("-n", str(WORKERS_PER_CPU * usable_cpus()), "--dist", "worksteal", "--durations=10")
 
 
-def pytest_command(python: Path, argv: list[str]) -> list[str]:
-    """The pytest command line of a leg: PYTEST_OPTIONS, then what the user gave."""
-    return [str(python), "-m", "pytest", *PYTEST_OPTIONS, *argv]
+def pytest_command(python: Path, argv: list[str], basetemp: Path | None = None) -> list[str]:
+    """The pytest command line of a leg: PYTEST_OPTIONS, the leg's temporary folder when given,
+    then what the user gave."""
+    return [str(python), "-m", "pytest", *PYTEST_OPTIONS, *([f"--basetemp={basetemp}"] if basetemp else []), *argv]
+
+
+def leg_basetemp(env: Environment) -> Path:
+    """The temporary folder of a leg's tests, this checkout's own (pytest empties it when the leg
+    starts). Not pytest's shared numbered folders: every pytest session deletes the oldest of those,
+    so the lowest leg (and a nested pytest inside it, at its exit) spent minutes deleting the
+    newest leg's gigabyte of test files."""
+    checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"ecpfs-viewer-tests-{checkout}" / env.name
 
 
 def run_tests(argv: list[str]) -> int:
@@ -366,7 +377,7 @@ def run_tests(argv: list[str]) -> int:
         print_versions(env)
         compile_project(python)
         started = time.monotonic()
-        code = subprocess.call(pytest_command(python, argv), cwd=ROOT, env=test_environment())
+        code = subprocess.call(pytest_command(python, argv, leg_basetemp(env)), cwd=ROOT, env=test_environment())
         results.append((env.name, code, time.monotonic() - started))
         if number == 0 and static is not None:
             results.insert(0, static.report())

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,6 +54,18 @@ def test_each_leg_has_its_folder_and_resolution_and_run_installs_no_test_tools(d
     assert folders == {".venv", ".venv-newest", ".venv-lowest"}
     assert dev.LOWEST_ENV.install[-2:] == ("--resolution", "lowest-direct")
     assert "--group" not in dev.RUN_ENV.install and dev.RUN_ENV.install == ("-e", ".[remote]")
+
+
+def test_each_leg_keeps_its_test_files_in_a_folder_of_its_own(dev):
+    """Not pytest's shared numbered folders, whose oldest every later session deletes (the lowest
+    leg deleted the newest leg's files, and a nested pytest did at its exit): one folder per leg
+    and checkout, given to pytest, which empties it when the leg starts."""
+    newest, lowest = dev.leg_basetemp(dev.NEWEST_ENV), dev.leg_basetemp(dev.LOWEST_ENV)
+    assert newest != lowest and newest.parent == lowest.parent
+    assert newest.is_relative_to(tempfile.gettempdir()) and "pytest-of-" not in str(newest)
+    command = dev.pytest_command(Path(sys.executable), ["-k", "x"], newest)
+    assert f"--basetemp={newest}" in command and command.index(f"--basetemp={newest}") < command.index("-k")
+    assert not any(arg.startswith("--basetemp") for arg in dev.pytest_command(Path(sys.executable), []))
 
 
 def test_unknown_leg_is_refused():
@@ -168,8 +181,11 @@ def _nested_pytest(dev, folder: Path, argv: list[str],
     pytest-qt) costs seconds of CPU, and the suite around it is using every CPU. Past NESTED_RUN_S it
     is killed and what it printed so far fails the test."""
     (folder / "pytest.ini").write_text("[pytest]\n")  # not the checkout's configuration
+    # its own temporary folder: in pytest's shared ones, a session deletes the oldest at its exit (an
+    # earlier leg's gigabyte of files), which held this run minutes after its summary
     command = dev.pytest_command(Path(sys.executable), ["-p", "no:cacheprovider", "-p", "xdist.plugin",
-                                                        "-p", "pytest_timeout", *argv, str(folder)])
+                                                        "-p", "pytest_timeout", *argv, str(folder)],
+                                 basetemp=folder.with_name(folder.name + "-basetemp"))
     # a plain environment, not the worker's (its xdist ids, and whatever the tests before this one set
     # for the session: the emulators' credentials, the watchdog's folder); faulthandler on, so that a
     # run ended for its time writes every thread's stack first

@@ -161,7 +161,8 @@ def test_tests_pass_from_the_unpacked_sdist(sdist, tmp_path):
              "tests/model/ecpfs/test_paths.py",
              "tests/model/validation/test_validation.py::test_two_clusters_is_clean",
              "tests/model/validation/test_validation.py::test_format_version_2_is_an_error"]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           f"--basetemp={tmp_path / 'basetemp'}", *tests],
                           capture_output=True, text=True, env=env, cwd=unpacked, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " failed" not in done.stdout and " skipped" not in done.stdout, done.stdout[-3000:]
