@@ -337,11 +337,13 @@ def pytest_command(python: Path, argv: list[str], basetemp: Path | None = None) 
 
 def leg_basetemp(env: Environment) -> Path:
     """The temporary folder of a leg's tests, this checkout's own (pytest empties it when the leg
-    starts). Not pytest's shared numbered folders: every pytest session deletes the oldest of those,
-    so the lowest leg (and a nested pytest inside it, at its exit) spent minutes deleting the
-    newest leg's gigabyte of test files."""
+    starts; its parent is made here). Not pytest's shared numbered folders: every pytest session
+    deletes the oldest of those, so the lowest leg (and a nested pytest inside it, at its exit)
+    spent minutes deleting the newest leg's gigabyte of test files."""
     checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"ecpfs-viewer-tests-{checkout}" / env.name
+    parent = Path(tempfile.gettempdir()) / f"ecpfs-viewer-tests-{checkout}"
+    parent.mkdir(mode=0o700, exist_ok=True)  # pytest makes the leg's folder, not its parent
+    return parent / env.name
 
 
 def run_tests(argv: list[str]) -> int:
