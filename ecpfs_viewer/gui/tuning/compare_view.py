@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QTableView,
     QTabWidget,
     QVBoxLayout,
@@ -182,6 +183,9 @@ class CompareView(QWidget):
     def _build(self) -> None:
         self.header = QLabel(f"<b>A</b> {self.location_a}<br><b>B</b> {self.location_b}")
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # a long path is cut at the window's edge (whole in the tooltip), never a window wider than the screen
+        self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.header.setToolTip(f"A: {self.location_a}\nB: {self.location_b}")
         self.sample_spin = spin_box(1, 100_000, 200, "Queries: this many items both indexes hold (each left out of "
                                     "its own lists)", "sample ")
         self.file_edit, browse = npy_field("Queries (.npy)", "or queries.npy")

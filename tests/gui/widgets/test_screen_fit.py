@@ -30,7 +30,10 @@ def _fits(qtbot, window: QWidget) -> QRect:
 
 
 def test_tune_compare_and_build_open_within_the_screen(qtbot, tmp_path: Path) -> None:
-    index = build_clustered_index(tmp_path, 300, 6, target_cluster_items=30)
+    """Compare names both indexes: a long path (here over 300 characters) is cut, not a wider window."""
+    folder = tmp_path.joinpath(*["a-folder-with-a-long-name"] * 12)
+    folder.mkdir(parents=True)
+    index = build_clustered_index(folder, 300, 6, target_cluster_items=30)
     _fits(qtbot, TuneDialog())
     compare = CompareView(str(index), str(index))
     _fits(qtbot, compare)
