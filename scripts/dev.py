@@ -362,11 +362,12 @@ def run_tests(argv: list[str]) -> int:
         return 2
     checks = None if argv else test_legs("newest")[0]  # the newest releases' types, whatever the legs
     ensure_uv()  # once, before the legs' installs share it
-    with ThreadPoolExecutor(max_workers=len(legs)) as pool:  # uv installs the legs side by side
+    with ThreadPoolExecutor(max_workers=len(legs) + 1) as pool:  # uv installs the legs side by side,
+        azurite = pool.submit(ensure_azurite)  # and npm the emulator beside them (mostly waiting on I/O)
         pythons = list(pool.map(lambda leg: ensure_environment(
             leg[0], leg[1], lint=checks is not None and leg[0] is checks[0]), legs))
+        azurite.result()
     environments = list(zip([env for env, _ in legs], pythons, strict=True))
-    ensure_azurite()
     results = []
     static = None
     if checks is not None:  # run beside the first leg; its output and result are shown after that leg
@@ -408,9 +409,11 @@ def main(argv: list[str]) -> int:
     if command == "check":
         env, interpreter = test_legs("newest")[0]
         return static_checks(ensure_environment(env, interpreter, lint=True))
-    for number, (env, interpreter) in enumerate(legs):  # setup: what `test` would use
-        ensure_environment(env, interpreter, lint=number == 0)
-    ensure_azurite()
+    ensure_uv()
+    with ThreadPoolExecutor(max_workers=len(legs) + 1) as pool:  # setup: what `test` would use, side by side
+        azurite = pool.submit(ensure_azurite)
+        list(pool.map(lambda leg: ensure_environment(leg[1][0], leg[1][1], lint=leg[0] == 0), enumerate(legs)))
+        azurite.result()
     return 0
 
 
