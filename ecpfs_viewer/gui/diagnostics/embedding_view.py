@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QPalette
+from PySide6.QtGui import QBrush, QColor, QKeyEvent, QPalette
 from PySide6.QtWidgets import QWidget
 
 from ecpfs_viewer.gui.diagnostics.embedding_drag import DragMode, SelectingViewBox
@@ -35,6 +35,14 @@ def _frame_job(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, wid
                background: tuple[int, int, int]) -> tuple[DensityFrame, np.ndarray]:
     frame = density_frame(index, sums, rect, width, height)
     return frame, np.ascontiguousarray(frame.rgba(background)[::-1])  # row 0 at the bottom, as the plot's y
+
+
+def _shared_brushes(colours: np.ndarray) -> list[QBrush]:
+    """One brush object per distinct colour, repeated per point: pyqtgraph draws a symbol per brush
+    object it meets, so a brush made per point drew every point's symbol anew on the GUI thread."""
+    distinct, which = np.unique(colours, axis=0, return_inverse=True)
+    made = [QBrush(QColor(int(r), int(g), int(b))) for r, g, b in distinct]
+    return [made[i] for i in which.reshape(-1).tolist()]
 
 
 class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
@@ -252,7 +260,7 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
             xy = self.index.placement.coords[frame.points]
             leaf_rgb = self._leaf_rgb
             colours = None if leaf_rgb is None else leaf_rgb[self.index.placement.leaf_pos[frame.points]]
-            brushes = None if colours is None else [QColor(int(c[0]), int(c[1]), int(c[2])) for c in colours]
+            brushes = None if colours is None else _shared_brushes(colours)
             self.points.setData(x=xy[:, 0], y=xy[:, 1], brush=brushes if brushes is not None else pg.mkBrush("b"))
         else:
             self.points.clear()

@@ -397,3 +397,19 @@ def test_the_placement_choice_makes_a_tsne_map_is_remembered_and_refused_without
     b = _on_screen(panel.view, placement.coords[own_side == 1].mean(axis=0))
     assert (a - b).manhattanLength() > panel.view.width() / 4  # apart on screen under t-SNE too
     assert settings().value(SETTING) == "tsne" and PlacementChoice().method() == "tsne"  # remembered
+
+
+def test_points_in_view_share_one_brush_per_colour_and_carry_their_leafs_colour(qtbot, clusters) -> None:
+    """Few items in view are drawn as points, each in its leaf's colour; pyqtgraph draws a symbol per
+    brush object it meets on the GUI thread, so the points of one colour share one brush."""
+    path, _side = clusters
+    _win, panel = _open_map(qtbot, path)
+    view = panel.view
+    shown = view.frame.points
+    assert shown is not None and shown.size == ITEMS
+    brushes = list(view.points.data["brush"])
+    drawn = np.array([b.color().getRgb()[:3] for b in brushes])
+    placement = panel.data.placement
+    expected = view._leaf_rgb[placement.leaf_pos[shown]]
+    assert np.array_equal(drawn, expected)
+    assert len({id(b) for b in brushes}) == len(np.unique(expected, axis=0)) < len(brushes)

@@ -284,3 +284,37 @@ def test_leaves_whose_size_the_map_does_not_know_are_read_not_skipped(index) -> 
 def test_a_leaf_under_the_pointer_is_named_with_its_items_in_the_right_number() -> None:
     assert LeafShare(20, 1, 1 / 3).describe(2) == "lvl_2/node_20: 1 item (33%)"
     assert LeafShare(3, 1200, 0.5).describe(3) == "lvl_3/node_3: 1,200 items (50%)"
+
+
+def test_a_cells_frame_is_each_cells_count_on_the_pixel_of_its_centre_and_rgba_blends_it(index) -> None:
+    """The cells frame, against each fine cell's count put on the pixel of its centre here; the
+    picture, against the blend written out here, when most pixels hold items and when few do."""
+    path, _, _ = index
+    reader = IndexReader(path)
+    placement = open_placement(reader, layout_index(reader))
+    density = DensityIndex(placement, grid=64)
+    sums = colour_sums(density, by_level(layout_index(reader), 1))
+    b = density.bounds
+    view = ViewRect(b.x0 + b.width * 0.1, b.x1 - b.width * 0.05, b.y0 + b.height * 0.2, b.y1)
+    frame = density_frame(density, sums, view, 50, 40, point_limit=0, item_budget=0)
+    assert frame.source == "cells" and frame.cell_level == 0
+    expected = np.zeros((40, 50), np.int64)
+    cw, ch = density.cell_size(0)
+    for (row, col), count in np.ndenumerate(density.pyramid[0]):
+        x, y = b.x0 + (col + 0.5) * cw, b.y0 + (row + 0.5) * ch
+        px, py = int(np.floor((x - view.x0) / view.width * 50)), int(np.floor((view.y1 - y) / view.height * 40))
+        if 0 <= px < 50 and 0 <= py < 40:
+            expected[py, px] += count
+    assert np.array_equal(frame.counts, expected) and frame.total < ITEMS  # part of the map in view
+
+    background = (10, 20, 30)
+    sparse = density_frame(density, sums, b, 400, 300)  # a few hundred items on 120,000 pixels
+    dense = density_frame(density, sums, b, 8, 6)  # a third of the pixels hold items
+    assert (sparse.counts > 0).mean() < 0.25 <= (dense.counts > 0).mean() < 1  # the two ways rgba computes
+    for shown in (sparse, dense):
+        top = shown.counts.max()
+        alpha = 0.45 + 0.55 * np.sqrt(shown.counts / top)
+        blend = shown.rgb * alpha[..., None] + np.asarray(background) * (1 - alpha[..., None])
+        want = np.where((shown.counts > 0)[..., None], np.floor(blend + 0.5), background)
+        got = shown.rgba(background)
+        assert np.abs(got[..., :3].astype(int) - want.astype(int)).max() <= 1 and (got[..., 3] == 255).all()

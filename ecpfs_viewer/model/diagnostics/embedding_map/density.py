@@ -30,7 +30,9 @@ from ecpfs_viewer.model.diagnostics.embedding_map.colours import NO_VALUE, ItemC
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import Placement
 
 DEFAULT_GRID = 2048
-POINT_LIMIT = 20_000
+#: items in view at most for the frame to list them as points (a front-end draws each as a symbol on
+#: its GUI thread: pyqtgraph took about 5 ms a thousand)
+POINT_LIMIT = 6_000
 #: items a frame bins one by one at most; past it, the fine cells are binned on coarser pixels
 ITEM_BUDGET = 1_000_000
 
@@ -111,8 +113,9 @@ class DensityIndex:
         cy0, cy1 = span(rect.y0, rect.y1, b.y0, b.height)
         return cx0, cx1, cy0, cy1
 
-    def items_in(self, rect: ViewRect) -> np.ndarray:
-        """Positions (into the placement) of the items inside the view, exactly; ascending."""
+    def items_in(self, rect: ViewRect, *, ascending: bool = True) -> np.ndarray:
+        """Positions (into the placement) of the items inside the view, exactly; ascending unless
+        the caller only counts them (binning needs no order, and the sort was most of its time)."""
         cx0, cx1, cy0, cy1 = self.cell_range(rect)
         if cx0 >= cx1 or cy0 >= cy1:
             return np.zeros(0, np.int64)
@@ -128,7 +131,7 @@ class DensityIndex:
         picked = self.order[np.arange(total, dtype=np.int64) + offsets].astype(np.int64)
         xy = self.placement.coords[picked]
         inside = (xy[:, 0] >= rect.x0) & (xy[:, 0] < rect.x1) & (xy[:, 1] >= rect.y0) & (xy[:, 1] < rect.y1)
-        return np.sort(picked[inside])
+        return np.sort(picked[inside]) if ascending else picked[inside]
 
     def count_in(self, rect: ViewRect) -> int:
         """Items in the cells the view touches (at least the items in view; exact on cell edges)."""
@@ -200,19 +203,35 @@ class DensityFrame:
         """(height, width, 4) uint8 picture: each pixel's colour, its opacity rising with its count
         (relative to the frame's largest, ``gamma`` < 1 lifts sparse pixels), over ``background``.
         Only the pixels that hold items are computed (most of a view is empty)."""
-        h, w = self.counts.shape
+        counts = self.counts
+        h, w = counts.shape
         out = np.empty((h, w, 4), np.uint8)
         out[..., :3] = background
         out[..., 3] = 255
-        flat_counts = self.counts.reshape(-1)
-        occupied = np.flatnonzero(flat_counts)
-        if occupied.size:
-            top = float(flat_counts[occupied].max())
-            alpha = (0.45 + 0.55 * (flat_counts[occupied] / top) ** gamma)[:, None]
+        flat = counts.reshape(-1)
+        occupied = np.flatnonzero(flat)
+        if not occupied.size:
+            return out
+        top = np.float32(flat[occupied].max())
+        if occupied.size * 4 < flat.size:  # few pixels hold items: only theirs are computed
+            lifted = _lift(flat[occupied].astype(np.float32) / top, gamma)
+            alpha = (np.float32(0.45) + np.float32(0.55) * lifted)[:, None]
             colour = self.rgb.reshape(-1, 3)[occupied].astype(np.float32)
             mixed = colour * alpha + np.asarray(background, np.float32) * (1 - alpha)
             out.reshape(-1, 4)[occupied, :3] = (mixed + 0.5).astype(np.uint8)
+            return out
+        # most pixels hold items: the whole frame at once (an empty pixel's opacity is 0)
+        lifted = _lift(counts.astype(np.float32) / top, gamma)
+        alpha = np.where(counts > 0, np.float32(0.45) + np.float32(0.55) * lifted, np.float32(0))[..., None]
+        mixed = self.rgb * alpha + np.asarray(background, np.float32) * (1 - alpha)
+        np.add(mixed, 0.5, out=mixed)
+        out[..., :3] = mixed.astype(np.uint8)
         return out
+
+
+def _lift(share: np.ndarray, gamma: float) -> np.ndarray:
+    """share ** gamma (float32; the square root for the default gamma, many times faster)."""
+    return np.sqrt(share) if gamma == 0.5 else share ** np.float32(gamma)
 
 
 def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, width: int, height: int, *,
@@ -231,9 +250,9 @@ def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, 
     in_view = index.count_in(rect)
     finer = cw > pixel_w or ch > pixel_h  # the view asks for more detail than the fine grid holds
     if in_view <= point_limit or (finer and in_view <= item_budget):
-        positions = index.items_in(rect)
+        positions = index.items_in(rect, ascending=in_view <= point_limit)
         xy = index.placement.coords[positions].astype(np.float64)
-        pixel = _pixels(xy[:, 0], xy[:, 1], rect, width, height, inside=True)
+        pixel = _pixels(xy[:, 0], xy[:, 1], rect, width, height)
         counts, rgb = _bin(pixel, None, _item_channels(index, sums, positions), sums, width, height)
         return DensityFrame(rect, counts, rgb, positions if positions.size <= point_limit else None, "items")
     if finer:  # too many items to bin one by one: the fine cells on pixels as large as a cell
@@ -245,30 +264,44 @@ def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, 
 
 def _cells_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, width: int, height: int,
                  level: int) -> DensityFrame:
-    """Each cell of a pyramid level under the view binned onto the pixel of its centre."""
+    """Each cell of a pyramid level under the view binned onto the pixel of its centre. A cell's
+    pixel column depends on its column only (its row on its row), so the pixel of every cell is
+    one outer sum of two short vectors, not a coordinate computed per cell."""
     cw, ch = index.cell_size(level)
     cx0, cx1, cy0, cy1 = index.cell_range(rect, level)
-    block = index.pyramid[level][cy0:cy1, cx0:cx1]
     b = index.bounds
-    xs = b.x0 + (np.arange(cx0, cx1) + 0.5) * cw
-    ys = b.y0 + (np.arange(cy0, cy1) + 0.5) * ch
-    gx, gy = np.meshgrid(xs, ys)
-    pixel = _pixels(gx.ravel(), gy.ravel(), rect, width, height)
-    channels = None if sums is None else [p[level][cy0:cy1, cx0:cx1].ravel() for p in sums.pyramids]
-    counts, rgb = _bin(pixel, block.ravel(), channels, sums, width, height)
+    columns = _inside(np.floor((b.x0 + (np.arange(cx0, cx1) + 0.5) * cw - rect.x0) / rect.width * width), width)
+    rows = _inside(np.floor((rect.y1 - (b.y0 + (np.arange(cy0, cy1) + 0.5) * ch)) / rect.height * height), height)
+    if columns is None or rows is None:
+        n = width * height
+        counts, rgb = np.zeros(n, np.int64), np.zeros((n, 3), np.uint8)
+        return DensityFrame(rect, counts.reshape(height, width), rgb.reshape(height, width, 3), None, "cells", level)
+    (c_lo, c_hi, c_pixel), (r_lo, r_hi, r_pixel) = columns, rows
+    cells = np.s_[cy0 + r_lo:cy0 + r_hi, cx0 + c_lo:cx0 + c_hi]
+    weights = index.pyramid[level][cells].ravel()
+    held = np.flatnonzero(weights)  # only the cells that hold items are binned (a map is mostly empty)
+    pixel = (r_pixel[held // (c_hi - c_lo)] * width + c_pixel[held % (c_hi - c_lo)])
+    channels = None if sums is None else [p[level][cells].ravel()[held] for p in sums.pyramids]
+    counts, rgb = _bin(pixel, weights[held], channels, sums, width, height)
     return DensityFrame(rect, counts, rgb, None, "cells", level)
 
 
-def _pixels(x: np.ndarray, y: np.ndarray, rect: ViewRect, width: int, height: int, *,
-            inside: bool = False) -> np.ndarray:
-    """Flat pixel index per point (row 0 at the top), -1 outside the view; ``inside``: the points are
-    known to be in the view (rounding at its right or bottom edge keeps them in the last pixel)."""
-    px = np.floor((x - rect.x0) / rect.width * width)
-    py = np.floor((rect.y1 - y) / rect.height * height)
-    if inside:
-        px, py = np.clip(px, 0, width - 1), np.clip(py, 0, height - 1)
-    within = (px >= 0) & (px < width) & (py >= 0) & (py < height)
-    return np.where(within, py * width + px, -1).astype(np.int64)
+def _inside(pixel: np.ndarray, size: int) -> tuple[int, int, np.ndarray] | None:
+    """For a monotonic pixel coordinate per cell along one axis: the cells inside the view
+    (``lo:hi``, contiguous) and their pixels; None when no cell is inside."""
+    inside = np.flatnonzero((pixel >= 0) & (pixel < size))
+    if not inside.size:
+        return None
+    lo, hi = int(inside[0]), int(inside[-1]) + 1
+    return lo, hi, pixel[lo:hi].astype(np.int64)
+
+
+def _pixels(x: np.ndarray, y: np.ndarray, rect: ViewRect, width: int, height: int) -> np.ndarray:
+    """Flat pixel index (row 0 at the top) of points known to be in the view (rounding at its right
+    or bottom edge keeps them in the last pixel)."""
+    px = np.clip(np.floor((x - rect.x0) / rect.width * width), 0, width - 1)
+    py = np.clip(np.floor((rect.y1 - y) / rect.height * height), 0, height - 1)
+    return (py * width + px).astype(np.int64)
 
 
 def _item_channels(index: DensityIndex, sums: ColourSums | None, positions: np.ndarray) -> list[np.ndarray] | None:
@@ -280,21 +313,30 @@ def _item_channels(index: DensityIndex, sums: ColourSums | None, positions: np.n
 
 def _bin(pixel: np.ndarray, weights: np.ndarray | None, channels: list[np.ndarray] | None, sums: ColourSums | None,
          width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
-    """Counts per pixel and each occupied pixel's colour (blended categories, or the mean value
-    through the scale); empty pixels stay black, their count 0 says so."""
-    keep = pixel >= 0
-    pixel = pixel[keep]
+    """Counts per pixel (each ``pixel`` a flat index inside the frame) and each occupied pixel's
+    colour (see :func:`_colour`)."""
     n = width * height
     if weights is None:
         counts = np.bincount(pixel, minlength=n)
     else:
-        counts = (np.bincount(pixel, weights=weights[keep], minlength=n) + 0.5).astype(np.int64)
-    rgb = np.zeros((n, 3), np.uint8)
+        counts = (np.bincount(pixel, weights=weights, minlength=n) + 0.5).astype(np.int64)
     occupied = np.flatnonzero(counts)
-    if sums is None or channels is None:
+    binned = None
+    if sums is not None and channels is not None:
+        binned = [np.bincount(pixel, weights=c, minlength=n)[occupied] for c in channels]
+    rgb = _colour(counts, occupied, binned, sums)
+    return counts.reshape(height, width), rgb.reshape(height, width, 3)
+
+
+def _colour(counts: np.ndarray, occupied: np.ndarray, binned: list[np.ndarray] | None,
+            sums: ColourSums | None) -> np.ndarray:
+    """(pixels, 3) uint8: each occupied pixel's colour from its channel sums (``binned``, one array
+    per channel over ``occupied``): blended categories, or the mean value through the scale; grey
+    with no colouring; empty pixels stay black, their count 0 says so."""
+    rgb = np.zeros((counts.size, 3), np.uint8)
+    if sums is None or binned is None:
         rgb[occupied] = (60, 60, 60)
-        return counts.reshape(height, width), rgb.reshape(height, width, 3)
-    binned = [np.bincount(pixel, weights=c[keep], minlength=n)[occupied] for c in channels]
+        return rgb
     colours = sums.colours
     if colours.categorical:
         here = counts[occupied].astype(np.float64)
@@ -308,4 +350,4 @@ def _bin(pixel: np.ndarray, weights: np.ndarray | None, channels: list[np.ndarra
         span = colours.high - colours.low if colours.high > colours.low else 1.0
         steps = np.clip((mean - colours.low) / span * 255, 0, 255).astype(np.int64)
         rgb[occupied] = np.where(valued[:, None], lut(colours.kind)[steps], NO_VALUE)
-    return counts.reshape(height, width), rgb.reshape(height, width, 3)
+    return rgb
