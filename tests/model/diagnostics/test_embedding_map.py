@@ -14,6 +14,8 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     PALETTE,
     DensityIndex,
     LeafShare,
+    MapProjection,
+    Placement,
     ViewRect,
     by_level,
     cached_placement,
@@ -312,9 +314,30 @@ def test_a_cells_frame_is_each_cells_count_on_the_pixel_of_its_centre_and_rgba_b
     dense = density_frame(density, sums, b, 8, 6)  # a third of the pixels hold items
     assert (sparse.counts > 0).mean() < 0.25 <= (dense.counts > 0).mean() < 1  # the two ways rgba computes
     for shown in (sparse, dense):
-        top = shown.counts.max()
-        alpha = 0.45 + 0.55 * np.sqrt(shown.counts / top)
+        per_cell = shown.cells_per_pixel if shown.source == "cells" else 1
+        shade = shown.counts / np.maximum(per_cell, 1)
+        alpha = 0.45 + 0.55 * np.sqrt(shade / shade.max())
         blend = shown.rgb * alpha[..., None] + np.asarray(background) * (1 - alpha[..., None])
         want = np.where((shown.counts > 0)[..., None], np.floor(blend + 0.5), background)
         got = shown.rgba(background)
         assert np.abs(got[..., :3].astype(int) - want.astype(int)).max() <= 1 and (got[..., 3] == 255).all()
+
+
+def test_evenly_spread_items_are_drawn_evenly_whatever_cells_a_pixel_was_given() -> None:
+    """Items on a lattice that puts 13 x 13 of them in every inner cell of a 64 x 64 grid (the bounds
+    are padded by 2 %: 801 points a side), drawn on 40 x 40 pixels: some pixels are given one cell
+    along an axis, some two. Their counts differ, their colour must not (it showed the cell grid as
+    darker lines)."""
+    g, n = 64, 801
+    lattice = np.stack(np.meshgrid(np.arange(n), np.arange(n)), axis=-1).reshape(-1, 2).astype(np.float32)
+    projection = MapProjection(np.zeros(2), np.eye(2), (0.5, 0.5), lattice.shape[0], 0)
+    placement = Placement(projection, np.arange(1, dtype=np.int64), np.array([0, lattice.shape[0]]), lattice,
+                          np.arange(lattice.shape[0], dtype=np.int64))
+    density = DensityIndex(placement, grid=g)
+    assert (density.pyramid[0][2:-2, 2:-2] == 13 * 13).all()
+    frame = density_frame(density, None, density.bounds, 40, 40, point_limit=0, item_budget=0)
+    assert frame.source == "cells" and frame.total == n * n
+    inner = np.s_[3:-3, 3:-3]  # pixels over the inner cells only
+    assert len(np.unique(frame.counts[inner])) > 1  # pixels were given different numbers of cells
+    picture = frame.rgba()[inner][..., :3]
+    assert (picture == picture[0, 0]).all()

@@ -194,6 +194,9 @@ class DensityFrame:
     #: screen pixels per frame pixel along each axis: > 1 when the view held more than the item budget
     #: zoomed in past the fine grid (the frame is then coarser than asked; draw it stretched over the view)
     pixel_scale: int = 1
+    #: for "cells": how many cells each pixel was given (1 to 4: a pixel is up to twice a cell along
+    #: each axis); the picture's opacity follows the items per cell, so that grid shows no stripes
+    cells_per_pixel: np.ndarray | None = None
 
     @property
     def total(self) -> int:
@@ -212,21 +215,30 @@ class DensityFrame:
         occupied = np.flatnonzero(flat)
         if not occupied.size:
             return out
-        top = np.float32(flat[occupied].max())
+        shade = self._shade().reshape(-1)
+        top = np.float32(shade[occupied].max())
         if occupied.size * 4 < flat.size:  # few pixels hold items: only theirs are computed
-            lifted = _lift(flat[occupied].astype(np.float32) / top, gamma)
+            lifted = _lift(shade[occupied] / top, gamma)
             alpha = (np.float32(0.45) + np.float32(0.55) * lifted)[:, None]
             colour = self.rgb.reshape(-1, 3)[occupied].astype(np.float32)
             mixed = colour * alpha + np.asarray(background, np.float32) * (1 - alpha)
             out.reshape(-1, 4)[occupied, :3] = (mixed + 0.5).astype(np.uint8)
             return out
         # most pixels hold items: the whole frame at once (an empty pixel's opacity is 0)
-        lifted = _lift(counts.astype(np.float32) / top, gamma)
+        lifted = _lift(shade.reshape(h, w) / top, gamma)
         alpha = np.where(counts > 0, np.float32(0.45) + np.float32(0.55) * lifted, np.float32(0))[..., None]
         mixed = self.rgb * alpha + np.asarray(background, np.float32) * (1 - alpha)
         np.add(mixed, 0.5, out=mixed)
         out[..., :3] = mixed.astype(np.uint8)
         return out
+
+    def _shade(self) -> np.ndarray:
+        """(height, width) float32 what a pixel's opacity follows: its count, or for a cells frame its
+        items per cell (pixels given two cells would otherwise stand out as a grid of darker lines)."""
+        if self.cells_per_pixel is None:
+            return self.counts.astype(np.float32)
+        per_cell: np.ndarray = self.counts / np.maximum(self.cells_per_pixel, 1)
+        return per_cell.astype(np.float32)
 
 
 def _lift(share: np.ndarray, gamma: float) -> np.ndarray:
@@ -283,7 +295,8 @@ def _cells_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, w
     pixel = (r_pixel[held // (c_hi - c_lo)] * width + c_pixel[held % (c_hi - c_lo)])
     channels = None if sums is None else [p[level][cells].ravel()[held] for p in sums.pyramids]
     counts, rgb = _bin(pixel, weights[held], channels, sums, width, height)
-    return DensityFrame(rect, counts, rgb, None, "cells", level)
+    given = np.bincount(r_pixel, minlength=height)[:, None] * np.bincount(c_pixel, minlength=width)[None, :]
+    return DensityFrame(rect, counts, rgb, None, "cells", level, cells_per_pixel=given)
 
 
 def _inside(pixel: np.ndarray, size: int) -> tuple[int, int, np.ndarray] | None:
