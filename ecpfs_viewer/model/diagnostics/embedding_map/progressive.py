@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ecpfs_viewer import process_memory
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     DEFAULT_SEED,
     FIT_ITEMS,
@@ -172,10 +173,11 @@ class _Blocks:
         if not got:
             return
         xy = projection.project(np.concatenate([vectors for _, vectors, _ in got]))
-        at = 0
-        for p, _vectors, ids in got:
-            self.add(int(listed[p]), xy[at:at + ids.size], ids)
-            at += ids.size
+        ids = np.concatenate([leaf_ids for _, _, leaf_ids in got])  # kept as one block, like xy: a
+        at = 0  # small array kept per leaf among the freed vectors pinned the heap (hundreds of MB at 2M)
+        for p, _vectors, leaf_ids in got:
+            self.add(int(listed[p]), xy[at:at + leaf_ids.size], ids[at:at + leaf_ids.size])
+            at += leaf_ids.size
 
     def placement(self, projection: MapProjection, leaf_ids: np.ndarray, *, sample: bool) -> Placement:
         """What was read, as a placement over ``leaf_ids`` (the listing's leaves in a map's order):
@@ -252,6 +254,8 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
         read += part.size
         got = _read_block(reader, listed, part, stamps, blocks)
         blocks.add_projected(projection, listed, got)  # one projection per block
+        del got
+        process_memory.return_freed_memory()  # the block's vectors: their pages go back now, not at exit
         if progress is not None:
             progress(Counted(read, order.size, "leaves"))
         if on_picture is not None and read < order.size and blocks.items >= PICTURE_GROWTH * max(shown, 1):
