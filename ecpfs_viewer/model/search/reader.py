@@ -138,9 +138,10 @@ class NodeReader:
                 wanted.append(node_id)
         for start in range(0, len(wanted), NODE_BATCH):
             part = self._drop_unlisted(level, wanted[start:start + NODE_BATCH], out)
-            with self.store.counter.action() as tally:
-                read = self.read_nodes(level, part, reporter) if part else []
+            read: list[NodeData | None] = []
             if part:
+                with self.store.counter.action() as tally:
+                    read = self.read_nodes(level, part, reporter)
                 self._remember_costs(level, part, read, tally.bytes_read, tally.requests)
             with self._lock:
                 for node_id, node in zip(part, read, strict=True):
