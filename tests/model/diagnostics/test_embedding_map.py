@@ -341,3 +341,19 @@ def test_evenly_spread_items_are_drawn_evenly_whatever_cells_a_pixel_was_given()
     assert len(np.unique(frame.counts[inner])) > 1  # pixels were given different numbers of cells
     picture = frame.rgba()[inner][..., :3]
     assert (picture == picture[0, 0]).all()
+
+
+def test_the_cells_computed_a_block_at_a_time_are_those_computed_at_once(index, monkeypatch) -> None:
+    """DensityIndex works out the items' cells a block at a time (bounded temporaries at 10M items):
+    blocks of 7 items give the same cells, order and counts as one block."""
+    from ecpfs_viewer.model.diagnostics.embedding_map import density as density_module
+
+    path, _, _ = index
+    reader = IndexReader(path)
+    placement = open_placement(reader, layout_index(reader))
+    whole = DensityIndex(placement, grid=64)
+    monkeypatch.setattr(density_module, "CELL_BLOCK", 7)
+    blocks = DensityIndex(placement, grid=64)
+    assert np.array_equal(whole.cells, blocks.cells) and np.array_equal(whole.order, blocks.order)
+    assert all(np.array_equal(a, b) for a, b in zip(whole.pyramid, blocks.pyramid, strict=True))
+    assert placement.count > 7 * 10

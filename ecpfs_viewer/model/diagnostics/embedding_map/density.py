@@ -35,6 +35,8 @@ DEFAULT_GRID = 2048
 POINT_LIMIT = 6_000
 #: items a frame bins one by one at most; past it, the fine cells are binned on coarser pixels
 ITEM_BUDGET = 1_000_000
+#: items whose cells are computed at once (each step's float64 temporaries: 8 MB a million)
+CELL_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,11 @@ class DensityIndex:
         x0, x1, y0, y1 = placement.bounds()
         pad_x, pad_y = max((x1 - x0) * 0.02, 1e-6), max((y1 - y0) * 0.02, 1e-6)
         self.bounds = ViewRect(x0 - pad_x, x1 + pad_x, y0 - pad_y, y1 + pad_y)
-        cells = self._cells(placement.coords)
         #: each item's fine cell (what colour_sums bins by), int32 (grid * grid < 2**31)
-        self.cells = cells.astype(np.int32)
-        self.order = np.argsort(self.cells, kind="stable").astype(np.int64 if cells.size >= 2**31 else np.int32)
+        self.cells = cells = np.empty(placement.count, np.int32)
+        for start in range(0, placement.count, CELL_BLOCK):  # float64 temporaries a block at a time
+            cells[start:start + CELL_BLOCK] = self._cells(placement.coords[start:start + CELL_BLOCK])
+        self.order = np.argsort(cells, kind="stable").astype(np.int64 if cells.size >= 2**31 else np.int32)
         counts = np.bincount(cells, minlength=grid * grid)
         self.cell_start = np.zeros(grid * grid + 1, np.int64)
         np.cumsum(counts, out=self.cell_start[1:])
