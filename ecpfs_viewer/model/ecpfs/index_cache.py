@@ -222,7 +222,7 @@ class IndexCache:
             return None
         return found[0]
 
-    def save(self, name: str, data: bytes, stamps: Stamps | None) -> None:
+    def save(self, name: str, data: bytes | memoryview, stamps: Stamps | None) -> None:
         """Keep an entry with what it was derived from (nothing without stamps or a cache folder)."""
         disk = self.disk
         if disk is not None and stamps is not None:

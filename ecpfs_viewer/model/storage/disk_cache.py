@@ -152,7 +152,7 @@ class StoreCache:
             return None
         return data
 
-    def write(self, name: str, data: bytes, *more: bytes) -> None:
+    def write(self, name: str, data: bytes | memoryview, *more: bytes | memoryview) -> None:
         """Replace the entry (data, then each of more) atomically, then keep the cache within its budget."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

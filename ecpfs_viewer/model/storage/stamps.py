@@ -203,7 +203,7 @@ def _files_below(top: str, relative: str) -> list[str] | None:
     return sorted(found)
 
 
-def frame_parts(data: bytes, stamps: Stamps) -> tuple[bytes, bytes, bytes]:
+def frame_parts(data: bytes | memoryview, stamps: Stamps) -> tuple[bytes, bytes, bytes | memoryview]:
     """An entry's bytes with what they were derived from in front, as three parts written one after
     another (a 10M-item map's entry is hundreds of MB: joined, it was held twice)."""
     stamped = stamps.to_bytes()
