@@ -206,3 +206,17 @@ def test_the_items_of_a_block_are_kept_as_one_array_not_one_per_leaf() -> None:
     for (_p, vectors, ids), kept_ids, kept_xy in zip(got, blocks.ids, blocks.coords, strict=True):
         assert np.array_equal(kept_ids, ids)
         np.testing.assert_allclose(kept_xy, projection.project(vectors), rtol=1e-6)
+
+
+def test_pictures_on_the_way_stop_growing_past_their_most_items(built, own_cache, monkeypatch) -> None:
+    """Past PICTURE_MOST_ITEMS no picture is handed over (each is a copy of everything read): the last
+    picture holds at most that many, and the answer still holds every item."""
+    from ecpfs_viewer.model.diagnostics.embedding_map import progressive
+
+    path, _data, _side = built
+    monkeypatch.setattr(progressive, "PICTURE_MOST_ITEMS", 400)
+    pictures: list[MapPicture] = []
+    done = progressive_placement(IndexReader(path), fit_items=100, block_leaves=8, on_picture=pictures.append)
+    counts = [p.placement.count for p in pictures]
+    assert counts and max(counts) <= 400 < ITEMS and done.placement.count == ITEMS
+    assert max(counts) * progressive.PICTURE_GROWTH > 400  # the pictures grew up to the most, then stopped

@@ -6,11 +6,11 @@ the leaves' metadata; then whole leaves in a seeded random order until about ``f
 read. The PCA is fitted on them and that sample, placed, is the first picture (``on_picture``). The
 other leaves are read in blocks in the same random order, so every picture on the way is a uniform
 sample of leaves (not one side of the tree); a picture of what is placed so far is handed over each
-time the placed items have grown :data:`PICTURE_GROWTH` times, with progress and the one cancel
-type between blocks. Pictures on the way are laid on the tree as listed (:attr:`MapPicture.index_map`,
-leaves of unknown size); the answer's map is :func:`complete_map`, the same layout as
-``layout_index`` with each leaf as wide as the items read from it, and the answer's items are ordered
-by its leaf band (the :class:`Placement` contract).
+time the placed items have grown :data:`PICTURE_GROWTH` times (up to :data:`PICTURE_MOST_ITEMS`),
+with progress and the one cancel type between blocks. Pictures on the way are laid on the tree as
+listed (:attr:`MapPicture.index_map`, leaves of unknown size); the answer's map is
+:func:`complete_map`, the same layout as ``layout_index`` with each leaf as wide as the items read
+from it, and the answer's items are ordered by its leaf band (the :class:`Placement` contract).
 
 The answer is kept in the index's cache with the stamps of the leaf level's folder (taken first)
 and of each block's leaves (taken before that block is read), and answered from there while they
@@ -46,6 +46,9 @@ from ecpfs_viewer.model.views.projection import pca_2d
 
 #: a picture of what is placed so far each time the placed items have grown this many times
 PICTURE_GROWTH = 4
+#: items a picture on the way holds at most: past them a picture (a copy of everything read, with its
+#: density index) shows what the last one did, a little denser, and at 10M items it was the map's peak
+PICTURE_MOST_ITEMS = 2_000_000
 #: leaves read in the sample's first batch and at most in each of the next (sized by the items a
 #: leaf holds so far); leaves read per block while the rest is placed
 SAMPLE_START, SAMPLE_BATCH = 4, 128
@@ -258,7 +261,8 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
         process_memory.return_freed_memory()  # the block's vectors: their pages go back now, not at exit
         if progress is not None:
             progress(Counted(read, order.size, "leaves"))
-        if on_picture is not None and read < order.size and blocks.items >= PICTURE_GROWTH * max(shown, 1):
+        if (on_picture is not None and read < order.size and blocks.items >= PICTURE_GROWTH * max(shown, 1)
+                and blocks.items <= PICTURE_MOST_ITEMS):
             shown = blocks.items
             on_picture(MapPicture(sketch, blocks.placement(projection, sketch_leaves, sample=True), read,
                                   listed.size))
