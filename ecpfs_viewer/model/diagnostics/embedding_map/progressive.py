@@ -272,6 +272,7 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
     placement = blocks.placement(projection, final_map.band(reader.levels).node_ids, sample=False)
     joined = Stamps.joined(stamps)
     del stamps, blocks  # the parts are in joined and placement now
+    process_memory.return_freed_memory()  # the blocks' arrays, freed as they were copied into place
     if joined is not None and not placement.unplaced:
         cache.save(name, to_bytes(placement), joined)
     return MapPicture(final_map, placement, read, listed.size)
