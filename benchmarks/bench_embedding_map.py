@@ -18,7 +18,9 @@ from a fresh process (its own peak RSS, VmHWM) with a private cache folder:
 - memory: the process's peak RSS, and beyond the index opened and laid out (what the map adds);
 - synthetic (--synthetic N): frames alone on a clustered 2-D placement of N items, no index read;
 - baseline: one pyqtgraph ScatterPlotItem holding every point, set and rendered offscreen once
-  (or the size at which it gave up: past --baseline-seconds or out of memory).
+  (or the size at which it gave up: past --baseline-seconds or out of memory);
+- floor: every file of the index read whole, 64 at a time, cold (page cache dropped) and warm: what
+  a cold placement cannot beat (benchmarks/_floors.py).
 Targets (issue 39): 200k all within 1 s; 10M first picture within 5 s, <= 50 ms a frame on the GUI thread,
 <= 600 MB more.
 """
@@ -39,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import CACHE, ROWS, bench_index_path
+from _floors import eviction_name, floor_of
 
 WIDTH, HEIGHT = 1200, 800
 SIZES = {"200k": 200_000, "2m": 2_000_000, "10m": 10_000_000}
@@ -280,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{fig['gui_worst_ms']:5.1f} ms   peak RSS {fig['peak_rss_mb']:,.0f} MB "
                   f"(+{fig['peak_rss_mb'] - fig['base_rss_mb']:,.0f} MB beyond the index opened, no layout; density "
                   f"index {fig['density_mb']:.0f} MB)")
+        files = [str(path) for path in index.rglob("*") if path.is_file()]
+        print(f"  {'floor':<24} every file of the index read whole: "
+              f"{floor_of(files, cold=True, folders=[index]).text()}; cold by {eviction_name()}")
         if "gave_up" in scatter:
             print(f"  {'one ScatterPlotItem':<24} gave up: {scatter['gave_up']}")
         else:
