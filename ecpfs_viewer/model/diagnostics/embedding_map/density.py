@@ -208,7 +208,7 @@ class DensityFrame:
     def rgba(self, background: tuple[int, int, int] = (255, 255, 255), gamma: float = 0.5) -> np.ndarray:
         """(height, width, 4) uint8 picture: each pixel's colour, its opacity rising with its count
         (relative to the frame's largest, ``gamma`` < 1 lifts sparse pixels), over ``background``.
-        Only the pixels that hold items are computed (most of a view is empty)."""
+        When few pixels hold items only theirs are computed; else the whole frame at once."""
         counts = self.counts
         h, w = counts.shape
         out = np.empty((h, w, 4), np.uint8)
@@ -330,29 +330,19 @@ def _item_channels(index: DensityIndex, sums: ColourSums | None, positions: np.n
 def _bin(pixel: np.ndarray, weights: np.ndarray | None, channels: list[np.ndarray] | None, sums: ColourSums | None,
          width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     """Counts per pixel (each ``pixel`` a flat index inside the frame) and each occupied pixel's
-    colour (see :func:`_colour`)."""
+    colour (blended categories, or the mean value through the scale); empty pixels stay black,
+    their count 0 says so."""
     n = width * height
     if weights is None:
         counts = np.bincount(pixel, minlength=n)
     else:
         counts = (np.bincount(pixel, weights=weights, minlength=n) + 0.5).astype(np.int64)
+    rgb = np.zeros((n, 3), np.uint8)
     occupied = np.flatnonzero(counts)
-    binned = None
-    if sums is not None and channels is not None:
-        binned = [np.bincount(pixel, weights=c, minlength=n)[occupied] for c in channels]
-    rgb = _colour(counts, occupied, binned, sums)
-    return counts.reshape(height, width), rgb.reshape(height, width, 3)
-
-
-def _colour(counts: np.ndarray, occupied: np.ndarray, binned: list[np.ndarray] | None,
-            sums: ColourSums | None) -> np.ndarray:
-    """(pixels, 3) uint8: each occupied pixel's colour from its channel sums (``binned``, one array
-    per channel over ``occupied``): blended categories, or the mean value through the scale; grey
-    with no colouring; empty pixels stay black, their count 0 says so."""
-    rgb = np.zeros((counts.size, 3), np.uint8)
-    if sums is None or binned is None:
+    if sums is None or channels is None:
         rgb[occupied] = (60, 60, 60)
-        return rgb
+        return counts.reshape(height, width), rgb.reshape(height, width, 3)
+    binned = [np.bincount(pixel, weights=c, minlength=n)[occupied] for c in channels]
     colours = sums.colours
     if colours.categorical:
         here = counts[occupied].astype(np.float64)
@@ -366,4 +356,4 @@ def _colour(counts: np.ndarray, occupied: np.ndarray, binned: list[np.ndarray] |
         span = colours.high - colours.low if colours.high > colours.low else 1.0
         steps = np.clip((mean - colours.low) / span * 255, 0, 255).astype(np.int64)
         rgb[occupied] = np.where(valued[:, None], lut(colours.kind)[steps], NO_VALUE)
-    return rgb
+    return counts.reshape(height, width), rgb.reshape(height, width, 3)
