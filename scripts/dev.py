@@ -346,6 +346,18 @@ def leg_basetemp(env: Environment) -> Path:
     return parent / env.name
 
 
+def install_side_by_side(legs: list[tuple[Environment, str]], lint: Environment | None) -> list[Path]:
+    """Each leg's environment (``lint`` also gets the static checkers) and Azurite, installed side
+    by side: uv installs the legs while npm installs the emulator (mostly waiting on I/O). uv is
+    bootstrapped first, once, before the installs share it. The legs' Pythons, in order."""
+    ensure_uv()
+    with ThreadPoolExecutor(max_workers=len(legs) + 1) as pool:
+        azurite = pool.submit(ensure_azurite)
+        pythons = list(pool.map(lambda leg: ensure_environment(leg[0], leg[1], lint=leg[0] is lint), legs))
+        azurite.result()
+    return pythons
+
+
 def run_tests(argv: list[str]) -> int:
     """Static checks once (in the newest environment, also when only the lowest leg runs: its older
     numpy types flag what newer ones allow), then pytest
@@ -361,12 +373,7 @@ def run_tests(argv: list[str]) -> int:
         print("error: no Python to test with")
         return 2
     checks = None if argv else test_legs("newest")[0]  # the newest releases' types, whatever the legs
-    ensure_uv()  # once, before the legs' installs share it
-    with ThreadPoolExecutor(max_workers=len(legs) + 1) as pool:  # uv installs the legs side by side,
-        azurite = pool.submit(ensure_azurite)  # and npm the emulator beside them (mostly waiting on I/O)
-        pythons = list(pool.map(lambda leg: ensure_environment(
-            leg[0], leg[1], lint=checks is not None and leg[0] is checks[0]), legs))
-        azurite.result()
+    pythons = install_side_by_side(legs, None if checks is None else checks[0])
     environments = list(zip([env for env, _ in legs], pythons, strict=True))
     results = []
     static = None
@@ -409,11 +416,7 @@ def main(argv: list[str]) -> int:
     if command == "check":
         env, interpreter = test_legs("newest")[0]
         return static_checks(ensure_environment(env, interpreter, lint=True))
-    ensure_uv()
-    with ThreadPoolExecutor(max_workers=len(legs) + 1) as pool:  # setup: what `test` would use, side by side
-        azurite = pool.submit(ensure_azurite)
-        list(pool.map(lambda leg: ensure_environment(leg[1][0], leg[1][1], lint=leg[0] == 0), enumerate(legs)))
-        azurite.result()
+    install_side_by_side(legs, legs[0][0])  # setup: what `test` would use
     return 0
 
 
