@@ -31,7 +31,7 @@ def _stamp(rows: int) -> dict[str, int]:
     return {"rows": rows, "dim": DIM, "levels": LEVELS, "target_cluster_items": TARGET_CLUSTER_ITEMS, "seed": SEED}
 
 
-def _write_vectors(path: Path, rows: int, block: int = 1_000_000) -> None:
+def write_vectors(path: Path, rows: int, block: int = 1_000_000) -> None:
     """Clustered float32 vectors (so the tree is not degenerate), reproducible from SEED, written to
     the .npy file path a block of rows at a time: the noise drawn per block is the same stream as one
     draw of all rows (numpy's Generator keeps no state between normal() calls), so 10M rows need no
@@ -67,7 +67,7 @@ def bench_index_path(progress: bool = True, rows: int = ROWS, in_child: bool = T
 
     CACHE.mkdir(parents=True, exist_ok=True)
     source = CACHE / f"{name}.npy"
-    _write_vectors(source, rows)
+    write_vectors(source, rows)
     if progress:
         print(f"building the benchmark index into {index} ...", file=sys.stderr, flush=True)
     params = BuildParams(levels=LEVELS, target_cluster_items=TARGET_CLUSTER_ITEMS, metric="L2")

@@ -3,9 +3,14 @@
     .venv-newest/bin/python benchmarks/bench_build.py                  # 200k x 64 and 100k x 128
     .venv-newest/bin/python benchmarks/bench_build.py --big            # + 1.5 GB streaming build, peak RSS
     .venv-newest/bin/python benchmarks/bench_build.py --dir /some/disk # where inputs and outputs go
+    .venv-newest/bin/python benchmarks/bench_build.py --scale [--sizes 200k,2M,10M]  # issue 35's build
 
 Targets from issue 3: 200,000 x 64 float32, levels 3, target 50 (4,272 nodes) <= 4 s;
 100,000 x 128, levels 3, target 100 <= 3 s; a 1.5 GB input under 1 GB peak resident memory.
+With --scale (issue 35): `ecpfs-viewer build` of the benchmark vectors (benchmarks/_bench_index.py:
+64-d, levels 3, target 50) as a user runs it, a fresh process, beside its floor, `cp -r` of the
+index it wrote (the same files and bytes written again; target at 10M: <= 1.25x that, <= 2 GB
+resident).
 The machine is shared: the load average is printed with each figure.
 """
 
@@ -145,21 +150,99 @@ def bench_big(workdir: Path, gb: float = 1.5, dim: int = 128) -> None:
     shutil.rmtree(out, ignore_errors=True)
 
 
+def _timed(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, check=True)
+    return time.perf_counter() - started
+
+
+def _settled(after_removal: bool = False) -> None:
+    """Let the disk finish what came before: dirty pages, and after a removal of many files ext4's
+    skipping of inodes freed in the last 60 s (300 s while their table block is dirty) when it
+    allocates new ones, which made the next build or copy several times slower (perf: most of the
+    time in the kernel's `recently_deleted`)."""
+    subprocess.run(["sync"], check=False)
+    time.sleep(65 if after_removal else 2)
+    subprocess.run(["sync"], check=False)
+
+
+def bench_scale(workdir: Path, sizes: list[int]) -> None:
+    """The command-line build at each size, its peak resident memory and its floor (`cp -r` of its output).
+
+    The input is written by a child: a forked process starts with its parent's high-water mark of
+    resident memory, which would then be counted as the build's."""
+    from _bench_index import LEVELS, TARGET_CLUSTER_ITEMS
+    from bench_scale import child_env, run_child
+
+    print(f"ecpfs-viewer build of the benchmark vectors (levels {LEVELS}, target {TARGET_CLUSTER_ITEMS}), a fresh "
+          "process each, then sync; floor: cp -r of the index it wrote, then sync")
+    first: tuple[float, float] | None = None
+    for rows in sizes:
+        src, out, copy = workdir / f"vectors_{rows}.npy", workdir / f"built_{rows}.zarr", workdir / f"copy_{rows}.zarr"
+        subprocess.run([sys.executable, "-c", "import sys; from _bench_index import write_vectors; "
+                        "write_vectors(sys.argv[1], int(sys.argv[2]))", str(src), str(rows)], check=True,
+                       cwd=Path(__file__).resolve().parent)
+        _settled()
+        run = run_child([sys.executable, "-m", "ecpfs_viewer", "build", str(src), str(out), "--levels", str(LEVELS),
+                         "--target-cluster-items", str(TARGET_CLUSTER_ITEMS), "--force"], child_env(workdir / "cache"))
+        if run.returncode:
+            print(f"  {rows:,}: build failed (exit {run.returncode}): {run.stderr.strip()[-500:]}")
+            return
+        built = run.seconds + _timed(["sync"])
+        src.unlink()
+        growth = ""
+        if first is not None:
+            growth = (f"; growth from {sizes[0]:,}: time x{built / first[0]:.1f}, "
+                      f"memory x{run.rss_mb / first[1]:.1f} for x{rows / sizes[0]:.0f} the items")
+        else:
+            first = (built, run.rss_mb)
+        print(f"  {rows:>10,}: build {built:7.1f} s (cpu {run.cpu_s:.1f}), peak {run.rss_mb:,.0f} MB (target at 10M: "
+              f"<= 2 GB){growth}  (load {run.load:.1f})", flush=True)
+        _print_floor(out, copy, built)
+        shutil.rmtree(out)
+        _settled(after_removal=True)
+
+
+def _print_floor(out: Path, copy: Path, built: float) -> None:
+    """cp -r of the index the build wrote, warm and (where the page cache may be dropped) cold."""
+    from _floors import can_drop_caches, evict
+
+    files = sum(len(names) for _top, _dirs, names in os.walk(out))
+    nbytes = sum(os.path.getsize(os.path.join(top, n)) for top, _dirs, names in os.walk(out) for n in names)
+    for cold in (False, True) if can_drop_caches() else (False,):
+        _settled(after_removal=cold)
+        if cold:
+            evict([out])
+        seconds = _timed(["cp", "-r", str(out), str(copy)]) + _timed(["sync"])
+        print(f"              floor: cp -r {'cold' if cold else 'warm'} {seconds:.1f} s ({files:,} files, "
+              f"{nbytes / 1e9:.2f} GB): the build took x{built / seconds:.2f} (target at 10M: <= 1.25)", flush=True)
+        shutil.rmtree(copy)
+
+
+def _rows(text: str) -> int:
+    return int(float(text.lower().removesuffix("k").removesuffix("m")) * (1e6 if text.lower().endswith("m") else
+                                                                         1e3 if text.lower().endswith("k") else 1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=None, help="work directory (default: a temp dir, removed after)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--big", action="store_true", help="also run the 1.5 GB streaming build")
     ap.add_argument("--only-big", action="store_true")
+    ap.add_argument("--scale", action="store_true", help="only the command-line build at --sizes (issue 35)")
+    ap.add_argument("--sizes", default="200k,2M,10M")
     args = ap.parse_args()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ecpfs-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"work dir {work}, {os.cpu_count()} CPUs, {load()}")
     try:
-        if not args.only_big:
+        if args.scale:
+            bench_scale(work, [_rows(size) for size in args.sizes.split(",")])
+        elif not args.only_big:
             bench(work, 200_000, 64, 3, 50, 4.0, args.repeat)
             bench(work, 100_000, 128, 3, 100, 3.0, args.repeat)
-        if args.big or args.only_big:
+        if (args.big or args.only_big) and not args.scale:
             bench_big(work)
     finally:
         if not args.dir:

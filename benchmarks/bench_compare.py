@@ -23,7 +23,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bench_index import CACHE, LEVELS, ROWS, SEED, _write_vectors, bench_index_path
+from _bench_index import CACHE, LEVELS, ROWS, SEED, bench_index_path, write_vectors
 
 from ecpfs_viewer.model.search import IndexReader, recall_sweep, sample_items
 from ecpfs_viewer.model.storage.disk_cache import CACHE_ENV
@@ -43,7 +43,7 @@ def second_index(rows: int, target: int) -> Path:
 
     CACHE.mkdir(parents=True, exist_ok=True)
     source = CACHE / f"{name}.npy"
-    _write_vectors(source, rows)
+    write_vectors(source, rows)
     print(f"building the second index into {index} ...", file=sys.stderr, flush=True)
     build_index(source, index, BuildParams(levels=LEVELS, target_cluster_items=target, metric="L2"), overwrite=True)
     source.unlink()
