@@ -208,6 +208,33 @@ def test_the_items_of_a_block_are_kept_as_one_array_not_one_per_leaf() -> None:
         np.testing.assert_allclose(kept_xy, projection.project(vectors), rtol=1e-6)
 
 
+def test_a_block_keeps_ids_as_uint32_when_they_fit_and_the_answer_gives_them_back_as_int64(monkeypatch) -> None:
+    """Ids wait in a block as their stored uint32 (12 bytes an item, not 16); ids that do not fit stay
+    int64; the answer, copied with the freed blocks returned every RELEASE_LEAVES leaves, is exact."""
+    import ecpfs_viewer.model.diagnostics.embedding_map.progressive as progressive
+    from ecpfs_viewer.model.diagnostics.embedding_map.placement import MapProjection
+
+    rng = np.random.default_rng(1)
+    projection = MapProjection(np.zeros(4), np.eye(4)[:2], (0.5, 0.5), 12, 0)
+    small = [(p, rng.normal(size=(3, 4)).astype(np.float32), np.arange(3, dtype=np.int64) + 5 * p) for p in range(4)]
+    huge = [(4, rng.normal(size=(2, 4)).astype(np.float32), np.array([2**33, 1], np.int64))]
+    blocks = progressive._Blocks(5)
+    blocks.add_projected(projection, np.arange(5), small)
+    blocks.add_projected(projection, np.arange(5), huge)
+    assert blocks.ids[0].dtype == np.uint32 and blocks.ids[4].dtype == np.int64
+    returned = []
+    monkeypatch.setattr(progressive, "RELEASE_LEAVES", 2)
+    monkeypatch.setattr(progressive.process_memory, "return_freed_memory", lambda: returned.append(1))
+    answer = blocks.placement(projection, np.array([4, 2, 0, 3, 1]), sample=False)
+    assert len(returned) == 2  # after the second and the fourth leaf copied
+    by_leaf = {p: ids for p, _v, ids in small + huge}
+    expected = np.concatenate([by_leaf[p] for p in (4, 2, 0, 3, 1)])
+    assert answer.item_ids.dtype == np.int64 and np.array_equal(answer.item_ids, expected)
+    xy = {p: projection.project(v) for p, v, _ids in small + huge}
+    np.testing.assert_allclose(answer.coords, np.concatenate([xy[p] for p in (4, 2, 0, 3, 1)]), rtol=1e-6)
+    assert all(a.size == 0 for a in blocks.ids)  # every leaf released as it was copied
+
+
 def test_pictures_on_the_way_stop_growing_past_their_most_items(built, own_cache, monkeypatch) -> None:
     """Past PICTURE_MOST_ITEMS no picture is handed over (each is a copy of everything read): the last
     picture holds at most that many, and the answer still holds every item."""

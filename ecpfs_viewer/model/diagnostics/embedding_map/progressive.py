@@ -35,7 +35,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     _read,
     _starts,
 )
-from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import _from_bytes, to_bytes
+from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import _from_bytes, placement_writer
 from ecpfs_viewer.model.diagnostics.index_map import BROKEN, OK, IndexMap, IndexMapError, LevelInput, map_layout
 from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
@@ -136,6 +136,16 @@ def reordered(placement: Placement, leaf_ids: np.ndarray) -> Placement:
 
 
 _RELEASED = np.zeros(0)
+#: leaves copied into the answer between two returns of the freed blocks' pages to the system
+RELEASE_LEAVES = 8192
+
+
+def _narrowest_ids(ids: np.ndarray) -> np.ndarray:
+    """Item ids as uint32 (their stored type) while they wait in a block, when they fit: a quarter of
+    the blocks' memory at 10M items (12 bytes an item instead of 16); the answer holds them as int64."""
+    if ids.size and int(ids.min()) >= 0 and int(ids.max()) <= np.iinfo(np.uint32).max:
+        return ids.astype(np.uint32)
+    return ids
 
 
 class _Blocks:
@@ -176,7 +186,7 @@ class _Blocks:
         if not got:
             return
         xy = projection.project(np.concatenate([vectors for _, vectors, _ in got]))
-        ids = np.concatenate([leaf_ids for _, _, leaf_ids in got])  # kept as one block, like xy: a
+        ids = _narrowest_ids(np.concatenate([leaf_ids for _, _, leaf_ids in got]))  # one block, like xy: a
         at = 0  # small array kept per leaf among the freed vectors pinned the heap (hundreds of MB at 2M)
         for p, _vectors, leaf_ids in got:
             self.add(int(listed[p]), xy[at:at + leaf_ids.size], ids[at:at + leaf_ids.size])
@@ -194,12 +204,14 @@ class _Blocks:
         starts = _starts(counts)
         coords = np.empty((int(starts[-1]), 2), np.float32)
         ids = np.empty(int(starts[-1]), np.int64)
-        for i, at in enumerate(starts[at_map].tolist()):
+        for i, at in enumerate(starts[at_map].tolist()):  # in reading order: a block at a time
             n = self.count[i]
             coords[at:at + n] = self.coords[i]
             ids[at:at + n] = self.ids[i]
             if not sample:
                 self.coords[i] = self.ids[i] = _RELEASED
+                if i % RELEASE_LEAVES == RELEASE_LEAVES - 1:  # the blocks copied so far: their pages go
+                    process_memory.return_freed_memory()  # back while the answer's pages fill
         return Placement(projection, np.asarray(leaf_ids, np.int64).copy(), starts, coords, ids,
                          tuple(self.unplaced), sample=sample)
 
@@ -274,7 +286,7 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
     del stamps, blocks  # the parts are in joined and placement now
     process_memory.return_freed_memory()  # the blocks' arrays, freed as they were copied into place
     if joined is not None and not placement.unplaced:
-        cache.save(name, to_bytes(placement), joined)
+        cache.save(name, placement_writer(placement), joined)
     return MapPicture(final_map, placement, read, listed.size)
 
 
