@@ -23,7 +23,7 @@ from ecpfs_viewer.model.ecpfs.http_stamps import KIND as HTTP_KIND
 from ecpfs_viewer.model.ecpfs.http_stamps import HttpStamper, reads_validators
 from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_keys, level_path, parse_node_path
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
-from ecpfs_viewer.model.storage.disk_cache import DocumentCache, StoreCache
+from ecpfs_viewer.model.storage.disk_cache import DocumentCache, EntryPart, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
 from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, lists_validators
 from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
@@ -222,7 +222,7 @@ class IndexCache:
             return None
         return found[0]
 
-    def save(self, name: str, data: bytes | memoryview, stamps: Stamps | None) -> None:
+    def save(self, name: str, data: EntryPart, stamps: Stamps | None) -> None:
         """Keep an entry with what it was derived from (nothing without stamps or a cache folder)."""
         disk = self.disk
         if disk is not None and stamps is not None:

@@ -45,6 +45,23 @@ def test_a_write_replaces_the_entry_whole_and_leaves_no_temporary_file() -> None
     assert [p.name for p in cache.folder.iterdir()] == [cache.path("map").name]
 
 
+def test_a_part_can_write_itself_into_the_entry_and_a_failing_one_keeps_the_old_entry() -> None:
+    """A large entry (a 10M-item map's placement) is written straight into the file, not made as
+    bytes first; when that writing fails, the entry before it stays whole and no temporary is left."""
+    cache = StoreCache("local:/a", "fp")
+    cache.write("map", b"head:", lambda handle: handle.write(b"written by the part"), b":tail")
+    assert cache.read("map") == b"head:written by the part:tail"
+
+    def fails(handle) -> None:
+        handle.write(b"half")
+        raise ValueError("the writer broke")
+
+    with pytest.raises(ValueError, match="the writer broke"):
+        cache.write("map", b"other", fails)
+    assert cache.read("map") == b"head:written by the part:tail"
+    assert [p.name for p in cache.folder.iterdir()] == [cache.path("map").name]
+
+
 def test_a_pack_keeps_documents_and_absences_and_skips_a_torn_record() -> None:
     cache = StoreCache("remote:http://x", "fp")
     cache.add(DOCUMENTS, "zarr.json", b'{"zarr_format": 3}')

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import DEFAULT_SEED, FIT_ITEMS
-from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import to_bytes
+from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import placement_writer
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import (
     BLOCK_LEAVES,
     MapPicture,
@@ -110,5 +110,5 @@ def placed_map(reader: NodeReader, method: str = "pca", *, fit_items: int = FIT_
     pca_entry = reader.opened.cache.load(entry_name(fit_items, seed)) if not done.placement.unplaced else None
     stamps = Stamps.joined([made[0][1], pca_entry[1] if pca_entry is not None else None])
     if stamps is not None and not placement.unplaced:
-        reader.opened.cache.save(name, to_bytes(placement), stamps)
+        reader.opened.cache.save(name, placement_writer(placement), stamps)
     return replace(done, placement=placement)
