@@ -242,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
+        from ecpfs_viewer import process_memory
+
+        process_memory.limit_allocator_arenas()  # as the app does first (cli.main), window and command line
         kind, index, value = args.child
         result = (child_map(index, int(value)) if kind == "map" else child_synthetic(int(index), int(value))
                   if kind == "synthetic" else child_scatter(index, float(value)))

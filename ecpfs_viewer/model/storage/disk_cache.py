@@ -157,6 +157,17 @@ class StoreCache:
             return None
         return data
 
+    def open(self, name: str) -> BinaryIO | None:
+        """The entry's file opened for reading (the caller closes it), or None when there is none: an
+        entry too large to be read whole and then parsed."""
+        path = self.path(name)
+        try:
+            handle = path.open("rb")
+            os.utime(path)  # recently used: evicted last
+        except OSError:
+            return None
+        return handle
+
     def write(self, name: str, data: EntryPart, *more: EntryPart) -> None:
         """Replace the entry (data, then each of more) atomically, then keep the cache within its budget."""
         try:

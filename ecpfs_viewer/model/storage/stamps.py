@@ -31,7 +31,7 @@ import zipfile
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
@@ -216,15 +216,34 @@ def frame_parts(data: EntryPart, stamps: Stamps) -> tuple[bytes, memoryview, Ent
     return _HEAD.pack(_MAGIC, 1, len(stamped)), stamped, data
 
 
+def _stamps_size(head: bytes, available: int) -> int | None:
+    """The length of the stamps a framed entry's head announces, None when it is not one's head or
+    announces more than the ``available`` bytes after it."""
+    if len(head) < _HEAD.size:
+        return None
+    magic, version, size = _HEAD.unpack_from(head)
+    return size if magic == _MAGIC and version == 1 and size <= available else None
+
+
 def unframe_entry(raw: bytes) -> tuple[bytes, Stamps] | None:
     """(data, stamps) of a framed entry; None for anything else (an entry of an older viewer, a damaged one)."""
-    if len(raw) < _HEAD.size:
-        return None
-    magic, version, size = _HEAD.unpack_from(raw)
-    if magic != _MAGIC or version != 1 or _HEAD.size + size > len(raw):
+    size = _stamps_size(raw, len(raw) - _HEAD.size)
+    if size is None:
         return None
     try:
         stamps = Stamps.from_bytes(raw[_HEAD.size:_HEAD.size + size])
     except ValueError:
         return None
     return raw[_HEAD.size + size:], stamps
+
+
+def read_framed_stamps(handle: BinaryIO) -> Stamps | None:
+    """The stamps at the head of a framed entry's file, the file left where its data starts; None for
+    anything else. The stamps' length is checked against the file's before they are read."""
+    try:
+        size = _stamps_size(handle.read(_HEAD.size), os.fstat(handle.fileno()).st_size - _HEAD.size)
+        if size is None:
+            return None
+        return Stamps.from_bytes(handle.read(size))
+    except (OSError, ValueError):
+        return None

@@ -91,6 +91,21 @@ def test_the_same_seed_gives_the_same_axes_and_the_second_opening_answers_from_t
     assert not other_seed.placement.from_cache
 
 
+def test_a_kept_placement_cut_short_is_placed_again_not_answered(built, own_cache) -> None:
+    """The second opening reads the placement straight from the entry's file after its stamps: a file
+    cut in the placement's middle (its stamps whole) is no answer, and the map is placed again."""
+    from ecpfs_viewer.model.diagnostics.embedding_map.progressive import entry_name
+
+    path, _data, _side = built
+    first = progressive_placement(IndexReader(path), fit_items=100)
+    entry = next(own_cache.rglob(f"*.{entry_name(100)}"))
+    entry.write_bytes(entry.read_bytes()[:-4000])
+    again = progressive_placement(IndexReader(path), fit_items=100)
+    assert not again.placement.from_cache
+    assert np.array_equal(again.placement.coords, first.placement.coords)
+    assert progressive_placement(IndexReader(path), fit_items=100).placement.from_cache  # kept again, whole
+
+
 def test_a_changed_leaf_is_placed_again_and_a_cancel_keeps_nothing(built, own_cache, tmp_path: Path) -> None:
     path, _data, _side = built
     import shutil

@@ -11,7 +11,6 @@ does not read back as one is ignored. A remote index keeps nothing (IndexCache s
 
 from __future__ import annotations
 
-import io
 import threading
 import zipfile
 from collections.abc import Callable
@@ -46,10 +45,13 @@ def cached_placement(reader: NodeReader, index_map: IndexMap, *, fit_items: int 
                      seed: int = DEFAULT_SEED) -> Placement | None:
     """The kept placement when every leaf it came from is unchanged and the map has the same leaves, else None."""
     cache = reader.opened.cache
-    found = cache.load(entry_name(fit_items, seed))
-    if found is None or not cache.unchanged(found[1]):
+    found = cache.open_entry(entry_name(fit_items, seed))
+    if found is None:
         return None
-    placement = _from_bytes(found[0])
+    with found[0] as handle:
+        if not cache.unchanged(found[1]):
+            return None
+        placement = read_placement(handle)
     if placement is None or not np.array_equal(placement.leaf_ids, index_map.band(reader.levels).node_ids):
         return None
     return placement
@@ -102,9 +104,10 @@ def placement_writer(placement: Placement) -> Callable[[BinaryIO], None]:
     return write
 
 
-def _from_bytes(data: bytes) -> Placement | None:
+def read_placement(source: BinaryIO) -> Placement | None:
+    """The placement kept in a cache entry's file (read from where it stands), None for anything else."""
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as saved:
+        with np.load(source, allow_pickle=False) as saved:
             leaf_ids, leaf_start = saved["leaf_ids"], saved["leaf_start"]
             coords, item_ids = saved["coords"], saved["item_ids"]
             mean, axes, explained, fit = saved["mean"], saved["axes"], saved["explained"], saved["fit"]

@@ -107,7 +107,9 @@ def placed_map(reader: NodeReader, method: str = "pca", *, fit_items: int = FIT_
     done = progressive_placement(reader, fit_items=fit_items, seed=seed, block_leaves=block_leaves,
                                  on_picture=picture, progress=progress, cancel=cancel, use_cache=use_cache)
     placement = apply_layout(layout_for(done), done.placement)
-    pca_entry = reader.opened.cache.load(entry_name(fit_items, seed)) if not done.placement.unplaced else None
+    pca_entry = reader.opened.cache.open_entry(entry_name(fit_items, seed)) if not done.placement.unplaced else None
+    if pca_entry is not None:
+        pca_entry[0].close()  # its stamps only
     stamps = Stamps.joined([made[0][1], pca_entry[1] if pca_entry is not None else None])
     if stamps is not None and not placement.unplaced:
         reader.opened.cache.save(name, placement_writer(placement), stamps)

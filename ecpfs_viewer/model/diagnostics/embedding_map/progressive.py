@@ -35,7 +35,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     _read,
     _starts,
 )
-from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import _from_bytes, placement_writer
+from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import placement_writer, read_placement
 from ecpfs_viewer.model.diagnostics.index_map import BROKEN, OK, IndexMap, IndexMapError, LevelInput, map_layout
 from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
@@ -308,10 +308,11 @@ def _kept(reader: NodeReader, inputs: list[LevelInput], name: str, seed: int = D
     leaf of it checked), then the rest are checked with progress and the one cancel type. One
     changed file and the kept placement is not used (None)."""
     cache = reader.opened.cache
-    found = cache.load(name)
+    found = cache.open_entry(name)
     if found is None:
         return None
-    placement, stamps = _from_bytes(found[0]), found[1]
+    with found[0] as handle:
+        placement, stamps = read_placement(handle), found[1]
     listed = inputs[-1].node_ids
     if placement is None or not np.array_equal(np.sort(placement.leaf_ids), listed):
         return None
