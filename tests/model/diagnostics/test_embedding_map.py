@@ -357,3 +357,25 @@ def test_the_cells_computed_a_block_at_a_time_are_those_computed_at_once(index, 
     assert np.array_equal(whole.cells, blocks.cells) and np.array_equal(whole.order, blocks.order)
     assert all(np.array_equal(a, b) for a, b in zip(whole.pyramid, blocks.pyramid, strict=True))
     assert placement.count > 7 * 10
+
+
+def test_colour_sums_binned_a_block_at_a_time_are_each_cells_channels_summed(index, monkeypatch) -> None:
+    """colour_sums bins the items a block at a time (bounded temporaries at 10M items): with blocks of
+    5 items each fine cell's sum is still what its items' leaves add, computed here item by item."""
+    from ecpfs_viewer.model.diagnostics.embedding_map import density as density_module
+
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    density = DensityIndex(placement, grid=32)
+    monkeypatch.setattr(density_module, "SUM_BLOCK", 5)
+    sums = colour_sums(density, by_level(index_map, 1))
+    rgb = sums.colours.leaf_rgb().astype(np.float64)
+    expected = np.zeros((3, 32 * 32))
+    for item in range(placement.count):  # each item adds its leaf's colour to its cell
+        leaf = np.searchsorted(placement.leaf_start, item, side="right") - 1
+        expected[:, density.cells[item]] += rgb[leaf]
+    for channel in range(3):
+        np.testing.assert_allclose(sums.pyramids[channel][0].reshape(-1), expected[channel], rtol=1e-5)
+    assert placement.count > 5 * 10
