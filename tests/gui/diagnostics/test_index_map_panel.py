@@ -130,6 +130,11 @@ def test_boundary_items_are_computed_on_demand_and_shown_on_the_map_and_node_pag
     assert f"({b:,} of {n:,} score a second representative" in win.node_page.facts_text()
     view = panel.view
     win.index_map.show_map()  # the map's tab, in front of the node page
-    qtbot.mouseMove(view, _centre(view, 2, leaf))
-    qtbot.waitUntil(lambda: view.hover_text.startswith(f"lvl_2/node_{leaf}\n"), timeout=5_000)
+    moves = iter(range(1_000_000))
+
+    def hovering() -> bool:  # moved again until it lands: the tab just shown may still be laid out
+        qtbot.mouseMove(view, _centre(view, 2, leaf) + QPoint(next(moves) % 2, 0))
+        return view.hover_text.startswith(f"lvl_2/node_{leaf}\n")
+
+    qtbot.waitUntil(hovering, timeout=10_000)
     assert "boundary items (5%):" in view.hover_text
