@@ -166,7 +166,7 @@ def _settled(after_removal: bool = False) -> None:
     subprocess.run(["sync"], check=False)
 
 
-def bench_scale(workdir: Path, sizes: list[int]) -> None:
+def bench_scale(workdir: Path, sizes: list[int], floor: bool = True) -> None:
     """The command-line build at each size, its peak resident memory and its floor (`cp -r` of its output).
 
     The input is written by a child: a forked process starts with its parent's high-water mark of
@@ -198,7 +198,8 @@ def bench_scale(workdir: Path, sizes: list[int]) -> None:
             first = (built, run.rss_mb)
         print(f"  {rows:>10,}: build {built:7.1f} s (cpu {run.cpu_s:.1f}), peak {run.rss_mb:,.0f} MB (target at 10M: "
               f"<= 2 GB){growth}  (load {run.load:.1f})", flush=True)
-        _print_floor(out, copy, built)
+        if floor:
+            _print_floor(out, copy, built)
         shutil.rmtree(out)
         _settled(after_removal=True)
 
@@ -232,13 +233,15 @@ def main() -> None:
     ap.add_argument("--only-big", action="store_true")
     ap.add_argument("--scale", action="store_true", help="only the command-line build at --sizes (issue 35)")
     ap.add_argument("--sizes", default="200k,2M,10M")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="with --scale: no cp -r (it needs the size of the index free again)")
     args = ap.parse_args()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ecpfs-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"work dir {work}, {os.cpu_count()} CPUs, {load()}")
     try:
         if args.scale:
-            bench_scale(work, [_rows(size) for size in args.sizes.split(",")])
+            bench_scale(work, [_rows(size) for size in args.sizes.split(",")], floor=not args.no_floor)
         elif not args.only_big:
             bench(work, 200_000, 64, 3, 50, 4.0, args.repeat)
             bench(work, 100_000, 128, 3, 100, 3.0, args.repeat)
