@@ -33,7 +33,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import venv
@@ -336,12 +335,13 @@ def pytest_command(python: Path, argv: list[str], basetemp: Path | None = None) 
 
 
 def leg_basetemp(env: Environment) -> Path:
-    """The temporary folder of a leg's tests, this checkout's own (pytest empties it when the leg
-    starts; its parent is made here). Not pytest's shared numbered folders: every pytest session
-    deletes the oldest of those, so the lowest leg (and a nested pytest inside it, at its exit)
-    spent minutes deleting the newest leg's gigabyte of test files."""
-    checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
-    parent = Path(tempfile.gettempdir()) / f"ecpfs-viewer-tests-{checkout}"
+    """The temporary folder of a leg's tests, in the checkout (git-ignored; pytest empties it when the
+    leg starts; its parent is made here). Not pytest's shared numbered folders: every pytest session
+    deletes the oldest of those, so the lowest leg spent minutes deleting the newest leg's files.
+    Not a folder under /tmp named after the checkout either: a CI that clones into the same path
+    each time had each leg start by deleting the last run's 560,000 files (62 s here), and ext4 then
+    slows the creation of every file for minutes (it passes over inodes freed in the last 60 s)."""
+    parent = ROOT / ".pytest-tmp"
     parent.mkdir(mode=0o700, exist_ok=True)  # pytest makes the leg's folder, not its parent
     return parent / env.name
 

@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -58,11 +57,13 @@ def test_each_leg_has_its_folder_and_resolution_and_run_installs_no_test_tools(d
 
 def test_each_leg_keeps_its_test_files_in_a_folder_of_its_own(dev):
     """Not pytest's shared numbered folders, whose oldest every later session deletes (the lowest
-    leg deleted the newest leg's files, and a nested pytest did at its exit): one folder per leg
-    and checkout, given to pytest, which empties it when the leg starts."""
+    leg deleted the newest leg's files, and a nested pytest did at its exit): one folder per leg in
+    the checkout (a clean clone has none to delete first), given to pytest, which empties it when the
+    leg starts, and ignored by git."""
     newest, lowest = dev.leg_basetemp(dev.NEWEST_ENV), dev.leg_basetemp(dev.LOWEST_ENV)
     assert newest != lowest and newest.parent == lowest.parent and newest.parent.is_dir()  # pytest makes only the last
-    assert newest.is_relative_to(tempfile.gettempdir()) and "pytest-of-" not in str(newest)
+    assert newest.is_relative_to(ROOT) and "pytest-of-" not in str(newest)
+    assert ".pytest-tmp/" in (ROOT / ".gitignore").read_text().splitlines()
     command = dev.pytest_command(Path(sys.executable), ["-k", "x"], newest)
     assert f"--basetemp={newest}" in command and command.index(f"--basetemp={newest}") < command.index("-k")
     assert not any(arg.startswith("--basetemp") for arg in dev.pytest_command(Path(sys.executable), []))
