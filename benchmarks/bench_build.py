@@ -220,11 +220,6 @@ def _print_floor(out: Path, copy: Path, built: float) -> None:
         shutil.rmtree(copy)
 
 
-def _rows(text: str) -> int:
-    return int(float(text.lower().removesuffix("k").removesuffix("m")) * (1e6 if text.lower().endswith("m") else
-                                                                         1e3 if text.lower().endswith("k") else 1))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=None, help="work directory (default: a temp dir, removed after)")
@@ -241,7 +236,9 @@ def main() -> None:
     print(f"work dir {work}, {os.cpu_count()} CPUs, {load()}")
     try:
         if args.scale:
-            bench_scale(work, [_rows(size) for size in args.sizes.split(",")], floor=not args.no_floor)
+            from bench_scale import parse_size
+
+            bench_scale(work, [parse_size(size) for size in args.sizes.split(",")], floor=not args.no_floor)
         elif not args.only_big:
             bench(work, 200_000, 64, 3, 50, 4.0, args.repeat)
             bench(work, 100_000, 128, 3, 100, 3.0, args.repeat)
