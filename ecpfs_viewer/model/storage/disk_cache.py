@@ -163,8 +163,12 @@ class StoreCache:
         path = self.path(name)
         try:
             handle = path.open("rb")
-            os.utime(path)  # recently used: evicted last
         except OSError:
+            return None
+        try:
+            os.utime(path)  # recently used: evicted last
+        except OSError:  # as read does: not kept as used, not an answer (and the file is not left open)
+            handle.close()
             return None
         return handle
 
