@@ -1,6 +1,7 @@
 """Running the ecpfs-viewer command in tests: in this process (exit code and captured output), or
-code in a subprocess with an address-space and a time limit, so a regression on a hostile store
-fails the test instead of taking the machine down."""
+code in a process of its own with an address-space and a time limit, so a regression on a hostile
+store fails the test instead of taking the machine down (forked from a process that has imported
+the command line already, see forked_python; a fresh interpreter where what it imports is tested)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import forked_python
 import pytest
 from locations import REPO
 
@@ -44,9 +46,10 @@ except SystemExit as exc:
 
 
 def run_limited(code: str, *args: str, env: dict[str, str] | None = None,
-                nobody: Any = None) -> subprocess.CompletedProcess[str]:
+                nobody: Any = None, fresh: bool = False) -> subprocess.CompletedProcess[str]:
     """Run python code (after the memory-limit prelude) with args; fails the test past SECONDS.
 
+    Forked (forked_python) unless `fresh`: a new interpreter, for a test of what the code imports.
     With `nobody` (the nobody_python fixture) the code runs as uid 65534, with the interpreter and
     checkout that user can read (this one may live under /root)."""
     extra = {"MALLOC_ARENA_MAX": "2", **(env or {})}  # arenas reserve address space
@@ -54,10 +57,13 @@ def run_limited(code: str, *args: str, env: dict[str, str] | None = None,
         if nobody is not None:
             script = _PRELUDE.format(limit=MEMORY_MB) + code
             return nobody.run(["-c", script, *args], capture_output=True, timeout=SECONDS, env=extra)
+        if not fresh:
+            return forked_python.run_python("import resource, sys\n" + code, *args, env={**os.environ, **extra},
+                                            timeout=SECONDS, memory_mb=MEMORY_MB)
         script = _PRELUDE.format(limit=MEMORY_MB) + _ON_PATH.format(repo=str(REPO)) + code
         return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
                               timeout=SECONDS, env={**os.environ, **extra})
-    except subprocess.TimeoutExpired as exc:
+    except (subprocess.TimeoutExpired, forked_python.Timeout) as exc:
         pytest.fail(f"did not end within {SECONDS} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
 
 
@@ -73,7 +79,8 @@ print(f"exit={code} zarr={'zarr' in sys.modules}")
 def run_later_process(*argv: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`ecpfs-viewer ARGV` in a fresh process (with `cache` as its cache folder when given), its
     output followed by `exit=N zarr=True|False` (whether it needed zarr to answer)."""
-    return run_limited(_LATER_PROCESS, *argv, env=None if cache is None else {"ECPFS_VIEWER_CACHE": str(cache)})
+    return run_limited(_LATER_PROCESS, *argv, env=None if cache is None else {"ECPFS_VIEWER_CACHE": str(cache)},
+                       fresh=True)
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, nobody: Any = None) -> subprocess.CompletedProcess[str]:
@@ -81,7 +88,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, nobody: Any = None) -
     return run_limited(_CLI, *args, env=env, nobody=nobody)
 
 
-_PEAK = "peak RSS MB: "
+_PEAK = "peak RSS KB: "
 _MEASURED = f"""
 import atexit, os, resource
 def _print_peak():
@@ -91,7 +98,7 @@ def _print_peak():
             kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     except (OSError, StopIteration):
         kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print("\\n{_PEAK}%d" % (kb >> 10), file=sys.stderr, flush=True)
+    print("\\n{_PEAK}%d" % kb, file=sys.stderr, flush=True)
 atexit.register(_print_peak)
 _leave = os._exit  # leave_process skips atexit (a remote store's threads may still run)
 def _measured_exit(code):
@@ -101,29 +108,35 @@ os._exit = _measured_exit
 """
 
 
-def run_cli_measured(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], int]:
-    """run_cli, and the peak resident memory of its process in MB (which the output leaves out)."""
-    result = run_limited(_MEASURED + _CLI, *args, env={"QT_QPA_PLATFORM": "offscreen", **(env or {})})
+def run_measured(*args: str, env: dict[str, str], seconds: float,
+                 memory_mb: int | None) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`ecpfs-viewer ARGS` in a process of its own (env added to this one's) and its peak resident
+    memory in KiB, which the output leaves out; fails the test past `seconds`."""
+    try:
+        result = forked_python.run_python("import resource, sys\n" + _MEASURED + _CLI, *args, timeout=seconds,
+                                          env={**os.environ, "MALLOC_ARENA_MAX": "2", **env}, memory_mb=memory_mb)
+    except forked_python.Timeout as exc:
+        pytest.fail(f"did not end within {seconds} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
     head, marker, peak = result.stderr.rpartition(_PEAK)
     assert marker, result.stderr
     result.stderr = head.rstrip("\n")
     return result, int(peak)
+
+
+def run_cli_measured(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], int]:
+    """run_cli, and the peak resident memory of its process in MB (which the output leaves out)."""
+    result, kb = run_measured(*args, env={"QT_QPA_PLATFORM": "offscreen", **(env or {})}, seconds=SECONDS,
+                              memory_mb=MEMORY_MB)
+    return result, kb >> 10
 
 
 def run_window_measured(*args: str, env: dict[str, str] | None = None,
                         seconds: float = 60) -> tuple[subprocess.CompletedProcess[str], int]:
     """`ecpfs-viewer ARGS` (the window, offscreen; no address-space limit, which Qt's reservations
     would exceed) and the peak resident memory of its process in MB; fails the test past `seconds`."""
-    script = "import sys\n" + _ON_PATH.format(repo=str(REPO)) + _MEASURED + _CLI
-    try:
-        result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                                timeout=seconds, env={**os.environ, "QT_QPA_PLATFORM": "offscreen", **(env or {})})
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"did not end within {seconds} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
-    head, marker, peak = result.stderr.rpartition(_PEAK)
-    assert marker, result.stderr
-    result.stderr = head.rstrip("\n")
-    return result, int(peak)
+    result, kb = run_measured(*args, env={"QT_QPA_PLATFORM": "offscreen", **(env or {})}, seconds=seconds,
+                              memory_mb=None)
+    return result, kb >> 10
 
 
 def run_cli_cleanly(*args: str, nobody: Any = None) -> subprocess.CompletedProcess[str]:

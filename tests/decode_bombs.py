@@ -5,29 +5,20 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numcodecs
 import numpy as np
 import zarr
 import zstandard
+from command_runs import run_measured
 from locations import REPO
 
 BOMB = 128 << 20  # decoded bytes of each bomb: past any run's own size by far
 MARGIN_KB = 48 << 10  # what a refused bomb may add to the clean run's peak: tens of MB, not BOMB
 LEAF = "lvl_2/node_0"
-
-_PEAK = """
-import resource, subprocess, sys
-done = subprocess.run(sys.argv[1:])
-sys.stderr.write(f"\\nPEAK_KB {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
-sys.exit(done.returncode)
-"""
-
 
 def bomb(kind: str) -> bytes:
     zeros = bytes(BOMB)
@@ -45,14 +36,10 @@ CODECS = {"zstd without a declared size": "zstd", "zstd of two frames": "zstd", 
 
 
 def peak_run(*args: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], int]:
-    """`python -m ecpfs_viewer ARGS` in a child: its result and its peak RSS in KiB."""
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"),
-               ECPFS_VIEWER_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(REPO), MALLOC_ARENA_MAX="2")
-    done = subprocess.run([sys.executable, "-c", _PEAK, sys.executable, "-m", "ecpfs_viewer", *args], env=env,
-                          capture_output=True, text=True, timeout=120)
-    lines = done.stderr.rstrip().splitlines()
-    assert lines and lines[-1].startswith("PEAK_KB "), done.stderr
-    return done, int(lines[-1].split()[1])
+    """`ecpfs-viewer ARGS` in a process of its own (no address-space limit): its result and its peak RSS in KiB."""
+    env = {"QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "ECPFS_VIEWER_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
+    return run_measured(*args, env=env, seconds=120, memory_mb=None)
 
 
 def _leaf_chunk(index: Path) -> Path:

@@ -1,7 +1,7 @@
 """Every command on every hostile store: exit 0, 1 or 2, one message, no traceback, bounded work.
 
 The stores are those of tests/model/test_hostile_files.py and test_hostile_metadata.py (built by
-tests/hostile_builders.py). Each store gets one subprocess (1 GiB address space, as there) that
+tests/hostile_builders.py). Each store gets one process of its own (forked_python; 1 GiB address space, as there) that
 runs info, check, build, search, recall and locate in turn through `ecpfs_viewer.cli.main`,
 measuring each one's CPU time (work done, which another process loading the cores does not
 stretch; a command that hangs without working is caught by the subprocess's own limit);
@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import forked_python
 import numpy as np
 import pytest
 import remote_fixtures
@@ -73,9 +74,9 @@ def run_commands(lines: list[list[str]], env: dict[str, str] | None = None,
             done = nobody.run(["-c", _DRIVER, json.dumps(lines), ""], capture_output=True,
                               timeout=WALL_SECONDS * len(lines), env=extra)
         else:
-            done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(lines), str(REPO)], capture_output=True,
-                                  text=True, timeout=WALL_SECONDS * len(lines), env={**os.environ, **extra})
-    except subprocess.TimeoutExpired as exc:
+            done = forked_python.run_python(_DRIVER, json.dumps(lines), str(REPO), timeout=WALL_SECONDS * len(lines),
+                                            env={**os.environ, **extra})
+    except (subprocess.TimeoutExpired, forked_python.Timeout) as exc:
         pytest.fail(f"a command did not end: after {exc.stdout!r}\n{exc.stderr!r}")
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert len(results) == len(lines), done.stdout + done.stderr
