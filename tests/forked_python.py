@@ -23,8 +23,9 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 #: what every command imports (the CLI, the model under it, zarr and numpy); loaded once per worker
 PRELOAD = ["numpy", "zarr", "ecpfs_viewer.cli", "ecpfs_viewer.cli.commands", "ecpfs_viewer.cli.read",
@@ -43,24 +44,12 @@ class Timeout(Exception):
         self.stdout, self.stderr = stdout, stderr
 
 
-@contextlib.contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
-    with _environment(_SERVER_ENV):
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in _SERVER_ENV.items():
+            patch.setenv(name, value)
         multiprocessing.forkserver.ensure_running()
     return context
 
