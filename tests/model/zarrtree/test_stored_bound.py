@@ -168,13 +168,11 @@ def test_zarr_pythons_own_reads_refuse_a_grown_chunk_by_its_size(tmp_path: Path,
         grown.truncate(GROWN)
     h = Hierarchy(open_store(store))
     path = "" if kind == "v3 at the store's root" else "e"
-    tracemalloc.start()
-    try:
-        with pytest.raises(SelectionError) as refused:
-            read_subset(h, path, "0:10, :")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    with pytest.raises(SelectionError) as refused:
+        read_subset(h, path, "0:10, :")
     assert f"{key}: 67,108,864 bytes stored for a chunk that decodes to 25,600 bytes; could not be read" in str(
         refused.value), refused.value
-    assert peak < 4 << 20, peak
+    # what this store read, not tracemalloc's peak, which counts every thread of the test worker: a
+    # fresh-clone run once saw a 64 MB peak with this very refusal, which only a read of 64 KiB makes
+    read = h.store.stats().bytes_read
+    assert read < 1 << 20, read  # refused from its size: the chunk's body was never read
