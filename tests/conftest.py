@@ -274,32 +274,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "documents, chunks and shard indexes judged for truth (tests/model/test_fuzz_truth.py)")
 
 
-def _first_share(total: int, workers: int) -> list[int]:
-    """How many tests each worker is first given by pytest-xdist's worksteal: the pending tests in
-    order, each idle worker in turn taking an equal part of what is left (WorkStealingScheduling)."""
-    sizes, left = [], total
-    for number in range(workers):
-        sizes.append(left // (workers - number))
-        left -= sizes[-1]
-    return sizes
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests and those that mostly wait first, spread over the workers: each worker's first
-    share starts with every n-th of them (the rest keep their order). Under pytest-xdist a test that
-    has started cannot move to an idle worker: one left for last would be run alone, and worksteal
-    gives each worker a contiguous share, so a plain sort would put them all on one worker."""
-    first = [item for item in items if item.get_closest_marker("long") or item.get_closest_marker("waits")]
-    chosen = set(first)
-    rest = [item for item in items if item not in chosen]
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    shares = _first_share(len(items), max(1, workers))
-    groups = [first[number::len(shares)] for number, _ in enumerate(shares)]
-    if any(len(group) > share for group, share in zip(groups, shares, strict=True)):
-        groups, shares = [first], [len(items)]  # more of them than a share: simply first
-    ordered, taken = [], 0
-    for group, share in zip(groups, shares, strict=True):
-        fill = share - len(group)
-        ordered += group + rest[taken:taken + fill]
-        taken += fill
-    items[:] = ordered + rest[taken:]
+    """The long tests first (a stable sort: the rest keep their order). Under pytest-xdist a test
+    that has started cannot move to an idle worker: one left for last would be run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
