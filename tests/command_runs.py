@@ -28,9 +28,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-_PRELUDE = """
-import resource, sys
-limit = {limit} << 20
+_IMPORTS = "import resource, sys\n"  # the prelude's imports, which the code run may use
+_PRELUDE = _IMPORTS + """limit = {limit} << 20
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 """
 _ON_PATH = "sys.path.insert(0, {repo!r})\n"
@@ -53,18 +52,28 @@ def run_limited(code: str, *args: str, env: dict[str, str] | None = None,
     With `nobody` (the nobody_python fixture) the code runs as uid 65534, with the interpreter and
     checkout that user can read (this one may live under /root)."""
     extra = {"MALLOC_ARENA_MAX": "2", **(env or {})}  # arenas reserve address space
+    if nobody is None and not fresh:
+        return _forked(code, *args, env=extra, seconds=SECONDS, memory_mb=MEMORY_MB)
     try:
         if nobody is not None:
             script = _PRELUDE.format(limit=MEMORY_MB) + code
             return nobody.run(["-c", script, *args], capture_output=True, timeout=SECONDS, env=extra)
-        if not fresh:
-            return forked_python.run_python("import resource, sys\n" + code, *args, env={**os.environ, **extra},
-                                            timeout=SECONDS, memory_mb=MEMORY_MB)
         script = _PRELUDE.format(limit=MEMORY_MB) + _ON_PATH.format(repo=str(REPO)) + code
         return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
                               timeout=SECONDS, env={**os.environ, **extra})
-    except (subprocess.TimeoutExpired, forked_python.Timeout) as exc:
+    except subprocess.TimeoutExpired as exc:
         pytest.fail(f"did not end within {SECONDS} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
+
+
+def _forked(code: str, *args: str, env: dict[str, str], seconds: float,
+            memory_mb: int | None) -> subprocess.CompletedProcess[str]:
+    """code (after the prelude's imports) with args in a forked process (forked_python), env added to
+    this process's; fails the test past `seconds`."""
+    try:
+        return forked_python.run_python(_IMPORTS + code, *args, env={**os.environ, "MALLOC_ARENA_MAX": "2", **env},
+                                        timeout=seconds, memory_mb=memory_mb)
+    except forked_python.Timeout as exc:
+        pytest.fail(f"did not end within {seconds} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
 
 
 #: the CLI in a fresh process; prints its exit code and whether zarr was imported, after its output
@@ -112,11 +121,7 @@ def run_measured(*args: str, env: dict[str, str], seconds: float,
                  memory_mb: int | None) -> tuple[subprocess.CompletedProcess[str], int]:
     """`ecpfs-viewer ARGS` in a process of its own (env added to this one's) and its peak resident
     memory in KiB, which the output leaves out; fails the test past `seconds`."""
-    try:
-        result = forked_python.run_python("import resource, sys\n" + _MEASURED + _CLI, *args, timeout=seconds,
-                                          env={**os.environ, "MALLOC_ARENA_MAX": "2", **env}, memory_mb=memory_mb)
-    except forked_python.Timeout as exc:
-        pytest.fail(f"did not end within {seconds} s: {args}\n{exc.stdout!r}\n{exc.stderr!r}")
+    result = _forked(_MEASURED + _CLI, *args, env=env, seconds=seconds, memory_mb=memory_mb)
     head, marker, peak = result.stderr.rpartition(_PEAK)
     assert marker, result.stderr
     result.stderr = head.rstrip("\n")
