@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import io
 import linecache
 import multiprocessing
@@ -44,7 +45,10 @@ class Timeout(Exception):
         self.stdout, self.stderr = stdout, stderr
 
 
+@functools.cache
 def _context() -> multiprocessing.context.BaseContext:
+    """The fork server, started once per test worker (the environment it starts with is set for that
+    moment only; later runs would change it in a process whose other threads may read it)."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     with pytest.MonkeyPatch.context() as patch:
