@@ -5,6 +5,7 @@ map, the list, the tree's marks, the node and level pages)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -130,7 +131,7 @@ def test_boundary_items_are_computed_on_demand_and_shown_on_the_map_and_node_pag
     assert f"({b:,} of {n:,} score a second representative" in win.node_page.facts_text()
     view = panel.view
     win.index_map.show_map()  # the map's tab, in front of the node page
-    moves = iter(range(1_000_000))
+    moves = itertools.count()
 
     def hovering() -> bool:  # moved again until it lands: the tab just shown may still be laid out
         qtbot.mouseMove(view, _centre(view, 2, leaf) + QPoint(next(moves) % 2, 0))
