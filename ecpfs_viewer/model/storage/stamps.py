@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
+from ecpfs_viewer.model.storage.path_list import PathList
+
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.disk_cache import EntryPart
 
@@ -75,9 +77,17 @@ class Stamps:
 
     kind: str  # "local" (below a folder), "zip" (members: model/storage/zip_stamps.py), "remote"
     # (remote_stamps.py), "http" (model/ecpfs/http_stamps.py)
-    paths: tuple[str, ...]
+    paths: Sequence[str]  # held as a PathList, whatever sequence is given
     owners: np.ndarray  # int64 per path
     values: np.ndarray  # int64 (paths, 5)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", PathList.of(self.paths))
+
+    @property
+    def path_list(self) -> PathList:
+        assert isinstance(self.paths, PathList)
+        return self.paths
 
     @staticmethod
     def joined(parts: Iterable[Stamps | None]) -> Stamps | None:
@@ -86,14 +96,13 @@ class Stamps:
         kept = [p for p in found if p is not None]
         if not kept or len(kept) != len(found) or len({p.kind for p in kept}) != 1:
             return None
-        return Stamps(kept[0].kind, tuple(path for p in kept for path in p.paths),
+        return Stamps(kept[0].kind, PathList.joined([p.path_list for p in kept]),
                       np.concatenate([p.owners for p in kept]), np.concatenate([p.values for p in kept]))
 
     def subset(self, owners: Sequence[int]) -> Stamps:
         """The stamps of the given owners' paths and of those every answer depends on."""
         picked = np.flatnonzero(np.isin(self.owners, np.asarray([ALWAYS, *owners], np.int64)))
-        return Stamps(self.kind, tuple(self.paths[i] for i in picked.tolist()), self.owners[picked],
-                      self.values[picked])
+        return Stamps(self.kind, self.path_list.taken(picked), self.owners[picked], self.values[picked])
 
     def unchanged(self, base: str, owners: Sequence[int] | None = None) -> bool:
         """Whether every path of the given owners (and those every answer depends on) still has
@@ -113,9 +122,9 @@ class Stamps:
         """The stamps as an .npz, a view of the buffer written (``getvalue`` copied it: 80 MB more
         while a 10M-item map was kept)."""
         out = io.BytesIO()
-        blob = "\n".join(self.paths).encode("utf-8", "surrogatepass")
-        np.savez(out, kind=np.frombuffer(self.kind.encode(), np.uint8), paths=np.frombuffer(blob, np.uint8),
-                 owners=self.owners, values=self.values)
+        paths = self.path_list
+        np.savez(out, kind=np.frombuffer(self.kind.encode(), np.uint8), path_bytes=np.frombuffer(paths.blob, np.uint8),
+                 path_offsets=paths.offsets, owners=self.owners, values=self.values)
         return out.getbuffer()
 
     @classmethod
@@ -124,11 +133,10 @@ class Stamps:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as saved:
                 kind = saved["kind"].tobytes().decode()
-                blob = saved["paths"].tobytes().decode("utf-8", "surrogatepass")
+                paths = PathList.read_back(saved["path_bytes"].tobytes(), saved["path_offsets"])
                 owners, values = saved["owners"], saved["values"]
         except (OSError, EOFError, KeyError, ValueError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
             raise ValueError(f"not stamps: {exc}") from None
-        paths = tuple(blob.split("\n")) if blob else ()
         if (kind not in ("local", "zip", "remote", "http") or owners.dtype != np.int64 or values.dtype != np.int64
                 or owners.shape != (len(paths),) or values.shape != (len(paths), _FIELDS)):
             raise ValueError("not stamps: their arrays do not agree")
