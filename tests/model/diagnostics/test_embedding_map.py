@@ -379,3 +379,24 @@ def test_colour_sums_binned_a_block_at_a_time_are_each_cells_channels_summed(ind
     for channel in range(3):
         np.testing.assert_allclose(sums.pyramids[channel][0].reshape(-1), expected[channel], rtol=1e-5)
     assert placement.count > 5 * 10
+
+
+def test_bounds_taken_a_block_at_a_time_are_those_of_the_finite_items(index, monkeypatch) -> None:
+    """Placement.bounds looks at the items a block at a time (no copy of every finite one at 10M
+    items): with blocks of 7, items that are not finite (in whole blocks too) are still left out."""
+    from dataclasses import replace
+
+    from ecpfs_viewer.model.diagnostics.embedding_map import placement as placement_module
+
+    path, _, _ = index
+    reader = IndexReader(path)
+    placement = open_placement(reader, layout_index(reader))
+    coords = placement.coords.copy()
+    coords[:9, 0] = np.nan  # the first block wholly, and into the second
+    coords[20, 1] = np.inf
+    coords[-1] = -np.inf
+    monkeypatch.setattr(placement_module, "BOUNDS_BLOCK", 7)
+    bounded = replace(placement, coords=coords)
+    finite = coords[np.isfinite(coords).all(axis=1)]
+    assert bounded.bounds() == (finite[:, 0].min(), finite[:, 0].max(), finite[:, 1].min(), finite[:, 1].max())
+    assert replace(placement, coords=np.full_like(coords, np.nan)).bounds() == (-1.0, 1.0, -1.0, 1.0)

@@ -34,6 +34,8 @@ FIT_ITEMS = 20_000
 #: leaves read per batch while placing
 LEAF_BATCH = 256
 DEFAULT_SEED = 0
+#: items whose bounds are taken at once
+BOUNDS_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,11 +99,16 @@ class Placement:
 
     def bounds(self) -> tuple[float, float, float, float]:
         """(x0, x1, y0, y1) of the finite coordinates; a unit square around 0 when there are none."""
-        finite = np.isfinite(self.coords).all(axis=1)
-        if not finite.any():
+        lo = np.full(2, np.inf)
+        hi = np.full(2, -np.inf)
+        for start in range(0, self.count, BOUNDS_BLOCK):  # a copy of the finite ones: 80 MB at 10M items
+            block = self.coords[start:start + BOUNDS_BLOCK]
+            finite = block[np.isfinite(block).all(axis=1)]
+            if finite.size:
+                lo = np.minimum(lo, finite.min(axis=0))
+                hi = np.maximum(hi, finite.max(axis=0))
+        if not np.isfinite(lo).all():
             return -1.0, 1.0, -1.0, 1.0
-        lo = self.coords[finite].min(axis=0).astype(np.float64)
-        hi = self.coords[finite].max(axis=0).astype(np.float64)
         return float(lo[0]), float(hi[0]), float(lo[1]), float(hi[1])
 
     @property

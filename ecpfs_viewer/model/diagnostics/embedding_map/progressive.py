@@ -287,6 +287,8 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
     process_memory.return_freed_memory()  # the blocks' arrays, freed as they were copied into place
     if joined is not None and not placement.unplaced:
         cache.save(name, placement_writer(placement), joined)
+        del joined
+        process_memory.return_freed_memory()  # the saved stamps' buffer: 40 MB at 2M items kept until exit
     return MapPicture(final_map, placement, read, listed.size)
 
 
