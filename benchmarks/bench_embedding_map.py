@@ -15,7 +15,9 @@ from a fresh process (its own peak RSS, VmHWM) with a private cache folder:
   picture (the window's frame worker; the image moves with the view meanwhile);
 - GUI thread: for the same views, the median and worst time the window's GUI thread spends on a frame
   handed over (the image set, the points drawn when few are in view) and its repaint;
-- memory: the process's peak RSS, and beyond the index opened and laid out (what the map adds);
+- memory: the process's peak RSS, and beyond the window's own before the map is asked for (Qt,
+  pyqtgraph and the map's view imported, the application made, the index opened): what the map adds,
+  with the peak after the placement, after its picture, after the frames and after the GUI thread's;
 - synthetic (--synthetic N): frames alone on a clustered 2-D placement of N items, no index read;
 - baseline: one pyqtgraph ScatterPlotItem holding every point, set and rendered offscreen once
   (or the size at which it gave up: past --baseline-seconds or out of memory);
@@ -57,6 +59,16 @@ def _rss_mb() -> tuple[float, float]:
     return found["VmRSS"], found["VmHWM"]
 
 
+def _window_loaded() -> None:
+    """What the window has loaded before the map is asked for: Qt, pyqtgraph, the map's view, the application."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    import pyqtgraph as pg
+
+    import ecpfs_viewer.gui.diagnostics.embedding_view  # noqa: F401
+
+    pg.mkQApp()
+
+
 def child_map(index: str, frames: int) -> dict[str, float | int | str]:
     """One opening of the map in this process (cold or warm, by the cache folder it was given), the
     way the window makes it: progressive_placement, each picture's density index, colours and frame."""
@@ -67,9 +79,10 @@ def child_map(index: str, frames: int) -> dict[str, float | int | str]:
     from ecpfs_viewer.model.search import IndexReader
 
     out: dict[str, float | int | str] = {}
+    _window_loaded()
     t0 = time.perf_counter()
     reader = IndexReader(index)
-    out["base_rss_mb"] = _rss_mb()[0]
+    base = out["base_rss_mb"] = _rss_mb()[0]
     pictures: list[float] = []
 
     def picture(shown: MapPicture):  # type: ignore[no-untyped-def]
@@ -80,7 +93,9 @@ def child_map(index: str, frames: int) -> dict[str, float | int | str]:
         return density, sums
 
     done = progressive_placement(reader, on_picture=picture)
+    out["placed_peak_mb"] = _rss_mb()[1] - base
     density, sums = picture(done)
+    out["drawn_peak_mb"] = _rss_mb()[1] - base
     placement = done.placement
     out["from_cache"] = int(placement.from_cache)
     out["first_picture_s"] = pictures[0]
@@ -100,6 +115,7 @@ def child_map(index: str, frames: int) -> dict[str, float | int | str]:
         times.append(time.perf_counter() - t)
     out["frame_median_ms"] = statistics.median(times) * 1e3
     out["frame_worst_ms"] = max(times) * 1e3
+    out["frames_peak_mb"] = _rss_mb()[1] - base
     out.update(_gui_thread(density, sums, by_level(done.index_map, 1).leaf_rgb(), views))
     out["density_mb"] = density.nbytes / 2**20
     out["peak_rss_mb"] = _rss_mb()[1]
@@ -284,8 +300,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"   frame median {fig['frame_median_ms']:5.1f} ms, worst "
                   f"{fig['frame_worst_ms']:5.1f} ms   GUI thread median {fig['gui_median_ms']:4.1f} ms, worst "
                   f"{fig['gui_worst_ms']:5.1f} ms   peak RSS {fig['peak_rss_mb']:,.0f} MB "
-                  f"(+{fig['peak_rss_mb'] - fig['base_rss_mb']:,.0f} MB beyond the index opened, no layout; density "
-                  f"index {fig['density_mb']:.0f} MB)")
+                  f"(+{fig['peak_rss_mb'] - fig['base_rss_mb']:,.0f} MB beyond the window's own with the index "
+                  f"opened: +{fig['placed_peak_mb']:,.0f} placed, +{fig['drawn_peak_mb']:,.0f} drawn, "
+                  f"+{fig['frames_peak_mb']:,.0f} after the frames; density index {fig['density_mb']:.0f} MB)")
         files = [str(path) for path in index.rglob("*") if path.is_file()]
         print(f"  {'floor':<24} every file of the index read whole: "
               f"{floor_of(files, cold=True, folders=[index]).text()}; cold by {eviction_name()}")
