@@ -326,17 +326,12 @@ def usable_cpus() -> int:
 #: they win (`-n 0`: one process).
 WORKERS_PER_CPU = 2
 PYTEST_OPTIONS = ("-n", str(WORKERS_PER_CPU * usable_cpus()), "--dist", "worksteal", "--durations=10")
-#: legs run side by side (CI's two) share the workers of one leg times this
-SIDE_BY_SIDE_SHARE = float(os.environ.get("ECPFS_DEV_SHARE", "1.5"))
 
 
-def pytest_command(python: Path, argv: list[str], basetemp: Path | None = None,
-                   workers: int | None = None) -> list[str]:
-    """The pytest command line of a leg: PYTEST_OPTIONS (``workers`` of them, by default two per
-    CPU), the leg's temporary folder when given, then what the user gave."""
-    options = list(PYTEST_OPTIONS)
-    options[1] = str(workers or WORKERS_PER_CPU * usable_cpus())
-    return [str(python), "-m", "pytest", *options, *([f"--basetemp={basetemp}"] if basetemp else []), *argv]
+def pytest_command(python: Path, argv: list[str], basetemp: Path | None = None) -> list[str]:
+    """The pytest command line of a leg: PYTEST_OPTIONS, the leg's temporary folder when given,
+    then what the user gave."""
+    return [str(python), "-m", "pytest", *PYTEST_OPTIONS, *([f"--basetemp={basetemp}"] if basetemp else []), *argv]
 
 
 def leg_basetemp(env: Environment) -> Path:
@@ -363,55 +358,6 @@ def install_side_by_side(legs: list[tuple[Environment, str]], lint: Environment 
     return pythons
 
 
-def leg_heading(env: Environment, workers: int) -> None:
-    print(f"== tests, {env.name} leg ({env.folder.name}; {workers} workers for {usable_cpus()} CPUs)", flush=True)
-    print_versions(env)
-
-
-def run_leg(env: Environment, python: Path, argv: list[str], workers: int) -> tuple[str, int, float]:
-    """One leg's pytest, its output shown as it comes; (name, exit code, seconds)."""
-    leg_heading(env, workers)
-    compile_project(python)
-    started = time.monotonic()
-    code = subprocess.call(pytest_command(python, argv, leg_basetemp(env), workers), cwd=ROOT,
-                           env=test_environment())
-    return env.name, code, time.monotonic() - started
-
-
-def run_legs_side_by_side(environments: list[tuple[Environment, Path]],
-                          argv: list[str]) -> list[tuple[str, int, float]]:
-    """Every leg at once, each with its share of the workers: a leg alone left a third of the CPU
-    time idle (its tests wait on servers, deadlines and child processes, and its last minutes run a
-    few long tests), which the other leg's tests now use. The first leg's output is shown as it comes;
-    each other's goes to a file beside its test folder and is shown when the first has ended (and
-    that leg too); each leg's time is its own, from its start to its end."""
-    workers = max(1, math.ceil(WORKERS_PER_CPU * usable_cpus() * SIDE_BY_SIDE_SHARE / len(environments)))
-    for _env, python in environments:
-        compile_project(python)
-    env0, python0 = environments[0]
-    leg_heading(env0, workers)
-    running = []
-    for env, python in environments[1:]:
-        log = leg_basetemp(env).with_name(f"{env.name}-output.txt")
-        with log.open("w") as out:  # the child holds its own copy of the file
-            process = subprocess.Popen(pytest_command(python, argv, leg_basetemp(env), workers), cwd=ROOT,
-                                       env=test_environment(), stdout=out, stderr=subprocess.STDOUT)
-        running.append((env, log, process, time.monotonic()))
-    started = time.monotonic()
-    results = [(env0.name, subprocess.call(pytest_command(python0, argv, leg_basetemp(env0), workers), cwd=ROOT,
-                                           env=test_environment()), time.monotonic() - started)]
-    for env, log, process, began in running:
-        code = process.wait()
-        ended = time.monotonic()
-        leg_heading(env, workers)
-        print(f"(ran beside the {env0.name} leg; its output, kept in {log.relative_to(ROOT)}:)", flush=True)
-        with log.open() as kept:
-            shutil.copyfileobj(kept, sys.stdout)
-        sys.stdout.flush()
-        results.append((env.name, code, ended - began))
-    return results
-
-
 def run_tests(argv: list[str]) -> int:
     """Static checks once (in the newest environment, also when only the lowest leg runs: its older
     numpy types flag what newer ones allow), then pytest
@@ -435,13 +381,16 @@ def run_tests(argv: list[str]) -> int:
         python = next((p for env, p in environments if env is checks[0]), None)
         python = python or ensure_environment(checks[0], checks[1], lint=True)
         static = StaticChecks(python)
-    if len(environments) == 1:
-        env, python = environments[0]
-        results.append(run_leg(env, python, argv, workers=WORKERS_PER_CPU * usable_cpus()))
-    else:
-        results.extend(run_legs_side_by_side(environments, argv))
-    if static is not None:
-        results.insert(0, static.report())
+    for number, (env, python) in enumerate(environments):
+        print(f"== tests, {env.name} leg ({env.folder.name}; {PYTEST_OPTIONS[1]} workers for {usable_cpus()} CPUs)",
+              flush=True)
+        print_versions(env)
+        compile_project(python)
+        started = time.monotonic()
+        code = subprocess.call(pytest_command(python, argv, leg_basetemp(env)), cwd=ROOT, env=test_environment())
+        results.append((env.name, code, time.monotonic() - started))
+        if number == 0 and static is not None:
+            results.insert(0, static.report())
     print("== summary", flush=True)
     for name, code, seconds in results:
         label = name if name == "static checks" else f"{name} leg"
