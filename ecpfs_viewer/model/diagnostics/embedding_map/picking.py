@@ -131,7 +131,7 @@ def _selection(index: DensityIndex, index_map: IndexMap, rect: ViewRect, positio
         present = np.flatnonzero(counts)
         ranked = present[np.lexsort((band.node_ids[present], -counts[present]))]
         nodes[depth + 1] = (band.node_ids[ranked].copy(), counts[ranked].astype(np.int64))
-    return Selection(rect, positions, placement.item_ids[positions], nodes, polygon)
+    return Selection(rect, positions, placement.item_ids[positions].astype(np.int64), nodes, polygon)
 
 
 @dataclass(frozen=True, eq=False)

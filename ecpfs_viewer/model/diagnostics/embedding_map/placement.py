@@ -72,7 +72,7 @@ class Placement:
     leaf_ids: np.ndarray  # int64 node id per leaf position (the map's leaf band order)
     leaf_start: np.ndarray  # int64 (leaves + 1,): items of leaf position p are leaf_start[p]:leaf_start[p+1]
     coords: np.ndarray  # (n, 2) float32
-    item_ids: np.ndarray  # (n,) int64
+    item_ids: np.ndarray  # (n,) int64, or uint32 when every id fits (a placed index's: 40 MB less at 10M items)
     unplaced: tuple[tuple[int, str], ...] = ()  # (leaf id, why) of leaves that could not be read
     sample: bool = False  # only the fit's sample (a first picture), not every item
     from_cache: bool = False

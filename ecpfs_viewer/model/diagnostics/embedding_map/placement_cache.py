@@ -117,7 +117,7 @@ def read_placement(source: BinaryIO) -> Placement | None:
         return None
     n = item_ids.shape[0] if item_ids.ndim == 1 else -1
     if (leaf_ids.ndim != 1 or leaf_start.shape != (leaf_ids.size + 1,) or coords.shape != (n, 2)
-            or coords.dtype != np.float32 or item_ids.dtype != np.int64 or int(leaf_start[-1]) != n
+            or coords.dtype != np.float32 or item_ids.dtype not in (np.int64, np.uint32) or int(leaf_start[-1]) != n
             or (np.diff(leaf_start) < 0).any() or axes.shape != (2, mean.size) or explained.shape != (2,)
             or fit.shape != (2,)):
         return None

@@ -141,10 +141,10 @@ RELEASE_LEAVES = 8192
 
 
 def _narrowest_ids(ids: np.ndarray) -> np.ndarray:
-    """Item ids as uint32 (their stored type) while they wait in a block, when they fit: a quarter of
-    the blocks' memory at 10M items (12 bytes an item instead of 16); the answer holds them as int64."""
-    if ids.size and int(ids.min()) >= 0 and int(ids.max()) <= np.iinfo(np.uint32).max:
-        return ids.astype(np.uint32)
+    """Item ids as uint32 (their stored type) when they fit: a quarter of the blocks' memory at 10M
+    items (12 bytes an item instead of 16), and the answer holds them so when every leaf's did."""
+    if not ids.size or (int(ids.min()) >= 0 and int(ids.max()) <= np.iinfo(np.uint32).max):
+        return ids.astype(np.uint32, copy=False)
     return ids
 
 
@@ -203,7 +203,8 @@ class _Blocks:
         counts[at_map] = self.count
         starts = _starts(counts)
         coords = np.empty((int(starts[-1]), 2), np.float32)
-        ids = np.empty(int(starts[-1]), np.int64)
+        narrow = all(leaf.dtype == np.uint32 for leaf in self.ids)
+        ids = np.empty(int(starts[-1]), np.uint32 if narrow and self.ids else np.int64)
         for i, at in enumerate(starts[at_map].tolist()):  # in reading order: a block at a time
             n = self.count[i]
             coords[at:at + n] = self.coords[i]
@@ -255,10 +256,10 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
     projection = MapProjection(pca.mean, pca.axes, pca.explained, int(data.shape[0]), seed)
     at = 0
     for p, _vectors, ids in sample:
-        blocks.add(int(listed[p]), pca.coords[at:at + ids.size], ids)
+        blocks.add(int(listed[p]), pca.coords[at:at + ids.size], _narrowest_ids(ids))
         at += ids.size
     for p, vectors, ids in extra:
-        blocks.add(int(listed[p]), projection.project(vectors), ids)
+        blocks.add(int(listed[p]), projection.project(vectors), _narrowest_ids(ids))
     del sample, extra, data
     shown = blocks.items
     if on_picture is not None:  # even when the sample is every leaf: the first picture comes at once
