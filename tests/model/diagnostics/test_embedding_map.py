@@ -354,7 +354,10 @@ def test_the_cells_computed_a_block_at_a_time_are_those_computed_at_once(index, 
     whole = DensityIndex(placement, grid=64)
     monkeypatch.setattr(density_module, "CELL_BLOCK", 7)
     blocks = DensityIndex(placement, grid=64)
-    assert np.array_equal(whole.cells, blocks.cells) and np.array_equal(whole.order, blocks.order)
+    assert np.array_equal(whole.item_cells(), blocks.item_cells()) and np.array_equal(whole.order, blocks.order)
+    # the cells the order keeps are each item's own, as its coordinates give them
+    assert np.array_equal(whole.item_cells(), whole._cells(placement.coords))
+    assert np.array_equal(whole.sorted_cells(5, 40), whole.item_cells()[whole.order[5:40]])
     assert all(np.array_equal(a, b) for a, b in zip(whole.pyramid, blocks.pyramid, strict=True))
     assert placement.count > 7 * 10
 
@@ -373,9 +376,10 @@ def test_colour_sums_binned_a_block_at_a_time_are_each_cells_channels_summed(ind
     sums = colour_sums(density, by_level(index_map, 1))
     rgb = sums.colours.leaf_rgb().astype(np.float64)
     expected = np.zeros((3, 32 * 32))
+    cells = density._cells(placement.coords)
     for item in range(placement.count):  # each item adds its leaf's colour to its cell
         leaf = np.searchsorted(placement.leaf_start, item, side="right") - 1
-        expected[:, density.cells[item]] += rgb[leaf]
+        expected[:, cells[item]] += rgb[leaf]
     for channel in range(3):
         np.testing.assert_allclose(sums.pyramids[channel][0].reshape(-1), expected[channel], rtol=1e-5)
     assert placement.count > 5 * 10

@@ -80,15 +80,38 @@ class DensityIndex:
         x0, x1, y0, y1 = placement.bounds()
         pad_x, pad_y = max((x1 - x0) * 0.02, 1e-6), max((y1 - y0) * 0.02, 1e-6)
         self.bounds = ViewRect(x0 - pad_x, x1 + pad_x, y0 - pad_y, y1 + pad_y)
-        #: each item's fine cell (what colour_sums bins by), int32 (grid * grid < 2**31)
-        self.cells = cells = np.empty(placement.count, np.int32)
+        # each item's fine cell, int32 (grid * grid < 2**31), while the order is made: not kept (40 MB
+        # at 10M items), an item's cell is where the order puts it (item_cells)
+        cells = np.empty(placement.count, np.int32)
         for start in range(0, placement.count, CELL_BLOCK):  # float64 temporaries a block at a time
             cells[start:start + CELL_BLOCK] = self._cells(placement.coords[start:start + CELL_BLOCK])
         self.order = np.argsort(cells, kind="stable").astype(np.int64 if cells.size >= 2**31 else np.int32)
         counts = np.bincount(cells, minlength=grid * grid)
+        del cells
         self.cell_start = np.zeros(grid * grid + 1, self.order.dtype)  # int32 below 2**31 items: 16 MB less
         np.cumsum(counts, out=self.cell_start[1:])
         self.pyramid = _pyramid(counts.reshape(grid, grid).astype(np.int32))
+
+    @property
+    def count(self) -> int:
+        return int(self.order.size)
+
+    def sorted_cells(self, start: int, stop: int) -> np.ndarray:
+        """The fine cell (int64) of the items at ``order[start:stop]``: the items are sorted by cell,
+        so these are runs of each cell, as long as it holds items."""
+        if start >= stop:
+            return np.zeros(0, np.int64)
+        lo = int(np.searchsorted(self.cell_start, start, side="right")) - 1
+        hi = int(np.searchsorted(self.cell_start, stop - 1, side="right"))
+        runs = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(self.cell_start[lo:hi + 1]))
+        first = int(self.cell_start[lo])
+        return runs[start - first:stop - first]
+
+    def item_cells(self) -> np.ndarray:
+        """Every item's fine cell (int32), in the placement's order."""
+        cells = np.empty(self.count, np.int32)
+        cells[self.order] = self.sorted_cells(0, self.count)
+        return cells
 
     def _cells(self, coords: np.ndarray) -> np.ndarray:
         """Cell (row-major, row 0 at the bottom) of each point; points that are not finite go to cell 0
@@ -147,7 +170,7 @@ class DensityIndex:
 
     @property
     def nbytes(self) -> int:
-        return int(self.cells.nbytes + self.order.nbytes + self.cell_start.nbytes + sum(p.nbytes for p in self.pyramid))
+        return int(self.order.nbytes + self.cell_start.nbytes + sum(p.nbytes for p in self.pyramid))
 
 
 def _pyramid(base: np.ndarray) -> list[np.ndarray]:
@@ -181,9 +204,9 @@ def colour_sums(index: DensityIndex, colours: ItemColours) -> ColourSums:
     g = index.grid
     leaf_pos = index.placement.leaf_pos
     totals = np.zeros((channels.shape[1], g * g), np.float32)
-    for start in range(0, index.cells.size, SUM_BLOCK):  # in cell order: a block's cells are one short run
+    for start in range(0, index.count, SUM_BLOCK):  # in cell order: a block's cells are one short run
         items = index.order[start:start + SUM_BLOCK]
-        cells = index.cells[items]
+        cells = index.sorted_cells(start, start + items.size)
         lo, hi = int(cells[0]), int(cells[-1]) + 1
         cells -= lo
         leaves = leaf_pos[items]
