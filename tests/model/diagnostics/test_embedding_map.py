@@ -404,3 +404,29 @@ def test_bounds_taken_a_block_at_a_time_are_those_of_the_finite_items(index, mon
     finite = coords[np.isfinite(coords).all(axis=1)]
     assert bounded.bounds() == (finite[:, 0].min(), finite[:, 0].max(), finite[:, 1].min(), finite[:, 1].max())
     assert replace(placement, coords=np.full_like(coords, np.nan)).bounds() == (-1.0, 1.0, -1.0, 1.0)
+
+
+@pytest.mark.parametrize("colouring", ["level1", "size"])
+def test_a_frame_binned_a_band_of_rows_at_a_time_is_the_frame_binned_at_once(index, monkeypatch, colouring) -> None:
+    """density_frame bins the items (or cells) in view a band of cell rows at a time (bounded temporaries
+    at 10M items): with bands of 3 items every frame, items or cells, is the one binned whole."""
+    from ecpfs_viewer.model.diagnostics.embedding_map import density as density_module
+
+    path, _, _ = index
+    reader = IndexReader(path)
+    index_map = layout_index(reader)
+    placement = open_placement(reader, index_map)
+    density = DensityIndex(placement, grid=32)
+    colours = by_level(index_map, 1) if colouring == "level1" else size_colours(index_map)
+    sums = colour_sums(density, colours)
+    whole = density.bounds
+    views = [(whole, 16, 16, {}), (whole, 24, 20, {}), (whole, 400, 300, {"point_limit": 0}),
+             (whole.zoomed(3, *placement.coords[0].tolist()), 300, 200, {"point_limit": 0}), (whole, 400, 300, {"point_limit": 0, "item_budget": 10})]
+    at_once = [density_frame(density, sums, rect, w, h, **options) for rect, w, h, options in views]
+    monkeypatch.setattr(density_module, "FRAME_BLOCK", 3)
+    banded = [density_frame(density, sums, rect, w, h, **options) for rect, w, h, options in views]
+    assert {f.source for f in at_once} == {"cells", "items"}
+    for a, b in zip(at_once, banded, strict=True):
+        assert (a.source, a.pixel_scale) == (b.source, b.pixel_scale) and a.total == b.total > 0
+        assert np.array_equal(a.counts, b.counts) and np.array_equal(a.rgb, b.rgb)
+    assert len(density.row_bands(whole, 3)) > 10

@@ -20,6 +20,7 @@ Counts always add up to the items in view; :attr:`DensityFrame.source` says how 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -37,6 +38,9 @@ POINT_LIMIT = 6_000
 ITEM_BUDGET = 1_000_000
 #: items whose cells are computed at once (each step's float64 temporaries: 8 MB a million)
 CELL_BLOCK = 1 << 20
+#: items (or cells) a frame bins at once, a band of cell rows at a time: binned all at once, a
+#: 1200 x 800 frame of a 10M-item map took 90 MB of temporaries, the map's peak
+FRAME_BLOCK = 1 << 18
 #: items colour_sums bins at once, taken in cell order (their cells a short run, what bincount
 #: returns): bincount widens their weights and cell numbers to 8 bytes each, and binned over the
 #: whole grid each block's sums were as large as the grid's (64 MB at 2048 x 2048, with their total)
@@ -143,10 +147,14 @@ class DensityIndex:
         cy0, cy1 = span(rect.y0, rect.y1, b.y0, b.height)
         return cx0, cx1, cy0, cy1
 
-    def items_in(self, rect: ViewRect, *, ascending: bool = True) -> np.ndarray:
+    def items_in(self, rect: ViewRect, *, ascending: bool = True,
+                 cell_rows: tuple[int, int] | None = None) -> np.ndarray:
         """Positions (into the placement) of the items inside the view, exactly; ascending unless
-        the caller only counts them (binning needs no order, and the sort was most of its time)."""
+        the caller only counts them (binning needs no order, and the sort was most of its time).
+        With ``cell_rows``, only those of the fine cell rows ``cell_rows[0]:cell_rows[1]``."""
         cx0, cx1, cy0, cy1 = self.cell_range(rect)
+        if cell_rows is not None:
+            cy0, cy1 = max(cy0, cell_rows[0]), min(cy1, cell_rows[1])
         if cx0 >= cx1 or cy0 >= cy1:
             return np.zeros(0, np.int64)
         g = self.grid
@@ -162,6 +170,18 @@ class DensityIndex:
         xy = self.placement.coords[picked]
         inside = (xy[:, 0] >= rect.x0) & (xy[:, 0] < rect.x1) & (xy[:, 1] >= rect.y0) & (xy[:, 1] < rect.y1)
         return np.sort(picked[inside]) if ascending else picked[inside]
+
+    def row_bands(self, rect: ViewRect, most: int) -> list[tuple[int, int]]:
+        """The fine cell rows under the view in bands of about ``most`` items (a row holding more is
+        a band of its own)."""
+        cx0, cx1, cy0, cy1 = self.cell_range(rect)
+        if cx0 >= cx1 or cy0 >= cy1:
+            return []
+        held = self.pyramid[0][cy0:cy1, cx0:cx1].sum(axis=1, dtype=np.int64)
+        band = np.cumsum(held) // max(most, 1)
+        cuts = np.flatnonzero(np.diff(band)) + 1
+        edges = [cy0, *(cuts + cy0).tolist(), cy1]
+        return list(itertools.pairwise(edges))
 
     def count_in(self, rect: ViewRect) -> int:
         """Items in the cells the view touches (at least the items in view; exact on cell edges)."""
@@ -299,11 +319,15 @@ def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, 
     in_view = index.count_in(rect)
     finer = cw > pixel_w or ch > pixel_h  # the view asks for more detail than the fine grid holds
     if in_view <= point_limit or (finer and in_view <= item_budget):
-        positions = index.items_in(rect, ascending=in_view <= point_limit)
-        xy = index.placement.coords[positions].astype(np.float64)
-        pixel = _pixels(xy[:, 0], xy[:, 1], rect, width, height)
-        counts, rgb = _bin(pixel, None, _item_channels(index, sums, positions), sums, width, height)
-        return DensityFrame(rect, counts, rgb, positions if positions.size <= point_limit else None, "items")
+        binner = _Binner(width, height, sums)
+        listed = in_view <= point_limit
+        bands: list[tuple[int, int] | None] = [None] if listed else list(index.row_bands(rect, FRAME_BLOCK))
+        for rows in bands:
+            positions = index.items_in(rect, ascending=listed, cell_rows=rows)
+            xy = index.placement.coords[positions].astype(np.float64)
+            binner.add(_pixels(xy[:, 0], xy[:, 1], rect, width, height), None, _item_channels(index, sums, positions))
+        counts, rgb = binner.finish()
+        return DensityFrame(rect, counts, rgb, positions if listed and positions.size <= point_limit else None, "items")
     if finer:  # too many items to bin one by one: the fine cells on pixels as large as a cell
         scale = math.ceil(max(cw / pixel_w, ch / pixel_h))
         frame = _cells_frame(index, sums, rect, math.ceil(width / scale), math.ceil(height / scale), 0)
@@ -326,12 +350,18 @@ def _cells_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, w
         counts, rgb = np.zeros(n, np.int64), np.zeros((n, 3), np.uint8)
         return DensityFrame(rect, counts.reshape(height, width), rgb.reshape(height, width, 3), None, "cells", level)
     (c_lo, c_hi, c_pixel), (r_lo, r_hi, r_pixel) = columns, rows
-    cells = np.s_[cy0 + r_lo:cy0 + r_hi, cx0 + c_lo:cx0 + c_hi]
-    weights = index.pyramid[level][cells].ravel()
-    held = np.flatnonzero(weights)  # only the cells that hold items are binned (a map is mostly empty)
-    pixel = (r_pixel[held // (c_hi - c_lo)] * width + c_pixel[held % (c_hi - c_lo)])
-    channels = None if sums is None else [p[level][cells].ravel()[held] for p in sums.pyramids]
-    counts, rgb = _bin(pixel, weights[held], channels, sums, width, height)
+    binner = _Binner(width, height, sums)
+    across = c_hi - c_lo
+    step = max(1, FRAME_BLOCK // across)
+    for band in range(r_lo, r_hi, step):  # a band of cell rows at a time: bounded temporaries
+        stop = min(band + step, r_hi)
+        cells = np.s_[cy0 + band:cy0 + stop, cx0 + c_lo:cx0 + c_hi]
+        weights = index.pyramid[level][cells].ravel()
+        held = np.flatnonzero(weights)  # only the cells that hold items are binned (a map is mostly empty)
+        pixel = r_pixel[band - r_lo + held // across] * width + c_pixel[held % across]
+        channels = None if sums is None else [p[level][cells].ravel()[held] for p in sums.pyramids]
+        binner.add(pixel, weights[held], channels)
+    counts, rgb = binner.finish()
     given = np.bincount(r_pixel, minlength=height)[:, None] * np.bincount(c_pixel, minlength=width)[None, :]
     return DensityFrame(rect, counts, rgb, None, "cells", level, cells_per_pixel=given)
 
@@ -361,33 +391,51 @@ def _item_channels(index: DensityIndex, sums: ColourSums | None, positions: np.n
     return [sums.leaf_channels[leaf, c] for c in range(sums.leaf_channels.shape[1])]
 
 
-def _bin(pixel: np.ndarray, weights: np.ndarray | None, channels: list[np.ndarray] | None, sums: ColourSums | None,
-         width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
-    """Counts per pixel (each ``pixel`` a flat index inside the frame) and each occupied pixel's
-    colour (blended categories, or the mean value through the scale); empty pixels stay black,
-    their count 0 says so."""
-    n = width * height
-    if weights is None:
-        counts = np.bincount(pixel, minlength=n)
-    else:
-        counts = (np.bincount(pixel, weights=weights, minlength=n) + 0.5).astype(np.int64)
-    rgb = np.zeros((n, 3), np.uint8)
-    occupied = np.flatnonzero(counts)
-    if sums is None or channels is None:
-        rgb[occupied] = (60, 60, 60)
+class _Binner:
+    """Counts per pixel and each occupied pixel's colour (blended categories, or the mean value
+    through the scale), from pixels added a block at a time (each block's flat pixel indices inside
+    the frame, and the weights and channels of each); empty pixels stay black, their count 0 says so."""
+
+    def __init__(self, width: int, height: int, sums: ColourSums | None) -> None:
+        self.width, self.height, self.sums = width, height, sums
+        n = width * height
+        self.counts = np.zeros(n, np.int64)
+        channels = 0 if sums is None else sums.leaf_channels.shape[1]
+        self.channels = np.zeros((channels, n), np.float32)  # a colour's sums: float32 is ample, and half
+
+    def add(self, pixel: np.ndarray, weights: np.ndarray | None, channels: list[np.ndarray] | None) -> None:
+        if not pixel.size:
+            return
+        lo, hi = int(pixel.min()), int(pixel.max()) + 1  # a band's pixels: a few rows of the frame
+        local = pixel - lo
+        if weights is None:
+            self.counts[lo:hi] += np.bincount(local, minlength=hi - lo)
+        else:  # whole counts of cells, summed as float64 by bincount
+            self.counts[lo:hi] += (np.bincount(local, weights=weights, minlength=hi - lo) + 0.5).astype(np.int64)
+        for c, values in enumerate(channels or ()):
+            self.channels[c, lo:hi] += np.bincount(local, weights=values, minlength=hi - lo)
+
+    def finish(self) -> tuple[np.ndarray, np.ndarray]:
+        """(counts (height, width) int64, rgb (height, width, 3) uint8)."""
+        width, height, sums = self.width, self.height, self.sums
+        counts = self.counts
+        rgb = np.zeros((counts.size, 3), np.uint8)
+        occupied = np.flatnonzero(counts)
+        if sums is None:
+            rgb[occupied] = (60, 60, 60)
+            return counts.reshape(height, width), rgb.reshape(height, width, 3)
+        binned = [channel[occupied].astype(np.float64) for channel in self.channels]
+        colours = sums.colours
+        if colours.categorical:
+            here = counts[occupied].astype(np.float64)
+            for c, total in enumerate(binned):
+                rgb[occupied, c] = np.clip(total / here + 0.5, 0, 255).astype(np.uint8)
+        else:
+            has, total = binned
+            valued = has > 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = total / np.where(valued, has, 1.0)
+            span = colours.high - colours.low if colours.high > colours.low else 1.0
+            steps = np.clip((mean - colours.low) / span * 255, 0, 255).astype(np.int64)
+            rgb[occupied] = np.where(valued[:, None], lut(colours.kind)[steps], NO_VALUE)
         return counts.reshape(height, width), rgb.reshape(height, width, 3)
-    binned = [np.bincount(pixel, weights=c, minlength=n)[occupied] for c in channels]
-    colours = sums.colours
-    if colours.categorical:
-        here = counts[occupied].astype(np.float64)
-        for c, total in enumerate(binned):
-            rgb[occupied, c] = np.clip(total / here + 0.5, 0, 255).astype(np.uint8)
-    else:
-        has, total = binned
-        valued = has > 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = total / np.where(valued, has, 1.0)
-        span = colours.high - colours.low if colours.high > colours.low else 1.0
-        steps = np.clip((mean - colours.low) / span * 255, 0, 255).astype(np.int64)
-        rgb[occupied] = np.where(valued[:, None], lut(colours.kind)[steps], NO_VALUE)
-    return counts.reshape(height, width), rgb.reshape(height, width, 3)
