@@ -420,8 +420,9 @@ def test_a_frame_binned_a_band_of_rows_at_a_time_is_the_frame_binned_at_once(ind
     colours = by_level(index_map, 1) if colouring == "level1" else size_colours(index_map)
     sums = colour_sums(density, colours)
     whole = density.bounds
+    near = whole.zoomed(3, *placement.coords[0].tolist())
     views = [(whole, 16, 16, {}), (whole, 24, 20, {}), (whole, 400, 300, {"point_limit": 0}),
-             (whole.zoomed(3, *placement.coords[0].tolist()), 300, 200, {"point_limit": 0}), (whole, 400, 300, {"point_limit": 0, "item_budget": 10})]
+             (near, 300, 200, {"point_limit": 0}), (whole, 400, 300, {"point_limit": 0, "item_budget": 10})]
     at_once = [density_frame(density, sums, rect, w, h, **options) for rect, w, h, options in views]
     monkeypatch.setattr(density_module, "FRAME_BLOCK", 3)
     banded = [density_frame(density, sums, rect, w, h, **options) for rect, w, h, options in views]
