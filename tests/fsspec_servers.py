@@ -54,8 +54,11 @@ def ftp_server(folder: Path) -> Iterator[Served]:
     served = Served("", {"username": USER, "password": PASSWORD})
 
     class Handler(FTPHandler):
-        def on_file_sent(self, file: str) -> None:
+        def ftp_RETR(self, file: str) -> object:
+            # counted as the command arrives, before a byte is sent: counted once sent (on_file_sent),
+            # a client could have its bytes and move on before the server's thread counted them
             served.reads.append(file)
+            return super().ftp_RETR(file)
 
     authorizer = DummyAuthorizer()
     authorizer.add_user(USER, PASSWORD, str(folder), perm="elr")  # list and read only
