@@ -8,7 +8,6 @@ take the bytes of their names and eight bytes each.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
@@ -96,9 +95,18 @@ class PathList(Sequence[str]):
         return self.blob[int(self.offsets[index]):int(self.offsets[index + 1])].decode(*_CODEC)
 
     def __iter__(self) -> Iterator[str]:
-        blob, bounds = self.blob, self.offsets.tolist()
-        for start, end in itertools.pairwise(bounds):
-            yield blob[start:end].decode(*_CODEC)
+        return iter(self.strings())
+
+    def strings(self, positions: Sequence[int] | np.ndarray | None = None) -> list[str]:
+        """The paths at ``positions`` (all by default) as strings, at once: a million of them read
+        one by one through ``[]`` took 2 s of a kept 10M-item map's check."""
+        at = np.arange(len(self)) if positions is None else np.asarray(positions, np.int64)
+        starts, ends = self.offsets[at].tolist(), self.offsets[at + 1].tolist()
+        if self.blob.isascii():  # byte offsets are character offsets: slice one decoded text
+            text = self.blob.decode("ascii")
+            return [text[a:b] for a, b in zip(starts, ends, strict=True)]
+        blob = self.blob
+        return [blob[a:b].decode(*_CODEC) for a, b in zip(starts, ends, strict=True)]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PathList):

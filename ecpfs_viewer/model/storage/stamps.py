@@ -111,12 +111,9 @@ class Stamps:
         if self.kind == "zip":
             return False
         if owners is None:
-            picked: list[int] = list(range(len(self.paths)))
-        else:
-            wanted = np.asarray([ALWAYS, *owners], np.int64)
-            picked = np.flatnonzero(np.isin(self.owners, wanted)).tolist()
-        paths = self.paths
-        return rows_unchanged(base, [paths[i] for i in picked], self.values[picked])
+            return rows_unchanged(base, self.path_list.strings(), self.values)
+        picked = np.flatnonzero(np.isin(self.owners, np.asarray([ALWAYS, *owners], np.int64)))
+        return rows_unchanged(base, self.path_list.strings(picked), self.values[picked])
 
     def to_bytes(self) -> memoryview:
         """The stamps as an .npz, a view of the buffer written (``getvalue`` copied it: 80 MB more

@@ -95,14 +95,14 @@ def members_unchanged(directory: ZipDirectory, stamps: Stamps, owners: Sequence[
     else:
         picked = np.flatnonzero(np.isin(stamps.owners, np.asarray([ALWAYS, *owners], np.int64)))
     values = stamps.values[picked]
-    paths = stamps.paths
     folders = values[:, -1] == _FOLDER
-    for i, row in zip(picked[folders].tolist(), values[folders].tolist(), strict=True):
-        if _folder_row(directory, paths[i]) != tuple(row):
+    for path, row in zip(stamps.path_list.strings(picked[folders]), values[folders].tolist(), strict=True):
+        if _folder_row(directory, path) != tuple(row):
             return False
     members = values[~folders]
-    at = np.fromiter((_place(directory, paths[i], hint) for i, hint in
-                      zip(picked[~folders].tolist(), members[:, _HINT].tolist(), strict=True)), np.int64, len(members))
+    at = np.fromiter((_place(directory, path, hint) for path, hint in
+                      zip(stamps.path_list.strings(picked[~folders]), members[:, _HINT].tolist(), strict=True)),
+                     np.int64, len(members))
     held = at >= 0
     now = np.full((len(members), STAMP_FIELDS), -1, np.int64)
     now[held, 0] = directory.crc[at[held]]

@@ -64,3 +64,11 @@ def test_stamps_saved_by_an_older_viewer_are_not_taken_for_these() -> None:
              owners=np.zeros(2, np.int64), values=np.zeros((2, 5), np.int64))
     with pytest.raises(ValueError, match="not stamps"):
         Stamps.from_bytes(out.getvalue())
+
+
+def test_strings_read_at_once_are_the_paths_read_one_by_one() -> None:
+    """PathList.strings decodes many at once (one text when the blob is ASCII): the same strings as []."""
+    for paths in (ODD, ("lvl_1/node_0/zarr.json", "lvl_1/node_10/c/0/0", "")):
+        held = PathList.of(paths)
+        assert held.strings() == list(paths) == list(held)
+        assert held.strings([2, 0, 2]) == [paths[2], paths[0], paths[2]] and held.strings([]) == []
