@@ -72,3 +72,15 @@ def test_strings_read_at_once_are_the_paths_read_one_by_one() -> None:
         held = PathList.of(paths)
         assert held.strings() == list(paths) == list(held)
         assert held.strings([2, 0, 2]) == [paths[2], paths[0], paths[2]] and held.strings([]) == []
+
+
+def test_a_few_strings_of_many_and_an_iteration_read_the_same_paths(monkeypatch) -> None:
+    """A few paths of a large ASCII list are decoded each alone, many through one text, and an
+    iteration goes a block at a time: the same strings every way."""
+    from ecpfs_viewer.model.storage import path_list
+
+    paths = [f"lvl_3/node_{n}/embeddings/c/0/0" for n in range(100)]
+    held = PathList.of(paths)
+    assert held.strings([7, 3]) == [paths[7], paths[3]] and held.strings(range(50)) == paths[:50]
+    monkeypatch.setattr(path_list, "_ITER_BLOCK", 7)
+    assert list(held) == paths and list(PathList.of(ODD)) == list(ODD)
