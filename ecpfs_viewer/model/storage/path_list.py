@@ -35,7 +35,10 @@ class PathList(Sequence[str]):
     @classmethod
     def read_back(cls, blob: bytes, offsets: np.ndarray) -> PathList:
         """A list from bytes read back (a file's): ValueError unless each path is UTF-8 on its own
-        (each is decoded only when asked for, so a bad one is refused here, not then)."""
+        (each is decoded only when asked for, so a bad one is refused here, not then) and the
+        offsets int64 as written (others would be cast, fractions dropped, without a word)."""
+        if np.asarray(offsets).dtype != np.int64:
+            raise ValueError(f"the offsets are {np.asarray(offsets).dtype}, not int64")
         found = cls(blob, offsets)
         blob.decode(*_CODEC)
         inner = found.offsets[1:-1]

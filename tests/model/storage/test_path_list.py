@@ -41,10 +41,11 @@ def test_joined_and_taken_keep_the_order_of_the_paths() -> None:
     (b"abc", [], "the offsets do not divide the blob"),
     ("é".encode(), [0, 1, 2], "a path starts inside a character"),
     (b"\xff\xfe", [0, 2], "codec"),                                # not UTF-8 at all
+    (b"abc", np.array([0.0, 1.5, 3.0]), "not int64"),              # would be cast, the fraction dropped
 ])
 def test_bytes_read_back_that_do_not_divide_into_paths_are_refused(blob, offsets, why) -> None:
     with pytest.raises(ValueError, match=why):
-        PathList.read_back(blob, np.asarray(offsets, np.int64))
+        PathList.read_back(blob, offsets if isinstance(offsets, np.ndarray) else np.asarray(offsets, np.int64))
 
 
 def test_stamps_hold_their_paths_as_one_blob_and_save_them_whole() -> None:
