@@ -39,11 +39,8 @@ def _pad(size: int) -> int:
 def lookup_bytes(item_map: ItemMap, stamps: Stamps) -> bytes:
     """The file of a complete map and the stamps of what it was made from."""
     order = np.argsort(stamps.owners, kind="stable")
-    paths = [stamps.paths[i].encode("utf-8", "surrogatepass") for i in order.tolist()]
-    offsets = np.zeros(len(paths) + 1, np.int64)
-    if paths:
-        np.cumsum([len(p) for p in paths], out=offsets[1:])
-    blob = b"".join(paths)
+    paths = stamps.path_list.taken(order)  # their bytes and offsets as this file lays them out
+    blob, offsets = paths.blob, paths.offsets
     header = json.dumps({"kind": stamps.kind, "items": len(item_map), "stamps": len(paths),
                          "blob": len(blob)}).encode()
     head = _HEAD.pack(_MAGIC, _VERSION, len(header)) + header
