@@ -36,6 +36,7 @@ from zarr.abc.store import ByteRequest, Store
 
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.limits import current_limits
+from ecpfs_viewer.model.storage import helper_zygote
 from ecpfs_viewer.model.storage.adaptive_limit import ServerHealth
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote import (
@@ -48,6 +49,9 @@ from ecpfs_viewer.model.storage.remote import (
 )
 from ecpfs_viewer.model.storage.remote_helper_child import HelperState, read_frame, write_frame
 from ecpfs_viewer.model.storage.stored_bound import stored_bound
+
+#: a helper: an interpreter started for it, or one forked by the zygote (pipes and kill() alike)
+HelperProcess = subprocess.Popen[bytes] | helper_zygote.ForkedHelper
 
 #: seconds past the store's timeout a helper may stay silent while requests wait on it
 SILENCE_GRACE_S = 10.0
@@ -112,14 +116,15 @@ class _Launcher:
             done.set()
 
     @staticmethod
-    def _popen(reader: Callable[[subprocess.Popen[bytes]], None]) -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
-            [sys.executable, "-c", "from ecpfs_viewer.model.storage.remote_helper_child import main; main()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+    def _popen(reader: Callable[[HelperProcess], None]) -> HelperProcess:
+        process: HelperProcess | None = helper_zygote.start_helper()
+        if process is None:  # no zygote here: a new interpreter
+            process = subprocess.Popen([sys.executable, "-c", helper_zygote.HELPER_COMMAND],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
         threading.Thread(target=reader, args=(process,), name="ecpfs_remote_helper", daemon=True).start()
         return process
 
-    def start(self, reader: Callable[[subprocess.Popen[bytes]], None]) -> subprocess.Popen[bytes]:
+    def start(self, reader: Callable[[HelperProcess], None]) -> HelperProcess:
         """A new helper process, its answers read by `reader` in a thread as nice as this launcher's
         (a reader made nicer than the GUI thread could be preempted holding the interpreter lock)."""
         if self._requests is None:
@@ -130,7 +135,7 @@ class _Launcher:
             raise OSError("the thread that starts it did not answer")
         if isinstance(slot[0], BaseException):
             raise slot[0]
-        started: subprocess.Popen[bytes] = slot[0]
+        started: HelperProcess = slot[0]
         return started
 
 
@@ -164,7 +169,7 @@ class _Helper:
         with self.write_lock:
             write_frame(self.stdin, value)
 
-    def _read_answers(self, process: subprocess.Popen[bytes]) -> None:
+    def _read_answers(self, process: HelperProcess) -> None:
         stream = process.stdout
         assert stream is not None
         try:

@@ -174,6 +174,16 @@ def _read_requests(stream: IO[bytes], loop: asyncio.AbstractEventLoop, server: _
     loop.call_soon_threadsafe(loop.stop)
 
 
+def preload() -> None:
+    """Import what a helper imports on its way (a zygote does it once for the helpers it forks)."""
+    import zarr.buffer  # noqa: F401
+
+    import ecpfs_viewer.model.errors
+    import ecpfs_viewer.model.limits
+    import ecpfs_viewer.model.storage.remote
+    import ecpfs_viewer.model.storage.stored_bound  # noqa: F401
+
+
 def main() -> None:
     """Serve one remote store to the parent over stdin/stdout until the parent closes stdin."""
     out = os.fdopen(os.dup(1), "wb")
