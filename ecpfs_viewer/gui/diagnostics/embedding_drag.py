@@ -28,7 +28,7 @@ class SelectingViewBox(pg.ViewBox):  # type: ignore[misc]
 
     def __init__(self, on_box: Callable[[QRectF], None], on_lasso: Callable[[np.ndarray], None],
                  on_start: Callable[[], None]) -> None:
-        super().__init__()
+        super().__init__(enableMenu=False)  # the map has no context menu: none is built
         self._on_box, self._on_lasso, self._on_start = on_box, on_lasso, on_start
         self.mode: DragMode = "pan"
         self._drag: Literal["pan", "box", "lasso", "cancelled"] = "pan"

@@ -57,13 +57,12 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
     def __init__(self, parent: QWidget | None = None) -> None:
         self._box_view = SelectingViewBox(self._boxed, self._lassoed, lambda: self.setFocus(
             Qt.FocusReason.MouseFocusReason))
-        super().__init__(parent, viewBox=self._box_view)
+        super().__init__(parent, viewBox=self._box_view, enableMenu=False)
         self._moved = False  # the user panned or zoomed since the whole map was last put in view
         self._box_view.sigRangeChangedManually.connect(lambda *_: setattr(self, "_moved", True))
         self.setAspectLocked(True)
         self.showGrid(x=False, y=False)
         self.getPlotItem().hideButtons()
-        self.setMenuEnabled(False)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.addItem(self.image)
         self.points = pg.ScatterPlotItem(size=4, pen=None)

@@ -155,9 +155,8 @@ class NodePage(QWidget):
         self.spread_label.setWordWrap(True)
         self.spread_label.setTextFormat(Qt.TextFormat.RichText)
         self.spread_label.linkActivated.connect(self._link)
-        self.spread_plot_widget = pg.PlotWidget()
+        self.spread_plot_widget = pg.PlotWidget(enableMenu=False)  # no context menu, none built
         self.spread_plot: pg.PlotItem = self.spread_plot_widget.getPlotItem()
-        self.spread_plot.setMenuEnabled(False)
         plain_numbers(self.spread_plot, ("bottom",))  # distances to the representative are fractions
         self.spread_plot.setLabel("left", "rows")
         self.spread_curve = pg.PlotDataItem(stepMode="center", fillLevel=0)

@@ -108,9 +108,8 @@ class ProjectionView(QWidget):
         bar.addWidget(self.progress)
         bar.addWidget(self.cancel_button)
 
-        self.plot_widget = pg.PlotWidget()
+        self.plot_widget = pg.PlotWidget(enableMenu=False)  # no context menu, none built
         self.plot: pg.PlotItem = self.plot_widget.getPlotItem()
-        self.plot.setMenuEnabled(False)
         plain_numbers(self.plot)  # projected coordinates are small fractions
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.legend = self.plot.addLegend(offset=(8, 8), labelTextSize="8pt")

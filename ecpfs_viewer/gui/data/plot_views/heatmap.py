@@ -103,11 +103,11 @@ class HeatmapView(PlotView):
         bar.addStretch(1)
         bar.addWidget(self.reset_button)
         self.view = pg.GraphicsLayoutWidget()
-        self.heat_plot: pg.PlotItem = self.view.addPlot(row=0, col=0, axisItems=index_axes("left", "bottom"))
+        self.heat_plot: pg.PlotItem = self.view.addPlot(row=0, col=0, axisItems=index_axes("left", "bottom"),
+                                                            enableMenu=False)  # no context menu, none built
         self.heat_plot.invertY(True)
         self.heat_plot.setLabel("left", "row")
         self.heat_plot.setLabel("bottom", "column")
-        self.heat_plot.setMenuEnabled(False)
         self.image_item = pg.ImageItem(axisOrder="row-major")
         self.heat_plot.addItem(self.image_item)
         self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(DEFAULT_LOOK.colormap), interactive=True,
@@ -118,12 +118,11 @@ class HeatmapView(PlotView):
         self.row_marker = pg.InfiniteLine(angle=0, movable=False)
         self.row_marker.setZValue(10)
         self.heat_plot.addItem(self.row_marker)
-        self.row_plot: pg.PlotItem = self.view.addPlot(row=1, col=0, axisItems=index_axes("bottom"))
+        self.row_plot: pg.PlotItem = self.view.addPlot(row=1, col=0, axisItems=index_axes("bottom"), enableMenu=False)
         self.row_plot.setLabel("bottom", "column")
         self.row_plot.setLabel("left", "value")
         self.row_plot.setXLink(self.heat_plot)
         self.row_plot.setClipToView(True)
-        self.row_plot.setMenuEnabled(False)
         self.row_curve = self.row_plot.plot()
         for plot in (self.heat_plot, self.row_plot):
             plot.getAxis("left").setWidth(AXIS_WIDTH)
