@@ -31,10 +31,15 @@ _ZYGOTE_COMMAND = "from ecpfs_viewer.model.storage.helper_zygote import serve; s
 ANSWER_TIMEOUT_S = 30.0
 
 
+#: set to 0, every helper is a new interpreter (to compare, or to rule the zygote out)
+ZYGOTE_ENV = "ECPFS_HELPER_ZYGOTE"
+
+
 def supported() -> bool:
-    """Whether this system passes descriptors over sockets and signals processes by pidfd."""
+    """Whether helpers are forked here: this system passes descriptors over sockets and signals
+    processes by pidfd, and ECPFS_HELPER_ZYGOTE is not 0."""
     return (sys.platform.startswith("linux") and hasattr(socket, "send_fds") and hasattr(os, "pidfd_open")
-            and hasattr(signal, "pidfd_send_signal"))
+            and hasattr(signal, "pidfd_send_signal") and os.environ.get(ZYGOTE_ENV, "").strip() != "0")
 
 
 class ForkedHelper:

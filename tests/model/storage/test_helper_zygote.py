@@ -6,6 +6,8 @@ by its pidfd."""
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -19,6 +21,18 @@ from ecpfs_viewer.model.storage.remote_helper import HelperStore
 
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 pytestmark = pytest.mark.skipif(not helper_zygote.supported(), reason="the zygote needs Linux's pidfds")
+
+
+def test_with_the_zygote_turned_off_each_helper_is_an_interpreter(static_http_url: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(helper_zygote.ZYGOTE_ENV, "0")
+    store = open_store(f"{static_http_url}/two_clusters.zarr")
+    assert store.read_many_or_errors(["zarr.json"])[0] is not None
+    wrapped = store.zarr_store.wrapped
+    assert isinstance(wrapped, HelperStore) and wrapped.client._helper is not None
+    process = wrapped.client._helper.process
+    assert isinstance(process, subprocess.Popen) and _parent_of(process.pid) == os.getpid()
+    store.close()
 
 
 @pytest.fixture(autouse=True)
