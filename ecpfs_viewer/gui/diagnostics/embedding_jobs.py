@@ -43,6 +43,7 @@ class MapData:
     label: str = ""  # the index's name, for the exported picture's title
     placed_leaves: int = 0  # leaves placed so far (a picture on the way) of ``leaves``
     leaves: int = 0
+    stand_in: str = ""  # what the picture is instead of the placement asked for ('' it is that one)
 
 
 def placement_job(reader_of: Callable[[], NodeReader], method: str, fit_items: int, block_leaves: int,
@@ -54,7 +55,7 @@ def placement_job(reader_of: Callable[[], NodeReader], method: str, fit_items: i
     def picture(shown: MapPicture) -> None:
         if progress is not None:
             progress(MapData(shown.index_map, shown.placement, DensityIndex(shown.placement),  # type: ignore[arg-type]
-                             reader.label, shown.placed_leaves, shown.leaves))
+                             reader.label, shown.placed_leaves, shown.leaves, shown.stand_in))
 
     done = placed_map(reader, method, fit_items=fit_items, block_leaves=block_leaves, on_picture=picture,
                       progress=progress, cancel=cancel)

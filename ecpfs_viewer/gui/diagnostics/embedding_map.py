@@ -200,17 +200,24 @@ class EmbeddingMapPanel(QWidget):
         if data is None or not data.placement.sample or not self.controls.busy:
             self.controls.drop()
             return
+        shown = f", {data.stand_in} (not finished)" if data.stand_in else ""
         self.controls.drop(f"Cancelled: the map shows {data.placement.count:,} items from {data.placed_leaves:,} of "
-                           f"{data.leaves:,} leaves; showing the panel again places them all.")
+                           f"{data.leaves:,} leaves{shown}; showing the panel again places them all.")
 
     def _on_progress(self, report: object) -> None:
         if isinstance(report, MapData):
-            first = self.data is None or self.data.placement.projection is not report.placement.projection
+            previous = self.data
+            first = previous is None or (previous.placement.projection is not report.placement.projection
+                                         and not previous.stand_in)  # the stand-in was this job's first
             self._adopt(report, first=True)
             rest = ("checking the rest against the index before the cache answers …" if report.placement.from_cache
                     else "placing the rest …")
-            self.controls.say(f"{'A first picture' if first else 'A picture'} of {report.placement.count:,} items "
-                              f"from {report.placed_leaves:,} of {report.leaves:,} leaves drawn at random; {rest}")
+            shown = f", {report.stand_in}" if report.stand_in else ""
+            picture = f"{'A first picture' if first else 'A picture'} of "
+            self.controls.say(picture + (
+                f"{report.placement.count:,} items from {report.placed_leaves:,} of {report.leaves:,} leaves drawn "
+                f"at random{shown}; {'then ' if shown else ''}{rest}" if report.placement.sample
+                else f"all {report.placement.count:,} items{shown} …"))
             if first:
                 self.first_shown.emit(report)
             self.picture_shown.emit(report)

@@ -21,7 +21,9 @@ from PySide6.QtGui import QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 from window_driver import open_window, run_recall, select, selected_path, wait_idle
 
+from ecpfs_viewer.gui.diagnostics.embedding_jobs import MapData
 from ecpfs_viewer.model.diagnostics.embedding_map import ViewRect
+from ecpfs_viewer.model.diagnostics.embedding_map.placements import TSNE_STAND_IN
 from ecpfs_viewer.model.diagnostics.index_map import leaf_ancestors
 
 ITEMS, DIM = 600, 8
@@ -386,9 +388,18 @@ def test_the_placement_choice_makes_a_tsne_map_is_remembered_and_refused_without
         assert panel.status.text() == MISSING and choice.method() == "pca" and panel.data is pca
         assert settings().value(SETTING, "pca") == "pca" and not panel.controls.busy
     pytest.importorskip("openTSNE")  # both legs of the suite install it (the layout extra)
+    firsts: list[MapData] = []
+    statuses: list[str] = []
+    panel.first_shown.connect(lambda data: (firsts.append(data), statuses.append(panel.status.text())))
     choice.choose("tsne")
     qtbot.waitUntil(lambda: panel.data is not pca and not panel.data.placement.sample and not panel.busy
                     and panel.view.frame is not None, timeout=30_000)
+    # the first picture came at once on the PCA axes (the cache's, whole), said to be a stand-in for
+    # the layout being made
+    [first] = firsts
+    assert first.stand_in == TSNE_STAND_IN and not isinstance(first.placement.projection, LayoutProjection)
+    assert statuses[0] == f"A first picture of all {ITEMS:,} items, {TSNE_STAND_IN} …"
+    assert panel.data.stand_in == ""
     placement = panel.data.placement
     assert isinstance(placement.projection, LayoutProjection) and placement.count == ITEMS
     assert "t-SNE of the representatives of the" in panel.status.text()

@@ -14,7 +14,12 @@ import pytest
 from index_factory import build_two_clusters
 
 from ecpfs_viewer.model.diagnostics.embedding_map import Placement, representatives
-from ecpfs_viewer.model.diagnostics.embedding_map.placements import MAP_PLACEMENTS, map_placement, placed_map
+from ecpfs_viewer.model.diagnostics.embedding_map.placements import (
+    MAP_PLACEMENTS,
+    TSNE_STAND_IN,
+    map_placement,
+    placed_map,
+)
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture
 from ecpfs_viewer.model.diagnostics.embedding_map.tsne import MISSING, LayoutProjection, LayoutUnavailable
 from ecpfs_viewer.model.search import IndexReader
@@ -89,10 +94,14 @@ def test_tsne_places_the_clusters_apart_and_each_leafs_items_around_its_represen
     xy = layout.project(data[placement.item_ids[rows]], placement.leaf_ids[placement.leaf_pos[rows]])
     assert np.allclose(xy, placement.coords[rows], atol=1e-3 * float(np.ptp(placement.coords)))
 
-    assert pictures and pictures[0].placement.sample  # a first picture, already laid out
+    # the first picture at once on the PCA axes, said to be a stand-in; then the same sample laid out
+    stand_in, *laid_out = pictures
+    assert stand_in.placement.sample and stand_in.stand_in == TSNE_STAND_IN
+    assert not isinstance(stand_in.placement.projection, LayoutProjection)
+    assert laid_out and np.array_equal(laid_out[0].placement.item_ids, stand_in.placement.item_ids)
     where = np.argsort(placement.item_ids)
-    for shown in pictures:  # the same layout throughout: what was drawn stays where it was drawn
-        assert shown.placement.projection is layout
+    for shown in laid_out:  # the same layout throughout: what was drawn stays where it was drawn
+        assert shown.placement.projection is layout and shown.stand_in == ""
         assert np.allclose(shown.placement.coords, placement.coords[where[shown.placement.item_ids]], atol=1e-5)
 
 

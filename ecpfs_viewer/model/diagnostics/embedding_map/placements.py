@@ -5,9 +5,11 @@
 with every leaf moved to where a t-SNE layout of the representatives put its representative
 (tsne.py): the PCA placement is made (or taken from the cache) as usual, the layout is made at its
 first picture (the tree above the leaves only), and every picture on the way and the answer are moved
-by it. The answer is kept in the index's cache under its own entry (the method, the cap, the fit
-and the seed in its name; a PCA entry never answers for it), with the stamps of the nodes the layout
-read and of the PCA entry it was made from.
+by it. The first picture is handed on twice: on the PCA axes at once (marked as a stand-in), and
+laid out when the layout is made; a PCA placement the cache answered whole is the stand-in. The
+answer is kept in the index's cache under its own entry (the method, the cap, the fit and the seed
+in its name; a PCA entry never answers for it), with the stamps of the nodes the layout read and of
+the PCA entry it was made from.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from ecpfs_viewer.model.storage.stamps import Stamps
 from ecpfs_viewer.model.tasks import ProgressCallback
 
 TSNE_ENTRY = "embedding_map_v2_tsne_c{cap}_f{fit}_s{seed}.npz"
+#: what the first picture of a t-SNE map is, shown before the layout exists
+TSNE_STAND_IN = "on the PCA axes while the t-SNE layout of the representatives is made"
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,16 @@ def placed_map(reader: NodeReader, method: str = "pca", *, fit_items: int = FIT_
         return made[0][0]
 
     def picture(shown: MapPicture) -> None:
-        if on_picture is not None:
-            on_picture(replace(shown, placement=apply_layout(layout_for(shown), shown.placement)))
+        if on_picture is None:
+            return
+        if not made:  # the layout takes tens of seconds at thousands of leaves: the PCA picture meanwhile
+            on_picture(replace(shown, stand_in=TSNE_STAND_IN))
+        on_picture(replace(shown, placement=apply_layout(layout_for(shown), shown.placement)))
 
     done = progressive_placement(reader, fit_items=fit_items, seed=seed, block_leaves=block_leaves,
                                  on_picture=picture, progress=progress, cancel=cancel, use_cache=use_cache)
+    if not made and on_picture is not None:  # no picture on the way (the PCA answered whole from the cache)
+        on_picture(replace(done, stand_in=TSNE_STAND_IN))
     placement = apply_layout(layout_for(done), done.placement)
     pca_entry = reader.opened.cache.open_entry(entry_name(fit_items, seed)) if not done.placement.unplaced else None
     if pca_entry is not None:

@@ -67,6 +67,9 @@ class MapPicture:
     placement: Placement
     placed_leaves: int  # leaves read so far (all of them in the answer)
     leaves: int  # leaves the index lists
+    #: '' when this is the placement asked for; else what it is instead, in words (a picture shown
+    #: while the one asked for is made)
+    stand_in: str = ""
 
     @property
     def complete(self) -> bool:
