@@ -18,6 +18,9 @@ from a fresh process (its own peak RSS, VmHWM) with a private cache folder:
 - memory: the process's peak RSS, and beyond the window's own before the map is asked for (Qt,
   pyqtgraph and the map's view imported, the application made, the index opened): what the map adds,
   with the peak after the placement, after its picture, after the frames and after the GUI thread's;
+- t-SNE (--tsne): the t-SNE placement made cold in a fresh process (model level, no window): its
+  first picture (the PCA stand-in), the first picture laid out (the first picture before the stand-in
+  existed) and every item placed (placements.py; the layout extra);
 - synthetic (--synthetic N): frames alone on a clustered 2-D placement of N items, no index read;
 - baseline: one pyqtgraph ScatterPlotItem holding every point, set and rendered offscreen once
   (or the size at which it gave up: past --baseline-seconds or out of memory);
@@ -226,6 +229,24 @@ def child_scatter(index: str, limit_s: float) -> dict[str, float | int | str]:
             "limit_s": limit_s}
 
 
+def child_tsne(index: str) -> dict[str, float | int | str]:
+    from ecpfs_viewer.model.diagnostics.embedding_map.placements import placed_map
+    from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture
+    from ecpfs_viewer.model.search import IndexReader
+
+    started = time.perf_counter()
+    stand_in: list[float] = []
+    laid_out: list[float] = []
+
+    def picture(shown: MapPicture) -> None:
+        (stand_in if shown.stand_in else laid_out).append(time.perf_counter() - started)
+
+    done = placed_map(IndexReader(index), "tsne", on_picture=picture)
+    return {"stand_in_s": stand_in[0] if stand_in else -1.0, "laid_out_s": laid_out[0] if laid_out else -1.0,
+            "all_s": time.perf_counter() - started, "items": done.placement.count,
+            "anchor": f"lvl_{done.placement.projection.anchor_level}"}  # type: ignore[attr-defined]
+
+
 def run_child(args: list[str], cache: Path, timeout: float) -> dict[str, float | int | str]:
     env = {**os.environ, "ECPFS_VIEWER_CACHE": str(cache), "QT_QPA_PLATFORM": "offscreen"}
     try:
@@ -255,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-seconds", type=float, default=120.0, help="when the scatter baseline gives up")
     parser.add_argument("--synthetic", default="", metavar="N,N",
                         help="also time frames alone on synthetic placements of N items (e.g. 10000000)")
+    parser.add_argument("--tsne", action="store_true", help="also time the t-SNE placement's pictures (layout extra)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -262,8 +284,10 @@ def main(argv: list[str] | None = None) -> int:
 
         process_memory.limit_allocator_arenas()  # as the app does first (cli.main), window and command line
         kind, index, value = args.child
-        result = (child_map(index, int(value)) if kind == "map" else child_synthetic(int(index), int(value))
-                  if kind == "synthetic" else child_scatter(index, float(value)))
+        children = {"map": lambda: child_map(index, int(value)),
+                    "synthetic": lambda: child_synthetic(int(index), int(value)),
+                    "tsne": lambda: child_tsne(index), "scatter": lambda: child_scatter(index, float(value))}
+        result = children[kind]()
         print(json.dumps(result))
         return 0
     with open("/proc/loadavg") as f:
@@ -290,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
             warm = run_child(["map", str(index), str(args.frames)], Path(cache), 3600)
             scatter = run_child(["scatter", str(index), str(args.baseline_seconds)], Path(cache),
                                 args.baseline_seconds)
+        if args.tsne:
+            with tempfile.TemporaryDirectory(prefix="bench-map-cache-") as cache:
+                tsne = run_child(["tsne", str(index), "0"], Path(cache), 3600)
         print(f"-- {size}: {index.name}")
         for name, fig in (("cold (placed now)", cold), ("warm (from the cache)", warm)):
             if "gave_up" in fig:
@@ -303,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"(+{fig['peak_rss_mb'] - fig['base_rss_mb']:,.0f} MB beyond the window's own with the index "
                   f"opened: +{fig['placed_peak_mb']:,.0f} placed, +{fig['drawn_peak_mb']:,.0f} drawn, "
                   f"+{fig['frames_peak_mb']:,.0f} after the frames; density index {fig['density_mb']:.0f} MB)")
+        if args.tsne and "gave_up" in tsne:
+            print(f"  {'t-SNE, cold':<24} gave up: {tsne['gave_up']}")
+        elif args.tsne:
+            print(f"  {'t-SNE, cold':<24} first picture (the PCA stand-in) {tsne['stand_in_s']:6.2f} s   first laid "
+                  f"out {tsne['laid_out_s']:6.2f} s (the first picture before the stand-in)   all items "
+                  f"{tsne['all_s']:6.2f} s (layout of {tsne['anchor']}'s representatives)")
         files = [str(path) for path in index.rglob("*") if path.is_file()]
         print(f"  {'floor':<24} every file of the index read whole: "
               f"{floor_of(files, cold=True, folders=[index]).text()}; cold by {eviction_name()}")
