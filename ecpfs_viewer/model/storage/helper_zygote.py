@@ -17,14 +17,17 @@ import os
 import pickle
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 from typing import IO, Any
 
-_LENGTH = struct.Struct(">I")
-#: the command a helper runs when it is not forked (remote_helper.py) and the modules a zygote preloads
+from ecpfs_viewer.model.storage import remote_helper_child
+from ecpfs_viewer.model.storage.remote_helper_child import read_frame, write_frame
+
+#: one byte that carries the descriptors of a request or an answer; its frame follows (remote_helper_child's)
+_MARK = b"\0"
+#: the command a helper runs when it is not forked (remote_helper.py)
 HELPER_COMMAND = "from ecpfs_viewer.model.storage.remote_helper_child import main; main()"
 _ZYGOTE_COMMAND = "from ecpfs_viewer.model.storage.helper_zygote import serve; serve()"
 #: seconds the zygote may take to answer a fork (it forks and replies; it does nothing else)
@@ -70,6 +73,7 @@ class _Zygote:
             theirs.close()
         ours.settimeout(ANSWER_TIMEOUT_S)
         self.socket = ours
+        self.reader, self.writer = ours.makefile("rb"), ours.makefile("wb")
         self.lock = threading.Lock()
 
     def fork(self) -> ForkedHelper:
@@ -77,11 +81,10 @@ class _Zygote:
         to_child_read, to_child_write = os.pipe()
         from_child_read, from_child_write = os.pipe()
         try:
-            payload = pickle.dumps(dict(os.environ), protocol=pickle.HIGHEST_PROTOCOL)
             with self.lock:
-                socket.send_fds(self.socket, [_LENGTH.pack(len(payload)) + payload],
-                                [to_child_read, from_child_write])
-                pid, pidfd = _read_answer(self.socket)
+                socket.send_fds(self.socket, [_MARK], [to_child_read, from_child_write])
+                write_frame(self.writer, dict(os.environ))
+                pid, pidfd = _read_answer(self.socket, self.reader)
         except BaseException:
             for fd in (to_child_write, from_child_read):
                 os.close(fd)
@@ -92,26 +95,31 @@ class _Zygote:
         return ForkedHelper(pid, pidfd, os.fdopen(to_child_write, "wb"), os.fdopen(from_child_read, "rb"))
 
     def close(self) -> None:
-        self.socket.close()  # the zygote ends when its socket closes; its helpers when their pipes do
+        for end in (self.reader, self.writer, self.socket):  # the socket closes with the last of them
+            with contextlib.suppress(OSError):
+                end.close()  # the zygote ends when its socket closes; its helpers when their pipes do
         with contextlib.suppress(OSError):
             self.process.wait(timeout=5)
 
 
-def _read_answer(sock: socket.socket) -> tuple[int, int]:
-    data, fds, _flags, _addr = socket.recv_fds(sock, 8, 1)
-    while len(data) < 8 and data:
-        more = sock.recv(8 - len(data))
-        if not more:
-            break
-        data += more
-    if len(data) < 8 or len(fds) != 1:
+def _read_answer(sock: socket.socket, reader: IO[bytes]) -> tuple[int, int]:
+    """(pid, pidfd) of the helper forked; OSError when the zygote ended or could not fork."""
+    mark, fds, _flags, _addr = socket.recv_fds(sock, 1, 1)
+    try:
+        if not mark:
+            raise OSError("the helper zygote ended")
+        try:
+            pid, error = read_frame(reader)
+        except (EOFError, pickle.UnpicklingError) as exc:
+            raise OSError("the helper zygote ended") from exc
+        if error:
+            raise OSError(error, f"the helper zygote could not fork: {os.strerror(error)}")
+        if len(fds) != 1:
+            raise OSError("the helper zygote sent no handle to its helper")
+    except OSError:
         for fd in fds:
             os.close(fd)
-        raise OSError("the helper zygote ended")
-    pid, error = struct.unpack(">ii", data)
-    if error:
-        os.close(fds[0])
-        raise OSError(error, f"the helper zygote could not fork: {os.strerror(error)}")
+        raise
     return pid, fds[0]
 
 
@@ -160,24 +168,17 @@ def _reap(_signum: int, _frame: Any) -> None:
             pass
 
 
-def _receive(sock: socket.socket) -> tuple[dict[str, str], list[int]] | None:
+def _receive(sock: socket.socket, reader: IO[bytes]) -> tuple[dict[str, str], list[int]] | None:
     """The next request: (environment, [helper's stdin, helper's stdout]); None when the parent is gone."""
-    head, fds, _flags, _addr = socket.recv_fds(sock, _LENGTH.size, 2)
-    while head and len(head) < _LENGTH.size:
-        head += sock.recv(_LENGTH.size - len(head))
-    if len(head) < _LENGTH.size:
-        for fd in fds:
-            os.close(fd)
-        return None
-    size = _LENGTH.unpack(head)[0]
-    chunks, left = [], size
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return pickle.loads(b"".join(chunks)), fds
+    mark, fds, _flags, _addr = socket.recv_fds(sock, 1, 2)
+    try:
+        if mark and len(fds) == 2:
+            return read_frame(reader), fds
+    except (EOFError, pickle.UnpicklingError):
+        pass
+    for fd in fds:
+        os.close(fd)
+    return None
 
 
 def serve() -> None:
@@ -186,14 +187,15 @@ def serve() -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    from ecpfs_viewer.model.storage import remote_helper_child
-
+    # frames are read and written through these; each arrives only after this side's answer, so
+    # the reader never reads ahead into the mark of the next request (whose descriptors ride on it)
+    ends = (sock.makefile("rb"), sock.makefile("wb"), sock)
     remote_helper_child.preload()
     signal.signal(signal.SIGCHLD, _reap)
     while True:
         try:
-            request = _receive(sock)
-        except (OSError, EOFError, pickle.UnpicklingError):
+            request = _receive(sock, ends[0])
+        except OSError:
             request = None
         if request is None:
             os._exit(0)
@@ -205,35 +207,32 @@ def serve() -> None:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             for fd in fds:
                 os.close(fd)
-            _answer(sock, 0, exc.errno or 1, None)
+            _answer(sock, ends[1], 0, exc.errno or 1, None)
             continue
         if pid == 0:
-            _become_helper(sock, environment, fds)
+            _become_helper(ends, environment, fds)
         pidfd = os.pidfd_open(pid)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         for fd in fds:
             os.close(fd)
-        _answer(sock, pid, 0, pidfd)
+        _answer(sock, ends[1], pid, 0, pidfd)
         os.close(pidfd)
 
 
-def _answer(sock: socket.socket, pid: int, error: int, pidfd: int | None) -> None:
+def _answer(sock: socket.socket, writer: IO[bytes], pid: int, error: int, pidfd: int | None) -> None:
+    """The mark (the pidfd on it, when a helper was forked), then (pid, error) as a frame."""
     with contextlib.suppress(OSError):
-        if pidfd is None:
-            null = os.open(os.devnull, os.O_RDONLY)
-            try:
-                socket.send_fds(sock, [struct.pack(">ii", pid, error)], [null])
-            finally:
-                os.close(null)
-        else:
-            socket.send_fds(sock, [struct.pack(">ii", pid, error)], [pidfd])
+        socket.send_fds(sock, [_MARK], [] if pidfd is None else [pidfd])
+        write_frame(writer, (pid, error))
 
 
-def _become_helper(sock: socket.socket, environment: dict[str, str], fds: list[int]) -> None:
+def _become_helper(ends: tuple[IO[bytes], IO[bytes], socket.socket], environment: dict[str, str],
+                   fds: list[int]) -> None:
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-        sock.close()
+        for end in ends:  # the zygote's socket, closed with the last of its files
+            end.close()
         stdin, stdout = fds
         os.dup2(stdin, 0)
         os.dup2(stdout, 1)
@@ -241,8 +240,6 @@ def _become_helper(sock: socket.socket, environment: dict[str, str], fds: list[i
         os.close(stdout)
         os.environ.clear()
         os.environ.update(environment)
-        from ecpfs_viewer.model.storage.remote_helper_child import main
-
-        main()
+        remote_helper_child.main()
     finally:
         os._exit(1)
