@@ -16,6 +16,11 @@ exactly, unless more than ``item_budget`` are in view: then the fine cells are b
 most ``point_limit`` items are in view the frame also lists them
 (:attr:`DensityFrame.points`, positions into the placement) for a front-end to draw as points.
 Counts always add up to the items in view; :attr:`DensityFrame.source` says how it was made.
+
+On a map of :data:`RETURN_FROM_ITEMS` items or more, each of the three hands its temporaries back
+to the system when it ends (:func:`~ecpfs_viewer.process_memory.return_freed_memory`): freed, they
+stayed resident, and a frame after another at a new zoom took fresh pages beside them; at 10M items
+the frames of a few pans and zooms grew the process by about 90 MB and set the map's peak.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Literal
 
 import numpy as np
 
+from ecpfs_viewer import process_memory
 from ecpfs_viewer.model.diagnostics.embedding_map.colours import NO_VALUE, ItemColours, lut
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import Placement
 
@@ -45,6 +51,10 @@ FRAME_BLOCK = 1 << 18
 #: returns): bincount widens their weights and cell numbers to 8 bytes each, and binned over the
 #: whole grid each block's sums were as large as the grid's (64 MB at 2048 x 2048, with their total)
 SUM_BLOCK = 1 << 19
+#: items from which the index, the colour sums and each frame return their freed temporaries when
+#: they end (module docstring); below, the temporaries are small and the pages faulted in again cost
+#: a frame more than they hold (a 200k-item map's median frame: 17 ms without, 24 ms with)
+RETURN_FROM_ITEMS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,8 @@ class DensityIndex:
         self.cell_start = np.zeros(grid * grid + 1, self.order.dtype)  # int32 below 2**31 items: 16 MB less
         np.cumsum(counts, out=self.cell_start[1:])
         self.pyramid = _pyramid(counts.reshape(grid, grid).astype(np.int32))
+        del counts
+        _return_freed(self)  # the cells and the sort's int64 order (module docstring)
 
     @property
     def count(self) -> int:
@@ -214,6 +226,12 @@ class ColourSums:
 def colour_sums(index: DensityIndex, colours: ItemColours) -> ColourSums:
     """The channels a pixel's colour is made of, summed per cell at every level: R, G, B of the
     palette colour (categories, blended) or 1 and the value (continuous: a mean of what has one)."""
+    found = _colour_sums(index, colours)
+    _return_freed(index)  # the blocks' temporaries (module docstring)
+    return found
+
+
+def _colour_sums(index: DensityIndex, colours: ItemColours) -> ColourSums:
     if colours.categorical:
         channels = colours.leaf_rgb().astype(np.float32)
     else:
@@ -306,6 +324,18 @@ def _lift(share: np.ndarray, gamma: float) -> np.ndarray:
 def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, width: int, height: int, *,
                   point_limit: int = POINT_LIMIT, item_budget: int = ITEM_BUDGET) -> DensityFrame:
     """Aggregate the items inside ``rect`` on a ``width`` x ``height`` pixel grid (module docstring)."""
+    frame = _frame(index, sums, rect, width, height, point_limit, item_budget)
+    _return_freed(index)  # this frame's temporaries, before the next (module docstring)
+    return frame
+
+
+def _return_freed(index: DensityIndex) -> None:
+    if index.count >= RETURN_FROM_ITEMS:
+        process_memory.return_freed_memory()
+
+
+def _frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, width: int, height: int,
+           point_limit: int, item_budget: int) -> DensityFrame:
     if width < 1 or height < 1 or rect.width <= 0 or rect.height <= 0:
         raise ValueError(f"a view needs a positive size, got {width} x {height} pixels over {rect}")
     pixel_w, pixel_h = rect.width / width, rect.height / height

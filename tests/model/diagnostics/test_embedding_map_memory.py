@@ -1,0 +1,85 @@
+"""The embedding map's drawing hands its temporaries back: a frame, the density index and the colour
+sums each return what they freed before the next one asks (model/diagnostics/embedding_map/density.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from command_runs import run_limited  # tests/ is on sys.path (conftest)
+
+from ecpfs_viewer.model.diagnostics.embedding_map import (
+    DensityIndex,
+    ItemColours,
+    MapProjection,
+    Placement,
+    colour_sums,
+    density_frame,
+)
+
+#: a synthetic map (clustered, 50 items a leaf) and frames at zooms 1 to 256: the growth of the
+#: process's resident memory from its first frame to its last, in MB
+_FRAMES = """
+import numpy as np
+from ecpfs_viewer import process_memory
+from ecpfs_viewer.model.diagnostics.embedding_map import (DensityIndex, ItemColours, MapProjection, Placement,
+                                                          colour_sums, density_frame)
+
+def resident_mb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+items = int(sys.argv[1])
+rng = np.random.default_rng(2)
+leaves = items // 50
+centres = rng.normal(0, 10, (256, 2))
+leaf_centre = centres[rng.integers(0, 256, leaves)] + rng.normal(0, 1, (leaves, 2))
+starts = np.linspace(0, items, leaves + 1).astype(np.int64)
+coords = (np.repeat(leaf_centre, np.diff(starts), axis=0) + rng.normal(0, 0.3, (items, 2))).astype(np.float32)
+placement = Placement(MapProjection(np.zeros(2), np.eye(2), (0.5, 0.5), items, 0), np.arange(leaves, dtype=np.int64),
+                      starts, coords, np.arange(items, dtype=np.int64))
+colours = ItemColours("level1", "synthetic", "a category per leaf", "categorical",
+                      leaf_codes=rng.integers(0, 40, leaves).astype(np.int32), names=tuple(f"c{i}" for i in range(40)))
+density = DensityIndex(placement)
+sums = colour_sums(density, colours)
+first = None
+for i in range(27):
+    centre = coords[int(rng.integers(0, items))]
+    view = density.bounds.zoomed(2.0 ** (i % 9), float(centre[0]), float(centre[1]))
+    density_frame(density, sums, view, 1200, 800).rgba()
+    first = resident_mb() if first is None else first
+print(f"grew {resident_mb() - first:.1f}")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resident memory is read from /proc (Linux)")
+def test_frames_at_one_zoom_after_another_do_not_grow_the_process() -> None:
+    """27 frames of a 2M-item map at zooms 1 to 256: the process grows by at most 30 MB from its first
+    frame (about 17 here); when the frames kept their freed temporaries it grew by about 54 MB, and at
+    10M items by about 90 MB, the map's peak."""
+    done = run_limited(_FRAMES, "2000000")
+    assert done.returncode == 0, done.stderr
+    grew = float(done.stdout.split()[-1])
+    assert grew <= 30, f"the frames grew the process by {grew:.1f} MB"
+
+
+@pytest.mark.parametrize("from_items", [1000, 1001])
+def test_the_index_the_colour_sums_and_each_frame_return_what_they_freed(monkeypatch, from_items: int) -> None:
+    """Each hands its freed temporaries back once, after its work (the allocator keeps them otherwise),
+    on a map of RETURN_FROM_ITEMS items or more; a smaller map's temporaries are left to the allocator."""
+    import ecpfs_viewer.model.diagnostics.embedding_map.density as density_module
+
+    returned: list[str] = []
+    monkeypatch.setattr(density_module.process_memory, "return_freed_memory", lambda: returned.append("returned"))
+    monkeypatch.setattr(density_module, "RETURN_FROM_ITEMS", from_items)
+    rng = np.random.default_rng(0)
+    starts = np.arange(0, 1001, 50, dtype=np.int64)
+    placement = Placement(MapProjection(np.zeros(2), np.eye(2), (0.5, 0.5), 1000, 0), np.arange(20, dtype=np.int64),
+                          starts, rng.normal(size=(1000, 2)).astype(np.float32), np.arange(1000, dtype=np.int64))
+    index = DensityIndex(placement)
+    sums = colour_sums(index, ItemColours("level1", "t", "t", "categorical", leaf_codes=np.arange(20, dtype=np.int32),
+                                          names=tuple(str(i) for i in range(20))))
+    for zoom in (1.0, 64.0):
+        density_frame(index, sums, index.bounds.zoomed(zoom), 120, 80)
+    assert len(returned) == (4 if from_items <= 1000 else 0)
