@@ -258,7 +258,7 @@ class EmbeddingMapView(pg.PlotWidget):  # type: ignore[misc]
         if frame.points is not None and frame.points.size and self.index is not None:
             xy = self.index.placement.coords[frame.points]
             leaf_rgb = self._leaf_rgb
-            colours = None if leaf_rgb is None else leaf_rgb[self.index.placement.leaf_pos[frame.points]]
+            colours = None if leaf_rgb is None else leaf_rgb[self.index.placement.leaves_of(frame.points)]
             brushes = None if colours is None else _shared_brushes(colours)
             self.points.setData(x=xy[:, 0], y=xy[:, 1], brush=brushes if brushes is not None else pg.mkBrush("b"))
         else:

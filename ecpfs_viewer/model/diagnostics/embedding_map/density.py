@@ -417,7 +417,7 @@ def _pixels(x: np.ndarray, y: np.ndarray, rect: ViewRect, width: int, height: in
 def _item_channels(index: DensityIndex, sums: ColourSums | None, positions: np.ndarray) -> list[np.ndarray] | None:
     if sums is None:
         return None
-    leaf = index.placement.leaf_pos[positions]
+    leaf = index.placement.leaves_of(positions)
     return [sums.leaf_channels[leaf, c] for c in range(sums.leaf_channels.shape[1])]
 
 

@@ -46,7 +46,7 @@ def leaves_under(index: DensityIndex, rect: ViewRect, top: int = 5) -> list[Leaf
     positions = index.items_in(rect)
     if not positions.size:
         return []
-    counts = np.bincount(placement.leaf_pos[positions], minlength=placement.leaf_ids.size)
+    counts = np.bincount(placement.leaves_of(positions), minlength=placement.leaf_ids.size)
     present = np.flatnonzero(counts)
     ranked = present[np.lexsort((placement.leaf_ids[present], -counts[present]))][:top]
     total = float(positions.size)
@@ -121,7 +121,7 @@ def _selection(index: DensityIndex, index_map: IndexMap, rect: ViewRect, positio
                polygon: np.ndarray | None = None) -> Selection:
     placement = index.placement
     positions = positions.astype(np.int64, copy=False)  # ascending, as items_in gives them
-    leaf_pos = placement.leaf_pos[positions]
+    leaf_pos = placement.leaves_of(positions)
     nodes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for depth, ancestors in enumerate(leaf_ancestors(index_map)):
         band = index_map.band(depth + 1)

@@ -9,8 +9,9 @@ with progress and the one cancel type, and returns a :class:`Placement`.
 
 A placement orders its items by leaf, in the order of the index map's leaf band
 (``index_map.band(levels)``): the items of leaf position ``p`` are ``leaf_start[p]:leaf_start[p + 1]``
-and ``leaf_pos`` names each item's position (what colourings and hover index by). A leaf that cannot
-be read is left out and named in ``unplaced`` with the reason, never drawn as nothing.
+and ``leaf_pos`` names each item's leaf position (made on each use; ``leaves_of`` for some items:
+what colourings and hover index by). A leaf that cannot be read is left out and named in
+``unplaced`` with the reason, never drawn as nothing.
 
 :func:`open_placement` answers from the index's cache (model/ecpfs/index_cache.py) when every leaf
 it was made from is unchanged, else places and keeps the result (placement_cache.py).
@@ -19,7 +20,7 @@ it was made from is unchanged, else places and keeps the result (placement_cache
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -76,7 +77,6 @@ class Placement:
     unplaced: tuple[tuple[int, str], ...] = ()  # (leaf id, why) of leaves that could not be read
     sample: bool = False  # only the fit's sample (a first picture), not every item
     from_cache: bool = False
-    _leaf_pos: list[np.ndarray] = field(default_factory=list, repr=False)
 
     @property
     def count(self) -> int:
@@ -84,11 +84,14 @@ class Placement:
 
     @property
     def leaf_pos(self) -> np.ndarray:
-        """(n,) int32: each item's leaf position (made once, on first use)."""
-        if not self._leaf_pos:
-            counts = np.diff(self.leaf_start)
-            self._leaf_pos.append(np.repeat(np.arange(counts.size, dtype=np.int32), counts))
-        return self._leaf_pos[0]
+        """(n,) int32: each item's leaf position, made anew on each use (kept, it was 40 MB of a 10M-item
+        map's peak; made, a few ms): for some items, :meth:`leaves_of`."""
+        counts = np.diff(self.leaf_start)
+        return np.repeat(np.arange(counts.size, dtype=np.int32), counts)
+
+    def leaves_of(self, positions: np.ndarray) -> np.ndarray:
+        """(k,) int64: the leaf position of each of the items at ``positions``."""
+        return np.searchsorted(self.leaf_start, positions, side="right") - 1
 
     def leaf_items(self, position: int) -> slice:
         return slice(int(self.leaf_start[position]), int(self.leaf_start[position + 1]))

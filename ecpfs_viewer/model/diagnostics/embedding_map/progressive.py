@@ -135,7 +135,7 @@ def reordered(placement: Placement, leaf_ids: np.ndarray) -> Placement:
     starts = _starts(counts)
     gather = np.repeat(placement.leaf_start[source] - starts[:-1], counts) + np.arange(int(starts[-1]))
     return replace(placement, leaf_ids=np.asarray(leaf_ids, np.int64), leaf_start=starts,
-                   coords=placement.coords[gather], item_ids=placement.item_ids[gather], _leaf_pos=[])
+                   coords=placement.coords[gather], item_ids=placement.item_ids[gather])
 
 
 _RELEASED = np.zeros(0)
@@ -348,4 +348,4 @@ def _only(placement: Placement, leaves: np.ndarray) -> Placement:
     keep = np.isin(placement.leaf_ids, leaves)
     items = np.repeat(keep, counts)
     return replace(placement, leaf_start=_starts(np.where(keep, counts, 0)), coords=placement.coords[items],
-                   item_ids=placement.item_ids[items], sample=True, _leaf_pos=[])
+                   item_ids=placement.item_ids[items], sample=True)
