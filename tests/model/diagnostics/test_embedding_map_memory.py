@@ -66,12 +66,14 @@ def test_frames_at_one_zoom_after_another_do_not_grow_the_process() -> None:
 
 @pytest.mark.parametrize("from_items", [1000, 1001])
 def test_the_index_the_colour_sums_and_each_frame_return_what_they_freed(monkeypatch, from_items: int) -> None:
-    """Each hands its freed temporaries back once, after its work (the allocator keeps them otherwise),
-    on a map of RETURN_FROM_ITEMS items or more; a smaller map's temporaries are left to the allocator."""
+    """The index and the colour sums hand their freed temporaries back once, after their work (the
+    allocator keeps them otherwise), and each frame once the process has grown by FRAME_GROWTH, on a
+    map of RETURN_FROM_ITEMS items or more; a smaller map's temporaries are left to the allocator."""
     import ecpfs_viewer.model.diagnostics.embedding_map.density as density_module
 
-    returned: list[str] = []
-    monkeypatch.setattr(density_module.process_memory, "return_freed_memory", lambda: returned.append("returned"))
+    returned: list[int | None] = []
+    monkeypatch.setattr(density_module.process_memory, "return_freed_memory", lambda: returned.append(None))
+    monkeypatch.setattr(density_module.process_memory, "return_freed_memory_past", returned.append)
     monkeypatch.setattr(density_module, "RETURN_FROM_ITEMS", from_items)
     rng = np.random.default_rng(0)
     starts = np.arange(0, 1001, 50, dtype=np.int64)
@@ -82,7 +84,28 @@ def test_the_index_the_colour_sums_and_each_frame_return_what_they_freed(monkeyp
                                           names=tuple(str(i) for i in range(20))))
     for zoom in (1.0, 64.0):
         density_frame(index, sums, index.bounds.zoomed(zoom), 120, 80)
-    assert len(returned) == (4 if from_items <= 1000 else 0)
+    growth = density_module.FRAME_GROWTH
+    assert returned == ([None, None, growth, growth] if from_items <= 1000 else [])
+
+
+def test_memory_is_returned_past_a_growth_and_not_before(monkeypatch) -> None:
+    """return_freed_memory_past returns memory only once the process has grown by more than it was
+    given since it last did, then measures from what is left."""
+    from ecpfs_viewer import process_memory
+
+    returned: list[int] = []
+    resident = iter([100, 150, 150, 260, 160, 170])
+    monkeypatch.setattr(process_memory, "resident_bytes", lambda: next(resident))
+    monkeypatch.setattr(process_memory, "return_freed_memory", lambda: returned.append(1) or True)
+    monkeypatch.setattr(process_memory, "_RETURNED_AT", [100])
+    assert not process_memory.return_freed_memory_past(60)  # 150: grown by 50
+    assert process_memory.return_freed_memory_past(40)  # 150: grown by 50, returned; 150 left
+    assert process_memory.return_freed_memory_past(100)  # 260: grown by 110, returned; 160 left
+    assert not process_memory.return_freed_memory_past(20)  # 170: grown by 10 from what was left
+    assert returned == [1, 1]
+    if sys.platform.startswith("linux"):
+        monkeypatch.undo()
+        assert (process_memory.resident_bytes() or 0) > 1 << 20
 
 
 def test_the_leaf_of_an_item_is_found_without_a_kept_array_of_every_items_leaf() -> None:

@@ -17,10 +17,11 @@ most ``point_limit`` items are in view the frame also lists them
 (:attr:`DensityFrame.points`, positions into the placement) for a front-end to draw as points.
 Counts always add up to the items in view; :attr:`DensityFrame.source` says how it was made.
 
-On a map of :data:`RETURN_FROM_ITEMS` items or more, each of the three hands its temporaries back
-to the system when it ends (:func:`~ecpfs_viewer.process_memory.return_freed_memory`): freed, they
-stayed resident, and a frame after another at a new zoom took fresh pages beside them; at 10M items
-the frames of a few pans and zooms grew the process by about 90 MB and set the map's peak.
+On a map of :data:`RETURN_FROM_ITEMS` items or more, the index and the colour sums hand their
+temporaries back to the system when they end (:func:`~ecpfs_viewer.process_memory.return_freed_memory`),
+and a frame does once the process has grown by :data:`FRAME_GROWTH` since (freed, they stayed
+resident, and a frame after another at a new zoom took fresh pages beside them: at 10M items the
+frames of a few pans and zooms grew the process by about 90 MB and set the map's peak).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ SUM_BLOCK = 1 << 19
 #: they end (module docstring); below, the temporaries are small and the pages faulted in again cost
 #: a frame more than they hold (a 200k-item map's median frame: 17 ms without, 24 ms with)
 RETURN_FROM_ITEMS = 1_000_000
+#: growth of the process past which a frame returns the freed memory (each frame returning it cost
+#: a 10M-item map's frames 10 ms at the median, faulting their pages in again)
+FRAME_GROWTH = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -325,7 +329,8 @@ def density_frame(index: DensityIndex, sums: ColourSums | None, rect: ViewRect, 
                   point_limit: int = POINT_LIMIT, item_budget: int = ITEM_BUDGET) -> DensityFrame:
     """Aggregate the items inside ``rect`` on a ``width`` x ``height`` pixel grid (module docstring)."""
     frame = _frame(index, sums, rect, width, height, point_limit, item_budget)
-    _return_freed(index)  # this frame's temporaries, before the next (module docstring)
+    if index.count >= RETURN_FROM_ITEMS:  # the frames' temporaries, bounded (module docstring)
+        process_memory.return_freed_memory_past(FRAME_GROWTH)
     return frame
 
 
