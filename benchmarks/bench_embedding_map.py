@@ -8,8 +8,9 @@ they already exist in ECPFS_BENCH_CACHE, the 2M and 10M ones (never built here).
 from a fresh process (its own peak RSS, VmHWM) with a private cache folder:
 
 - cold: open, the tree above the leaves and the PCA's sample of leaves drawn as the first picture
-  (density index, colouring, frame), the pictures on the way, then every item placed (and kept in
-  the cache) and its full frame (model/diagnostics/embedding_map/progressive.py);
+  (density index, colouring, frame), the pictures on the way (each held, as the window shows it,
+  until the next is drawn), then every item placed (and kept in the cache) and its full frame
+  (model/diagnostics/embedding_map/progressive.py);
 - warm: a second process: the placement from the cache and its first frame (the second opening);
 - frames: the median and worst time to aggregate a 1200 x 800 frame at zooms 1 to 256 and make its
   picture (the window's frame worker; the image moves with the view meanwhile);
@@ -74,7 +75,8 @@ def _window_loaded() -> None:
 
 def child_map(index: str, frames: int) -> dict[str, float | int | str]:
     """One opening of the map in this process (cold or warm, by the cache folder it was given), the
-    way the window makes it: progressive_placement, each picture's density index, colours and frame."""
+    way the window makes it: progressive_placement, each picture's density index, colours and frame,
+    each picture held until the next is drawn (the window shows it meanwhile)."""
     import numpy as np
 
     from ecpfs_viewer.model.diagnostics.embedding_map import DensityIndex, by_level, colour_sums, density_frame
@@ -87,17 +89,20 @@ def child_map(index: str, frames: int) -> dict[str, float | int | str]:
     reader = IndexReader(index)
     base = out["base_rss_mb"] = _rss_mb()[0]
     pictures: list[float] = []
+    shown_now: list[object] = []  # the picture on screen: the window holds it until the next is drawn
 
     def picture(shown: MapPicture):  # type: ignore[no-untyped-def]
         density = DensityIndex(shown.placement)
         sums = colour_sums(density, by_level(shown.index_map, 1))
         density_frame(density, sums, density.bounds, WIDTH, HEIGHT).rgba()
         pictures.append(time.perf_counter() - t0)
+        shown_now[:] = [shown, density, sums]
         return density, sums
 
     done = progressive_placement(reader, on_picture=picture)
     out["placed_peak_mb"] = _rss_mb()[1] - base
     density, sums = picture(done)
+    shown_now.clear()
     out["drawn_peak_mb"] = _rss_mb()[1] - base
     placement = done.placement
     out["from_cache"] = int(placement.from_cache)
