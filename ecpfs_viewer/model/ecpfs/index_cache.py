@@ -236,8 +236,9 @@ class IndexCache:
             return None
         return found[0]
 
-    def save(self, name: str, data: EntryPart, stamps: Stamps | None) -> None:
-        """Keep an entry with what it was derived from (nothing without stamps or a cache folder)."""
+    def save(self, name: str, data: EntryPart, stamps: Stamps | Sequence[Stamps] | None) -> None:
+        """Keep an entry with what it was derived from (nothing without stamps or a cache folder): the
+        stamps of one read, or of several (:meth:`Stamps.joinable`), joined as they are written."""
         disk = self.disk
         if disk is not None and stamps is not None:
             disk.write(name, *frame_parts(data, stamps))

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 from ecpfs_viewer.model.storage.path_list import PathList
 
@@ -92,12 +93,21 @@ class Stamps:
     @staticmethod
     def joined(parts: Iterable[Stamps | None]) -> Stamps | None:
         """The stamps of several reads as one; None when any read could not be stamped."""
+        kept = Stamps.joinable(parts)
+        if kept is None:
+            return None
+        return Stamps(kept[0].kind, PathList.joined([p.path_list for p in kept]),
+                      np.concatenate([p.owners for p in kept]), np.concatenate([p.values for p in kept]))
+
+    @staticmethod
+    def joinable(parts: Iterable[Stamps | None]) -> list[Stamps] | None:
+        """The stamps of several reads, to be saved as one (:func:`frame_parts` joins them as it writes
+        them); None when any read could not be stamped."""
         found = list(parts)
         kept = [p for p in found if p is not None]
         if not kept or len(kept) != len(found) or len({p.kind for p in kept}) != 1:
             return None
-        return Stamps(kept[0].kind, PathList.joined([p.path_list for p in kept]),
-                      np.concatenate([p.owners for p in kept]), np.concatenate([p.values for p in kept]))
+        return kept
 
     def subset(self, owners: Sequence[int]) -> Stamps:
         """The stamps of the given owners' paths and of those every answer depends on."""
@@ -116,12 +126,9 @@ class Stamps:
         return rows_unchanged(base, self.path_list.strings(picked), self.values[picked])
 
     def to_bytes(self) -> memoryview:
-        """The stamps as an .npz, a view of the buffer written (``getvalue`` copied it: 80 MB more
-        while a 10M-item map was kept)."""
+        """The stamps as an .npz (what :meth:`from_bytes` reads), in memory."""
         out = io.BytesIO()
-        paths = self.path_list
-        np.savez(out, kind=np.frombuffer(self.kind.encode(), np.uint8), path_bytes=np.frombuffer(paths.blob, np.uint8),
-                 path_offsets=paths.offsets, owners=self.owners, values=self.values)
+        write_joined([self], out)
         return out.getbuffer()
 
     @classmethod
@@ -214,11 +221,45 @@ def _files_below(top: str, relative: str) -> list[str] | None:
     return sorted(found)
 
 
-def frame_parts(data: EntryPart, stamps: Stamps) -> tuple[bytes, memoryview, EntryPart]:
-    """An entry's bytes with what they were derived from in front, as three parts written one after
-    another (a 10M-item map's entry is hundreds of MB: joined, it was held twice)."""
-    stamped = stamps.to_bytes()
-    return _HEAD.pack(_MAGIC, 1, len(stamped)), stamped, data
+def frame_parts(data: EntryPart, stamps: Stamps | Sequence[Stamps]) -> tuple[EntryPart, EntryPart]:
+    """An entry's bytes with what they were derived from in front (the stamps of one read, or of
+    several joined as they are written), as parts written one after another into the entry's file:
+    neither the entry nor its stamps is made in memory first (at 10M items the stamps joined and
+    then written to a buffer were each 110 MB of the map's peak)."""
+    parts = [stamps] if isinstance(stamps, Stamps) else list(stamps)
+
+    def stamped(handle: BinaryIO) -> None:
+        start = handle.tell()
+        handle.write(_HEAD.pack(_MAGIC, 1, 0))
+        write_joined(parts, handle)
+        end = handle.tell()
+        handle.seek(start)
+        handle.write(_HEAD.pack(_MAGIC, 1, end - start - _HEAD.size))
+        handle.seek(end)
+
+    return stamped, data
+
+
+def write_joined(parts: Sequence[Stamps], handle: BinaryIO) -> None:
+    """The stamps of ``parts`` (one kind), in order, as the one .npz :meth:`Stamps.from_bytes` reads,
+    written into ``handle`` a part at a time (seekable; the archive's offsets are relative to it)."""
+    shifts = np.concatenate([[0], np.cumsum([len(p.path_list.blob) for p in parts])]).tolist()
+    rows = sum(len(p.owners) for p in parts)
+    members: list[tuple[str, np.dtype, tuple[int, ...], Iterable[np.ndarray | bytes]]] = [
+        ("kind", np.dtype(np.uint8), (len(parts[0].kind.encode()),), [parts[0].kind.encode()]),
+        ("path_bytes", np.dtype(np.uint8), (int(shifts[-1]),), (p.path_list.blob for p in parts)),
+        ("path_offsets", np.dtype(np.int64), (rows + 1,),
+         [*(p.path_list.offsets[:-1] + shift for p, shift in zip(parts, shifts, strict=False)),
+          np.asarray([shifts[-1]], np.int64)]),
+        ("owners", np.dtype(np.int64), (rows,), (p.owners for p in parts)),
+        ("values", np.dtype(np.int64), (rows, _FIELDS), (p.values for p in parts))]
+    with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, dtype, shape, pieces in members:
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as out:
+                npy_format.write_array_header_2_0(out, {"descr": npy_format.dtype_to_descr(dtype),
+                                                        "fortran_order": False, "shape": shape})
+                for piece in pieces:
+                    out.write(piece if isinstance(piece, bytes) else np.ascontiguousarray(piece, dtype).data)
 
 
 def _stamps_size(head: bytes, available: int) -> int | None:

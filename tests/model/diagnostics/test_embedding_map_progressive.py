@@ -270,3 +270,23 @@ def test_pictures_on_the_way_stop_growing_past_their_most_items(built, own_cache
     counts = [p.placement.count for p in pictures]
     assert counts and max(counts) <= 400 < ITEMS and done.placement.count == ITEMS
     assert max(counts) * progressive.PICTURE_GROWTH > 400  # the pictures grew up to the most, then stopped
+
+
+def test_the_placement_is_kept_with_its_blocks_stamps_joined_as_they_are_written(built, own_cache,
+                                                                                 monkeypatch) -> None:
+    """The stamps of every block are saved as one without being joined in memory first (joined, and
+    then written to a buffer, each was 110 MB of a 10M-item map's peak); the kept entry still holds
+    every leaf's files, so a changed leaf still makes it unused."""
+    from ecpfs_viewer.model.storage.stamps import Stamps
+
+    path, _data, _side = built
+
+    def refused(_parts: object) -> None:
+        raise AssertionError("the blocks' stamps were joined in memory")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Stamps, "joined", staticmethod(refused))
+        placed = progressive_placement(IndexReader(path), fit_items=100, block_leaves=16)
+    kept = progressive_placement(IndexReader(path), fit_items=100)
+    assert not placed.placement.from_cache and kept.placement.from_cache
+    assert np.array_equal(kept.placement.coords, placed.placement.coords)

@@ -47,3 +47,26 @@ def test_a_head_announcing_more_stamps_than_the_file_holds_is_refused_before_rea
             assert read_framed_stamps(handle) is None  # no MemoryError: the length is checked first
         assert unframe_entry(cache.read(name) or b"") is None
     assert cache.open("absent") is None
+
+
+def test_the_stamps_of_several_reads_are_joined_as_they_are_written() -> None:
+    """Parts saved as one (never joined in memory first) read back as Stamps.joined makes them: the
+    paths' offsets shifted past each part's, a part with no path kept in its place; a part of
+    another kind, or one that could not be stamped, makes them not joinable."""
+    rng = np.random.default_rng(4)
+    parts = []
+    for k, count in enumerate((3, 0, 2, 5)):
+        paths = tuple(f"lvl_3/node_{k}{i}/c/0/{'é' * i}" for i in range(count))
+        parts.append(Stamps("local", paths, np.full(count, k, np.int64), rng.integers(-9, 2**40, (count, 5))))
+    joinable = Stamps.joinable(parts)
+    assert joinable == parts
+    expected = Stamps.joined(parts)
+    assert expected is not None and len(expected.paths) == 10
+    cache = StoreCache("local:/a", "fp")
+    cache.write("entry", *frame_parts(b"data after", joinable))
+    data, stamps = unframe_entry(cache.read("entry") or b"") or (b"", None)
+    assert data == b"data after" and stamps is not None and _same(stamps, expected)
+    assert list(stamps.paths)[3:5] == ["lvl_3/node_20/c/0/", "lvl_3/node_21/c/0/é"]
+    assert _same(Stamps.from_bytes(bytes(_stamps().to_bytes())), _stamps())
+    assert Stamps.joinable([*parts, None]) is None
+    assert Stamps.joinable([*parts, Stamps("zip", ("a",), np.zeros(1, np.int64), np.zeros((1, 5), np.int64))]) is None
