@@ -131,3 +131,23 @@ def test_the_leaf_of_an_item_is_found_without_a_kept_array_of_every_items_leaf()
     assert sum(a.nbytes for a in held if isinstance(a, np.ndarray)) == (
         placement.coords.nbytes + placement.item_ids.nbytes + placement.leaf_start.nbytes + placement.leaf_ids.nbytes)
     assert not [value for value in held if isinstance(value, list)]
+
+
+def test_a_picture_on_the_way_has_a_coarser_raster_and_its_frames_bin_its_items(monkeypatch) -> None:
+    """A sample's density index is at most SAMPLE_GRID cells across (its grid-sized arrays are what the
+    window holds while the rest is read), the answer's up to DEFAULT_GRID; zoomed out, the sample's
+    frame bins its items one by one, so its counts are exact."""
+    import dataclasses
+
+    import ecpfs_viewer.model.diagnostics.embedding_map.density as density_module
+
+    monkeypatch.setattr(density_module, "SAMPLE_GRID", 16)
+    rng = np.random.default_rng(5)
+    starts = np.arange(0, 4001, 40, dtype=np.int64)
+    answer = Placement(MapProjection(np.zeros(2), np.eye(2), (0.5, 0.5), 4000, 0), np.arange(100, dtype=np.int64),
+                       starts, rng.normal(size=(4000, 2)).astype(np.float32), np.arange(4000, dtype=np.int64))
+    sample = dataclasses.replace(answer, sample=True)
+    assert DensityIndex(answer).grid == 128 and DensityIndex(sample).grid == 16
+    index = DensityIndex(sample)
+    frame = density_frame(index, None, index.bounds, 120, 80)
+    assert frame.source == "items" and frame.total == 4000

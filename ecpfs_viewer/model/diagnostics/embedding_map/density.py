@@ -38,6 +38,11 @@ from ecpfs_viewer.model.diagnostics.embedding_map.colours import NO_VALUE, ItemC
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import Placement
 
 DEFAULT_GRID = 2048
+#: the finest raster of a picture on the way (``placement.sample``): such a picture holds at most
+#: PICTURE_MOST_ITEMS (progressive.py), fewer than ITEM_BUDGET, so a frame bins its items one by one
+#: where pixels are finer than cells, and a quarter of the grid-sized arrays (80 MB less at 2048) is
+#: what the window holds while the rest is read
+SAMPLE_GRID = 1024
 #: items in view at most for the frame to list them as points (a front-end draws each as a symbol on
 #: its GUI thread: pyqtgraph took about 5 ms a thousand)
 POINT_LIMIT = 6_000
@@ -92,8 +97,9 @@ class DensityIndex:
 
     def __init__(self, placement: Placement, grid: int | None = None) -> None:
         self.placement = placement
-        if grid is None:  # about 4 items a cell where they are spread evenly, at most DEFAULT_GRID
-            grid = int(np.clip(2 * np.sqrt(max(placement.count, 1)), 16, DEFAULT_GRID))
+        if grid is None:  # about 4 items a cell where they are spread evenly, at most DEFAULT_GRID (SAMPLE_GRID)
+            grid = int(np.clip(2 * np.sqrt(max(placement.count, 1)), 16,
+                               SAMPLE_GRID if placement.sample else DEFAULT_GRID))
         self.grid = grid = 1 << max(0, int(grid - 1).bit_length())  # a power of two
         x0, x1, y0, y1 = placement.bounds()
         pad_x, pad_y = max((x1 - x0) * 0.02, 1e-6), max((y1 - y0) * 0.02, 1e-6)

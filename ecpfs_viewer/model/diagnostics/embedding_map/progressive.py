@@ -47,8 +47,9 @@ from ecpfs_viewer.model.views.projection import pca_2d
 #: a picture of what is placed so far each time the placed items have grown this many times
 PICTURE_GROWTH = 4
 #: items a picture on the way holds at most: past them a picture (a copy of everything read, with its
-#: density index) shows what the last one did, a little denser, and at 10M items it was the map's peak
-PICTURE_MOST_ITEMS = 2_000_000
+#: density index) shows what the last one did, a little denser, and it is held while the rest is read:
+#: at 10M items one of 1.6M items (130 MB with its index and colours) set the map's peak
+PICTURE_MOST_ITEMS = 500_000
 #: leaves read in the sample's first batch and at most in each of the next (sized by the items a
 #: leaf holds so far); leaves read per block while the rest is placed
 SAMPLE_START, SAMPLE_BATCH = 4, 128
