@@ -241,8 +241,9 @@ def frame_parts(data: EntryPart, stamps: Stamps | Sequence[Stamps]) -> tuple[Ent
 
 
 def write_joined(parts: Sequence[Stamps], handle: BinaryIO) -> None:
-    """The stamps of ``parts`` (one kind), in order, as the one .npz :meth:`Stamps.from_bytes` reads,
-    written into ``handle`` a part at a time (seekable; the archive's offsets are relative to it)."""
+    """The stamps of ``parts`` (at least one, of one kind), in order, as the one .npz
+    :meth:`Stamps.from_bytes` reads, written into ``handle`` a part at a time (seekable), each array's
+    bytes flat."""
     shifts = np.concatenate([[0], np.cumsum([len(p.path_list.blob) for p in parts])]).tolist()
     rows = sum(len(p.owners) for p in parts)
     members: list[tuple[str, np.dtype, tuple[int, ...], Iterable[np.ndarray | bytes]]] = [
@@ -259,7 +260,8 @@ def write_joined(parts: Sequence[Stamps], handle: BinaryIO) -> None:
                 npy_format.write_array_header_2_0(out, {"descr": npy_format.dtype_to_descr(dtype),
                                                         "fortran_order": False, "shape": shape})
                 for piece in pieces:
-                    out.write(piece if isinstance(piece, bytes) else np.ascontiguousarray(piece, dtype).data)
+                    flat = piece if isinstance(piece, bytes) else np.ascontiguousarray(piece, dtype).reshape(-1)
+                    out.write(memoryview(flat).cast("B"))
 
 
 def _stamps_size(head: bytes, available: int) -> int | None:
