@@ -172,6 +172,14 @@ class IndexCache:
     def disk(self) -> StoreCache | None:
         return attach_cache(self.hierarchy)
 
+    @property
+    def stamps_each_file(self) -> bool:
+        """Whether a file is stamped with one call of the system (a local folder): a pass over many
+        folders stamps the files it reads rather than listing each folder below (six listings a leaf,
+        two thirds of a leaf's stamps)."""
+        store = self.store
+        return store.kind == "local" and store.local_path is not None
+
     def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None:
         """Stamps of the (path, owner) pairs (paths below the Zarr root), taken before reading
         them; None when this store cannot be stamped (nothing derived from it is kept)."""

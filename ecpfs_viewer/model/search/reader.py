@@ -13,7 +13,6 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
@@ -39,18 +38,34 @@ NODE_BATCH = 256
 MISSING_BEFORE_LISTING = 64
 
 
-@dataclass(frozen=True)
-class NodeData:
-    """One decoded node: float32 rows, their squared norms, and the ids (item or node) per row."""
+#: told before the chunks of a batch of nodes are read (their documents are): the (Zarr path, node id)
+#: of each chunk to be read, and of each array read another way (through the Hierarchy)
+BeforeNodeChunks = Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]
 
-    vectors: np.ndarray  # (n, dim) float32, C-contiguous
-    sq_norms: np.ndarray  # (n,) float32
-    ids: np.ndarray  # (n,) int64
+
+class NodeData:
+    """One decoded node: float32 rows, their squared norms, and the ids (item or node) per row.
+
+    The norms are computed when first asked for (scores ask, the embedding map never does: at 200,000
+    items they were a twentieth of its placement); two threads that ask at once compute the same."""
+
+    __slots__ = ("_sq_norms", "ids", "vectors")
+
+    def __init__(self, vectors: np.ndarray, sq_norms: np.ndarray | None, ids: np.ndarray) -> None:
+        self.vectors = vectors  # (n, dim) float32, C-contiguous
+        self._sq_norms = sq_norms  # (n,) float32, None until asked for
+        self.ids = ids  # (n,) int64
+
+    @property
+    def sq_norms(self) -> np.ndarray:
+        norms = self._sq_norms
+        if norms is None:
+            norms = self._sq_norms = squared_norms(self.vectors)
+        return norms
 
     @staticmethod
     def make(vectors: np.ndarray, ids: np.ndarray) -> NodeData:
-        v = np.ascontiguousarray(vectors, dtype=np.float32)
-        return NodeData(v, squared_norms(v), np.asarray(ids, dtype=np.int64))
+        return NodeData(np.ascontiguousarray(vectors, dtype=np.float32), None, np.asarray(ids, dtype=np.int64))
 
 
 class LevelReads:
@@ -186,15 +201,23 @@ class NodeReader:
                 self.read_costs[(level, node_id)] = cost
 
     def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
-                   known_ids: Sequence[np.ndarray] | None = None, *,
-                   keep_documents: bool = True) -> list[NodeData | None]:
+                   known_ids: Sequence[np.ndarray] | None = None, *, keep_documents: bool = True,
+                   before_chunks: BeforeNodeChunks | None = None) -> list[NodeData | None]:
         """Read nodes of one level in one batch, bypassing the cache (exact search streams every leaf);
         with ``known_ids`` (each node's ids, from a complete item map) only the embeddings are read.
-        Without ``keep_documents`` their arrays' documents are not kept either (see ArrayBatchReader)."""
+        Without ``keep_documents`` their arrays' documents are not kept either (see ArrayBatchReader).
+        ``before_chunks`` is told, before any chunk is read, the (Zarr path, node id) of each chunk to be
+        read and of each array read another way (what to stamp first)."""
         ids_name = "item_ids" if level == self.levels else "node_ids"
         names = ("embeddings",) if known_ids is not None else ("embeddings", ids_name)
         paths = [node_array_path(level, n, name) for n in node_ids for name in names]
-        arrays = self.arrays.read(paths, None if reporter is None else reporter.check, keep_documents=keep_documents)
+        told = None
+        if before_chunks is not None:
+            def told(chunks: list[tuple[int, str]], others: list[int]) -> None:
+                before_chunks([(path, node_ids[i // len(names)]) for i, path in chunks],
+                              [(paths[i], node_ids[i // len(names)]) for i in others])
+        arrays = self.arrays.read(paths, None if reporter is None else reporter.check, keep_documents=keep_documents,
+                                  before_chunks=told)
         if known_ids is not None:
             return [self._make_node(level, n, ids_name, arrays[j], known_ids[j]) for j, n in enumerate(node_ids)]
         return [self._make_node(level, n, ids_name, arrays[2 * j], arrays[2 * j + 1])

@@ -116,6 +116,9 @@ def _chunks_of(t: _Template, shape: tuple[int, ...]) -> list[_Chunk]:
 
 #: What the batch reader holds per path: the array, why it could not be read, or None (nothing stored).
 Found = np.ndarray | ArrayReadError | None
+#: told the chunks about to be read, (index into the paths read, Zarr path of the chunk), and the
+#: indexes of the arrays read through the Hierarchy instead
+BeforeChunks = Callable[[list[tuple[int, str]], list[int]], None]
 _UNSEEN = object()
 
 
@@ -131,24 +134,28 @@ class ArrayBatchReader:
         self._passed: dict[_Plan, tuple[Any, ...]] = {}  # plans within the read caps, by verdict stamp
 
     def read(self, paths: list[str], check: Callable[[], None] | None = None, *,
-             keep_documents: bool = True) -> list[np.ndarray | None]:
+             keep_documents: bool = True, before_chunks: BeforeChunks | None = None) -> list[np.ndarray | None]:
         """Every array at paths as numpy, or None where no array is stored; raises ArrayReadError.
         Without ``keep_documents`` the Hierarchy keeps none of their documents (a pass over every leaf)."""
-        found = self.read_each(paths, check, isolate=False, keep_documents=keep_documents)
+        found = self.read_each(paths, check, isolate=False, keep_documents=keep_documents, before_chunks=before_chunks)
         failed = next((value for value in found if isinstance(value, ArrayReadError)), None)
         if failed is not None:
             raise failed
         return found  # type: ignore[return-value]  # no ArrayReadError left
 
     def read_each(self, paths: Sequence[str], check: Callable[[], None] | None = None, *,
-                  isolate: bool = True, keep_documents: bool = True) -> list[Found]:
+                  isolate: bool = True, keep_documents: bool = True,
+                  before_chunks: BeforeChunks | None = None) -> list[Found]:
         """Every array at paths, its failure in place (naming the path) or None where nothing is stored.
 
         A failure that happened on the way (no answer) is an :class:`ArrayUnanswered`, not a fact
         about the array. With ``isolate`` a chunk that breaks a shared decode call is found by
         decoding that call's chunks one by one, so it fails only its own array; without, reading
         stops at the first failure (what :meth:`read` raises) and the other values are not to be
-        used. ``check`` runs before every chunk batch: it stops the read by raising (cancellation)."""
+        used. ``check`` runs before every chunk batch: it stops the read by raising (cancellation).
+        ``before_chunks`` is told, once the documents are read and before any chunk is, the chunks to be
+        read (index into paths, Zarr path of the chunk) and the arrays read through the Hierarchy
+        instead (their indexes): what to stamp before reading them."""
         if not paths:
             return []
         unread = self.hierarchy.prefetch(paths, keep=keep_documents)
@@ -169,6 +176,10 @@ class ArrayBatchReader:
                     batch.append((i, plan))
             else:
                 fallback.append(i)  # v2 arrays, groups and broken documents: the Hierarchy says why
+        if before_chunks is not None:
+            before_chunks([(i, join_key(paths[i], chunk[0])) for i, plan in batch
+                           if self._refusal(paths[i], plan, verdict_stamp()) is None for chunk in plan.chunks()],
+                          fallback)
         if batch:
             for i, value in zip([b[0] for b in batch], self._read_chunks(paths, batch, check, isolate), strict=True):
                 results[i] = value

@@ -262,10 +262,11 @@ def test_the_misses_of_a_recall_sweep_are_offered_once_it_ran(qtbot, clusters) -
 
 
 def test_pictures_on_the_way_grow_say_how_far_and_keep_where_the_user_zoomed(qtbot, tmp_path) -> None:
-    path, _side = _two_clusters(tmp_path)  # a fresh index: nothing of it in the cache
-    win = open_window(qtbot, path, 1280, 800)
+    items = 2000  # about 200 leaves: pictures on the way while at most a quarter of them is read
+    path, _data, _side = build_two_clusters(tmp_path, items, DIM, 5, levels=3, target_cluster_items=10)
+    win = open_window(qtbot, path, 1280, 800)  # a fresh index: nothing of it in the cache
     panel = win.embedding_map.panel
-    panel.fit_items, panel.block_leaves = 40, 1  # about 30 leaves of 20: a sample of 2, then a leaf a block
+    panel.fit_items, panel.block_leaves = 40, 8  # a sample of about 4 leaves, then 8 a block
     pictures: list = []
     zoomed: list = []
 
@@ -284,18 +285,18 @@ def test_pictures_on_the_way_grow_say_how_far_and_keep_where_the_user_zoomed(qtb
     qtbot.waitUntil(lambda: panel.data is not None and not panel.data.placement.sample and not panel.busy
                     and panel.view.frame is not None, timeout=30_000)
     counts = [count for count, *_ in pictures]
-    assert len(pictures) >= 2 and counts == sorted(set(counts)) and counts[-1] < ITEMS
+    assert len(pictures) >= 2 and counts == sorted(set(counts)) and counts[-1] < items
     assert all(sample for _, sample, *_ in pictures)
     assert "A first picture of" in pictures[0][2] and "placing the rest" in pictures[0][2]
     leaves = panel.data.placement.leaf_ids.size
     assert all(f"of {leaves:,} leaves" in text for _, _, text in pictures)
-    assert f"{ITEMS:,} items" in panel.status.text()
+    assert f"{items:,} items" in panel.status.text()
     now, then = panel.view.view_rect(), zoomed[0]
     # kept: the same centre, still zoomed in (the aspect lock may settle the size a little)
     centre = ((now.x0 + now.x1) / 2, (now.y0 + now.y1) / 2)
     assert np.allclose(centre, ((then.x0 + then.x1) / 2, (then.y0 + then.y1) / 2))
     assert now.width < panel.data.density.bounds.width / 1.5
-    assert panel.view.frame.total < ITEMS  # the zoomed view (between the clusters) holds part of the map
+    assert panel.view.frame.total < items  # the zoomed view (between the clusters) holds part of the map
 
 
 def test_a_cancel_keeps_the_picture_so_far_and_says_so_and_showing_the_panel_again_places_all(qtbot, tmp_path) -> None:

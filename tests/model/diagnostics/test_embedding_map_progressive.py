@@ -41,19 +41,21 @@ def test_the_first_picture_reads_the_tree_and_a_sample_and_the_pictures_grow_to_
     path, data, side = built
     reader = IndexReader(path)
     pictures: list[tuple[MapPicture, int]] = []
-    done = progressive_placement(reader, fit_items=100, block_leaves=8,
+    done = progressive_placement(reader, fit_items=40, block_leaves=8,
                                  on_picture=lambda p: pictures.append((p, reader.store.counter.snapshot().requests)))
     end_requests = reader.store.counter.snapshot().requests
     leaves = len(reader.leaf_ids())
     assert done.leaves == leaves > 100 and done.complete and not done.placement.from_cache
 
     first, first_requests = pictures[0]
-    assert first.placement.sample and 100 <= first.placement.projection.fitted_on < 100 + 40  # whole leaves
+    assert first.placement.sample and 40 <= first.placement.projection.fitted_on < 40 + 40  # whole leaves
     assert first.placement.count < ITEMS / 4
     # the old way read every leaf's metadata before its first picture: at least one request a leaf
     assert first_requests < leaves and first_requests < end_requests / 4
     counts = [p.placement.count for p, _ in pictures]
     assert len(pictures) >= 2 and counts == sorted(counts) and counts[-1] < ITEMS
+    # after the first, a picture on the way comes only while the answer is 4 times larger still
+    assert all(4 * shown.placed_leaves <= shown.leaves for shown, _ in pictures[1:])
 
     answer = done.placement
     assert np.array_equal(np.sort(answer.item_ids), np.arange(ITEMS))  # every item once
@@ -290,3 +292,91 @@ def test_the_placement_is_kept_with_its_blocks_stamps_joined_as_they_are_written
     kept = progressive_placement(IndexReader(path), fit_items=100)
     assert not placed.placement.from_cache and kept.placement.from_cache
     assert np.array_equal(kept.placement.coords, placed.placement.coords)
+
+
+def test_the_files_read_are_stamped_a_chunk_stored_later_and_a_chunk_changed_while_read_place_again(
+        built, own_cache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a folder the map stamps the files it reads: each leaf's array documents, then the chunks they
+    name, before those are read. A chunk that was not stored (read as the fill value) and is stored
+    later is a change (a leaf's folder listed at the first opening had no such file to stamp), and so
+    is a chunk rewritten just after it was read: neither is answered from the cache."""
+    import shutil
+
+    from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
+
+    copy = tmp_path / "copy.zarr"
+    shutil.copytree(path := built[0], copy)
+    leaf = IndexReader(copy).leaf_ids()[7]
+    chunk = copy / "lvl_3" / f"node_{leaf}" / "embeddings" / "c" / "0" / "0"
+    stored = chunk.read_bytes()
+    chunk.unlink()  # the leaf's vectors read as the fill value
+    first = progressive_placement(IndexReader(copy), fit_items=100)
+    assert not first.placement.unplaced and progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache
+    chunk.write_bytes(stored)
+    again = progressive_placement(IndexReader(copy), fit_items=100)
+    assert not again.placement.from_cache
+    truth = progressive_placement(IndexReader(path), fit_items=100, use_cache=False).placement
+    assert np.array_equal(again.placement.coords, truth.coords)
+
+    other = copy / "lvl_3" / f"node_{IndexReader(copy).leaf_ids()[11]}" / "item_ids" / "c" / "0"
+    original = ArrayBatchReader._read_chunks
+
+    def read_then_rewritten(self, paths, batch, check, isolate):  # a writer right after the read
+        out = original(self, paths, batch, check, isolate)
+        if any(str(other.parent.parent.relative_to(copy)) == p for p in paths):
+            other.write_bytes(other.read_bytes())
+        return out
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ArrayBatchReader, "_read_chunks", read_then_rewritten)
+        progressive_placement(IndexReader(copy), fit_items=100, use_cache=False)
+    assert not progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache
+
+
+def test_an_array_read_another_way_is_stamped_by_its_folder(built, own_cache, tmp_path: Path) -> None:
+    """A leaf array the batch reader leaves to the Hierarchy (here sharded) has no chunk list to stamp:
+    its folder is stamped, every file below it, and a change to one of them places the map again."""
+    import shutil
+
+    import zarr
+
+    copy = tmp_path / "sharded.zarr"
+    shutil.copytree(built[0], copy)
+    leaf = IndexReader(copy).leaf_ids()[2]
+    folder = copy / "lvl_3" / f"node_{leaf}" / "embeddings"
+    vectors = zarr.open_array(folder, mode="r")[:]
+    shutil.rmtree(folder)
+    zarr.create_array(folder, data=vectors, chunks=(1, vectors.shape[1]), shards=vectors.shape)
+    told: list[list[int]] = []
+    reader = IndexReader(copy)
+    reader.read_nodes(3, [leaf], before_chunks=lambda chunks, others: told.append([n for _, n in others]))
+    assert told == [[leaf]]  # read another way: named for its folder to be stamped
+
+    first = progressive_placement(IndexReader(copy), fit_items=100)
+    assert not first.placement.unplaced and progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache
+    shard = next(p for p in (folder / "c").rglob("*") if p.is_file())
+    shard.write_bytes(shard.read_bytes())
+    assert not progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache
+
+
+@pytest.mark.parametrize("from_items", [ITEMS // 2, ITEMS + 1])
+def test_freed_blocks_go_back_on_a_large_map_only_and_no_norm_is_computed(built, own_cache, monkeypatch,
+                                                                          from_items: int) -> None:
+    """After each block and at the end a map of RETURN_FROM_ITEMS items or more hands the freed
+    vectors back to the system; a smaller one leaves them to the allocator (a return after each block
+    was a twentieth of a 200,000-item placement). The squared norms search scores with are never
+    computed for the map (another twentieth)."""
+    import ecpfs_viewer.model.diagnostics.embedding_map.progressive as progressive_module
+    import ecpfs_viewer.model.search.reader as reader_module
+
+    returned: list[None] = []
+    monkeypatch.setattr(progressive_module.process_memory, "return_freed_memory", lambda: returned.append(None))
+    monkeypatch.setattr(progressive_module, "RETURN_FROM_ITEMS", from_items)
+
+    def no_norms(_vectors: np.ndarray) -> np.ndarray:
+        raise AssertionError("the map computed squared norms")
+
+    monkeypatch.setattr(reader_module, "squared_norms", no_norms)
+    done = progressive_placement(IndexReader(built[0]), fit_items=100, block_leaves=32, use_cache=False)
+    assert done.placement.count == ITEMS
+    assert len(returned) >= 4 + 2 if from_items <= ITEMS else returned == []  # 200 leaves: blocks of 32, the end

@@ -26,7 +26,7 @@ import numpy as np
 
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.search.reader import NodeData, NodeReader
+from ecpfs_viewer.model.search.reader import BeforeNodeChunks, NodeData, NodeReader
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.views.projection import pca_2d
 
@@ -185,7 +185,7 @@ def place_items(reader: NodeReader, index_map: IndexMap, projection: MapProjecti
             if p not in read:  # from the sample: its rows, already projected
                 assert first is not None
                 rows = first.leaf_items(p)
-                kept.append((p, NodeData(first.coords[rows], np.zeros(0, np.float32), first.item_ids[rows])))
+                kept.append((p, NodeData(first.coords[rows], None, first.item_ids[rows])))
                 continue
             node, why = read[p]
             if node is None:
@@ -213,20 +213,23 @@ def place_items(reader: NodeReader, index_map: IndexMap, projection: MapProjecti
 
 
 def _read(reader: NodeReader, node_ids: np.ndarray, positions: np.ndarray, *, keep_documents: bool = True,
-          level: int | None = None) -> list[tuple[int, NodeData | None, str]]:
+          level: int | None = None, before_chunks: BeforeNodeChunks | None = None,
+          ) -> list[tuple[int, NodeData | None, str]]:
     """(position, node or None, why) per node of one batch of ``level`` (default: the leaves); a batch
     that fails is read node by node, so one bad node spoils only itself. Without ``keep_documents``
-    the nodes' array documents are not kept by the reader (a pass over every leaf)."""
+    the nodes' array documents are not kept by the reader (a pass over every leaf); ``before_chunks``
+    as :meth:`NodeReader.read_nodes` takes it."""
     level = reader.levels if level is None else level
     try:
-        nodes = reader.read_nodes(level, [int(n) for n in node_ids], keep_documents=keep_documents)
+        nodes = reader.read_nodes(level, [int(n) for n in node_ids], keep_documents=keep_documents,
+                                  before_chunks=before_chunks)
         return [(int(p), node, "" if node is not None else "not stored")
                 for p, node in zip(positions, nodes, strict=True)]
     except Exception:  # one leaf of the batch is bad: find which
         out: list[tuple[int, NodeData | None, str]] = []
         for p, n in zip(positions, node_ids, strict=True):
             try:
-                node = reader.read_nodes(level, [int(n)], keep_documents=keep_documents)[0]
+                node = reader.read_nodes(level, [int(n)], keep_documents=keep_documents, before_chunks=before_chunks)[0]
                 out.append((int(p), node, "" if node is not None else "not stored"))
             except Exception as exc:
                 out.append((int(p), None, describe_exception(exc)))

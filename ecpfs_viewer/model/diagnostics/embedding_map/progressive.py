@@ -6,7 +6,8 @@ the leaves' metadata; then whole leaves in a seeded random order until about ``f
 read. The PCA is fitted on them and that sample, placed, is the first picture (``on_picture``). The
 other leaves are read in blocks in the same random order, so every picture on the way is a uniform
 sample of leaves (not one side of the tree); a picture of what is placed so far is handed over each
-time the placed items have grown :data:`PICTURE_GROWTH` times (up to :data:`PICTURE_MOST_ITEMS`),
+time the placed items have grown :data:`PICTURE_GROWTH` times (up to :data:`PICTURE_MOST_ITEMS`, and
+while the answer is that many times larger still),
 with progress and the one cancel type between blocks. Pictures on the way are laid on the tree as
 listed (:attr:`MapPicture.index_map`, leaves of unknown size); the answer's map is
 :func:`complete_map`, the same layout as ``layout_index`` with each leaf as wide as the items read
@@ -27,6 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ecpfs_viewer import process_memory
+from ecpfs_viewer.model.diagnostics.embedding_map.density import RETURN_FROM_ITEMS
 from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     DEFAULT_SEED,
     FIT_ITEMS,
@@ -39,12 +41,15 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import placeme
 from ecpfs_viewer.model.diagnostics.index_map import BROKEN, OK, IndexMap, IndexMapError, LevelInput, map_layout
 from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
-from ecpfs_viewer.model.search.reader import NodeReader
+from ecpfs_viewer.model.search.reader import BeforeNodeChunks, NodeReader
+from ecpfs_viewer.model.storage.opening import join_key
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.views.projection import pca_2d
 
-#: a picture of what is placed so far each time the placed items have grown this many times
+#: a picture of what is placed so far each time the placed items have grown this many times, while at
+#: most this share of the leaves is read (the answer, about as many times larger, is not near): at
+#: 200,000 items one of 95,000 came half a second before the answer and took a tenth of its time
 PICTURE_GROWTH = 4
 #: items a picture on the way holds at most: past them a picture (a copy of everything read, with its
 #: density index) shows what the last one did, a little denser, and it is held while the rest is read:
@@ -171,12 +176,12 @@ class _Blocks:
         self.count.append(int(ids.size))
         self.items += int(ids.size)
 
-    def read(self, reader: NodeReader, listed: np.ndarray,
-             part: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    def read(self, reader: NodeReader, listed: np.ndarray, part: np.ndarray,
+             before_chunks: BeforeNodeChunks | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """(listing position, vectors, ids) of each leaf of ``part`` that could be read; a leaf that
         could not be read is named in ``unplaced`` and marked in ``unreadable``."""
         out = []
-        for p, node, why in _read(reader, listed[part], part, keep_documents=False):
+        for p, node, why in _read(reader, listed[part], part, keep_documents=False, before_chunks=before_chunks):
             if node is None:
                 self.unplaced.append((int(listed[p]), why))
                 self.unreadable[p] = True
@@ -266,6 +271,10 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
         blocks.add(int(listed[p]), projection.project(vectors), _narrowest_ids(ids))
     del sample, extra, data
     shown = blocks.items
+    # freed pages go back to the system when the answer (the leaves left as full as those read) holds
+    # RETURN_FROM_ITEMS, as the density index's do; below, the next block takes a block's pages (and a
+    # return after each was a twentieth of a 200,000-item placement)
+    large = blocks.items * order.size >= RETURN_FROM_ITEMS * max(read, 1)
     if on_picture is not None:  # even when the sample is every leaf: the first picture comes at once
         on_picture(MapPicture(sketch, blocks.placement(projection, sketch_leaves, sample=True), read, listed.size))
     while read < order.size:
@@ -275,11 +284,12 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
         got = _read_block(reader, listed, part, stamps, blocks)
         blocks.add_projected(projection, listed, got)  # one projection per block
         del got
-        process_memory.return_freed_memory()  # the block's vectors: their pages go back now, not at exit
+        if large:
+            process_memory.return_freed_memory()  # the block's vectors: their pages go back now, not at exit
         if progress is not None:
             progress(Counted(read, order.size, "leaves"))
         if (on_picture is not None and read < order.size and blocks.items >= PICTURE_GROWTH * max(shown, 1)
-                and blocks.items <= PICTURE_MOST_ITEMS):
+                and blocks.items <= PICTURE_MOST_ITEMS and PICTURE_GROWTH * read <= order.size):
             shown = blocks.items
             on_picture(MapPicture(sketch, blocks.placement(projection, sketch_leaves, sample=True), read,
                                   listed.size))
@@ -289,20 +299,39 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
     placement = blocks.placement(projection, final_map.band(reader.levels).node_ids, sample=False)
     joinable = Stamps.joinable(stamps)
     del stamps, blocks  # the placement holds the blocks' items now
-    process_memory.return_freed_memory()  # the blocks' arrays, freed as they were copied into place
+    large = placement.count >= RETURN_FROM_ITEMS
+    if large:
+        process_memory.return_freed_memory()  # the blocks' arrays, freed as they were copied into place
     if joinable is not None and not placement.unplaced:
         cache.save(name, placement_writer(placement), joinable)  # joined as they are written
     del joinable
-    process_memory.return_freed_memory()  # the stamps of every block: 110 MB at 10M items
+    if large:
+        process_memory.return_freed_memory()  # the stamps of every block: 110 MB at 10M items
     return MapPicture(final_map, placement, read, listed.size)
 
 
 def _read_block(reader: NodeReader, listed: np.ndarray, part: np.ndarray, stamps: list[Stamps | None],
                 blocks: _Blocks) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(listing position, vectors, ids) of each leaf of ``part`` that could be read, its files stamped
-    first; a leaf that could not be read is named in ``blocks.unplaced``."""
-    stamps.append(reader.opened.cache.stamp([(node_path(reader.levels, int(n)), int(n)) for n in listed[part]]))
-    return blocks.read(reader, listed, part)
+    first; a leaf that could not be read is named in ``blocks.unplaced``.
+
+    In a local folder the files read are stamped: each leaf's two array documents, then, once they
+    are read, the chunks they name (a chunk not stored is stamped absent) and the folder of an array
+    read another way (a legacy layout); elsewhere each leaf's folder, every file below it."""
+    cache = reader.opened.cache
+    leaves = [int(n) for n in listed[part]]
+    if not cache.stamps_each_file:
+        stamps.append(cache.stamp([(node_path(reader.levels, n), n) for n in leaves]))
+        return blocks.read(reader, listed, part)
+    stamps.append(cache.stamp([(join_key(node_array_path(reader.levels, n, name), "zarr.json"), n)
+                               for n in leaves for name in ("embeddings", "item_ids")], walk=False))
+
+    def before_chunks(chunks: list[tuple[str, int]], others: list[tuple[str, int]]) -> None:
+        stamps.append(cache.stamp(chunks, walk=False))
+        if others:
+            stamps.append(cache.stamp(others))
+
+    return blocks.read(reader, listed, part, before_chunks)
 
 
 def _kept(reader: NodeReader, inputs: list[LevelInput], name: str, seed: int = DEFAULT_SEED,
