@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
@@ -77,20 +77,6 @@ class ActionTally:
 # the tallies of the actions running here (innermost last); asyncio and carry_context copy them on
 _ACTIVE: contextvars.ContextVar[tuple[ActionTally, ...]] = contextvars.ContextVar("ecpfs_io_actions", default=())
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def carry_context(fn: Callable[P, R]) -> Callable[P, R]:
-    """fn, to be run in another thread (a ThreadPoolExecutor) inside the caller's context: the reads
-    it makes count for the caller's action. Each call runs in a fresh copy (a context cannot be
-    entered by two threads at once)."""
-    context = contextvars.copy_context()
-
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        return context.copy().run(fn, *args, **kwargs)
-
-    return run
 
 
 class IOCounter:

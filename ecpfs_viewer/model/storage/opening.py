@@ -37,8 +37,9 @@ from ecpfs_viewer.model.storage.counted_io import (
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
 from ecpfs_viewer.model.storage.local_listing import local_sizes
+from ecpfs_viewer.model.storage.local_reads import read_local
 from ecpfs_viewer.model.storage.options import RemoteOptions
-from ecpfs_viewer.model.storage.stored_bound import ChunkBoundedStore, StoredBound, size_check, stored_bounds
+from ecpfs_viewer.model.storage.stored_bound import ChunkBoundedStore, StoredBound, stored_bounds
 from ecpfs_viewer.model.storage.zip_directory import NoEndRecord, StoredSizes, ZipFormatError
 from ecpfs_viewer.model.storage.zip_store import GuardedZipStore
 
@@ -177,19 +178,8 @@ class OpenedStore:
         return self._bounded([functools.partial(one, key, byte_range) for key, byte_range in requests])
 
     def _read_local(self, requests: Sequence[tuple[str, ByteRequest | None]]) -> list[Value]:
-        base = str(self.local_path) + os.sep
-        found: list[Value] = []
-        total = 0
-        for key, byte_range in requests:
-            try:
-                path = base + key
-                data = read_file(path, size_check(key)) if byte_range is None else read_file_range(path, byte_range)
-            except OSError as exc:
-                found.append(exc)
-                continue
-            found.append(data)
-            total += len(data) if data is not None else 0
-        self.counter.add_read(total, requests=len(requests))
+        found: list[Value] = list(read_local(str(self.local_path) + os.sep, requests))
+        self.counter.add_read(sum(len(data) for data in found if isinstance(data, bytes)), requests=len(requests))
         return found
 
     def run_bounded(self, calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T | Exception]:

@@ -22,6 +22,7 @@ Zarr-free: ``locate`` in a later process checks entries before importing zarr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -37,6 +38,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from ecpfs_viewer.model.storage.path_list import PathList
+from ecpfs_viewer.model.storage.side_by_side import in_order
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.disk_cache import EntryPart
@@ -178,12 +180,16 @@ def stamp_local(folder: str, groups: Sequence[tuple[str, int]], *, walk: bool = 
     """The stamps of each (path, owner) below a local folder; with walk, a path that is a folder
     stands for every file below it (its subfolders are not stamped: a chunk added where there
     was none comes with a changed array document), else for itself (a level's folder)."""
+    base = folder + os.sep
+    if not walk:  # each path stands for itself: statted side by side from a cold disk (local_reads)
+        return Stamps("local", tuple(path for path, _ in groups), np.asarray([owner for _, owner in groups], np.int64),
+                      np.asarray(in_order([functools.partial(_stat_row, base + path) for path, _ in groups]),
+                                 np.int64).reshape(len(groups), _FIELDS))
     paths: list[str] = []
     owners: list[int] = []
     rows: list[tuple[int, ...]] = []
-    base = folder + os.sep
     for path, owner in groups:
-        found = _files_below(base + path, path) if walk else None
+        found = _files_below(base + path, path)
         for relative in found if found is not None else [path]:
             paths.append(relative)
             owners.append(owner)

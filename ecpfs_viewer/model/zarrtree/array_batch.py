@@ -1,21 +1,16 @@
 """Read many whole arrays at once: documents in one batch, chunks in batched store reads, few decode calls.
 
 The one batch reader of the app: search, locate and exact search read thousands of small node
-arrays, validation and the node pages read hundreds. One zarr ``getitem`` per array costs about
-half a millisecond of event-loop bookkeeping, and reading arrays one after another costs two round
-trips each on a remote store. Here the documents come from the :class:`Hierarchy` (read in one
-batch and held there, so other readers do not ask again), then every chunk of every array is
-fetched with :meth:`OpenedStore.read_many_or_errors` (concurrent on remote stores, counted by its
-I/O counter) and decoded without zarr's per-chunk bookkeeping. zarr's public API decodes a chunk
-only through an array (its codec pipeline wants an ``ArraySpec`` from zarr.core, which is
-internal, and 3.4 removed the ``get_chunk_spec`` that made one), so: the common chains (``bytes``
-then zstd, gzip, blosc, lz4, bz2, lzma or zlib; ecpfs indexes use zstd) are decoded here with the
-guarded decode (``guarded_decode``: each chunk bounded by its size before it is produced, zstd with
-a context kept per thread); any other chain by putting the chunks side by side, along the first
-axis, in an in-memory array of that layout, read back with one ``getitem``. Arrays the batch path
-does not cover (Zarr v2, sharding, irregular grids, scalars, documents zarr refuses) are read
-through the Hierarchy's own arrays, all at once on the model's event loop. The read caps of
-``read_guard`` apply to every array before anything is allocated or fetched.
+arrays. One zarr ``getitem`` per array costs about half a millisecond of event-loop bookkeeping, and
+two round trips on a remote store. Here the documents come from the :class:`Hierarchy` (one batch,
+held there), then every chunk is fetched with :meth:`OpenedStore.read_many_or_errors` (concurrent on
+remote stores, counted) and decoded without zarr's per-chunk bookkeeping. zarr's public API decodes
+a chunk only through an array (3.4 removed ``get_chunk_spec``), so the common chains (``bytes`` then
+zstd, gzip, blosc, lz4, bz2, lzma or zlib) are decoded here with the guarded decode (each chunk
+bounded by its size before it is produced); any other chain by putting the chunks side by side in an
+in-memory array of that layout, read back with one ``getitem``. Arrays the batch path does not cover
+(Zarr v2, sharding, irregular grids, scalars, documents zarr refuses) are read through the
+Hierarchy at once on the model's event loop. ``read_guard``'s caps apply before any allocation.
 """
 
 
@@ -116,9 +111,7 @@ def _chunks_of(t: _Template, shape: tuple[int, ...]) -> list[_Chunk]:
 
 #: What the batch reader holds per path: the array, why it could not be read, or None (nothing stored).
 Found = np.ndarray | ArrayReadError | None
-#: told the chunks about to be read, (index into the paths read, Zarr path of the chunk), and the
-#: indexes of the arrays read through the Hierarchy instead
-BeforeChunks = Callable[[list[tuple[int, str]], list[int]], None]
+BeforeChunks = Callable[[list[tuple[int, str]], list[int]], None]  # see ArrayBatchReader.read_each
 _UNSEEN = object()
 
 
@@ -143,9 +136,8 @@ class ArrayBatchReader:
             raise failed
         return found  # type: ignore[return-value]  # no ArrayReadError left
 
-    def read_each(self, paths: Sequence[str], check: Callable[[], None] | None = None, *,
-                  isolate: bool = True, keep_documents: bool = True,
-                  before_chunks: BeforeChunks | None = None) -> list[Found]:
+    def read_each(self, paths: Sequence[str], check: Callable[[], None] | None = None, *, isolate: bool = True,
+                  keep_documents: bool = True, before_chunks: BeforeChunks | None = None) -> list[Found]:
         """Every array at paths, its failure in place (naming the path) or None where nothing is stored.
 
         A failure that happened on the way (no answer) is an :class:`ArrayUnanswered`, not a fact
@@ -153,9 +145,8 @@ class ArrayBatchReader:
         decoding that call's chunks one by one, so it fails only its own array; without, reading
         stops at the first failure (what :meth:`read` raises) and the other values are not to be
         used. ``check`` runs before every chunk batch: it stops the read by raising (cancellation).
-        ``before_chunks`` is told, once the documents are read and before any chunk is, the chunks to be
-        read (index into paths, Zarr path of the chunk) and the arrays read through the Hierarchy
-        instead (their indexes): what to stamp before reading them."""
+        ``before_chunks`` is told, before any chunk is read, the chunks to be read (index into paths,
+        Zarr path) and the indexes of the arrays read through the Hierarchy: what to stamp first."""
         if not paths:
             return []
         unread = self.hierarchy.prefetch(paths, keep=keep_documents)
@@ -176,10 +167,9 @@ class ArrayBatchReader:
                     batch.append((i, plan))
             else:
                 fallback.append(i)  # v2 arrays, groups and broken documents: the Hierarchy says why
-        if before_chunks is not None:
-            before_chunks([(i, join_key(paths[i], chunk[0])) for i, plan in batch
-                           if self._refusal(paths[i], plan, verdict_stamp()) is None for chunk in plan.chunks()],
-                          fallback)
+        if before_chunks is not None:  # the chunks of arrays the caps refuse are never read
+            before_chunks([(i, join_key(paths[i], chunk[0])) for i, plan in batch if self._refusal(
+                paths[i], plan, verdict_stamp()) is None for chunk in plan.chunks()], fallback)
         if batch:
             for i, value in zip([b[0] for b in batch], self._read_chunks(paths, batch, check, isolate), strict=True):
                 results[i] = value

@@ -6,8 +6,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ecpfs_viewer.model.storage.counted_io import carry_context
 from ecpfs_viewer.model.storage.opening import open_memory, open_store
+from ecpfs_viewer.model.storage.side_by_side import carry_context
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 

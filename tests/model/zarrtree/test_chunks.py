@@ -310,7 +310,7 @@ def test_shard_indexes_are_read_once_each_and_counted(tmp_path: Path) -> None:
 
 
 def test_unreadable_shard_index_is_a_problem_of_that_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ecpfs_viewer.model.storage import opening as stores
+    from ecpfs_viewer.model.storage import local_reads as stores  # where a store reads its files
     _write(tmp_path, "s.zarr", np.arange(1, 9, dtype="uint16"), (2,), shards=(4,))
     real = stores.read_file_range
 

@@ -212,7 +212,7 @@ def test_stray_files_are_not_nodes(two_clusters_copy: Path) -> None:
 
 def test_unreadable_metadata_is_an_error_row_and_siblings_load(two_clusters_copy: Path, monkeypatch) -> None:
     """Permission denied on one child's zarr.json (faked: tests run as root) spoils only that child."""
-    from ecpfs_viewer.model.storage import opening as stores
+    from ecpfs_viewer.model.storage import local_reads as stores  # where a store reads its files
     real_read_file = stores.read_file
 
     def refusing(path: str, bound: Any = None) -> bytes | None:

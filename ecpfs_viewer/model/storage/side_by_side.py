@@ -1,0 +1,61 @@
+"""Work in other threads: the caller's context carried along, and many small local file operations
+done in order, side by side once the disk answers.
+
+From the page cache a small file reads (or stats) in microseconds, and one thread doing one file
+after another is fastest (threads only add hand-overs of the interpreter lock). From a cold disk
+each file waits on the device (its inode, then its data) and one thread waits for each in turn: the
+16,000 files of a 200,000-item map's leaves took 3.2 s one after another and 1.45 s four at a time.
+So :func:`in_order` starts one file after another and, when its first :data:`PROBE_FILES` took more
+than :data:`COLD_SECONDS` each on average, does the rest :data:`SIDE_BY_SIDE` at a time, in threads
+that end with the batch (none is left behind). Imports no zarr (the stamps use it).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+#: files done one after another before a batch is timed
+PROBE_FILES = 8
+#: seconds a file of those took on average past which the rest of the batch is done side by side
+COLD_SECONDS = 40e-6
+#: files done at once from a cold disk
+SIDE_BY_SIDE = 4
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+def carry_context(fn: Callable[P, R]) -> Callable[P, R]:
+    """fn, to be run in another thread (a ThreadPoolExecutor) inside the caller's context: the reads
+    it makes count for the caller's action. Each call runs in a fresh copy (a context cannot be
+    entered by two threads at once)."""
+    context = contextvars.copy_context()
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return context.copy().run(fn, *args, **kwargs)
+
+    return run
+
+
+def in_order(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Each call's value, in order: one after another, the rest side by side (in the caller's
+    context) once the first PROBE_FILES were slow (module docstring). A call must not raise."""
+    found: list[T] = []
+    started = time.perf_counter()
+    for at, call in enumerate(calls):
+        if (at == PROBE_FILES and len(calls) > 2 * PROBE_FILES
+                and time.perf_counter() - started > PROBE_FILES * COLD_SECONDS):
+            with ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="cold_reads") as pool:
+                found.extend(pool.map(carry_context(_call), calls[at:], chunksize=16))
+            return found
+        found.append(call())
+    return found
+
+
+def _call(call: Callable[[], T]) -> T:
+    return call()

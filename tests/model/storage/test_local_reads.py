@@ -1,0 +1,91 @@
+"""Local files read in order, side by side once the disk answers slowly (model/storage/local_reads.py,
+side_by_side.py):
+the same values in the same places either way, a failed file's error in its place, a chunk's stored
+bound kept in the threads, no thread left behind, and no thread at all while the files come fast."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from ecpfs_viewer.model.storage import local_reads, side_by_side
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.storage.stamps import stamp_local
+from ecpfs_viewer.model.storage.stored_bound import StoredBound, StoredTooLarge, stored_bounds
+
+
+def _folder(tmp_path: Path, files: int = 60) -> list[tuple[str, bytes | None]]:
+    """Files f0..f59 of different sizes, every seventh absent, one a folder: (key, what a read gives)."""
+    expected: list[tuple[str, bytes | None]] = []
+    for i in range(files):
+        key = f"d{i % 3}/f{i}"
+        (tmp_path / f"d{i % 3}").mkdir(exist_ok=True)
+        if i % 7 == 3:
+            expected.append((key, None))
+            continue
+        data = bytes([i % 251]) * (i * 37 + 1)
+        (tmp_path / key).write_bytes(data)
+        expected.append((key, data))
+    return expected
+
+
+def _threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith("cold_reads")}
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_the_values_are_in_order_either_way_and_no_thread_is_left(tmp_path: Path, monkeypatch, cold: bool) -> None:
+    expected = _folder(tmp_path)
+    started: list[int] = []
+    pool = side_by_side.ThreadPoolExecutor
+
+    def counted_pool(*args, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(1)
+        return pool(*args, **kwargs)
+
+    monkeypatch.setattr(side_by_side, "ThreadPoolExecutor", counted_pool)
+    monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0 if cold else 3600.0)  # every batch slow, or none
+    found = local_reads.read_local(str(tmp_path) + os.sep, [(key, None) for key, _ in expected])
+    assert found == [data for _, data in expected]
+    assert started == ([1] if cold else [])
+    assert not _threads()  # the batch's threads ended with it
+
+
+def test_a_failed_file_gives_its_error_in_place_and_a_bound_holds_in_the_threads(tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    """A folder read as a file fails alone; a chunk stored past its bound (a context of the calling
+    thread) is refused in the threads that read it side by side."""
+    expected = _folder(tmp_path)
+    monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0)
+    requests: list[tuple[str, None]] = [(key, None) for key, _ in expected] + [("d1", None)]
+    large = expected[-2][0]
+    assert expected[-2][1] is not None and len(expected[-2][1]) > 100
+    with stored_bounds({large: StoredBound(100, 100)}):
+        found = local_reads.read_local(str(tmp_path) + os.sep, requests)
+    at = len(expected) - 2
+    assert isinstance(found[at], StoredTooLarge)
+    assert found[:at] + found[at + 1:-1] == [data for _, data in expected[:at] + expected[at + 1:]]
+    assert found[-1] is None or isinstance(found[-1], OSError)  # a folder is no file: absent, not its listing
+
+
+def test_a_store_and_stamps_of_single_files_read_the_same_cold_or_warm(tmp_path: Path, monkeypatch) -> None:
+    expected = _folder(tmp_path)
+    (tmp_path / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')  # a store to open
+    keys = [key for key, _ in expected]
+    warm_stamps = stamp_local(str(tmp_path), [(key, n) for n, key in enumerate(keys)], walk=False)
+    store = open_store(str(tmp_path))
+    warm = store.read_many_or_errors(keys)
+    store.close()
+    monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0)
+    cold_stamps = stamp_local(str(tmp_path), [(key, n) for n, key in enumerate(keys)], walk=False)
+    store = open_store(str(tmp_path))
+    before = store.counter.snapshot().requests
+    cold = store.read_many_or_errors(keys)
+    assert store.counter.snapshot().requests - before == len(keys)  # counted once, in the calling thread
+    store.close()
+    assert warm == cold == [data for _, data in expected]
+    assert list(warm_stamps.paths) == list(cold_stamps.paths) == keys
+    assert (warm_stamps.values == cold_stamps.values).all() and (warm_stamps.owners == cold_stamps.owners).all()
