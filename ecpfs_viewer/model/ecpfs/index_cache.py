@@ -16,7 +16,7 @@ documents the root's consolidated metadata holds are taken from it.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 from ecpfs_viewer.model.ecpfs.http_stamps import KIND as HTTP_KIND
@@ -25,6 +25,7 @@ from ecpfs_viewer.model.ecpfs.paths import MAX_FINGERPRINT_LEVELS, fingerprint_k
 from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, EntryPart, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
+from ecpfs_viewer.model.storage.opening import join_key
 from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, lists_validators
 from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
 from ecpfs_viewer.model.storage.stamps import Stamps, frame_parts, read_framed_stamps, stamp_local, unframe_entry
@@ -90,6 +91,11 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
             h.cache(_Relist).documents = documents
     return cache
 
+
+
+#: told before the chunks of a batch of arrays are read (their documents are): the (Zarr path, owner)
+#: of each chunk to be read, and of each array read another way (through the Hierarchy)
+BeforeNodeChunks = Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]
 
 class _Relist:
     """Kept beside a hierarchy whose store answers documents from the cache folder: a refresh
@@ -179,6 +185,25 @@ class IndexCache:
         two thirds of a leaf's stamps)."""
         store = self.store
         return store.kind == "local" and store.local_path is not None
+
+    def stamp_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
+                    folders: Sequence[tuple[str, int]] | None = None) -> BeforeNodeChunks | None:
+        """Stamp (path, owner) arrays about to be read, into ``into``. In a local folder the files read
+        are stamped: each array's document now, and, through the hook returned (a batch read's
+        ``before_chunks``), the chunks its document names once read (absent ones too) and the folder
+        of an array read another way. Elsewhere ``folders`` (default: the arrays' own) are stamped
+        now, every file below each, and no hook is returned."""
+        if not self.stamps_each_file:
+            into.append(self.stamp(arrays if folders is None else folders))
+            return None
+        into.append(self.stamp([(join_key(path, "zarr.json"), owner) for path, owner in arrays], walk=False))
+
+        def before_chunks(chunks: list[tuple[str, int]], others: list[tuple[str, int]]) -> None:
+            into.append(self.stamp(chunks, walk=False))
+            if others:
+                into.append(self.stamp(others))
+
+        return before_chunks
 
     def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None:
         """Stamps of the (path, owner) pairs (paths below the Zarr root), taken before reading

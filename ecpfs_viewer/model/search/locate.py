@@ -21,6 +21,7 @@ from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, Unknow
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 
 if TYPE_CHECKING:  # the saved map answers a later process without zarr (model/search/saved_locate.py)
+    from ecpfs_viewer.model.ecpfs.index_cache import BeforeNodeChunks
     from ecpfs_viewer.model.search.reader import NodeReader
 
 #: Leaves whose item_ids are read per batch; a lookup stops at the first batch that answers it.
@@ -95,6 +96,9 @@ class Provenance(Protocol):
     (model/ecpfs/index_cache.py's IndexCache)."""
 
     def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None: ...
+
+    def stamp_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
+                    folders: Sequence[tuple[str, int]] | None = None) -> BeforeNodeChunks | None: ...
 
     def unchanged(self, stamps: Stamps, owners: Sequence[int] | None = None) -> bool: ...
 
@@ -289,15 +293,16 @@ class ItemLocator:
         """Read the next LEAF_BATCH leaves' item_ids; their map (also kept)."""
         leaves = self.index.leaf_ids()
         part = leaves[self._next:self._next + LEAF_BATCH]
+        paths = [node_array_path(self.index.levels, n, "item_ids") for n in part]
+        stamp_chunks = None
         if self._provenance is not None:  # before reading: a change meanwhile makes the map stale
-            groups = [(node_array_path(self.index.levels, n, "item_ids"), n) for n in part]
-            stamps = self._provenance.stamp(groups)
             if self._next == 0:
-                stamps = Stamps.joined([self._provenance.stamp([(level_path(self.index.levels), ALWAYS)],
-                                                               walk=False), stamps])
-            self._stamps.append(stamps)
-        arrays = self.index.arrays.read([node_array_path(self.index.levels, n, "item_ids") for n in part],
-                                        None if reporter is None else reporter.check)
+                self._stamps.append(self._provenance.stamp([(level_path(self.index.levels), ALWAYS)], walk=False))
+            hook = self._provenance.stamp_reads(list(zip(paths, part, strict=True)), self._stamps)
+            if hook is not None:
+                def stamp_chunks(chunks: list[tuple[int, str]], others: list[int]) -> None:
+                    hook([(path, part[i]) for i, path in chunks], [(paths[i], part[i]) for i in others])
+        arrays = self.index.arrays.read(paths, None if reporter is None else reporter.check, before_chunks=stamp_chunks)
         present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
         batch = _Run.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
         self._batches.append(batch)

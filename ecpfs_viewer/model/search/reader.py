@@ -17,6 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
+from ecpfs_viewer.model.ecpfs.index_cache import BeforeNodeChunks
 from ecpfs_viewer.model.ecpfs.opened_index import OpenedIndex, open_index
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
 from ecpfs_viewer.model.errors import UserError
@@ -36,11 +37,6 @@ NODE_BATCH = 256
 #: answered missing without a read: an index root declaring 100,000 children of which two exist
 #: had every search probe all of them (800,000 file opens, 7 s).
 MISSING_BEFORE_LISTING = 64
-
-
-#: told before the chunks of a batch of nodes are read (their documents are): the (Zarr path, node id)
-#: of each chunk to be read, and of each array read another way (through the Hierarchy)
-BeforeNodeChunks = Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]
 
 
 class NodeData:

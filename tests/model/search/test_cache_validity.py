@@ -187,3 +187,17 @@ def test_a_zip_rewritten_with_swapped_leaves_is_answered_afresh(index: Path, tmp
     fresh = _cli("locate", str(archive), str(item), "--json", cache=tmp_path / "empty")
     assert '"leaf": 15' in fresh
     assert _cli("locate", str(archive), str(item), "--json") == fresh
+
+
+def test_an_item_ids_chunk_stored_after_the_map_was_kept_is_read_afresh(index: Path) -> None:
+    """The item map stamps the files it reads: a leaf's item_ids chunk not stored when the map was made
+    (the leaf read as the fill value) and stored later is a change, though the leaf's folder then
+    listed no such file to stamp; the map kept before does not answer for the index now."""
+    chunk = _leaf_dir(index, 3) / "item_ids" / "c" / "0"
+    item, stored = _first_item(index, 3), chunk.read_bytes()
+    chunk.unlink()
+    with pytest.raises(UnknownItemError):
+        IndexReader(index).locate(10**6)  # the whole map made and kept, leaf 3 all fill value
+    chunk.write_bytes(stored)
+    assert saved_location(str(index), item) is None
+    assert IndexReader(index).locate(item).leaf == 3

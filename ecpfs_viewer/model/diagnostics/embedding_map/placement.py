@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap
+from ecpfs_viewer.model.ecpfs.index_cache import BeforeNodeChunks
 from ecpfs_viewer.model.errors import describe_exception
-from ecpfs_viewer.model.search.reader import BeforeNodeChunks, NodeData, NodeReader
+from ecpfs_viewer.model.search.reader import NodeData, NodeReader
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.views.projection import pca_2d
 

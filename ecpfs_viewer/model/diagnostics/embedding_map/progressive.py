@@ -39,10 +39,10 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import placement_writer, read_placement
 from ecpfs_viewer.model.diagnostics.index_map import BROKEN, OK, IndexMap, IndexMapError, LevelInput, map_layout
+from ecpfs_viewer.model.ecpfs.index_cache import BeforeNodeChunks
 from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
-from ecpfs_viewer.model.search.reader import BeforeNodeChunks, NodeReader
-from ecpfs_viewer.model.storage.opening import join_key
+from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.views.projection import pca_2d
@@ -318,19 +318,10 @@ def _read_block(reader: NodeReader, listed: np.ndarray, part: np.ndarray, stamps
     In a local folder the files read are stamped: each leaf's two array documents, then, once they
     are read, the chunks they name (a chunk not stored is stamped absent) and the folder of an array
     read another way (a legacy layout); elsewhere each leaf's folder, every file below it."""
-    cache = reader.opened.cache
     leaves = [int(n) for n in listed[part]]
-    if not cache.stamps_each_file:
-        stamps.append(cache.stamp([(node_path(reader.levels, n), n) for n in leaves]))
-        return blocks.read(reader, listed, part)
-    stamps.append(cache.stamp([(join_key(node_array_path(reader.levels, n, name), "zarr.json"), n)
-                               for n in leaves for name in ("embeddings", "item_ids")], walk=False))
-
-    def before_chunks(chunks: list[tuple[str, int]], others: list[tuple[str, int]]) -> None:
-        stamps.append(cache.stamp(chunks, walk=False))
-        if others:
-            stamps.append(cache.stamp(others))
-
+    before_chunks = reader.opened.cache.stamp_reads(
+        [(node_array_path(reader.levels, n, name), n) for n in leaves for name in ("embeddings", "item_ids")], stamps,
+        folders=[(node_path(reader.levels, n), n) for n in leaves])
     return blocks.read(reader, listed, part, before_chunks)
 
 
