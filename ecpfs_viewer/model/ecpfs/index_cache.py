@@ -16,7 +16,7 @@ documents the root's consolidated metadata holds are taken from it.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 from ecpfs_viewer.model.ecpfs.http_stamps import KIND as HTTP_KIND
@@ -30,6 +30,7 @@ from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, list
 from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
 from ecpfs_viewer.model.storage.stamps import Stamps, frame_parts, read_framed_stamps, stamp_local, unframe_entry
 from ecpfs_viewer.model.storage.zip_stamps import archive_directory, members_unchanged, stamp_members
+from ecpfs_viewer.model.zarrtree.array_batch import BeforeChunks
 from ecpfs_viewer.model.zarrtree.consolidated import consolidated_documents
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -91,11 +92,6 @@ def attach_cache(h: Hierarchy) -> StoreCache | None:
             h.cache(_Relist).documents = documents
     return cache
 
-
-
-#: told before the chunks of a batch of arrays are read (their documents are): the (Zarr path, owner)
-#: of each chunk to be read, and of each array read another way (through the Hierarchy)
-BeforeNodeChunks = Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]
 
 class _Relist:
     """Kept beside a hierarchy whose store answers documents from the cache folder: a refresh
@@ -187,7 +183,7 @@ class IndexCache:
         return store.kind == "local" and store.local_path is not None
 
     def stamp_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
-                    folders: Sequence[tuple[str, int]] | None = None) -> BeforeNodeChunks | None:
+                    folders: Sequence[tuple[str, int]] | None = None) -> BeforeChunks | None:
         """Stamp (path, owner) arrays about to be read, into ``into``. In a local folder the files read
         are stamped: each array's document now, and, through the hook returned (a batch read's
         ``before_chunks``), the chunks its document names once read (absent ones too) and the folder
@@ -198,10 +194,12 @@ class IndexCache:
             return None
         into.append(self.stamp([(join_key(path, "zarr.json"), owner) for path, owner in arrays], walk=False))
 
-        def before_chunks(chunks: list[tuple[str, int]], others: list[tuple[str, int]]) -> None:
-            into.append(self.stamp(chunks, walk=False))
+        owners = dict(arrays)
+
+        def before_chunks(chunks: list[tuple[str, str]], others: list[str]) -> None:
+            into.append(self.stamp([(chunk, owners[array]) for array, chunk in chunks], walk=False))
             if others:
-                into.append(self.stamp(others))
+                into.append(self.stamp([(array, owners[array]) for array in others]))
 
         return before_chunks
 

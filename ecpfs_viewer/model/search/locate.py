@@ -21,8 +21,8 @@ from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, Unknow
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 
 if TYPE_CHECKING:  # the saved map answers a later process without zarr (model/search/saved_locate.py)
-    from ecpfs_viewer.model.ecpfs.index_cache import BeforeNodeChunks
     from ecpfs_viewer.model.search.reader import NodeReader
+    from ecpfs_viewer.model.zarrtree.array_batch import BeforeChunks
 
 #: Leaves whose item_ids are read per batch; a lookup stops at the first batch that answers it.
 LEAF_BATCH = 500
@@ -98,7 +98,7 @@ class Provenance(Protocol):
     def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None: ...
 
     def stamp_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
-                    folders: Sequence[tuple[str, int]] | None = None) -> BeforeNodeChunks | None: ...
+                    folders: Sequence[tuple[str, int]] | None = None) -> BeforeChunks | None: ...
 
     def unchanged(self, stamps: Stamps, owners: Sequence[int] | None = None) -> bool: ...
 
@@ -298,10 +298,7 @@ class ItemLocator:
         if self._provenance is not None:  # before reading: a change meanwhile makes the map stale
             if self._next == 0:
                 self._stamps.append(self._provenance.stamp([(level_path(self.index.levels), ALWAYS)], walk=False))
-            hook = self._provenance.stamp_reads(list(zip(paths, part, strict=True)), self._stamps)
-            if hook is not None:
-                def stamp_chunks(chunks: list[tuple[int, str]], others: list[int]) -> None:
-                    hook([(path, part[i]) for i, path in chunks], [(paths[i], part[i]) for i in others])
+            stamp_chunks = self._provenance.stamp_reads(list(zip(paths, part, strict=True)), self._stamps)
         arrays = self.index.arrays.read(paths, None if reporter is None else reporter.check, before_chunks=stamp_chunks)
         present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
         batch = _Run.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])

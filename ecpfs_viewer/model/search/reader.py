@@ -17,7 +17,6 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.index_cache import BeforeNodeChunks
 from ecpfs_viewer.model.ecpfs.opened_index import OpenedIndex, open_index
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
 from ecpfs_viewer.model.errors import UserError
@@ -28,7 +27,7 @@ from ecpfs_viewer.model.search.results import (
 )
 from ecpfs_viewer.model.storage.opening import OpenedStore
 from ecpfs_viewer.model.storage.remote import ListingUnavailableError
-from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
+from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader, BeforeChunks
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 #: Nodes read per batch when many are wanted at once (preloading, sampling).
@@ -198,22 +197,16 @@ class NodeReader:
 
     def read_nodes(self, level: int, node_ids: Sequence[int], reporter: Reporter | None = None,
                    known_ids: Sequence[np.ndarray] | None = None, *, keep_documents: bool = True,
-                   before_chunks: BeforeNodeChunks | None = None) -> list[NodeData | None]:
+                   before_chunks: BeforeChunks | None = None) -> list[NodeData | None]:
         """Read nodes of one level in one batch, bypassing the cache (exact search streams every leaf);
         with ``known_ids`` (each node's ids, from a complete item map) only the embeddings are read.
         Without ``keep_documents`` their arrays' documents are not kept either (see ArrayBatchReader).
-        ``before_chunks`` is told, before any chunk is read, the (Zarr path, node id) of each chunk to be
-        read and of each array read another way (what to stamp first)."""
+        ``before_chunks`` as :meth:`ArrayBatchReader.read_each` takes it (what to stamp first)."""
         ids_name = "item_ids" if level == self.levels else "node_ids"
         names = ("embeddings",) if known_ids is not None else ("embeddings", ids_name)
         paths = [node_array_path(level, n, name) for n in node_ids for name in names]
-        told = None
-        if before_chunks is not None:
-            def told(chunks: list[tuple[int, str]], others: list[int]) -> None:
-                before_chunks([(path, node_ids[i // len(names)]) for i, path in chunks],
-                              [(paths[i], node_ids[i // len(names)]) for i in others])
         arrays = self.arrays.read(paths, None if reporter is None else reporter.check, keep_documents=keep_documents,
-                                  before_chunks=told)
+                                  before_chunks=before_chunks)
         if known_ids is not None:
             return [self._make_node(level, n, ids_name, arrays[j], known_ids[j]) for j, n in enumerate(node_ids)]
         return [self._make_node(level, n, ids_name, arrays[2 * j], arrays[2 * j + 1])

@@ -111,7 +111,7 @@ def _chunks_of(t: _Template, shape: tuple[int, ...]) -> list[_Chunk]:
 
 #: What the batch reader holds per path: the array, why it could not be read, or None (nothing stored).
 Found = np.ndarray | ArrayReadError | None
-BeforeChunks = Callable[[list[tuple[int, str]], list[int]], None]  # see ArrayBatchReader.read_each
+BeforeChunks = Callable[[list[tuple[str, str]], list[str]], None]  # see ArrayBatchReader.read_each
 _UNSEEN = object()
 
 
@@ -145,8 +145,8 @@ class ArrayBatchReader:
         decoding that call's chunks one by one, so it fails only its own array; without, reading
         stops at the first failure (what :meth:`read` raises) and the other values are not to be
         used. ``check`` runs before every chunk batch: it stops the read by raising (cancellation).
-        ``before_chunks`` is told, before any chunk is read, the chunks to be read (index into paths,
-        Zarr path) and the indexes of the arrays read through the Hierarchy: what to stamp first."""
+        ``before_chunks`` is told, before any chunk is read, the chunks to be read (array path, chunk
+        path) and the paths of the arrays read through the Hierarchy: what to stamp first."""
         if not paths:
             return []
         unread = self.hierarchy.prefetch(paths, keep=keep_documents)
@@ -168,8 +168,8 @@ class ArrayBatchReader:
             else:
                 fallback.append(i)  # v2 arrays, groups and broken documents: the Hierarchy says why
         if before_chunks is not None:  # the chunks of arrays the caps refuse are never read
-            before_chunks([(i, join_key(paths[i], chunk[0])) for i, plan in batch if self._refusal(
-                paths[i], plan, verdict_stamp()) is None for chunk in plan.chunks()], fallback)
+            before_chunks([(paths[i], join_key(paths[i], chunk[0])) for i, plan in batch if self._refusal(
+                paths[i], plan, verdict_stamp()) is None for chunk in plan.chunks()], [paths[i] for i in fallback])
         if batch:
             for i, value in zip([b[0] for b in batch], self._read_chunks(paths, batch, check, isolate), strict=True):
                 results[i] = value

@@ -347,10 +347,10 @@ def test_an_array_read_another_way_is_stamped_by_its_folder(built, own_cache, tm
     vectors = zarr.open_array(folder, mode="r")[:]
     shutil.rmtree(folder)
     zarr.create_array(folder, data=vectors, chunks=(1, vectors.shape[1]), shards=vectors.shape)
-    told: list[list[int]] = []
+    told: list[list[str]] = []
     reader = IndexReader(copy)
-    reader.read_nodes(3, [leaf], before_chunks=lambda chunks, others: told.append([n for _, n in others]))
-    assert told == [[leaf]]  # read another way: named for its folder to be stamped
+    reader.read_nodes(3, [leaf], before_chunks=lambda chunks, others: told.append(others))
+    assert told == [[f"lvl_3/node_{leaf}/embeddings"]]  # read another way: named for its folder to be stamped
 
     first = progressive_placement(IndexReader(copy), fit_items=100)
     assert not first.placement.unplaced and progressive_placement(IndexReader(copy), fit_items=100).placement.from_cache

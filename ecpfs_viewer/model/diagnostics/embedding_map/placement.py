@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ecpfs_viewer.model.diagnostics.index_map import IndexMap
-from ecpfs_viewer.model.ecpfs.index_cache import BeforeNodeChunks
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.search.reader import NodeData, NodeReader
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.views.projection import pca_2d
+from ecpfs_viewer.model.zarrtree.array_batch import BeforeChunks
 
 #: items the PCA is fitted on (whole leaves drawn with a seeded generator until this many)
 FIT_ITEMS = 20_000
@@ -214,7 +214,7 @@ def place_items(reader: NodeReader, index_map: IndexMap, projection: MapProjecti
 
 
 def _read(reader: NodeReader, node_ids: np.ndarray, positions: np.ndarray, *, keep_documents: bool = True,
-          level: int | None = None, before_chunks: BeforeNodeChunks | None = None,
+          level: int | None = None, before_chunks: BeforeChunks | None = None,
           ) -> list[tuple[int, NodeData | None, str]]:
     """(position, node or None, why) per node of one batch of ``level`` (default: the leaves); a batch
     that fails is read node by node, so one bad node spoils only itself. Without ``keep_documents``

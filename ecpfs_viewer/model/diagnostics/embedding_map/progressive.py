@@ -39,13 +39,13 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import placement_writer, read_placement
 from ecpfs_viewer.model.diagnostics.index_map import BROKEN, OK, IndexMap, IndexMapError, LevelInput, map_layout
-from ecpfs_viewer.model.ecpfs.index_cache import BeforeNodeChunks
 from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
 from ecpfs_viewer.model.views.projection import pca_2d
+from ecpfs_viewer.model.zarrtree.array_batch import BeforeChunks
 
 #: a picture of what is placed so far each time the placed items have grown this many times, while at
 #: most this share of the leaves is read (the answer, about as many times larger, is not near): at
@@ -177,7 +177,7 @@ class _Blocks:
         self.items += int(ids.size)
 
     def read(self, reader: NodeReader, listed: np.ndarray, part: np.ndarray,
-             before_chunks: BeforeNodeChunks | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+             before_chunks: BeforeChunks | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """(listing position, vectors, ids) of each leaf of ``part`` that could be read; a leaf that
         could not be read is named in ``unplaced`` and marked in ``unreadable``."""
         out = []
