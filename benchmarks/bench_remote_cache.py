@@ -6,7 +6,7 @@ Each action runs on a freshly opened store with the per-index cache folder of th
 listings give), the later ones check it by listing. Printed per run: wall time, requests
 (GETs and listing pages), listing pages alone, and the floor those requests allow at the
 server's quickest answer. moto lists 1,000 keys per page, as S3 does. Figures only; nothing
-passes or fails. Needs moto[server] and boto3 (the test extra) and obstore.
+passes or fails. Needs moto (its S3 server) and boto3 (the test group) and obstore.
 
     .venv-newest/bin/python benchmarks/bench_remote_cache.py [--rows 200000] [--repeat 2]
 """

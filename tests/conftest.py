@@ -107,7 +107,7 @@ def _emulator_missing(message: str) -> None:
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """moto's S3 server on loopback with two_clusters uploaded to s3://ecpfs/two_clusters.zarr."""
-    pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+    pytest.importorskip("moto.server", reason="moto's S3 server is part of the test group")
     pytest.importorskip("obstore", reason="obstore is part of the remote extra")
     with cloud_emulators.moto_s3() as endpoint:
         cloud_emulators.S3Server(endpoint).upload_folder(CLOUD_BUCKET, TWO_CLUSTERS, CLOUD_PATH)
