@@ -193,7 +193,7 @@ def ensure_azurite() -> None:
     print(f"Installing Azurite {AZURITE_VERSION} (the Azure Blob emulator for the tests) into {AZURITE} ...",
           flush=True)
     AZURITE.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([npm, "install", "--prefix", str(AZURITE), "--no-audit", "--no-fund",
+    done = subprocess.run([npm, "install", "--prefer-offline", "--prefix", str(AZURITE), "--no-audit", "--no-fund",
                            "--loglevel=error", f"azurite@{AZURITE_VERSION}"], check=False)
     if done.returncode or azurite_version() != AZURITE_VERSION:
         print(f"note: npm could not install Azurite (exit {done.returncode}); the az:// tests need it",
