@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 import venv
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,11 +121,16 @@ def ensure_uv() -> Path:
 INSTALL_OPTIONS = ("--compile-bytecode",)
 
 
-def ensure_environment(env: Environment, interpreter: str, lint: bool = False) -> Path:
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def ensure_environment(env: Environment, interpreter: str, lint: bool = False,
+                       tell: Callable[[str], None] = say) -> Path:
     """Create env from interpreter and install into it, from scratch when pyproject.toml or the
     install command changed since the last time (so a lowest leg never keeps newer releases).
     lint: the static checkers (the lint group) are needed there too; an environment that has
-    them serves a run that does not need them as it is."""
+    them serves a run that does not need them as it is. tell: where the line saying so goes."""
     stamp = env.folder / STAMP_NAME
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
                             + json.dumps([interpreter, *env.install, *INSTALL_OPTIONS]).encode()).hexdigest()
@@ -135,7 +141,7 @@ def ensure_environment(env: Environment, interpreter: str, lint: bool = False) -
     if env.python.exists() and installed.get("hash") == wanted and (installed.get("lint") or not lint):
         return env.python
     uv = ensure_uv()
-    print(f"Creating the {env.name} environment in {env.folder} (Python {interpreter}) ...", flush=True)
+    tell(f"Creating the {env.name} environment in {env.folder} (Python {interpreter}) ...")
     # copies, not links, of the interpreter: the tests run it as another user (uid 65534), who may
     # not be allowed into the folder a linked interpreter lives in (pyenv's under /root)
     copies = ["--copies"] if os.name == "posix" else []
@@ -348,16 +354,38 @@ def leg_basetemp(env: Environment) -> Path:
     return parent / env.name
 
 
-def install_side_by_side(legs: list[tuple[Environment, str]], lint: Environment | None) -> list[Path]:
-    """Each leg's environment (``lint`` also gets the static checkers) and Azurite, installed side
+class Installs:
+    """Each leg's environment (``lint``'s also gets the static checkers) and Azurite, installed side
     by side: uv installs the legs while npm installs the emulator (mostly waiting on I/O). uv is
-    bootstrapped first, once, before the installs share it. The legs' Pythons, in order."""
-    ensure_uv()
-    with ThreadPoolExecutor(max_workers=len(legs) + 1) as pool:
-        azurite = pool.submit(ensure_azurite)
-        pythons = list(pool.map(lambda leg: ensure_environment(leg[0], leg[1], lint=leg[0] is lint), legs))
-        azurite.result()
-    return pythons
+    bootstrapped first, once, before the installs share it. The first leg waits for its own
+    environment and Azurite only: a later leg's install goes on while the first leg's tests run
+    (which leave a CPU idle now and then), what it says kept until that leg starts."""
+
+    def __init__(self, legs: list[tuple[Environment, str]], lint: Environment | None) -> None:
+        ensure_uv()
+        self.pool = ThreadPoolExecutor(max_workers=len(legs) + 1)
+        self.azurite = self.pool.submit(ensure_azurite)
+        self.said: list[list[str]] = [[] for _ in legs]
+        self.pythons = [self.pool.submit(ensure_environment, env, interpreter, env is lint,
+                                         say if number == 0 else self.said[number].append)
+                        for number, (env, interpreter) in enumerate(legs)]
+
+    def python(self, number: int) -> Path:
+        """The Python of leg `number` once it is installed (and Azurite with the first); raises
+        what its install raised."""
+        if number == 0:
+            self.azurite.result()
+        python = self.pythons[number].result()
+        for line in self.said[number]:
+            say(line)
+        return python
+
+    def wait(self) -> list[Path]:
+        """Every leg's Python, in order, and Azurite installed."""
+        try:
+            return [self.python(number) for number in range(len(self.pythons))]
+        finally:
+            self.pool.shutdown()
 
 
 def run_tests(argv: list[str]) -> int:
@@ -375,29 +403,37 @@ def run_tests(argv: list[str]) -> int:
         print("error: no Python to test with")
         return 2
     checks = None if argv else test_legs("newest")[0]  # the newest releases' types, whatever the legs
-    pythons = install_side_by_side(legs, None if checks is None else checks[0])
-    environments = list(zip([env for env, _ in legs], pythons, strict=True))
+    installs = Installs(legs, None if checks is None else checks[0])
     results = []
     static = None
-    if checks is not None:  # run beside the first leg; its output and result are shown after that leg
-        python = next((p for env, p in environments if env is checks[0]), None)
-        python = python or ensure_environment(checks[0], checks[1], lint=True)
-        static = StaticChecks(python)
-    for number, (env, python) in enumerate(environments):
-        print(f"== tests, {env.name} leg ({env.folder.name}; {PYTEST_OPTIONS[1]} workers for {usable_cpus()} CPUs)",
-              flush=True)
-        print_versions(env)
-        compile_project(python)
-        started = time.monotonic()
-        code = subprocess.call(pytest_command(python, argv, leg_basetemp(env)), cwd=ROOT, env=test_environment())
-        results.append((env.name, code, time.monotonic() - started))
-        if number == 0 and static is not None:
-            results.insert(0, static.report())
+    try:
+        first = installs.python(0)
+        if checks is not None:  # run beside the first leg; its output and result are shown after that leg
+            python = first if legs[0][0] is checks[0] else ensure_environment(checks[0], checks[1], lint=True)
+            static = StaticChecks(python)
+        for number, (env, _) in enumerate(legs):
+            python = installs.python(number)
+            results.append(run_leg(env, python, argv))
+            if number == 0 and static is not None:
+                results.insert(0, static.report())
+    finally:
+        installs.pool.shutdown()
     print("== summary", flush=True)
     for name, code, seconds in results:
         label = name if name == "static checks" else f"{name} leg"
         print(f"{label}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds / 60:.1f} min")
     return next((code for _, code, _ in results if code), 0)
+
+
+def run_leg(env: Environment, python: Path, argv: list[str]) -> tuple[str, int, float]:
+    """pytest in one leg's environment: (its name, exit status, seconds)."""
+    print(f"== tests, {env.name} leg ({env.folder.name}; {PYTEST_OPTIONS[1]} workers for {usable_cpus()} CPUs)",
+          flush=True)
+    print_versions(env)
+    compile_project(python)
+    started = time.monotonic()
+    code = subprocess.call(pytest_command(python, argv, leg_basetemp(env)), cwd=ROOT, env=test_environment())
+    return env.name, code, time.monotonic() - started
 
 
 def main(argv: list[str]) -> int:
@@ -418,7 +454,7 @@ def main(argv: list[str]) -> int:
     if command == "check":
         env, interpreter = test_legs("newest")[0]
         return static_checks(ensure_environment(env, interpreter, lint=True))
-    install_side_by_side(legs, legs[0][0])  # setup: what `test` would use
+    Installs(legs, legs[0][0]).wait()  # setup: what `test` would use
     return 0
 
 

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +54,33 @@ def test_each_leg_has_its_folder_and_resolution_and_run_installs_no_test_tools(d
     assert folders == {".venv", ".venv-newest", ".venv-lowest"}
     assert dev.LOWEST_ENV.install[-2:] == ("--resolution", "lowest-direct")
     assert "--group" not in dev.RUN_ENV.install and dev.RUN_ENV.install == ("-e", ".[remote]")
+
+
+def test_the_first_leg_starts_while_a_later_legs_environment_is_still_installing(dev, monkeypatch, capsys):
+    """uv's installs stand in for by one that holds the lowest leg's until told: the newest leg's
+    Python comes at once, what the lowest install says is kept until its leg asks for it."""
+    lowest_may_finish = threading.Event()
+
+    def install(env, interpreter, lint=False, tell=None):
+        tell(f"Creating the {env.name} environment (lint {lint})")
+        if env is dev.LOWEST_ENV:
+            assert lowest_may_finish.wait(60)
+        return Path(f"/{env.name}/bin/python")
+
+    monkeypatch.setattr(dev, "ensure_uv", lambda: Path("uv"))
+    monkeypatch.setattr(dev, "ensure_azurite", lambda: None)
+    monkeypatch.setattr(dev, "ensure_environment", install)
+    installs = dev.Installs([(dev.NEWEST_ENV, "python3.13"), (dev.LOWEST_ENV, "python3.11")], dev.NEWEST_ENV)
+    try:
+        assert installs.python(0) == Path("/newest/bin/python")
+        assert capsys.readouterr().out == "Creating the newest environment (lint True)\n"
+        assert not installs.pythons[1].done()
+        lowest_may_finish.set()
+        assert installs.python(1) == Path("/lowest/bin/python")
+        assert capsys.readouterr().out == "Creating the lowest environment (lint False)\n"
+    finally:
+        lowest_may_finish.set()
+        installs.pool.shutdown()
 
 
 def test_each_leg_keeps_its_test_files_in_a_folder_of_its_own(dev):
