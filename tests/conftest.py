@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import http.server
+import itertools
 import os
 import shutil
 import subprocess
@@ -34,13 +35,21 @@ process_memory.limit_allocator_arenas()  # as cli.main does, before any worker t
 pytest_plugins = ["stuck_watchdog"]
 
 
+_private_folders = itertools.count()
+
+
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The demo index, other cached files and the log go to test folders, never the user's."""
+    """The demo index, other cached files and the log go to test folders, never the user's: each
+    test's in a numbered folder of the worker's own (not tmp_path_factory.mktemp's numbered
+    folders: each lists every folder made so far to find the next number, twice a test)."""
     from ecpfs_viewer.logs import LOG_DIR_ENV, remove_handlers
 
-    monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path_factory.mktemp("logs")))
+    folder = tmp_path_factory.getbasetemp() / "private" / str(next(_private_folders))
+    (folder / "cache").mkdir(parents=True)
+    (folder / "logs").mkdir()
+    monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(folder / "cache"))
+    monkeypatch.setenv(LOG_DIR_ENV, str(folder / "logs"))
     yield
     remove_handlers()  # what a test's configure_logging (or cli.main) installed
 
