@@ -80,8 +80,12 @@ def sftp_server(folder: Path) -> Iterator[Served]:
     """An asyncssh SFTP server (password login, chrooted to folder) on its own event loop thread."""
     asyncssh = pytest.importorskip("asyncssh", reason="asyncssh is in the test dependency group")
     served = Served("", {"username": USER, "password": PASSWORD, "known_hosts": "null"})
+    connections: list[Any] = []
 
     class Server(asyncssh.SSHServer):  # type: ignore[misc]
+        def connection_made(self, conn: Any) -> None:
+            connections.append(conn)
+
         def begin_auth(self, username: str) -> bool:
             return True
 
@@ -122,12 +126,18 @@ def sftp_server(folder: Path) -> Iterator[Served]:
         yield served
     finally:
         async def stop() -> None:
+            # the clients' connections too: fsspec keeps its sshfs instances (and their connections)
+            # open, and a listener's wait_closed waits for every connection (Python 3.12.1+), so
+            # the join below waited its whole 10 s after each test
             box["server"].close()
+            for conn in connections:
+                conn.close()
             await box["server"].wait_closed()
             loop.stop()
 
         asyncio.run_coroutine_threadsafe(stop(), loop)
         thread.join(10)
+        assert not thread.is_alive(), "the SFTP server did not stop within 10 s"
 
 
 @contextlib.contextmanager
