@@ -268,13 +268,17 @@ def test_arguments_given_to_the_test_command_win_over_the_parallel_options(dev, 
     assert len(ran) == 12 and {where.split()[0] for where in ran.values()} == {"main"}
 
 
-def test_the_long_runs_come_first_so_no_worker_waits_for_one_at_the_end(request):
-    """tests/conftest.py orders what this run collected: every test marked long before the rest."""
-    ordered = [item.get_closest_marker("long") is None for item in request.session.items]
-    assert ordered == sorted(ordered)
-    marked = {item.path.name for item in request.session.items if item.get_closest_marker("long")}
+def test_the_long_runs_come_first_then_the_waiting_ones(request):
+    """tests/conftest.py orders what this run collected: every test marked long, then every test
+    marked waits, then the rest."""
+    order = [0 if item.get_closest_marker("long") else 1 if item.get_closest_marker("waits") else 2
+             for item in request.session.items]
+    assert order == sorted(order)
     collected = {item.path.name for item in request.session.items}
+    marked = {item.path.name for item in request.session.items if item.get_closest_marker("long")}
     assert {"test_soak.py", "test_monkey.py", "test_fuzz_truth.py"} & collected <= marked
+    waiting = {item.path.name for item in request.session.items if item.get_closest_marker("waits")}
+    assert {"test_hostile_cli.py", "test_remote_pages.py"} & collected <= waiting
 
 
 _STUCK_PROBE = '''

@@ -165,6 +165,7 @@ def test_search_and_recall_on_hostile_query_files(tmp_path: Path, two_clusters_p
 TIMEOUT = "2"  # seconds per request in these tests; a command may take about one timeout more
 
 
+@pytest.mark.waits  # stalled, trickling and cut servers: each command runs to its deadline
 @pytest.mark.parametrize("mode", remote_fixtures.HOSTILE_MODES)
 @pytest.mark.parametrize("part", ["everything", "leaves"])
 def test_every_command_on_a_hostile_server(two_clusters_path: Path, tmp_path: Path, mode: str, part: str) -> None:

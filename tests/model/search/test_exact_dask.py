@@ -102,6 +102,7 @@ def test_cli_recall_and_explain_on_a_cluster(index_path: Path, cluster_address: 
     assert json.loads(capsys.readouterr().out)["exact"] == expected
 
 
+@pytest.mark.waits  # deadlines for schedulers that never answer
 def test_cli_scheduler_errors_are_one_line(index_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["recall", str(index_path), "--sample", "2", "--k", "3", "--search-exp", "1"]
     assert main([*base, "--scheduler", "cluster-please"]) == 2  # a usage error
