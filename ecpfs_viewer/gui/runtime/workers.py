@@ -113,14 +113,14 @@ class _Task:
     def _report(self, progress: Any) -> None:
         if self.background:  # a point where the job holds nothing a heavy job may wait for
             scheduling.HEAVY.wait_for_none(self.cancel)
-        self.signals.progress.emit(self.request, progress)
+        self._tell("progress", self.request, progress)
 
     def _run_in_turn(self) -> None:
         if self.heavy:
             with scheduling.HEAVY.turn():
                 if self.cancel.is_set():  # superseded while waiting its turn (e.g. the user moved on)
                     log.debug("%s: cancelled before it started", _name(self.fn))
-                    self.signals.error.emit(self.request, TaskError("cancelled before it started", Cancelled))
+                    self._tell("error", self.request, TaskError("cancelled before it started", Cancelled))
                     return
                 self._run()
         else:
@@ -143,11 +143,23 @@ class _Task:
                 log.info("%s: %s", _name(self.fn), error)
             else:
                 log.error("%s failed: %s", _name(self.fn), error, exc_info=True)
-            self.signals.error.emit(self.request, error)
+            self._tell("error", self.request, error)
             return
         seconds = time.perf_counter() - started
         log.debug("%s done in %.3f s", _name(self.fn), seconds)
-        self.signals.result.emit(self.request, value, seconds)
+        self._tell("result", self.request, value, seconds)
+
+    def _tell(self, signal: str, *args: Any) -> None:
+        """Emit one of the runner's signals, unless they are gone: a script or test that ends
+        without closing its window lets Qt delete the runner's signals while a job still runs, and
+        the job's last emit raised "Signal source has been deleted" in its thread. Nobody is
+        left to tell then."""
+        try:
+            getattr(self.signals, signal).emit(*args)
+        except RuntimeError as exc:
+            if "deleted" not in str(exc):
+                raise
+            log.debug("%s: its %s had nobody left to tell (%s)", _name(self.fn), signal, exc)
 
 
 def _name(fn: Callable[..., Any]) -> str:

@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QWidget
 
@@ -81,3 +82,18 @@ def test_shutting_down_says_so_when_a_task_does_not_stop(qtbot) -> None:
     finally:
         release.set()
         workers.wait_for_workers(10_000)
+
+
+def test_a_job_that_ends_after_its_runners_signals_were_deleted_raises_nothing(qtbot, capfd) -> None:
+    """A script that exits without closing its window: Qt deletes what the job would tell."""
+    release = threading.Event()
+    runner = BackgroundRunner()
+    got: list[object] = []
+    qtbot.waitUntil(lambda: workers.thread_pool().activeThreadCount() == 0, timeout=30_000)  # earlier tests' tasks
+    runner.run(lambda: release.wait(30) and "done", on_result=got.append, on_error=got.append)
+    qtbot.waitUntil(lambda: workers.thread_pool().activeThreadCount() > 0, timeout=5_000)
+    shiboken6.delete(runner._signals)
+    release.set()
+    qtbot.waitUntil(lambda: workers.thread_pool().activeThreadCount() == 0, timeout=30_000)
+    assert got == []
+    assert "Signal source has been deleted" not in capfd.readouterr().err
