@@ -288,11 +288,32 @@ def run_order(item: pytest.Item) -> int:
     return 0 if item.get_closest_marker("long") else 1 if item.get_closest_marker("waits") else 2
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests first, then those that mostly wait (a stable sort: the rest keep their
-    order). Under pytest-xdist a test that has started cannot move to an idle worker: one left for
-    last would be run alone. --dist worksteal gives the first worker the front of the list and
-    lets the others take from its back, so the waiting tests run one after another on that worker
-    while the other two compute; spread among the rest, two or three waited at once now and then
-    and left both CPUs idle (about a third of a minute a leg)."""
-    items.sort(key=run_order)
+def workers_of(config: pytest.Config) -> int:
+    """How many xdist workers share this run (1 without xdist)."""
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None:
+        return int(worker_input["workercount"])
+    count = getattr(config.option, "numprocesses", None)
+    return count if isinstance(count, int) and count > 0 else 1
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected: the shares are of what runs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long tests first; those that mostly wait at the start of the second worker's share.
+
+    Under pytest-xdist a test that has started cannot move to an idle worker: a long one left for
+    last would run alone. --dist worksteal gives the first worker the first len // workers tests,
+    the second the next share, and lets an idle worker take from the back of a busy one's queue:
+    so the first worker runs the long tests (computing), the second the waiting ones one after
+    another (stalled servers and deadlines), while the third and the others compute. Spread among
+    the rest, two or three waited at once now and then and left both CPUs idle (40 to 60 s a leg).
+    A stable sort: the rest keep their order."""
+    ordered = sorted(items, key=run_order)
+    long = sum(1 for item in ordered if run_order(item) == 0)
+    waiting = sum(1 for item in ordered if run_order(item) == 1)
+    first_share = len(items) // workers_of(config)
+    if workers_of(config) > 1 and first_share > long:
+        rest = ordered[long + waiting:]
+        first_rest = first_share - long
+        ordered = ordered[:long] + rest[:first_rest] + ordered[long:long + waiting] + rest[first_rest:]
+    items[:] = ordered

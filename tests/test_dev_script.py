@@ -268,17 +268,24 @@ def test_arguments_given_to_the_test_command_win_over_the_parallel_options(dev, 
     assert len(ran) == 12 and {where.split()[0] for where in ran.values()} == {"main"}
 
 
-def test_the_long_runs_come_first_then_the_waiting_ones(request):
-    """tests/conftest.py orders what this run collected: every test marked long, then every test
-    marked waits, then the rest."""
-    order = [0 if item.get_closest_marker("long") else 1 if item.get_closest_marker("waits") else 2
-             for item in request.session.items]
-    assert order == sorted(order)
-    collected = {item.path.name for item in request.session.items}
-    marked = {item.path.name for item in request.session.items if item.get_closest_marker("long")}
+def test_the_long_runs_start_the_first_workers_share_and_the_waiting_ones_the_seconds(request):
+    """tests/conftest.py orders what this run collected: every test marked long first, and with
+    more than one xdist worker every test marked waits from the first index of the second
+    worker's share (worksteal's first split: len // workers each), the rest in between and after."""
+    items = request.session.items
+    kinds = [0 if item.get_closest_marker("long") else 1 if item.get_closest_marker("waits") else 2
+             for item in items]
+    long, waiting = kinds.count(0), kinds.count(1)
+    assert kinds[:long] == [0] * long
+    workers = int(getattr(request.config, "workerinput", {}).get("workercount", 1))
+    start = len(items) // workers if workers > 1 and len(items) // workers > long else long
+    assert kinds[start:start + waiting] == [1] * waiting
+    collected = {item.path.name for item in items}
+    marked = {item.path.name for item in items if item.get_closest_marker("long")}
     assert {"test_soak.py", "test_monkey.py", "test_fuzz_truth.py"} & collected <= marked
-    waiting = {item.path.name for item in request.session.items if item.get_closest_marker("waits")}
-    assert {"test_hostile_cli.py", "test_remote_pages.py"} & collected <= waiting
+    should_wait = [item for item in items if item.name.startswith("test_every_command_on_a_hostile_server")
+                   or item.path.name in {"test_remote_pages.py", "test_remote_recovery.py"}]
+    assert all(item.get_closest_marker("waits") for item in should_wait)
 
 
 _STUCK_PROBE = '''

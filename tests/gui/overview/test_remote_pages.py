@@ -16,6 +16,8 @@ from ecpfs_viewer.model.ecpfs.derived_listing import index_hierarchy
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.options import RemoteOptions
 
+pytestmark = pytest.mark.waits  # pages of unanswering servers: request deadlines running out
+
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 
@@ -97,7 +99,6 @@ def test_an_unanswered_index_header_is_said_with_retry_not_as_not_an_index(qtbot
         assert not panel.banner.isVisible()
 
 
-@pytest.mark.waits  # request deadlines, one after another
 def test_a_server_that_stops_answering_is_one_banner_naming_it(qtbot, panel, two_clusters_path):
     with stalling(two_clusters_path.parent, lambda p: p.startswith(("two_clusters.zarr/lvl_",
                                                                     "two_clusters.zarr/index_root"))) as (url, on):

@@ -26,6 +26,8 @@ from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.model.storage.remote import BoundedStore, RemoteBusyError
 from ecpfs_viewer.model.storage.remote_helper import HelperEndedError, HelperStore, open_remote_store
 
+pytestmark = pytest.mark.waits  # stalled servers through the helper: request deadlines running out
+
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 
@@ -187,7 +189,6 @@ def test_a_server_not_answering_is_said_once_through_the_helper(helper_process: 
     _recovery.test_a_server_that_stops_answering_is_said_once_then_retried_on_request()
 
 
-@pytest.mark.waits  # a request deadline
 def test_an_unanswered_leaf_is_could_not_be_read_through_the_helper(two_clusters_path: Path,
                                                                    helper_process: None) -> None:
     _recovery.test_a_leaf_that_does_not_answer_is_could_not_be_read_not_missing(two_clusters_path)

@@ -30,6 +30,8 @@ from ecpfs_viewer.model.storage.remote import (
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
+pytestmark = pytest.mark.waits  # stalled, trickling and cut servers: request deadlines running out
+
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 

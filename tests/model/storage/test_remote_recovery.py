@@ -31,6 +31,8 @@ from ecpfs_viewer.model.storage.remote import (
 )
 from ecpfs_viewer.model.validation import validate
 
+pytestmark = pytest.mark.waits  # stalled and refusing servers: most of each test is a request deadline running out
+
 pytest.importorskip("obstore", reason="obstore is part of the remote extra")
 
 
@@ -199,7 +201,6 @@ def _has(texts: list[str], *words: str) -> list[str]:
     return [t for t in texts if any(w in t for w in words)]
 
 
-@pytest.mark.waits  # request deadlines
 def test_a_leaf_that_does_not_answer_is_could_not_be_read_not_missing(two_clusters_path: Path) -> None:
     def stalled(path: str) -> bool:
         return path.startswith("two_clusters.zarr/lvl_2/node_1/")
@@ -224,7 +225,6 @@ def test_a_leaf_that_does_not_answer_is_could_not_be_read_not_missing(two_cluste
     assert stats_again.complete and stats_again.node_count == 4
 
 
-@pytest.mark.waits  # request deadlines
 def test_unanswered_info_levels_is_not_kept_as_not_an_index(two_clusters_path: Path) -> None:
     """F5 after a stall must not turn a healthy index into 'not a valid ecpfs index' from a cache."""
     with switchable_stall(two_clusters_path.parent, lambda path: path.startswith("two_clusters.zarr/info/")) \
