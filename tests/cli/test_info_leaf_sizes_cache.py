@@ -80,6 +80,7 @@ def test_a_remote_or_switched_off_read_is_not_taken_from_the_cache(capsys: pytes
 def test_the_cached_sizes_are_not_answered_right_after_any_leaf_document_changes(
         capsys: pytest.CaptureFixture[str], index: Path, monkeypatch: pytest.MonkeyPatch, document: str) -> None:
     monkeypatch.setattr(stamps, "PARALLEL_STATS", 1)  # checked by several threads, as at 10M
+    monkeypatch.setattr(stamps, "STAT_COLD_SECONDS", 0.0)  # on a cold disk
     run(capsys, "info", str(index))
     assert _source(capsys, str(index)) == "cached"
     last = max((index / "lvl_2").glob("node_*"), key=lambda p: int(p.name[5:])) / document

@@ -61,7 +61,8 @@ def test_a_present_item_depends_on_its_own_leaf_only(index: Path, monkeypatch: p
         handle.write(data)
     assert saved_location(str(index), 7) == seven  # another leaf changed: 7's answer stands
     assert saved_location(str(index), other) is None  # its own leaf changed
-    monkeypatch.setattr(stamps, "PARALLEL_STATS", 1)  # every leaf statted by several threads
+    monkeypatch.setattr(stamps, "PARALLEL_STATS", 1)  # every leaf statted by several threads,
+    monkeypatch.setattr(stamps, "STAT_COLD_SECONDS", 0.0)  # as on a cold disk
     assert saved_location(str(index), ABSENT) is None  # any leaf may hold it now
 
 
