@@ -13,7 +13,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from enum import Enum
 from typing import Any
@@ -115,17 +114,16 @@ def info_levels(h: Hierarchy, summary: IndexSummary, args: argparse.Namespace) -
     if not summary.layout.is_index or summary.levels is None:
         return collect_level_stats(h, summary, leaf_sizes=bool(args.leaf_sizes)), LeafSizes.READ
     shown = level_plan(summary).shown
-    checking = None
-    if args.leaf_sizes is None and h.store.kind != "remote" and summary.levels in shown:
-        # the kept leaf sizes are checked (a stat of every leaf document) while the levels above are read
-        checking = ThreadPoolExecutor(1, thread_name_prefix="leaf-sizes").submit(saved_leaf_stats, h, summary)
     upper: list[LevelRow] = [level_stats(h, level, summary) for level in shown if level != summary.levels]
     if summary.levels not in shown:
         return upper, LeafSizes.READ
     if args.leaf_sizes is False or (args.leaf_sizes is None and h.store.kind == "remote"):
         return [*upper, level_count(h, summary.levels, summary)], LeafSizes.NOT_READ
     if args.leaf_sizes is None:
-        saved = checking.result() if checking is not None else None
+        # the kept leaf sizes are checked (a stat of every leaf document) after the levels above are
+        # read, not beside them: one thread statting from the page cache is fastest, and beside a
+        # busy thread each stat waited for the interpreter lock (10M items: 4.2 s against 2.6 s)
+        saved = saved_leaf_stats(h, summary)
         if saved is not None:
             return [*upper, saved], LeafSizes.CACHED
         counted = level_count(h, summary.levels, summary)
