@@ -169,8 +169,7 @@ def rows_unchanged(base: str, paths: Sequence[str], values: np.ndarray) -> bool:
         return False
     cold = time.perf_counter() - started > probed * STAT_COLD_SECONDS
     if not cold or count - probed < PARALLEL_STATS:
-        return all(_match(prefix, paths, values, start, min(start + STAT_BLOCK, count), None)
-                   for start in range(probed, count, STAT_BLOCK))
+        return _match(prefix, paths, values, probed, count, None)
     changed = threading.Event()
     step = -(-(count - probed) // (4 * STAT_THREADS))
     with ThreadPoolExecutor(STAT_THREADS, thread_name_prefix="stamps") as pool:
@@ -189,7 +188,7 @@ def _match(prefix: str, paths: Sequence[str], values: np.ndarray, start: int, st
             return False
         end = min(block + STAT_BLOCK, stop)
         now = np.array([_stat_row(prefix + paths[i]) for i in range(block, end)], dtype=np.int64)
-        if now.shape != values[block:end].shape or not np.array_equal(now, values[block:end]):
+        if not np.array_equal(now, values[block:end]):  # False too when the shapes differ
             if changed is not None:
                 changed.set()
             return False
