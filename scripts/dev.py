@@ -385,7 +385,11 @@ class Installs:
         try:
             return [self.python(number) for number in range(len(self.pythons))]
         finally:
-            self.pool.shutdown()
+            self.close()
+
+    def close(self) -> None:
+        """Wait for the installs still going (a leg's run failed, or was the last asked for)."""
+        self.pool.shutdown()
 
 
 def run_tests(argv: list[str]) -> int:
@@ -417,7 +421,7 @@ def run_tests(argv: list[str]) -> int:
             if number == 0 and static is not None:
                 results.insert(0, static.report())
     finally:
-        installs.pool.shutdown()
+        installs.close()
     print("== summary", flush=True)
     for name, code, seconds in results:
         label = name if name == "static checks" else f"{name} leg"
