@@ -83,18 +83,70 @@ def test_the_first_leg_starts_while_a_later_legs_environment_is_still_installing
         installs.pool.shutdown()
 
 
-def test_each_leg_keeps_its_test_files_in_a_folder_of_its_own(dev):
+@pytest.fixture
+def ram(dev, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in RAM filesystem (the leg folders' first choice) and 64 GiB of memory available."""
+    folder = tmp_path / "shm"
+    folder.mkdir()
+    monkeypatch.setattr(dev, "RAM_FOLDERS", (folder,))
+    monkeypatch.setattr(dev, "available_memory", lambda: 64 << 30)
+    monkeypatch.setattr(dev, "LEG_BYTES", 1 << 20)  # the stand-in's disk has room for that
+    return folder
+
+
+def test_each_leg_keeps_its_test_files_in_a_folder_of_its_own_in_memory(dev, ram):
     """Not pytest's shared numbered folders, whose oldest every later session deletes (the lowest
-    leg deleted the newest leg's files, and a nested pytest did at its exit): one folder per leg in
-    the checkout (a clean clone has none to delete first), given to pytest, which empties it when the
-    leg starts, and ignored by git."""
+    leg deleted the newest leg's files, and a nested pytest did at its exit): one folder per leg,
+    given to pytest, which empties it when the leg starts; in memory when there is room (600,000
+    files a leg), the folder named after this checkout and marked with its path."""
     newest, lowest = dev.leg_basetemp(dev.NEWEST_ENV), dev.leg_basetemp(dev.LOWEST_ENV)
     assert newest != lowest and newest.parent == lowest.parent and newest.parent.is_dir()  # pytest makes only the last
-    assert newest.is_relative_to(ROOT) and "pytest-of-" not in str(newest)
-    assert ".pytest-tmp/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert newest.parent.parent == ram and newest.parent.name.startswith(dev.RAM_PREFIX)
+    assert (newest.parent / dev.CHECKOUT_MARK).read_text() == str(ROOT)
     command = dev.pytest_command(Path(sys.executable), ["-k", "x"], newest)
     assert f"--basetemp={newest}" in command and command.index(f"--basetemp={newest}") < command.index("-k")
     assert not any(arg.startswith("--basetemp") for arg in dev.pytest_command(Path(sys.executable), []))
+
+
+@pytest.mark.parametrize("short", ["memory", "ram-folder"])
+def test_without_room_in_memory_the_legs_files_go_to_the_checkout(dev, ram, monkeypatch, short):
+    """Less than twice a leg's files in memory still available, or a RAM filesystem too small: the
+    checkout's git-ignored .pytest-tmp (a clean clone has none to delete first)."""
+    if short == "memory":
+        monkeypatch.setattr(dev, "available_memory", lambda: dev.LEG_BYTES)
+    else:
+        monkeypatch.setattr(dev, "LEG_BYTES", 1 << 60)
+        monkeypatch.setattr(dev, "available_memory", lambda: 1 << 62)
+    newest = dev.leg_basetemp(dev.NEWEST_ENV)
+    assert newest == ROOT / ".pytest-tmp" / "newest" and newest.parent.is_dir()
+    assert ".pytest-tmp/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert list(ram.iterdir()) == []
+
+
+def test_a_passed_legs_files_leave_memory_and_a_failed_legs_stay_for_a_look(dev, ram, capsys):
+    passed, failed = dev.leg_basetemp(dev.NEWEST_ENV), dev.leg_basetemp(dev.LOWEST_ENV)
+    for folder in (passed, failed):
+        (folder / "popen-gw0").mkdir(parents=True)
+        (folder / "popen-gw0" / "file").write_text("x")
+    dev.end_leg_files(passed, passed=True)
+    dev.end_leg_files(failed, passed=False)
+    assert not passed.exists() and (failed / "popen-gw0" / "file").exists()
+    assert capsys.readouterr().out == f"{failed}: this leg's test files, in memory until the next run empties the folder\n"
+    on_disk = ROOT / ".pytest-tmp" / "newest"
+    dev.end_leg_files(on_disk, passed=True)  # a leg's folder in the checkout is pytest's to empty
+    assert on_disk.parent.is_dir()
+
+
+def test_the_folders_in_memory_of_checkouts_that_are_gone_are_removed(dev, ram, tmp_path):
+    """A failed leg's files in memory would stay until a reboot once its checkout is deleted (a CI
+    clone): the next run of any checkout removes them; a live checkout's and unmarked folders stay."""
+    gone, live, unmarked = (ram / f"{dev.RAM_PREFIX}{name}" for name in ("gone", "live", "unmarked"))
+    for folder in (gone, live, unmarked):
+        (folder / "lowest").mkdir(parents=True)
+    (gone / dev.CHECKOUT_MARK).write_text(str(tmp_path / "deleted-clone"))
+    (live / dev.CHECKOUT_MARK).write_text(str(tmp_path))
+    dev.remove_stale_ram_folders()
+    assert sorted(p.name for p in ram.iterdir()) == sorted([live.name, unmarked.name])
 
 
 def test_unknown_leg_is_refused():
