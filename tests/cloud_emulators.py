@@ -235,15 +235,20 @@ class AzureServer(CloudServer):
         super().__init__("az", endpoint)
 
     def put(self, bucket: str, objects: dict[str, bytes], public: bool = False) -> None:
+        """The container is made with Azure's SDK (obstore makes none), the objects put with obstore:
+        the SDK's Python spent 1.4 CPU-seconds on an index of 800 objects, obstore 0.3."""
+        import obstore
         from azure.core.exceptions import ResourceExistsError
         from azure.storage.blob import BlobServiceClient
+        from obstore.store import AzureStore
 
         service = BlobServiceClient(self.endpoint, credential={"account_name": AZURITE_ACCOUNT,
                                                                "account_key": AZURITE_KEY})
-        container = service.get_container_client(bucket)
         with contextlib.suppress(ResourceExistsError):
-            container.create_container(public_access="container" if public else None)
-        _put_all(lambda key, body: container.upload_blob(key, body, overwrite=True), objects)
+            service.get_container_client(bucket).create_container(public_access="container" if public else None)
+        store = AzureStore(bucket, endpoint=self.endpoint, account_name=AZURITE_ACCOUNT, account_key=AZURITE_KEY,
+                           client_options={"allow_http": True})
+        _put_all(lambda key, body: obstore.put(store, key, body), objects)
 
 
 @contextlib.contextmanager
