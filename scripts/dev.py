@@ -4,7 +4,7 @@
 Needs only python3 (>= 3.11). Usage:
     python3 scripts/dev.py run [ecpfs-viewer arguments]   # GUI on the demo index by default
     python3 scripts/dev.py test                           # static checks, then the whole suite on one leg
-                                                          # (in parallel: three pytest-xdist workers per two CPUs)
+                                                          # (in parallel: two pytest-xdist workers per CPU)
     CI=true python3 scripts/dev.py test                   # ... on both legs, newest and lowest
     python3 scripts/dev.py test --leg lowest|newest|all   # choose the legs yourself (all: CI's two)
     python3 scripts/dev.py test --leg py312               # the newest releases on Python 3.12 (not in CI)
@@ -322,17 +322,18 @@ def usable_cpus() -> int:
     return max(1, min(cpus, math.ceil(quota)) if quota is not None else cpus)
 
 
-#: how pytest runs in every leg: three worker processes per two CPUs (pytest-xdist), an idle worker
-#: taking half of a busy one's queue (--dist worksteal, so all end together), and the ten slowest
-#: tests printed at the end. More than one per CPU, because many tests wait rather than compute
-#: (loopback servers, emulators, deadlines, subprocesses); not two per CPU, because each worker also
-#: imports, collects and starts its own emulators and session fixtures: on 2 CPUs, 3 workers ran the
-#: newest leg in 404 and 409 s against 420 and 438 s for 4, with 691 and 706 CPU-seconds busy against
-#: 741 and 780. Nothing needs a worker of its own: servers listen on ephemeral ports, each worker
+#: how pytest runs in every leg: two worker processes per CPU (pytest-xdist), an idle worker taking
+#: half of a busy one's queue (--dist worksteal, so all end together), and the ten slowest tests
+#: printed at the end. More than one per CPU, because many tests wait rather than compute (loopback
+#: servers, emulators, deadlines, subprocesses). With the test files in memory (leg_basetemp), on 2
+#: CPUs, 4 workers ran the newest leg in 335 s against 348 s for 3 and the lowest in 339 s against
+#: 365 s (3 left 90 CPU-seconds of a leg idle, 4 about 25; 4 cost up to 50 CPU-seconds more, each
+#: worker importing, collecting and starting its own emulators). With the files on ext4, 3 had been
+#: the faster. Nothing needs a worker of its own: servers listen on ephemeral ports, each worker
 #: starts its own emulators, files go to per-test temporary folders. (Not --dist loadgroup: pytest
 #: 9.2 silently drops its xdist_group marks, pytest-xdist issue #1386.) Arguments after `test` come
 #: later, so they win (`-n 0`: one process).
-WORKERS_PER_CPU = 1.5
+WORKERS_PER_CPU = 2
 PYTEST_OPTIONS = ("-n", str(math.ceil(WORKERS_PER_CPU * usable_cpus())), "--dist", "worksteal", "--durations=10")
 
 
