@@ -364,7 +364,7 @@ def ram_tests_folder() -> Path | None:
     """This checkout's folder on the first RAM filesystem with room for a leg, when a leg's files take
     at most half the memory still available; None otherwise."""
     memory = available_memory()
-    if memory is None or LEG_BYTES > memory // 2:
+    if memory is None or memory // 2 < LEG_BYTES:
         return None
     for ram in RAM_FOLDERS:
         try:

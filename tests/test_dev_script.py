@@ -131,7 +131,8 @@ def test_a_passed_legs_files_leave_memory_and_a_failed_legs_stay_for_a_look(dev,
     dev.end_leg_files(passed, passed=True)
     dev.end_leg_files(failed, passed=False)
     assert not passed.exists() and (failed / "popen-gw0" / "file").exists()
-    assert capsys.readouterr().out == f"{failed}: this leg's test files, in memory until the next run empties the folder\n"
+    said = f"{failed}: this leg's test files, in memory until the next run empties the folder\n"
+    assert capsys.readouterr().out == said
     on_disk = ROOT / ".pytest-tmp" / "newest"
     dev.end_leg_files(on_disk, passed=True)  # a leg's folder in the checkout is pytest's to empty
     assert on_disk.parent.is_dir()
