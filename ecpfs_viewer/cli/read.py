@@ -109,7 +109,7 @@ def info_levels(h: Hierarchy, summary: IndexSummary, args: argparse.Namespace) -
     """The level rows `info` shows, and where the leaf level's sizes came from: read (--leaf-sizes,
     or a folder or zip of up to BACKGROUND_LEAVES leaves), the cache folder, a background reader
     started now, or not read (a remote store, --no-leaf-sizes)."""
-    from ecpfs_viewer.model.ecpfs.leaf_stats_cache import read_leaf_stats, saved_leaf_stats
+    from ecpfs_viewer.model.ecpfs.leaf_stats_cache import claim_leaf_reader, read_leaf_stats, saved_leaf_stats
 
     if not summary.layout.is_index or summary.levels is None:
         return collect_level_stats(h, summary, leaf_sizes=bool(args.leaf_sizes)), LeafSizes.READ
@@ -127,23 +127,30 @@ def info_levels(h: Hierarchy, summary: IndexSummary, args: argparse.Namespace) -
         if saved is not None:
             return [*upper, saved], LeafSizes.CACHED
         counted = level_count(h, summary.levels, summary)
-        if counted.node_count > BACKGROUND_LEAVES and _read_in_background(args.path):
-            return [*upper, counted], LeafSizes.BACKGROUND
+        if counted.node_count > BACKGROUND_LEAVES:
+            claim = claim_leaf_reader(h, summary)
+            if claim.elsewhere or _read_in_background(args.path, claim.fd):
+                return [*upper, counted], LeafSizes.BACKGROUND
     return [*upper, read_leaf_stats(h, summary)], LeafSizes.READ
 
 
-def _read_in_background(path: str) -> bool:
+def _read_in_background(path: str, claim: int | None) -> bool:
     """Start `info PATH --leaf-sizes` as a process of its own that outlives this one (its answer
-    is kept in the cache folder for the next `info`); False when it cannot be started."""
+    is kept in the cache folder for the next `info`), handing it the claim (a lock held while it
+    runs); False when it cannot be started."""
     import os
     import subprocess
 
     try:
         subprocess.Popen([sys.executable, "-m", "ecpfs_viewer", "info", path, "--leaf-sizes", "--json"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True, env=os.environ.copy())
+                         start_new_session=True, close_fds=True, pass_fds=() if claim is None else (claim,),
+                         env=os.environ.copy())
     except OSError:
         return False
+    finally:
+        if claim is not None:
+            os.close(claim)  # the reader holds it now (or, not started, nobody)
     return True
 
 

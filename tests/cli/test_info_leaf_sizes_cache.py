@@ -5,12 +5,13 @@ process reads it for the next `info`; `--leaf-sizes` always reads them."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
 from command_runs import run  # tests/ is on sys.path (conftest)
-from index_factory import build_clustered_index
+from index_factory import build_clustered_index, hierarchy
 
 from ecpfs_viewer.cli import read as cli_read
 from ecpfs_viewer.model.ecpfs.leaf_stats_cache import LEAF_STATS
@@ -86,3 +87,38 @@ def test_the_cached_sizes_are_not_answered_right_after_any_leaf_document_changes
     last = max((index / "lvl_2").glob("node_*"), key=lambda p: int(p.name[5:])) / document
     last.write_bytes(last.read_bytes())  # the last leaf's document rewritten in place
     assert _source(capsys, str(index)) == "read"
+
+
+def test_while_a_background_reader_runs_a_later_info_starts_no_other(
+        capsys: pytest.CaptureFixture[str], index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One reader of a level at a time: while one holds the claim (here the test holds it), `info`
+    says the sizes are being read and starts none; the claim is handed to the reader it starts, and
+    let go when that reader ends."""
+    from ecpfs_viewer.model.ecpfs.leaf_stats_cache import claim_leaf_reader
+    from ecpfs_viewer.model.ecpfs.summary import summarize
+
+    monkeypatch.setattr(cli_read, "BACKGROUND_LEAVES", 10)  # this index has more leaves
+    started: list[str] = []
+    start = cli_read._read_in_background
+    monkeypatch.setattr(cli_read, "_read_in_background",
+                        lambda path, *claim: started.append(path) or start(path, *claim))
+    h = hierarchy(index)
+    summary = summarize(h)
+    held = claim_leaf_reader(h, summary)
+    assert not held.elsewhere and held.fd is not None
+    try:
+        assert claim_leaf_reader(h, summary).elsewhere  # another process's claim (a lock per open file)
+        _, out, _ = run(capsys, "info", str(index))
+        assert "their documents are being read in the background" in _sum_line(out) and started == []
+    finally:
+        os.close(held.fd)
+    _, out, _ = run(capsys, "info", str(index))
+    assert "their documents are being read in the background" in _sum_line(out) and started == [str(index)]
+    deadline = time.monotonic() + 120  # a deadline for the wait, not a timing assertion
+    while not _kept() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _kept(), "the background reader kept no leaf sizes"
+    while (after := claim_leaf_reader(h, summary)).elsewhere and time.monotonic() < deadline:
+        time.sleep(0.1)  # the reader still running (after keeping what it read)
+    assert not after.elsewhere and after.fd is not None, "the claim outlived the reader"
+    os.close(after.fd)

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import zipfile
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from ecpfs_viewer.model.storage.zip_stamps import archive_directory
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
 LEAF_STATS = "leaf_stats_lvl_{level}.npz"
+#: held by the one process reading a leaf level's statistics in the background
+LEAF_READER = "leaf_stats_lvl_{level}.reader"
 _DOCUMENTS = ("zarr.json", "embeddings/zarr.json", "item_ids/zarr.json")
 
 
@@ -67,6 +70,27 @@ def saved_leaf_stats(h: Hierarchy, summary: IndexSummary) -> LevelStats | None:
         return None
     data = index_cache(h).load_checked(LEAF_STATS.format(level=summary.levels))
     return None if data is None else _from_bytes(data, summary)
+
+
+@dataclass(frozen=True)
+class ReaderClaim:
+    """Whether this process may start the background reader of a leaf level's statistics."""
+
+    elsewhere: bool  # another process holds the claim: it is reading them now
+    fd: int | None = None  # the lock taken here, to hand to the reader started (None: none could be taken)
+
+
+def claim_leaf_reader(h: Hierarchy, summary: IndexSummary) -> ReaderClaim:
+    """Claim the reading of the leaf level's statistics for one process at a time: a second
+    ``info`` while a reader runs starts no other. Without a cache folder or file locks, unclaimed."""
+    cache = index_cache(h).disk
+    if cache is None or summary.levels is None:
+        return ReaderClaim(False)
+    try:
+        fd = cache.claim(LEAF_READER.format(level=summary.levels))
+    except OSError:
+        return ReaderClaim(False)
+    return ReaderClaim(fd is None, fd)
 
 
 def _sources(h: Hierarchy, level: int) -> list[tuple[str, int]] | None:

@@ -193,6 +193,27 @@ class StoreCache:
             return
         self.fit()
 
+    # -- one process at a time --------------------------------------------------------------------
+    def claim(self, name: str) -> int | None:
+        """An open descriptor holding the exclusive lock ``name`` of this store, for as long as it
+        stays open here or in a process it was handed to; None while another process holds it.
+        OSError where no lock can be taken (no ``fcntl``, a folder that cannot be written)."""
+        try:
+            import fcntl
+        except ImportError as exc:  # Windows
+            raise OSError("no file locks here") from exc
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path(name), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
     # -- packs of small documents ------------------------------------------------------------------
     def pack(self, name: str) -> Pack:
         """The documents of a pack (key -> bytes), read once per process; damaged records skipped."""
