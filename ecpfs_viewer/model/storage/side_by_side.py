@@ -6,13 +6,15 @@ after another is fastest (threads only add hand-overs of the interpreter lock). 
 each file waits on the device (its inode, then its data) and one thread waits for each in turn: the
 16,000 files of a 200,000-item map's leaves took 3.2 s one after another and 1.45 s four at a time.
 So :func:`in_order` starts one file after another and, when its first :data:`PROBE_FILES` took more
-than :data:`COLD_SECONDS` each on average, does the rest :data:`SIDE_BY_SIDE` at a time, in threads
-that end with the batch (none is left behind). Imports no zarr (the stamps use it).
+than :data:`COLD_SECONDS` each (their median: :func:`looks_cold`), does the rest
+:data:`SIDE_BY_SIDE` at a time, in threads that end with the batch (none is left behind). Imports
+no zarr (the stamps use it).
 """
 
 from __future__ import annotations
 
 import contextvars
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +22,7 @@ from typing import ParamSpec, TypeVar
 
 #: files done one after another before a batch is timed
 PROBE_FILES = 8
-#: seconds a file of those took on average past which the rest of the batch is done side by side
+#: seconds the median file of those took past which the rest of the batch is done side by side
 COLD_SECONDS = 40e-6
 #: files done at once from a cold disk
 SIDE_BY_SIDE = 4
@@ -42,18 +44,28 @@ def carry_context(fn: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
+def looks_cold(seconds: Sequence[float], cold: float | None = None) -> bool:
+    """Whether the disk looks cold from the times single files took: their median past `cold`
+    (COLD_SECONDS when None). The median, not the sum: a pause of the whole process (a garbage
+    collection takes 10-15 ms) made a warm disk look cold, and its files were then done by
+    threads, slower."""
+    return bool(seconds) and statistics.median(seconds) > (COLD_SECONDS if cold is None else cold)
+
+
 def in_order(calls: Sequence[Callable[[], T]]) -> list[T]:
     """Each call's value, in order: one after another, the rest side by side (in the caller's
     context) once the first PROBE_FILES were slow (module docstring). A call must not raise."""
     found: list[T] = []
-    started = time.perf_counter()
+    took: list[float] = []
     for at, call in enumerate(calls):
-        if (at == PROBE_FILES and len(calls) > 2 * PROBE_FILES
-                and time.perf_counter() - started > PROBE_FILES * COLD_SECONDS):
+        if at == PROBE_FILES and len(calls) > 2 * PROBE_FILES and looks_cold(took):
             with ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="cold_reads") as pool:
                 found.extend(pool.map(carry_context(_call), calls[at:], chunksize=16))
             return found
+        started = time.perf_counter()
         found.append(call())
+        if at < PROBE_FILES:
+            took.append(time.perf_counter() - started)
     return found
 
 

@@ -39,7 +39,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from ecpfs_viewer.model.storage.path_list import PathList
-from ecpfs_viewer.model.storage.side_by_side import COLD_SECONDS, in_order
+from ecpfs_viewer.model.storage.side_by_side import COLD_SECONDS, in_order, looks_cold
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.storage.disk_cache import EntryPart
@@ -51,10 +51,10 @@ _FIELDS = 5  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
 STAMP_FIELDS = _FIELDS
 #: Stamps checked one after another, a block at a time, while the disk answers from its cache (a
 #: stat is microseconds there, and threads only hand the interpreter lock back and forth: 600,000
-#: leaf documents 2.4 s one after another, 3.6 s by eight threads). When the first PROBE_STATS took
-#: more than STAT_COLD_SECONDS each (a cold disk, where a stat waits on the device with the lock
-#: released and the device serves several at once) and at least PARALLEL_STATS are left, the rest
-#: are checked by STAT_THREADS threads.
+#: leaf documents 2.4 s one after another, 3.6 s by eight threads). When the median of the first
+#: PROBE_STATS took more than STAT_COLD_SECONDS (side_by_side.looks_cold: a cold disk, where a stat
+#: waits on the device with the lock released and the device serves several at once) and at least
+#: PARALLEL_STATS are left, the rest are checked by STAT_THREADS threads.
 PROBE_STATS = 256
 STAT_BLOCK = 4096
 STAT_COLD_SECONDS = COLD_SECONDS
@@ -163,12 +163,16 @@ def rows_unchanged(base: str, paths: Sequence[str], values: np.ndarray) -> bool:
     (the constants above)."""
     prefix = base + os.sep if base else ""
     count = len(paths)
-    started = time.perf_counter()
     probed = min(count, PROBE_STATS)
-    if not _match(prefix, paths, values, 0, probed, None):
+    took: list[float] = []
+    rows: list[tuple[int, ...]] = []
+    for path in paths[:probed]:
+        started = time.perf_counter()
+        rows.append(_stat_row(prefix + path))
+        took.append(time.perf_counter() - started)
+    if not np.array_equal(np.array(rows, dtype=np.int64).reshape(probed, _FIELDS), values[:probed]):
         return False
-    cold = time.perf_counter() - started > probed * STAT_COLD_SECONDS
-    if not cold or count - probed < PARALLEL_STATS:
+    if not looks_cold(took, STAT_COLD_SECONDS) or count - probed < PARALLEL_STATS:
         return _match(prefix, paths, values, probed, count, None)
     changed = threading.Event()
     step = -(-(count - probed) // (4 * STAT_THREADS))

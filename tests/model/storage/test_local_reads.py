@@ -89,3 +89,19 @@ def test_a_store_and_stamps_of_single_files_read_the_same_cold_or_warm(tmp_path:
     assert warm == cold == [data for _, data in expected]
     assert list(warm_stamps.paths) == list(cold_stamps.paths) == keys
     assert (warm_stamps.values == cold_stamps.values).all() and (warm_stamps.owners == cold_stamps.owners).all()
+
+
+def test_a_pause_of_the_process_among_the_first_files_starts_no_thread(monkeypatch) -> None:
+    """A garbage collection (here a sleep) while the first files are done is not a cold disk: the
+    median file decides, not their sum."""
+    import time
+
+    started: list[int] = []
+    pool = side_by_side.ThreadPoolExecutor
+    monkeypatch.setattr(side_by_side, "ThreadPoolExecutor", lambda *a, **k: started.append(1) or pool(*a, **k))
+    monkeypatch.setattr(side_by_side, "COLD_SECONDS", 1e-3)  # a warm file takes far less
+    calls = [lambda at=at: (time.sleep(side_by_side.PROBE_FILES * 2e-3) if at == 3 else None, at)[1]
+             for at in range(4 * side_by_side.PROBE_FILES)]
+    assert side_by_side.in_order(calls) == list(range(len(calls)))
+    assert started == []
+    assert side_by_side.looks_cold([0.0, 1.0, 1.0]) and not side_by_side.looks_cold([0.0, 0.0, 1.0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -66,3 +67,23 @@ def test_one_changed_file_anywhere_is_found(folder, monkeypatch: pytest.MonkeyPa
     other[changed, 2] += 1  # the size it was stamped with differs from the file's
     assert not rows_unchanged(str(root), paths, other)
     assert rows_unchanged(str(root), paths, values)
+
+
+def test_a_pause_of_the_process_does_not_make_a_warm_disk_look_cold(folder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A garbage collection of 10-15 ms during the first stats (here a sleep in one of them) made
+    their sum look like a cold disk, and eight threads then checked the rest, slower: the median
+    of the single stats decides."""
+    root, paths, values = folder
+    monkeypatch.setattr(stamps, "STAT_COLD_SECONDS", 1e-3)  # a stat of a warm file takes far less
+    seen = _threads_seen(monkeypatch)
+    row = stamps._stat_row
+    paused = iter([True])
+
+    def stat_row(path: str) -> tuple[int, ...]:
+        if len(seen) == 10 and next(paused, False):
+            time.sleep(stamps.PROBE_STATS * 1e-3)  # longer than every probe's stats may take together
+        return row(path)
+
+    monkeypatch.setattr(stamps, "_stat_row", stat_row)  # inside the recording one
+    assert rows_unchanged(str(root), paths, values)
+    assert len(seen) == FILES and set(seen) == {threading.current_thread().name}
