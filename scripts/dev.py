@@ -377,9 +377,9 @@ def ram_tests_folder() -> Path | None:
 
 def leg_basetemp(env: Environment) -> Path:
     """The temporary folder of a leg's tests (pytest empties it when the leg starts; its parent is
-    made here). In memory when there is room (ram_tests_folder): a leg makes 600,000 files, and on a
-    disk that journals and discards blocks that cost a leg 40 CPU-seconds of kernel time and waits for
-    the disk. Else in the checkout (git-ignored). Never pytest's shared numbered folders: every pytest
+    made here). In memory when there is room (ram_tests_folder): a leg makes 600,000 files, which on
+    a disk that journals and discards blocks cost it 40 CPU-seconds of kernel time and waits for the
+    disk. Else in the checkout (git-ignored). Never pytest's shared numbered folders: every pytest
     session deletes the oldest of those, so the lowest leg spent minutes deleting the newest leg's
     files. Never a fixed folder on disk outside the checkout either: a CI that clones into the same
     path each time had each leg start by deleting the last run's files (62 s here), and ext4 then
