@@ -311,8 +311,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ordered = sorted(items, key=run_order)
     long = sum(1 for item in ordered if run_order(item) == 0)
     waiting = sum(1 for item in ordered if run_order(item) == 1)
-    first_share = len(items) // workers_of(config)
-    if workers_of(config) > 1 and first_share > long:
+    workers = workers_of(config)
+    first_share = len(items) // workers
+    if workers > 1 and first_share > long:
         rest = ordered[long + waiting:]
         first_rest = first_share - long
         ordered = ordered[:long] + rest[:first_rest] + ordered[long:long + waiting] + rest[first_rest:]
