@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import numpy as np
 from numpy.lib import format as npy_format
 
+from ecpfs_viewer.model.storage.helper_stats import HelperStats, helper_possible
 from ecpfs_viewer.model.storage.path_list import PathList
 from ecpfs_viewer.model.storage.side_by_side import COLD_SECONDS, in_order, looks_cold
 
@@ -54,12 +55,16 @@ STAMP_FIELDS = _FIELDS
 #: leaf documents 2.4 s one after another, 3.6 s by eight threads). When the median of the first
 #: PROBE_STATS took more than STAT_COLD_SECONDS (side_by_side.looks_cold: a cold disk, where a stat
 #: waits on the device with the lock released and the device serves several at once) and at least
-#: PARALLEL_STATS are left, the rest are checked by STAT_THREADS threads.
+#: PARALLEL_STATS are left, the rest are checked by STAT_THREADS threads. Many stamps of a warm disk
+#: are split with a second process instead (HELPER_STATS below), which has an interpreter lock of its own.
 PROBE_STATS = 256
 STAT_BLOCK = 4096
 STAT_COLD_SECONDS = COLD_SECONDS
 PARALLEL_STATS = 4096
 STAT_THREADS = 8
+#: stamps left after the probe of a warm disk past which a second process checks half of them
+#: (model/storage/helper_stats.py: the helper's start costs about what 10,000 stats do)
+HELPER_STATS = 50_000
 _ABSENT = (-1,) * _FIELDS
 _MAGIC = b"ECPFSENT"
 _HEAD = struct.Struct("<8sIQ")  # magic, format, length of the stamps that follow
@@ -159,8 +164,8 @@ class Stamps:
 
 def rows_unchanged(base: str, paths: Sequence[str], values: np.ndarray) -> bool:
     """Whether each path (below base) still has its row of stamp values, stopping at the first
-    change: a block at a time in this thread, by several threads once the disk is seen to be cold
-    (the constants above)."""
+    change: a block at a time in this thread (half of many in a helper process meanwhile), by
+    several threads once the disk is seen to be cold (the constants above)."""
     prefix = base + os.sep if base else ""
     count = len(paths)
     probed = min(count, PROBE_STATS)
@@ -172,7 +177,11 @@ def rows_unchanged(base: str, paths: Sequence[str], values: np.ndarray) -> bool:
         took.append(time.perf_counter() - started)
     if not np.array_equal(np.array(rows, dtype=np.int64).reshape(probed, _FIELDS), values[:probed]):
         return False
-    if not looks_cold(took, STAT_COLD_SECONDS) or count - probed < PARALLEL_STATS:
+    if not looks_cold(took, STAT_COLD_SECONDS):
+        if count - probed >= HELPER_STATS and helper_possible():
+            return _match_with_helper(prefix, paths, values, probed, count)
+        return _match(prefix, paths, values, probed, count, None)
+    if count - probed < PARALLEL_STATS:
         return _match(prefix, paths, values, probed, count, None)
     changed = threading.Event()
     step = -(-(count - probed) // (4 * STAT_THREADS))
@@ -180,6 +189,19 @@ def rows_unchanged(base: str, paths: Sequence[str], values: np.ndarray) -> bool:
         found = list(pool.map(lambda start: _match(prefix, paths, values, start, min(start + step, count), changed),
                               range(probed, count, step)))
     return all(found)
+
+
+def _match_with_helper(prefix: str, paths: Sequence[str], values: np.ndarray, start: int, stop: int) -> bool:
+    """Whether paths[start:stop] have their rows, the second half statted by a helper process
+    meanwhile (its rows compared at once); that half statted here when the helper fails."""
+    middle = start + (stop - start) // 2
+    with HelperStats(prefix, paths[middle:stop]) as helper:
+        if not _match(prefix, paths, values, start, middle, None):
+            return False
+        rows = helper.rows()
+    if rows is None:
+        return _match(prefix, paths, values, middle, stop, None)
+    return np.array_equal(rows, values[middle:stop])
 
 
 def _match(prefix: str, paths: Sequence[str], values: np.ndarray, start: int, stop: int,
