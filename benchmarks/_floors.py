@@ -5,7 +5,7 @@ Linux: ``sync; echo 3 > /proc/sys/vm/drop_caches``), else asks the kernel to for
 the index (``posix_fadvise(POSIX_FADV_DONTNEED)`` on each; what the app's own code and libraries
 need stays cached then, so that cold is colder for the data than for the start-up).
 
-A floor reads the files an action opened (benchmarks/_read_log.py logs them) with many reads in
+A floor reads the files an action opened (benchmarks/_read_log.py logs them) with ``cat``, many reads in
 flight, in path order (the builder writes an index in path order, so that is the order its files
 were allocated in), each file whole: the device's rate for that set of files, not one request at
 a time. Cold: after the same eviction as the timed runs; warm: right after a read of them all.
@@ -14,6 +14,7 @@ a time. Cold: after the same eviction as the timed runs; warm: right after a rea
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -76,10 +77,22 @@ def read_whole(path: str) -> int:
 
 
 def read_all(paths: list[str]) -> tuple[float, int]:
-    """(seconds, bytes) reading every path whole, IN_FLIGHT at a time, in path order."""
+    """(seconds, bytes) reading every path whole, IN_FLIGHT at a time, in path order: by ``cat``
+    (IN_FLIGHT of them, each given its share of the paths in order, through ``xargs``) where there
+    is one; else by IN_FLIGHT threads of this interpreter, which hand its lock to each other around
+    every read (the 600,000 leaf documents of the 10M index, warm: 29-30 s, against 3.7-4.0 s by ``cat``)."""
+    cat, xargs = shutil.which("cat"), shutil.which("xargs")
+    if cat is None or xargs is None or not paths:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(IN_FLIGHT) as pool:
+            total = sum(pool.map(read_whole, paths, chunksize=64))
+        return time.perf_counter() - started, total
+    total = sum(os.stat(path).st_size for path in paths)
+    names = b"\0".join(os.fsencode(path) for path in paths)
+    share = -(-len(paths) // IN_FLIGHT)
     started = time.perf_counter()
-    with ThreadPoolExecutor(IN_FLIGHT) as pool:
-        total = sum(pool.map(read_whole, paths, chunksize=64))
+    subprocess.run([xargs, "-0", "-P", str(IN_FLIGHT), "-n", str(share), cat], input=names,
+                   stdout=subprocess.DEVNULL, check=True)
     return time.perf_counter() - started, total
 
 

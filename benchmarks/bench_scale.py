@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -98,28 +99,55 @@ def loadavg() -> float:
         return os.getloadavg()[0]
 
 
+#: Starts the command in a fresh process and writes its wait4 figures to a pipe. On Linux a process
+#: started by this one (vfork or fork, then exec) begins with this process's peak resident memory
+#: (ru_maxrss survives exec), and this process grows as it reads the floors: so the command is a
+#: grandchild, forked by this small launcher, whose own peak is all ru_maxrss then holds; its time is
+#: taken there too (the launcher's start is not the command's).
+_LAUNCHER = """
+import os, sys, time
+report, command = int(sys.argv[1]), sys.argv[2:]
+started = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.close(report)
+    try:
+        os.execvp(command[0], command)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+seconds = time.perf_counter() - started
+cpu = usage.ru_utime + usage.ru_stime
+os.write(report, f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss} {cpu} {seconds}".encode())
+"""
+
+
 def run_child(command: list[str], env: dict[str, str], timeout: float = CHILD_TIMEOUT_S) -> Run:
-    """Run command to its end; its own peak RSS comes from wait4 (RUSAGE_CHILDREN would mix runs)."""
+    """Run command to its end; its own peak RSS and CPU come from wait4 in a launcher (_LAUNCHER)."""
     load = loadavg()
+    read_end, write_end = os.pipe()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=REPO, env=env)
-        deadline = started + timeout
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                process.kill()
-                os.wait4(process.pid, 0)
-                raise TimeoutError(f"{' '.join(command)} ran over {timeout:.0f} s")
-            time.sleep(0.01)
-        seconds = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        try:
+            process = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, str(write_end), *command], stdout=out,
+                                       stderr=err, stdin=subprocess.DEVNULL, cwd=REPO, env=env, pass_fds=(write_end,),
+                                       start_new_session=True)
+        finally:
+            os.close(write_end)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            os.close(read_end)
+            raise TimeoutError(f"{' '.join(command)} ran over {timeout:.0f} s") from None
+        with os.fdopen(read_end, "rb") as report:
+            figures = report.read().split()
+        if len(figures) != 4:
+            raise RuntimeError(f"the launcher of {' '.join(command)} said nothing (exit {process.returncode})")
         out.seek(0)
         err.seek(0)
-        return Run(seconds, usage.ru_maxrss / 1024, process.returncode, out.read(), err.read(), load,
-                   usage.ru_utime + usage.ru_stime)
+        return Run(float(figures[3]), int(figures[1]) / 1024, int(figures[0]), out.read(), err.read(), load,
+                   float(figures[2]))
 
 
 def child_env(cache: Path) -> dict[str, str]:
@@ -514,7 +542,7 @@ def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int
           f"flight; Python {sys.version.split()[0]}, zarr {zarr.__version__}, numpy {numpy.__version__}, "
           f"{os.cpu_count()} CPUs")
     print(f"OS page cache: {'COLD before every timed run: ' + eviction_name() if args.cold else 'warm'}; "
-          f"floors: {'none' if args.no_floors else 'the files each action read, 64 in flight, path order'}")
+          f"floors: {'none' if args.no_floors else 'the files each action read by cat, 64 in flight, path order'}")
     print(f"{'action':<44} {''.join(f'{size:<38}' for size in sizes)}{'growth':>11}  {'target':<26} "
           f"issue before (200k / 2M)")
     results = []

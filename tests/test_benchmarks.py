@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,38 @@ def test_bench_tune_prints_the_shares_and_the_plain_build_baseline(tmp_path: Pat
     assert lines[1].startswith("  building ") and "searching" in lines[1]
     assert [line.split()[0] for line in lines[2:4]] == ["L1", "L2"]
     assert lines[-1].startswith("baseline: plain build_index of the same 2 variants:")
+
+
+def _benchmark_module(name: str) -> Any:
+    """A benchmark script, imported for its helpers."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_a_childs_peak_memory_is_its_own_not_the_benchmarks(tmp_path: Path) -> None:
+    """A process started directly begins with its parent's peak (ru_maxrss survives exec): a child
+    of a 400 MB benchmark read as 400 MB whatever it used."""
+    bench_scale = _benchmark_module("bench_scale")
+    ballast = bytearray(400 << 20)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # every page touched: resident
+    grow = "big = bytearray(150 << 20); big[::4096] = b'y' * len(big[::4096])"
+    run = bench_scale.run_child([sys.executable, "-c", grow], dict(os.environ))
+    del ballast
+    assert run.returncode == 0, run.stderr
+    assert 150 < run.rss_mb < 300, run  # the child's 150 MB and its interpreter, not the parent's 400
+    assert run.seconds > 0 and run.cpu_s > 0
+
+
+def test_a_floor_reads_every_file_whole(tmp_path: Path) -> None:
+    floors = _benchmark_module("_floors")
+    paths = []
+    for n in range(300):
+        path = tmp_path / f"f{n}"
+        path.write_bytes(b"z" * n)
+        paths.append(str(path))
+    seconds, nbytes = floors.read_all(paths)
+    assert nbytes == sum(range(300)) and seconds > 0
+    assert floors.read_all([])[1] == 0
