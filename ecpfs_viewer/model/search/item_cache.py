@@ -15,7 +15,7 @@ import contextlib
 
 from ecpfs_viewer.model.ecpfs.index_cache import IndexCache
 from ecpfs_viewer.model.ecpfs.parent_links import PARENT_LINKS
-from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_bytes
+from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_parts
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, LOCATE_FACTS, LocateFacts, item_map_of
 from ecpfs_viewer.model.storage.stamps import Stamps
@@ -39,7 +39,7 @@ def save_item_map(cache: IndexCache, item_map: ItemMap, stamps: Stamps, facts: L
     disk = cache.disk
     if disk is None:
         return
-    disk.write(ITEM_MAP, lookup_bytes(item_map, stamps))
+    disk.write(ITEM_MAP, *lookup_parts(item_map, stamps))
     with contextlib.suppress(OSError):
         disk.path(_EARLIER_MAP).unlink(missing_ok=True)  # an earlier version's, never read now
     cache.save(LOCATE_FACTS, facts.to_bytes(), facts_stamps)

@@ -15,7 +15,7 @@ import zarr
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.search import IndexReader
-from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_bytes
+from ecpfs_viewer.model.search.item_lookup import MappedLookup, lookup_parts
 from ecpfs_viewer.model.search.item_map import ItemMap
 from ecpfs_viewer.model.search.results import UnknownItemError
 from ecpfs_viewer.model.search.saved_locate import ITEM_MAP, saved_location
@@ -104,7 +104,7 @@ def test_a_file_that_is_not_a_lookup_is_not_opened(tmp_path: Path) -> None:
     item_map = ItemMap(np.arange(5, dtype=np.int64), np.zeros(5, np.int64), np.arange(5, dtype=np.int64))
     stamped = Stamps("local", ("b", "a"), np.asarray([3, ALWAYS], np.int64), np.ones((2, 5), np.int64))
     path = tmp_path / "lookup"
-    path.write_bytes(lookup_bytes(item_map, stamped))
+    path.write_bytes(b"".join(lookup_parts(item_map, stamped)))
     lookup = MappedLookup.open(path)
     assert lookup is not None and lookup.place(3) == (0, 3) and lookup.place(9) is None
     assert lookup.stamps().paths == ("a", "b")  # sorted by owner: a leaf's stamps are one run
@@ -122,3 +122,30 @@ def test_an_earlier_versions_map_is_deleted_when_the_new_one_is_saved(index: Pat
     with pytest.raises(UnknownItemError):
         IndexReader(index).locate(ABSENT)  # every leaf read again: the new map saved
     assert saved.exists() and not earlier.exists()
+
+
+def test_the_map_is_written_from_its_own_memory(tmp_path: Path) -> None:
+    """The file's parts are the map's arrays themselves, not copies joined in memory (at 10M items
+    two transient copies of 300 MB each)."""
+    ids = np.arange(10, 1010, dtype=np.int64)
+    item_map = ItemMap(ids, np.repeat(np.arange(10, dtype=np.int64), 100), np.tile(np.arange(100, dtype=np.int64), 10))
+    stamped = Stamps("local", ("lvl_1",), np.array([ALWAYS], np.int64), np.zeros((1, 5), np.int64))
+    parts = lookup_parts(item_map, stamped)
+    assert any(np.shares_memory(np.asarray(part), ids) for part in parts if isinstance(part, memoryview))
+    path = tmp_path / "lookup"
+    path.write_bytes(b"".join(parts))
+    lookup = MappedLookup.open(path)
+    assert lookup is not None and lookup.place(500) == (4, 90)
+
+
+def test_a_first_locate_keeps_no_leaf_document(tmp_path: Path) -> None:
+    """Reading every leaf's item_ids for the map leaves none of their documents in the hierarchy:
+    memory that grew with the index for as long as it was open."""
+    reader = IndexReader(build_clustered_index(tmp_path, 3000, 8))
+    with pytest.raises(UnknownItemError):
+        reader.locate(ABSENT)
+    leaves = reader.leaf_ids()
+    assert len(leaves) > 10
+    held = [n for n in leaves if reader.hierarchy.held(f"lvl_{reader.levels}/node_{n}/item_ids") is not None]
+    assert len(held) <= 1  # the first leaf's, read for the ids' type (uint32 or int64) before the pass
+    assert reader.locate(7).leaf in leaves  # and a location still reads what it needs
