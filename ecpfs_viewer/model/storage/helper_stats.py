@@ -1,11 +1,11 @@
 """Files statted by a second process while this one stats others.
 
 From the page cache a stat is a couple of microseconds, nearly all of it the kernel's, and threads
-of one interpreter take turns at its lock around every call: the 600,000 leaf documents of a
-10M-item index took 1.6 s one after another and 2.3-2.9 s by two or three threads. A second
-interpreter has a lock of its own, so two processes on two CPUs take about half (the benchmark's
-figures are in benchmarks/README.md). The helper is a bare interpreter (no site, no numpy, no
-package of ours) that reads NUL-separated paths and writes each one's stamp row back as int64.
+of one interpreter take turns at its lock around every call, so they are slower than one thread.
+A second interpreter has a lock of its own: two processes on two CPUs take about half the time
+(``info`` and ``locate`` of the 10M-item index in benchmarks/bench_scale.py). The helper is a bare
+interpreter (no site, no numpy, no package of ours) that reads NUL-separated paths and writes each
+one's stamp row back as int64.
 
 An answer never depends on the helper: when it cannot be started, fails, or misses its deadline,
 :meth:`HelperStats.rows` says None and the caller stats those paths itself.
