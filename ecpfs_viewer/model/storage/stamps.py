@@ -63,7 +63,7 @@ STAT_COLD_SECONDS = COLD_SECONDS
 PARALLEL_STATS = 4096
 STAT_THREADS = 8
 #: stamps left after the probe of a warm disk past which a second process checks half of them
-#: (model/storage/helper_stats.py: the helper's start costs about what 10,000 stats do)
+#: (model/storage/helper_stats.py: starting the helper costs about what 15,000 stats do)
 HELPER_STATS = 50_000
 _ABSENT = (-1,) * _FIELDS
 _MAGIC = b"ECPFSENT"
