@@ -105,14 +105,12 @@ def bench(workdir: Path, rows: int, dim: int, levels: int, target: int, goal: fl
 
 
 BIG_CHILD = """
-import sys, time, resource, threading
+import sys, time
 sys.path.insert(0, {root!r})
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 t = time.perf_counter()
 res = build_index({src!r}, {out!r}, BuildParams(levels=3, target_cluster_items=100))
-wall = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"{{wall:.1f}} {{rss:.0f}} {{sum(res.nodes_per_level)}}")
+print(f"{{time.perf_counter() - t:.1f}} {{sum(res.nodes_per_level)}}")
 """
 
 
@@ -133,20 +131,14 @@ def bench_big(workdir: Path, gb: float = 1.5, dim: int = 128) -> None:
     code = BIG_CHILD.format(root=str(Path(__file__).resolve().parents[1]), src=str(src), out=str(out))
     print(f"{rows:,} x {dim} float32 ({src.stat().st_size / 1e9:.2f} GB), levels 3, target 100, "
           "in a child process (goal: peak RSS < 1 GB)")
-    # ru_maxrss of a forked child can carry the parent's high-water mark across exec (the
-    # parent just wrote 1.5 GB), so /usr/bin/time -v measures the child when available.
-    timer = ["/usr/bin/time", "-v"] if os.path.exists("/usr/bin/time") else []
-    proc = subprocess.run([*timer, sys.executable, "-c", code], capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(proc.stderr)
+    from bench_scale import run_child  # the child's own peak, not this process's (which wrote the input)
+
+    run = run_child([sys.executable, "-c", code], dict(os.environ))
+    if run.returncode != 0:
+        print(run.stderr)
         return
-    wall, rss, nodes = proc.stdout.split()
-    how = "getrusage ru_maxrss"
-    for line in proc.stderr.splitlines():
-        if "Maximum resident set size" in line:
-            rss, how = str(int(line.split(":")[1]) / 1024), "/usr/bin/time -v"
-    print(f"  {float(wall):.1f} s wall, peak resident memory {float(rss):.0f} MiB "
-          f"({how}), {nodes} nodes  ({load()})")
+    wall, nodes = run.stdout.split()
+    print(f"  {float(wall):.1f} s wall, peak resident memory {run.rss_mb:.0f} MiB, {nodes} nodes  ({load()})")
     shutil.rmtree(out, ignore_errors=True)
 
 
@@ -169,8 +161,8 @@ def _settled(after_removal: bool = False) -> None:
 def bench_scale(workdir: Path, sizes: list[int], floor: bool = True) -> None:
     """The command-line build at each size, its peak resident memory and its floor (`cp -r` of its output).
 
-    The input is written by a child: a forked process starts with its parent's high-water mark of
-    resident memory, which would then be counted as the build's."""
+    The input is written by a child, so this process stays small (run_child reports the build's own
+    peak either way)."""
     from _bench_index import LEVELS, TARGET_CLUSTER_ITEMS
     from bench_scale import child_env, run_child
 
