@@ -38,8 +38,8 @@ def _pad(size: int) -> int:
 
 def lookup_parts(item_map: ItemMap, stamps: Stamps) -> list[bytes | memoryview]:
     """The file of a complete map and the stamps of what it was made from, as parts written one
-    after another (the arrays' own memory where it is laid out as the file's: a 10M-item map
-    copied and then joined was two transient copies of 300 MB each)."""
+    after another (the arrays' own memory where it is laid out as the file's: copied and then
+    joined, a large map was two transient copies of itself)."""
     order = np.argsort(stamps.owners, kind="stable")
     paths = stamps.path_list.taken(order)  # their bytes and offsets as this file lays them out
     blob, offsets = paths.blob, paths.offsets

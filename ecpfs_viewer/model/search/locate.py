@@ -299,8 +299,8 @@ class ItemLocator:
             if self._next == 0:
                 self._stamps.append(self._provenance.stamp([(level_path(self.index.levels), ALWAYS)], walk=False))
             stamp_chunks = self._provenance.stamp_reads(list(zip(paths, part, strict=True)), self._stamps)
-        # a pass over every leaf keeps no document of theirs in the hierarchy (at 10M items 114 MB
-        # of item_ids documents, held for as long as the index is open)
+        # a pass over every leaf keeps no document of theirs in the hierarchy (memory that grew with
+        # the index, held for as long as it stayed open)
         arrays = self.index.arrays.read(paths, None if reporter is None else reporter.check, keep_documents=False,
                                         before_chunks=stamp_chunks)
         present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]

@@ -27,7 +27,7 @@ COLD_SECONDS = 40e-6
 #: files done at once from a cold disk
 SIDE_BY_SIDE = 4
 #: files a thread takes at a time from a cold batch: one task (a Future, its lock and condition)
-#: per file was 90 MB of a 2M-item index's 120,000 leaf documents statted cold
+#: per file grew with the batch (ThreadPoolExecutor.map ignores chunksize)
 FILES_PER_TASK = 16
 
 P = ParamSpec("P")
