@@ -5,8 +5,9 @@ From the page cache a small file reads (or stats) in microseconds, and one threa
 after another is fastest (threads only add hand-overs of the interpreter lock). From a cold disk
 each file waits on the device (its inode, then its data) and one thread waits for each in turn: the
 16,000 files of a 200,000-item map's leaves took 3.2 s one after another and 1.45 s four at a time.
-So :func:`in_order` starts one file after another and, when its first :data:`PROBE_FILES` took more
-than :data:`COLD_SECONDS` each (their median: :func:`looks_cold`), does the rest
+So :func:`in_order` starts one file after another and, when its first :data:`PROBE_FILES` were not
+in the page cache (where the system tells: :func:`cache_says_cold`) or else took more than
+:data:`COLD_SECONDS` each (their median: :func:`looks_cold`), does the rest
 :data:`SIDE_BY_SIDE` at a time, in threads that end with the batch (none is left behind). Imports
 no zarr (the stamps use it).
 """
@@ -55,13 +56,26 @@ def looks_cold(seconds: Sequence[float], cold: float | None = None) -> bool:
     return bool(seconds) and statistics.median(seconds) > (COLD_SECONDS if cold is None else cold)
 
 
-def in_order(calls: Sequence[Callable[[], T]]) -> list[T]:
+def cache_says_cold(cached: Sequence[bool | None]) -> bool | None:
+    """Whether the disk is cold from the page cache's word on the first files (True: in memory):
+    cold when at least a quarter of them were not; None when it could not tell for every one."""
+    if not cached or any(told is None for told in cached):
+        return None
+    return sum(not told for told in cached) * 4 >= len(cached)
+
+
+def in_order(calls: Sequence[Callable[[], T]], cold: Callable[[], bool | None] | None = None) -> list[T]:
     """Each call's value, in order: one after another, the rest side by side (in the caller's
-    context) once the first PROBE_FILES were slow (module docstring). A call must not raise."""
+    context) once the first PROBE_FILES were slow (module docstring). A call must not raise.
+
+    ``cold``, asked after the first PROBE_FILES, says from the page cache whether they waited on
+    the disk, in place of their times: with other threads of the process busy, a warm file waits
+    for the interpreter lock as long as a cold one waits for the disk, and more threads only add
+    turns. When it cannot tell (None) the times decide."""
     found: list[T] = []
     took: list[float] = []
     for at, call in enumerate(calls):
-        if at == PROBE_FILES and len(calls) > 2 * PROBE_FILES and looks_cold(took):
+        if at == PROBE_FILES and len(calls) > 2 * PROBE_FILES and _is_cold(cold, took):
             rest = calls[at:]
             tasks = [rest[start:start + FILES_PER_TASK] for start in range(0, len(rest), FILES_PER_TASK)]
             with ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="cold_reads") as pool:
@@ -73,6 +87,11 @@ def in_order(calls: Sequence[Callable[[], T]]) -> list[T]:
         if at < PROBE_FILES:
             took.append(time.perf_counter() - started)
     return found
+
+
+def _is_cold(cold: Callable[[], bool | None] | None, took: Sequence[float]) -> bool:
+    told = cold() if cold is not None else None
+    return looks_cold(took) if told is None else told
 
 
 def _call_each(calls: Sequence[Callable[[], T]]) -> list[T]:

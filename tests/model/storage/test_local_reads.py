@@ -6,12 +6,13 @@ bound kept in the threads, no thread left behind, and no thread at all while the
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
 
-from ecpfs_viewer.model.storage import local_reads, side_by_side
+from ecpfs_viewer.model.storage import counted_io, local_reads, side_by_side
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.stamps import stamp_local
 from ecpfs_viewer.model.storage.stored_bound import StoredBound, StoredTooLarge, stored_bounds
@@ -36,18 +37,24 @@ def _threads() -> set[str]:
     return {t.name for t in threading.enumerate() if t.name.startswith("cold_reads")}
 
 
+def _disk(monkeypatch, cold: bool) -> None:
+    """A disk that looks cold (or warm) both by the page cache's word and by how long files take."""
+    monkeypatch.setattr(counted_io, "first_page_cached", lambda fd: not cold)
+    monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0 if cold else 3600.0)
+
+
+def _counted_pools(monkeypatch) -> list[int]:
+    started: list[int] = []
+    pool = side_by_side.ThreadPoolExecutor
+    monkeypatch.setattr(side_by_side, "ThreadPoolExecutor", lambda *a, **k: started.append(1) or pool(*a, **k))
+    return started
+
+
 @pytest.mark.parametrize("cold", [False, True])
 def test_the_values_are_in_order_either_way_and_no_thread_is_left(tmp_path: Path, monkeypatch, cold: bool) -> None:
     expected = _folder(tmp_path)
-    started: list[int] = []
-    pool = side_by_side.ThreadPoolExecutor
-
-    def counted_pool(*args, **kwargs):  # type: ignore[no-untyped-def]
-        started.append(1)
-        return pool(*args, **kwargs)
-
-    monkeypatch.setattr(side_by_side, "ThreadPoolExecutor", counted_pool)
-    monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0 if cold else 3600.0)  # every batch slow, or none
+    started = _counted_pools(monkeypatch)
+    _disk(monkeypatch, cold)
     found = local_reads.read_local(str(tmp_path) + os.sep, [(key, None) for key, _ in expected])
     assert found == [data for _, data in expected]
     assert started == ([1] if cold else [])
@@ -59,7 +66,7 @@ def test_a_failed_file_gives_its_error_in_place_and_a_bound_holds_in_the_threads
     """A folder read as a file fails alone; a chunk stored past its bound (a context of the calling
     thread) is refused in the threads that read it side by side."""
     expected = _folder(tmp_path)
-    monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0)
+    _disk(monkeypatch, cold=True)
     requests: list[tuple[str, None]] = [(key, None) for key, _ in expected] + [("d1", None)]
     large = expected[-2][0]
     assert expected[-2][1] is not None and len(expected[-2][1]) > 100
@@ -79,7 +86,7 @@ def test_a_store_and_stamps_of_single_files_read_the_same_cold_or_warm(tmp_path:
     store = open_store(str(tmp_path))
     warm = store.read_many_or_errors(keys)
     store.close()
-    monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0)
+    _disk(monkeypatch, cold=True)
     cold_stamps = stamp_local(str(tmp_path), [(key, n) for n, key in enumerate(keys)], walk=False)
     store = open_store(str(tmp_path))
     before = store.counter.snapshot().requests
@@ -105,6 +112,76 @@ def test_a_pause_of_the_process_among_the_first_files_starts_no_thread(monkeypat
     assert side_by_side.in_order(calls) == list(range(len(calls)))
     assert started == []
     assert side_by_side.looks_cold([0.0, 1.0, 1.0]) and not side_by_side.looks_cold([0.0, 0.0, 1.0])
+
+
+def test_the_page_cache_tells_a_file_on_disk_from_one_in_memory() -> None:
+    """Asked without waiting (RWF_NOWAIT): a file whose pages were dropped is not in memory, and is
+    once read. The test's folder is the system's temporary one: tmpfs (where pytest's may be) keeps
+    every page in memory and cannot be asked."""
+    if not hasattr(os, "RWF_NOWAIT"):
+        assert counted_io.first_page_cached(0) is None
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "chunk"
+        with path.open("wb") as out:
+            out.write(os.urandom(20_000))
+            out.flush()
+            os.fsync(out.fileno())  # clean pages, which the kernel may drop
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            assert counted_io.first_page_cached(fd) is False
+            os.read(fd, 1 << 16)
+            assert counted_io.first_page_cached(fd) is True
+        finally:
+            os.close(fd)
+    fifo = Path(tempfile.mkdtemp()) / "fifo"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert counted_io.first_page_cached(fd) is None  # no page cache to ask: the times decide
+    finally:
+        os.close(fd)
+        fifo.unlink()
+        fifo.parent.rmdir()
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_the_page_cache_not_the_times_decides_whether_files_are_read_side_by_side(monkeypatch, cached: bool) -> None:
+    """Other threads of a busy process (a recall's readers and scorers) make a warm file wait for
+    the interpreter lock as long as a cold one waits for the disk: the files' times said cold, and
+    more threads only added turns. Here every file is slow by its time (COLD_SECONDS below zero);
+    only files that were not in memory start threads."""
+    started = _counted_pools(monkeypatch)
+    monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0)
+    with tempfile.TemporaryDirectory() as folder:  # not tmpfs: see the test above
+        expected = _folder(Path(folder))
+        for key, data in expected:
+            if data is not None:
+                fd = os.open(Path(folder) / key, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                    if not cached:
+                        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+        found = local_reads.read_local(folder + os.sep, [(key, None) for key, _ in expected])
+    assert found == [data for _, data in expected]
+    assert started == ([] if cached else [1])
+
+
+def test_the_page_cache_verdict_on_the_first_files() -> None:
+    """Cold when a quarter of them were not in memory; no verdict when one could not be asked."""
+    assert side_by_side.cache_says_cold([True] * 8) is False
+    assert side_by_side.cache_says_cold([True] * 7 + [False]) is False
+    assert side_by_side.cache_says_cold([True] * 6 + [False] * 2) is True
+    assert side_by_side.cache_says_cold([False] * 8) is True
+    assert side_by_side.cache_says_cold([True] * 7 + [None]) is None
+    assert side_by_side.cache_says_cold([]) is None
+    times_say_cold = [1.0] * side_by_side.PROBE_FILES
+    assert side_by_side._is_cold(lambda: None, times_say_cold) is True
+    assert side_by_side._is_cold(lambda: False, times_say_cold) is False
+    assert side_by_side._is_cold(lambda: True, [0.0] * side_by_side.PROBE_FILES) is True
 
 
 def test_a_large_cold_batch_makes_a_task_per_few_files_not_per_file(monkeypatch) -> None:
