@@ -33,8 +33,10 @@ if TYPE_CHECKING:
 
 #: Bytes of item ids a sampling pass keeps for the exact search after it (a bound, not a share of the index).
 HELD_IDS_BYTES = 64 << 20
-#: Batches of item_ids read at once.
-READ_AHEAD = 4
+#: Batches of item_ids read ahead of the one being checked: one, in one thread. From a cold disk
+#: each batch's own reads go side by side (model/storage/side_by_side.py); more batches at once
+#: only made their threads take turns at the interpreter lock from a warm one.
+READ_AHEAD = 1
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,8 @@ class _Held:
 
 def _batches(index: NodeReader, leaves: list[int], reporter: Reporter
              ) -> Iterator[tuple[int, list[int], list[np.ndarray | None]]]:
-    """Each LEAF_BATCH of leaves' item_ids, in leaf order, READ_AHEAD batches read at once (the
-    files are small: the pass waits on the disk, not on the cores)."""
+    """Each LEAF_BATCH of leaves' item_ids, in leaf order, READ_AHEAD batches read in another
+    thread while the last one is checked."""
     def read(part: list[int]) -> list[np.ndarray | None]:
         return index.arrays.read([node_array_path(index.levels, leaf, "item_ids") for leaf in part],
                                  reporter.check, keep_documents=False)
