@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -198,16 +199,19 @@ def level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -
     return replace(stats, seconds=time.perf_counter() - started)
 
 
-def shared_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None) -> LevelStats:
+def shared_level_stats(h: Hierarchy, level: int, summary: IndexSummary | None = None,
+                       compute: Callable[[], LevelStats] | None = None) -> LevelStats:
     """:func:`level_stats`, computed once per Hierarchy and level and then reused; never raises.
 
     Kept beside h (:func:`level_stats_cache`) until ``Hierarchy.refresh`` of the level (or above) drops it;
     statistics that lack what could not be read on the way are not kept (asked again next time).
+    ``compute`` computes them in place of :func:`level_stats` (the leaf level from the cache folder:
+    ``leaf_stats_cache.shared_stats``).
     """
     summary = summary if summary is not None else summarize(h)
     key = _summary_key(summary, level)
     return level_stats_cache(h).get_or_compute(
-        level, key, lambda: level_stats(h, level, summary), keep=lambda s: s.complete
+        level, key, compute or (lambda: level_stats(h, level, summary)), keep=lambda s: s.complete
     )
 
 
