@@ -40,9 +40,8 @@ class IndexReader(NodeReader):
         self.cache = self.opened.cache
         self._locator: ItemLocator | None = None
         self._map_saved = False
-        #: whether exact search keeps what it read of every leaf: the item ids for the locator and
-        #: the documents in the hierarchy (then locating reads nothing, but memory grows with the
-        #: index); a recall run without a miss map turns it off
+        #: whether exact search keeps every leaf's item ids for the locator (then locating reads
+        #: nothing, but memory grows with the index); a recall run without a miss map turns it off
         self.learn_from_scans = True
         self._scan_order: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 

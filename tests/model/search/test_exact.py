@@ -75,7 +75,9 @@ def test_exact_search_teaches_the_locator(tied) -> None:
     assert reader.locator.complete and reader.locator.complete_map() is not None
     reads = reader.store.stats().requests
     assert reader.locator.find_one(599) == reader.locator.find_one(599)
-    assert reader.store.stats().requests == reads  # answered from what exact search read
+    # answered from what exact search read: at most the first leaf's item_ids document is read
+    # (the ids' type), as a scan keeps no leaf's documents
+    assert reader.store.stats().requests - reads <= 1
 
 
 def test_a_complete_item_map_leaves_only_the_embeddings_to_read(tied) -> None:

@@ -149,3 +149,19 @@ def test_a_first_locate_keeps_no_leaf_document(tmp_path: Path) -> None:
     held = [n for n in leaves if reader.hierarchy.held(f"lvl_{reader.levels}/node_{n}/item_ids") is not None]
     assert len(held) <= 1  # the first leaf's, read for the ids' type (uint32 or int64) before the pass
     assert reader.locate(7).leaf in leaves  # and a location still reads what it needs
+
+
+@pytest.mark.parametrize("learn", [True, False])
+def test_an_exact_search_keeps_no_leaf_document(tmp_path: Path, learn: bool) -> None:
+    """An exact search reads every leaf: it keeps their item ids for the locator when it learns
+    from scans, never their documents (an explain at 10M items held 200,000 of them)."""
+    reader = IndexReader(build_clustered_index(tmp_path, 3000, 8))
+    reader.learn_from_scans = learn
+    query = np.zeros(reader.dim, np.float32)
+    truth = reader.exact(query, 5)
+    leaves = reader.leaf_ids()
+    held = [n for n in leaves for name in ("embeddings", "item_ids")
+            if reader.hierarchy.held(f"lvl_{reader.levels}/node_{n}/{name}") is not None]
+    assert len(held) <= 2  # what opening the index read of the first leaf (its dim and type)
+    assert reader.locator.complete is learn  # the item ids kept or not, as asked
+    assert [h.item_id for h in truth.hits(0)] == [h.item_id for h in reader.exact(query, 5).hits(0)]
