@@ -305,3 +305,62 @@ def test_zarr_python_decodes_through_the_guarded_decode(tmp_path: Path, kind: st
     finally:
         tracemalloc.stop()
     assert peak < 16 << 20
+
+
+ROWS = np.random.default_rng(5).standard_normal((251, 64)).astype("float32")
+
+
+def _leaf_store(tmp_path: Path) -> Path:
+    """A leaf's embeddings as an index stores them: 251 rows in a chunk of 2,048 (512 KiB decoded,
+    the batch reader's scratch path)."""
+    from ecpfs_viewer.model.zarrtree import array_batch
+
+    root = zarr.open_group(tmp_path / "e.zarr", mode="w", zarr_format=3)
+    root.create_array("embeddings", shape=ROWS.shape, dtype=ROWS.dtype, chunks=(2048, 64),
+                      compressors=[ZstdCodec(level=3)], fill_value=0.0)[...] = ROWS
+    assert array_batch.SCRATCH_MIN_BYTES <= 2048 * 64 * 4 <= array_batch.SCRATCH_CHUNK_BYTES
+    return tmp_path / "e.zarr"
+
+
+def test_a_large_zstd_chunk_is_decoded_into_the_scratch_buffer_with_the_kept_context(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """numcodecs makes and frees a zstd context per chunk, which cost as much as decoding a leaf's
+    padded embeddings chunk: no numcodecs codec is made for it."""
+    path = _leaf_store(tmp_path)
+    made: list[int] = []
+    real = numcodecs.Zstd.__init__
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(numcodecs.Zstd, "__init__", counted)
+    found = ArrayBatchReader(Hierarchy(open_store(path))).read(["embeddings"])[0]
+    assert found is not None
+    np.testing.assert_array_equal(found, ROWS)
+    assert made == []
+
+
+@pytest.mark.parametrize("stored", ["two frames", "bytes after the frame", "holds less than the chunk",
+                                    "no declared size"])
+def test_a_large_zstd_chunk_that_is_not_one_plain_frame_reads_as_the_bounded_decoder_says(tmp_path: Path,
+                                                                                           stored: str) -> None:
+    """What the scratch path does not decode itself goes to the bounded decoder: read as zarr reads
+    it, or refused naming the chunk, never a wrong array."""
+    path = _leaf_store(tmp_path)
+    padded = np.zeros((2048, 64), "float32")
+    padded[:251] = ROWS
+    raw = padded.tobytes()
+    chunk = {"two frames": numcodecs.Zstd().encode(raw[:100_000]) + numcodecs.Zstd().encode(raw[100_000:]),
+             "bytes after the frame": numcodecs.Zstd().encode(raw) + b"junk",
+             "holds less than the chunk": zstandard.ZstdCompressor(write_content_size=False).compress(raw[:-4096]),
+             "no declared size": zstandard.ZstdCompressor(write_content_size=False).compress(raw)}[stored]
+    (path / "embeddings/c/0/0").write_bytes(chunk)
+    reader = ArrayBatchReader(Hierarchy(open_store(path)))
+    if stored in ("two frames", "no declared size"):
+        found = reader.read(["embeddings"])[0]
+        assert found is not None
+        np.testing.assert_array_equal(found, ROWS)
+    else:
+        with pytest.raises(ArrayReadError, match=r"embeddings/c/0/0\b"):
+            reader.read(["embeddings"])
