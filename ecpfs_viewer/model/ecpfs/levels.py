@@ -329,38 +329,59 @@ def _empty_level(level: int, path: str, summary: IndexSummary, findings: tuple[F
 _Measured = tuple[list[int], list[int], dict[int, int], list[str], set[int], dict[int, str], dict[int, str]]
 
 
-def _measure(nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary, findings: list[Finding]) -> _Measured:
+class _Measure:
     """Ids and sizes of the nodes that have embeddings, the commonest chunk rows, the empty, broken,
     sizeless (no usable embeddings: "unreadable" or "missing") and unread nodes; each node's
-    problems appended to findings."""
-    ids: list[int] = []
-    sizes: list[int] = []
-    chunk_rows: dict[int, int] = {}
-    empty: list[str] = []
-    broken: set[int] = set()
-    sizeless: dict[int, str] = {}
-    unread: dict[int, str] = {}
-    for node in nodes:
+    problems appended to findings. Measured a batch of nodes at a time as their documents are read
+    (``read_node_arrays``), each node's parsed documents let go once measured: a level's all held
+    at once grew with the index (200,000 leaves at 10M items)."""
+
+    def __init__(self, leaf: bool | None, summary: IndexSummary, findings: list[Finding]) -> None:
+        self.leaf, self.summary, self.findings = leaf, summary, findings
+        self.ids: list[int] = []
+        self.sizes: list[int] = []
+        self.chunk_rows: dict[int, int] = {}
+        self.empty: list[str] = []
+        self.broken: set[int] = set()
+        self.sizeless: dict[int, str] = {}
+        self.unread: dict[int, str] = {}
+
+    def add(self, nodes: list[NodeArrays]) -> None:
+        for node in nodes:
+            self._add(node)
+            node.emb = node.ids = None
+
+    def _add(self, node: NodeArrays) -> None:
         if node.unread is not None:
-            unread[node.node_id] = node.unread
-            continue
+            self.unread[node.node_id] = node.unread
+            return
         for message in node.errors:
-            findings.append(Finding(fc.NODE_METADATA, node.path, message))
+            self.findings.append(Finding(fc.NODE_METADATA, node.path, message))
         if node.emb is None and node.ids is None:
             if not node.errors:
-                empty.append(node.path)
-            continue
-        check_node(node, leaf, summary, findings)
+                self.empty.append(node.path)
+            return
+        check_node(node, self.leaf, self.summary, self.findings)
         if node.errors or node.emb is None or node.ids is None:
-            broken.add(node.node_id)
+            self.broken.add(node.node_id)
         if node.emb is None:
-            sizeless[node.node_id] = "unreadable" if "embeddings" in node.unreadable else "missing"
-        if node.emb is not None:
-            ids.append(node.node_id)
-            sizes.append(node.emb.rows)
+            self.sizeless[node.node_id] = "unreadable" if "embeddings" in node.unreadable else "missing"
+        else:
+            self.ids.append(node.node_id)
+            self.sizes.append(node.emb.rows)
             if node.emb.chunk_rows is not None:
-                chunk_rows[node.emb.chunk_rows] = chunk_rows.get(node.emb.chunk_rows, 0) + 1
-    return ids, sizes, chunk_rows, empty, broken, sizeless, unread
+                self.chunk_rows[node.emb.chunk_rows] = self.chunk_rows.get(node.emb.chunk_rows, 0) + 1
+
+    def result(self) -> _Measured:
+        return self.ids, self.sizes, self.chunk_rows, self.empty, self.broken, self.sizeless, self.unread
+
+
+def _measured(h: Hierarchy, nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary,
+              findings: list[Finding]) -> _Measured:
+    """The nodes' documents read (``read_node_arrays``) and measured (:class:`_Measure`)."""
+    measure = _Measure(leaf, summary, findings)
+    read_node_arrays(h, nodes, "item_ids" if leaf else "node_ids" if leaf is not None else None, measure.add)
+    return measure.result()
 
 
 def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSummary | None = None) -> LevelStats:
@@ -372,11 +393,10 @@ def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSum
     nodes = [NodeArrays(node_id, f"{path}/{node_name(node_id)}") for node_id in dict.fromkeys(node_ids)]
     findings: list[Finding] = []
     try:
-        read_node_arrays(h, nodes, "item_ids" if leaf else "node_ids" if leaf is not None else None)
+        ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measured(h, nodes, leaf, summary, findings)
     except Exception as exc:
         return replace(_empty_level(level, path, summary, (Finding(fc.LEVEL_UNREAD, path, _unread_message(exc)),)),
                        subset=True, unread=describe_exception(exc))
-    ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measure(nodes, leaf, summary, findings)
     empty = [node for node in empty if h.node(node).kind is not NodeKind.ERROR]  # absent: no empty group
     order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
     common_rows = max(chunk_rows, key=chunk_rows.__getitem__) if chunk_rows else None
@@ -417,10 +437,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         if child.kind is NodeKind.ERROR:
             findings.append(Finding(fc.UNREADABLE_METADATA, child.path, f"unreadable group metadata: {child.error}"))
         nodes.append(NodeArrays(node_id, child.path))
-    expected_ids = "item_ids" if leaf else "node_ids" if leaf is not None else None
-    read_node_arrays(h, nodes, expected_ids)
-    ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measure(nodes, leaf, summary, findings)
-    release_gradually(nodes)  # 40,000 parsed node documents: freed at once they hold the GUI up
+    ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measured(h, nodes, leaf, summary, findings)
+    release_gradually(nodes)  # 40,000 node entries: freed at once they hold the GUI up
     if unread:
         first = min(unread)
         findings.append(Finding(fc.NODES_UNREAD,

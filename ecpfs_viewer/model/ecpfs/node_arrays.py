@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
@@ -35,22 +36,27 @@ class NodeArrays:
 DOCUMENT_BATCH_NODES = 4096
 
 
-def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | None) -> None:
+def read_node_arrays(h: Hierarchy, nodes: list[NodeArrays], expected_ids: str | None,
+                     each_batch: Callable[[list[NodeArrays]], None] | None = None) -> None:
     """Fill emb/ids of every node: batch reads of the expected documents, listing only odd nodes.
 
     Documents the Hierarchy already holds (the node_ids a derived listing read) are not read
     again; the others are read DOCUMENT_BATCH_NODES nodes at a time with one multi-key read, so a
-    remote store keeps its whole in-flight budget busy. The first failed read is raised, as a
-    level that cannot be read; a node whose documents could not be read on the way (no answer) is
-    marked ``unread`` instead.
+    remote store keeps its whole in-flight budget busy. Each batch, filled, is handed to
+    ``each_batch`` in node order before the next is read (it may let go of what they hold). The
+    first failed read is raised, as a level that cannot be read; a node whose documents could not
+    be read on the way (no answer) is marked ``unread`` instead.
     """
-    if expected_ids:
-        fast = [n for n in nodes if not h.is_listed(n.path)]
-        for start in range(0, len(fast), DOCUMENT_BATCH_NODES):
-            _read_batch(h, fast[start:start + DOCUMENT_BATCH_NODES], expected_ids)
-    for node in nodes:
-        if node.names is None:
-            _list_node(h, node)
+    for start in range(0, len(nodes), DOCUMENT_BATCH_NODES):
+        batch = nodes[start:start + DOCUMENT_BATCH_NODES]
+        fast = [n for n in batch if not h.is_listed(n.path)] if expected_ids else []
+        if fast and expected_ids:
+            _read_batch(h, fast, expected_ids)
+        for node in batch:
+            if node.names is None:
+                _list_node(h, node)
+        if each_batch is not None:
+            each_batch(batch)
 
 
 def _read_batch(h: Hierarchy, batch: list[NodeArrays], expected_ids: str) -> None:

@@ -39,3 +39,23 @@ def test_the_documents_are_read_a_batch_at_a_time_with_the_same_statistics(tmp_p
     np.testing.assert_array_equal(found.sizes, expected.sizes)
     assert (found.findings, found.chunk_rows, found.total_items) == (expected.findings, expected.chunk_rows,
                                                                      expected.total_items)
+
+
+def test_each_batch_is_measured_and_let_go_before_the_next_is_read(tmp_path: Path, monkeypatch) -> None:
+    """A level's parsed documents held all at once grew with the index (10M items: 200,000 leaves'
+    two documents each): every batch's are dropped once measured, before the next batch is read."""
+    index = build_clustered_index(tmp_path, 3000, 8)
+    monkeypatch.setattr(node_arrays, "DOCUMENT_BATCH_NODES", 16)
+    batches: list[list[node_arrays.NodeArrays]] = []
+    still_held: list[int] = []
+    real = node_arrays._read_batch
+
+    def watched(h, batch, expected_ids):  # type: ignore[no-untyped-def]
+        still_held.append(sum(n.emb is not None or n.ids is not None for earlier in batches for n in earlier))
+        batches.append(batch)
+        return real(h, batch, expected_ids)
+
+    monkeypatch.setattr(node_arrays, "_read_batch", watched)
+    stats = level_stats(hierarchy(index), 2)
+    assert len(batches) > 3 and sum(stats.sizes) == 3000
+    assert still_held == [0] * len(batches)
