@@ -49,7 +49,7 @@ import zstandard
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.formatting import format_value
 from ecpfs_viewer.model.limits import current_limits
-from ecpfs_viewer.model.zarrtree.zstd_frames import check_whole_frames, is_one_frame
+from ecpfs_viewer.model.zarrtree.zstd_frames import check_whole_frames
 
 
 def between_allowance(expected: int) -> int:
@@ -138,31 +138,6 @@ def _zstd(data: Any, limit: int) -> bytes:
     if total > limit:
         raise _PastLimit("zstd")
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
-
-
-def _zstd_into(data: Any, out: Any) -> bool:
-    """Decode one zstd frame that declares exactly ``len(out)`` bytes into ``out`` with this
-    thread's kept context (numcodecs makes a context per chunk, which costs as much again as a
-    leaf's padded 512 KiB chunk). False, with ``out`` to be ignored, for anything else: several
-    frames, bytes after the frame, a frame that holds more or less than it declares, a corrupt one
-    (the bounded decoder then says what is wrong)."""
-    try:
-        if zstandard.frame_content_size(data) != len(out) or not len(out):
-            return False
-        framed = memoryview(numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
-        if not is_one_frame(framed):
-            return False
-        target = memoryview(out).cast("B")
-        reader = _decompressor().stream_reader(framed, read_size=len(framed))
-        filled = 0
-        while filled < len(target):
-            got = reader.readinto(target[filled:])
-            if not got:
-                return False  # less than declared
-            filled += got
-        return not reader.read(1)  # more than declared: refused by the bounded decoder
-    except (zstandard.ZstdError, ValueError, TypeError):
-        return False
 
 
 def _zstd_most(decoded: int) -> int:
@@ -330,19 +305,17 @@ def decode_bounded(codec: str, data: Any, limit: int, config: Mapping[str, Any] 
         raise exc.refusal(limit if size is None else size) from None
 
 
-#: numcodecs' decoders that write into a given buffer and never past its end (the buffer is the
-#: limit); zstd is decoded into it by :func:`_zstd_into`
-_INTO: dict[str, Callable[[], Any]] = {"gzip": numcodecs.GZip, "blosc": numcodecs.Blosc}
+#: numcodecs' decoders that write into a given buffer and never past its end (the buffer is the limit)
+_INTO: dict[str, Callable[[], Any]] = {"zstd": numcodecs.Zstd, "gzip": numcodecs.GZip, "blosc": numcodecs.Blosc}
 
 
 class ChunkDecoder:
     """The bounded decode of one codec of a known chain (the batch reader's): a chunk may decode to
     `limit` bytes, the chunk's own `size` when the codec is next to ``bytes``.
 
-    A chunk decoded into ``out`` (the batch reader's scratch buffer for large chunks) is decoded
-    into that buffer, which bounds it (zstd with this thread's kept context, the others by
-    numcodecs); a chunk that does not fit is decoded again by the bounded decoder, which says what
-    is wrong with it.
+    A chunk decoded into ``out`` (the batch reader's scratch buffer for large chunks) is decoded by
+    numcodecs into that buffer, which bounds it; a chunk that does not fit is decoded again by the
+    bounded decoder, which says what is wrong with it.
     """
 
     def __init__(self, codec: str, config: Mapping[str, Any], limit: int, size: int | None = None) -> None:
@@ -353,14 +326,11 @@ class ChunkDecoder:
         self.size = limit if size is None else size
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        if out is not None and len(out) == self.limit:
-            if self.codec == "zstd" and _zstd_into(buf, out):
-                return out
-            if self._into is not None:
-                try:
-                    return self._into.decode(buf, out=out)
-                except Exception:  # does not fit, or corrupt: the bounded decoder says which, below
-                    pass
+        if out is not None and self._into is not None and len(out) == self.limit:
+            try:
+                return self._into.decode(buf, out=out)
+            except Exception:  # does not fit, or corrupt: the bounded decoder says which, below
+                pass
         try:
             return self._decode(buf, self.limit)
         except _PastLimit as exc:

@@ -34,31 +34,16 @@ def check_whole_frames(data: Any) -> None:
             if at > end:
                 raise ValueError("a skippable frame runs past the end of the chunk")
             continue
-        at = _frame_end(view, at, end)
-
-
-def is_one_frame(data: Any) -> bool:
-    """Whether `data` is exactly one complete zstd frame (no skippable frame, nothing after it)."""
-    view = memoryview(data).cast("B")
-    try:
-        return len(view) >= 8 and _u32(view, 0) == _FRAME_MAGIC and _frame_end(view, 0, len(view)) == len(view)
-    except ValueError:
-        return False
-
-
-def _frame_end(view: memoryview, at: int, end: int) -> int:
-    """Where the zstd frame starting at `at` ends (its header, its blocks, its checksum)."""
-    if _u32(view, at) != _FRAME_MAGIC:
-        raise ValueError(f"bytes at offset {at} are not a zstd frame")
-    checksum = 4 if view[at + 4] & 0x04 else 0  # the frame header descriptor's checksum flag
-    try:
-        at += zstandard.frame_header_size(view[at:])
-    except zstandard.ZstdError as exc:
-        raise ValueError(f"the frame at offset {at} has a broken header ({exc})") from None
-    at = _blocks_end(view, at, end) + checksum
-    if at > end:
-        raise ValueError("the last frame is cut short")
-    return at
+        if magic != _FRAME_MAGIC:
+            raise ValueError(f"bytes at offset {at} are not a zstd frame")
+        checksum = 4 if view[at + 4] & 0x04 else 0  # the frame header descriptor's checksum flag
+        try:
+            at += zstandard.frame_header_size(view[at:])
+        except zstandard.ZstdError as exc:
+            raise ValueError(f"the frame at offset {at} has a broken header ({exc})") from None
+        at = _blocks_end(view, at, end) + checksum
+        if at > end:
+            raise ValueError("the last frame is cut short")
 
 
 def _blocks_end(view: memoryview, at: int, end: int) -> int:
