@@ -22,7 +22,7 @@ from zarr.storage import LocalStore, MemoryStore, WrapperStore
 from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.formatting import count_noun, format_bytes, format_value
 from ecpfs_viewer.model.limits import current_limits
-from ecpfs_viewer.model.storage import event_loop
+from ecpfs_viewer.model.storage import event_loop, page_cache
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache
 
 
@@ -342,25 +342,6 @@ def _open_regular(path: str) -> tuple[int, int] | None:
 _FIRST_READ = 1 << 16
 
 
-#: a read that returns at once, or fails (EAGAIN), when its pages are not in the OS page cache
-_NOWAIT: int | None = getattr(os, "RWF_NOWAIT", None)
-
-
-def first_page_cached(fd: int) -> bool | None:
-    """Whether an open file's first page is in the OS page cache, asked without waiting for the
-    disk; None where that cannot be told (another system, tmpfs, a FIFO). How long a read took
-    cannot tell a cold disk from threads taking turns at the interpreter lock."""
-    if _NOWAIT is None:
-        return None
-    try:
-        os.preadv(fd, [bytearray(1)], 0, _NOWAIT)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return None
-    return True
-
-
 def read_file(path: str, check: Callable[[str, int], None] | None = None,
               cached: list[bool | None] | None = None) -> bytes | None:
     """A whole local file, or None when it does not exist (or is a directory).
@@ -373,7 +354,7 @@ def read_file(path: str, check: Callable[[str, int], None] | None = None,
     file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
     EAGAIN), a device fills the first read, and both of those cases are told apart by fstat. A
     larger one is read again from its start in one piece (no second copy to join the pieces).
-    ``cached``, when given, is told whether the file was in memory (:func:`first_page_cached`).
+    ``cached``, when given, is told whether the file was in memory (``page_cache.first_page_cached``).
     """
     try:
         fd = os.open(path, _O_READ)
@@ -381,7 +362,7 @@ def read_file(path: str, check: Callable[[str, int], None] | None = None,
         return None
     try:
         if cached is not None:
-            cached.append(first_page_cached(fd))
+            cached.append(page_cache.first_page_cached(fd))
         cap, name = cap_for(path)
         try:
             data = os.read(fd, _FIRST_READ)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ecpfs_viewer.model.storage import counted_io, local_reads, side_by_side
+from ecpfs_viewer.model.storage import local_reads, page_cache, side_by_side
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.stamps import stamp_local
 from ecpfs_viewer.model.storage.stored_bound import StoredBound, StoredTooLarge, stored_bounds
@@ -39,7 +39,7 @@ def _threads() -> set[str]:
 
 def _disk(monkeypatch, cold: bool) -> None:
     """A disk that looks cold (or warm) both by the page cache's word and by how long files take."""
-    monkeypatch.setattr(counted_io, "first_page_cached", lambda fd: not cold)
+    monkeypatch.setattr(page_cache, "first_page_cached", lambda fd: not cold)
     monkeypatch.setattr(side_by_side, "COLD_SECONDS", -1.0 if cold else 3600.0)
 
 
@@ -119,7 +119,7 @@ def test_the_page_cache_tells_a_file_on_disk_from_one_in_memory() -> None:
     once read. The test's folder is the system's temporary one: tmpfs (where pytest's may be) keeps
     every page in memory and cannot be asked."""
     if not hasattr(os, "RWF_NOWAIT"):
-        assert counted_io.first_page_cached(0) is None
+        assert page_cache.first_page_cached(0) is None
         return
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "chunk"
@@ -130,16 +130,16 @@ def test_the_page_cache_tells_a_file_on_disk_from_one_in_memory() -> None:
         fd = os.open(path, os.O_RDONLY)
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            assert counted_io.first_page_cached(fd) is False
+            assert page_cache.first_page_cached(fd) is False
             os.read(fd, 1 << 16)
-            assert counted_io.first_page_cached(fd) is True
+            assert page_cache.first_page_cached(fd) is True
         finally:
             os.close(fd)
     fifo = Path(tempfile.mkdtemp()) / "fifo"
     os.mkfifo(fifo)
     fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        assert counted_io.first_page_cached(fd) is None  # no page cache to ask: the times decide
+        assert page_cache.first_page_cached(fd) is None  # no page cache to ask: the times decide
     finally:
         os.close(fd)
         fifo.unlink()
