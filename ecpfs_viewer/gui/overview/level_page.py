@@ -103,7 +103,8 @@ def level_rows(stats: LevelStats, summary: IndexSummary, reused: bool = False) -
         rows.append(("Empty node groups", fact_value(len(stats.empty_nodes))))
     if stats.other_entries:
         rows.append(("Other entries", ", ".join(stats.other_entries[:10])))
-    computed = f"{stats.seconds * 1000:.0f} ms from metadata (no chunk decoded)"
+    computed = ("an earlier process, kept in the cache folder (no leaf document has changed since)" if stats.kept
+                else f"{stats.seconds * 1000:.0f} ms from metadata (no chunk decoded)")
     if reused:
         computed += "; reused (computed by validation or an earlier visit)"
     rows.append(("Computed in", computed))

@@ -55,7 +55,8 @@ def _from_bytes(data: bytes, summary: IndexSummary) -> LevelStats | None:
             scalars = json.loads(saved["scalars"].tobytes().decode())
         stats = LevelStats(int(scalars["level"]), str(scalars["path"]), True, node_ids, sizes,
                            scalars["max_nodes"], int(scalars["gap_count"]), tuple(map(int, scalars["gap_ids"])),
-                           tuple(map(int, scalars["out_of_range_ids"])), scalars["chunk_rows"], scalars["total_items"])
+                           tuple(map(int, scalars["out_of_range_ids"])), scalars["chunk_rows"], scalars["total_items"],
+                           kept=True)
     except (OSError, EOFError, KeyError, ValueError, TypeError, UnicodeDecodeError, zipfile.BadZipFile):
         return None
     if (node_ids.dtype != np.int64 or sizes.dtype != np.int64 or node_ids.shape != sizes.shape or node_ids.ndim != 1

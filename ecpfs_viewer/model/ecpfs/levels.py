@@ -64,6 +64,8 @@ class LevelStats:
     unread: str | None = None
     #: statistics of a few named nodes (:func:`nodes_stats`), not of the whole level
     subset: bool = False
+    #: read back from the cache folder (model/ecpfs/leaf_stats_cache.py), computed by an earlier process
+    kept: bool = False
 
     @property
     def complete(self) -> bool:
