@@ -24,7 +24,8 @@ _NAMES = ("item_ids", "leaves", "rows")
 
 def links_bytes(children: np.ndarray, parents: np.ndarray, rows: np.ndarray) -> bytes:
     out = io.BytesIO()
-    np.savez(out, item_ids=children, leaves=parents, rows=rows)
+    np.savez(out, item_ids=np.asarray(children, np.int64), leaves=np.asarray(parents, np.int64),
+             rows=np.asarray(rows, np.int64))  # held narrower where they fit (model/search/item_map.py)
     return out.getvalue()
 
 

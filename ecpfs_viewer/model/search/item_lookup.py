@@ -18,40 +18,60 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-from ecpfs_viewer.model.search.item_map import ItemMap
+from ecpfs_viewer.model.search.item_map import ItemMap, narrowed
+from ecpfs_viewer.model.storage.disk_cache import EntryPart
 from ecpfs_viewer.model.storage.stamps import ALWAYS, STAMP_FIELDS, Stamps, rows_unchanged
 
 _MAGIC = b"ECPFSLKP"
 _VERSION = 1
 _HEAD = struct.Struct("<8sIQ")  # magic, version, length of the JSON header that follows
 _ALIGN = 8
+_WIDEN_STEP = 1 << 20
+_UINT32_MAX = int(np.iinfo(np.uint32).max)
 
 
 def _pad(size: int) -> int:
     return -size % _ALIGN
 
 
-def lookup_parts(item_map: ItemMap, stamps: Stamps) -> list[bytes | memoryview]:
+def lookup_parts(item_map: ItemMap, stamps: Stamps) -> list[EntryPart]:
     """The file of a complete map and the stamps of what it was made from, as parts written one
-    after another (the arrays' own memory where it is laid out as the file's: copied and then
-    joined, a large map was two transient copies of itself)."""
+    after another (the arrays' own memory where it is laid out as the file's, else written as int64
+    a step at a time: copied and then joined, a large map was two transient copies of itself)."""
     order = np.argsort(stamps.owners, kind="stable")
     paths = stamps.path_list.taken(order)  # their bytes and offsets as this file lays them out
     blob, offsets = paths.blob, paths.offsets
     header = json.dumps({"kind": stamps.kind, "items": len(item_map), "stamps": len(paths),
                          "blob": len(blob)}).encode()
     head = _HEAD.pack(_MAGIC, _VERSION, len(header)) + header
-    parts: list[bytes | memoryview] = [head, b"\0" * _pad(len(head))]
+    parts: list[EntryPart] = [head, b"\0" * _pad(len(head))]
     for array in (item_map.item_ids, item_map.leaves, item_map.rows, stamps.owners[order],
                   stamps.values[order], offsets):
-        parts.append(memoryview(np.ascontiguousarray(array, np.int64)).cast("B"))
+        parts.append(memoryview(np.ascontiguousarray(array)).cast("B") if array.dtype == np.int64
+                     else _widened(array))
     parts.append(blob)
     return parts
+
+
+def _copied(mapped: np.ndarray) -> np.ndarray:
+    """Leaves or rows out of the file, as int32 where they fit (never the file's own memory)."""
+    held = narrowed(mapped)
+    return np.array(held) if held is mapped else held
+
+
+def _widened(array: np.ndarray) -> Callable[[BinaryIO], None]:
+    """A part that writes the array as int64 a step at a time (a map's int32 leaves and rows)."""
+    def write(handle: BinaryIO) -> None:
+        flat = array.reshape(-1)
+        for low in range(0, len(flat), _WIDEN_STEP):
+            handle.write(memoryview(flat[low:low + _WIDEN_STEP].astype(np.int64)).cast("B"))
+    return write
 
 
 class MappedLookup:
@@ -136,11 +156,13 @@ class MappedLookup:
         return rows_unchanged(base, [self._path(i) for i in picked], self.values[picked])
 
     def item_map(self) -> ItemMap | None:
-        """The whole map, copied out of the file; None when its ids are out of order."""
-        ids = np.array(self.ids)
+        """The whole map, copied out of the file (ids as uint32 where all fit, as the leaves store
+        them); None when its ids are out of order."""
+        ids = self.ids
         if len(ids) and (bool((ids[1:] < ids[:-1]).any()) or int(self.leaves.min()) < 0 or int(self.rows.min()) < 0):
             return None
-        return ItemMap(ids, np.array(self.leaves), np.array(self.rows))
+        fit = not len(ids) or (int(ids[0]) >= 0 and int(ids[-1]) <= _UINT32_MAX)  # ascending: the ends bound them
+        return ItemMap(ids.astype(np.uint32) if fit else np.array(ids), _copied(self.leaves), _copied(self.rows))
 
     def stamps(self) -> Stamps:
         """The stamps of what the map was made from, copied out of the file."""

@@ -61,7 +61,7 @@ class _Held:
     def add(self, run: _Run) -> None:
         if self.ids is None:
             return
-        ids = run.ids.astype(np.uint32) if not len(run.ids) or int(run.ids.max()) <= 0xFFFFFFFF else run.ids
+        ids = run.ids.astype(np.uint32, copy=False) if not len(run.ids) or int(run.ids.max()) <= 0xFFFFFFFF else run.ids
         self.nbytes += ids.nbytes + run.leaves.nbytes + run.sizes.nbytes
         if self.nbytes > HELD_IDS_BYTES:
             self.ids, self.leaves, self.sizes = None, [], []
@@ -74,7 +74,7 @@ class _Held:
         if self.ids is None:
             return None
         empty = np.zeros(0, np.int64)
-        return (np.concatenate(self.ids).astype(np.int64) if self.ids else empty,
+        return (np.concatenate(self.ids) if self.ids else empty,  # uint32 where every id fits, as the locator's
                 np.concatenate(self.leaves) if self.leaves else empty,
                 np.concatenate(self.sizes) if self.sizes else empty)
 

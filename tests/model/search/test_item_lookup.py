@@ -165,3 +165,28 @@ def test_an_exact_search_keeps_no_leaf_document(tmp_path: Path, learn: bool) -> 
     assert len(held) <= 2  # what opening the index read of the first leaf (its dim and type)
     assert reader.locator.complete is learn  # the item ids kept or not, as asked
     assert [h.item_id for h in truth.hits(0)] == [h.item_id for h in reader.exact(query, 5).hits(0)]
+
+
+def _write(path: Path, parts: list) -> None:
+    with open(path, "wb") as handle:  # as the cache folder writes an entry's parts
+        for part in parts:
+            part(handle) if callable(part) else handle.write(part)
+
+
+@pytest.mark.parametrize("first_id", [0, 1 << 40])
+def test_a_map_held_narrow_is_saved_as_int64_and_loaded_narrow_where_it_fits(tmp_path: Path, first_id: int) -> None:
+    """In memory the map holds uint32 ids and int32 leaves and rows where they fit (12 bytes an
+    item, not 24); the file keeps the format's int64, written a step at a time."""
+    ids = np.arange(first_id, first_id + 3000, dtype=np.uint32 if first_id == 0 else np.int64)
+    held = ItemMap(ids, np.repeat(np.arange(30, dtype=np.int32), 100), np.tile(np.arange(100, dtype=np.int32), 30))
+    stamped = Stamps("local", ("lvl_1",), np.array([ALWAYS], np.int64), np.zeros((1, 5), np.int64))
+    path = tmp_path / "lookup"
+    _write(path, lookup_parts(held, stamped))
+    lookup = MappedLookup.open(path)
+    assert lookup is not None and lookup.ids.dtype == np.int64 and lookup.place(first_id + 2050) == (20, 50)
+    loaded = lookup.item_map()
+    assert loaded is not None and (loaded.leaves.dtype, loaded.rows.dtype) == (np.int32, np.int32)
+    assert loaded.item_ids.dtype == (np.uint32 if first_id == 0 else np.int64)
+    assert all(np.array_equal(getattr(loaded, f), getattr(held, f)) for f in ("item_ids", "leaves", "rows"))
+    assert not any(np.shares_memory(a, lookup.ids) or np.shares_memory(a, lookup.leaves)
+                   for a in (loaded.item_ids, loaded.leaves, loaded.rows))  # copies, not the file's pages

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,9 @@ import zarr
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.search import IndexReader, UnknownItemError
+from ecpfs_viewer.model.search import item_map as item_map_module
 from ecpfs_viewer.model.search import locate as locate_module
-from ecpfs_viewer.model.search.item_map import ItemMap, _placed_by_value, stable_order
+from ecpfs_viewer.model.search.item_map import ItemMap, _placed_by_value, _Run, stable_order
 from ecpfs_viewer.model.search.locate import ItemLocator
 
 
@@ -87,7 +89,9 @@ def test_a_duplicated_id_in_one_batch_answers_with_its_first_leaf(index: Path, t
     assert whole is not None and whole.lookup(np.array([twice])) == {twice: (leaves[0], 1)}
 
 
-def test_stable_order_sorts_like_the_stable_sort() -> None:
+@pytest.mark.parametrize("step", [1 << 18, 777])  # the placing by value a step at a time
+def test_stable_order_sorts_like_the_stable_sort(step: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(item_map_module, "_STEP", step)
     rng = np.random.default_rng(5)
     dense = rng.permutation(5000).astype(np.int64)  # placed by value, no sort
     gaps = rng.choice(9000, 5000, replace=False).astype(np.int64) - 4500  # negative ids, some gaps
@@ -96,13 +100,45 @@ def test_stable_order_sorts_like_the_stable_sort() -> None:
     wide = rng.choice(1 << 40, 5000, replace=False).astype(np.int64)
     extremes = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, *range(2000)], np.int64)
     for keys in (rng.permutation(1000), rng.integers(0, 50, 1000), np.array([], np.int64), np.array([3]),
-                 dense, gaps, repeated, wide, extremes):
+                 dense, gaps, repeated, wide, extremes, dense.astype(np.uint32), (gaps + 4500).astype(np.uint32),
+                 repeated.astype(np.uint32), np.array([0xFFFFFFFF, *range(2000)], np.uint32)):
         order, ranked = stable_order(keys)
         assert order.tolist() == np.argsort(keys, kind="stable").tolist()
         assert ranked.tolist() == np.sort(keys).tolist()
         assert ranked.dtype == keys.dtype
     assert _placed_by_value(dense) is not None and _placed_by_value(gaps) is not None  # no sort
     assert _placed_by_value(repeated) is None and _placed_by_value(wide) is None  # sorted
+
+
+def test_a_map_holds_the_leaves_types_and_answers_any_wanted_id() -> None:
+    leaves = [3, (1 << 31) + 5]  # a leaf number past int32: that map's leaves stay int64
+    ids = [np.array([9, 0xFFFFFFFF], np.uint32), np.array([4], np.uint32)]
+    narrow = ItemMap.of_leaves(leaves[:1], ids[:1])
+    assert (narrow.item_ids.dtype, narrow.leaves.dtype, narrow.rows.dtype) == (np.uint32, np.int32, np.int32)
+    wide = ItemMap.of_leaves(leaves, ids)
+    assert wide.leaves.dtype == np.int64 and wide.leaves.tolist() == [leaves[1], 3, 3]
+    wanted = np.array([-1, 4, 9, 0xFFFFFFFF, 1 << 32], np.int64)  # two no uint32 can be: not held, no error
+    assert wide.lookup(wanted) == {4: (leaves[1], 0), 9: (3, 0), 0xFFFFFFFF: (3, 1)}
+    mixed = ItemMap.of_leaves(leaves, [ids[0], np.array([-4], np.int64)])  # a leaf of signed ids: all int64
+    assert mixed.item_ids.dtype == np.int64 and mixed.lookup(np.array([-4, 9])) == {-4: (leaves[1], 0), 9: (3, 0)}
+    assert wide.unique_ids().dtype == np.int64
+
+
+def test_a_map_of_the_spec_types_is_held_in_12_bytes_an_item_and_sorted_in_under_24() -> None:
+    """The map is most of a first locate's memory at 10,000,000 items (it held 24 bytes an item
+    and sorting it took 40)."""
+    count, size = 40_000, 50
+    ids = np.random.default_rng(2).permutation(count * size).astype(np.uint32)
+    run = _Run.of_leaves(list(range(count)), [ids[i * size:(i + 1) * size] for i in range(count)])
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        whole = run.sorted()
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (held - base) / len(ids) <= 12.1 and (peak - base) / len(ids) <= 24
+    assert whole.lookup(np.array([int(ids[777])])) == {int(ids[777]): (777 // size, 777 % size)}
 
 
 @pytest.mark.parametrize("bad", [
@@ -117,8 +153,9 @@ def test_from_bytes_checks_types_lengths_and_order() -> None:
     good = ItemMap(np.array([1, 2], np.int64), np.array([0, 0], np.int64), np.array([0, 1], np.int64))
     back = ItemMap.from_bytes(good.to_bytes())
     assert [a.tolist() for a in (back.item_ids, back.leaves, back.rows)] == [[1, 2], [0, 0], [0, 1]]
+    narrow = ItemMap(np.array([1, 2], np.uint32), np.array([0, 0], np.int32), np.array([0, 1], np.int32))
+    assert [a.tolist() for a in vars(ItemMap.from_bytes(narrow.to_bytes())).values()] == [[1, 2], [0, 0], [0, 1]]
     for broken in (ItemMap(np.array([2, 1], np.int64), good.leaves, good.rows),
-                   ItemMap(np.array([1, 2], np.int32), good.leaves, good.rows),
                    ItemMap(good.item_ids, np.array([0], np.int64), good.rows),
                    ItemMap(good.item_ids, good.leaves, np.array([0, -1], np.int64))):
         with pytest.raises(ValueError, match="not an item map"):
