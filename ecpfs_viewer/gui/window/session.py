@@ -66,7 +66,8 @@ class IndexSession(QObject):
     dropped = Signal()  # an opened index was let go and its store closed
     recent_changed = Signal(list)  # the recent locations, newest first
     demo_progress = Signal(object)  # BuildProgress of the demo index being built
-    demo_finished = Signal(str)  # "" once the demo index is ready (it is opened next), else why not
+    demo_finished = Signal(str)  # "" once no demo index is built any more (ready and opened next, or given
+    # up for another index opened meanwhile), else why it could not be built
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -83,14 +84,19 @@ class IndexSession(QObject):
 
     @property
     def busy(self) -> bool:
-        return self._open_runner.busy
+        """An index being opened, or the demo index being built to be opened."""
+        return self._open_runner.busy or self._demo_runner.busy
 
     # -- opening --------------------------------------------------------------------------------
     def open_location(self, location: str, remote: RemoteOptions | None = None) -> None:
-        """Open a folder, zip or URL in the background, letting go of the index open before."""
+        """Open a folder, zip or URL in the background, letting go of the index open before.
+
+        A demo index still being built is given up: the user chose this index after it, and the
+        demo opening when its build ends would replace this one under them."""
         location = location.strip()
         if not location:
             return
+        self._give_up_demo()
         self.drop()
         self.location, self.remote = location, remote
         self.opening.emit(location)
@@ -138,6 +144,12 @@ class IndexSession(QObject):
     def _on_demo_ready(self, path: Path) -> None:
         self.demo_finished.emit("")
         self.open_location(str(path))
+
+    def _give_up_demo(self) -> None:
+        """Stop building the demo index and drop its result (it would open over the index opened now)."""
+        if self._demo_runner.busy:
+            self._demo_runner.invalidate()
+            self.demo_finished.emit("")
 
     def stop(self) -> None:
         """The window closes: nothing more is opened, the open index is let go."""

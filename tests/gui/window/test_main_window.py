@@ -6,8 +6,10 @@ import gc
 import json
 import re
 import shutil
+import threading
 import weakref
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication
 from PySide6.QtWidgets import QApplication, QFileDialog
+from pytestqt.qtbot import QtBot
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.build.dialog import BuildDialog
@@ -421,6 +424,35 @@ def test_demo_action_opens_what_the_demo_builder_returns(qtbot, window, two_clus
     qtbot.waitUntil(lambda: win.session.location == str(two_clusters_path), timeout=5000)
     wait_idle(qtbot, win)
     assert calls == [True] and "lvl_2" in tree_names(win, "")
+
+
+def test_an_index_opened_while_the_demo_builds_is_not_replaced_by_the_demo(
+        qtbot: QtBot, window: Callable[..., MainWindow], two_clusters_path: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Open Demo Index, then another index before the demo is built: the demo is given up, not
+    opened over the index the user chose last (the monkey's closing check found it)."""
+    import ecpfs_viewer.gui.window.session as session
+
+    demo = tmp_path / "demo.zarr"
+    shutil.copytree(two_clusters_path, demo)
+    release = threading.Event()
+
+    def slow_demo(progress: object = None, cancel: object = None) -> Path:
+        release.wait(30)
+        return demo
+
+    monkeypatch.setattr(session, "ensure_demo_index", slow_demo)
+    win = window()
+    win.start_page.buttons["demo"].click()
+    assert win.progress.isVisibleTo(win)  # the demo is being built
+    win.open_location(str(two_clusters_path))
+    qtbot.waitUntil(lambda: win.session.current is not None, timeout=5000)
+    release.set()  # the build ends after the user's choice: its result is on its way to the window
+    qtbot.waitUntil(lambda: thread_pool().activeThreadCount() == 0, timeout=5000)
+    QApplication.processEvents()  # deliver it
+    wait_idle(qtbot, win)
+    assert win.session.location == str(two_clusters_path)
+    assert win.windowTitle().startswith("two_clusters.zarr") and not win.progress.isVisibleTo(win)
 
 
 def test_closing_leaves_no_running_threads(qtbot, window, two_clusters_path):
