@@ -202,7 +202,7 @@ def _placed_by_value(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if span == n:  # as many values as keys (ids 0..N-1): the table is the order, if every slot is filled
         if bool((slot < 0).any()):
             return None
-        return slot, np.arange(low, high + 1, dtype=np.int64).astype(keys.dtype, copy=False)
+        return slot, np.arange(low, high + 1, dtype=keys.dtype)
     filled = slot >= 0
     if int(np.count_nonzero(filled)) != n:
         return None
