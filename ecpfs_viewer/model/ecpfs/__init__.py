@@ -9,7 +9,8 @@ Format reference: ``docs/ecpfs-format.md`` (§1 layout, §5 ``ecp info``, §7 ol
 
 Submodules: ``findings`` (Finding, Severity), ``metadata`` (reading documents and scalars),
 ``layout`` (which generation wrote a store), ``summary`` (the index header), ``levels`` and
-``node_arrays`` (per-level statistics, cached per Hierarchy), ``references`` (decoding node_ids),
+``node_arrays`` (per-level statistics), ``shared_levels`` (them cached per Hierarchy),
+``references`` (decoding node_ids),
 ``paths`` (the lvl_N/node_M path grammar).
 This package re-exports their public names.
 """
@@ -34,17 +35,19 @@ if TYPE_CHECKING:
         LevelPlan,
         LevelStats,
         NodeSize,
-        cached_level_stats,
-        forget_level_stats,
-        held_level_stats,
         level_plan,
         level_stats,
         nodes_stats,
-        shared_level_stats,
     )
     from ecpfs_viewer.model.ecpfs.metadata import ArrayMeta, MetadataReader, parse_array_meta
     from ecpfs_viewer.model.ecpfs.paths import ROOT_EMBEDDINGS
     from ecpfs_viewer.model.ecpfs.references import ChildReferences, ReferencedChildren, referenced_children, spread
+    from ecpfs_viewer.model.ecpfs.shared_levels import (
+        cached_level_stats,
+        forget_level_stats,
+        held_level_stats,
+        shared_level_stats,
+    )
     from ecpfs_viewer.model.ecpfs.summary import (
         LEGACY_METRIC_CODES,
         LEGAL_METRICS,
@@ -99,9 +102,10 @@ __getattr__ = lazy_exports(__name__, {
         "INFO_INTEGERS", "REQUIRED_ARRAYS", "SUPPORTED_FORMAT_VERSION", "Generation", "IndexLayout", "detect_index"
     ),
     "levels": (
-        "MAX_LISTED_IDS", "MAX_LISTED_LEVELS", "LevelPlan", "LevelStats", "NodeSize", "cached_level_stats",
-        "forget_level_stats", "held_level_stats", "level_plan", "level_stats", "nodes_stats", "shared_level_stats"
+        "MAX_LISTED_IDS", "MAX_LISTED_LEVELS", "LevelPlan", "LevelStats", "NodeSize", "level_plan", "level_stats",
+        "nodes_stats"
     ),
+    "shared_levels": ("cached_level_stats", "forget_level_stats", "held_level_stats", "shared_level_stats"),
     "metadata": ("ArrayMeta", "MetadataReader", "parse_array_meta"),
     "paths": ("ROOT_EMBEDDINGS",),
     "references": ("ChildReferences", "ReferencedChildren", "referenced_children", "spread"),

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ecpfs_viewer.model.ecpfs.index_cache import index_cache
-from ecpfs_viewer.model.ecpfs.levels import LevelStats, level_stats, shared_level_stats
+from ecpfs_viewer.model.ecpfs.levels import LevelStats, level_stats
 from ecpfs_viewer.model.ecpfs.paths import level_path, parse_node_name
+from ecpfs_viewer.model.ecpfs.shared_levels import shared_level_stats
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 from ecpfs_viewer.model.storage.zip_stamps import archive_directory

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.levels import shared_level_stats
+from ecpfs_viewer.model.ecpfs.shared_levels import shared_level_stats
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.histogram import figures
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy

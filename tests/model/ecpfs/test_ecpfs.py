@@ -23,7 +23,7 @@ from ecpfs_viewer.model.ecpfs import (
     shared_level_stats,
     summarize,
 )
-from ecpfs_viewer.model.ecpfs.levels import level_stats_cache
+from ecpfs_viewer.model.ecpfs.shared_levels import level_stats_cache
 from ecpfs_viewer.model.validation import validate
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
