@@ -39,10 +39,10 @@ from ecpfs_viewer.model.ecpfs import (
     ReferencedChildren,
     cached_level_stats,
     referenced_children,
+    shared_level_stats,
     summarize,
 )
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
-from ecpfs_viewer.model.ecpfs.leaf_stats_cache import shared_stats
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name
 from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.histogram import log_histogram
@@ -142,7 +142,7 @@ def compute_level_view(h: Hierarchy, level: int) -> LevelView:
     """Summary and level statistics (metadata only, shared with validation), for the worker thread."""
     summary = summarize(h)
     reused = cached_level_stats(h, level) is not None
-    return LevelView(summary, shared_stats(h, level, summary), reused)
+    return LevelView(summary, shared_level_stats(h, level, summary), reused)
 
 
 def references_button_text(level: int) -> str:

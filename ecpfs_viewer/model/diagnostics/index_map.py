@@ -324,8 +324,8 @@ def shared_layout(reader: NodeReader, progress: ProgressCallback | None = None,
 def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, cancel: Event | None = None) -> IndexMap:
     """The map of an opened index: each level's node ids (one listing), every internal node's
     ``node_ids`` (few and small) and the leaves' rows from their ``embeddings`` metadata."""
-    from ecpfs_viewer.model.ecpfs.leaf_stats_cache import shared_stats
     from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS, level_plan
+    from ecpfs_viewer.model.ecpfs.shared_levels import shared_level_stats
     from ecpfs_viewer.model.ecpfs.summary import summarize
 
     summary = summarize(reader.hierarchy)  # once, for the plan and every level's statistics
@@ -337,7 +337,7 @@ def layout_index(reader: NodeReader, progress: ProgressCallback | None = None, c
     chunk_rows: dict[int, int | None] = {}
     for level in range(1, reader.levels + 1):
         checkpoint(cancel)
-        stats = shared_stats(reader.hierarchy, level, summary)
+        stats = shared_level_stats(reader.hierarchy, level, summary)
         chunk_rows[level] = stats.chunk_rows
         present = stats.present_ids()
         listed = np.asarray(reader.level_node_ids(level), np.int64)

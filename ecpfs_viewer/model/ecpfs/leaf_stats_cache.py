@@ -21,7 +21,6 @@ import numpy as np
 from ecpfs_viewer.model.ecpfs.index_cache import index_cache
 from ecpfs_viewer.model.ecpfs.levels import LevelStats, level_stats
 from ecpfs_viewer.model.ecpfs.paths import level_path, parse_node_name
-from ecpfs_viewer.model.ecpfs.shared_levels import shared_level_stats
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 from ecpfs_viewer.model.storage.zip_stamps import archive_directory
@@ -128,13 +127,3 @@ def read_leaf_stats(h: Hierarchy, summary: IndexSummary) -> LevelStats:
     if stamps is not None and _clean(stats):
         cache.save(LEAF_STATS.format(level=summary.levels), _to_bytes(stats), stamps)
     return stats
-
-
-def shared_stats(h: Hierarchy, level: int, summary: IndexSummary) -> LevelStats:
-    """A level's shared statistics (``shared_level_stats``), the leaf level's from the cache folder
-    while none of its documents changed, else read and kept there: the index map and the level
-    page of a large index then do not read every leaf's documents in each process."""
-    if level != summary.levels:
-        return shared_level_stats(h, level, summary)
-    return shared_level_stats(h, level, summary,
-                              lambda: saved_leaf_stats(h, summary) or read_leaf_stats(h, summary))

@@ -184,7 +184,10 @@ def check_levels(check: Check, reader: MetadataReader, summary: IndexSummary) ->
         check.checked.append(f"metadata of {node_total:,} nodes on {count_noun(len(stats), 'level')}; "
                              f"{lacking} {', '.join(incomplete)} could not be read")
     else:
-        check.checked.append(f"metadata of all {node_total:,} nodes on {count_noun(len(stats), 'level')}")
+        kept = next((s.path for s in stats if s.kept), None)
+        check.checked.append(f"metadata of all {node_total:,} nodes on {count_noun(len(stats), 'level')}"
+                             + (f" ({kept}'s from the cache folder: none of its documents has changed since an "
+                                "earlier process read them)" if kept else ""))
     if stats and stats[-1].is_leaf:
         leaves = stats[-1]
         # a sum lacking leaves that could not be read is no finding (the level's finding says what it lacks)

@@ -65,6 +65,7 @@ def test_check_in_batches_reports_like_one_node_at_a_time(two_clusters_copy: Pat
     chunk.write_bytes(b"not a chunk")
     batched = validate(Hierarchy(open_store(two_clusters_copy)))
     monkeypatch.setattr(data_checks, "BATCH_NODES", 1)
+    monkeypatch.setenv("ECPFS_VIEWER_CACHE", str(two_clusters_copy.parent / "another cache"))  # reads it all again
     one_by_one = validate(Hierarchy(open_store(two_clusters_copy)))
     assert [f.describe() for f in batched.findings] == [f.describe() for f in one_by_one.findings]
     assert any("lvl_2/node_1/item_ids" in f.path and "cannot read data" in f.message for f in batched.errors)

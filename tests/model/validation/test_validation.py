@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.build.demo import ensure_demo_index
@@ -307,3 +308,37 @@ def test_findings_by_path_and_level_findings(two_clusters_copy: Path) -> None:
     level = report.level_findings(2)
     assert [f.path for f in level] == ["lvl_2/node_1"]
     assert report.level_findings(1) == () and findings_under(report.findings, "") == report.findings
+
+
+def _leaf_documents_read(index: Path) -> tuple[object, int]:
+    """validate() by a fresh Hierarchy (a later process) and how many leaf group documents
+    (lvl_2/node_N/zarr.json, which only the level's statistics read) it read."""
+    h = Hierarchy(open_store(index))
+    read: list[str] = []
+    real = h.store.read_many_or_errors
+
+    def counted(keys, *args, **kwargs):  # type: ignore[no-untyped-def]
+        read.extend(k for k in keys if re.fullmatch(r"lvl_2/node_\d+/zarr\.json", k))
+        return real(keys, *args, **kwargs)
+
+    h.store.read_many_or_errors = counted  # type: ignore[method-assign]
+    return validate(h), len(read)
+
+
+def test_a_later_check_takes_the_leaf_level_from_the_cache_folder_until_a_leaf_document_changes(
+        tmp_path: Path) -> None:
+    """Validation's leaf statistics are the ones `info` and the index map keep in the cache folder:
+    a later process reads none of the leaves' documents while none changed, and says so (10M
+    items: 600,000 documents, read again by every window that opened the index)."""
+    index = build_clustered_index(tmp_path, 3000, 8)
+    leaves = len(list((index / "lvl_2").glob("node_*")))
+    first, reads = _leaf_documents_read(index)
+    assert reads == leaves and "cache folder" not in first.checked[0]
+    again, reads = _leaf_documents_read(index)
+    assert reads == 0 and "(lvl_2's from the cache folder: none of its documents has changed" in again.checked[0]
+    assert [f.describe() for f in again.findings] == [f.describe() for f in first.findings]
+    assert again.levels[-1].sizes.tolist() == first.levels[-1].sizes.tolist()
+    leaf = index / "lvl_2" / "node_1" / "embeddings" / "zarr.json"
+    leaf.write_bytes(leaf.read_bytes())  # rewritten in place: its stamp changed
+    after, reads = _leaf_documents_read(index)
+    assert reads == leaves and "cache folder" not in after.checked[0]
