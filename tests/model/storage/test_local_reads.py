@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,31 @@ def test_a_large_cold_batch_makes_a_task_per_few_files_not_per_file(monkeypatch)
     assert found == [1] * len(calls)
     assert peak < 20e6, f"{peak / 1e6:.0f} MB"  # a Future per file: about 75 MB
     assert not _threads()
+
+
+@pytest.mark.parametrize("block", [7, 32_768])
+def test_many_single_files_are_stamped_a_block_at_a_time_with_the_same_stamps(tmp_path: Path, monkeypatch,
+                                                                              block: int) -> None:
+    """Each stat row is a Python tuple until it is copied into the stamps' array: all at once, the
+    600,000 leaf documents of a 10M index took 360 MB while `info` or a check stamped them."""
+    from ecpfs_viewer.model.storage import stamps as stamps_module
+
+    for folder in range(20):
+        (tmp_path / f"f{folder}").mkdir()
+        for name in range(1000):
+            (tmp_path / f"f{folder}" / str(name)).write_bytes(b"x" * (name % 7))
+    groups = [(f"f{folder}/{name}", folder) for folder in range(20) for name in range(1000)]
+    groups.insert(5, ("f0/absent", 0))
+    whole = stamp_local(str(tmp_path), groups, walk=False)
+    monkeypatch.setattr(stamps_module, "STAMP_BLOCK", block)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        blocked = stamp_local(str(tmp_path), groups, walk=False)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert list(blocked.paths) == list(whole.paths) and (blocked.owners == whole.owners).all()
+    assert (blocked.values == whole.values).all() and (blocked.values[5] == -1).all()  # the absent file: its row
+    if block == 7:
+        assert peak / len(groups) < 260  # bytes a path (about 200; all rows at once: about 500)
