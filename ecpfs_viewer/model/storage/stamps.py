@@ -229,14 +229,9 @@ def stamp_local(folder: str, groups: Sequence[tuple[str, int]], *, walk: bool = 
     stands for every file below it (its subfolders are not stamped: a chunk added where there
     was none comes with a changed array document), else for itself (a level's folder)."""
     base = folder + os.sep
-    if not walk:  # each path stands for itself: statted side by side from a cold disk (local_reads)
-        values = np.empty((len(groups), _FIELDS), np.int64)
-        for start in range(0, len(groups), STAMP_BLOCK):  # rows as Python tuples a block at a time, not all
-            block = groups[start:start + STAMP_BLOCK]
-            values[start:start + len(block)] = in_order([functools.partial(_stat_row, base + path)
-                                                         for path, _ in block])
+    if not walk:  # each path stands for itself
         return Stamps("local", tuple(path for path, _ in groups), np.asarray([owner for _, owner in groups], np.int64),
-                      values)
+                      _single_files(base, [path for path, _ in groups]))
     paths: list[str] = []
     owners: list[int] = []
     rows: list[tuple[int, ...]] = []
@@ -248,6 +243,40 @@ def stamp_local(folder: str, groups: Sequence[tuple[str, int]], *, walk: bool = 
             rows.append(_stat_row(base + relative))
     return Stamps("local", tuple(paths), np.asarray(owners, np.int64),
                   np.asarray(rows, np.int64).reshape(len(rows), _FIELDS))
+
+
+def _single_files(prefix: str, paths: Sequence[str]) -> np.ndarray:
+    """The stamp rows of paths below prefix, each a file of its own: statted side by side from a
+    cold disk (side_by_side.in_order); from a warm one, when many are left after the probe, the
+    second half by a helper process meanwhile (as :func:`rows_unchanged` checks them)."""
+    count = len(paths)
+    values = np.empty((count, _FIELDS), np.int64)
+    probed = min(count, PROBE_STATS)
+    took: list[float] = []
+    for at in range(probed):
+        started = time.perf_counter()
+        values[at] = _stat_row(prefix + paths[at])
+        took.append(time.perf_counter() - started)
+    if count - probed < HELPER_STATS or looks_cold(took, STAT_COLD_SECONDS) or not helper_possible():
+        _stat_blocks(prefix, paths, values, probed, count)
+        return values
+    middle = probed + (count - probed) // 2
+    with HelperStats(prefix, paths[middle:]) as helper:
+        _stat_blocks(prefix, paths, values, probed, middle)
+        rows = helper.rows()
+    if rows is None:
+        _stat_blocks(prefix, paths, values, middle, count)
+    else:
+        values[middle:] = rows
+    return values
+
+
+def _stat_blocks(prefix: str, paths: Sequence[str], values: np.ndarray, start: int, stop: int) -> None:
+    """Stat paths[start:stop] into values, STAMP_BLOCK at a time (each block's rows are Python
+    tuples until copied)."""
+    for low in range(start, stop, STAMP_BLOCK):
+        high = min(low + STAMP_BLOCK, stop)
+        values[low:high] = in_order([functools.partial(_stat_row, prefix + paths[at]) for at in range(low, high)])
 
 
 def _files_below(top: str, relative: str) -> list[str] | None:

@@ -13,7 +13,7 @@ import pytest
 
 from ecpfs_viewer.model.storage import helper_stats, stamps
 from ecpfs_viewer.model.storage.helper_stats import HelperStats
-from ecpfs_viewer.model.storage.stamps import rows_unchanged
+from ecpfs_viewer.model.storage.stamps import rows_unchanged, stamp_local
 
 FILES = 2_000
 
@@ -122,3 +122,24 @@ def test_a_check_that_fails_early_stops_the_helper(folder, split: list[str], mon
 def test_no_helper_for_a_frozen_application(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert not helper_stats.helper_possible()
+
+
+def test_many_stamps_of_a_warm_disk_are_taken_half_by_the_helper(folder, split: list[str]) -> None:
+    """Stamping (what `info` and a check do before reading the leaves' documents) shares the work
+    as checking does: the second half of the rest statted by the helper, the same stamps."""
+    root, paths, values = folder
+    asked = [(path, n) for n, path in enumerate([*paths, "missing/zarr.json"])]
+    stamped = stamp_local(str(root), asked, walk=False)
+    assert np.array_equal(stamped.values[:-1], values) and stamped.values[-1].tolist() == [-1] * 5
+    assert list(stamped.paths) == [path for path, _ in asked] and stamped.owners.tolist() == list(range(len(asked)))
+    assert len(split) == stamps.PROBE_STATS + (len(asked) - stamps.PROBE_STATS) // 2  # the rest in the helper
+
+
+@pytest.mark.parametrize("helper", ["import sys; sys.exit(3)",
+                                    "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(b'1234567')"])
+def test_stamps_a_failed_helper_could_not_take_are_taken_here(folder, split: list[str],
+                                                              monkeypatch: pytest.MonkeyPatch, helper: str) -> None:
+    root, paths, values = folder
+    monkeypatch.setattr(helper_stats, "_HELPER", helper)
+    stamped = stamp_local(str(root), [(path, 0) for path in paths], walk=False)
+    assert np.array_equal(stamped.values, values) and len(split) == FILES
