@@ -9,6 +9,7 @@ for an item that was refreshed or closed since is dropped.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
@@ -27,7 +28,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from ecpfs_viewer.gui.runtime.action_cost import Measured, measured
-from ecpfs_viewer.gui.runtime.collector import collection_deferred, keep_long_lived
+from ecpfs_viewer.gui.runtime.collector import CollectionHold, keep_long_lived
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.tree.marks import RowMark, TreeMarks
 from ecpfs_viewer.gui.tree.ranges import LARGE_GROUP, in_ranges, range_tooltip
@@ -68,16 +69,24 @@ class Listing:
     """What the listing worker hands back: the rows are built off the GUI thread (4,000 TreeItems
     take tens of milliseconds), so the GUI thread only links them in."""
 
-    __slots__ = ("by_path", "node", "rows", "wanted")
+    __slots__ = ("__weakref__", "by_path", "hold", "node", "rows", "wanted")
 
     def __init__(self, hierarchy: Hierarchy, owner: TreeItem, path: str, large: int = LARGE_GROUP) -> None:
-        with collection_deferred():  # the rows are frozen once linked in: no pass need walk them before
+        # the rows are frozen once linked in: no pass need walk them before (the hold is ended then,
+        # by HierarchyTreeModel._on_listed, or when a listing dropped unlinked is freed)
+        self.hold = CollectionHold()
+        weakref.finalize(self, self.hold.end)
+        try:
             self.node, children = list_children(hierarchy, path)
             rows = [TreeItem(child.path, base_name(child.path), child.kind, owner, row, error=child.error)
                     for row, child in enumerate(children)]
             self.by_path = {row.path: row for row in rows}
             self.rows = in_ranges(owner, rows, large)  # the rows under owner: its children, or ranges of them
             self.wanted = [child.path for child in children if needs_summary(child)]
+        except BaseException:
+            self.hold.end()
+            raise
+        self.hold.renew()
 
 
 def detail_text(summary: NodeSummary) -> str:
@@ -302,6 +311,12 @@ class HierarchyTreeModel(QAbstractItemModel):
         return token != (self._generation, item.version) or item.state is not LoadState.LISTING
 
     def _on_listed(self, item: TreeItem, token: tuple[int, int], result: Measured) -> None:
+        try:
+            self._link_listing(item, token, result)
+        finally:
+            result.value.hold.end()  # linked in and frozen (or dropped): passes may walk what is young again
+
+    def _link_listing(self, item: TreeItem, token: tuple[int, int], result: Measured) -> None:
         if self._stale(item, token):
             return
         listing: Listing = result.value

@@ -120,6 +120,46 @@ def test_level_of_1500_nodes_arrives_in_one_insert_then_details_in_batches(qtbot
     assert sorted(r for c in details for r in range(c[0], c[1] + 1)) == list(range(1500))
 
 
+def test_collection_waits_from_a_large_listing_until_its_rows_are_linked_in(qtbot, model, tmp_path, monkeypatch):
+    """The rows of a large listing are frozen once linked in; a young pass between the worker's
+    end and the linking walked every one of them on the GUI thread (200,000 rows at 10M items:
+    180 ms, then 130 ms for the middle-aged pass)."""
+    from ecpfs_viewer.gui.runtime import collector as collector_module
+
+    write_level(tmp_path / "big.zarr", 1500)
+    root = open_model(model, tmp_path / "big.zarr")
+    fetch(qtbot, model, root)
+    held_when_linked: list[bool] = []
+    on_listed = model._on_listed
+
+    def linked(*args):  # type: ignore[no-untyped-def]
+        held_when_linked.append(collector_module._collection_held())
+        on_listed(*args)
+
+    monkeypatch.setattr(model, "_on_listed", linked)
+    fetch(qtbot, model, model.index(0, 0, root))
+    assert held_when_linked == [True]  # from the worker's start until the rows are linked in and frozen
+    assert not collector_module._collection_held()  # and no longer once they are
+
+
+def test_a_collection_hold_ends_when_ended_or_past_its_bound_and_never_keeps_others_from_ending(monkeypatch):
+    from ecpfs_viewer.gui.runtime import collector as collector_module
+
+    forgotten, hold = collector_module.CollectionHold(), collector_module.CollectionHold()
+    assert collector_module._collection_held()
+    hold.end()
+    hold.end()  # twice: harmless
+    assert collector_module._collection_held()  # the other one still holds
+    monkeypatch.setattr(collector_module, "DEFER_AT_MOST_S", 0.0)
+    assert not collector_module._collection_held()  # a hold never ended holds only for its bound
+    monkeypatch.setattr(collector_module, "DEFER_AT_MOST_S", 3600.0)
+    fresh = collector_module.CollectionHold()
+    assert collector_module._collection_held()  # the expired one, dropped, does not end a new one early
+    fresh.end()
+    forgotten.end()
+    assert not collector_module._collection_held()
+
+
 def test_listed_group_keeps_expanded_view_consistent(qtbot, model, two_clusters_path):
     """A group listed while expanded shows its rows (placeholder reused) and a group with no
     children drops its placeholder."""
