@@ -33,8 +33,11 @@ COLLECT_EVERY_S = 0.2
 MIDDLE_AFTER = 2
 
 
-#: seconds young passes may wait for a listing being built before they run anyway (memory bound)
-DEFER_AT_MOST_S = 2.0
+#: seconds young passes may wait for a listing being built before they run anyway: a bound on the
+#: reference cycles left uncollected meanwhile. Listing the 200,000-node leaf level of a 10M index
+#: takes about 2.5 s alone and 5 s in the window beside validation; a pass cut into it walked the
+#: 1.8 million objects built by then (194 ms)
+DEFER_AT_MOST_S = 30.0
 
 _deferring_lock = threading.Lock()
 _deferring: dict[int, float] = {}  # id of each hold under way -> when it started or was renewed
