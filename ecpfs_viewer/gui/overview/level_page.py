@@ -105,7 +105,7 @@ def level_rows(stats: LevelStats, summary: IndexSummary, reused: bool = False) -
         rows.append(("Other entries", ", ".join(stats.other_entries[:10])))
     computed = ("an earlier process, kept in the cache folder (no leaf document has changed since)" if stats.kept
                 else f"{stats.seconds * 1000:.0f} ms from metadata (no chunk decoded)")
-    if reused:
+    if reused and not stats.kept:  # kept: validation or an earlier visit took them from the cache folder too
         computed += "; reused (computed by validation or an earlier visit)"
     rows.append(("Computed in", computed))
     return rows

@@ -21,7 +21,10 @@ def test_leaf_statistics_from_the_cache_folder_are_said_to_be_so(tmp_path: Path)
     kept = saved_leaf_stats(later, summarize(later))
     assert kept is not None and kept.kept and not computed.kept
     assert dict(level_rows(computed, summary))["Computed in"].endswith("ms from metadata (no chunk decoded)")
-    assert dict(level_rows(kept, summary))["Computed in"] == (
-        "an earlier process, kept in the cache folder (no leaf document has changed since)")
+    for reused in (False, True):  # reused: taken from the cache folder by validation first, not computed by it
+        assert dict(level_rows(kept, summary, reused))["Computed in"] == (
+            "an earlier process, kept in the cache folder (no leaf document has changed since)")
+    assert dict(level_rows(computed, summary, True))["Computed in"].endswith("reused (computed by validation or an "
+                                                                              "earlier visit)")
     sums = [dict(level_rows(stats, summary))["Sum of leaf sizes"] for stats in (kept, computed)]
     assert sums[0] == sums[1]
