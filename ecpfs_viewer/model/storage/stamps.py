@@ -251,13 +251,16 @@ def _single_files(prefix: str, paths: Sequence[str]) -> np.ndarray:
     second half by a helper process meanwhile (as :func:`rows_unchanged` checks them)."""
     count = len(paths)
     values = np.empty((count, _FIELDS), np.int64)
-    probed = min(count, PROBE_STATS)
+    if count - PROBE_STATS < HELPER_STATS or not helper_possible():  # in_order's own probe decides
+        _stat_blocks(prefix, paths, values, 0, count)  # (a probe of 256 stats here was 256 cold stats in a row)
+        return values
+    probed = PROBE_STATS
     took: list[float] = []
     for at in range(probed):
         started = time.perf_counter()
         values[at] = _stat_row(prefix + paths[at])
         took.append(time.perf_counter() - started)
-    if count - probed < HELPER_STATS or looks_cold(took, STAT_COLD_SECONDS) or not helper_possible():
+    if looks_cold(took, STAT_COLD_SECONDS):
         _stat_blocks(prefix, paths, values, probed, count)
         return values
     middle = probed + (count - probed) // 2
