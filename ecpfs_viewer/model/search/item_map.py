@@ -136,13 +136,13 @@ class _Run:
         order, ids = stable_order(self.ids)
         count = len(self.sizes)
         at = np.repeat(np.arange(count, dtype=np.int32 if count <= _INT32_MAX else np.int64), self.sizes)[order]
-        leaves = narrowed(self.leaves)[at]
         starts = np.cumsum(self.sizes) - self.sizes  # where each leaf starts in the run
         rows = np.empty(len(ids), np.int32 if not count or int(self.sizes.max()) <= _INT32_MAX else np.int64)
         for low in range(0, len(ids), _STEP):  # a step at a time: no int64 array as long as the map
             high = low + _STEP
             np.subtract(order[low:high], starts[at[low:high]], out=rows[low:high])
-        return ItemMap(ids, leaves, rows)
+        del order  # before the leaves are made: never the order, the leaf numbers and both answers at once
+        return ItemMap(ids, narrowed(self.leaves)[at], rows)
 
     def lookup(self, wanted: np.ndarray) -> dict[int, tuple[int, int]]:
         """(leaf, row) of each wanted id (int64, ascending, unique) the run holds, its first entry."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ecpfs_viewer import process_memory
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_name, node_path
 from ecpfs_viewer.model.search.item_map import ItemMap, _Run
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
@@ -211,9 +212,11 @@ class ItemLocator:
     def _complete_map(self) -> ItemMap | None:
         with self._lock:
             if self._map is None and self._next >= len(self.index.leaf_ids()):
-                self._leaf_order = _Run.joined(self._batches)
+                batches, self._batches = self._batches, []
+                self._leaf_order = _Run.joined(batches)
+                del batches
+                process_memory.return_freed_memory()  # the batches' pages, before the sort's arrays are made
                 self._map = self._leaf_order.sorted()
-                self._batches = []
             return self._map
 
     def leaf_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

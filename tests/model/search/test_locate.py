@@ -110,6 +110,23 @@ def test_stable_order_sorts_like_the_stable_sort(step: int, monkeypatch: pytest.
     assert _placed_by_value(repeated) is None and _placed_by_value(wide) is None  # sorted
 
 
+def test_the_batches_read_are_let_go_and_their_pages_returned_before_the_map_is_sorted(
+        index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batches as read are small arrays in the allocator's heap: let go, their pages stay the
+    process's until returned (a first locate at 10M: 426 MB at the peak before, 386 MB after;
+    an explain 512 MB before, 409 MB after)."""
+    from ecpfs_viewer import process_memory
+
+    events: list[object] = []
+    returned, sort = process_memory.return_freed_memory, _Run.sorted
+    monkeypatch.setattr(process_memory, "return_freed_memory", lambda: events.append("returned") or returned())
+    monkeypatch.setattr(_Run, "sorted", lambda run: events.append(("sorted", len(locator._batches))) or sort(run))
+    monkeypatch.setattr(locate_module, "LEAF_BATCH", 3)  # several batches
+    locator = ItemLocator(IndexReader(index))
+    whole = locator.read_everything()
+    assert events == ["returned", ("sorted", 0)] and whole is not None and len(whole) == len(_truth(IndexReader(index)))
+
+
 def test_a_map_holds_the_leaves_types_and_answers_any_wanted_id() -> None:
     leaves = [3, (1 << 31) + 5]  # a leaf number past int32: that map's leaves stay int64
     ids = [np.array([9, 0xFFFFFFFF], np.uint32), np.array([4], np.uint32)]
@@ -124,7 +141,7 @@ def test_a_map_holds_the_leaves_types_and_answers_any_wanted_id() -> None:
     assert wide.unique_ids().dtype == np.int64
 
 
-def test_a_map_of_the_spec_types_is_held_in_12_bytes_an_item_and_sorted_in_under_24() -> None:
+def test_a_map_of_the_spec_types_is_held_in_12_bytes_an_item_and_sorted_in_under_20() -> None:
     """The map is most of a first locate's memory at 10,000,000 items (it held 24 bytes an item
     and sorting it took 40)."""
     count, size = 40_000, 50
@@ -137,7 +154,7 @@ def test_a_map_of_the_spec_types_is_held_in_12_bytes_an_item_and_sorted_in_under
         held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert (held - base) / len(ids) <= 12.1 and (peak - base) / len(ids) <= 24
+    assert (held - base) / len(ids) <= 12.1 and (peak - base) / len(ids) <= 20
     assert whole.lookup(np.array([int(ids[777])])) == {int(ids[777]): (777 // size, 777 % size)}
 
 
