@@ -15,11 +15,9 @@ expects work.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
 import time
-from collections.abc import Iterator
 
 from PySide6.QtCore import QObject, QTimer, SignalInstance
 
@@ -40,7 +38,7 @@ MIDDLE_AFTER = 2
 DEFER_AT_MOST_S = 30.0
 
 _deferring_lock = threading.Lock()
-_deferring: dict[int, float] = {}  # id of each hold under way -> when it started or was renewed
+_deferring: dict[CollectionHold, float] = {}  # each hold under way -> when it started or was renewed
 
 
 class CollectionHold:
@@ -52,36 +50,25 @@ class CollectionHold:
     ended (a result dropped) keeps no pass from running for long."""
 
     def __init__(self) -> None:
-        self._key = id(self)
         self.renew()
 
     def renew(self) -> None:
         """Hold for DEFER_AT_MOST_S from now (the worker is done: the GUI thread links it in next)."""
         with _deferring_lock:
-            _deferring[self._key] = time.monotonic()
+            _deferring[self] = time.monotonic()
 
     def end(self) -> None:
         """Passes may run again (as far as this hold goes); ending twice is harmless."""
         with _deferring_lock:
-            _deferring.pop(self._key, None)
-
-
-@contextlib.contextmanager
-def collection_deferred() -> Iterator[CollectionHold]:
-    """A :class:`CollectionHold` for the block, ended when it ends (or by whoever it is handed to)."""
-    hold = CollectionHold()
-    try:
-        yield hold
-    finally:
-        hold.end()
+            _deferring.pop(self, None)
 
 
 def _collection_held() -> bool:
     """Whether a hold under way keeps young passes from running; holds past their bound are dropped."""
     now = time.monotonic()
     with _deferring_lock:
-        for key in [key for key, since in _deferring.items() if now - since >= DEFER_AT_MOST_S]:
-            del _deferring[key]
+        for hold in [hold for hold, since in _deferring.items() if now - since >= DEFER_AT_MOST_S]:
+            del _deferring[hold]
         return bool(_deferring)
 
 

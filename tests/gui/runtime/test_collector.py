@@ -84,7 +84,7 @@ def test_an_open_index_is_frozen_and_closing_it_collects_everything(qtbot, two_c
 
 def test_young_passes_wait_while_a_listing_is_built_and_at_most_their_time_limit(collector, monkeypatch) -> None:
     from ecpfs_viewer.gui.runtime import collector as collector_module
-    from ecpfs_viewer.gui.runtime.collector import collection_deferred
+    from ecpfs_viewer.gui.runtime.collector import CollectionHold
 
     passes: list[int] = []
 
@@ -96,14 +96,15 @@ def test_young_passes_wait_while_a_listing_is_built_and_at_most_their_time_limit
     gc.set_threshold(1, 100, 100)
     gc.callbacks.append(seen)
     try:
-        with collection_deferred():
-            junk = [[[] for _ in range(5)] for _ in range(20)]  # generation 0 comes due
-            collector.collect_due()
-            assert passes == []  # held while the rows are built
-            monkeypatch.setattr(collector_module, "DEFER_AT_MOST_S", 0.0)
-            collector.collect_due()
-            assert passes == [0]  # a deferral past its limit holds nothing
-            monkeypatch.setattr(collector_module, "DEFER_AT_MOST_S", 3600.0)
+        hold = CollectionHold()
+        junk = [[[] for _ in range(5)] for _ in range(20)]  # generation 0 comes due
+        collector.collect_due()
+        assert passes == []  # held while the rows are built
+        monkeypatch.setattr(collector_module, "DEFER_AT_MOST_S", 0.0)
+        collector.collect_due()
+        assert passes == [0]  # a deferral past its limit holds nothing
+        monkeypatch.setattr(collector_module, "DEFER_AT_MOST_S", 3600.0)
+        hold.end()
         junk.append([[] for _ in range(5)])
         collector.collect_due()
         assert passes == [0, 0]  # and once built, passes run again
