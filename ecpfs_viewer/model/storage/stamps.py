@@ -172,15 +172,10 @@ def rows_unchanged(base: str, paths: Sequence[str], values: np.ndarray) -> bool:
     prefix = base + os.sep if base else ""
     count = len(paths)
     probed = min(count, PROBE_STATS)
-    took: list[float] = []
-    rows: list[tuple[int, ...]] = []
-    for path in paths[:probed]:
-        started = time.perf_counter()
-        rows.append(_stat_row(prefix + path))
-        took.append(time.perf_counter() - started)
-    if not np.array_equal(np.array(rows, dtype=np.int64).reshape(probed, _FIELDS), values[:probed]):
+    rows, cold = _probe(prefix, paths[:probed])
+    if not np.array_equal(rows, values[:probed]):
         return False
-    if not looks_cold(took, STAT_COLD_SECONDS):
+    if not cold:
         if count - probed >= HELPER_STATS and helper_possible():
             return _match_with_helper(prefix, paths, values, probed, count)
         return _match(prefix, paths, values, probed, count, None)
@@ -192,6 +187,18 @@ def rows_unchanged(base: str, paths: Sequence[str], values: np.ndarray) -> bool:
         found = list(pool.map(lambda start: _match(prefix, paths, values, start, min(start + step, count), changed),
                               range(probed, count, step)))
     return all(found)
+
+
+def _probe(prefix: str, paths: Sequence[str]) -> tuple[np.ndarray, bool]:
+    """The stamp rows of the first paths of many, statted one after another, and whether their
+    times say the disk is cold (STAT_COLD_SECONDS)."""
+    took: list[float] = []
+    rows: list[tuple[int, ...]] = []
+    for path in paths:
+        started = time.perf_counter()
+        rows.append(_stat_row(prefix + path))
+        took.append(time.perf_counter() - started)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), _FIELDS), looks_cold(took, STAT_COLD_SECONDS)
 
 
 def _match_with_helper(prefix: str, paths: Sequence[str], values: np.ndarray, start: int, stop: int) -> bool:
@@ -255,12 +262,8 @@ def _single_files(prefix: str, paths: Sequence[str]) -> np.ndarray:
         _stat_blocks(prefix, paths, values, 0, count)  # (a probe of 256 stats here was 256 cold stats in a row)
         return values
     probed = PROBE_STATS
-    took: list[float] = []
-    for at in range(probed):
-        started = time.perf_counter()
-        values[at] = _stat_row(prefix + paths[at])
-        took.append(time.perf_counter() - started)
-    if looks_cold(took, STAT_COLD_SECONDS):
+    values[:probed], cold = _probe(prefix, paths[:probed])
+    if cold:
         _stat_blocks(prefix, paths, values, probed, count)
         return values
     middle = probed + (count - probed) // 2
