@@ -25,7 +25,7 @@ import numpy as np
 DEADLINE = 60.0
 _FIELDS = 5  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns: model/storage/stamps.py's row
 # the helper: the prefix, then the paths below it, NUL-separated on stdin; rows as native int64 on
-# stdout, (-1,) * 5 for a path that cannot be statted (stamps._stat_row's absent row)
+# stdout, (-1,) * 5 for a path that cannot be statted (stamps.stat_row's absent row)
 _HELPER = """
 import os, sys
 from array import array

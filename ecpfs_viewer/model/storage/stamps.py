@@ -73,7 +73,8 @@ _MAGIC = b"ECPFSENT"
 _HEAD = struct.Struct("<8sIQ")  # magic, format, length of the stamps that follow
 
 
-def _stat_row(path: str) -> tuple[int, ...]:
+def stat_row(path: str) -> tuple[int, ...]:
+    """A file's stamp row (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns); all -1 when it cannot be statted."""
     try:
         info = os.stat(path)
     except OSError:
@@ -196,7 +197,7 @@ def _probe(prefix: str, paths: Sequence[str]) -> tuple[np.ndarray, bool]:
     rows: list[tuple[int, ...]] = []
     for path in paths:
         started = time.perf_counter()
-        rows.append(_stat_row(prefix + path))
+        rows.append(stat_row(prefix + path))
         took.append(time.perf_counter() - started)
     return np.array(rows, dtype=np.int64).reshape(len(rows), _FIELDS), looks_cold(took, STAT_COLD_SECONDS)
 
@@ -223,7 +224,7 @@ def _match(prefix: str, paths: Sequence[str], values: np.ndarray, start: int, st
         if changed is not None and changed.is_set():
             return False
         end = min(block + STAT_BLOCK, stop)
-        now = np.array([_stat_row(prefix + paths[i]) for i in range(block, end)], dtype=np.int64)
+        now = np.array([stat_row(prefix + paths[i]) for i in range(block, end)], dtype=np.int64)
         if not np.array_equal(now, values[block:end]):  # False too when the shapes differ
             if changed is not None:
                 changed.set()
@@ -247,7 +248,7 @@ def stamp_local(folder: str, groups: Sequence[tuple[str, int]], *, walk: bool = 
         for relative in found if found is not None else [path]:
             paths.append(relative)
             owners.append(owner)
-            rows.append(_stat_row(base + relative))
+            rows.append(stat_row(base + relative))
     return Stamps("local", tuple(paths), np.asarray(owners, np.int64),
                   np.asarray(rows, np.int64).reshape(len(rows), _FIELDS))
 
@@ -282,7 +283,7 @@ def _stat_blocks(prefix: str, paths: Sequence[str], values: np.ndarray, start: i
     tuples until copied)."""
     for low in range(start, stop, STAMP_BLOCK):
         high = min(low + STAMP_BLOCK, stop)
-        values[low:high] = in_order([functools.partial(_stat_row, prefix + paths[at]) for at in range(low, high)])
+        values[low:high] = in_order([functools.partial(stat_row, prefix + paths[at]) for at in range(low, high)])
 
 
 def _files_below(top: str, relative: str) -> list[str] | None:

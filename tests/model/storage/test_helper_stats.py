@@ -27,7 +27,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], n
     for path in paths:
         (root / path).parent.mkdir(exist_ok=True)
         (root / path).write_bytes(b"{}")
-    values = np.array([stamps._stat_row(os.path.join(root, p)) for p in paths], dtype=np.int64)
+    values = np.array([stamps.stat_row(os.path.join(root, p)) for p in paths], dtype=np.int64)
     return root, paths, values
 
 
@@ -38,13 +38,13 @@ def split(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(stamps, "HELPER_STATS", 100)
     monkeypatch.setattr(stamps, "helper_possible", lambda: True)
     here: list[str] = []
-    row = stamps._stat_row
+    row = stamps.stat_row
 
     def stat_row(path: str) -> tuple[int, ...]:
         here.append(path)
         return row(path)
 
-    monkeypatch.setattr(stamps, "_stat_row", stat_row)
+    monkeypatch.setattr(stamps, "stat_row", stat_row)
     return here
 
 
@@ -55,7 +55,7 @@ def test_the_helper_gives_the_rows_this_process_would(folder) -> None:
         rows = helper.rows()
     assert rows is not None
     assert np.array_equal(rows[:-1], values)
-    assert rows[-1].tolist() == [-1] * 5  # what stamps._stat_row says of a path that is not there
+    assert rows[-1].tolist() == [-1] * 5  # what stamps.stat_row says of a path that is not there
 
 
 def test_half_of_many_stamps_is_checked_by_the_helper(folder, split: list[str]) -> None:

@@ -245,13 +245,13 @@ def test_stamps_of_a_batch_from_a_cold_disk_go_side_by_side_after_the_first_few(
         (tmp_path / f"f{i}").write_bytes(b"x")
     _disk(monkeypatch, cold=True)
     main, here = threading.get_ident(), []
-    row = stamps_module._stat_row
+    row = stamps_module.stat_row
 
     def stat_row(path: str) -> tuple[int, ...]:
         here.append(threading.get_ident() == main)
         return row(path)
 
-    monkeypatch.setattr(stamps_module, "_stat_row", stat_row)
+    monkeypatch.setattr(stamps_module, "stat_row", stat_row)
     stamped = stamp_local(str(tmp_path), [(f"f{i}", i) for i in range(500)], walk=False)
     assert len(here) == 500 and sum(here) == side_by_side.PROBE_FILES  # the rest statted side by side
     assert (stamped.values[:, 2] == 1).all()  # every file's size

@@ -25,19 +25,19 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], n
     for path in paths:
         (root / path).parent.mkdir()
         (root / path).write_bytes(b"{}")
-    values = np.array([stamps._stat_row(os.path.join(root, p)) for p in paths], dtype=np.int64)
+    values = np.array([stamps.stat_row(os.path.join(root, p)) for p in paths], dtype=np.int64)
     return root, paths, values
 
 
 def _threads_seen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
-    row = stamps._stat_row
+    row = stamps.stat_row
 
     def stat_row(path: str) -> tuple[int, ...]:
         seen.append(threading.current_thread().name)
         return row(path)
 
-    monkeypatch.setattr(stamps, "_stat_row", stat_row)
+    monkeypatch.setattr(stamps, "stat_row", stat_row)
     return seen
 
 
@@ -76,7 +76,7 @@ def test_a_pause_of_the_process_does_not_make_a_warm_disk_look_cold(folder, monk
     root, paths, values = folder
     monkeypatch.setattr(stamps, "STAT_COLD_SECONDS", 1e-3)  # a stat of a warm file takes far less
     seen = _threads_seen(monkeypatch)
-    row = stamps._stat_row
+    row = stamps.stat_row
     paused = iter([True])
 
     def stat_row(path: str) -> tuple[int, ...]:
@@ -84,6 +84,6 @@ def test_a_pause_of_the_process_does_not_make_a_warm_disk_look_cold(folder, monk
             time.sleep(stamps.PROBE_STATS * 1e-3)  # longer than every probe's stats may take together
         return row(path)
 
-    monkeypatch.setattr(stamps, "_stat_row", stat_row)  # inside the recording one
+    monkeypatch.setattr(stamps, "stat_row", stat_row)  # inside the recording one
     assert rows_unchanged(str(root), paths, values)
     assert len(seen) == FILES and set(seen) == {threading.current_thread().name}
