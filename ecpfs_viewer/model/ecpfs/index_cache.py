@@ -15,8 +15,9 @@ documents the root's consolidated metadata holds are taken from it.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 from ecpfs_viewer.model.ecpfs.http_stamps import KIND as HTTP_KIND
@@ -26,6 +27,7 @@ from ecpfs_viewer.model.storage.counted_io import is_metadata_key
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache, EntryPart, StoreCache
 from ecpfs_viewer.model.storage.fingerprint import store_cache, store_identity
 from ecpfs_viewer.model.storage.opening import join_key
+from ecpfs_viewer.model.storage.read_stamps import ReadStamps
 from ecpfs_viewer.model.storage.remote_stamps import Lister, RemoteStamper, lists_validators
 from ecpfs_viewer.model.storage.stamped_documents import StampedDocuments
 from ecpfs_viewer.model.storage.stamps import Stamps, frame_parts, read_framed_stamps, stamp_local, unframe_entry
@@ -182,26 +184,36 @@ class IndexCache:
         store = self.store
         return store.kind == "local" and store.local_path is not None
 
-    def stamp_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
-                    folders: Sequence[tuple[str, int]] | None = None) -> BeforeChunks | None:
-        """Stamp (path, owner) arrays about to be read, into ``into``. In a local folder the files read
-        are stamped: each array's document now, and, through the hook returned (a batch read's
-        ``before_chunks``), the chunks its document names once read (absent ones too) and the folder
-        of an array read another way. Elsewhere ``folders`` (default: the arrays' own) are stamped
-        now, every file below each, and no hook is returned."""
+    @contextlib.contextmanager
+    def stamped_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
+                      folders: Sequence[tuple[str, int]] | None = None) -> Iterator[BeforeChunks | None]:
+        """Stamp (path, owner) arrays read in this context, into ``into``. In a local folder the files
+        read are stamped, each right before it is read (model/storage/read_stamps.py): each array's
+        document, and, once the hook given (a batch read's ``before_chunks``) is told them, the chunks
+        its document names (absent ones too), and the folder of an array read another way, now.
+        Elsewhere ``folders`` (default: the arrays' own) are stamped now, every file below each, and no
+        hook is given. Stamps are added when the context ends without an error (a read that failed
+        is read again, and stamped again, or its answer is never made)."""
         if not self.stamps_each_file:
             into.append(self.stamp(arrays if folders is None else folders))
-            return None
-        into.append(self.stamp([(join_key(path, "zarr.json"), owner) for path, owner in arrays], walk=False))
-
+            yield None
+            return
+        store = self.store
+        assert store.local_path is not None  # stamps_each_file
+        reads = ReadStamps(str(store.local_path))
+        reads.expect((store.key(join_key(path, "zarr.json")), owner) for path, owner in arrays)
         owners = dict(arrays)
+        others: list[Stamps | None] = []
 
-        def before_chunks(chunks: list[tuple[str, str]], others: list[str]) -> None:
-            into.append(self.stamp([(chunk, owners[array]) for array, chunk in chunks], walk=False))
-            if others:
-                into.append(self.stamp([(array, owners[array]) for array in others]))
+        def before_chunks(chunks: list[tuple[str, str]], unbatched: list[str]) -> None:
+            reads.expect((store.key(chunk), owners[array]) for array, chunk in chunks)
+            if unbatched:
+                others.append(self.stamp([(array, owners[array]) for array in unbatched]))
 
-        return before_chunks
+        with reads.recording():
+            yield before_chunks
+        into.append(reads.stamps())
+        into.extend(others)
 
     def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None:
         """Stamps of the (path, owner) pairs (paths below the Zarr root), taken before reading

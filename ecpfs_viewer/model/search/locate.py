@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -98,8 +99,9 @@ class Provenance(Protocol):
 
     def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None: ...
 
-    def stamp_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
-                    folders: Sequence[tuple[str, int]] | None = None) -> BeforeChunks | None: ...
+    def stamped_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
+                      folders: Sequence[tuple[str, int]] | None = None
+                      ) -> AbstractContextManager[BeforeChunks | None]: ...
 
     def unchanged(self, stamps: Stamps, owners: Sequence[int] | None = None) -> bool: ...
 
@@ -297,15 +299,16 @@ class ItemLocator:
         leaves = self.index.leaf_ids()
         part = leaves[self._next:self._next + LEAF_BATCH]
         paths = [node_array_path(self.index.levels, n, "item_ids") for n in part]
-        stamp_chunks = None
-        if self._provenance is not None:  # before reading: a change meanwhile makes the map stale
+        # each file stamped before it is read (a change meanwhile makes the map stale); a pass over every leaf
+        # keeps no document of theirs in the hierarchy (memory that grew with the index, held while it stayed open)
+        check = None if reporter is None else reporter.check
+        if self._provenance is None:
+            arrays = self.index.arrays.read(paths, check, keep_documents=False)
+        else:
             if self._next == 0:
                 self._stamps.append(self._provenance.stamp([(level_path(self.index.levels), ALWAYS)], walk=False))
-            stamp_chunks = self._provenance.stamp_reads(list(zip(paths, part, strict=True)), self._stamps)
-        # a pass over every leaf keeps no document of theirs in the hierarchy (memory that grew with
-        # the index, held for as long as it stayed open)
-        arrays = self.index.arrays.read(paths, None if reporter is None else reporter.check, keep_documents=False,
-                                        before_chunks=stamp_chunks)
+            with self._provenance.stamped_reads(list(zip(paths, part, strict=True)), self._stamps) as stamp_chunks:
+                arrays = self.index.arrays.read(paths, check, keep_documents=False, before_chunks=stamp_chunks)
         present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
         batch = _Run.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
         self._batches.append(batch)

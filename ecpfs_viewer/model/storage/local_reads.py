@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from zarr.abc.store import ByteRequest
 
 from ecpfs_viewer.model.storage.counted_io import read_file, read_file_range
+from ecpfs_viewer.model.storage.read_stamps import recording_now
 from ecpfs_viewer.model.storage.side_by_side import PROBE_FILES, cache_says_cold, in_order
 from ecpfs_viewer.model.storage.stored_bound import size_check
 
@@ -17,17 +18,22 @@ Value = bytes | None | OSError
 def read_local(base: str, requests: Sequence[tuple[str, ByteRequest | None]]) -> list[Value]:
     """The bytes of each (key, byte range) below ``base`` (a folder path ending in its separator), in
     order: None for an absent file, the OSError of a failed one in its place. The first files say
-    whether they were in the page cache, which decides whether the rest are read side by side."""
+    whether they were in the page cache, which decides whether the rest are read side by side.
+    A file the context's read stamps expect is statted right before it is opened (read_stamps.py)."""
     cached: list[bool | None] = []
+    recorder = recording_now()
     readers = [_reader(base + key, size_check(key) if byte_range is None else None,  # this thread's bound, taken now
-                       byte_range, cached if at < PROBE_FILES else None)
+                       byte_range, cached if at < PROBE_FILES else None,
+                       None if recorder is None else recorder.before_read(key))
                for at, (key, byte_range) in enumerate(requests)]
     return in_order(readers, lambda: cache_says_cold(cached))
 
 
-def _reader(path: str, check: Callable[[str, int], None] | None,
-            byte_range: ByteRequest | None, cached: list[bool | None] | None) -> Callable[[], Value]:
+def _reader(path: str, check: Callable[[str, int], None] | None, byte_range: ByteRequest | None,
+            cached: list[bool | None] | None, stamp: Callable[[str], None] | None) -> Callable[[], Value]:
     def read() -> Value:
+        if stamp is not None:
+            stamp(path)
         try:
             return read_file(path, check, cached) if byte_range is None else read_file_range(path, byte_range)
         except OSError as exc:

@@ -104,3 +104,34 @@ def test_a_saved_map_must_be_sorted_int64_vectors_of_one_length() -> None:
     np.savez(narrow, item_ids=np.arange(2, dtype=np.int32), leaves=np.zeros(2, np.int64), rows=np.zeros(2, np.int64))
     with pytest.raises(ValueError):
         ItemMap.from_bytes(narrow.getvalue())
+
+
+def test_a_first_locate_stamps_each_leaf_file_once_right_before_reading_it(index: Path, monkeypatch) -> None:
+    """Stamping a batch of 500 leaves' files and reading them afterwards walked each path twice,
+    the second time cold (model/storage/read_stamps.py): each is statted right before its read."""
+    from ecpfs_viewer.model.storage import local_reads, read_stamps, stamps
+
+    events: list[tuple[str, str]] = []
+
+    def logged(what: str, call):  # type: ignore[no-untyped-def]
+        def run(path: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+            events.append((what, path))
+            return call(path, *args, **kwargs)
+        return run
+
+    monkeypatch.setattr(read_stamps, "stat_row", logged("stat", read_stamps.stat_row))
+    monkeypatch.setattr(stamps, "stat_row", logged("stamped apart", stamps.stat_row))
+    monkeypatch.setattr(local_reads, "read_file", logged("read", local_reads.read_file))
+    reader = IndexReader(index)
+    leaves = reader.leaf_ids()
+    with pytest.raises(UnknownItemError):
+        reader.locate(10**6)
+    assert len(list((cache_root() / STORES).glob(f"*/*.{ITEM_MAP}"))) == 1  # the map kept with its stamps
+    leaf_files = {os.path.join(str(index), "lvl_2", f"node_{leaf}", "item_ids", name)
+                  for leaf in leaves for name in ("zarr.json", os.path.join("c", "0"))}
+    stats = [at for at, (what, path) in enumerate(events) if path in leaf_files and what != "read"]
+    assert len(stats) == len(leaf_files) and {events[at][1] for at in stats} == leaf_files  # each once
+    unread = [events[at][1] for at in stats if at + 1 == len(events) or events[at + 1] != ("read", events[at][1])]
+    assert all(events[at][0] == "stat" for at in stats)
+    # the one document not read again: the first leaf's item_ids metadata, held since it gave the id range
+    assert unread == [os.path.join(str(index), "lvl_2", f"node_{leaves[0]}", "item_ids", "zarr.json")]

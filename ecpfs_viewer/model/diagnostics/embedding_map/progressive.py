@@ -313,16 +313,17 @@ def progressive_placement(reader: NodeReader, *, fit_items: int = FIT_ITEMS, see
 def _read_block(reader: NodeReader, listed: np.ndarray, part: np.ndarray, stamps: list[Stamps | None],
                 blocks: _Blocks) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(listing position, vectors, ids) of each leaf of ``part`` that could be read, its files stamped
-    first; a leaf that could not be read is named in ``blocks.unplaced``.
+    as they are read; a leaf that could not be read is named in ``blocks.unplaced``.
 
     In a local folder the files read are stamped: each leaf's two array documents, then, once they
     are read, the chunks they name (a chunk not stored is stamped absent) and the folder of an array
-    read another way (a legacy layout); elsewhere each leaf's folder, every file below it."""
+    read another way (a legacy layout), each right before it is read; elsewhere each leaf's folder, every file
+    below it, first."""
     leaves = [int(n) for n in listed[part]]
-    before_chunks = reader.opened.cache.stamp_reads(
-        [(node_array_path(reader.levels, n, name), n) for n in leaves for name in ("embeddings", "item_ids")], stamps,
-        folders=[(node_path(reader.levels, n), n) for n in leaves])
-    return blocks.read(reader, listed, part, before_chunks)
+    with reader.opened.cache.stamped_reads(
+            [(node_array_path(reader.levels, n, name), n) for n in leaves for name in ("embeddings", "item_ids")],
+            stamps, folders=[(node_path(reader.levels, n), n) for n in leaves]) as before_chunks:
+        return blocks.read(reader, listed, part, before_chunks)
 
 
 def _kept(reader: NodeReader, inputs: list[LevelInput], name: str, seed: int = DEFAULT_SEED,

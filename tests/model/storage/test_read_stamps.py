@@ -1,0 +1,93 @@
+"""Stamps taken by the reads themselves (model/storage/read_stamps.py): each expected file statted
+right before it is opened, the same stamps a separate stamping gives, the files not read stamped
+at the end, and nothing stamped outside the recording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ecpfs_viewer.model.storage import local_reads, read_stamps
+from ecpfs_viewer.model.storage.opening import open_store
+from ecpfs_viewer.model.storage.read_stamps import ReadStamps
+from ecpfs_viewer.model.storage.stamps import stamp_local
+
+
+def _folder(tmp_path: Path) -> list[str]:
+    (tmp_path / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
+    keys = []
+    for i in range(40):
+        key = f"n{i % 4}/f{i}"
+        (tmp_path / f"n{i % 4}").mkdir(exist_ok=True)
+        if i % 9 != 4:  # every ninth absent
+            (tmp_path / key).write_bytes(bytes([i]) * (i + 1))
+        keys.append(key)
+    return keys
+
+
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """('stat' | 'read', path) of every stamp and every local file read, in the order made."""
+    found: list[tuple[str, str]] = []
+    stat_row, read_file = read_stamps.stat_row, local_reads.read_file
+
+    def stat(path: str) -> tuple[int, ...]:
+        found.append(("stat", path))
+        return stat_row(path)
+
+    def read(path: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found.append(("read", path))
+        return read_file(path, *args, **kwargs)
+
+    monkeypatch.setattr(read_stamps, "stat_row", stat)
+    monkeypatch.setattr(local_reads, "read_file", read)
+    return found
+
+
+def test_each_expected_file_is_statted_right_before_it_is_read(tmp_path: Path, events) -> None:
+    keys = _folder(tmp_path)
+    store = open_store(str(tmp_path))
+    events.clear()
+    reads = ReadStamps(str(tmp_path))
+    expected = keys[::2]
+    reads.expect((key, n) for n, key in enumerate(expected))
+    with reads.recording():
+        values = store.read_many_or_errors(keys)
+    assert [v is None for v in values] == [not (tmp_path / k).exists() for k in keys]
+    prefix = str(tmp_path) + "/"
+    order = [(what, path.removeprefix(prefix)) for what, path in events]
+    want = [step for key in keys for step in ((("stat", key), ("read", key)) if key in expected else (("read", key),))]
+    assert order == want  # fails when the stamps are taken in a batch before the reads
+    stamped = reads.stamps()
+    alone = stamp_local(str(tmp_path), [(key, n) for n, key in enumerate(expected)], walk=False)
+    assert list(stamped.paths) == expected and stamped.owners.tolist() == alone.owners.tolist()
+    assert stamped.values.tolist() == alone.values.tolist()
+    assert (stamped.values[expected.index("n0/f4")] == -1).all()  # an absent file: its absent row
+
+
+def test_files_expected_but_not_read_are_stamped_when_the_stamps_are_taken(tmp_path: Path, events) -> None:
+    keys = _folder(tmp_path)
+    store = open_store(str(tmp_path))
+    events.clear()
+    reads = ReadStamps(str(tmp_path))
+    reads.expect([(keys[0], 7), (keys[1], 8)])
+    with reads.recording():
+        store.read_many_or_errors([keys[0]])
+    assert [what for what, _ in events] == ["stat", "read"]
+    stamped = reads.stamps()
+    assert [what for what, _ in events] == ["stat", "read", "stat"]  # keys[1], at the end
+    alone = stamp_local(str(tmp_path), [(keys[0], 7), (keys[1], 8)], walk=False)
+    assert stamped.values.tolist() == alone.values.tolist()
+
+
+def test_reads_outside_the_recording_stamp_nothing(tmp_path: Path, events) -> None:
+    keys = _folder(tmp_path)
+    store = open_store(str(tmp_path))
+    events.clear()
+    reads = ReadStamps(str(tmp_path))
+    reads.expect((key, 0) for key in keys)
+    with reads.recording():
+        pass
+    store.read_many_or_errors(keys)
+    assert events and all(what == "read" for what, _ in events)
