@@ -122,3 +122,30 @@ def test_while_a_background_reader_runs_a_later_info_starts_no_other(
         time.sleep(0.1)  # the reader still running (after keeping what it read)
     assert not after.elsewhere and after.fd is not None, "the claim outlived the reader"
     os.close(after.fd)
+
+
+def test_each_leaf_document_is_stamped_right_before_it_is_read(
+        capsys: pytest.CaptureFixture[str], index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 600,000 documents of a 10M index's leaves were stamped in one pass, then read in another
+    (each path walked twice, the second time cold): now each is statted by its read."""
+    from ecpfs_viewer.model.storage import local_reads, read_stamps
+
+    events: list[tuple[str, str]] = []
+
+    def logged(what: str, call):  # type: ignore[no-untyped-def]
+        def run_logged(path: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+            events.append((what, path))
+            return call(path, *args, **kwargs)
+        return run_logged
+
+    monkeypatch.setattr(read_stamps, "stat_row", logged("stat", read_stamps.stat_row))
+    monkeypatch.setattr(stamps, "stat_row", logged("stamped apart", stamps.stat_row))
+    monkeypatch.setattr(local_reads, "read_file", logged("read", local_reads.read_file))
+    assert _source(capsys, str(index), "--leaf-sizes") == "read"
+    assert len(_kept()) == 1
+    documents = {str(node / name) for node in (index / "lvl_2").glob("node_*")
+                 for name in ("zarr.json", "embeddings/zarr.json", "item_ids/zarr.json")}
+    stats = [at for at, (what, path) in enumerate(events) if path in documents and what != "read"]
+    assert {events[at][1] for at in stats} == documents and len(stats) == len(documents)  # each once
+    assert all(events[at][0] == "stat" and events[at + 1] == ("read", events[at][1]) for at in stats)
+    assert _source(capsys, str(index)) == "cached"

@@ -185,34 +185,46 @@ class IndexCache:
         return store.kind == "local" and store.local_path is not None
 
     @contextlib.contextmanager
+    def stamped_files(self, files: Sequence[tuple[str, int]], into: list[Stamps | None]) -> Iterator[ReadStamps | None]:
+        """Stamp the (path, owner) files read in this context, into ``into``: in a local folder each
+        right before it is read (model/storage/read_stamps.py; more may be expected meanwhile, as store
+        keys, through the ReadStamps given), their stamps added when the context ends without an
+        error (a read that failed is read again, and stamped again, or its answer is never made);
+        elsewhere all of them now, before any is read (None given)."""
+        store = self.store
+        if not self.stamps_each_file or store.local_path is None:
+            into.append(self.stamp(files, walk=False))
+            yield None
+            return
+        reads = ReadStamps(str(store.local_path))
+        reads.expect((store.key(path), owner) for path, owner in files)
+        with reads.recording():
+            yield reads
+        into.append(reads.stamps())
+
+    @contextlib.contextmanager
     def stamped_reads(self, arrays: Sequence[tuple[str, int]], into: list[Stamps | None],
                       folders: Sequence[tuple[str, int]] | None = None) -> Iterator[BeforeChunks | None]:
         """Stamp (path, owner) arrays read in this context, into ``into``. In a local folder the files
-        read are stamped, each right before it is read (model/storage/read_stamps.py): each array's
-        document, and, once the hook given (a batch read's ``before_chunks``) is told them, the chunks
-        its document names (absent ones too), and the folder of an array read another way, now.
-        Elsewhere ``folders`` (default: the arrays' own) are stamped now, every file below each, and no
-        hook is given. Stamps are added when the context ends without an error (a read that failed
-        is read again, and stamped again, or its answer is never made)."""
+        read are stamped (:meth:`stamped_files`): each array's document, the chunks its document names
+        once the hook given (a batch read's ``before_chunks``) is told them (absent ones too), and the
+        folder of an array read another way, when told. Elsewhere ``folders`` (default: the arrays'
+        own) are stamped now, every file below each, and no hook is given."""
         if not self.stamps_each_file:
             into.append(self.stamp(arrays if folders is None else folders))
             yield None
             return
-        store = self.store
-        assert store.local_path is not None  # stamps_each_file
-        reads = ReadStamps(str(store.local_path))
-        reads.expect((store.key(join_key(path, "zarr.json")), owner) for path, owner in arrays)
-        owners = dict(arrays)
+        store, owners = self.store, dict(arrays)
         others: list[Stamps | None] = []
+        with self.stamped_files([(join_key(path, "zarr.json"), owner) for path, owner in arrays], into) as reads:
+            assert reads is not None  # stamps_each_file
 
-        def before_chunks(chunks: list[tuple[str, str]], unbatched: list[str]) -> None:
-            reads.expect((store.key(chunk), owners[array]) for array, chunk in chunks)
-            if unbatched:
-                others.append(self.stamp([(array, owners[array]) for array in unbatched]))
+            def before_chunks(chunks: list[tuple[str, str]], unbatched: list[str]) -> None:
+                reads.expect((store.key(chunk), owners[array]) for array, chunk in chunks)
+                if unbatched:
+                    others.append(self.stamp([(array, owners[array]) for array in unbatched]))
 
-        with reads.recording():
             yield before_chunks
-        into.append(reads.stamps())
         into.extend(others)
 
     def stamp(self, groups: Sequence[tuple[str, int]], *, walk: bool = True) -> Stamps | None:

@@ -4,7 +4,7 @@ sum of leaf sizes without reading every leaf's documents again (200,000 leaves: 
 What is kept: the node ids and sizes of a leaf level whose statistics are complete and clean (no
 finding, no empty, broken or unread node, nothing but nodes in the level's folder); anything else
 is computed afresh each time, as before. The entry carries the stamps of the level's folder and of
-each leaf's group, ``embeddings`` and ``item_ids`` documents, taken before they were read, and is
+each leaf's group, ``embeddings`` and ``item_ids`` documents, each taken before it was read, and is
 answered only while every one is unchanged (model/ecpfs/index_cache.py).
 """
 
@@ -119,11 +119,12 @@ def read_leaf_stats(h: Hierarchy, summary: IndexSummary) -> LevelStats:
     assert summary.levels is not None
     cache = index_cache(h)
     sources = _sources(h, summary.levels)
-    stamps: Stamps | None = None
-    if sources is not None and cache.disk is not None:
-        stamps = Stamps.joined([cache.stamp([(level_path(summary.levels), ALWAYS)], walk=False),
-                                cache.stamp(sources, walk=False)])
-    stats = level_stats(h, summary.levels, summary)
+    if sources is None or cache.disk is None:
+        return level_stats(h, summary.levels, summary)
+    parts = [cache.stamp([(level_path(summary.levels), ALWAYS)], walk=False)]
+    with cache.stamped_files(sources, parts):  # in a local folder each document as it is read
+        stats = level_stats(h, summary.levels, summary)
+    stamps = Stamps.joined(parts)
     if stamps is not None and _clean(stats):
         cache.save(LEAF_STATS.format(level=summary.levels), _to_bytes(stats), stamps)
     return stats

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from ecpfs_viewer.model.storage.stamps import STAMP_FIELDS, Stamps, stat_row
+from ecpfs_viewer.model.storage.stamps import STAMP_FIELDS, Stamps, stamp_local, stat_row
 
 _RECORDING: contextvars.ContextVar[ReadStamps | None] = contextvars.ContextVar("read_stamps", default=None)
 
@@ -61,10 +60,15 @@ class ReadStamps:
         keys = list(self._owners)
         owners = np.fromiter(self._owners.values(), np.int64, len(keys))
         values = np.empty((len(keys), STAMP_FIELDS), np.int64)
-        base = self.folder + os.sep
+        unread: list[int] = []
         for at, key in enumerate(keys):
             row = self._rows.get(key)
-            values[at] = stat_row(base + key) if row is None else row
+            if row is None:
+                unread.append(at)
+            else:
+                values[at] = row
+        if unread:  # as many as a leaf level's documents when its listing was held (stamps.py's batches)
+            values[unread] = stamp_local(self.folder, [(keys[at], 0) for at in unread], walk=False).values
         return Stamps("local", tuple(keys), owners, values)
 
 

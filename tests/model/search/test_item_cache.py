@@ -131,7 +131,8 @@ def test_a_first_locate_stamps_each_leaf_file_once_right_before_reading_it(index
                   for leaf in leaves for name in ("zarr.json", os.path.join("c", "0"))}
     stats = [at for at, (what, path) in enumerate(events) if path in leaf_files and what != "read"]
     assert len(stats) == len(leaf_files) and {events[at][1] for at in stats} == leaf_files  # each once
-    unread = [events[at][1] for at in stats if at + 1 == len(events) or events[at + 1] != ("read", events[at][1])]
-    assert all(events[at][0] == "stat" for at in stats)
+    followed = [at for at in stats if at + 1 < len(events) and events[at + 1] == ("read", events[at][1])]
+    assert all(events[at][0] == "stat" for at in followed)  # statted by the read itself
+    unread = [events[at][1] for at in stats if at not in followed]
     # the one document not read again: the first leaf's item_ids metadata, held since it gave the id range
     assert unread == [os.path.join(str(index), "lvl_2", f"node_{leaves[0]}", "item_ids", "zarr.json")]

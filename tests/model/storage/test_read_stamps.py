@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ecpfs_viewer.model.storage import local_reads, read_stamps
+from ecpfs_viewer.model.storage import local_reads, read_stamps, stamps
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.read_stamps import ReadStamps
 from ecpfs_viewer.model.storage.stamps import stamp_local
@@ -30,7 +30,7 @@ def _folder(tmp_path: Path) -> list[str]:
 def events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """('stat' | 'read', path) of every stamp and every local file read, in the order made."""
     found: list[tuple[str, str]] = []
-    stat_row, read_file = read_stamps.stat_row, local_reads.read_file
+    stat_row, read_file = stamps.stat_row, local_reads.read_file
 
     def stat(path: str) -> tuple[int, ...]:
         found.append(("stat", path))
@@ -41,6 +41,7 @@ def events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         return read_file(path, *args, **kwargs)
 
     monkeypatch.setattr(read_stamps, "stat_row", stat)
+    monkeypatch.setattr(stamps, "stat_row", stat)
     monkeypatch.setattr(local_reads, "read_file", read)
     return found
 
