@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from zarr.abc.store import ByteRequest
 
 from ecpfs_viewer.model.storage.counted_io import read_file, read_file_range
-from ecpfs_viewer.model.storage.read_stamps import recording_now
+from ecpfs_viewer.model.storage.read_stamps import ReadStamps, recording_now
 from ecpfs_viewer.model.storage.side_by_side import PROBE_FILES, cache_says_cold, in_order
 from ecpfs_viewer.model.storage.stored_bound import size_check
 
@@ -23,17 +23,17 @@ def read_local(base: str, requests: Sequence[tuple[str, ByteRequest | None]]) ->
     cached: list[bool | None] = []
     recorder = recording_now()
     readers = [_reader(base + key, size_check(key) if byte_range is None else None,  # this thread's bound, taken now
-                       byte_range, cached if at < PROBE_FILES else None,
-                       None if recorder is None else recorder.before_read(key))
+                       byte_range, cached if at < PROBE_FILES else None, recorder,
+                       None if recorder is None else recorder.slot(key))
                for at, (key, byte_range) in enumerate(requests)]
     return in_order(readers, lambda: cache_says_cold(cached))
 
 
 def _reader(path: str, check: Callable[[str, int], None] | None, byte_range: ByteRequest | None,
-            cached: list[bool | None] | None, stamp: Callable[[str], None] | None) -> Callable[[], Value]:
+            cached: list[bool | None] | None, recorder: ReadStamps | None, slot: int | None) -> Callable[[], Value]:
     def read() -> Value:
-        if stamp is not None:
-            stamp(path)
+        if slot is not None:
+            recorder.take(slot, path)  # type: ignore[union-attr]  # a slot is the recorder's
         try:
             return read_file(path, check, cached) if byte_range is None else read_file_range(path, byte_range)
         except OSError as exc:
