@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from command_runs import run  # tests/ is on sys.path (conftest)
+from file_events import stats_and_reads
 from index_factory import build_clustered_index, hierarchy
 
 from ecpfs_viewer.cli import read as cli_read
@@ -128,19 +129,7 @@ def test_each_leaf_document_is_stamped_right_before_it_is_read(
         capsys: pytest.CaptureFixture[str], index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The 600,000 documents of a 10M index's leaves were stamped in one pass, then read in another
     (each path walked twice, the second time cold): now each is statted by its read."""
-    from ecpfs_viewer.model.storage import local_reads, read_stamps
-
-    events: list[tuple[str, str]] = []
-
-    def logged(what: str, call):  # type: ignore[no-untyped-def]
-        def run_logged(path: str, *args, **kwargs):  # type: ignore[no-untyped-def]
-            events.append((what, path))
-            return call(path, *args, **kwargs)
-        return run_logged
-
-    monkeypatch.setattr(read_stamps, "stat_row", logged("stat", read_stamps.stat_row))
-    monkeypatch.setattr(stamps, "stat_row", logged("stamped apart", stamps.stat_row))
-    monkeypatch.setattr(local_reads, "read_file", logged("read", local_reads.read_file))
+    events = stats_and_reads(monkeypatch)
     assert _source(capsys, str(index), "--leaf-sizes") == "read"
     assert len(_kept()) == 1
     documents = {str(node / name) for node in (index / "lvl_2").glob("node_*")

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from file_events import stats_and_reads
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.search import IndexReader
@@ -109,19 +110,7 @@ def test_a_saved_map_must_be_sorted_int64_vectors_of_one_length() -> None:
 def test_a_first_locate_stamps_each_leaf_file_once_right_before_reading_it(index: Path, monkeypatch) -> None:
     """Stamping a batch of 500 leaves' files and reading them afterwards walked each path twice,
     the second time cold (model/storage/read_stamps.py): each is statted right before its read."""
-    from ecpfs_viewer.model.storage import local_reads, read_stamps, stamps
-
-    events: list[tuple[str, str]] = []
-
-    def logged(what: str, call):  # type: ignore[no-untyped-def]
-        def run(path: str, *args, **kwargs):  # type: ignore[no-untyped-def]
-            events.append((what, path))
-            return call(path, *args, **kwargs)
-        return run
-
-    monkeypatch.setattr(read_stamps, "stat_row", logged("stat", read_stamps.stat_row))
-    monkeypatch.setattr(stamps, "stat_row", logged("stamped apart", stamps.stat_row))
-    monkeypatch.setattr(local_reads, "read_file", logged("read", local_reads.read_file))
+    events = stats_and_reads(monkeypatch)
     reader = IndexReader(index)
     leaves = reader.leaf_ids()
     with pytest.raises(UnknownItemError):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from file_events import stats_and_reads
 
-from ecpfs_viewer.model.storage import local_reads, read_stamps, stamps
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.storage.read_stamps import ReadStamps
 from ecpfs_viewer.model.storage.stamps import stamp_local
@@ -29,21 +29,7 @@ def _folder(tmp_path: Path) -> list[str]:
 @pytest.fixture
 def events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """('stat' | 'read', path) of every stamp and every local file read, in the order made."""
-    found: list[tuple[str, str]] = []
-    stat_row, read_file = stamps.stat_row, local_reads.read_file
-
-    def stat(path: str) -> tuple[int, ...]:
-        found.append(("stat", path))
-        return stat_row(path)
-
-    def read(path: str, *args, **kwargs):  # type: ignore[no-untyped-def]
-        found.append(("read", path))
-        return read_file(path, *args, **kwargs)
-
-    monkeypatch.setattr(read_stamps, "stat_row", stat)
-    monkeypatch.setattr(stamps, "stat_row", stat)
-    monkeypatch.setattr(local_reads, "read_file", read)
-    return found
+    return stats_and_reads(monkeypatch, apart="stat")
 
 
 def test_each_expected_file_is_statted_right_before_it_is_read(tmp_path: Path, events) -> None:
