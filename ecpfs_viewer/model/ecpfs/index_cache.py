@@ -191,11 +191,12 @@ class IndexCache:
         keys, through the ReadStamps given), their stamps added when the context ends without an
         error (a read that failed is read again, and stamped again, or its answer is never made);
         elsewhere all of them now, before any is read (None given)."""
-        store = self.store
-        if not self.stamps_each_file or store.local_path is None:
+        if not self.stamps_each_file:
             into.append(self.stamp(files, walk=False))
             yield None
             return
+        store = self.store
+        assert store.local_path is not None  # stamps_each_file
         reads = ReadStamps(str(store.local_path))
         reads.expect((store.key(path), owner) for path, owner in files)
         with reads.recording():
