@@ -19,6 +19,7 @@ import numpy as np
 from ecpfs_viewer import process_memory
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_name, node_path
 from ecpfs_viewer.model.search.item_map import ItemMap, _Run
+from ecpfs_viewer.model.search.leaf_helper import Batch, LeafHelper
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 
@@ -137,6 +138,8 @@ class ItemLocator:
         self._given_stamps = stamps if self.given else None
         self._checked: set[int] = set()  # leaves of the given map found unchanged in this process
         self._checked_all = False
+        self._helper: LeafHelper | None = None  # reading the far end of the pass (model/search/leaf_helper.py)
+        self._helper_tried = False
 
     def stamps(self) -> Stamps | None:
         """What the complete map was derived from (None: not complete, or not stamped)."""
@@ -200,7 +203,8 @@ class ItemLocator:
             for batch in self._batches:
                 _add_new(found, batch, wanted)
             while len(found) < len(wanted) and not self.complete:
-                _add_new(found, self._read_batch(reporter), wanted)
+                for batch in self._read_batch(reporter):
+                    _add_new(found, batch, wanted)
             self.complete_map()
             return found
 
@@ -290,32 +294,76 @@ class ItemLocator:
                 return
             kept = [(leaf, ids) for leaf, ids in zip(leaves[skip:], ids_per_leaf[skip:], strict=True)
                     if ids is not None]
+            self._stop_helper()  # its batches are on a grid this run leaves
             self._stamps.append(None)  # read elsewhere, not stamped before: the map is not kept
             self._batches.append(_Run.of_leaves([leaf for leaf, _ in kept], [ids for _, ids in kept]))
             self._next = start + len(leaves)
 
-    def _read_batch(self, reporter: Reporter | None) -> _Run:
-        """Read the next LEAF_BATCH leaves' item_ids; their map (also kept)."""
+    def _read_batch(self, reporter: Reporter | None) -> list[_Run]:
+        """Read the next LEAF_BATCH leaves' item_ids, or take the rest from the helper once it has read
+        them; their maps (also kept)."""
         leaves = self.index.leaf_ids()
-        part = leaves[self._next:self._next + LEAF_BATCH]
+        helper = self._started_helper(leaves)
+        if helper is not None and self._next >= helper.low():
+            taken = helper.take(self._next)
+            self._stop_helper()
+            if taken is not None:
+                return self._take(taken, len(leaves), reporter)
+            helper = None  # a gap (it never leaves one): read the rest here
+        end = len(leaves) if helper is None else min(helper.batch_end(self._next), helper.low())
+        part = leaves[self._next:min(self._next + LEAF_BATCH, end)]
         paths = [node_array_path(self.index.levels, n, "item_ids") for n in part]
         # each file stamped before it is read (a change meanwhile makes the map stale); a pass over every leaf
         # keeps no document of theirs in the hierarchy (memory that grew with the index, held while it stayed open)
         check = None if reporter is None else reporter.check
-        if self._provenance is None:
-            arrays = self.index.arrays.read(paths, check, keep_documents=False)
-        else:
-            if self._next == 0:
-                self._stamps.append(self._provenance.stamp([(level_path(self.index.levels), ALWAYS)], walk=False))
-            with self._provenance.stamped_reads(list(zip(paths, part, strict=True)), self._stamps) as stamp_chunks:
-                arrays = self.index.arrays.read(paths, check, keep_documents=False, before_chunks=stamp_chunks)
+        try:
+            if self._provenance is None:
+                arrays = self.index.arrays.read(paths, check, keep_documents=False)
+            else:
+                if self._next == 0:
+                    self._stamps.append(self._provenance.stamp([(level_path(self.index.levels), ALWAYS)], walk=False))
+                with self._provenance.stamped_reads(list(zip(paths, part, strict=True)), self._stamps) as stamp_chunks:
+                    arrays = self.index.arrays.read(paths, check, keep_documents=False, before_chunks=stamp_chunks)
+        except BaseException:
+            if self._helper is not None:  # cancelled or failed: its finished batches stay for a later pass
+                self._helper.stop()
+            raise
         present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
         batch = _Run.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
         self._batches.append(batch)
         self._next += len(part)
         if reporter is not None:
-            reporter.report("reading item ids", self._next, len(leaves))
-        return batch
+            ahead = 0 if helper is None else len(leaves) - helper.low()
+            reporter.report("reading item ids", self._next + ahead, len(leaves))
+        return [batch]
+
+    def _started_helper(self, leaves: Sequence[int]) -> LeafHelper | None:
+        """The helper reading this pass's far end: started on a pass's first batch when it is worth it."""
+        if self._helper is None and not self._helper_tried:
+            self._helper_tried = True
+            store = self.index.store
+            folder = None if store.local_path is None else str(store.local_path)
+            if folder is not None and LeafHelper.possible(store.kind, folder, len(leaves) - self._next):
+                self._helper = LeafHelper(folder, store.key(level_path(self.index.levels)), self.index.levels,
+                                          leaves, self._next, LEAF_BATCH)
+        return self._helper
+
+    def _take(self, taken: list[Batch], count: int, reporter: Reporter | None) -> list[_Run]:
+        """Keep the helper's batches, which hold every leaf left."""
+        runs = [run for _, run, _ in taken]
+        self._batches.extend(runs)
+        if self._provenance is not None:  # stamped by the helper's reads, as this process stamps its own
+            for _, _, stamps in taken:
+                self._stamps.extend(stamps)
+        self._next = count
+        if reporter is not None:
+            reporter.report("reading item ids", count, count)
+        return runs
+
+    def _stop_helper(self) -> None:
+        if self._helper is not None:
+            self._helper.stop()
+            self._helper = None
 
     def location(self, item_id: int) -> ItemLocation:
         """Leaf, row and ancestor path of an item; UnknownItemError when no leaf holds it."""
