@@ -2,6 +2,8 @@
 bench_scale.py's floors read. Strace-free bookkeeping: ``os.open`` and ``io.open`` (the local
 store's raw reads, numpy's and the cache folder's) are wrapped before the command starts, and each
 path is appended to the log as it is opened, so a command that leaves through ``os._exit`` loses none.
+Python processes the command starts log theirs too (``_read_log_site/sitecustomize.py``, on their
+PYTHONPATH): a helper process reading part of an index reads for the action.
 
     python benchmarks/_read_log.py LOG FOLDER[:FOLDER...] -m ecpfs_viewer ARGS...
     python benchmarks/_read_log.py LOG FOLDER[:FOLDER...] SCRIPT.py ARGS...
@@ -60,6 +62,9 @@ def install(log: str, folders: list[str]) -> None:
 def main() -> None:
     log, folders, *command = sys.argv[1:]
     install(log, [f for f in folders.split(os.pathsep) if f])
+    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_read_log_site")
+    os.environ.update(ECPFS_READ_LOG=log, ECPFS_READ_LOG_FOLDERS=folders,
+                      PYTHONPATH=os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])))
     if command[0] == "-m":
         sys.argv = [command[1], *command[2:]]
         runpy.run_module(command[1], run_name="__main__", alter_sys=True)

@@ -158,3 +158,21 @@ def test_a_floor_reads_every_file_whole(tmp_path: Path) -> None:
     seconds, nbytes = floors.read_all(paths)
     assert nbytes == sum(range(300)) and seconds > 0
     assert floors.read_all([])[1] == 0
+
+
+def test_the_read_log_holds_the_files_a_child_python_reads(tmp_path: Path) -> None:
+    """A helper process reads part of an index for its action: its files are in the action's floor."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "mine").write_bytes(b"a")
+    (data / "childs").write_bytes(b"b")
+    child = tmp_path / "child.py"
+    child.write_text(f"open({str(data / 'childs')!r}, 'rb').read()\n")
+    script = tmp_path / "action.py"
+    script.write_text(f"import subprocess, sys\nopen({str(data / 'mine')!r}, 'rb').read()\n"
+                      f"subprocess.run([sys.executable, {str(child)!r}], check=True)\n")
+    log = tmp_path / "log.txt"
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "_read_log.py"), str(log), str(data), str(script)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert set(log.read_text().splitlines()) == {str((data / name).resolve()) for name in ("mine", "childs")}
