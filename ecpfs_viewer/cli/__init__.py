@@ -29,6 +29,7 @@ from ecpfs_viewer.cli.contract import (
 from ecpfs_viewer.cli.numbers import Positive
 from ecpfs_viewer.logs import configure_logging
 from ecpfs_viewer.model.errors import describe_exception
+from ecpfs_viewer.model.interpreter import fewer_collections
 from ecpfs_viewer.model.storage.options import RemoteOptions
 from ecpfs_viewer.process_exit import leave_process, remote_clients_made
 
@@ -165,7 +166,8 @@ def run_subcommand(args_list: list[str], as_program: bool = False) -> int:
         args, unknown = build_subcommand_parser([args_list[0]]).parse_known_args(args_list)
         if unknown:  # argparse would name the top-level parser; the subcommand's help is the one to read
             raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see `ecpfs-viewer {args_list[0]} --help`)")
-        code = int(args.func(args))
+        with fewer_collections():
+            code = int(args.func(args))
     except BrokenPipeError:  # `check ... | head -1`: the reader left; exit quietly
         _silence_stdout()
         code = EXIT_FAILED
