@@ -19,8 +19,9 @@ import numpy as np
 from ecpfs_viewer import process_memory
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_name, node_path
 from ecpfs_viewer.model.search.item_map import ItemMap, _Run
-from ecpfs_viewer.model.search.leaf_helper import Batch, LeafHelper
+from ecpfs_viewer.model.search.leaf_helper import Batch, start_helper
 from ecpfs_viewer.model.search.results import ItemIdRangeError, Reporter, UnknownItemError
+from ecpfs_viewer.model.storage.far_end import FarEnd
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
 
 if TYPE_CHECKING:  # the saved map answers a later process without zarr (model/search/saved_locate.py)
@@ -138,7 +139,7 @@ class ItemLocator:
         self._given_stamps = stamps if self.given else None
         self._checked: set[int] = set()  # leaves of the given map found unchanged in this process
         self._checked_all = False
-        self._helper: LeafHelper | None = None  # reading the far end of the pass (model/search/leaf_helper.py)
+        self._helper: FarEnd | None = None  # reading the far end of the pass (model/search/leaf_helper.py)
         self._helper_tried = False
 
     def stamps(self) -> Stamps | None:
@@ -333,27 +334,22 @@ class ItemLocator:
         self._batches.append(batch)
         self._next += len(part)
         if reporter is not None:
-            ahead = 0 if helper is None else len(leaves) - helper.low()
-            reporter.report("reading item ids", self._next + ahead, len(leaves))
+            reporter.report("reading item ids", self._next + (0 if helper is None else helper.done()), len(leaves))
         return [batch]
 
-    def _started_helper(self, leaves: Sequence[int]) -> LeafHelper | None:
+    def _started_helper(self, leaves: Sequence[int]) -> FarEnd | None:
         """The helper reading this pass's far end: started on a pass's first batch when it is worth it."""
         if self._helper is None and not self._helper_tried:
             self._helper_tried = True
-            store = self.index.store
-            folder = None if store.local_path is None else str(store.local_path)
-            if folder is not None and LeafHelper.possible(store.kind, folder, len(leaves) - self._next):
-                self._helper = LeafHelper(folder, store.key(level_path(self.index.levels)), self.index.levels,
-                                          leaves, self._next, LEAF_BATCH)
+            self._helper = start_helper(self.index.store, self.index.levels, leaves, self._next, LEAF_BATCH)
         return self._helper
 
     def _take(self, taken: list[Batch], count: int, reporter: Reporter | None) -> list[_Run]:
         """Keep the helper's batches, which hold every leaf left."""
-        runs = [run for _, run, _ in taken]
+        runs = [run for run, _ in taken]
         self._batches.extend(runs)
         if self._provenance is not None:  # stamped by the helper's reads, as this process stamps its own
-            for _, _, stamps in taken:
+            for _, stamps in taken:
                 self._stamps.extend(stamps)
         self._next = count
         if reporter is not None:

@@ -16,8 +16,9 @@ from file_events import stats_and_reads
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.search import IndexReader, leaf_helper, locate
-from ecpfs_viewer.model.search.leaf_helper import LeafHelper
 from ecpfs_viewer.model.search.results import Reporter, SearchCancelled
+from ecpfs_viewer.model.storage import far_end
+from ecpfs_viewer.model.storage.far_end import FarEnd
 from ecpfs_viewer.model.storage.stamps import Stamps
 from ecpfs_viewer.model.zarrtree.hierarchy import ArrayReadError
 
@@ -34,7 +35,7 @@ def small_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of 4 leaves, and a helper for any pass of 8 leaves or more (on any machine)."""
     monkeypatch.setattr(locate, "LEAF_BATCH", BATCH)
     monkeypatch.setattr(leaf_helper, "HELPER_MIN_LEAVES", 8)
-    monkeypatch.setattr(leaf_helper, "helper_possible", lambda: True)
+    monkeypatch.setattr(far_end, "helper_possible", lambda: True)
 
 
 def _wait(condition: Callable[[], bool], what: str) -> None:
@@ -44,7 +45,7 @@ def _wait(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
-def _started(reader: IndexReader) -> LeafHelper:
+def _started(reader: IndexReader) -> FarEnd:
     """A pass begun with the item of the first leaf (one batch read here); its helper."""
     first = int(reader.node(reader.levels, reader.leaf_ids()[0]).ids[0])  # type: ignore[union-attr]
     reader.locator.find([first])
@@ -118,7 +119,7 @@ def test_a_leaf_the_helper_cannot_read_fails_here_as_it_fails_without_a_helper(
 def test_a_helper_that_cannot_start_leaves_every_leaf_to_this_process(
         index: Path, small_passes: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     expected = IndexReader(index).locator.read_everything()
-    monkeypatch.setattr(leaf_helper.sys, "executable", str(tmp_path / "no-python"))
+    monkeypatch.setattr(far_end.sys, "executable", str(tmp_path / "no-python"))
     reader = IndexReader(index)
     helper = _started(reader)
     assert helper.failure is not None and "could not start" in helper.failure
@@ -149,12 +150,13 @@ def test_a_batch_the_helper_was_not_asked_for_is_refused_and_read_here(
         index: Path, small_passes: None, monkeypatch: pytest.MonkeyPatch) -> None:
     expected = IndexReader(index).locator.read_everything()
     # a helper that answers with the first leaf of the index as the far end's batch
-    monkeypatch.setattr(leaf_helper, "_COMMAND", (
+    monkeypatch.setattr(far_end, "_COMMAND", (
         "import sys, numpy as np\n"
+        "from ecpfs_viewer.model.search.item_map import _Run\n"
         "from ecpfs_viewer.model.storage.remote_helper_child import read_frame, write_frame\n"
-        "folder, key, levels, leaves, start, step, limits = read_frame(sys.stdin.buffer)\n"
-        "write_frame(sys.stdout.buffer, ('batch', len(leaves) + start - step, np.arange(3, dtype=np.uint32),\n"
-        "            np.array([leaves[0]]), np.array([3]), []))\n"
+        "job, (folder, key, levels, leaves), start, end, step, limits = read_frame(sys.stdin.buffer)\n"
+        "run = _Run(np.arange(3, dtype=np.uint32), np.array([leaves[0]]), np.array([3]))\n"
+        "write_frame(sys.stdout.buffer, ('batch', end - step, (run, [])))\n"
         "write_frame(sys.stdout.buffer, ('done',))\n"))
     reader = IndexReader(index)
     helper = _started(reader)
