@@ -11,7 +11,8 @@ from numpy.typing import NDArray
 
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings
-from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays, check_node, read_node_arrays
+from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays
+from ecpfs_viewer.model.ecpfs.node_measure import measure_nodes
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
@@ -280,64 +281,6 @@ def _empty_level(level: int, path: str, summary: IndexSummary, findings: tuple[F
     )
 
 
-_Measured = tuple[list[int], list[int], dict[int, int], list[str], set[int], dict[int, str], dict[int, str]]
-
-
-class _Measure:
-    """Ids and sizes of the nodes that have embeddings, the commonest chunk rows, the empty, broken,
-    sizeless (no usable embeddings: "unreadable" or "missing") and unread nodes; each node's
-    problems appended to findings. Measured a batch of nodes at a time as their documents are read
-    (``read_node_arrays``), each node's parsed documents let go once measured: a level's all held
-    at once grew with the index (200,000 leaves at 10M items)."""
-
-    def __init__(self, leaf: bool | None, summary: IndexSummary, findings: list[Finding]) -> None:
-        self.leaf, self.summary, self.findings = leaf, summary, findings
-        self.ids: list[int] = []
-        self.sizes: list[int] = []
-        self.chunk_rows: dict[int, int] = {}
-        self.empty: list[str] = []
-        self.broken: set[int] = set()
-        self.sizeless: dict[int, str] = {}
-        self.unread: dict[int, str] = {}
-
-    def add(self, nodes: list[NodeArrays]) -> None:
-        for node in nodes:
-            self._add(node)
-            node.emb = node.ids = None
-
-    def _add(self, node: NodeArrays) -> None:
-        if node.unread is not None:
-            self.unread[node.node_id] = node.unread
-            return
-        for message in node.errors:
-            self.findings.append(Finding(fc.NODE_METADATA, node.path, message))
-        if node.emb is None and node.ids is None:
-            if not node.errors:
-                self.empty.append(node.path)
-            return
-        check_node(node, self.leaf, self.summary, self.findings)
-        if node.errors or node.emb is None or node.ids is None:
-            self.broken.add(node.node_id)
-        if node.emb is None:
-            self.sizeless[node.node_id] = "unreadable" if "embeddings" in node.unreadable else "missing"
-        else:
-            self.ids.append(node.node_id)
-            self.sizes.append(node.emb.rows)
-            if node.emb.chunk_rows is not None:
-                self.chunk_rows[node.emb.chunk_rows] = self.chunk_rows.get(node.emb.chunk_rows, 0) + 1
-
-    def result(self) -> _Measured:
-        return self.ids, self.sizes, self.chunk_rows, self.empty, self.broken, self.sizeless, self.unread
-
-
-def _measured(h: Hierarchy, nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary,
-              findings: list[Finding]) -> _Measured:
-    """The nodes' documents read (``read_node_arrays``) and measured (:class:`_Measure`)."""
-    measure = _Measure(leaf, summary, findings)
-    read_node_arrays(h, nodes, "item_ids" if leaf else "node_ids" if leaf is not None else None, measure.add)
-    return measure.result()
-
-
 def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSummary | None = None) -> LevelStats:
     """The statistics of a few named nodes of ``lvl_{level}`` (``subset`` set; no gaps, no level
     totals): what one node's page needs without parsing every node of a 40,000-node level."""
@@ -347,7 +290,7 @@ def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSum
     nodes = [NodeArrays(node_id, f"{path}/{node_name(node_id)}") for node_id in dict.fromkeys(node_ids)]
     findings: list[Finding] = []
     try:
-        ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measured(h, nodes, leaf, summary, findings)
+        ids, sizes, chunk_rows, empty, broken, sizeless, unread = measure_nodes(h, nodes, leaf, summary, findings)
     except Exception as exc:
         return replace(_empty_level(level, path, summary, (Finding(fc.LEVEL_UNREAD, path, _unread_message(exc)),)),
                        subset=True, unread=describe_exception(exc))
@@ -391,7 +334,7 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         if child.kind is NodeKind.ERROR:
             findings.append(Finding(fc.UNREADABLE_METADATA, child.path, f"unreadable group metadata: {child.error}"))
         nodes.append(NodeArrays(node_id, child.path))
-    ids, sizes, chunk_rows, empty, broken, sizeless, unread = _measured(h, nodes, leaf, summary, findings)
+    ids, sizes, chunk_rows, empty, broken, sizeless, unread = measure_nodes(h, nodes, leaf, summary, findings)
     release_gradually(nodes)  # 40,000 node entries: freed at once they hold the GUI up
     if unread:
         first = min(unread)
