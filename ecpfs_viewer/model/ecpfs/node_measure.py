@@ -1,12 +1,32 @@
-"""The nodes of a level measured from their documents: ids, sizes, chunk rows, and what is wrong."""
+"""The nodes of a level measured from their documents: ids, sizes, chunk rows, and what is wrong.
+
+A level of a local index with many nodes has its far end measured by a helper process
+(model/storage/far_end.py) with the same code on its own opening of the folder, each batch sent
+back as its measures, its findings and the stamps its reads took.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays, check_node, read_node_arrays
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
+from ecpfs_viewer.model.storage.far_end import FarEnd, worth_a_helper
+from ecpfs_viewer.model.storage.read_stamps import ReadStamps, recording_now
+from ecpfs_viewer.model.storage.stamps import Stamps
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+
+#: a level with at least this many nodes has its far end measured by a helper
+HELPER_MIN_NODES = 16384
+#: nodes a helper's batch holds (the grid both ends measure on)
+HELPER_BATCH_NODES = 2048
+_JOB = f"{__name__}:measure_job"
+
+#: what the helper sends for a batch: its measures, its findings, the stamps its reads took (None: not asked)
+Batch = tuple["Measured", list[Finding], Stamps | None]
 
 Measured = tuple[list[int], list[int], dict[int, int], list[str], set[int], dict[int, str], dict[int, str]]
 
@@ -54,13 +74,100 @@ class Measure:
             if node.emb.chunk_rows is not None:
                 self.chunk_rows[node.emb.chunk_rows] = self.chunk_rows.get(node.emb.chunk_rows, 0) + 1
 
+    def merge(self, measured: Measured, findings: list[Finding]) -> None:
+        """Add the measures of the nodes after those measured so far (a helper's batch)."""
+        ids, sizes, chunk_rows, empty, broken, sizeless, unread = measured
+        self.ids.extend(ids)
+        self.sizes.extend(sizes)
+        for rows, count in chunk_rows.items():
+            self.chunk_rows[rows] = self.chunk_rows.get(rows, 0) + count
+        self.empty.extend(empty)
+        self.broken.update(broken)
+        self.sizeless.update(sizeless)
+        self.unread.update(unread)
+        self.findings.extend(findings)
+
     def result(self) -> Measured:
         return self.ids, self.sizes, self.chunk_rows, self.empty, self.broken, self.sizeless, self.unread
 
 
 def measure_nodes(h: Hierarchy, nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary,
-              findings: list[Finding]) -> Measured:
-    """The nodes' documents read (``read_node_arrays``) and measured (:class:`Measure`)."""
+                  findings: list[Finding]) -> Measured:
+    """The nodes' documents read (``read_node_arrays``) and measured (:class:`Measure`), the far end
+    of many nodes of a local index by a helper; the same measures and findings in the same order."""
     measure = Measure(leaf, summary, findings)
-    read_node_arrays(h, nodes, "item_ids" if leaf else "node_ids" if leaf is not None else None, measure.add)
+    expected = "item_ids" if leaf else "node_ids" if leaf is not None else None
+    helper = _start_helper(h, nodes, expected, leaf, summary)
+    at = 0
+    try:
+        while helper is not None and at < len(nodes):
+            if at >= helper.low():
+                taken = helper.take(at)
+                helper.stop()
+                helper = None
+                if taken is not None:
+                    _merge(measure, taken)
+                    at = len(nodes)
+                break
+            end = min(helper.batch_end(at), helper.low())
+            read_node_arrays(h, nodes[at:end], expected, measure.add)
+            at = end
+    finally:
+        if helper is not None:
+            helper.stop()
+    if at < len(nodes):
+        read_node_arrays(h, nodes[at:], expected, measure.add)
     return measure.result()
+
+
+def _merge(measure: Measure, taken: list[Batch]) -> None:
+    recorder = recording_now()
+    for measured, found, stamps in taken:
+        measure.merge(measured, found)
+        if recorder is not None and stamps is not None:
+            recorder.put(stamps)
+
+
+def _start_helper(h: Hierarchy, nodes: list[NodeArrays], expected: str | None, leaf: bool | None,
+                  summary: IndexSummary) -> FarEnd | None:
+    store = h.store
+    if (store.kind != "local" or store.local_path is None or expected is None
+            or not worth_a_helper(len(nodes), HELPER_MIN_NODES)):
+        return None
+    spec = [(node.node_id, node.path, node.unread) for node in nodes]
+
+    def accept(first: int, end: int, value: Any) -> bool:
+        (ids, sizes, _rows, _empty, broken, sizeless, unread), _found, _stamps = value
+        asked = {node_id for node_id, _, _ in spec[first:end]}
+        return len(ids) == len(sizes) and asked.issuperset({*ids, *broken, *sizeless, *unread})
+
+    setup = (str(store.local_path), store.key(""), spec, expected, leaf, summary, recording_now() is not None)
+    return FarEnd(_JOB, setup, len(nodes), 0, HELPER_BATCH_NODES, accept)
+
+
+def measure_job(folder: str, root_key: str, spec: list[tuple[int, str, str | None]], expected: str,
+                leaf: bool | None, summary: IndexSummary, record: bool) -> Callable[[int, int], Batch]:
+    """In the helper: the measuring of a batch ``spec[low:high]`` of (node id, path, why unread)."""
+    from ecpfs_viewer.model.storage.opening import open_store
+
+    store = open_store(folder)
+    if store.kind != "local" or store.local_path is None or store.key("") != root_key:
+        raise RuntimeError(f"{folder} opens as another store in the helper")
+    h = Hierarchy(store)
+
+    def batch(low: int, high: int) -> Batch:
+        nodes = [NodeArrays(node_id, path) if unread is None else NodeArrays(node_id, path, names=set(), unread=unread)
+                 for node_id, path, unread in spec[low:high]]
+        found: list[Finding] = []
+        measure = Measure(leaf, summary, found)
+        if not record:
+            read_node_arrays(h, nodes, expected, measure.add)
+            return measure.result(), found, None
+        reads = ReadStamps(folder)
+        reads.expect((store.key(node.path, name, "zarr.json"), node.node_id) for node in nodes
+                     for name in ("embeddings", expected))
+        with reads.recording():
+            read_node_arrays(h, nodes, expected, measure.add)
+        return measure.result(), found, reads.stamps()
+
+    return batch

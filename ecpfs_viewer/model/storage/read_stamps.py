@@ -60,6 +60,16 @@ class ReadStamps:
             self._values[slot] = stat_row(path)
             self._taken[slot] = True
 
+    def put(self, taken: Stamps) -> None:
+        """Rows another process took by its reads of expected files, each right before its read
+        (model/storage/far_end.py's helper); a file stamped here already keeps its own row."""
+        slots = np.fromiter((self._slots.get(key, -1) for key in taken.paths), np.int64, len(taken.paths))
+        mine = slots >= 0
+        slots, rows = slots[mine], taken.values[mine]
+        fresh = ~self._taken[slots]
+        self._values[slots[fresh]] = rows[fresh]
+        self._taken[slots[fresh]] = True
+
     @contextlib.contextmanager
     def recording(self) -> Iterator[ReadStamps]:
         """Local reads of this context (and of the threads it carries into) stamp the expected files."""

@@ -100,3 +100,23 @@ def test_the_rows_taken_cost_a_few_bytes_a_file(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert len(stamped.paths) == len(keys) and (stamped.values[:, 2] == 1).all()
     assert peak / len(keys) < 420, peak / len(keys)  # bytes a file (about 350; held as tuples: 566)
+
+
+def test_rows_another_process_took_are_kept_for_files_not_stamped_here(tmp_path: Path, events) -> None:
+    keys = _folder(tmp_path)
+    store = open_store(str(tmp_path))
+    reads = ReadStamps(str(tmp_path))
+    reads.expect((key, n) for n, key in enumerate(keys[:6]))
+    with reads.recording():
+        store.read_many_or_errors([keys[0]])  # stamped here
+    elsewhere = stamp_local(str(tmp_path), [(key, 0) for key in [keys[0], keys[2], keys[3], "n9/not-expected"]],
+                            walk=False)
+    elsewhere.values[:] = [[i + 1] * 5 for i in range(4)]  # what the other process saw (made up here)
+    reads.put(elsewhere)
+    events.clear()
+    stamped = reads.stamps()
+    assert [path.removeprefix(str(tmp_path) + "/") for _, path in events] == [keys[1], keys[4], keys[5]]
+    alone = stamp_local(str(tmp_path), [(key, n) for n, key in enumerate(keys[:6])], walk=False)
+    assert stamped.values[0].tolist() == alone.values[0].tolist()  # its own stamp, not the other's
+    assert stamped.values[2].tolist() == [2] * 5 and stamped.values[3].tolist() == [3] * 5
+    assert list(stamped.paths) == keys[:6] and stamped.owners.tolist() == list(range(6))
