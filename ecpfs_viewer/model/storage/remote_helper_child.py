@@ -50,7 +50,8 @@ class HelperState:
 
 def write_frame(stream: IO[bytes], value: Any) -> None:
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(data)) + data)
+    stream.write(_LENGTH.pack(len(data)))
+    stream.write(data)  # not joined to its length: a copy as large as the frame (a helper's setup: tens of MB)
     stream.flush()
 
 
