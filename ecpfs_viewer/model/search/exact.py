@@ -20,7 +20,7 @@ import contextvars
 import os
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,6 +39,7 @@ from ecpfs_viewer.model.search.results import (
     UnreadableNode,
     unreadable_node,
 )
+from ecpfs_viewer.model.storage.far_end import FarEnd, worth_a_helper
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.locate import ItemLocator
@@ -52,6 +53,9 @@ KEY_BYTES = 16 << 20
 #: Extra candidates kept from the float32 ranking, re-scored exactly like search before the final cut.
 RESCORE_MARGIN = 16
 _NO_ID = np.iinfo(np.int64).max  # sorts padding after every real item with the same key
+#: a scan of at least this many blocks of a local index has its far end scored by a helper process
+HELPER_MIN_BLOCKS = 256
+_JOB = f"{__name__}:scan_job"
 
 
 class LeafSource(Protocol):
@@ -202,7 +206,8 @@ def _blocks(index: LeafSource, leaves: list[int]) -> list[list[int]]:
 def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: threading.Event | None,
           unreadable: list[UnreadableNode] | None = None) -> _Candidates:
     """The best `keep` candidates of each query over every leaf, blocks read and scored by one
-    worker per core and merged here in leaf order.
+    worker per core and merged here in leaf order; the far end of many blocks of a local index
+    scored by a helper process (model/storage/far_end.py), its blocks merged in the same order.
 
     At most one block per worker waits beyond those being scored, so memory is bounded; a block
     is pruned with the running best as it was when the block was handed out (a bound that only
@@ -213,13 +218,26 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     nq, keep = len(scoring.q), scoring.keep
     best = _Candidates.padding(nq, keep)
     reporter.report("reading leaves", 0, len(leaves))
+    helper = _start_helper(index, blocks, scoring, known, unreadable is not None)
     workers = max(1, os.cpu_count() or 1)
     pending: deque[Future[tuple[list[NodeData | None], _Candidates, list[UnreadableNode]]]] = deque()
     submitted = done = 0
     with ThreadPoolExecutor(workers, thread_name_prefix="exact-search") as pool:
         try:
-            for block in blocks:
-                while submitted < len(blocks) and len(pending) <= workers:
+            for at, block in enumerate(blocks):
+                if helper is not None and at >= helper.low():
+                    taken = helper.take(at)
+                    helper.stop()
+                    helper = None
+                    if taken is not None:  # every block left, scored by the helper
+                        for found, failed in taken:
+                            if unreadable is not None:
+                                unreadable.extend(failed)
+                            best = _merge(best, found, nq, keep)
+                        reporter.report("reading leaves", len(leaves), len(leaves))
+                        break
+                while submitted < len(blocks) and len(pending) <= workers and (
+                        helper is None or submitted < helper.low() or submitted == at):
                     bound = best.key.reshape(nq, keep)[:, -1].copy()  # the worst kept: nothing above it enters
                     pending.append(pool.submit(contextvars.copy_context().run, _score_block, index,
                                                blocks[submitted], scoring, bound, known, cancel,
@@ -232,11 +250,65 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
                     index.locator.learn(block, [None if node is None else node.ids for node in nodes])
                 best = _merge(best, found, nq, keep)
                 done += len(block)
-                reporter.report("reading leaves", done, len(leaves))
+                reporter.report("reading leaves", done + (0 if helper is None else _leaves_in(blocks, helper)),
+                                len(leaves))
         finally:
             for future in pending:
                 future.cancel()
+            if helper is not None:
+                helper.stop()
     return best
+
+
+def _leaves_in(blocks: list[list[int]], helper: FarEnd) -> int:
+    return sum(len(block) for block in blocks[helper.low():])
+
+
+def _start_helper(index: LeafSource, blocks: list[list[int]], scoring: _Scoring, known: _LeafIds | None,
+                  skip_unreadable: bool) -> FarEnd | None:
+    """A helper scoring the far end of the blocks of a local index, when there are enough of them."""
+    store = getattr(index, "store", None)
+    if (store is None or store.kind != "local" or store.local_path is None
+            or not worth_a_helper(len(blocks), HELPER_MIN_BLOCKS)):
+        return None
+
+    def accept(first: int, end: int, value: Any) -> bool:
+        found, failed = value
+        asked = np.asarray([leaf for block in blocks[first:end] for leaf in block], np.int64)
+        return (isinstance(found, _Candidates) and bool(np.isin(found.leaves, asked).all())
+                and all(isinstance(f, UnreadableNode) for f in failed))
+
+    setup = (str(store.local_path), store.key(""), blocks, scoring, known, skip_unreadable)
+    return FarEnd(_JOB, setup, len(blocks), 0, 1, accept)
+
+
+def scan_job(folder: str, root_key: str, blocks: list[list[int]], scoring: _Scoring, known: _LeafIds | None,
+             skip_unreadable: bool) -> Callable[[int, int], tuple[_Candidates, list[UnreadableNode]]]:
+    """In the helper: the scoring of blocks ``blocks[low:high]``, each pruned by the best of the
+    helper's blocks so far (a bound that only gets tighter, as in :func:`_scan`)."""
+    from ecpfs_viewer.model.search.reader import NodeReader
+    from ecpfs_viewer.model.storage.opening import open_store
+
+    store = open_store(folder)
+    if store.kind != "local" or store.local_path is None or store.key("") != root_key:
+        raise RuntimeError(f"{folder} opens as another store in the helper")
+    index = NodeReader(store)
+    nq, keep = len(scoring.q), scoring.keep
+    best = [_Candidates.padding(nq, keep)]
+
+    def batch(low: int, high: int) -> tuple[_Candidates, list[UnreadableNode]]:
+        founds, failures = [], []
+        for block in blocks[low:high]:
+            bound = best[0].key.reshape(nq, keep)[:, -1].copy()
+            with one_blas_thread():
+                _nodes, found, failed = _score_block(index, block, scoring, bound, known, None,  # type: ignore[arg-type]
+                                                     skip_unreadable)
+            best[0] = _merge(best[0], found, nq, keep)
+            founds.append(found)
+            failures.extend(failed)
+        return _Candidates.concat(founds) if len(founds) != 1 else founds[0], failures
+
+    return batch
 
 
 def _read_block(index: LeafSource, leaves: list[int], known: _LeafIds | None, skip_unreadable: bool
