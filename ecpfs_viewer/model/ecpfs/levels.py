@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings
-from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays
+from ecpfs_viewer.model.ecpfs.node_arrays import NodeList
 from ecpfs_viewer.model.ecpfs.node_measure import measure_nodes
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
@@ -287,7 +287,7 @@ def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSum
     summary = summary if summary is not None else summarize(h)
     path = level_path(level)
     leaf: bool | None = None if summary.levels is None else level == summary.levels
-    nodes = [NodeArrays(node_id, f"{path}/{node_name(node_id)}") for node_id in dict.fromkeys(node_ids)]
+    nodes = NodeList.of([(node_id, f"{path}/{node_name(node_id)}") for node_id in dict.fromkeys(node_ids)])
     findings: list[Finding] = []
     try:
         ids, sizes, chunk_rows, empty, broken, sizeless, unread = measure_nodes(h, nodes, leaf, summary, findings)
@@ -315,7 +315,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         return _empty_level(level, path, summary, (Finding(fc.CANNOT_LIST,
                                                            path, f"cannot list: {describe_exception(exc)}"),))
     leaf: bool | None = None if summary.levels is None else level == summary.levels
-    nodes: list[NodeArrays] = []
+    listed_nodes: list[tuple[int, str]] = []
+    unread_nodes: dict[int, str | None] = {}
     others: list[str] = []
     for child in listed:
         node_id = parse_node_name(child.name)
@@ -324,7 +325,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
                                     child.path, f"node id is larger than {MAX_NODE_ID:,}; not part of the index"))
             node_id = None
         if node_id is not None and child.unread:
-            nodes.append(NodeArrays(node_id, child.path, names=set(), unread=child.error))
+            unread_nodes[len(listed_nodes)] = child.error
+            listed_nodes.append((node_id, child.path))
             continue
         if node_id is None or not child.kind.is_container:
             others.append(child.name)
@@ -333,9 +335,10 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
             continue
         if child.kind is NodeKind.ERROR:
             findings.append(Finding(fc.UNREADABLE_METADATA, child.path, f"unreadable group metadata: {child.error}"))
-        nodes.append(NodeArrays(node_id, child.path))
+        listed_nodes.append((node_id, child.path))
+    nodes = NodeList.of(listed_nodes, unread_nodes)
+    release_gradually(listed_nodes)  # 200,000 pairs: freed at once they hold the GUI up
     ids, sizes, chunk_rows, empty, broken, sizeless, unread = measure_nodes(h, nodes, leaf, summary, findings)
-    release_gradually(nodes)  # 40,000 node entries: freed at once they hold the GUI up
     if unread:
         first = min(unread)
         findings.append(Finding(fc.NODES_UNREAD,

@@ -10,9 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
+from ecpfs_viewer.model.ecpfs import node_arrays
 from ecpfs_viewer.model.ecpfs.findings import Finding
-from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays, check_node, read_node_arrays
+from ecpfs_viewer.model.ecpfs.node_arrays import (
+    NodeArrays,
+    NodeList,
+    check_node,
+    read_node_arrays,
+)
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.storage.far_end import FarEnd, worth_a_helper
 from ecpfs_viewer.model.storage.read_stamps import ReadStamps, recording_now
@@ -91,7 +99,7 @@ class Measure:
         return self.ids, self.sizes, self.chunk_rows, self.empty, self.broken, self.sizeless, self.unread
 
 
-def measure_nodes(h: Hierarchy, nodes: list[NodeArrays], leaf: bool | None, summary: IndexSummary,
+def measure_nodes(h: Hierarchy, nodes: NodeList, leaf: bool | None, summary: IndexSummary,
                   findings: list[Finding]) -> Measured:
     """The nodes' documents read (``read_node_arrays``) and measured (:class:`Measure`), the far end
     of many nodes of a local index by a helper; the same measures and findings in the same order."""
@@ -110,14 +118,20 @@ def measure_nodes(h: Hierarchy, nodes: list[NodeArrays], leaf: bool | None, summ
                     at = len(nodes)
                 break
             end = min(helper.batch_end(at), helper.low())
-            read_node_arrays(h, nodes[at:end], expected, measure.add)
+            _measure(h, nodes, at, end, expected, measure)
             at = end
     finally:
         if helper is not None:
             helper.stop()
-    if at < len(nodes):
-        read_node_arrays(h, nodes[at:], expected, measure.add)
+    _measure(h, nodes, at, len(nodes), expected, measure)
     return measure.result()
+
+
+def _measure(h: Hierarchy, nodes: NodeList, low: int, high: int, expected: str | None, measure: Measure) -> None:
+    """Measure the nodes low:high, their entries made a document batch at a time."""
+    step = node_arrays.DOCUMENT_BATCH_NODES
+    for start in range(low, high, step):
+        read_node_arrays(h, nodes.arrays(start, min(start + step, high)), expected, measure.add)
 
 
 def _merge(measure: Measure, taken: list[Batch]) -> None:
@@ -128,36 +142,38 @@ def _merge(measure: Measure, taken: list[Batch]) -> None:
             recorder.put(stamps)
 
 
-def _start_helper(h: Hierarchy, nodes: list[NodeArrays], expected: str | None, leaf: bool | None,
+def _start_helper(h: Hierarchy, nodes: NodeList, expected: str | None, leaf: bool | None,
                   summary: IndexSummary) -> FarEnd | None:
     store = h.store
     if (store.kind != "local" or store.local_path is None or expected is None
             or not worth_a_helper(len(nodes), HELPER_MIN_NODES)):
         return None
-    spec = [(node.node_id, node.path, node.unread) for node in nodes]
+    ids = nodes.ids
 
     def accept(first: int, end: int, value: Any) -> bool:
-        (ids, sizes, _rows, _empty, broken, sizeless, unread), _found, _stamps = value
-        asked = {node_id for node_id, _, _ in spec[first:end]}
-        return len(ids) == len(sizes) and asked.issuperset({*ids, *broken, *sizeless, *unread})
+        (found, sizes, _rows, _empty, broken, sizeless, missing), _found, _stamps = value
+        asked = set(ids[first:end].tolist())
+        return len(found) == len(sizes) and asked.issuperset({*found, *broken, *sizeless, *missing})
 
-    setup = (str(store.local_path), store.key(""), spec, expected, leaf, summary, recording_now() is not None)
+    setup = (str(store.local_path), store.key(""), ids, "\0".join(nodes.paths), nodes.unread, expected, leaf,
+             summary, recording_now() is not None)
     return FarEnd(_JOB, setup, len(nodes), 0, HELPER_BATCH_NODES, accept)
 
 
-def measure_job(folder: str, root_key: str, spec: list[tuple[int, str, str | None]], expected: str,
-                leaf: bool | None, summary: IndexSummary, record: bool) -> Callable[[int, int], Batch]:
-    """In the helper: the measuring of a batch ``spec[low:high]`` of (node id, path, why unread)."""
+def measure_job(folder: str, root_key: str, ids: np.ndarray, joined_paths: str, unread: dict[int, str | None],
+                expected: str, leaf: bool | None, summary: IndexSummary, record: bool) -> Callable[[int, int], Batch]:
+    """In the helper: the measuring of the nodes ``low:high`` (their ids, paths joined by NUL, and
+    why each that could not be listed was not)."""
     from ecpfs_viewer.model.storage.opening import open_store
 
     store = open_store(folder)
     if store.kind != "local" or store.local_path is None or store.key("") != root_key:
         raise RuntimeError(f"{folder} opens as another store in the helper")
     h = Hierarchy(store)
+    listed = NodeList(ids, joined_paths.split("\0"), unread)
 
     def batch(low: int, high: int) -> Batch:
-        nodes = [NodeArrays(node_id, path) if unread is None else NodeArrays(node_id, path, names=set(), unread=unread)
-                 for node_id, path, unread in spec[low:high]]
+        nodes = listed.arrays(low, high)
         found: list[Finding] = []
         measure = Measure(leaf, summary, found)
         if not record:

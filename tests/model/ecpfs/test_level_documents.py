@@ -59,3 +59,29 @@ def test_each_batch_is_measured_and_let_go_before_the_next_is_read(tmp_path: Pat
     stats = level_stats(hierarchy(index), 2)
     assert len(batches) > 3 and sum(stats.sizes) == 3000
     assert still_held == [0] * len(batches)
+
+
+def test_a_levels_node_entries_are_made_a_batch_at_a_time(tmp_path: Path, monkeypatch) -> None:
+    """200,000 entries made at once (each with its list and set) were objects the window's collector
+    walked on its GUI thread: only a batch's exist at any time."""
+    import gc
+
+    from ecpfs_viewer.model.ecpfs import node_measure
+    from ecpfs_viewer.model.ecpfs.node_arrays import NodeArrays
+
+    index = build_clustered_index(tmp_path, 3000, 8)
+    expected = level_stats(hierarchy(index), 2)
+    assert len(expected.node_ids) > 40
+    monkeypatch.setattr(node_arrays, "DOCUMENT_BATCH_NODES", 8)
+    alive: list[int] = []
+    real = node_measure.read_node_arrays
+
+    def counting(h, nodes, *args):  # type: ignore[no-untyped-def]
+        alive.append(sum(isinstance(o, NodeArrays) for o in gc.get_objects()))
+        real(h, nodes, *args)
+
+    monkeypatch.setattr(node_measure, "read_node_arrays", counting)
+    found = level_stats(hierarchy(index), 2)
+    assert len(alive) >= len(expected.node_ids) // 8 and max(alive) <= 8  # fails when every entry is made first
+    assert np.array_equal(found.node_ids, expected.node_ids) and np.array_equal(found.sizes, expected.sizes)
+    assert found.findings == expected.findings
