@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from ecpfs_viewer.model.ecpfs import finding_codes as fc
 from ecpfs_viewer.model.ecpfs.findings import Finding, cap_findings
 from ecpfs_viewer.model.ecpfs.node_arrays import NodeList
-from ecpfs_viewer.model.ecpfs.node_measure import measure_nodes
+from ecpfs_viewer.model.ecpfs.node_measure import EarlyHelper, measure_nodes
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_name, parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary, summarize
 from ecpfs_viewer.model.errors import describe_exception, transport_failure
@@ -20,7 +20,7 @@ from ecpfs_viewer.model.formatting import count_noun
 from ecpfs_viewer.model.histogram import histogram
 from ecpfs_viewer.model.interpreter import release_gradually
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
-from ecpfs_viewer.model.zarrtree.nodes import NodeKind
+from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind
 
 #: At most this many gap ids are kept (the count is always exact).
 MAX_LISTED_IDS = 1000
@@ -305,16 +305,26 @@ def nodes_stats(h: Hierarchy, level: int, node_ids: list[int], summary: IndexSum
 
 def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> LevelStats:
     findings: list[Finding] = []
-    try:
-        if path not in {n.name for n in h.children("")}:
-            return _empty_level(level, path, summary, (Finding(fc.LEVEL_MISSING, path, "level does not exist"),))
-        listed = h.children(path)
-    except OSError as exc:
-        if transport_failure(exc) is not None:
-            raise
-        return _empty_level(level, path, summary, (Finding(fc.CANNOT_LIST,
-                                                           path, f"cannot list: {describe_exception(exc)}"),))
     leaf: bool | None = None if summary.levels is None else level == summary.levels
+    early = EarlyHelper.start(h, path, leaf, summary)  # measuring while the Hierarchy lists the level
+    try:
+        try:
+            if path not in {n.name for n in h.children("")}:
+                return _empty_level(level, path, summary, (Finding(fc.LEVEL_MISSING, path, "level does not exist"),))
+            listed = h.children(path)
+        except OSError as exc:
+            if transport_failure(exc) is not None:
+                raise
+            return _empty_level(level, path, summary, (Finding(fc.CANNOT_LIST,
+                                                               path, f"cannot list: {describe_exception(exc)}"),))
+        return _listed_level_stats(h, level, path, summary, listed, leaf, findings, early)
+    finally:
+        if early is not None:
+            early.helper.stop()
+
+
+def _listed_level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary, listed: list[Node],
+                        leaf: bool | None, findings: list[Finding], early: EarlyHelper | None) -> LevelStats:
     listed_nodes: list[tuple[int, str]] = []
     unread_nodes: dict[int, str | None] = {}
     others: list[str] = []
@@ -338,7 +348,8 @@ def _level_stats(h: Hierarchy, level: int, path: str, summary: IndexSummary) -> 
         listed_nodes.append((node_id, child.path))
     nodes = NodeList.of(listed_nodes, unread_nodes)
     release_gradually(listed_nodes)  # 200,000 pairs: freed at once they hold the GUI up
-    ids, sizes, chunk_rows, empty, broken, sizeless, unread = measure_nodes(h, nodes, leaf, summary, findings)
+    ids, sizes, chunk_rows, empty, broken, sizeless, unread = measure_nodes(h, nodes, leaf, summary, findings,
+                                                                            early)
     if unread:
         first = min(unread)
         findings.append(Finding(fc.NODES_UNREAD,

@@ -7,6 +7,7 @@ back as its measures, its findings and the stamps its reads took.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -21,11 +22,13 @@ from ecpfs_viewer.model.ecpfs.node_arrays import (
     check_node,
     read_node_arrays,
 )
+from ecpfs_viewer.model.ecpfs.paths import parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
 from ecpfs_viewer.model.storage.far_end import FarEnd, worth_a_helper
 from ecpfs_viewer.model.storage.read_stamps import ReadStamps, recording_now
 from ecpfs_viewer.model.storage.stamps import Stamps
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
+from ecpfs_viewer.model.zarrtree.nodes import sorted_naturally
 
 #: a level with at least this many nodes has its far end measured by a helper
 HELPER_MIN_NODES = 16384
@@ -99,13 +102,54 @@ class Measure:
         return self.ids, self.sizes, self.chunk_rows, self.empty, self.broken, self.sizeless, self.unread
 
 
+class EarlyHelper:
+    """A helper started on a level's folder as the file system lists it, before the Hierarchy has
+    listed the level (its documents read, a couple of seconds at 200,000 nodes): used only if the
+    level's nodes turn out to be exactly those, in the same order, none unread."""
+
+    def __init__(self, nodes: NodeList, helper: FarEnd) -> None:
+        self.nodes, self.helper = nodes, helper
+
+    @staticmethod
+    def start(h: Hierarchy, path: str, leaf: bool | None, summary: IndexSummary) -> EarlyHelper | None:
+        store = h.store
+        expected = _expected(leaf)
+        if store.kind != "local" or store.local_path is None or expected is None:
+            return None
+        try:
+            with os.scandir(os.path.join(store.local_path, store.key(path))) as entries:
+                names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            return None
+        named = [(node_id, name) for name in names if (node_id := parse_node_name(name)) is not None]
+        if not worth_a_helper(len(named), HELPER_MIN_NODES):
+            return None
+        listed = NodeList.of([(node_id, f"{path}/{name}") for node_id, name in sorted_naturally(named, lambda n: n[1])])
+        helper = _start_helper(h, listed, expected, leaf, summary)
+        return None if helper is None else EarlyHelper(listed, helper)
+
+    def helper_for(self, nodes: NodeList) -> FarEnd | None:
+        """The helper, when it measures exactly these nodes; else stopped, None."""
+        if not nodes.unread and np.array_equal(nodes.ids, self.nodes.ids) and nodes.paths == self.nodes.paths:
+            return self.helper
+        self.helper.stop()
+        return None
+
+
+def _expected(leaf: bool | None) -> str | None:
+    return "item_ids" if leaf else "node_ids" if leaf is not None else None
+
+
 def measure_nodes(h: Hierarchy, nodes: NodeList, leaf: bool | None, summary: IndexSummary,
-                  findings: list[Finding]) -> Measured:
+                  findings: list[Finding], early: EarlyHelper | None = None) -> Measured:
     """The nodes' documents read (``read_node_arrays``) and measured (:class:`Measure`), the far end
-    of many nodes of a local index by a helper; the same measures and findings in the same order."""
+    of many nodes of a local index by a helper (``early``'s when it measures these nodes); the same
+    measures and findings in the same order."""
     measure = Measure(leaf, summary, findings)
-    expected = "item_ids" if leaf else "node_ids" if leaf is not None else None
-    helper = _start_helper(h, nodes, expected, leaf, summary)
+    expected = _expected(leaf)
+    helper = early.helper_for(nodes) if early is not None else None
+    if helper is None:
+        helper = _start_helper(h, nodes, expected, leaf, summary)
     at = 0
     try:
         while helper is not None and at < len(nodes):

@@ -49,15 +49,15 @@ def helpers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FarEnd]]:
 
 def _measured_here(monkeypatch: pytest.MonkeyPatch, started: list[FarEnd],
                    before: Callable[[], None] = lambda: None) -> list[int]:
-    """The nodes this process measures, counted; its first batch waits until the helper is done
-    (then ``before`` runs), so the helper measures every other node."""
+    """The nodes this process measures, counted; its first batch waits until the last helper started
+    is done (then ``before`` runs), so the helper measures every other node."""
     counted: list[int] = []
     read = node_measure.read_node_arrays
 
     def counting(h: Any, nodes: list[Any], *args: Any) -> None:
         if not counted and started:
             deadline = time.monotonic() + 60
-            while started[0].running():
+            while started[-1].running():
                 assert time.monotonic() < deadline, "the helper did not finish"
                 time.sleep(0.01)
             before()
@@ -137,4 +137,26 @@ def test_a_helper_that_cannot_start_leaves_every_node_here(
     monkeypatch.setattr(far_end.sys, "executable", str(tmp_path / "no-python"))
     helped = level_stats(hierarchy(index), 2)
     assert len(helpers) == 1 and helpers[0].failure is not None and "could not start" in helpers[0].failure
+    _same(helped, alone)
+
+
+def test_a_helper_started_on_the_folder_is_used_only_when_the_level_lists_the_same_nodes(
+        index: Path, helpers: list[FarEnd], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper starts on the level's folder as the file system lists it; a folder named like a
+    node that holds an array document is no node of the level: that helper is stopped and another
+    measures the level's nodes as they are."""
+    stray = index / "lvl_2" / "node_900000"
+    stray.mkdir()
+    (stray / "zarr.json").write_text(json.dumps({
+        "zarr_format": 3, "node_type": "array", "shape": [1], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]}))
+    monkeypatch.setattr(node_measure, "HELPER_MIN_NODES", 10**9)
+    alone = level_stats(hierarchy(index), 2)
+    monkeypatch.setattr(node_measure, "HELPER_MIN_NODES", 16)
+    assert "node_900000" in alone.other_entries
+    counted = _measured_here(monkeypatch, helpers)
+    helped = level_stats(hierarchy(index), 2)
+    assert counted and sum(counted) < len(alone.node_ids)  # the level's helper measured the rest
+    assert len(helpers) == 2 and not helpers[0].running()  # the folder's, stopped; the level's
     _same(helped, alone)
