@@ -219,6 +219,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     best = _Candidates.padding(nq, keep)
     reporter.report("reading leaves", 0, len(leaves))
     helper = _start_helper(index, blocks, scoring, known, unreadable is not None)
+    before = np.concatenate(([0], np.cumsum([len(block) for block in blocks]))).tolist()  # leaves before each block
     workers = max(1, os.cpu_count() or 1)
     pending: deque[Future[tuple[list[NodeData | None], _Candidates, list[UnreadableNode]]]] = deque()
     submitted = done = 0
@@ -250,7 +251,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
                     index.locator.learn(block, [None if node is None else node.ids for node in nodes])
                 best = _merge(best, found, nq, keep)
                 done += len(block)
-                reporter.report("reading leaves", done + (0 if helper is None else _leaves_in(blocks, helper)),
+                reporter.report("reading leaves", done + (0 if helper is None else len(leaves) - before[helper.low()]),
                                 len(leaves))
         finally:
             for future in pending:
@@ -258,10 +259,6 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
             if helper is not None:
                 helper.stop()
     return best
-
-
-def _leaves_in(blocks: list[list[int]], helper: FarEnd) -> int:
-    return sum(len(block) for block in blocks[helper.low():])
 
 
 def _start_helper(index: LeafSource, blocks: list[list[int]], scoring: _Scoring, known: _LeafIds | None,
