@@ -24,7 +24,7 @@ from ecpfs_viewer.model.ecpfs.node_arrays import (
 )
 from ecpfs_viewer.model.ecpfs.paths import parse_node_name
 from ecpfs_viewer.model.ecpfs.summary import IndexSummary
-from ecpfs_viewer.model.storage.far_end import FarEnd, worth_a_helper
+from ecpfs_viewer.model.storage.far_end import FarEnd, local_root, open_local, worth_a_helper
 from ecpfs_viewer.model.storage.read_stamps import ReadStamps, recording_now
 from ecpfs_viewer.model.storage.stamps import Stamps
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
@@ -112,12 +112,11 @@ class EarlyHelper:
 
     @staticmethod
     def start(h: Hierarchy, path: str, leaf: bool | None, summary: IndexSummary) -> EarlyHelper | None:
-        store = h.store
-        expected = _expected(leaf)
-        if store.kind != "local" or store.local_path is None or expected is None:
+        root = local_root(h.store)
+        if root is None or _expected(leaf) is None:
             return None
         try:
-            with os.scandir(os.path.join(store.local_path, store.key(path))) as entries:
+            with os.scandir(os.path.join(root[0], h.store.key(path))) as entries:
                 names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
         except OSError:
             return None
@@ -125,7 +124,7 @@ class EarlyHelper:
         if not worth_a_helper(len(named), HELPER_MIN_NODES):
             return None
         listed = NodeList.of([(node_id, f"{path}/{name}") for node_id, name in sorted_naturally(named, lambda n: n[1])])
-        helper = _start_helper(h, listed, expected, leaf, summary)
+        helper = _start_helper(h, listed, _expected(leaf), leaf, summary)
         return None if helper is None else EarlyHelper(listed, helper)
 
     def helper_for(self, nodes: NodeList) -> FarEnd | None:
@@ -155,13 +154,12 @@ def measure_nodes(h: Hierarchy, nodes: NodeList, leaf: bool | None, summary: Ind
         while helper is not None and at < len(nodes):
             if at >= helper.low():
                 taken = helper.take(at)
-                helper.stop()
                 helper = None
                 if taken is not None:
                     _merge(measure, taken)
                     at = len(nodes)
                 break
-            end = min(helper.batch_end(at), helper.low())
+            end = helper.next_end(at)
             _measure(h, nodes, at, end, expected, measure)
             at = end
     finally:
@@ -188,9 +186,8 @@ def _merge(measure: Measure, taken: list[Batch]) -> None:
 
 def _start_helper(h: Hierarchy, nodes: NodeList, expected: str | None, leaf: bool | None,
                   summary: IndexSummary) -> FarEnd | None:
-    store = h.store
-    if (store.kind != "local" or store.local_path is None or expected is None
-            or not worth_a_helper(len(nodes), HELPER_MIN_NODES)):
+    root = local_root(h.store)
+    if root is None or expected is None or not worth_a_helper(len(nodes), HELPER_MIN_NODES):
         return None
     ids = nodes.ids
 
@@ -199,8 +196,7 @@ def _start_helper(h: Hierarchy, nodes: NodeList, expected: str | None, leaf: boo
         asked = set(ids[first:end].tolist())
         return len(found) == len(sizes) and asked.issuperset({*found, *broken, *sizeless, *missing})
 
-    setup = (str(store.local_path), store.key(""), ids, "\0".join(nodes.paths), nodes.unread, expected, leaf,
-             summary, recording_now() is not None)
+    setup = (*root, ids, "\0".join(nodes.paths), nodes.unread, expected, leaf, summary, recording_now() is not None)
     return FarEnd(_JOB, setup, len(nodes), 0, HELPER_BATCH_NODES, accept)
 
 
@@ -208,11 +204,7 @@ def measure_job(folder: str, root_key: str, ids: np.ndarray, joined_paths: str, 
                 expected: str, leaf: bool | None, summary: IndexSummary, record: bool) -> Callable[[int, int], Batch]:
     """In the helper: the measuring of the nodes ``low:high`` (their ids, paths joined by NUL, and
     why each that could not be listed was not)."""
-    from ecpfs_viewer.model.storage.opening import open_store
-
-    store = open_store(folder)
-    if store.kind != "local" or store.local_path is None or store.key("") != root_key:
-        raise RuntimeError(f"{folder} opens as another store in the helper")
+    store = open_local(folder, root_key)
     h = Hierarchy(store)
     listed = NodeList(ids, joined_paths.split("\0"), unread)
 

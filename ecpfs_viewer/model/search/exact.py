@@ -39,7 +39,7 @@ from ecpfs_viewer.model.search.results import (
     UnreadableNode,
     unreadable_node,
 )
-from ecpfs_viewer.model.storage.far_end import FarEnd, worth_a_helper
+from ecpfs_viewer.model.storage.far_end import FarEnd, local_root, open_local, worth_a_helper
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.locate import ItemLocator
@@ -228,7 +228,6 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
             for at, block in enumerate(blocks):
                 if helper is not None and at >= helper.low():
                     taken = helper.take(at)
-                    helper.stop()
                     helper = None
                     if taken is not None:  # every block left, scored by the helper
                         for found, failed in taken:
@@ -265,8 +264,8 @@ def _start_helper(index: LeafSource, blocks: list[list[int]], scoring: _Scoring,
                   skip_unreadable: bool) -> FarEnd | None:
     """A helper scoring the far end of the blocks of a local index, when there are enough of them."""
     store = getattr(index, "store", None)
-    if (store is None or store.kind != "local" or store.local_path is None
-            or not worth_a_helper(len(blocks), HELPER_MIN_BLOCKS)):
+    root = None if store is None else local_root(store)
+    if root is None or not worth_a_helper(len(blocks), HELPER_MIN_BLOCKS):
         return None
 
     def accept(first: int, end: int, value: Any) -> bool:
@@ -275,7 +274,7 @@ def _start_helper(index: LeafSource, blocks: list[list[int]], scoring: _Scoring,
         return (isinstance(found, _Candidates) and bool(np.isin(found.leaves, asked).all())
                 and all(isinstance(f, UnreadableNode) for f in failed))
 
-    setup = (str(store.local_path), store.key(""), blocks, scoring, known, skip_unreadable)
+    setup = (*root, blocks, scoring, known, skip_unreadable)
     return FarEnd(_JOB, setup, len(blocks), 0, 1, accept)
 
 
@@ -284,12 +283,8 @@ def scan_job(folder: str, root_key: str, blocks: list[list[int]], scoring: _Scor
     """In the helper: the scoring of blocks ``blocks[low:high]``, each pruned by the best of the
     helper's blocks so far (a bound that only gets tighter, as in :func:`_scan`)."""
     from ecpfs_viewer.model.search.reader import NodeReader
-    from ecpfs_viewer.model.storage.opening import open_store
 
-    store = open_store(folder)
-    if store.kind != "local" or store.local_path is None or store.key("") != root_key:
-        raise RuntimeError(f"{folder} opens as another store in the helper")
-    index = NodeReader(store)
+    index = NodeReader(open_local(folder, root_key))
     nq, keep = len(scoring.q), scoring.keep
     best = [_Candidates.padding(nq, keep)]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path
+from ecpfs_viewer.model.ecpfs.paths import node_array_path
 from ecpfs_viewer.model.search.item_map import _Run
-from ecpfs_viewer.model.storage.far_end import FarEnd, worth_a_helper
+from ecpfs_viewer.model.storage.far_end import FarEnd, local_root, open_local, worth_a_helper
 from ecpfs_viewer.model.storage.stamps import Stamps
 
 #: a pass with at least this many leaves left starts a helper (fewer are read before it has started)
@@ -25,8 +25,8 @@ Batch = tuple[_Run, list[Stamps | None]]
 
 def start_helper(store: Any, levels: int, leaves: Sequence[int], start: int, step: int) -> FarEnd | None:
     """A helper reading ``leaves[start:]`` of a local store from the far end, when the pass is worth it."""
-    folder = None if store.local_path is None else str(store.local_path)
-    if store.kind != "local" or folder is None or not worth_a_helper(len(leaves) - start, HELPER_MIN_LEAVES):
+    root = local_root(store)
+    if root is None or not worth_a_helper(len(leaves) - start, HELPER_MIN_LEAVES):
         return None
     every = list(leaves)
 
@@ -35,20 +35,16 @@ def start_helper(store: Any, levels: int, leaves: Sequence[int], start: int, ste
         return (isinstance(run, _Run) and len(run.sizes) == len(run.leaves)
                 and bool(np.isin(run.leaves, every[first:end]).all()))
 
-    return FarEnd(_JOB, (folder, store.key(level_path(levels)), levels, every), len(every), start, step, accept)
+    return FarEnd(_JOB, (*root, levels, every), len(every), start, step, accept)
 
 
 def item_ids_job(folder: str, root_key: str, levels: int, leaves: list[int]) -> Callable[[int, int], Batch]:
     """In the helper: the reader of a batch ``leaves[low:high]``."""
     from ecpfs_viewer.model.ecpfs.index_cache import IndexCache
-    from ecpfs_viewer.model.storage.opening import open_store
     from ecpfs_viewer.model.zarrtree.array_batch import ArrayBatchReader
     from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
-    store = open_store(folder)
-    if store.kind != "local" or store.local_path is None or store.key(level_path(levels)) != root_key:
-        raise RuntimeError(f"{folder} opens as another store in the helper")
-    hierarchy = Hierarchy(store)
+    hierarchy = Hierarchy(open_local(folder, root_key))
     stamper, reader = IndexCache(hierarchy), ArrayBatchReader(hierarchy)
 
     def batch(low: int, high: int) -> Batch:

@@ -307,11 +307,11 @@ class ItemLocator:
         helper = self._started_helper(leaves)
         if helper is not None and self._next >= helper.low():
             taken = helper.take(self._next)
-            self._stop_helper()
+            self._helper = None
             if taken is not None:
                 return self._take(taken, len(leaves), reporter)
             helper = None  # a gap (it never leaves one): read the rest here
-        end = len(leaves) if helper is None else min(helper.batch_end(self._next), helper.low())
+        end = len(leaves) if helper is None else helper.next_end(self._next)
         part = leaves[self._next:min(self._next + LEAF_BATCH, end)]
         paths = [node_array_path(self.index.levels, n, "item_ids") for n in part]
         # each file stamped before it is read (a change meanwhile makes the map stale); a pass over every leaf

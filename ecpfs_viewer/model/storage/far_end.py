@@ -47,6 +47,24 @@ log = logging.getLogger(__name__)
 Accept = Callable[[int, int, Any], bool]
 
 
+def local_root(store: Any) -> tuple[str, str] | None:
+    """(folder, root key) of an opened store a helper can open itself, a local folder; else None."""
+    if store.kind != "local" or store.local_path is None:
+        return None
+    return str(store.local_path), store.key("")
+
+
+def open_local(folder: str, root_key: str) -> Any:
+    """In the helper: the folder its parent opened, opened the same way (RuntimeError otherwise)."""
+    from ecpfs_viewer.model.storage.opening import open_store  # zarr, in the helper only
+
+    store = open_store(folder)
+    root = local_root(store)
+    if root is None or root[1] != root_key:
+        raise RuntimeError(f"{folder} opens as another store in the helper")
+    return store
+
+
 def worth_a_helper(left: int, least: int) -> bool:
     """Whether a pass with ``left`` items to do is worth a helper (``least`` or more, and two CPUs)."""
     return left >= least and helper_possible()
@@ -124,9 +142,15 @@ class FarEnd:
         """Where the batch on the grid that holds item ``at`` ends."""
         return self.end - ((self.end - at - 1) // self.step) * self.step
 
+    def next_end(self, at: int) -> int:
+        """Where this process's batch from item ``at`` ends: on the grid, short of the helper's."""
+        return min(self.batch_end(at), self.low())
+
     def take(self, at: int) -> list[Any] | None:
-        """The values of the helper's batches from item ``at`` (on the grid) to the end, in order;
-        None when they do not cover that span without a gap."""
+        """Once this process has reached the helper (``at``, on the grid, at or past :meth:`low`): the
+        helper stopped and the values of its batches from ``at`` to the end, in order; None when
+        they do not cover that span without a gap."""
+        self.stop()
         values = []
         with self._lock:
             while at < self.end:
