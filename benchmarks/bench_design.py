@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ecpfs_viewer.model.storage.counted_io import read_file
+from ecpfs_viewer.model.storage.local_files import read_file
 from ecpfs_viewer.model.storage.opening import open_store
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 
@@ -68,7 +68,7 @@ def blas(repeat: int) -> None:
 
 
 def small_files(repeat: int) -> None:
-    """Local files are read with raw descriptors (model/storage/counted_io.py)."""
+    """Local files are read with raw descriptors (model/storage/local_files.py)."""
     with tempfile.TemporaryDirectory() as folder:
         paths = []
         for i in range(4000):

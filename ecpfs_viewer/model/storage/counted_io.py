@@ -6,10 +6,9 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
-import stat
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -22,7 +21,7 @@ from zarr.storage import LocalStore, MemoryStore, WrapperStore
 from ecpfs_viewer.model.errors import TransportError, UserError
 from ecpfs_viewer.model.formatting import count_noun, format_bytes, format_value
 from ecpfs_viewer.model.limits import current_limits
-from ecpfs_viewer.model.storage import event_loop, page_cache
+from ecpfs_viewer.model.storage import event_loop
 from ecpfs_viewer.model.storage.disk_cache import DocumentCache
 
 
@@ -254,13 +253,6 @@ class CountingStore(ReadingWrapper[Store]):
 #: The names of Zarr metadata documents (capped by Limits.max_metadata_bytes; every other key is a chunk).
 METADATA_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
-# O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused right after, by fstat)
-_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-_ABSENT = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
-_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
 class UnreadableFile(UserError, OSError):
     """A stored object that is refused or cannot be read: not a regular file, past a cap, a damaged
     zip member. An OSError, so callers that keep one failed key in place keep this one too."""
@@ -308,123 +300,6 @@ def too_large(path: str, name: str, size: int, what: str = "") -> NoReturn:
     kind = "metadata document" if name == "max_metadata_bytes" else "chunk"
     raise UnreadableFile(path, f"{what or 'the file'} is {format_bytes(size)}, over "
                                f"{current_limits().describe(name)} for one {kind}; not read")
-
-
-def _regular_size(fd: int, path: str) -> int | None:
-    """The size of the regular file open at fd; None for a directory. A FIFO, device or socket is
-    refused (UnreadableFile) instead of blocking forever or streaming without end (/dev/zero)."""
-    info = os.fstat(fd)
-    if stat.S_ISREG(info.st_mode):
-        return info.st_size
-    if stat.S_ISDIR(info.st_mode):
-        return None
-    kind = next((name for test, name in _KINDS if test(info.st_mode)), "a special file")
-    raise UnreadableFile(path, f"not a regular file but {kind}; not read")
-
-
-def _open_regular(path: str) -> tuple[int, int] | None:
-    """(descriptor, size) of a regular file opened for reading; None when absent or a directory."""
-    try:
-        fd = os.open(path, _O_READ)
-    except _ABSENT:
-        return None
-    try:
-        size = _regular_size(fd, path)
-    except OSError:
-        os.close(fd)
-        raise
-    if size is None:
-        os.close(fd)
-        return None
-    return fd, size
-
-
-_FIRST_READ = 1 << 16
-
-
-def read_file(path: str, check: Callable[[str, int], None] | None = None,
-              cached: list[bool | None] | None = None) -> bytes | None:
-    """A whole local file, or None when it does not exist (or is a directory).
-
-    Only regular files are read, and only up to the cap for their kind (metadata or chunk, told by
-    the file name): a larger one raises UnreadableFile, from its size alone. ``check`` is called
-    with (path, size) once the size is known, before the body is read, and raises to refuse it (a
-    chunk's bound: ``stored_bound.size_check``). Uses raw descriptors: listing 4,000 nodes
-    reads 4,000 small files, and a buffered open() per file costs markedly more (benchmarks/bench_design.py). A small
-    file is read with one call and no fstat: opened non-blocking, a FIFO reads as nothing (or
-    EAGAIN), a device fills the first read, and both of those cases are told apart by fstat. A
-    larger one is read again from its start in one piece (no second copy to join the pieces).
-    ``cached``, when given, is told whether the file was in memory (``page_cache.first_page_cached``).
-    """
-    try:
-        fd = os.open(path, _O_READ)
-    except _ABSENT:
-        return None
-    try:
-        if cached is not None:
-            cached.append(page_cache.first_page_cached(fd))
-        cap, name = cap_for(path)
-        try:
-            data = os.read(fd, _FIRST_READ)
-        except BlockingIOError:  # a FIFO whose writer has written nothing yet
-            data = b""
-        if 0 < len(data) < _FIRST_READ:
-            if len(data) > cap:
-                too_large(path, name, len(data))
-            if check is not None:
-                check(path, len(data))
-            return data
-        size = _regular_size(fd, path)
-        if size is None:
-            return None
-        if size > cap:
-            too_large(path, name, size)
-        if check is not None:
-            check(path, size)
-        os.lseek(fd, 0, os.SEEK_SET)
-        parts: list[bytes] = []
-        total = 0
-        while block := os.read(fd, max(1 << 20, size - total + 1)):
-            parts.append(block)
-            total += len(block)
-            if total > cap:
-                too_large(path, name, total, "the file (still growing)")
-            if check is not None:
-                check(path, total)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-    except IsADirectoryError:  # Linux opens a directory read-only and fails on read
-        return None
-    finally:
-        os.close(fd)
-
-
-def read_file_range(path: str, byte_range: ByteRequest) -> bytes | None:
-    """A byte range of a local regular file, or None when it does not exist; a range past its end
-    is refused (UnreadableFile), never answered short. All of it is read, or the file changed while
-    read (refused too)."""
-    opened = _open_regular(path)
-    if opened is None:
-        return None
-    fd, size = opened
-    try:
-        start, stop = range_within(path, byte_range, size)
-        check_size(path, path, stop - start, "the requested range")
-        os.lseek(fd, start, os.SEEK_SET)  # not os.pread: Windows has none
-        parts = []
-        wanted = stop - start
-        while start < stop and (block := os.read(fd, stop - start)):
-            parts.append(block)
-            start += len(block)
-        data = b"".join(parts)
-        if len(data) != wanted:
-            raise UnreadableFile(path, f"{format_value(wanted, grouped=True)} bytes asked for, "
-                                       f"{format_value(len(data), grouped=True)} there: the file shrank while read; "
-                                       "could not be read")
-        return data
-    except IsADirectoryError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def bounds(byte_range: ByteRequest, size: int) -> tuple[int, int]:

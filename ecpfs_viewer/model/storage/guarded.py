@@ -17,7 +17,7 @@ from zarr.abc.store import ByteRequest
 from zarr.buffer import default_buffer_prototype
 from zarr.storage import LocalStore
 
-from ecpfs_viewer.model.storage.counted_io import read_file, read_file_range
+from ecpfs_viewer.model.storage.local_files import read_file, read_file_range
 from ecpfs_viewer.model.storage.stored_bound import size_check
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from zarr.abc.store import ByteRequest
 
-from ecpfs_viewer.model.storage.counted_io import read_file, read_file_range
+from ecpfs_viewer.model.storage.local_files import read_file, read_file_range
 from ecpfs_viewer.model.storage.read_stamps import ReadStamps, recording_now
 from ecpfs_viewer.model.storage.side_by_side import PROBE_FILES, cache_says_cold, in_order
 from ecpfs_viewer.model.storage.stored_bound import size_check

@@ -31,11 +31,10 @@ from ecpfs_viewer.model.storage.counted_io import (
     IOStats,
     UnreadableFile,
     cut_to_range,
-    read_file,
-    read_file_range,
 )
 from ecpfs_viewer.model.storage.disk_cache import StoreCache
 from ecpfs_viewer.model.storage.guarded import GuardedLocalStore
+from ecpfs_viewer.model.storage.local_files import read_file, read_file_range
 from ecpfs_viewer.model.storage.local_listing import local_sizes
 from ecpfs_viewer.model.storage.local_reads import read_local
 from ecpfs_viewer.model.storage.options import RemoteOptions

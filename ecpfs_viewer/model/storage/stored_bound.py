@@ -6,9 +6,9 @@ file grown or rewritten by another process) is damage, and reading it whole woul
 per-object cap in memory for nothing. The reader that knows the chunks' arrays (the batch reader)
 sets the bounds of the keys it reads with :func:`stored_bounds` (``OpenedStore.read_many_or_errors``
 takes them); every store, wherever it learns an object's size before reading its body, calls
-:func:`check_stored` (or passes :func:`size_check` to ``counted_io.read_file``):
+:func:`check_stored` (or passes :func:`size_check` to ``local_files.read_file``):
 
-- a local file: its fstat (``counted_io.read_file``, ``GuardedLocalStore``);
+- a local file: its fstat (``local_files.read_file``, ``GuardedLocalStore``);
 - a zip member: the uncompressed size its directory entry declares (``GuardedZipStore``);
 - a remote object: the answer's Content-Length (``BoundedStore``); an fsspec store wrapped the same
   way calls :func:`check_stored` where it checks the per-object cap.
@@ -98,7 +98,7 @@ def stored_bound(key: str) -> StoredBound | None:
 
 
 def size_check(key: str) -> Callable[[str, int], None] | None:
-    """The ``check`` of ``counted_io.read_file`` for key: (path, size) -> refuses past its bound."""
+    """The ``check`` of ``local_files.read_file`` for key: (path, size) -> refuses past its bound."""
     bound = stored_bound(key)
     return None if bound is None else bound.check
 
