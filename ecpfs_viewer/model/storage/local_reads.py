@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from zarr.abc.store import ByteRequest
@@ -19,7 +20,7 @@ def read_local(base: str, requests: Sequence[tuple[str, ByteRequest | None]]) ->
     """The bytes of each (key, byte range) below ``base`` (a folder path ending in its separator), in
     order: None for an absent file, the OSError of a failed one in its place. The first files say
     whether they were in the page cache, which decides whether the rest are read side by side.
-    A file the context's read stamps expect is statted right before it is opened (read_stamps.py)."""
+    A file the context's read stamps expect is stamped as it is opened, before it is read (read_stamps.py)."""
     cached: list[bool | None] = []
     recorder = recording_now()
     readers = [_reader(base + key, size_check(key) if byte_range is None else None,  # this thread's bound, taken now
@@ -32,10 +33,14 @@ def read_local(base: str, requests: Sequence[tuple[str, ByteRequest | None]]) ->
 def _reader(path: str, check: Callable[[str, int], None] | None, byte_range: ByteRequest | None,
             cached: list[bool | None] | None, recorder: ReadStamps | None, slot: int | None) -> Callable[[], Value]:
     def read() -> Value:
-        if slot is not None:
-            recorder.take(slot, path)  # type: ignore[union-attr]  # a slot is the recorder's
+        stamp = None
+        if slot is not None and recorder.wants(slot):  # type: ignore[union-attr]  # a slot is the recorder's
+            if byte_range is None:
+                stamp = functools.partial(recorder.take_opened, slot)  # type: ignore[union-attr]
+            else:
+                recorder.take(slot, path)  # type: ignore[union-attr]
         try:
-            return read_file(path, check, cached) if byte_range is None else read_file_range(path, byte_range)
+            return read_file(path, check, cached, stamp) if byte_range is None else read_file_range(path, byte_range)
         except OSError as exc:
             return exc
     return read

@@ -2,20 +2,22 @@
 
 A pass over every leaf stamps the files it reads (model/ecpfs/index_cache.py). Stamping a batch of
 paths and reading them afterwards walks each path twice, the second time after its entries went
-cold; a stat right before the open finds them hot (benchmarks/README.md: about half the cost a
-leaf). The stamp is still taken before its file is read, so a change while reading leaves it older
-than what was read (model/storage/stamps.py). Zarr-free, like the stamps.
+cold (benchmarks/README.md: about half the cost a leaf); a read stamps the file it has just opened
+(its fstat: the path walked once). The stamp is still taken before its file is read, so a change
+while reading leaves it older than what was read (model/storage/stamps.py). Zarr-free, like the
+stamps.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ecpfs_viewer.model.storage.stamps import STAMP_FIELDS, Stamps, stamp_local, stat_row
+from ecpfs_viewer.model.storage.stamps import STAMP_FIELDS, Stamps, row_of, stamp_local, stat_row
 
 _RECORDING: contextvars.ContextVar[ReadStamps | None] = contextvars.ContextVar("read_stamps", default=None)
 
@@ -58,6 +60,16 @@ class ReadStamps:
         """Stamp the file at path, about to be read, unless an earlier read of it did."""
         if not self._taken[slot]:
             self._values[slot] = stat_row(path)
+            self._taken[slot] = True
+
+    def wants(self, slot: int) -> bool:
+        """Whether no read has stamped this expected file yet."""
+        return not bool(self._taken[slot])
+
+    def take_opened(self, slot: int, info: os.stat_result | None) -> None:
+        """Stamp an expected file from its stat as its read opened it (None: there was no such file)."""
+        if not self._taken[slot]:
+            self._values[slot] = row_of(info)
             self._taken[slot] = True
 
     def put(self, taken: Stamps) -> None:

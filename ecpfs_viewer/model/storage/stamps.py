@@ -82,6 +82,13 @@ def stat_row(path: str) -> tuple[int, ...]:
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
+def row_of(info: os.stat_result | None) -> tuple[int, ...]:
+    """The stamp row of a stat result (an open file's fstat); all -1 for None (no such file)."""
+    if info is None:
+        return _ABSENT
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
 def digest_pair(*parts: bytes) -> tuple[int, int]:
     """A 16-byte BLAKE2b digest of parts (in order) as the two int64 fields of a stamp row."""
     digest = hashlib.blake2b(digest_size=16)

@@ -110,7 +110,7 @@ def _zstd(data: Any, limit: int) -> bytes:
         raise _broken("zstd", exc) from None
     if declared > limit:
         raise _PastLimit("zstd", declared)
-    framed = memoryview(numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
+    framed = memoryview(data if type(data) is bytes else numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
     try:
         if declared >= 0:
             # libzstd stops a frame at its declared size; given no more than such a frame can be

@@ -1,9 +1,10 @@
-"""Stamps taken by the reads themselves (model/storage/read_stamps.py): each expected file statted
-right before it is opened, the same stamps a separate stamping gives, the files not read stamped
+"""Stamps taken by the reads themselves (model/storage/read_stamps.py): each expected file stamped
+as it is opened, before its bytes are read, the same stamps a separate stamping gives, the files not read stamped
 at the end, and nothing stamped outside the recording."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     return stats_and_reads(monkeypatch, apart="stat")
 
 
-def test_each_expected_file_is_statted_right_before_it_is_read(tmp_path: Path, events) -> None:
+def test_each_expected_file_is_stamped_right_before_it_is_read(tmp_path: Path, events) -> None:
     keys = _folder(tmp_path)
     store = open_store(str(tmp_path))
     events.clear()
@@ -44,7 +45,8 @@ def test_each_expected_file_is_statted_right_before_it_is_read(tmp_path: Path, e
     assert [v is None for v in values] == [not (tmp_path / k).exists() for k in keys]
     prefix = str(tmp_path) + "/"
     order = [(what, path.removeprefix(prefix)) for what, path in events]
-    want = [step for key in keys for step in ((("stat", key), ("read", key)) if key in expected else (("read", key),))]
+    want = [step for key in keys for step in (
+        ((("stat", key),) if key in expected else ()) + ((("read", key),) if (tmp_path / key).exists() else ()))]
     assert order == want  # fails when the stamps are taken in a batch before the reads
     stamped = reads.stamps()
     alone = stamp_local(str(tmp_path), [(key, n) for n, key in enumerate(expected)], walk=False)
@@ -120,3 +122,30 @@ def test_rows_another_process_took_are_kept_for_files_not_stamped_here(tmp_path:
     assert stamped.values[0].tolist() == alone.values[0].tolist()  # its own stamp, not the other's
     assert stamped.values[2].tolist() == [2] * 5 and stamped.values[3].tolist() == [3] * 5
     assert list(stamped.paths) == keys[:6] and stamped.owners.tolist() == list(range(6))
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets on this platform")
+def test_a_file_that_cannot_be_opened_is_stamped_by_its_path_before_the_open_is_tried_again(
+        tmp_path: Path, events) -> None:
+    """A socket in place of a chunk: it stats, but opening it fails (ENXIO) and leaves no
+    descriptor to stamp. Its stamp is its stat taken before a second open, not the absent row."""
+    keys = _folder(tmp_path)
+    listening = socket.socket(socket.AF_UNIX)
+    try:
+        listening.bind(str(tmp_path / "n1" / "socket"))
+        store = open_store(str(tmp_path))
+        reads = ReadStamps(str(tmp_path))
+        reads.expect([("n1/socket", 0), (keys[1], 1)])
+        events.clear()
+        with reads.recording():
+            values = store.read_many_or_errors(["n1/socket", keys[1]])
+        assert isinstance(values[0], OSError) and values[1] == (tmp_path / keys[1]).read_bytes()
+        prefix = str(tmp_path) + "/"
+        assert [(what, path.removeprefix(prefix)) for what, path in events] == [
+            ("stat", "n1/socket"), ("stat", keys[1]), ("read", keys[1])]
+        stamped = reads.stamps()
+        alone = stamp_local(str(tmp_path), [("n1/socket", 0), (keys[1], 1)], walk=False)
+        assert stamped.values.tolist() == alone.values.tolist()
+        assert (stamped.values[0] != -1).all()  # fails when a failed open is stamped as absent
+    finally:
+        listening.close()

@@ -215,10 +215,10 @@ def test_unreadable_metadata_is_an_error_row_and_siblings_load(two_clusters_copy
     from ecpfs_viewer.model.storage import local_reads as stores  # where a store reads its files
     real_read_file = stores.read_file
 
-    def refusing(path: str, bound: Any = None, cached: Any = None) -> bytes | None:
+    def refusing(path: str, bound: Any = None, cached: Any = None, stamp: Any = None) -> bytes | None:
         if path.endswith("lvl_2/node_1/zarr.json"):
             raise PermissionError(13, "Permission denied", path)
-        return real_read_file(path, bound, cached)
+        return real_read_file(path, bound, cached, stamp)
 
     monkeypatch.setattr(stores, "read_file", refusing)
     children = {n.name: n for n in Hierarchy(open_store(two_clusters_copy)).children("lvl_2")}
