@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from ecpfs_viewer.model.storage import counted_io, local_reads, read_stamps, stamps
+from ecpfs_viewer.model.storage import local_files, local_reads, read_stamps, stamps
 
 
 class _ReadsLogged:
-    """``os`` for counted_io: the first read of a file's bytes appended as ('read', path)."""
+    """``os`` for local_files: the first read of a file's bytes appended as ('read', path)."""
 
     def __init__(self, events: list[tuple[str, str]], reading: threading.local) -> None:
         self._events = events
@@ -61,7 +61,7 @@ def stats_and_reads(monkeypatch: pytest.MonkeyPatch, apart: str = "stamped apart
 
     monkeypatch.setattr(read_stamps, "stat_row", logged("stat", read_stamps.stat_row))
     monkeypatch.setattr(stamps, "stat_row", logged(apart, stamps.stat_row))
-    monkeypatch.setattr(counted_io, "os", _ReadsLogged(events, reading))
+    monkeypatch.setattr(local_files, "os", _ReadsLogged(events, reading))
     monkeypatch.setattr(local_reads, "read_file", reads(local_reads.read_file))
     monkeypatch.setattr(local_reads, "read_file_range", reads(local_reads.read_file_range))
     return events

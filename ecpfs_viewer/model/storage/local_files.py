@@ -20,6 +20,38 @@ _KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character de
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
+def _open_stamped(path: str, stamp: Callable[[os.stat_result | None], None] | None) -> int | None:
+    """A descriptor of path opened for reading, None when there is no such file; ``stamp`` is
+    handed the open file's fstat (None when absent). An open that fails otherwise leaves nothing
+    to fstat: the path is statted, then opened once more, so the stamp is still older than the read."""
+    try:
+        fd = os.open(path, _O_READ)
+    except _ABSENT:
+        if stamp is not None:
+            stamp(None)
+        return None
+    except OSError:
+        if stamp is None:
+            raise
+        try:
+            info: os.stat_result | None = os.stat(path)
+        except OSError:
+            info = None
+        stamp(info)
+        try:
+            fd = os.open(path, _O_READ)
+        except _ABSENT:
+            return None
+    else:
+        if stamp is not None:
+            try:
+                stamp(os.fstat(fd))
+            except BaseException:
+                os.close(fd)
+                raise
+    return fd
+
+
 def _regular_size(fd: int, path: str) -> int | None:
     """The size of the regular file open at fd; None for a directory. A FIFO, device or socket is
     refused (UnreadableFile) instead of blocking forever or streaming without end (/dev/zero)."""
@@ -53,7 +85,8 @@ _FIRST_READ = 1 << 16
 
 
 def read_file(path: str, check: Callable[[str, int], None] | None = None,
-              cached: list[bool | None] | None = None) -> bytes | None:
+              cached: list[bool | None] | None = None,
+              stamp: Callable[[os.stat_result | None], None] | None = None) -> bytes | None:
     """A whole local file, or None when it does not exist (or is a directory).
 
     Only regular files are read, and only up to the cap for their kind (metadata or chunk, told by
@@ -65,10 +98,10 @@ def read_file(path: str, check: Callable[[str, int], None] | None = None,
     EAGAIN), a device fills the first read, and both of those cases are told apart by fstat. A
     larger one is read again from its start in one piece (no second copy to join the pieces).
     ``cached``, when given, is told whether the file was in memory (``page_cache.first_page_cached``).
+    ``stamp``, when given, is handed the file's stat before anything is read (model/storage/read_stamps.py).
     """
-    try:
-        fd = os.open(path, _O_READ)
-    except _ABSENT:
+    fd = _open_stamped(path, stamp)
+    if fd is None:
         return None
     try:
         if cached is not None:
