@@ -14,6 +14,8 @@ so the exact search that follows in a recall sweep reads only the leaves' embedd
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import contextvars
 from collections import deque
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ import numpy as np
 
 from ecpfs_viewer.model.ecpfs.paths import node_array_path
 from ecpfs_viewer.model.search.item_map import _Run
+from ecpfs_viewer.model.search.leaf_helper import start_helper
 from ecpfs_viewer.model.search.locate import LEAF_BATCH
 from ecpfs_viewer.model.search.results import Reporter
 
@@ -79,14 +82,51 @@ class _Held:
                 np.concatenate(self.sizes) if self.sizes else empty)
 
 
-def _batches(index: NodeReader, leaves: list[int], reporter: Reporter
-             ) -> Iterator[tuple[int, list[int], list[np.ndarray | None]]]:
-    """Each LEAF_BATCH of leaves' item_ids, in leaf order, READ_AHEAD batches read in another
-    thread while the last one is checked."""
-    def read(part: list[int]) -> list[np.ndarray | None]:
-        return index.arrays.read([node_array_path(index.levels, leaf, "item_ids") for leaf in part],
-                                 reporter.check, keep_documents=False)
+def _batches(index: NodeReader, leaves: list[int], reporter: Reporter) -> Iterator[tuple[int, _Run]]:
+    """(leaves done, the run of their ids) for each LEAF_BATCH of leaves' item_ids, in leaf order.
+    On two CPUs a helper process reads the far end (model/search/leaf_helper.py) while this one
+    reads from the first leaf up, one batch after another; alone, READ_AHEAD batches are read in
+    another thread while the last one is checked."""
+    helper = start_helper(index.store, index.levels, leaves, 0, LEAF_BATCH)
+    if helper is None:
+        yield from _read_ahead(index, leaves, reporter)
+        return
+    at = 0
+    try:
+        while at < len(leaves):
+            if at >= helper.low():
+                taken = helper.take(at)
+                if taken is not None:
+                    for n, (run, _) in enumerate(taken, 1):
+                        if n == len(taken):
+                            at = len(leaves)
+                        elif len(run.leaves):  # its last leaf read
+                            at = bisect.bisect_right(leaves, int(run.leaves[-1]), at)
+                        yield at, run
+                    return
+                yield from _read_ahead(index, leaves[at:], reporter, at)  # a gap (it never leaves one)
+                return
+            end = helper.next_end(at)
+            yield end, _run_of(leaves[at:end], _read(index, leaves[at:end], reporter))
+            at = end
+    finally:
+        helper.stop()
 
+
+def _read(index: NodeReader, part: list[int], reporter: Reporter) -> list[np.ndarray | None]:
+    return index.arrays.read([node_array_path(index.levels, leaf, "item_ids") for leaf in part],
+                             reporter.check, keep_documents=False)
+
+
+def _run_of(part: list[int], arrays: list[np.ndarray | None]) -> _Run:
+    present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
+    return _Run.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
+
+
+def _read_ahead(index: NodeReader, leaves: list[int], reporter: Reporter, before: int = 0
+                ) -> Iterator[tuple[int, _Run]]:
+    """The batches of leaves, READ_AHEAD read in another thread while the last one is checked
+    (``before``: leaves done before these)."""
     starts = list(range(0, len(leaves), LEAF_BATCH))
     with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="sample-items") as pool:
         pending: deque[tuple[int, Future[list[np.ndarray | None]]]] = deque()
@@ -94,10 +134,11 @@ def _batches(index: NodeReader, leaves: list[int], reporter: Reporter
             for n in range(len(starts)):
                 while len(pending) < READ_AHEAD and n + len(pending) < len(starts):
                     at = starts[n + len(pending)]
-                    pending.append((at, pool.submit(contextvars.copy_context().run, read,
-                                                    leaves[at:at + LEAF_BATCH])))
+                    pending.append((at, pool.submit(contextvars.copy_context().run, _read, index,
+                                                    leaves[at:at + LEAF_BATCH], reporter)))
                 at, future = pending.popleft()
-                yield at, leaves[at:at + LEAF_BATCH], future.result()
+                part = leaves[at:at + LEAF_BATCH]
+                yield before + at + len(part), _run_of(part, future.result())
         finally:
             for _, future in pending:
                 future.cancel()
@@ -117,21 +158,21 @@ def dense_sample(index: NodeReader, n: int, seed: int, reporter: Reporter) -> De
     leaves = index.leaf_ids()
     total = 0
     reporter.report("reading item ids", 0, len(leaves))
-    for start, part, arrays in _batches(index, leaves, reporter):
-        present = [(leaf, ids.reshape(-1)) for leaf, ids in zip(part, arrays, strict=True) if ids is not None]
-        run = _Run.of_leaves([leaf for leaf, _ in present], [ids for _, ids in present])
-        ids = run.ids
-        total += len(ids)
-        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= declared or total > declared):
-            return None
-        byte, bit = ids >> 3, (np.uint8(1) << (ids & 7).astype(np.uint8))
-        if (seen[byte] & bit).any() or len(np.unique(ids)) != len(ids):
-            return None  # an id stored twice: ranks are not ids
-        np.bitwise_or.at(seen, byte, bit)
-        for item, place in run.lookup(chosen).items():
-            found.setdefault(item, place)
-        held.add(run)
-        reporter.report("reading item ids", start + len(part), len(leaves))
+    batches = contextlib.closing(_batches(index, leaves, reporter))  # a pass left early stops its helper now
+    with batches as runs:
+        for done, run in runs:
+            ids = run.ids
+            total += len(ids)
+            if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= declared or total > declared):
+                return None
+            byte, bit = ids >> 3, (np.uint8(1) << (ids & 7).astype(np.uint8))
+            if (seen[byte] & bit).any() or len(np.unique(ids)) != len(ids):
+                return None  # an id stored twice: ranks are not ids
+            np.bitwise_or.at(seen, byte, bit)
+            for item, place in run.lookup(chosen).items():
+                found.setdefault(item, place)
+            held.add(run)
+            reporter.report("reading item ids", done, len(leaves))
     if total != declared or len(found) != len(chosen):
         return None
     places = [found[int(i)] for i in chosen]

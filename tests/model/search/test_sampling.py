@@ -4,8 +4,10 @@ draw as from the item map, and memory that does not grow with the index."""
 from __future__ import annotations
 
 import gc
+import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,9 +15,10 @@ import zarr
 
 from ecpfs_viewer.model.build.builder import BuildParams, build_index
 from ecpfs_viewer.model.ecpfs import metadata as metadata_module
-from ecpfs_viewer.model.search import IndexReader, sample_items
+from ecpfs_viewer.model.search import IndexReader, leaf_helper, sample_items
 from ecpfs_viewer.model.search import exact as exact_module
 from ecpfs_viewer.model.search import sampling as sampling_module
+from ecpfs_viewer.model.storage import far_end
 from ecpfs_viewer.model.zarrtree import documents as documents_module
 
 DIM = 8
@@ -136,3 +139,64 @@ def test_sampling_keeps_the_leaf_ids_for_the_exact_search(indexes: tuple[Path, P
     leaves = len(reader.leaf_ids())
     # embeddings only: a document and a chunk per leaf, not the item_ids' two as well
     assert reader.store.stats().requests - before <= 2 * leaves
+
+
+@pytest.fixture
+def helped(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Batches of 4 leaves and a helper for any pass of 8 leaves or more (on any machine); the
+    helpers the sampling pass started, and the leaves each read here took (this process waits,
+    before its first read, until the helper has sent three batches or stopped)."""
+    monkeypatch.setattr(sampling_module, "LEAF_BATCH", 4)
+    monkeypatch.setattr(leaf_helper, "HELPER_MIN_LEAVES", 8)
+    monkeypatch.setattr(far_end, "helper_possible", lambda: True)
+    started: list[Any] = []
+    read_here: list[int] = []
+    real_read = sampling_module._read
+
+    def start(store: Any, levels: int, leaves: list[int], first: int, step: int) -> Any:
+        helper = leaf_helper.start_helper(store, levels, leaves, first, step)
+        started.append((helper, len(leaves)))
+        return helper
+
+    def read(index: Any, part: list[int], reporter: Any) -> Any:
+        helper, count = started[-1]
+        deadline = time.monotonic() + 60
+        while helper is not None and helper.running() and helper.low() > count - 3 * 4:
+            assert time.monotonic() < deadline, "still waiting for the helper's batches"
+            time.sleep(0.01)
+        read_here.extend(part)
+        return real_read(index, part, reporter)
+
+    monkeypatch.setattr(sampling_module, "start_helper", start)
+    monkeypatch.setattr(sampling_module, "_read", read)
+    return [started, read_here]
+
+
+def test_a_helper_reads_the_far_end_of_the_sampling_pass(indexes: tuple[Path, Path], helped: list[Any]) -> None:
+    small, _ = indexes
+    alone = sampling_module.dense_sample(IndexReader(small), 40, 3, _reporter())
+    started, read_here = helped
+    reader = IndexReader(small)
+    shared = sampling_module.dense_sample(reader, 40, 3, _reporter())
+    assert alone is not None and shared is not None and alone.leaf_order is not None
+    for field in ("items", "leaves", "rows"):
+        np.testing.assert_array_equal(getattr(shared, field), getattr(alone, field))
+    assert shared.leaf_order is not None
+    for mine, theirs in zip(shared.leaf_order, alone.leaf_order, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    helper, count = started[0]
+    assert len(read_here) <= count - 3 * 4  # fails when the helper's batches are not taken
+    assert not helper.running()
+
+
+def test_a_sampling_pass_left_early_stops_its_helper(indexes: tuple[Path, Path], helped: list[Any],
+                                                     tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy.zarr"
+    shutil.copytree(indexes[0], copy)
+    zarr.open_array(str(copy / "info" / "total_items"), mode="r+")[...] = 100  # ids past it in the first batch
+    assert sampling_module.dense_sample(IndexReader(copy), 40, 3, _reporter()) is None
+    started, read_here = helped
+    helper, _ = started[0]
+    assert read_here and not helper.running()  # fails when the helper runs on after the pass
