@@ -25,8 +25,8 @@ from typing import ParamSpec, TypeVar
 PROBE_FILES = 8
 #: seconds the median file of those took past which the rest of the batch is done side by side
 COLD_SECONDS = 40e-6
-#: files done at once from a cold disk
-SIDE_BY_SIDE = 4
+#: files done at once from a cold disk (benchmarks/README.md: 4 left a cold 10M pass slower)
+SIDE_BY_SIDE = 16
 #: files a thread takes at a time from a cold batch: one task (a Future, its lock and condition)
 #: per file grew with the batch (ThreadPoolExecutor.map ignores chunksize)
 FILES_PER_TASK = 16
