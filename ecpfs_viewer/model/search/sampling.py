@@ -18,7 +18,7 @@ import bisect
 import contextlib
 import contextvars
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -82,7 +82,7 @@ class _Held:
                 np.concatenate(self.sizes) if self.sizes else empty)
 
 
-def _batches(index: NodeReader, leaves: list[int], reporter: Reporter) -> Iterator[tuple[int, _Run]]:
+def _batches(index: NodeReader, leaves: list[int], reporter: Reporter) -> Generator[tuple[int, _Run]]:
     """(leaves done, the run of their ids) for each LEAF_BATCH of leaves' item_ids, in leaf order.
     On two CPUs a helper process reads the far end (model/search/leaf_helper.py) while this one
     reads from the first leaf up, one batch after another; alone, READ_AHEAD batches are read in
