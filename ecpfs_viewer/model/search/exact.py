@@ -206,7 +206,7 @@ def _blocks(index: LeafSource, leaves: list[int]) -> list[list[int]]:
 def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: threading.Event | None,
           unreadable: list[UnreadableNode] | None = None) -> _Candidates:
     """The best `keep` candidates of each query over every leaf, blocks read and scored by one
-    worker per core and merged here in leaf order; the far end of many blocks of a local index
+    worker per core (but the helper's) and merged here in leaf order; the far end of many blocks of a local index
     scored by a helper process (model/storage/far_end.py), its blocks merged in the same order.
 
     At most one block per worker waits beyond those being scored, so memory is bounded; a block
@@ -220,7 +220,7 @@ def _scan(index: LeafSource, scoring: _Scoring, reporter: Reporter, cancel: thre
     reporter.report("reading leaves", 0, len(leaves))
     helper = _start_helper(index, blocks, scoring, known, unreadable is not None)
     before = np.concatenate(([0], np.cumsum([len(block) for block in blocks]))).tolist()  # leaves before each block
-    workers = max(1, os.cpu_count() or 1)
+    workers = max(1, (os.cpu_count() or 1) - (helper is not None))  # the helper has a core of its own
     pending: deque[Future[tuple[list[NodeData | None], _Candidates, list[UnreadableNode]]]] = deque()
     submitted = done = 0
     with ThreadPoolExecutor(workers, thread_name_prefix="exact-search") as pool:

@@ -107,3 +107,22 @@ def test_a_far_leaf_that_cannot_be_read_is_named_as_alone(
     helped = run()
     assert helpers[0].failure is None
     _same(helped, alone)
+
+
+def test_with_a_helper_this_process_scores_with_one_worker_fewer(
+        tied: tuple[Path, np.ndarray], helpers: list[FarEnd], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper has a core of its own: a worker thread per core here as well only took turns at
+    the interpreter lock (recall at 10M on two CPUs: 16.8-17.9 s with two workers, 15.3-15.9 s with one)."""
+    path, data = tied
+    pools: list[int] = []
+    real_pool = exact_module.ThreadPoolExecutor
+
+    def pool(workers: int, **kwargs: Any) -> Any:
+        pools.append(workers)
+        return real_pool(workers, **kwargs)
+
+    monkeypatch.setattr(exact_module, "ThreadPoolExecutor", pool)
+    monkeypatch.setattr(exact_module.os, "cpu_count", lambda: 4)
+    IndexReader(path).exact(data[:5], 3)
+    _alone(monkeypatch, lambda: IndexReader(path).exact(data[:5], 3))
+    assert helpers and pools == [3, 4]  # fails when the helper's core is counted for a worker here too
