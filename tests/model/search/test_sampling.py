@@ -174,8 +174,13 @@ def helped(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def test_a_helper_reads_the_far_end_of_the_sampling_pass(indexes: tuple[Path, Path], helped: list[Any]) -> None:
     small, _ = indexes
-    alone = sampling_module.dense_sample(IndexReader(small), 40, 3, _reporter())
     started, read_here = helped
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(leaf_helper, "HELPER_MIN_LEAVES", 10**9)
+        alone = sampling_module.dense_sample(IndexReader(small), 40, 3, _reporter())
+    assert started == [(None, 50)]
+    started.clear()
+    read_here.clear()
     reader = IndexReader(small)
     shared = sampling_module.dense_sample(reader, 40, 3, _reporter())
     assert alone is not None and shared is not None and alone.leaf_order is not None
