@@ -31,6 +31,7 @@ chunk, which costs several times the decompression of a small chunk (a 2,000,000
 from __future__ import annotations
 
 import bz2
+import functools
 import lzma
 import math
 import struct
@@ -305,6 +306,32 @@ def decode_bounded(codec: str, data: Any, limit: int, config: Mapping[str, Any] 
         raise exc.refusal(limit if size is None else size) from None
 
 
+def _zstd_whole(buf: Any, size: int) -> bytes | None:
+    """One zstd frame declaring exactly `size` bytes with nothing after it, decoded by this thread's
+    kept context in one call (numcodecs' decode into a buffer makes a context per chunk: 40 against
+    29 us for a 10M index's 512 KiB leaf chunks); None for anything else, which the decoders below
+    take as before."""
+    try:
+        if zstandard.frame_content_size(buf) != size:
+            return None
+        data: bytes = _decompressor().decompress(buf, allow_extra_data=False)
+    except zstandard.ZstdError:
+        return None
+    return data if len(data) == size else None
+
+
+@functools.cache
+def _strict_one_shot() -> bool:
+    """Whether this zstandard refuses bytes after a frame in its one-shot decompress (0.20 and later)."""
+    try:  # a frame of b"x" and one byte after it (no compressor made: its context is a megabyte)
+        _decompressor().decompress(b"(\xb5/\xfd \x01\t\x00\x00x\x00", allow_extra_data=False)
+    except zstandard.ZstdError:
+        return True
+    except TypeError:  # no such argument
+        return False
+    return False
+
+
 #: numcodecs' decoders that write into a given buffer and never past its end (the buffer is the limit)
 _INTO: dict[str, Callable[[], Any]] = {"zstd": numcodecs.Zstd, "gzip": numcodecs.GZip, "blosc": numcodecs.Blosc}
 
@@ -326,6 +353,10 @@ class ChunkDecoder:
         self.size = limit if size is None else size
 
     def decode(self, buf: Any, out: Any = None) -> Any:
+        if out is not None and self.codec == "zstd" and _strict_one_shot():
+            whole = _zstd_whole(buf, len(out))
+            if whole is not None:
+                return whole
         if out is not None and self._into is not None and len(out) == self.limit:
             try:
                 return self._into.decode(buf, out=out)

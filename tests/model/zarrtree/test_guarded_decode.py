@@ -305,3 +305,37 @@ def test_zarr_python_decodes_through_the_guarded_decode(tmp_path: Path, kind: st
     finally:
         tracemalloc.stop()
     assert peak < 16 << 20
+
+
+def _large_store(tmp_path: Path, rows: int) -> tuple[Path, np.ndarray]:
+    """An array of 300 rows of 64 float32 in one chunk of `rows` rows (past 64 KiB: decoded with the
+    batch reader's scratch buffer, as a 10M index's leaf embeddings are)."""
+    data = np.random.default_rng(4).normal(size=(300, 64)).astype(np.float32)
+    path = tmp_path / "l.zarr"
+    root = zarr.open_group(path, mode="w", zarr_format=3)
+    root.create_array("e", shape=data.shape, dtype=data.dtype, chunks=(rows, 64), compressors=[ZstdCodec(level=3)],
+                      fill_value=0)[...] = data
+    return path, data
+
+
+@pytest.mark.parametrize("rows", [300, 2048])
+def test_a_large_chunk_decodes_as_zarr_reads_it(tmp_path: Path, rows: int) -> None:
+    path, data = _large_store(tmp_path, rows)
+    found = ArrayBatchReader(Hierarchy(open_store(path))).read(["e"])[0]
+    assert found is not None and found.flags.writeable
+    np.testing.assert_array_equal(found, zarr.open_array(path / "e", mode="r")[...])
+    np.testing.assert_array_equal(found, data)
+    chunk = (path / "e/c/0/0").read_bytes()
+    size = rows * 64 * 4
+    assert bytes(ChunkDecoder("zstd", {}, size).decode(chunk, out=bytearray(size)))[:data.nbytes] == data.tobytes()
+
+
+@pytest.mark.parametrize("tail", [b"\x00", b"junk", "a second frame"])
+def test_a_large_frame_with_bytes_after_it_fails_naming_the_chunk(tmp_path: Path, tail: bytes | str) -> None:
+    """The one-shot decode of a large chunk refuses what follows its frame, as the stream does."""
+    path, _ = _large_store(tmp_path, 2048)
+    chunk = (path / "e/c/0/0").read_bytes()
+    extra = numcodecs.Zstd().encode(b"\x00" * 8) if tail == "a second frame" else tail
+    (path / "e/c/0/0").write_bytes(chunk + extra)  # type: ignore[operator]
+    with pytest.raises(ArrayReadError, match=r"e/c/0/0\b.*: the zstd chunk"):
+        ArrayBatchReader(Hierarchy(open_store(path))).read(["e"])
