@@ -340,9 +340,10 @@ class ChunkDecoder:
     """The bounded decode of one codec of a known chain (the batch reader's): a chunk may decode to
     `limit` bytes, the chunk's own `size` when the codec is next to ``bytes``.
 
-    A chunk decoded into ``out`` (the batch reader's scratch buffer for large chunks) is decoded by
-    numcodecs into that buffer, which bounds it; a chunk that does not fit is decoded again by the
-    bounded decoder, which says what is wrong with it.
+    A chunk given ``out`` (the batch reader's scratch buffer for large chunks) is decoded by
+    numcodecs into that buffer, which bounds it, or, a zstd frame declaring exactly that size, by
+    the kept context in one call; a chunk that does not fit is decoded again by the bounded
+    decoder, which says what is wrong with it.
     """
 
     def __init__(self, codec: str, config: Mapping[str, Any], limit: int, size: int | None = None) -> None:
