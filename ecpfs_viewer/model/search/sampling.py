@@ -166,15 +166,15 @@ def dense_sample(index: NodeReader, n: int, seed: int, reporter: Reporter) -> De
             if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= declared or total > declared):
                 return None
             byte, bit = ids >> 3, (np.uint8(1) << (ids & 7).astype(np.uint8))
-            if (seen[byte] & bit).any() or len(np.unique(ids)) != len(ids):
-                return None  # an id stored twice: ranks are not ids
+            if (seen[byte] & bit).any():
+                return None  # an id stored twice: ranks are not ids (twice in one batch: counted below)
             np.bitwise_or.at(seen, byte, bit)
             for item, place in run.lookup(chosen).items():
                 found.setdefault(item, place)
             held.add(run)
             reporter.report("reading item ids", done, len(leaves))
-    if total != declared or len(found) != len(chosen):
-        return None
+    if total != declared or int(np.bitwise_count(seen).sum(dtype=np.int64)) != declared or len(found) != len(chosen):
+        return None  # as many ids as declared, as many of them distinct: none stored twice
     places = [found[int(i)] for i in chosen]
     return DenseSample(chosen, np.array([p[0] for p in places], np.int64), np.array([p[1] for p in places], np.int64),
                        held.order())

@@ -205,3 +205,24 @@ def test_a_sampling_pass_left_early_stops_its_helper(indexes: tuple[Path, Path],
     started, read_here = helped
     helper, _ = started[0]
     assert read_here and not helper.running()  # fails when the helper runs on after the pass
+
+
+def test_an_id_stored_twice_in_one_batch_falls_back_to_the_item_map(indexes: tuple[Path, Path],
+                                                                     tmp_path: Path) -> None:
+    """As many ids as declared, all in 0..N-1, but one twice (and so one missing) in the same
+    batch: ranks are not ids, and the draw is the item map's."""
+    import shutil
+
+    copy = tmp_path / "copy.zarr"
+    shutil.copytree(indexes[0], copy)
+    reader = IndexReader(copy)
+    first = reader.leaf_ids()[0]
+    ids = zarr.open_array(str(copy / f"lvl_{reader.levels}" / f"node_{first}" / "item_ids"), mode="r+")
+    stored = ids[...]
+    stored[1] = stored[0]
+    ids[...] = stored
+    assert sampling_module.dense_sample(IndexReader(copy), 40, 3, _reporter()) is None  # fails without the count
+    drawn = sample_items(IndexReader(copy), 40, seed=3)
+    chosen, vectors = _from_item_map(copy, 40, 3)
+    assert list(drawn.self_ids) == chosen
+    np.testing.assert_array_equal(drawn.vectors, vectors)
