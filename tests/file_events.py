@@ -23,12 +23,19 @@ class _ReadsLogged:
     def __getattr__(self, name: str) -> Any:
         return getattr(os, name)
 
-    def read(self, fd: int, size: int) -> bytes:
+    def _note(self) -> None:
         path = getattr(self._reading, "path", None)
         if path is not None:
             self._events.append(("read", path))
             self._reading.path = None
+
+    def read(self, fd: int, size: int) -> bytes:
+        self._note()
         return os.read(fd, size)
+
+    def readv(self, fd: int, buffers: Any) -> int:
+        self._note()
+        return os.readv(fd, buffers)
 
 
 def stats_and_reads(monkeypatch: pytest.MonkeyPatch, apart: str = "stamped apart") -> list[tuple[str, str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Callable
 
 from zarr.abc.store import ByteRequest
@@ -82,6 +83,23 @@ def _open_regular(path: str) -> tuple[int, int] | None:
 
 
 _FIRST_READ = 1 << 16
+_buffers = threading.local()
+
+
+def _first_read(fd: int) -> bytes:
+    """Up to _FIRST_READ bytes of fd, read into this thread's buffer and copied out at their size.
+    os.read allocates the whole _FIRST_READ for each file and shrinks it after: with threads
+    reading side by side from a cold disk that churn left the heap fragmented (a cold
+    ``info --leaf-sizes`` at 10M: 884 MB resident, and its CPU time half again)."""
+    if not _READV:
+        return os.read(fd, _FIRST_READ)
+    buffer = getattr(_buffers, "view", None)
+    if buffer is None:
+        buffer = _buffers.view = memoryview(bytearray(_FIRST_READ))
+    return bytes(buffer[:os.readv(fd, [buffer])])
+
+
+_READV = hasattr(os, "readv")  # not on Windows
 
 
 def read_file(path: str, check: Callable[[str, int], None] | None = None,
@@ -108,7 +126,7 @@ def read_file(path: str, check: Callable[[str, int], None] | None = None,
             cached.append(page_cache.first_page_cached(fd))
         cap, name = cap_for(path)
         try:
-            data = os.read(fd, _FIRST_READ)
+            data = _first_read(fd)
         except BlockingIOError:  # a FIFO whose writer has written nothing yet
             data = b""
         if 0 < len(data) < _FIRST_READ:

@@ -255,3 +255,50 @@ def test_stamps_of_a_batch_from_a_cold_disk_go_side_by_side_after_the_first_few(
     stamped = stamp_local(str(tmp_path), [(f"f{i}", i) for i in range(500)], walk=False)
     assert len(here) == 500 and sum(here) == side_by_side.PROBE_FILES  # the rest statted side by side
     assert (stamped.values[:, 2] == 1).all()  # every file's size
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_a_long_read_makes_the_readers_of_a_slice_at_a_time(tmp_path: Path, monkeypatch, cold: bool) -> None:
+    """A level's listing at 10M reads 200,000 documents in one call: their readers (7 objects a
+    file, 120 MB) were all made before the first was read. The values are the same either way."""
+    expected = _folder(tmp_path)
+    _disk(monkeypatch, cold)
+    monkeypatch.setattr(local_reads, "READ_SLICE", 20)
+    sizes: list[int] = []
+    real = local_reads.in_order
+
+    def counted(calls, cold=None):  # type: ignore[no-untyped-def]
+        sizes.append(len(calls))
+        return real(calls, cold)
+
+    monkeypatch.setattr(local_reads, "in_order", counted)
+    found = local_reads.read_local(str(tmp_path) + os.sep, [(key, None) for key, _ in expected])
+    assert found == [data for _, data in expected]
+    assert sizes == [20, 20, 20]  # fails when every reader is made at once
+
+
+def test_small_files_are_read_without_a_first_read_sized_allocation_each(tmp_path: Path) -> None:
+    """os.read allocated 64 KiB for every file and shrank it after: from a cold disk, with threads
+    reading side by side, that churn left the heap fragmented (884 MB resident for a cold
+    `info --leaf-sizes` at 10M, 492 MB after). Each small file's bytes are copied out at their size."""
+    from ecpfs_viewer.model.storage import local_files
+
+    paths = []
+    for i in range(50):
+        (tmp_path / f"f{i}").write_bytes(bytes([i]) * (100 + i))
+        paths.append(str(tmp_path / f"f{i}"))
+    (tmp_path / "big").write_bytes(bytes(range(256)) * 300)  # past the first read: read again whole
+    assert local_files.read_file(paths[0]) == bytes([0]) * 100  # this thread's buffer made
+    tracemalloc.start()
+    try:
+        read = [local_files.read_file(path) for path in paths]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert read == [bytes([i]) * (100 + i) for i in range(50)]
+    assert peak < 32 << 10, peak  # about 50 files' bytes; os.read: at least 64 KiB
+    assert local_files.read_file(str(tmp_path / "big")) == bytes(range(256)) * 300
+    (tmp_path / "edge").write_bytes(b"e" * (1 << 16))  # exactly the first read's size
+    assert local_files.read_file(str(tmp_path / "edge")) == b"e" * (1 << 16)
+    (tmp_path / "empty").write_bytes(b"")
+    assert local_files.read_file(str(tmp_path / "empty")) == b""
