@@ -79,7 +79,7 @@ def stat_row(path: str) -> tuple[int, ...]:
         info = os.stat(path)
     except OSError:
         return _ABSENT
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+    return row_of(info)
 
 
 def row_of(info: os.stat_result | None) -> tuple[int, ...]:
