@@ -103,8 +103,9 @@ def _broken(codec: str, exc: BaseException) -> DecodeRefused:
 
 
 def _zstd(data: Any, limit: int) -> bytes:
-    """One frame declaring its size goes through the kept context's one-shot path; anything else
-    (no declared size, several frames) is read through a stream reader, one byte past the limit."""
+    """One frame declaring its size goes through the kept context's one-shot path (:func:`_zstd_whole`;
+    a bounded stream where zstandard cannot refuse what follows the frame); anything else (no
+    declared size, several frames) is read through a stream reader, one byte past the limit."""
     try:
         declared = zstandard.frame_content_size(data)
     except zstandard.ZstdError as exc:
@@ -112,6 +113,10 @@ def _zstd(data: Any, limit: int) -> bytes:
     if declared > limit:
         raise _PastLimit("zstd", declared)
     framed = memoryview(data if type(data) is bytes else numcodecs.compat.ensure_contiguous_ndarray(data)).cast("B")
+    if declared >= 0 and _strict_one_shot():
+        whole = _zstd_whole(framed, declared)
+        if whole is not None:
+            return whole
     try:
         if declared >= 0:
             # libzstd stops a frame at its declared size; given no more than such a frame can be
