@@ -26,7 +26,6 @@ from ecpfs_viewer.model.diagnostics.embedding_map.progressive import (
     _kept,
     entry_name,
     progressive_placement,
-    tree_inputs,
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.tsne import (
     LAYOUT_EXTRA,
@@ -37,6 +36,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.tsne import (
     lay_out,
     tsne_available,
 )
+from ecpfs_viewer.model.diagnostics.index_map import tree_inputs
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.storage.stamps import Stamps
 from ecpfs_viewer.model.tasks import ProgressCallback

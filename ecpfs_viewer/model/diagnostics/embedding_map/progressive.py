@@ -38,8 +38,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     _starts,
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import placement_writer, read_placement
-from ecpfs_viewer.model.diagnostics.index_map import BROKEN, OK, IndexMap, IndexMapError, LevelInput, map_layout
-from ecpfs_viewer.model.ecpfs.levels import MAX_LISTED_LEVELS
+from ecpfs_viewer.model.diagnostics.index_map import BROKEN, IndexMap, LevelInput, map_layout, tree_inputs
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps
@@ -84,35 +83,6 @@ class MapPicture:
 
 def entry_name(fit_items: int = FIT_ITEMS, seed: int = DEFAULT_SEED) -> str:
     return ENTRY.format(fit=fit_items, seed=seed)
-
-
-def tree_inputs(reader: NodeReader, cancel: threading.Event | None = None) -> list[LevelInput]:
-    """Per level its listed node ids, and each internal node's ``node_ids``; the leaves' rows unknown (-1).
-    An internal node whose ``node_ids`` cannot be read is kept, BROKEN, with no children."""
-    inputs: list[LevelInput] = []
-    empty = 0
-    for level in range(1, reader.levels + 1):
-        checkpoint(cancel)
-        ids = np.asarray(reader.level_node_ids(level), np.int64)
-        empty = empty + 1 if not ids.size else 0
-        if empty > MAX_LISTED_LEVELS:  # info/levels is what the store declares, not what it holds
-            raise IndexMapError(f"info/levels declares {reader.levels:,} levels but lvl_{level - empty + 1} to "
-                                f"lvl_{level} hold no nodes: the map of a tree that deep cannot be drawn "
-                                "(`check` lists what is missing)")
-        rows = np.full(ids.size, -1, np.int64)
-        state = np.full(ids.size, OK, np.int8)
-        children: list[np.ndarray | None] = [None] * ids.size
-        if level < reader.levels and ids.size:
-            found = reader.arrays.read_each([node_array_path(level, int(n), "node_ids") for n in ids],
-                                            lambda: checkpoint(cancel))
-            for j, arr in enumerate(found):
-                if isinstance(arr, np.ndarray):
-                    children[j] = np.asarray(arr, np.int64).reshape(-1)
-                    rows[j] = children[j].size  # type: ignore[union-attr]
-                else:
-                    state[j] = BROKEN
-        inputs.append(LevelInput(ids, rows, children, state))
-    return inputs
 
 
 def complete_map(label: str, inputs: list[LevelInput], leaf_ids: np.ndarray, counts: np.ndarray,
