@@ -61,7 +61,7 @@ def index_map(index: str) -> None:
     step = _Steps()
     reader = IndexReader(index)
     step("open")
-    layout = layout_index(reader)
+    layout = layout_index(reader, on_sketch=lambda sketch: step(f"first picture ({sketch.node_count:,} nodes)"))
     step(f"layout ({layout.node_count:,} nodes)")
 
 

@@ -54,13 +54,18 @@ def run_recall(qtbot, win: MainWindow, queries: int, search_exps: str) -> Recall
     return recall
 
 
-def open_index_map(qtbot, win: MainWindow):
-    """Open the Index map from the index page of the open index and wait for its layout; the panel."""
+def click_map_button(qtbot, win: MainWindow) -> None:
+    """Click Index map on the index page of the open index (the layout starts; nothing waited for)."""
     select(qtbot, win, "")
     win.tabs.setCurrentIndex(win.TAB_OVERVIEW)  # the root may have been selected already, with a panel's tab on top
     button = win.overview.index_page.map_button
     qtbot.waitUntil(button.isVisible, timeout=10_000)
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def open_index_map(qtbot, win: MainWindow):
+    """Open the Index map from the index page of the open index and wait for its layout; the panel."""
+    click_map_button(qtbot, win)
     panel = win.index_map.panel
     qtbot.waitUntil(lambda: panel.index_map is not None and not panel.busy, timeout=30_000)
     assert win.index_map.dock.isVisible()

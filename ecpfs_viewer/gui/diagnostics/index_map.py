@@ -53,7 +53,11 @@ NO_INDEX = "Open an index to see its map."
 
 def _layout_job(reader_of: Callable[[], NodeReader], progress: ProgressCallback | None = None,
                 cancel: threading.Event | None = None) -> IndexMap:
-    return shared_layout(reader_of(), progress, cancel)
+    def sketch(first_picture: IndexMap) -> None:  # handed over on the progress channel, as the embedding map's
+        if progress is not None:
+            progress(first_picture)  # type: ignore[arg-type]
+
+    return shared_layout(reader_of(), progress, cancel, on_sketch=sketch)
 
 
 def _boundary_job(reader_of: Callable[[], NodeReader], index_map: IndexMap, progress: ProgressCallback | None = None,
@@ -66,6 +70,7 @@ class IndexMapPanel(QWidget):
 
     node_requested = Signal(str)
     map_ready = Signal(object)  # IndexMap
+    sketch_shown = Signal(object)  # IndexMap: a first picture of the tree as listed, drawn (never map_ready's)
     #: a miss map or boundary items arrived or were dropped (pages and tree show them)
     diagnostics_changed = Signal()
 
@@ -144,7 +149,7 @@ class IndexMapPanel(QWidget):
         self.controls.drop(None)
         self.controls.started("Laying out the tree …")
         self._runner.run(_layout_job, self._reader_of, on_result=self._on_map, on_error=self.controls.failed,
-                         on_progress=self.controls.show_progress, heavy=True)
+                         on_progress=self._on_layout_progress, heavy=True)
 
     def clear(self) -> None:
         """Another index (or none): the map and every input are dropped."""
@@ -164,6 +169,11 @@ class IndexMapPanel(QWidget):
         return self.controls.busy
 
     def cancel(self) -> None:
+        shown = self.view.index_map
+        if self.index_map is None and shown is not None and shown.sketch and self._runner.busy:
+            self.controls.drop("Cancelled: the map shows the tree as listed, each leaf one unit wide; showing the "
+                               "panel again reads the leaves' sizes.")
+            return
         self.controls.drop()
 
     def overlays(self) -> dict[str, MapOverlay]:
@@ -226,6 +236,16 @@ class IndexMapPanel(QWidget):
         self.view.select(*(ref if ref is not None and ref[0] >= 1 else (None, None)))
 
     # -- workers --------------------------------------------------------------------------------
+    def _on_layout_progress(self, report: object) -> None:
+        if not isinstance(report, IndexMap):
+            self.controls.show_progress(report)
+        elif self.index_map is None:  # a first picture; a map shown already (a miss map's) is kept
+            self.view.set_map(report)
+            self.controls.say(f"A first picture: the tree as listed ({report.node_count:,} nodes over "
+                              f"{len(report.levels)} levels), each leaf one unit wide; reading the leaves' sizes "
+                              "for widths in items …")
+            self.sketch_shown.emit(report)
+
     def _on_map(self, index_map: IndexMap) -> None:
         self._adopt(index_map)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from defect_indexes import build_moved_leaf_index
 from PySide6.QtCore import QPoint, Qt
-from window_driver import open_index_map, open_window, select, selected_path, wait_idle
+from window_driver import click_map_button, open_index_map, open_window, select, selected_path, wait_idle
 
 from ecpfs_viewer.model.search import IndexReader
 
@@ -139,3 +139,44 @@ def test_boundary_items_are_computed_on_demand_and_shown_on_the_map_and_node_pag
 
     qtbot.waitUntil(hovering, timeout=10_000)
     assert "boundary items (5%):" in view.hover_text
+
+
+def test_a_first_picture_of_the_tree_comes_before_the_leaves_are_measured(qtbot, defect) -> None:
+    """The map shows the tree as listed while the leaves' documents are read (at 10M items 0.4 s
+    against 7 s), says so, and hover says the items are not read yet; then the map in items. A user
+    who cancels on the first picture keeps it, is told what it is, and showing the map again lays it out."""
+    win = open_window(qtbot, defect.path, 1280, 900)
+    panel = win.index_map.panel
+    seen: list[tuple[bool, bool, str, list[str], bool]] = []
+
+    def first_picture(sketch) -> None:
+        leaf = int(sketch.band(2).node_ids[0])
+        seen.append((panel.view.index_map is sketch and sketch.sketch, panel.index_map is None, panel.status.text(),
+                     panel.view.index_map.facts(2, leaf), panel.busy))
+
+    panel.sketch_shown.connect(first_picture)
+    click_map_button(qtbot, win)
+    qtbot.waitUntil(lambda: panel.index_map is not None and not panel.busy, timeout=30_000)
+    assert len(seen) == 1
+    drawn, no_map_yet, status, facts, busy = seen[0]
+    assert drawn and no_map_yet and busy
+    assert status.startswith("A first picture: the tree as listed") and "reading the leaves' sizes" in status
+    assert "items not read yet" in facts
+    assert panel.view.index_map is panel.index_map and not panel.index_map.sketch
+    assert panel.index_map.total == 1500 and panel.status.text().startswith(f"{panel.index_map.node_count:,} nodes")
+
+    win2 = open_window(qtbot, defect.path, 1280, 900)
+    panel2 = win2.index_map.panel
+    def cancel_once(_sketch) -> None:
+        panel2.sketch_shown.disconnect(cancel_once)
+        panel2.cancel()
+
+    panel2.sketch_shown.connect(cancel_once)
+    click_map_button(qtbot, win2)
+    qtbot.waitUntil(lambda: panel2.status.text().startswith("Cancelled: the map shows the tree as listed"),
+                    timeout=30_000)
+    wait_idle(qtbot, win2, 20_000)
+    assert panel2.index_map is None and panel2.view.index_map is not None and panel2.view.index_map.sketch
+    win2.index_map.show_map()
+    qtbot.waitUntil(lambda: panel2.index_map is not None and not panel2.busy, timeout=30_000)
+    assert not panel2.view.index_map.sketch and panel2.index_map.total == 1500

@@ -12,6 +12,7 @@ from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.diagnostics.index_map import (
     BROKEN,
+    IndexMap,
     LevelInput,
     fill_overlay,
     findings_overlay,
@@ -171,3 +172,38 @@ def test_a_later_map_takes_the_leaf_sizes_from_the_cache_folder_until_a_leaf_doc
     leaf.write_bytes(leaf.read_bytes())  # rewritten in place: its stamp changed
     after, reads = _leaf_document_reads(index)
     assert after == sizes and reads >= 2 * leaves
+
+
+def test_a_sketch_of_the_tree_comes_before_any_leaf_document_is_read(three_levels: Path) -> None:
+    """The first picture (10M items: 0.4 s against 7 s for the leaves' 400,000 documents): the tree as
+    listed, every leaf one unit wide and each node as wide as the leaves beneath it, and hover says
+    the items are not read yet; the answer is the map a call without a sketch gives."""
+    reader = IndexReader(three_levels)
+    summarize(reader.hierarchy)
+    leaf_reads: list[str] = []
+    real = reader.store.read_many_or_errors
+
+    def counted(keys, *args, **kwargs):  # type: ignore[no-untyped-def]
+        leaf_reads.extend(k for k in keys if k.startswith("lvl_3/") and k.endswith("zarr.json"))
+        return real(keys, *args, **kwargs)
+
+    reader.store.read_many_or_errors = counted  # type: ignore[method-assign]
+    sketches: list[tuple[IndexMap, int]] = []
+    answer = layout_index(reader, on_sketch=lambda m: sketches.append((m, len(leaf_reads))))
+    assert len(sketches) == 1 and leaf_reads
+    sketch, reads_before = sketches[0]
+    assert sketch.sketch and not answer.sketch and reads_before == 0
+    assert [b.node_ids.tolist() for b in sketch.levels] == [b.node_ids.tolist() for b in answer.levels]
+    leaves = sketch.band(3)
+    assert (leaves.sizes == 1).all() and sketch.total == len(leaves)
+    for depth in (1, 2):
+        band, below = sketch.levels[depth - 1], sketch.levels[depth]
+        for i in range(len(band)):
+            assert band.sizes[i] == below.sizes[below.parents == i].sum() > 0
+    node = int(sketch.band(2).node_ids[0])
+    assert f"{int(sketch.band(2).sizes[0]):,} leaves beneath (their items not read yet)" in sketch.facts(2, node)
+    assert "items not read yet" in sketch.facts(3, int(leaves.node_ids[0]))
+    fresh = layout_index(IndexReader(three_levels))
+    for a, b in zip(answer.levels, fresh.levels, strict=True):
+        assert a.node_ids.tolist() == b.node_ids.tolist() and a.x0.tolist() == b.x0.tolist()
+        assert a.rows.tolist() == b.rows.tolist() and a.state.tolist() == b.state.tolist()
