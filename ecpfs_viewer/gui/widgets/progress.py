@@ -20,3 +20,14 @@ def show_progress(bar: QProgressBar, report: Any) -> None:
     bar.setRange(0, top)
     bar.setValue(value)
     bar.setFormat(f"{doing} {done:,}/{total:,}")  # the text keeps the real numbers
+    _fit_text(bar)
+
+
+def _fit_text(bar: QProgressBar) -> None:
+    """Widen the bar to its text (up to its maximum width), never narrowing it while a job reports:
+    beside a wrapping status line a bar was squeezed until "levels laid out 2/3" broke over two clipped
+    lines."""
+    metrics = bar.fontMetrics()
+    wanted = metrics.horizontalAdvance(bar.text()) + 4 * metrics.averageCharWidth()
+    if wanted > bar.minimumWidth():
+        bar.setMinimumWidth(min(wanted, bar.maximumWidth()))
