@@ -311,6 +311,35 @@ class MapLegend(QWidget):
             return [o.format(o.centre - top), o.format(o.centre), o.format(o.centre + top)]
         return [o.format(0.0), o.format(top / 2), o.format(top)]
 
+    def scale_geometry(self) -> tuple[QRectF, list[tuple[QRectF, str]]]:
+        """The colour bar and each scale label with the rectangle its text takes: the bar is as wide as
+        its labels side by side (a third of the legend at least, up to its whole width), and a middle
+        label that would still not fit is left out (at 650 pixels "0.12 x median", "1.00 x median"
+        and "8.00 x median" were drawn over each other)."""
+        fm = self.fontMetrics()
+        line = fm.height()
+        labels = self.labels()
+        gap = 2 * fm.averageCharWidth()
+        widths = [fm.horizontalAdvance(text) for text in labels]
+        flags = self.overlay is not None and self.overlay.kind == "flag"
+        needed = (max(widths, default=0) + gap) * len(labels) if flags else sum(widths) + gap * (len(labels) - 1)
+        room = max(self.width() - 8, 1)
+        bar_w = float(min(max(min(320, max(120, self.width() // 3)), needed), room))
+        bar = QRectF(4, 4, bar_w, line)
+        placed: list[tuple[QRectF, str]] = []
+        below = bar.bottom() + 2
+        if flags:
+            each = bar_w / max(len(labels), 1)
+            placed = [(QRectF(bar.x() + j * each, below, min(widths[j], each), line), text)
+                      for j, text in enumerate(labels)]
+        elif labels:
+            ends = [0, len(labels) - 1] if needed > bar_w else range(len(labels))
+            for j in ends:
+                share = j / max(len(labels) - 1, 1)  # left, centred, right along the bar
+                x = bar.x() + share * (bar_w - widths[j])
+                placed.append((QRectF(x, below, widths[j], line), labels[j]))
+        return bar, placed
+
     def paintEvent(self, event: QPaintEvent) -> None:
         o = self.overlay
         painter = QPainter(self)
@@ -321,23 +350,19 @@ class MapLegend(QWidget):
         if o is None:
             painter.end()
             return
-        bar_w = min(320, max(120, self.width() // 3))
-        bar = QRectF(4, 4, bar_w, line)
-        labels = self.labels()
+        bar, placed = self.scale_geometry()
+        bar_w = int(bar.width())
         if o.kind == "flag":
             each = bar_w / len(FLAG_RGB)
             for j, colour in enumerate(FLAG_RGB.values()):
                 painter.fillRect(QRectF(bar.x() + j * each, bar.y(), each - 2, line), QColor(*colour))
-                painter.drawText(QRectF(bar.x() + j * each, bar.bottom() + 2, each, line),
-                                 Qt.AlignmentFlag.AlignLeft, labels[j])
         else:
             lut = lookup_table(DIVERGING_MAP if o.kind == "diverging" else SEQUENTIAL_MAP)
             strip = np.ascontiguousarray(np.repeat(lut[None, :, :], 2, axis=0))
             image = QImage(strip.data, strip.shape[1], 2, strip.strides[0], QImage.Format.Format_RGB888)
             painter.drawImage(bar, image)
-            for j, text in enumerate(labels):
-                align = [Qt.AlignmentFlag.AlignLeft, Qt.AlignmentFlag.AlignHCenter, Qt.AlignmentFlag.AlignRight][j]
-                painter.drawText(QRectF(bar.x(), bar.bottom() + 2, bar_w, line), align, text)
+        for rect, text in placed:
+            painter.drawText(rect, Qt.AlignmentFlag.AlignLeft, text)
         title = fm.elidedText(f"{o.name}: {o.legend}", Qt.TextElideMode.ElideRight, self.width() - bar_w - 24)
         painter.drawText(QRectF(bar_w + 16, 4, self.width() - bar_w - 20, 2 * line + 4),
                          Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
