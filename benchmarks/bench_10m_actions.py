@@ -55,7 +55,7 @@ def recall(index: str, sample: int, exps: list[int]) -> None:
 
 
 def index_map(index: str) -> None:
-    from ecpfs_viewer.model.diagnostics.index_map import layout_index
+    from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
     from ecpfs_viewer.model.search import IndexReader
 
     step = _Steps()

@@ -26,7 +26,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from _bench_index import ROWS, bench_index_path
 
-from ecpfs_viewer.model.diagnostics.index_map import IndexMap, LevelInput, layout_index, map_layout, size_overlay
+from ecpfs_viewer.model.diagnostics.index_map import IndexMap, size_overlay
+from ecpfs_viewer.model.diagnostics.index_map_layout import LevelInput, layout_index, map_layout
 from ecpfs_viewer.model.search import IndexReader
 
 WIDTH, HEIGHT = 1200, 420

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import ROWS, bench_index_path
 
-from ecpfs_viewer.model.diagnostics.index_map import layout_index, shared_layout
+from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index, shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMapCollector
 from ecpfs_viewer.model.search import IndexReader, recall_sweep, sample_items
 from ecpfs_viewer.model.search.recall import SweepSearch

@@ -424,7 +424,7 @@ def _recall(args: argparse.Namespace) -> int:
 
 
 def _miss_map_collector(reader: IndexReader) -> Any:
-    from ecpfs_viewer.model.diagnostics.index_map import layout_index
+    from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
     from ecpfs_viewer.model.diagnostics.miss_map import MissMapCollector
 
     return MissMapCollector(layout_index(reader))

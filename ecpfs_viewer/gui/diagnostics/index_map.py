@@ -38,9 +38,9 @@ from ecpfs_viewer.model.diagnostics.index_map import (
     fill_overlay,
     findings_overlay,
     overlay_from_nodes,
-    shared_layout,
     size_overlay,
 )
+from ecpfs_viewer.model.diagnostics.index_map_layout import shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap
 from ecpfs_viewer.model.ecpfs.paths import node_containing
 from ecpfs_viewer.model.search.reader import NodeReader

@@ -33,7 +33,7 @@ from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.saving import save_to
-from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+from ecpfs_viewer.model.diagnostics.index_map_layout import shared_layout
 from ecpfs_viewer.model.diagnostics.miss_map import MissMap, MissMapCollector
 from ecpfs_viewer.model.search import QueryError
 from ecpfs_viewer.model.search.cluster import scheduler_problem

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from ecpfs_viewer.gui.diagnostics.map_view import MapLegend
-from ecpfs_viewer.model.diagnostics.index_map import LevelInput, findings_overlay, map_layout, size_overlay
+from ecpfs_viewer.model.diagnostics.index_map import findings_overlay, size_overlay
+from ecpfs_viewer.model.diagnostics.index_map_layout import LevelInput, map_layout
 
 
 def _index_map():

@@ -15,7 +15,8 @@ from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.build.dialog import BuildDialog
 from ecpfs_viewer.gui.tree.tree_item import LoadState
 from ecpfs_viewer.gui.window.main_window import WINDOW_TITLE, MainWindow
-from ecpfs_viewer.model.diagnostics.index_map import findings_overlay, layout_index
+from ecpfs_viewer.model.diagnostics.index_map import findings_overlay
+from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.formatting import format_percent
 from ecpfs_viewer.model.search import IndexReader

@@ -9,7 +9,7 @@ import pytest
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.diagnostics.boundary import boundary_items
-from ecpfs_viewer.model.diagnostics.index_map import layout_index
+from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
 from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.search.reader import score_block
 

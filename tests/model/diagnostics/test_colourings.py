@@ -14,10 +14,10 @@ from ecpfs_viewer.model.diagnostics.index_map import (
     MapOverlay,
     fill_overlay,
     findings_overlay,
-    layout_index,
     overlay_from_nodes,
     size_overlay,
 )
+from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
 from ecpfs_viewer.model.diagnostics.miss_map import MissMapCollector
 from ecpfs_viewer.model.diagnostics.overlays import STRAYS_LEGEND, VISITS_LEGEND
 from ecpfs_viewer.model.search import IndexReader, recall_sweep, sample_items

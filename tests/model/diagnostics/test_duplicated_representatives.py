@@ -12,7 +12,7 @@ import zarr
 from index_factory import build_clustered_index
 
 from ecpfs_viewer.model.diagnostics.boundary import boundary_items
-from ecpfs_viewer.model.diagnostics.index_map import layout_index
+from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
 from ecpfs_viewer.model.diagnostics.reachability import self_reachability
 from ecpfs_viewer.model.search import IndexReader
 

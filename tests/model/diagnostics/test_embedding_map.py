@@ -32,7 +32,8 @@ from ecpfs_viewer.model.diagnostics.embedding_map import (
     select_polygon,
     size_colours,
 )
-from ecpfs_viewer.model.diagnostics.index_map import layout_index, size_overlay
+from ecpfs_viewer.model.diagnostics.index_map import size_overlay
+from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
 from ecpfs_viewer.model.search import IndexReader, SearchParams
 from ecpfs_viewer.model.search.ecp import ecp_search
 from ecpfs_viewer.model.tasks import Cancelled, CancelToken

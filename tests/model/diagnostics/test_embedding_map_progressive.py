@@ -17,7 +17,8 @@ from index_factory import build_two_clusters
 
 from ecpfs_viewer.model.diagnostics.embedding_map import by_level, items_beneath
 from ecpfs_viewer.model.diagnostics.embedding_map.progressive import MapPicture, progressive_placement
-from ecpfs_viewer.model.diagnostics.index_map import BROKEN, layout_index
+from ecpfs_viewer.model.diagnostics.index_map import BROKEN
+from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
 from ecpfs_viewer.model.search import IndexReader
 from ecpfs_viewer.model.tasks import Cancelled
 

@@ -13,15 +13,13 @@ from index_factory import build_clustered_index
 from ecpfs_viewer.model.diagnostics.index_map import (
     BROKEN,
     IndexMap,
-    LevelInput,
     fill_overlay,
     findings_overlay,
-    layout_index,
-    map_layout,
     overlay_from_arrays,
     overlay_from_nodes,
     size_overlay,
 )
+from ecpfs_viewer.model.diagnostics.index_map_layout import LevelInput, layout_index, map_layout
 from ecpfs_viewer.model.ecpfs.findings import Finding
 from ecpfs_viewer.model.ecpfs.summary import summarize
 from ecpfs_viewer.model.search import IndexReader
@@ -112,7 +110,7 @@ def test_the_moved_leaf_stands_out_on_no_size_overlay_but_keeps_its_place(tmp_pa
 
 
 def test_one_reader_lays_out_its_index_once(three_levels: Path) -> None:
-    from ecpfs_viewer.model.diagnostics.index_map import shared_layout
+    from ecpfs_viewer.model.diagnostics.index_map_layout import shared_layout
 
     reader = IndexReader(three_levels)
     first = shared_layout(reader)
@@ -125,7 +123,7 @@ def test_an_index_declaring_four_billion_levels_is_refused_not_walked(two_cluste
     window's map and the monkey's run never ended); it is refused at once, saying why."""
     from hostile_builders import BROKEN_COPIES
 
-    from ecpfs_viewer.model.diagnostics.index_map import IndexMapError
+    from ecpfs_viewer.model.diagnostics.index_map_layout import IndexMapError
 
     BROKEN_COPIES["four-billion-levels"](two_clusters_copy)
     with pytest.raises(IndexMapError, match="declares 4,294,967,295 levels but 2 are stored"):
@@ -134,7 +132,7 @@ def test_an_index_declaring_four_billion_levels_is_refused_not_walked(two_cluste
 
 def test_the_refusal_is_an_answer_for_the_user_not_a_bug() -> None:
     """The window logs a UserError as an answer (no traceback in the log: the monkey checks it)."""
-    from ecpfs_viewer.model.diagnostics.index_map import IndexMapError
+    from ecpfs_viewer.model.diagnostics.index_map_layout import IndexMapError
     from ecpfs_viewer.model.errors import UserError
 
     assert issubclass(IndexMapError, UserError)

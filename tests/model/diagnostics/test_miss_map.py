@@ -8,7 +8,7 @@ import numpy as np
 from defect_indexes import build_moved_leaf_index
 from index_factory import build_clustered_index
 
-from ecpfs_viewer.model.diagnostics.index_map import layout_index
+from ecpfs_viewer.model.diagnostics.index_map_layout import layout_index
 from ecpfs_viewer.model.diagnostics.miss_map import MissMapCollector
 from ecpfs_viewer.model.search import IndexReader, recall_sweep, sample_items
 from ecpfs_viewer.model.search.queries import QuerySet

@@ -36,7 +36,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.tsne import (
     lay_out,
     tsne_available,
 )
-from ecpfs_viewer.model.diagnostics.index_map import tree_inputs
+from ecpfs_viewer.model.diagnostics.index_map_layout import tree_inputs
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.storage.stamps import Stamps
 from ecpfs_viewer.model.tasks import ProgressCallback

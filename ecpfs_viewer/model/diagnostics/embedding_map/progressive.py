@@ -38,7 +38,8 @@ from ecpfs_viewer.model.diagnostics.embedding_map.placement import (
     _starts,
 )
 from ecpfs_viewer.model.diagnostics.embedding_map.placement_cache import placement_writer, read_placement
-from ecpfs_viewer.model.diagnostics.index_map import BROKEN, IndexMap, LevelInput, map_layout, tree_inputs
+from ecpfs_viewer.model.diagnostics.index_map import BROKEN, IndexMap
+from ecpfs_viewer.model.diagnostics.index_map_layout import LevelInput, map_layout, tree_inputs
 from ecpfs_viewer.model.ecpfs.paths import level_path, node_array_path, node_path
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.storage.stamps import ALWAYS, Stamps

@@ -38,7 +38,7 @@ from ecpfs_viewer.model.diagnostics.embedding_map.progressive import (
     complete_map,
     progressive_placement,
 )
-from ecpfs_viewer.model.diagnostics.index_map import tree_inputs
+from ecpfs_viewer.model.diagnostics.index_map_layout import tree_inputs
 from ecpfs_viewer.model.errors import UserError
 from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import Counted, ProgressCallback, checkpoint
