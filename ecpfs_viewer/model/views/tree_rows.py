@@ -7,9 +7,11 @@ any full parse. Qt-free: the tree model only renders the :class:`NodeSummary` va
 
 from __future__ import annotations
 
+import contextvars
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ecpfs_viewer.model.ecpfs import cached_level_stats, parse_array_meta
@@ -22,6 +24,9 @@ from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, parent_path
 
 #: How many summaries a worker hands back at a time (one GUI update per batch).
 SUMMARY_BATCH = 250
+#: batches whose documents a remote store is asked for side by side: while one batch waits for its
+#: slowest answers the next one's requests fill the store's slots
+READ_AHEAD = 3
 _SHAPE_RE = re.compile(rb'"shape"\s*:\s*\[\s*(\d+)\s*[,\]]')
 _ARRAY_TYPE_RE = re.compile(rb'"node_type"\s*:\s*"array"')
 
@@ -49,21 +54,52 @@ def summarize_nodes(hierarchy: Hierarchy, paths: list[str], *,
     """Summaries of paths, sent to progress in batches; returns the last (partial) batch."""
     batch: list[NodeSummary] = []
     known = LevelRows(hierarchy)
-    for start in range(0, len(paths), SUMMARY_BATCH):
-        part = paths[start:start + SUMMARY_BATCH]
-        if hierarchy.store.local_path is None:  # remote: one batch of documents, not two round trips a node
-            hierarchy.prefetch([*part, *(join_key(p, "embeddings") for p in part
-                                         if ends_in_node(p) and known.rows(p) is None)])
-        for path in part:
-            try:
-                checkpoint(cancel)
-            except Cancelled:  # a cancelled listing hands back nothing
-                return []
-            batch.append(summarize_node(hierarchy, path, known))
-        if len(batch) >= SUMMARY_BATCH:
-            progress(batch)
-            batch = []
+    parts = [paths[start:start + SUMMARY_BATCH] for start in range(0, len(paths), SUMMARY_BATCH)]
+    # remote: a batch's documents read at once (not two round trips a node), and the next batch's
+    # asked for while this one's are read, so the wait for a batch's slowest answers is not idle
+    with _ReadAhead(hierarchy, known, parts if hierarchy.store.local_path is None else []) as ahead:
+        for k, part in enumerate(parts):
+            ahead.wait(k)
+            for path in part:
+                try:
+                    checkpoint(cancel)
+                except Cancelled:  # a cancelled listing hands back nothing
+                    return []
+                batch.append(summarize_node(hierarchy, path, known))
+            if len(batch) >= SUMMARY_BATCH:
+                progress(batch)
+                batch = []
     return batch
+
+
+class _ReadAhead:
+    """The documents of batch k, then k+1, ... read by :data:`READ_AHEAD` threads, each batch in one
+    call of ``Hierarchy.prefetch`` (the store's one limit of requests in flight bounds them all);
+    a cancelled summary leaves at most that many batches to finish, none started after."""
+
+    def __init__(self, hierarchy: Hierarchy, known: LevelRows, parts: list[list[str]]) -> None:
+        self._hierarchy, self._known, self._parts = hierarchy, known, parts
+        self._asked: list[Future[object]] = []
+        self._pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="tree-rows-read-ahead") if parts else None
+
+    def wait(self, k: int) -> None:
+        """Until batch k's documents are read (held by the hierarchy), the next ones asked for."""
+        if self._pool is None:
+            return
+        while len(self._asked) < min(k + READ_AHEAD, len(self._parts)):
+            part = self._parts[len(self._asked)]
+            keys = [*part, *(join_key(p, "embeddings") for p in part
+                             if ends_in_node(p) and self._known.rows(p) is None)]
+            context = contextvars.copy_context()  # what is read counts for the caller's action
+            self._asked.append(self._pool.submit(context.run, self._hierarchy.prefetch, keys))
+        self._asked[k].result()
+
+    def __enter__(self) -> _ReadAhead:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class LevelRows:
