@@ -10,7 +10,10 @@ bucket website) and adds ``delay`` seconds to every answer. It differs where a b
   one core per request; with 64 requests in flight the 64th then waits 45 ms for the 63 before
   it, which the benchmark would report as the viewer's time.
 
-The child counts the requests it answered; :meth:`ChildServer.requests` asks it for the count.
+The child counts the requests it answered; :meth:`ChildServer.requests` asks it for the count and
+:meth:`ChildServer.targets` for what they asked. :meth:`ChildServer.replay` asks the same with a bare
+obstore client (GETs, no parsing, no cache): the request floor as measured on this machine, where the
+server's and the client's own work share the CPUs with the code being measured.
 Range headers are ignored (whole objects are sent), as by many static hosts; every object carries
 the Last-Modified and ETag validators static hosts send (from the file's mtime and size).
 """
@@ -32,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 class _Counter:
     def __init__(self) -> None:
         self.total = 0
+        self.targets: list[str] = []  # the path of each request, in the order they came
 
 
 async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, root: Path, delay: float,
@@ -41,6 +45,7 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ro
             head = await reader.readuntil(b"\r\n\r\n")
             method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
             counter.total += 1
+            counter.targets.append(target)
             if delay:
                 await asyncio.sleep(delay)
             relative = unquote(urlsplit(target).path).lstrip("/")
@@ -82,24 +87,77 @@ def _serve(directory: str, delay: float, pipe: Connection, niceness: int) -> Non
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     pipe.send(f"http://127.0.0.1:{port}")
-    while pipe.recv() == "count":
-        pipe.send(counter.total)  # an int read across threads: a snapshot is all a benchmark needs
+    _answer_pipe(pipe, counter)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
     os._exit(0)  # connections still open belong to the benchmark that is ending
 
 
+def _answer_pipe(pipe: Connection, counter: _Counter) -> None:
+    """Answer the parent's questions until it says stop (a snapshot read across threads is enough)."""
+    while True:
+        ask = pipe.recv()
+        if ask == "count":
+            pipe.send(counter.total)
+        elif isinstance(ask, tuple) and ask[0] == "targets":
+            pipe.send(counter.targets[ask[1]:])
+        else:
+            return
+
+
 class ChildServer:
     """A running child server: its base URL and the number of requests it answered so far."""
 
-    def __init__(self, base: str, pipe: Connection) -> None:
+    def __init__(self, base: str, pipe: Connection, s3: bool = False) -> None:
         self.base = base
         self._pipe = pipe
+        self.s3 = s3
 
     def requests(self) -> int:
         self._pipe.send("count")
         count: int = self._pipe.recv()
         return count
+
+    def targets(self, since: int = 0) -> list[str]:
+        """The paths requests asked for, from the ``since``-th request on."""
+        self._pipe.send(("targets", since))
+        found: list[str] = self._pipe.recv()
+        return found
+
+    def replay(self, targets: list[str], in_flight: int) -> float:
+        """Seconds a bare obstore client takes to GET every target, ``in_flight`` at a time (an
+        answer that is an error, a 404 say, counts as answered)."""
+        import time
+
+        import obstore
+
+        store, keys = self._bare_client(targets)
+
+        async def everything() -> float:
+            slots = asyncio.Semaphore(in_flight)
+
+            async def one(key: str) -> None:
+                async with slots:
+                    with contextlib.suppress(Exception):
+                        await (await obstore.get_async(store, key)).bytes_async()
+
+            start = time.perf_counter()
+            await asyncio.gather(*(one(key) for key in keys))
+            return time.perf_counter() - start
+
+        return asyncio.run(everything())
+
+    def _bare_client(self, targets: list[str]) -> tuple[object, list[str]]:
+        from obstore.store import HTTPStore, S3Store
+
+        paths = [unquote(urlsplit(target).path).lstrip("/") for target in targets]
+        if not self.s3:
+            return HTTPStore.from_url(self.base, client_options={"allow_http": True}), paths
+        store = S3Store(S3_BUCKET, endpoint=self.base, access_key_id=S3_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
+                        secret_access_key=S3_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
+                        region=S3_ENVIRONMENT["AWS_DEFAULT_REGION"], virtual_hosted_style_request=False,
+                        client_options={"allow_http": True})
+        return store, [p.removeprefix(f"{S3_BUCKET}/") for p in paths if p.startswith(f"{S3_BUCKET}/")]
 
 
 @contextlib.contextmanager
@@ -153,6 +211,7 @@ def _serve_s3(directory: str, delay: float, pipe: Connection, niceness: int) -> 
 
     def delayed(environ: dict, start_response: object) -> object:
         counter.total += 1
+        counter.targets.append(str(environ.get("PATH_INFO", "")))
         if delay:
             time.sleep(delay)
         return app(environ, start_response)
@@ -162,8 +221,7 @@ def _serve_s3(directory: str, delay: float, pipe: Connection, niceness: int) -> 
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     pipe.send(f"http://127.0.0.1:{server.server_port}")
-    while pipe.recv() == "count":
-        pipe.send(counter.total)
+    _answer_pipe(pipe, counter)
     os._exit(0)
 
 
@@ -176,7 +234,7 @@ def serve_s3_child(directory: Path, delay: float, niceness: int = 0) -> Iterator
     process = context.Process(target=_serve_s3, args=(str(directory), delay, theirs, niceness), daemon=True)
     process.start()
     try:
-        yield ChildServer(ours.recv(), ours)
+        yield ChildServer(ours.recv(), ours, s3=True)
     finally:
         with contextlib.suppress(OSError):
             ours.send("stop")

@@ -43,12 +43,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
+from typing import ClassVar
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import bench_index_path
-from _remote_server import S3_BUCKET, S3_ENVIRONMENT, serve_s3_child, serve_static_child
+from _remote_server import S3_BUCKET, S3_ENVIRONMENT, ChildServer, serve_s3_child, serve_static_child
 from PySide6.QtCore import QEventLoop, QTimer
 
 from ecpfs_viewer.gui.app import create_main_window, ensure_application, tune_interpreter_for_gui
@@ -164,13 +165,18 @@ def _gui_stack(frames: dict[int, FrameType], gui_thread: int) -> str:
 
 
 class RemoteAt:
-    """The remote options the index is opened with (--s3: moto's endpoint)."""
+    """The remote options the index is opened with (--s3: moto's endpoint), and its server."""
 
     options: RemoteOptions | None = None
+    server: ChildServer | None = None
+    #: what the expand phase asked the server for, and at most how many at once (replayed at the end)
+    expand_targets: ClassVar[list[str]] = []
+    in_flight = 0
 
 
 #: the request floor of a phase, printed after the table
 FLOORS: list[str] = []
+EXPAND_SECONDS: list[float] = []
 #: phases left out (--skip)
 SKIP: set[str] = set()
 #: seconds one wait of a phase may take (--timeout)
@@ -292,14 +298,15 @@ def main() -> int:
             location, where = index, index
         elif args.remote and args.s3:
             local = Path(index).resolve()
-            server = stack.enter_context(serve_s3_child(local, args.delay_ms / 1000, niceness=10))
+            server = RemoteAt.server = stack.enter_context(serve_s3_child(local, args.delay_ms / 1000, niceness=10))
             os.environ.update(S3_ENVIRONMENT)
             location = f"s3://{S3_BUCKET}/{local.name}"
             RemoteAt.options = RemoteOptions(endpoint=server.base)
             where = f"{local.name} from moto's S3 server, {args.delay_ms:g} ms per request"
         elif args.remote:
             local = Path(index).resolve()
-            server = stack.enter_context(serve_static_child(local.parent, args.delay_ms / 1000, niceness=10))
+            server = RemoteAt.server = stack.enter_context(serve_static_child(local.parent, args.delay_ms / 1000,
+                                                                              niceness=10))
             location = f"{server.base}/{local.name}"
             where = f"{local.name} over loopback HTTP without listings, {args.delay_ms:g} ms per request"
         else:
@@ -348,6 +355,12 @@ def run(path: str, where: str, explain: float | None = None) -> int:
         print(f"{name:58s} {seconds * 1000:6.0f} ms {longest:11.0f} ms {busy:11.0f} ms {over:14d}")
     for floor in FLOORS:
         print(floor)
+    if RemoteAt.server is not None and RemoteAt.expand_targets and EXPAND_SECONDS:
+        targets = RemoteAt.expand_targets  # replayed after the window is shut: nothing else runs
+        bare = RemoteAt.server.replay(targets, RemoteAt.in_flight)
+        print(f"the same {len(targets):,} requests from a bare obstore client, {RemoteAt.in_flight} in flight (no "
+              f"parsing, no cache; the floor as this machine meets it): {bare:.1f} s; expand took "
+              f"{EXPAND_SECONDS[-1] / max(bare, 1e-9):.2f}x that")
     if hasattr(os, "getloadavg"):  # stalls grow with the machine's load: say what it was
         print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     for gap, stacks in meter.explained:
@@ -400,14 +413,19 @@ def browse(window: MainWindow, meter: StallMeter, results: list[tuple], path: st
 
     store = model.hierarchy.store if model.hierarchy is not None else None
     before = store.stats().requests if store is not None else 0
+    served_before = RemoteAt.server.requests() if RemoteAt.server is not None else 0
     result = phase(meter, "", expand_level, level_described)
+    if RemoteAt.server is not None:
+        RemoteAt.expand_targets = RemoteAt.server.targets(served_before)
     nodes = node_rows(model.item(model.index_for_path(leaf_level)))
     results.append((f"expand {leaf_level} ({len(nodes):,} nodes, then their row counts)", *result[1:]))
     floor = store.request_floor() if store is not None else None
     if floor is not None:
         floor = replace(floor, requests=floor.requests - before, from_cache=0)
+        RemoteAt.in_flight = floor.in_flight
         FLOORS.append(f"expand {leaf_level}: {floor.describe().split(', 0 document')[0]}; took "
                       f"{result[1] / max(floor.seconds, 1e-9):.2f}x the floor")
+        EXPAND_SECONDS.append(result[1])
     picks = [nodes[i].path for i in range(0, len(nodes), max(1, len(nodes) // 20))]
 
     def select_nodes() -> None:
