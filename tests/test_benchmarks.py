@@ -105,6 +105,15 @@ def test_the_index_map_and_miss_map_benchmarks_print_their_figures(tmp_path: Pat
     assert drawn.returncode == 0, drawn.stderr
     assert "layout, fresh reader (worker)" in drawn.stdout
     assert "draw 2,000 nodes, GUI thread" in drawn.stdout and "one QGraphicsRectItem each" in drawn.stdout
+    index = next((tmp_path / "cache").rglob("*.zarr"))
+    window = subprocess.run([sys.executable, str(BENCHMARKS / "bench_index_map.py"), "--window", str(index),
+                             "--png", str(tmp_path / "shown")],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env={**env, "ECPFS_VIEWER_CACHE": str(tmp_path / "viewer-cache")})
+    assert window.returncode == 0, window.stderr
+    assert "index map in the window" in window.stdout and "first picture" in window.stdout
+    assert "nan" not in window.stdout.split("peak")[0]  # both moments were seen
+    assert (tmp_path / "shown_first.png").stat().st_size and (tmp_path / "shown_map.png").stat().st_size
     missed = subprocess.run([sys.executable, str(BENCHMARKS / "bench_miss_map.py"), "--rows", "2000",
                              "--queries", "8", "--repeat", "1"],
                             capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
