@@ -79,6 +79,7 @@ class RunControls(QObject):
         self.run_button.setEnabled(self._can_run())
         self.cancel_button.setEnabled(False)
         self.progress.hide()
+        self.progress.setMinimumWidth(0)  # widened to its text while a job reported (widgets/progress.py)
 
     def say(self, text: str, error: bool = False) -> None:
         """Put ``text`` in the summary line, in the error colour for a failure."""
