@@ -105,7 +105,7 @@ class IndexMapPanel(QWidget):
         top.addWidget(self.reset_button)
         top.addWidget(self.progress)
         top.addWidget(self.cancel_button)
-        top.addWidget(self.status, 1)
+        top.addStretch(1)
 
         self.view = IndexMapView()
         self.view.node_clicked.connect(self.node_requested)
@@ -133,6 +133,9 @@ class IndexMapPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
+        # a row of its own: beside the controls a wrapping line was laid out for a width it no longer
+        # had (four to eleven lines at 1.5x, taking the map's height)
+        layout.addWidget(self.status)
         layout.addWidget(body, 1)
 
     # -- what is shown --------------------------------------------------------------------------
