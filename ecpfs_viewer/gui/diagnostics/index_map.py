@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.diagnostics.map_view import IndexMapView, MapLegend
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
-from ecpfs_viewer.gui.widgets.rows_table import RowsModel, rows_view, titled
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, cell_margin, fit_columns, rows_view, text_width, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.model.diagnostics.boundary import DEFAULT_TOLERANCE, BoundaryReport, boundary_items
 from ecpfs_viewer.model.diagnostics.colourings import COLOURINGS, Need
@@ -47,7 +48,11 @@ from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import ProgressCallback
 from ecpfs_viewer.model.validation import ValidationReport
 
-LOST_HEADERS = ("node", "misses", "share of all misses")
+LOST_HEADERS = ("node", "misses", "share")
+#: the headers are short enough for the table's narrow place (1280x800); their tooltips say them whole
+LOST_MIN_WIDTH = 220
+LOST_TIPS = {"misses": "true neighbours lost here: the first node on their path the search never opened",
+             "share": "this node's share of all misses"}
 NO_INDEX = "Open an index to see its map."
 
 
@@ -122,13 +127,13 @@ class IndexMapPanel(QWidget):
         self.lost_filter.currentIndexChanged.connect(self._show_lost)
         self.lost_label = QLabel("Where recall is lost: run a recall sweep (Search ▸ Recall)")
         self.lost_label.setWordWrap(True)
-        self.lost_model = RowsModel(LOST_HEADERS, self, kinds=("", "", "percent"))
+        self.lost_model = RowsModel(LOST_HEADERS, self, header_tips=LOST_TIPS, kinds=("", "", "percent"))
         self.lost_view = rows_view(self.lost_model, self._lost_activated)
         self.lost_view.setToolTip("Double-click a node to open its page")
-        lost_box = titled(self.lost_view, self.lost_label, self.lost_filter)
-        lost_box.setMinimumWidth(220)  # its title and node names readable in a narrow window (1.5x)
+        self.lost_box = titled(self.lost_view, self.lost_label, self.lost_filter)
+        self._fit_lost()  # at least LOST_MIN_WIDTH: its title and node names readable in a narrow window (1.5x)
 
-        body = panes(Qt.Orientation.Horizontal, (map_box, 3), (lost_box, 1))
+        body = panes(Qt.Orientation.Horizontal, (map_box, 3), (self.lost_box, 1))
         body.setSizes([750, 300])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -350,13 +355,29 @@ class IndexMapPanel(QWidget):
         if miss_map is None:
             self.lost_model.set_rows([])
             self.lost_label.setText("Where recall is lost: run a recall sweep (Search ▸ Recall)")
+            self._fit_lost()
             return
         exp = self.lost_filter.currentData()
         rows = miss_map.lost(50, exp)
         self.lost_model.set_rows([(r.path, r.misses, r.share) for r in rows])
+        self._fit_lost()
         what = "every search_exp" if exp is None else f"search_exp {exp}"
         self.lost_label.setText(f"Where recall is lost ({miss_map.total(exp):,} true neighbours missed, {what}): "
                                 "each counted at the first node of its path the search never opened")
+
+    def _fit_lost(self) -> None:
+        """Columns as wide as their texts, and the table's place as wide as its columns (at 1.5x the
+        third column was clipped); the last column keeps filling the table."""
+        view, header = self.lost_view, self.lost_view.horizontalHeader()
+        last = header.count() - 1
+        fit_columns(view, range(last))
+        metrics, margin = QFontMetricsF(view.font()), cell_margin(view)
+        last_width = max([header.sectionSizeFromContents(last).width()]
+                         + [text_width(metrics, text) + margin for text in self.lost_model.longest_texts(last)])
+        header.resizeSection(last, last_width)  # stretched to the table's width where there is more room
+        columns = sum(header.sectionSize(i) for i in range(last)) + last_width
+        needed = columns + 2 * view.frameWidth() + view.verticalScrollBar().sizeHint().width()
+        self.lost_box.setMinimumWidth(max(LOST_MIN_WIDTH, needed))
 
     def lost_rows(self) -> list[str]:
         return [str(self.lost_model.index(r, 0).data()) for r in range(self.lost_model.rowCount())]

@@ -363,7 +363,23 @@ class MapLegend(QWidget):
             painter.drawImage(bar, image)
         for rect, text in placed:
             painter.drawText(rect, Qt.AlignmentFlag.AlignLeft, text)
-        title = fm.elidedText(f"{o.name}: {o.legend}", Qt.TextElideMode.ElideRight, self.width() - bar_w - 24)
-        painter.drawText(QRectF(bar_w + 16, 4, self.width() - bar_w - 20, 2 * line + 4),
-                         Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
+        rect, title = self.title_geometry()
+        painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
         painter.end()
+
+    def title_geometry(self) -> tuple[QRectF, str]:
+        """The title (the colouring's name and what it says), elided to its place: beside the bar, or on
+        a line under the scale where the bar leaves less than the name beside it (at 1.5x it read "s…")."""
+        o = self.overlay
+        if o is None:
+            return QRectF(), ""
+        fm = self.fontMetrics()
+        line = fm.height()
+        bar, _placed = self.scale_geometry()
+        beside = self.width() - bar.width() - 24
+        text = f"{o.name}: {o.legend}"
+        if beside >= fm.horizontalAdvance(f"{o.name}: …"):
+            rect = QRectF(bar.width() + 16, 4, beside + 4, 2 * line + 4)
+        else:
+            rect = QRectF(4, bar.bottom() + line + 4, self.width() - 8, line)
+        return rect, fm.elidedText(text, Qt.TextElideMode.ElideRight, int(rect.width()))

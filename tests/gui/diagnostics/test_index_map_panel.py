@@ -14,6 +14,7 @@ from defect_indexes import build_moved_leaf_index
 from PySide6.QtCore import QPoint, Qt
 from window_driver import click_map_button, open_index_map, open_window, select, selected_path, wait_idle
 
+from ecpfs_viewer.gui.diagnostics.index_map import LOST_HEADERS
 from ecpfs_viewer.model.search import IndexReader
 
 
@@ -88,6 +89,14 @@ def test_the_miss_map_puts_the_misses_of_the_moved_leaf_on_its_path(qtbot, defec
     assert top in on_path
     share = float(panel.lost_model.index(0, 2).data().rstrip("%")) / 100
     assert share > 0.5
+    win.resize(810, 506)  # the window at 1280x800 under QT_SCALE_FACTOR=1.5: every column still whole
+    qtbot.waitUntil(lambda: win.width() == 810)
+    header, metrics = panel.lost_view.horizontalHeader(), panel.lost_view.fontMetrics()
+    assert header.sectionViewportPosition(2) + header.sectionSize(2) <= header.viewport().width()
+    for column in range(3):
+        texts = [*panel.lost_model.longest_texts(column), LOST_HEADERS[column]]
+        assert header.sectionSize(column) >= max(metrics.horizontalAdvance(text) for text in texts), column
+    win.resize(1280, 900)
     marks = win.tree_model.marks_at(top)
     assert marks and "true neighbours lost here" in marks[0].tooltip
 

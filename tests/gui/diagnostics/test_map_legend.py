@@ -39,3 +39,20 @@ def test_no_two_scale_labels_overlap_and_each_lies_within_the_legend(qtbot, widt
         assert rect.width() >= legend.fontMetrics().horizontalAdvance(text) or width < 420
     legend.show()
     legend.grab()  # it paints what it measured
+
+
+@pytest.mark.parametrize("width", [200, 420, 650, 1100])
+def test_the_title_names_the_colouring_beside_the_bar_or_under_it(qtbot, width: int) -> None:
+    """At 1.5x the title beside a bar as wide as its labels was elided to "s…"."""
+    legend = MapLegend()
+    qtbot.addWidget(legend)
+    legend.resize(width, legend.minimumHeight())
+    overlay = size_overlay(_index_map())
+    legend.set_overlay(overlay)
+    bar, placed = legend.scale_geometry()
+    rect, title = legend.title_geometry()
+    assert title.startswith(f"{overlay.name}:")
+    assert rect.left() >= 0 and rect.right() <= width and rect.bottom() <= legend.height()
+    assert not rect.intersects(bar) and not any(rect.intersects(label) for label, _ in placed)
+    if width >= 1100:
+        assert title == f"{overlay.name}: {overlay.legend}" and rect.left() > bar.right()  # room beside the bar

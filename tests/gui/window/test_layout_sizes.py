@@ -155,6 +155,10 @@ def test_the_index_map_has_the_central_area(qtbot, show, index, name):
     assert panel.view.width() >= win.tabs.width() // 2
     # its status line wraps over the panel's width, not beside the controls (4 to 11 lines there at 1.5x)
     assert panel.status.height() <= 2 * panel.status.fontMetrics().lineSpacing() + 4
+    header = panel.lost_view.horizontalHeader()  # "Where recall is lost": every header whole
+    visible = [header.sectionViewportPosition(i) + header.sectionSize(i) for i in range(header.count())]
+    assert max(visible) <= header.viewport().width()
+    assert all(header.sectionSize(i) >= header.sectionSizeFromContents(i).width() for i in range(header.count()))
     shot(win, f"map-{name}")
 
 
