@@ -174,7 +174,7 @@ def bench_scale(workdir: Path, sizes: list[int], floor: bool = True) -> None:
         subprocess.run([sys.executable, "-c", "import sys; from _bench_index import write_vectors; "
                         "write_vectors(sys.argv[1], int(sys.argv[2]))", str(src), str(rows)], check=True,
                        cwd=Path(__file__).resolve().parent)
-        _settled()
+        _settled(after_removal=True)  # files removed just before this run (an earlier index) slow the build too
         run = run_child([sys.executable, "-m", "ecpfs_viewer", "build", str(src), str(out), "--levels", str(LEVELS),
                          "--target-cluster-items", str(TARGET_CLUSTER_ITEMS), "--force"], child_env(workdir / "cache"))
         if run.returncode:
@@ -193,7 +193,6 @@ def bench_scale(workdir: Path, sizes: list[int], floor: bool = True) -> None:
         if floor:
             _print_floor(out, copy, built)
         shutil.rmtree(out)
-        _settled(after_removal=True)
 
 
 def _print_floor(out: Path, copy: Path, built: float) -> None:
