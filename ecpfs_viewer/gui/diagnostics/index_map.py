@@ -48,11 +48,11 @@ from ecpfs_viewer.model.search.reader import NodeReader
 from ecpfs_viewer.model.tasks import ProgressCallback
 from ecpfs_viewer.model.validation import ValidationReport
 
-LOST_HEADERS = ("node", "misses", "share")
 #: the headers are short enough for the table's narrow place (1280x800); their tooltips say them whole
-LOST_MIN_WIDTH = 220
+LOST_HEADERS = ("node", "misses", "share")
 LOST_TIPS = {"misses": "true neighbours lost here: the first node on their path the search never opened",
              "share": "this node's share of all misses"}
+LOST_MIN_WIDTH = 220  # the table's place at least: its title and node names readable at 1.5x
 NO_INDEX = "Open an index to see its map."
 
 
@@ -131,7 +131,7 @@ class IndexMapPanel(QWidget):
         self.lost_view = rows_view(self.lost_model, self._lost_activated)
         self.lost_view.setToolTip("Double-click a node to open its page")
         self.lost_box = titled(self.lost_view, self.lost_label, self.lost_filter)
-        self._fit_lost()  # at least LOST_MIN_WIDTH: its title and node names readable in a narrow window (1.5x)
+        self._fit_lost()
 
         body = panes(Qt.Orientation.Horizontal, (map_box, 3), (self.lost_box, 1))
         body.setSizes([750, 300])
