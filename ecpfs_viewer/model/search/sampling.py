@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import contextvars
 from collections import deque
 from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,6 +29,7 @@ from ecpfs_viewer.model.search.item_map import _Run
 from ecpfs_viewer.model.search.leaf_helper import start_helper
 from ecpfs_viewer.model.search.locate import LEAF_BATCH
 from ecpfs_viewer.model.search.results import Reporter
+from ecpfs_viewer.model.storage.side_by_side import carry_context
 
 if TYPE_CHECKING:
     from ecpfs_viewer.model.search.reader import NodeReader
@@ -128,14 +128,14 @@ def _read_ahead(index: NodeReader, leaves: list[int], reporter: Reporter, before
     """The batches of leaves, READ_AHEAD read in another thread while the last one is checked
     (``before``: leaves done before these)."""
     starts = list(range(0, len(leaves), LEAF_BATCH))
+    read = carry_context(_read)  # what is read counts for the caller's action
     with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="sample-items") as pool:
         pending: deque[tuple[int, Future[list[np.ndarray | None]]]] = deque()
         try:
             for n in range(len(starts)):
                 while len(pending) < READ_AHEAD and n + len(pending) < len(starts):
                     at = starts[n + len(pending)]
-                    pending.append((at, pool.submit(contextvars.copy_context().run, _read, index,
-                                                    leaves[at:at + LEAF_BATCH], reporter)))
+                    pending.append((at, pool.submit(read, index, leaves[at:at + LEAF_BATCH], reporter)))
                 at, future = pending.popleft()
                 part = leaves[at:at + LEAF_BATCH]
                 yield before + at + len(part), _run_of(part, future.result())

@@ -7,7 +7,6 @@ any full parse. Qt-free: the tree model only renders the :class:`NodeSummary` va
 
 from __future__ import annotations
 
-import contextvars
 import re
 import threading
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from ecpfs_viewer.model.ecpfs import cached_level_stats, parse_array_meta
 from ecpfs_viewer.model.ecpfs.paths import ends_in_node, parse_level, parse_node_name
 from ecpfs_viewer.model.errors import describe_exception
 from ecpfs_viewer.model.storage.opening import join_key
+from ecpfs_viewer.model.storage.side_by_side import carry_context
 from ecpfs_viewer.model.tasks import Cancelled, checkpoint
 from ecpfs_viewer.model.zarrtree.hierarchy import Hierarchy
 from ecpfs_viewer.model.zarrtree.nodes import Node, NodeKind, parent_path
@@ -78,7 +78,8 @@ class _ReadAhead:
     a cancelled summary leaves at most that many batches to finish, none started after."""
 
     def __init__(self, hierarchy: Hierarchy, known: LevelRows, parts: list[list[str]]) -> None:
-        self._hierarchy, self._known, self._parts = hierarchy, known, parts
+        self._known, self._parts = known, parts
+        self._prefetch = carry_context(hierarchy.prefetch)  # what is read counts for the caller's action
         self._asked: list[Future[object]] = []
         self._pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="tree-rows-read-ahead") if parts else None
 
@@ -90,8 +91,7 @@ class _ReadAhead:
             part = self._parts[len(self._asked)]
             keys = [*part, *(join_key(p, "embeddings") for p in part
                              if ends_in_node(p) and self._known.rows(p) is None)]
-            context = contextvars.copy_context()  # what is read counts for the caller's action
-            self._asked.append(self._pool.submit(context.run, self._hierarchy.prefetch, keys))
+            self._asked.append(self._pool.submit(self._prefetch, keys))
         self._asked[k].result()
 
     def __enter__(self) -> _ReadAhead:
