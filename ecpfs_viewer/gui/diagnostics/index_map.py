@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -29,7 +28,7 @@ from PySide6.QtWidgets import (
 from ecpfs_viewer.gui.diagnostics.map_view import IndexMapView, MapLegend
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
-from ecpfs_viewer.gui.widgets.rows_table import RowsModel, cell_margin, fit_columns, rows_view, text_width, titled
+from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fitted_widths, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.model.diagnostics.boundary import DEFAULT_TOLERANCE, BoundaryReport, boundary_items
 from ecpfs_viewer.model.diagnostics.colourings import COLOURINGS, Need
@@ -367,16 +366,12 @@ class IndexMapPanel(QWidget):
 
     def _fit_lost(self) -> None:
         """Columns as wide as their texts, and the table's place as wide as its columns (at 1.5x the
-        third column was clipped); the last column keeps filling the table."""
+        third column was clipped); the last column keeps filling the table where there is more room."""
         view, header = self.lost_view, self.lost_view.horizontalHeader()
-        last = header.count() - 1
-        fit_columns(view, range(last))
-        metrics, margin = QFontMetricsF(view.font()), cell_margin(view)
-        last_width = max([header.sectionSizeFromContents(last).width()]
-                         + [text_width(metrics, text) + margin for text in self.lost_model.longest_texts(last)])
-        header.resizeSection(last, last_width)  # stretched to the table's width where there is more room
-        columns = sum(header.sectionSize(i) for i in range(last)) + last_width
-        needed = columns + 2 * view.frameWidth() + view.verticalScrollBar().sizeHint().width()
+        widths = fitted_widths(view)
+        for column, width in widths.items():
+            header.resizeSection(column, width)
+        needed = sum(widths.values()) + 2 * view.frameWidth() + view.verticalScrollBar().sizeHint().width()
         self.lost_box.setMinimumWidth(max(LOST_MIN_WIDTH, needed))
 
     def lost_rows(self) -> list[str]:
