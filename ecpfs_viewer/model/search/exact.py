@@ -343,7 +343,7 @@ def _score_block(index: LeafSource, leaves: list[int], s: _Scoring, bound: np.nd
     if not present:
         return nodes, _Candidates.padding(0, 0), failed
     vectors = np.concatenate([node.vectors for _, node in present])
-    sq_norms = np.concatenate([node.sq_norms for _, node in present])
+    sq_norms = squared_norms(vectors)  # one call for the block, as exact_dask does; row by row the same values
     ids = np.concatenate([node.ids for _, node in present])
     sizes = [len(node.ids) for _, node in present]
     leaf_of = np.repeat(np.asarray([leaf for leaf, _ in present], np.int64), sizes)

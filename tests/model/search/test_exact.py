@@ -94,3 +94,22 @@ def test_a_complete_item_map_leaves_only_the_embeddings_to_read(tied) -> None:
     for a, b in zip((found.ids, found.scores, found.leaves, found.rows),
                     (expected.ids, expected.scores, expected.leaves, expected.rows), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_exact_scores_equal_a_leafs_own_scores_bit_for_bit(tmp_path: Path) -> None:
+    """On float vectors (sums that round), each exact hit has the score search gives it in its own
+    leaf, bit for bit, whatever the block: the norms of a block of leaves computed at once equal
+    each leaf's own."""
+    from index_factory import build_clustered_index
+
+    reader = IndexReader(build_clustered_index(tmp_path, 2000, 48, target_cluster_items=20))
+    queries = np.random.default_rng(9).standard_normal((4, 48)).astype(np.float32) * 3
+    found = reader.exact(queries, 40)
+    checked = 0
+    for i in range(len(queries)):
+        q, q_sq = reader.prepare_query(queries[i])
+        for hit in found.hits(i):
+            own = reader.scores(reader.node(reader.levels, hit.leaf), q, q_sq)
+            assert own[hit.row].tobytes() == np.float32(hit.score).tobytes()
+            checked += 1
+    assert checked == 160 and len(reader.leaf_ids()) > exact_module.MAX_BLOCK_LEAVES // 8
