@@ -9,8 +9,10 @@ against its leaf's stamps and those every answer depends on (the leaf level's fo
 added, removed or renamed); an absent item's against every stamp (any leaf's item_ids may have
 been rewritten in place to hold it), statted in parallel.
 
-The file is written whole and renamed into place (StoreCache.write); one that does not read back
-with the layout its header gives is not answered from. Zarr-free (model/search/saved_locate.py).
+The item ids, leaves and rows are kept in the types the map holds them in (uint32 ids, int32
+leaves and rows where every one fits: 12 bytes an item, not 24), named in the header. The file
+is written whole and renamed into place (StoreCache.write); one that does not read back with the
+layout its header gives is not answered from. Zarr-free (model/search/saved_locate.py).
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from ecpfs_viewer.model.storage.disk_cache import EntryPart
 from ecpfs_viewer.model.storage.stamps import ALWAYS, STAMP_FIELDS, Stamps, rows_unchanged
 
 _MAGIC = b"ECPFSLKP"
-_VERSION = 1
+_VERSION = 2  # 1 kept every array as int64
 _HEAD = struct.Struct("<8sIQ")  # magic, version, length of the JSON header that follows
 _ALIGN = 8
 _WIDEN_STEP = 1 << 20
 _UINT32_MAX = int(np.iinfo(np.uint32).max)
+#: the types the item ids, leaves and rows may be kept in (any other is written as int64)
+_ITEM_TYPES = frozenset({"<u4", "<i4", "<i8"})
 
 
 def _pad(size: int) -> int:
@@ -47,16 +51,32 @@ def lookup_parts(item_map: ItemMap, stamps: Stamps) -> list[EntryPart]:
     order = np.argsort(stamps.owners, kind="stable")
     paths = stamps.path_list.taken(order)  # their bytes and offsets as this file lays them out
     blob, offsets = paths.blob, paths.offsets
+    items = (item_map.item_ids, item_map.leaves, item_map.rows)
+    types = [_kept_type(array) for array in items]
     header = json.dumps({"kind": stamps.kind, "items": len(item_map), "stamps": len(paths),
-                         "blob": len(blob)}).encode()
+                         "blob": len(blob), "types": types}).encode()
     head = _HEAD.pack(_MAGIC, _VERSION, len(header)) + header
     parts: list[EntryPart] = [head, b"\0" * _pad(len(head))]
-    for array in (item_map.item_ids, item_map.leaves, item_map.rows, stamps.owners[order],
-                  stamps.values[order], offsets):
-        parts.append(memoryview(np.ascontiguousarray(array)).cast("B") if array.dtype == np.int64
-                     else _widened(array))
+    for array, kept in zip(items, types, strict=True):
+        parts.append(_part(array, np.dtype(kept)))
+        parts.append(b"\0" * _pad(len(array) * np.dtype(kept).itemsize))
+    for array in (stamps.owners[order], stamps.values[order], offsets):
+        parts.append(_part(array, np.dtype("<i8")))
     parts.append(blob)
     return parts
+
+
+def _kept_type(array: np.ndarray) -> str:
+    """The type an item array is kept in: its own where the file may hold it, else int64."""
+    kept = array.dtype.newbyteorder("<").str
+    return kept if kept in _ITEM_TYPES else "<i8"
+
+
+def _part(array: np.ndarray, kept: np.dtype) -> EntryPart:
+    """The array's own memory where it is laid out as the file keeps it, else widened to int64."""
+    if array.dtype == kept:
+        return memoryview(np.ascontiguousarray(array)).cast("B")
+    return _widened(array)
 
 
 def _copied(mapped: np.ndarray) -> np.ndarray:
@@ -66,7 +86,7 @@ def _copied(mapped: np.ndarray) -> np.ndarray:
 
 
 def _widened(array: np.ndarray) -> Callable[[BinaryIO], None]:
-    """A part that writes the array as int64 a step at a time (a map's int32 leaves and rows)."""
+    """A part that writes the array as int64 a step at a time (a type the file does not keep)."""
     def write(handle: BinaryIO) -> None:
         flat = array.reshape(-1)
         for low in range(0, len(flat), _WIDEN_STEP):
@@ -98,17 +118,23 @@ class MappedLookup:
                 size = os.fstat(handle.fileno()).st_size
             kind, items, count, blob = str(header["kind"]), int(header["items"]), int(header["stamps"]), \
                 int(header["blob"])
+            types = [np.dtype(str(t)) for t in header["types"]] if header["types"] and all(
+                str(t) in _ITEM_TYPES for t in header["types"]) else []
             start = _HEAD.size + length
             start += _pad(start)
-            if min(items, count, blob) < 0 or size != start + 8 * (3 * items + count * (1 + STAMP_FIELDS) + count + 1) \
-                    + blob or kind not in ("local", "zip", "remote", "http"):
+            item_bytes = [items * t.itemsize + _pad(items * t.itemsize) for t in types] if items >= 0 else []
+            if len(types) != 3 or min(items, count, blob) < 0 or kind not in ("local", "zip", "remote", "http") \
+                    or size != start + sum(item_bytes) + 8 * (count * (1 + STAMP_FIELDS) + count + 1) + blob:
                 return None
             raw = np.memmap(path, np.uint8, mode="r") if size else np.empty(0, np.uint8)
             os.utime(path)  # recently used: evicted last
         except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
             return None
         arrays = []
-        for n in (items, items, items, count, count * STAMP_FIELDS, count + 1):
+        for kept, stored in zip(types, item_bytes, strict=True):
+            arrays.append(np.frombuffer(raw, kept, items, start))
+            start += stored
+        for n in (count, count * STAMP_FIELDS, count + 1):
             arrays.append(np.frombuffer(raw, np.int64, n, start))
             start += 8 * n
         blob_array = np.frombuffer(raw, np.uint8, blob, start)
@@ -120,6 +146,9 @@ class MappedLookup:
     def place(self, item_id: int) -> tuple[int, int] | None:
         """(leaf, row) of an item as the map holds it (the first leaf of a duplicated id), None
         when it holds none: a binary search, a few pages read."""
+        held = np.iinfo(self.ids.dtype)
+        if not held.min <= item_id <= held.max:
+            return None  # no id of the map's type
         at = int(np.searchsorted(self.ids, item_id))
         if at >= len(self.ids) or int(self.ids[at]) != item_id:
             return None
