@@ -37,6 +37,31 @@ def eviction_name() -> str:
             else "none possible here (figures are warm)")
 
 
+DAMON = Path("/sys/kernel/mm/damon/admin/kdamonds")
+
+
+def page_reclaim() -> str | None:
+    """What reclaims idle pages of the page cache behind a warm run's back, where the system says:
+    a DAMON scheme paging out physical memory idle for a while makes "warm" mean "read within that
+    while" (each file an action reads once ages out between two runs of it, and between a run and
+    its floor). None where no such scheme is on."""
+    found = []
+    for kdamond in sorted(DAMON.glob("[0-9]*")):
+        try:
+            if (kdamond / "state").read_text().strip() != "on":
+                continue
+            for scheme in sorted(kdamond.glob("contexts/*/schemes/[0-9]*")):
+                if (scheme / "action").read_text().strip() != "pageout":
+                    continue
+                context = scheme.parent.parent
+                aggregation_us = int((context / "monitoring_attrs/intervals/aggr_us").read_text())
+                age = int((scheme / "access_pattern/age/min").read_text())
+                found.append(f"DAMON pages out memory idle {age * aggregation_us / 1e6:g} s or more")
+        except (OSError, ValueError):
+            continue
+    return "; ".join(found) or None
+
+
 def evict(folders: Iterable[Path]) -> None:
     """Make the next reads of the folders' files come from the device (see the module's note)."""
     if can_drop_caches():

@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench_index import DIM, HUGE_ROWS, ROWS, SCALE_ROWS, bench_index_path
-from _floors import evict, eviction_name, floor_of
+from _floors import evict, eviction_name, floor_of, page_reclaim
 from _remote_server import ChildServer, serve_static_child
 from _scale_children import IN_FLIGHT
 
@@ -541,7 +541,9 @@ def report(cases: list[Case], names: list[str], args: argparse.Namespace) -> int
           f"processes, peak RSS, load average at the run; remote: {args.delay_ms:g} ms per request, {IN_FLIGHT} in "
           f"flight; Python {sys.version.split()[0]}, zarr {zarr.__version__}, numpy {numpy.__version__}, "
           f"{os.cpu_count()} CPUs")
-    print(f"OS page cache: {'COLD before every timed run: ' + eviction_name() if args.cold else 'warm'}; "
+    reclaim = page_reclaim()
+    print(f"OS page cache: {'COLD before every timed run: ' + eviction_name() if args.cold else 'warm'}"
+          f"{f' ({reclaim}: warm is what was read that recently)' if reclaim else ''}; "
           f"floors: {'none' if args.no_floors else 'the files each action read by cat, 64 in flight, path order'}")
     print(f"{'action':<44} {''.join(f'{size:<38}' for size in sizes)}{'growth':>11}  {'target':<26} "
           f"issue before (200k / 2M)")
