@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -78,6 +78,10 @@ def _recall_job(session: SearchSession, spec: RecallSpec, k: int, exps: list[int
     return outcome, None if collector is None else collector.result(reader.locator.complete_map())
 
 
+#: the second plot's title: with its axis and margins, what each plot needs to stand beside the other
+LEAVES_TITLE = "leaves visited per query"
+
+
 class RecallView(QWidget):
     """Runs recall sweeps in a worker and shows their numbers, plots and misses."""
 
@@ -103,6 +107,8 @@ class RecallView(QWidget):
         self.graphics.setMinimumSize(240, 170)  # at 1.5x the tables keep most of a narrow pane
         self.recall_plot = self.graphics.addPlot(row=0, col=0)
         self.leaves_plot = self.graphics.addPlot(row=0, col=1)
+        self._plots_stacked = False
+        self.graphics.installEventFilter(self)  # its width decides where the second plot goes
         plain_numbers(self.recall_plot)
         self.numbers_model = RowsModel(self.NUMBER_HEADERS, self, NUMBER_TIPS, kinds=self.NUMBER_KINDS)
         self.numbers_view = rows_view(self.numbers_model)
@@ -132,13 +138,18 @@ class RecallView(QWidget):
             self.source_combo.addItem(text, kind)
         self.n_spin = spin_box(1, 100_000, 50, "How many queries (sampled without replacement)", "N ")
         self.seed_spin = spin_box(0, 2**31 - 1, 0, "Seed of the sample: the same seed gives the same queries", "seed ")
+        # as wide as a seed of six digits, not of the ten its range allows: at 1.5x the row did not fit
+        self.seed_spin.setMinimumWidth(self.seed_spin.fontMetrics().horizontalAdvance("seed 999999") + 32)
         self.file_edit, browse = npy_field("Queries (.npy)", "queries.npy (for 'Rows of a .npy file')",
                                            lambda: self.source_combo.setCurrentIndex(_SOURCES.index(_FILE)))
         self.k_spin = spin_box(1, 10_000, 10, "recall@k: how many exact neighbours each search should find", "k ")
         self.exps_edit = QLineEdit("1, 2, 4, 8, 16")
         self.exps_edit.setToolTip("search_exp values to sweep")
+        self.exps_edit.setMinimumWidth(self.exps_edit.fontMetrics().horizontalAdvance("1, 2, 4, 8, 16, 32") + 12)
         self.exps_edit.returnPressed.connect(self.run)
-        self.self_check = QCheckBox("Leave each sampled item out of its own lists")
+        self.self_check = QCheckBox("Exclude self")
+        self.self_check.setToolTip("Leave each sampled item out of its own exact and eCP lists (else every query "
+                                   "finds itself at distance 0); `recall --include-self` keeps it")
         self.self_check.setChecked(True)
         self.scheduler_edit = QLineEdit(str(settings().value(_SCHEDULER_KEY, "")))
         self.scheduler_edit.setPlaceholderText("this process, threads or tcp://HOST:PORT")
@@ -277,7 +288,7 @@ class RecallView(QWidget):
                               symbolBrush=accent, symbolPen=None, name="mean")
         self.leaves_plot.plot(xs, [r.leaves_p95 for r in rows], pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine),
                               symbol="t", symbolBrush=text, symbolPen=None, symbolSize=7, name="95th percentile")
-        self.leaves_plot.setTitle("leaves visited per query")
+        self.leaves_plot.setTitle(LEAVES_TITLE)
         self._style_plots()
 
     def _show_misses(self) -> None:
@@ -337,6 +348,22 @@ class RecallView(QWidget):
         for plot in (self.recall_plot, self.leaves_plot):
             plot.showGrid(x=True, y=True, alpha=0.25)
             style_plot(plot, self.palette())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.graphics and event.type() == QEvent.Type.Resize:
+            self._arrange_plots()
+        return super().eventFilter(watched, event)
+
+    def _arrange_plots(self) -> None:
+        """The two plots side by side where each has room for its title and axis, else one above the
+        other (side by side in the pane's usual width the second was cut off at the pane's edge)."""
+        metrics = self.fontMetrics()
+        stacked = self.graphics.width() < 2 * (metrics.horizontalAdvance(LEAVES_TITLE) + 4 * metrics.height())
+        if stacked == self._plots_stacked:
+            return
+        self._plots_stacked = stacked
+        self.graphics.ci.removeItem(self.leaves_plot)
+        self.graphics.ci.addItem(self.leaves_plot, row=1 if stacked else 0, col=0 if stacked else 1)
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange and hasattr(self, "graphics"):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QStyle
+from PySide6.QtWidgets import QApplication, QFormLayout, QStyle
 
 from ecpfs_viewer.gui.app import create_main_window
 from ecpfs_viewer.gui.runtime import settings as app_settings
@@ -118,6 +118,19 @@ def test_the_recall_table_shows_a_sweep_of_eight_search_exps(qtbot, show, index,
     wanted = 8 if name == "1280x800" else 4
     assert rows_shown >= wanted, (name, rows_shown)
     assert recall.misses_view.viewport().height() >= 3 * recall.misses_view.verticalHeader().defaultSectionSize()
+    graphics = recall.graphics  # both plots whole inside their pane (side by side, the second was cut off)
+    for plot in (recall.recall_plot, recall.leaves_plot):
+        box = graphics.mapFromScene(plot.sceneBoundingRect()).boundingRect()
+        assert graphics.viewport().rect().contains(box), (name, box, graphics.viewport().rect())
+        assert box.width() >= 100 and box.height() >= 100, (name, box)
+    check, exps = recall.self_check, recall.exps_edit  # the sweep's row: its texts whole
+    assert check.width() >= check.sizeHint().width(), (name, check.width(), check.sizeHint().width())
+    assert exps.width() >= exps.fontMetrics().horizontalAdvance("1, 2, 4, 8, 16, 32") + 8, (name, exps.width())
+    form = recall.form.layout()  # and the rows' names
+    for row in range(form.rowCount()):
+        label = form.itemAt(row, QFormLayout.ItemRole.LabelRole)
+        if label is not None and label.widget() is not None and label.widget().text():
+            assert label.widget().width() >= label.widget().sizeHint().width(), (name, label.widget().text())
     shot(win, f"recall-{name}")
 
 
