@@ -123,6 +123,8 @@ def test_the_recall_table_shows_a_sweep_of_eight_search_exps(qtbot, show, index,
         box = graphics.mapFromScene(plot.sceneBoundingRect()).boundingRect()
         assert graphics.viewport().rect().contains(box), (name, box, graphics.viewport().rect())
         assert box.width() >= 100 and box.height() >= 100, (name, box)
+        title = plot.titleLabel.item.boundingRect().width()  # its title whole, not cut at the plot's edge
+        assert title <= plot.boundingRect().width(), (name, title, plot.boundingRect().width())
     check, exps = recall.self_check, recall.exps_edit  # the sweep's row: its texts whole
     assert check.width() >= check.sizeHint().width(), (name, check.width(), check.sizeHint().width())
     assert exps.width() >= exps.fontMetrics().horizontalAdvance("1, 2, 4, 8, 16, 32") + 8, (name, exps.width())
