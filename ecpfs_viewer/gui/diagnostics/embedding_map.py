@@ -19,9 +19,12 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QMenu,
+    QScrollArea,
+    QStyle,
     QToolButton,
     QToolTip,
     QVBoxLayout,
@@ -35,7 +38,9 @@ from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
 from ecpfs_viewer.gui.diagnostics.placement_choice import PlacementChoice
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.widgets.display import panes
+from ecpfs_viewer.gui.widgets.fields import hbox
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
+from ecpfs_viewer.gui.widgets.wrapping_row import WrappingRow
 from ecpfs_viewer.model.diagnostics.embedding_map import (
     MAP_COLOURINGS,
     ColourSums,
@@ -116,11 +121,11 @@ class EmbeddingMapPanel(QWidget):
         self.controls = RunControls(self, NO_INDEX, cancel=self.cancel, runners=(self._runner,))
         self.progress, self.status = self.controls.progress, self.controls.summary
         self.progress.setMinimumWidth(self.fontMetrics().horizontalAdvance("leaves 10,000,000/10,000,000") + 24)
-        top = QHBoxLayout()
-        for w in (QLabel("Placement"), self.placement_choice, QLabel("Colour by"), self.colour_combo,
-                  self.marks_button, self.box_button, self.lasso_button, self.all_button, self.export_button):
-            top.addWidget(w)
-        top.addStretch(1)
+        # the choices, then the buttons: one line where they fit, two where they do not (at 1.5x)
+        self.controls_row = WrappingRow(
+            hbox(QLabel("Placement"), self.placement_choice, QLabel("Colour by"), self.colour_combo, stretch=None),
+            hbox(self.marks_button, self.box_button, self.lasso_button, self.all_button, self.export_button,
+                 stretch=None))
         state = QHBoxLayout()  # what happened on its own line: it is long (the placement's figures)
         state.addWidget(self.progress)
         state.addWidget(self.controls.cancel_button)
@@ -147,11 +152,18 @@ class EmbeddingMapPanel(QWidget):
         side_layout.addWidget(self.hover_label)
         side_layout.addWidget(self.selection_list, 1)
         side.setMinimumWidth(240)
-        body = panes(Qt.Orientation.Horizontal, (self.view, 3), (side, 1))
+        # a pane lower than its texts scrolls rather than laying them over each other (at 1.5x)
+        self.side_scroll = QScrollArea()
+        self.side_scroll.setWidgetResizable(True)
+        self.side_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.side_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.side_scroll.setWidget(side)
+        self.side_scroll.setMinimumWidth(240 + self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
+        body = panes(Qt.Orientation.Horizontal, (self.view, 3), (self.side_scroll, 1))
         body.setSizes([780, 300])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addLayout(top)
+        layout.addWidget(self.controls_row)
         layout.addLayout(state)
         layout.addWidget(body, 1)
         self._fill_combo()

@@ -158,6 +158,31 @@ def test_the_level_page_charts_keep_their_titles_and_height_inside_the_window(qt
 
 
 @pytest.mark.parametrize("name", ["1280x800", "1280x800@1.5"])
+def test_the_embedding_map_keeps_its_status_short_and_the_map_large(qtbot, show, index, name):
+    """The status line after a placement (its figures) beside the progress bar, laid out as the
+    Index map's was when a wrapped line took five to eleven lines of its height."""
+    win = opened(qtbot, show, index, SIZES[name])
+    panel = win.embedding_map.panel
+    win.embedding_map.show_action.trigger()
+    qtbot.waitUntil(lambda: panel.data is not None and not panel.data.placement.sample and not panel.busy
+                    and panel.view.frame is not None, timeout=30_000)
+    idle(qtbot, win)
+    status = panel.status  # as high as its text needs at the width it has, not at a narrower one
+    needed = max(status.heightForWidth(status.width()), panel.controls.cancel_button.sizeHint().height())
+    assert status.text() and status.height() <= needed + 4, (name, status.height(), needed, status.width())
+    assert panel.view.height() >= (300 if name == "1280x800" else 180), (name, panel.view.height())
+    for button in (panel.marks_button, panel.box_button, panel.lasso_button, panel.all_button, panel.export_button,
+                   panel.placement_choice, panel.colour_combo):  # every control whole: at 1.5x "Re…es"
+        assert button.isVisible() and button.height() >= button.sizeHint().height() - 2, (name, button.height())
+        assert button.width() >= button.sizeHint().width(), (name, button.width(), button.sizeHint().width())
+        assert button.mapTo(panel, button.rect().topRight()).x() <= panel.width()
+    assert panel.controls_row.wrapped or name == "1280x800"  # at 1.5x on two lines
+    for label in (panel.legend, panel.hover_label):  # the side's texts whole, none over another
+        assert label.height() >= label.heightForWidth(label.width()), (name, label.height())
+    shot(win, f"embedding-map-{name}")
+
+
+@pytest.mark.parametrize("name", ["1280x800", "1280x800@1.5"])
 def test_the_index_map_has_the_central_area(qtbot, show, index, name):
     """The map docked at about 430 x 300, with "Where recall is lost" 60 px wide."""
     win = opened(qtbot, show, index, SIZES[name])
