@@ -39,12 +39,13 @@ from ecpfs_viewer.gui.tuning.compare_charts import draw_balance, draw_recall
 from ecpfs_viewer.gui.tuning.drift_sim_dialog import DriftSimDialog
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.escape import close_on_escape
-from ecpfs_viewer.gui.widgets.fields import npy_field, spin_box
+from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.saving import save_to
 from ecpfs_viewer.gui.widgets.screen_fit import fit_to_screen
 from ecpfs_viewer.gui.widgets.user_guide import guide_on_f1
+from ecpfs_viewer.gui.widgets.wrapping_row import WrappingRow
 from ecpfs_viewer.model.ecpfs.opened_index import open_index
 from ecpfs_viewer.model.search import IndexReader, QueryError, SearchResult, index_reader
 from ecpfs_viewer.model.search.cluster import scheduler_problem
@@ -207,10 +208,12 @@ class CompareView(QWidget):
         self.progress, self.status = self.controls.progress, self.controls.summary
         self.controls.ended.connect(self.finished)
         self.progress.setMinimumWidth(200)
-        form = QHBoxLayout()
-        for widget in (self.sample_spin, self.file_edit, browse, self.k_spin, QLabel("search_exp"), self.exps_edit,
-                       self.run_button, self.cancel_button):
-            form.addWidget(widget)
+        # the queries, then the sweep: one line where they fit, two in a narrow window (at 1.5x the
+        # file field showed "o…" and the search_exp field the end of its values)
+        self.form_row = WrappingRow(hbox(self.sample_spin, self.file_edit, browse, stretch=1),
+                                    hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.run_button,
+                                         self.cancel_button, stretch=2))
+        self.exps_edit.setMinimumWidth(self.exps_edit.fontMetrics().horizontalAdvance("1, 2, 4, 8, 16") + 12)
         running = QHBoxLayout()  # the status first, on one line from the left edge; the bar at its end
         self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         running.addWidget(self.status, 1)
@@ -238,7 +241,7 @@ class CompareView(QWidget):
         top.addWidget(self.scheduler_edit, 0, Qt.AlignmentFlag.AlignBottom)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addLayout(form)
+        layout.addWidget(self.form_row)
         layout.addLayout(running)
         layout.addWidget(self.tabs, 1)
 

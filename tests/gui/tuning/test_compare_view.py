@@ -229,3 +229,24 @@ def test_the_drift_simulation_opens_from_compare(qtbot, two_builds) -> None:
     dialog = view.findChild(DriftSimDialog)
     assert dialog is not None and dialog.isVisible()
     dialog.close()
+
+
+def test_a_narrow_comparison_window_puts_its_form_on_two_lines(qtbot, two_builds) -> None:
+    """In a window narrower than the form's one line (at 1.5x the Compare window is about 530 px
+    wide) the queries and the sweep stand on two lines, every field and button whole, not squeezed
+    onto one ("o…" for the file field, the end of the search_exp values)."""
+    fine, coarse = two_builds
+    win = open_window(qtbot, fine)
+    win.open_comparison(str(coarse))
+    view = win.comparisons[-1]
+    qtbot.waitUntil(lambda: view.opened is not None, timeout=30_000)
+    view.resize(560, 640)
+    qtbot.waitUntil(lambda: view.form_row.wrapped and view.k_spin.mapTo(view.form_row, QPoint(0, 0)).y() > 0)
+    for widget in (view.sample_spin, view.k_spin, view.run_button, view.cancel_button):
+        assert widget.width() >= widget.sizeHint().width(), widget
+        assert widget.mapTo(view, widget.rect().topRight()).x() <= view.width()
+    exps = view.exps_edit
+    assert exps.width() >= exps.fontMetrics().horizontalAdvance(exps.text()) + 8
+    assert view.file_edit.width() >= view.file_edit.fontMetrics().horizontalAdvance("or queries.npy")
+    view.resize(1400, 640)
+    qtbot.waitUntil(lambda: not view.form_row.wrapped)
