@@ -19,12 +19,9 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
-    QFrame,
     QHBoxLayout,
     QLabel,
     QMenu,
-    QScrollArea,
-    QStyle,
     QToolButton,
     QToolTip,
     QVBoxLayout,
@@ -37,7 +34,7 @@ from ecpfs_viewer.gui.diagnostics.embedding_selection import SelectionList, mode
 from ecpfs_viewer.gui.diagnostics.embedding_view import EmbeddingMapView
 from ecpfs_viewer.gui.diagnostics.placement_choice import PlacementChoice
 from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
-from ecpfs_viewer.gui.widgets.display import panes
+from ecpfs_viewer.gui.widgets.display import panes, scrolling_side
 from ecpfs_viewer.gui.widgets.fields import hbox
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.wrapping_row import WrappingRow
@@ -151,15 +148,8 @@ class EmbeddingMapPanel(QWidget):
         side_layout.addWidget(self.legend)
         side_layout.addWidget(self.hover_label)
         side_layout.addWidget(self.selection_list, 1)
-        side.setMinimumWidth(240)
-        # a pane lower than its texts scrolls rather than laying them over each other (at 1.5x)
-        self.side_scroll = QScrollArea()
-        self.side_scroll.setWidgetResizable(True)
-        self.side_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.side_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.side_scroll.setWidget(side)
-        self.side_scroll.setMinimumWidth(240 + self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
-        body = panes(Qt.Orientation.Horizontal, (self.view, 3), (self.side_scroll, 1))
+        side.setMinimumWidth(240)  # scrolls where lower than its texts: at 1.5x they were drawn over each other
+        body = panes(Qt.Orientation.Horizontal, (self.view, 3), (scrolling_side(side, 240), 1))
         body.setSizes([780, 300])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QTreeWidget,
@@ -353,6 +354,18 @@ def facts_scroll(facts: FactsView) -> QScrollArea:
     scroll.setFrameShape(QFrame.Shape.NoFrame)
     scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
     scroll.setWidget(facts)
+    return scroll
+
+
+def scrolling_side(widget: QWidget, min_width: int) -> QScrollArea:
+    """widget in a frameless area that scrolls up and down where it is lower than its contents (its
+    texts never drawn over each other), at least min_width wide beside its scroll bar."""
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setWidget(widget)
+    scroll.setMinimumWidth(min_width + scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
     return scroll
 
 
