@@ -167,9 +167,15 @@ def run_build(args: argparse.Namespace) -> int:
         return _stopped_by(stop.signum, None)
     except KeyboardInterrupt:
         raise Interrupted("build interrupted; nothing was written") from None
-    except OSError as exc:
-        _err(f"{args.output}: {exc.strerror or exc}")
-        return EXIT_FAILED
+    except Exception as exc:
+        if stop is not None and stop.signum is not None:
+            # the signal's raise landed inside a lock's wait, whose clean-up then failed ("release
+            # unlocked lock") and replaced it: still the signal's stop; the builder removed its folder
+            return _stopped_by(stop.signum, None)
+        if isinstance(exc, OSError):
+            _err(f"{args.output}: {exc.strerror or exc}")
+            return EXIT_FAILED
+        raise
     if not args.quiet:
         print(format_build_summary(result))
     return EXIT_OK
