@@ -171,7 +171,7 @@ def run_build(args: argparse.Namespace) -> int:
         if stop is not None and stop.signum is not None:
             # the signal's raise landed inside a lock's wait, whose clean-up then failed ("release
             # unlocked lock") and replaced it: still the signal's stop; the builder removed its folder
-            return _stopped_by(stop.signum, None)
+            return _stopped_by(stop.signum, args.output if result is not None else None)
         if isinstance(exc, OSError):
             _err(f"{args.output}: {exc.strerror or exc}")
             return EXIT_FAILED
