@@ -349,23 +349,24 @@ class NodeList(QTreeWidget):
 def facts_scroll(facts: FactsView) -> QScrollArea:
     """facts in a frameless scrolling area: values wrap to the width shown, each row gets the height
     of its wrapped lines, and a pane narrower than a value's longest word scrolls rather than cut it."""
-    scroll = QScrollArea()
-    scroll.setWidgetResizable(True)
-    scroll.setFrameShape(QFrame.Shape.NoFrame)
-    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-    scroll.setWidget(facts)
-    return scroll
+    return _frameless_scroll(facts, Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
 
 def scrolling_side(widget: QWidget, min_width: int) -> QScrollArea:
     """widget in a frameless area that scrolls up and down where it is lower than its contents (its
     texts never drawn over each other), at least min_width wide beside its scroll bar."""
+    scroll = _frameless_scroll(widget, Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setMinimumWidth(min_width + scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
+    return scroll
+
+
+def _frameless_scroll(widget: QWidget, horizontal: Qt.ScrollBarPolicy) -> QScrollArea:
+    """widget in a frameless scrolling area that gives it the area's width (and its height, or more)."""
     scroll = QScrollArea()
     scroll.setWidgetResizable(True)
     scroll.setFrameShape(QFrame.Shape.NoFrame)
-    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setHorizontalScrollBarPolicy(horizontal)
     scroll.setWidget(widget)
-    scroll.setMinimumWidth(min_width + scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
     return scroll
 
 
