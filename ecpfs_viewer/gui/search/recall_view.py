@@ -29,7 +29,7 @@ from ecpfs_viewer.gui.runtime.workers import BackgroundRunner
 from ecpfs_viewer.gui.search.session import SearchSession, score_header, shown_score
 from ecpfs_viewer.gui.widgets.colormaps import plain_numbers, plot_colors, style_plot
 from ecpfs_viewer.gui.widgets.display import panes
-from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
+from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, search_exps_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, fit_table_pane, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.saving import save_to
@@ -143,10 +143,8 @@ class RecallView(QWidget):
         self.file_edit, browse = npy_field("Queries (.npy)", "queries.npy (for 'Rows of a .npy file')",
                                            lambda: self.source_combo.setCurrentIndex(_SOURCES.index(_FILE)))
         self.k_spin = spin_box(1, 10_000, 10, "recall@k: how many exact neighbours each search should find", "k ")
-        self.exps_edit = QLineEdit("1, 2, 4, 8, 16")
-        self.exps_edit.setToolTip("search_exp values to sweep")
-        self.exps_edit.setMinimumWidth(self.exps_edit.fontMetrics().horizontalAdvance("1, 2, 4, 8, 16, 32") + 12)
-        self.exps_edit.returnPressed.connect(self.run)
+        self.exps_edit = search_exps_field("1, 2, 4, 8, 16", "search_exp values to sweep", self.run,
+                                           "1, 2, 4, 8, 16, 32")
         self.self_check = QCheckBox("Exclude self")
         self.self_check.setToolTip("Leave each sampled item out of its own exact and eCP lists (else every query "
                                    "finds itself at distance 0); `recall --include-self` keeps it")

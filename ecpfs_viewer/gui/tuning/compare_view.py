@@ -39,7 +39,7 @@ from ecpfs_viewer.gui.tuning.compare_charts import draw_balance, draw_recall
 from ecpfs_viewer.gui.tuning.drift_sim_dialog import DriftSimDialog
 from ecpfs_viewer.gui.widgets.display import panes
 from ecpfs_viewer.gui.widgets.escape import close_on_escape
-from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, spin_box
+from ecpfs_viewer.gui.widgets.fields import hbox, npy_field, search_exps_field, spin_box
 from ecpfs_viewer.gui.widgets.rows_table import RowsModel, fit_table, rows_view, titled
 from ecpfs_viewer.gui.widgets.run_controls import RunControls
 from ecpfs_viewer.gui.widgets.saving import save_to
@@ -191,9 +191,8 @@ class CompareView(QWidget):
                                     "its own lists)", "sample ")
         self.file_edit, browse = npy_field("Queries (.npy)", "or queries.npy")
         self.k_spin = spin_box(1, 10_000, 10, "recall@k: how many exact neighbours each search should find", "k ")
-        self.exps_edit = QLineEdit("1, 2, 4, 8")
-        self.exps_edit.setToolTip("search_exp values to sweep in both indexes")
-        self.exps_edit.returnPressed.connect(self.run)
+        self.exps_edit = search_exps_field("1, 2, 4, 8", "search_exp values to sweep in both indexes", self.run,
+                                           "1, 2, 4, 8, 16")
         self.scheduler_edit = QLineEdit(str(settings().value(SCHEDULER_KEY, "")))
         self.scheduler_edit.setPlaceholderText("this machine")
         self.scheduler_edit.setToolTip("Compute the exact neighbours with dask: 'threads' on this machine, or on the "
@@ -213,7 +212,6 @@ class CompareView(QWidget):
         self.form_row = WrappingRow(hbox(self.sample_spin, self.file_edit, browse, stretch=1),
                                     hbox(self.k_spin, QLabel("search_exp"), self.exps_edit, self.run_button,
                                          self.cancel_button, stretch=2))
-        self.exps_edit.setMinimumWidth(self.exps_edit.fontMetrics().horizontalAdvance("1, 2, 4, 8, 16") + 12)
         running = QHBoxLayout()  # the status first, on one line from the left edge; the bar at its end
         self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         running.addWidget(self.status, 1)

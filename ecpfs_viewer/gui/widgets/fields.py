@@ -48,6 +48,16 @@ def command_line(copy_tip: str, copied: Callable[[], None]) -> tuple[QLineEdit, 
     return edit, button
 
 
+def search_exps_field(values: str, tip: str, run: Callable[[], None], widest: str) -> QLineEdit:
+    """The line of search_exp values a sweep runs over (Return runs it), at least as wide as
+    ``widest`` shows: squeezed in a narrow row it showed only the end of its values."""
+    edit = QLineEdit(values)
+    edit.setToolTip(tip)
+    edit.returnPressed.connect(run)
+    edit.setMinimumWidth(edit.fontMetrics().horizontalAdvance(widest) + 12)
+    return edit
+
+
 def npy_field(title: str, placeholder: str = "queries.npy", chosen: Callable[[], None] = lambda: None,
               text: str = "") -> tuple[QLineEdit, QPushButton]:
     """A line for the path of a .npy and its Browse… button (the open dialog starts at the line's
